@@ -1,0 +1,223 @@
+package io.kvferry;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A rank's registered memory and layout, in SGLang's order.
+ *
+ * <p>KV regions: for MHA all K buffers of the rank's layers, then all V buffers, then draft-model K and V buffers; for
+ * MLA one latent buffer per layer, then draft layers. Each KV region holds one page of one layer per item. Aux regions
+ * hold one metadata row per item, state regions one state slot (or state page) per item.
+ *
+ * <pre>{@code
+ * KVArgs args = KVArgs.builder()
+ *         .engineRank(0)
+ *         .pageSize(16)
+ *         .kvHeads(8, 8)
+ *         .kvRegions(kRegions)        // then V regions, in one list
+ *         .auxRegions(List.of(auxRows))
+ *         .build();
+ * }</pre>
+ */
+public final class KVArgs {
+
+	private final int engineRank;
+	private final List<MemoryRegion> kvRegions;
+	private final List<MemoryRegion> auxRegions;
+	private final List<MemoryRegion> stateRegions;
+	private final int pageSize;
+	private final int prefillStartLayer;
+	private final int kvHeadNum;
+	private final int totalKvHeadNum;
+	private final boolean mla;
+	private final String dtype;
+
+	private KVArgs(Builder b) {
+		this.engineRank = b.engineRank;
+		this.kvRegions = List.copyOf(b.kvRegions);
+		this.auxRegions = List.copyOf(b.auxRegions);
+		this.stateRegions = List.copyOf(b.stateRegions);
+		this.pageSize = b.pageSize;
+		this.prefillStartLayer = b.prefillStartLayer;
+		this.kvHeadNum = b.kvHeadNum;
+		this.totalKvHeadNum = b.totalKvHeadNum;
+		this.mla = b.mla;
+		this.dtype = b.dtype;
+		if (engineRank < 0) {
+			throw new IllegalArgumentException("engineRank : " + engineRank + " (expected: >= 0)");
+		}
+		if (pageSize < 1) {
+			throw new IllegalArgumentException("pageSize : " + pageSize + " (expected: >= 1)");
+		}
+		if (kvRegions.isEmpty()) {
+			throw new IllegalArgumentException("kvRegions : empty (expected: at least one KV buffer)");
+		}
+		if (!mla && kvRegions.size() % 2 != 0) {
+			throw new IllegalArgumentException("kvRegions : " + kvRegions.size()
+					+ " buffers (expected: an even count for MHA, K buffers then V buffers)");
+		}
+		if (prefillStartLayer < 0) {
+			throw new IllegalArgumentException("prefillStartLayer : " + prefillStartLayer + " (expected: >= 0)");
+		}
+		if (kvHeadNum < 1 || totalKvHeadNum < 1) {
+			throw new IllegalArgumentException("kvHeads : " + kvHeadNum + "/" + totalKvHeadNum + " (expected: >= 1)");
+		}
+		for (MemoryRegion r : kvRegions) {
+			if (r.itemLen() % pageSize != 0) {
+				throw new IllegalArgumentException("kv itemLen : " + r.itemLen() + " (expected: a multiple of pageSize "
+						+ pageSize + ")");
+			}
+		}
+	}
+
+	public static Builder builder() {
+		return new Builder();
+	}
+
+	/** @return a builder holding this object's values */
+	public Builder mutate() {
+		Builder b = new Builder();
+		b.engineRank = engineRank;
+		b.kvRegions = new ArrayList<>(kvRegions);
+		b.auxRegions = new ArrayList<>(auxRegions);
+		b.stateRegions = new ArrayList<>(stateRegions);
+		b.pageSize = pageSize;
+		b.prefillStartLayer = prefillStartLayer;
+		b.kvHeadNum = kvHeadNum;
+		b.totalKvHeadNum = totalKvHeadNum;
+		b.mla = mla;
+		b.dtype = dtype;
+		return b;
+	}
+
+	public int engineRank() {
+		return engineRank;
+	}
+
+	public List<MemoryRegion> kvRegions() {
+		return kvRegions;
+	}
+
+	public List<MemoryRegion> auxRegions() {
+		return auxRegions;
+	}
+
+	public List<MemoryRegion> stateRegions() {
+		return stateRegions;
+	}
+
+	public int pageSize() {
+		return pageSize;
+	}
+
+	/** @return the first model layer held by this PP stage */
+	public int prefillStartLayer() {
+		return prefillStartLayer;
+	}
+
+	/** @return KV heads held by this rank */
+	public int kvHeadNum() {
+		return kvHeadNum;
+	}
+
+	/** @return KV heads of the whole model */
+	public int totalKvHeadNum() {
+		return totalKvHeadNum;
+	}
+
+	/** @return whether the KV buffers are MLA latent buffers (one per layer) */
+	public boolean isMla() {
+		return mla;
+	}
+
+	/** @return the KV cache dtype tag, such as {@code bf16} or {@code fp8_e4m3}; both sides must agree */
+	public String dtype() {
+		return dtype;
+	}
+
+	/** @return layers in the KV buffer list (MHA: half the buffers) */
+	public int kvLayerCount() {
+		return mla ? kvRegions.size() : kvRegions.size() / 2;
+	}
+
+	@Override
+	public String toString() {
+		return "KVArgs{engineRank=" + engineRank + ", kvRegions=" + kvRegions.size() + ", auxRegions="
+				+ auxRegions.size() + ", stateRegions=" + stateRegions.size() + ", pageSize=" + pageSize
+				+ ", prefillStartLayer=" + prefillStartLayer + ", kvHeads=" + kvHeadNum + "/" + totalKvHeadNum
+				+ ", mla=" + mla + ", dtype=" + dtype + '}';
+	}
+
+	/** Mutable builder; {@link #build()} validates and copies. */
+	public static final class Builder {
+		private int engineRank;
+		private List<MemoryRegion> kvRegions = new ArrayList<>();
+		private List<MemoryRegion> auxRegions = new ArrayList<>();
+		private List<MemoryRegion> stateRegions = new ArrayList<>();
+		private int pageSize = 1;
+		private int prefillStartLayer;
+		private int kvHeadNum = 1;
+		private int totalKvHeadNum = 1;
+		private boolean mla;
+		private String dtype = "bf16";
+
+		private Builder() {
+		}
+
+		public Builder engineRank(int engineRank) {
+			this.engineRank = engineRank;
+			return this;
+		}
+
+		public Builder kvRegions(List<MemoryRegion> regions) {
+			this.kvRegions = new ArrayList<>(Objects.requireNonNull(regions, "regions"));
+			return this;
+		}
+
+		public Builder auxRegions(List<MemoryRegion> regions) {
+			this.auxRegions = new ArrayList<>(Objects.requireNonNull(regions, "regions"));
+			return this;
+		}
+
+		public Builder stateRegions(List<MemoryRegion> regions) {
+			this.stateRegions = new ArrayList<>(Objects.requireNonNull(regions, "regions"));
+			return this;
+		}
+
+		public Builder pageSize(int pageSize) {
+			this.pageSize = pageSize;
+			return this;
+		}
+
+		public Builder prefillStartLayer(int layer) {
+			this.prefillStartLayer = layer;
+			return this;
+		}
+
+		/**
+		 * @param perRank KV heads held by this rank
+		 * @param total KV heads of the model
+		 */
+		public Builder kvHeads(int perRank, int total) {
+			this.kvHeadNum = perRank;
+			this.totalKvHeadNum = total;
+			return this;
+		}
+
+		public Builder mla(boolean mla) {
+			this.mla = mla;
+			return this;
+		}
+
+		public Builder dtype(String dtype) {
+			this.dtype = Objects.requireNonNull(dtype, "dtype");
+			return this;
+		}
+
+		public KVArgs build() {
+			return new KVArgs(this);
+		}
+	}
+}

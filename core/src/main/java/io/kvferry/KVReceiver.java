@@ -1,0 +1,48 @@
+package io.kvferry;
+
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The decode side of one room on one rank. Made by {@link KVManager#receiver}; resolves the prefill instance through
+ * its bootstrap server right away (Bootstrapping → WaitingForInput). Every method returns at once.
+ *
+ * <pre>{@code
+ * KVReceiver receiver = manager.receiver(bootstrapAddr, room, null);
+ * receiver.sendMetadata(destPages, auxRow, new int[0]);
+ * receiver.completion().subscribe(ok -> {}, err -> log.warn("room failed", err));
+ * }</pre>
+ */
+public interface KVReceiver {
+
+	long room();
+
+	/**
+	 * Tells the prefill ranks where this room's KV goes. May be called while still bootstrapping.
+	 *
+	 * @param pageIndices destination pages, in order
+	 * @param auxIndex destination aux row, or -1
+	 * @param stateIndices destination state slots (empty when none)
+	 * @throws IllegalStateException when called twice
+	 */
+	void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices);
+
+	/** @return the room's current state (latched once terminal) */
+	KVPoll poll();
+
+	/** @return the room's states: the current one first, then each change; completes after the terminal one */
+	Flux<KVPoll> states();
+
+	/** @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure */
+	Mono<Void> completion();
+
+	/**
+	 * Fails the room and tells every prefill rank. The room's pages stay fenced (no byte lands) and the returned
+	 * {@code Mono} completes once every prefill rank acknowledged or its connection is gone: then the pages may be
+	 * reused.
+	 *
+	 * @param reason why
+	 * @return completes when the pages are safe to reuse
+	 */
+	Mono<Void> abort(String reason);
+}

@@ -1,0 +1,53 @@
+package io.kvferry;
+
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The prefill side of one room on one rank. Made by {@link KVManager#sender(long)}. Every method returns at once; the
+ * work happens on the transport's threads.
+ *
+ * <pre>{@code
+ * KVSender sender = manager.sender(room);
+ * sender.init(numPages, auxRow);
+ * sender.send(firstChunkPages, new int[0]);
+ * sender.send(lastChunkPages, stateSlots);   // cursor reaches numPages: last chunk, then aux, then Success
+ * sender.completion().block(Duration.ofSeconds(30));
+ * }</pre>
+ */
+public interface KVSender {
+
+	long room();
+
+	/**
+	 * @param numPages pages this rank will send for the room (the last {@link #send} is detected by count)
+	 * @param auxIndex source aux row, or -1 when there is no aux data
+	 */
+	void init(int numPages, int auxIndex);
+
+	/**
+	 * Sends one prefill chunk. May be called before decode's destinations arrived; chunks then wait for them.
+	 *
+	 * @param pageIndices source pages of this chunk, in order
+	 * @param stateIndices source state slots, read on the last chunk only
+	 * @throws IllegalStateException before {@link #init} or past {@code numPages}
+	 */
+	void send(int[] pageIndices, int[] stateIndices);
+
+	/** @return the room's current state (latched once terminal) */
+	KVPoll poll();
+
+	/** @return the room's states: the current one first, then each change; completes after the terminal one */
+	Flux<KVPoll> states();
+
+	/** @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure */
+	Mono<Void> completion();
+
+	/**
+	 * Fails the room here and tells decode. Idempotent.
+	 *
+	 * @param reason why
+	 * @return completes when the abort has been handed to every peer connection
+	 */
+	Mono<Void> abort(String reason);
+}

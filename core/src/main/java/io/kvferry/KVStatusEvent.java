@@ -1,0 +1,20 @@
+package io.kvferry;
+
+import java.util.Objects;
+
+/**
+ * One state change of one room on one manager, as published on {@link KVManager#events()}.
+ *
+ * @param room the room
+ * @param previous the state before, or {@code null} when the room was new
+ * @param current the state after
+ * @param reason why it failed; empty unless {@code current} is {@link KVPoll#FAILED}
+ * @param timestampNanos {@link System#nanoTime()}-based time of the change
+ */
+public record KVStatusEvent(long room, KVPoll previous, KVPoll current, String reason, long timestampNanos) {
+
+	public KVStatusEvent {
+		Objects.requireNonNull(current, "current");
+		Objects.requireNonNull(reason, "reason");
+	}
+}

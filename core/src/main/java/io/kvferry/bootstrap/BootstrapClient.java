@@ -1,0 +1,46 @@
+package io.kvferry.bootstrap;
+
+import io.kvferry.HostPort;
+import reactor.core.publisher.Mono;
+
+/**
+ * The calls prefill and decode ranks make to a bootstrap server. Every method is lazy (nothing is sent before
+ * subscription), non-blocking and bounded by a timeout; failures are {@link BootstrapException}s.
+ */
+public interface BootstrapClient {
+
+	/**
+	 * Registers a prefill rank ({@code PUT /route}), retrying as SGLang does (5 tries, delay min(2^k s, 30 s) × jitter
+	 * in [0.75, 1)) before failing with the last error.
+	 *
+	 * @param bootstrap the bootstrap server
+	 * @param registration what to publish
+	 * @return completes when the server answered {@code OK}
+	 */
+	Mono<Void> register(HostPort bootstrap, PrefillRegistration registration);
+
+	/**
+	 * Fetches the prefill instance's sizes ({@code GET /route} with −1, −1, −1).
+	 *
+	 * @param bootstrap the bootstrap server
+	 * @return the sizes; {@link BootstrapException.Kind#NOT_READY} until every rank registered
+	 */
+	Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap);
+
+	/**
+	 * Looks up one prefill rank's endpoint.
+	 *
+	 * @param bootstrap the bootstrap server
+	 * @param dpGroup prefill DP group
+	 * @param tpRank prefill attention TP rank
+	 * @param ppRank prefill PP rank
+	 * @return {@code rank_ip:rank_port}; {@link BootstrapException.Kind#NOT_FOUND} when not registered
+	 */
+	Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int tpRank, int ppRank);
+
+	/**
+	 * @param bootstrap the bootstrap server
+	 * @return completes when {@code GET /health} answers 200
+	 */
+	Mono<Void> health(HostPort bootstrap);
+}

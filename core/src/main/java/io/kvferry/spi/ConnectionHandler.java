@@ -1,0 +1,28 @@
+package io.kvferry.spi;
+
+/**
+ * The engine's side of one connection. A transport calls these methods serially for one connection (from its I/O
+ * thread), never concurrently; implementations must not block.
+ */
+public interface ConnectionHandler {
+
+	/** A control message arrived. */
+	void onMessage(KVConnection connection, KVMessage message);
+
+	/**
+	 * A data frame header arrived; its payload follows.
+	 *
+	 * @return where the payload goes, or {@code null} to discard it (unknown, aborted or finished room)
+	 * @throws io.kvferry.ProtocolException when the write is forbidden; the transport closes the connection
+	 */
+	PayloadSink onData(KVConnection connection, DataHeader header);
+
+	/**
+	 * Consulted just before a queued data block of {@code room} is written: a room aborted meanwhile sends nothing
+	 * more.
+	 */
+	boolean isSendable(long room);
+
+	/** The connection closed (either side, heartbeat loss, malformed input); called once. */
+	void onClose(KVConnection connection, String reason);
+}

@@ -1,0 +1,36 @@
+package io.kvferry.spi;
+
+import io.kvferry.HostPort;
+import reactor.core.publisher.Mono;
+
+/**
+ * One connection between a decode rank and a prefill rank. Messages and data blocks are written in the order they are
+ * handed over, whatever thread hands them over. Methods never block.
+ */
+public interface KVConnection {
+
+	/** @return a short id for log lines */
+	String id();
+
+	/** @return the peer's address */
+	HostPort remoteAddress();
+
+	/**
+	 * Queues a control message. Queued at once, whether or not the result is subscribed.
+	 *
+	 * @return completes when the message was written to the network, errors if the connection closed first
+	 */
+	Mono<Void> send(KVMessage message);
+
+	/**
+	 * Queues a data block. Before writing it the transport asks {@link ConnectionHandler#isSendable(long)} and drops it
+	 * when false. The source memory must stay valid until the room ends.
+	 */
+	void sendData(DataBlock block);
+
+	/** @return whether the connection is open */
+	boolean isActive();
+
+	/** Closes the connection; {@link ConnectionHandler#onClose} follows with {@code reason}. */
+	void close(String reason);
+}

@@ -1,0 +1,124 @@
+package io.kvferry.spi;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+import io.kvferry.KVPoll;
+
+/**
+ * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link TransferRequest} and {@link Abort};
+ * prefill sends {@link HelloAck}, {@link Reject}, {@link Status} and {@link AbortAck}. On one connection messages and
+ * data blocks arrive in the order they were sent.
+ */
+public sealed interface KVMessage {
+
+	/** Version of the message set; a peer with another version is rejected in the handshake. */
+	int PROTOCOL_VERSION = 1;
+
+	/**
+	 * First message on a connection, decode → prefill: the decode rank's layout (SGLang's KV-args registration).
+	 *
+	 * @param protocolVersion {@link #PROTOCOL_VERSION} of the sender
+	 * @param layout the decode rank's layout
+	 */
+	record Hello(int protocolVersion, PeerLayout layout) implements KVMessage {
+		public Hello {
+			Objects.requireNonNull(layout, "layout");
+		}
+	}
+
+	/**
+	 * Prefill accepts the handshake and tells its own layout.
+	 *
+	 * @param layout the prefill rank's layout
+	 */
+	record HelloAck(PeerLayout layout) implements KVMessage {
+		public HelloAck {
+			Objects.requireNonNull(layout, "layout");
+		}
+	}
+
+	/**
+	 * Prefill refuses the handshake; the connection closes after it.
+	 *
+	 * @param reason names the incompatible values
+	 */
+	record Reject(String reason) implements KVMessage {
+		public Reject {
+			Objects.requireNonNull(reason, "reason");
+		}
+	}
+
+	/**
+	 * Decode asks for one room's KV, decode → each target prefill rank (SGLang's transfer metadata).
+	 *
+	 * @param room the room
+	 * @param dstPages destination page indices (empty for a dummy target)
+	 * @param auxIndex destination aux row, or -1 for none / dummy
+	 * @param stateIndices destination state slots (empty when none)
+	 * @param requiredDstInfoNum how many decode ranks ask the same prefill rank for this room
+	 * @param dummy true when this prefill rank only has to acknowledge (MLA fan-in)
+	 */
+	record TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
+			boolean dummy) implements KVMessage {
+		public TransferRequest {
+			Objects.requireNonNull(dstPages, "dstPages");
+			Objects.requireNonNull(stateIndices, "stateIndices");
+		}
+
+		@Override
+		public boolean equals(Object o) {
+			return o instanceof TransferRequest t && t.room == room && Arrays.equals(t.dstPages, dstPages)
+					&& t.auxIndex == auxIndex && Arrays.equals(t.stateIndices, stateIndices)
+					&& t.requiredDstInfoNum == requiredDstInfoNum && t.dummy == dummy;
+		}
+
+		@Override
+		public int hashCode() {
+			return Objects.hash(room, Arrays.hashCode(dstPages), auxIndex, Arrays.hashCode(stateIndices),
+					requiredDstInfoNum, dummy);
+		}
+
+		@Override
+		public String toString() {
+			return "TransferRequest{room=" + room + ", dstPages=" + dstPages.length + ", auxIndex=" + auxIndex
+					+ ", stateIndices=" + Arrays.toString(stateIndices) + ", requiredDstInfoNum=" + requiredDstInfoNum
+					+ ", dummy=" + dummy + '}';
+		}
+	}
+
+	/**
+	 * A room's outcome on one prefill rank, prefill → decode.
+	 *
+	 * @param room the room
+	 * @param status {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
+	 * @param prefillRank SGLang's prefill unique rank (tp rank × pp size + pp rank)
+	 * @param reason why it failed; empty on success
+	 */
+	record Status(long room, KVPoll status, int prefillRank, String reason) implements KVMessage {
+		public Status {
+			Objects.requireNonNull(status, "status");
+			Objects.requireNonNull(reason, "reason");
+		}
+	}
+
+	/**
+	 * Decode gave up a room; prefill stops sending it and answers {@link AbortAck}.
+	 *
+	 * @param room the room
+	 * @param reason why
+	 */
+	record Abort(long room, String reason) implements KVMessage {
+		public Abort {
+			Objects.requireNonNull(reason, "reason");
+		}
+	}
+
+	/**
+	 * Prefill will send no more bytes for the room on this connection: everything before this message was all.
+	 *
+	 * @param room the room
+	 */
+	record AbortAck(long room) implements KVMessage {
+	}
+}

@@ -1,0 +1,59 @@
+package io.kvferry.spi;
+
+import java.util.List;
+import java.util.Objects;
+
+import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
+
+/**
+ * A rank's KV layout as exchanged in the handshake: SGLang's KV-args registration without addresses.
+ *
+ * @param engineRank the rank's engine rank
+ * @param parallel its parallel layout
+ * @param pageSize tokens per page
+ * @param mla whether KV buffers are MLA latent buffers
+ * @param dtype KV cache dtype tag
+ * @param kvHeadNum KV heads on this rank
+ * @param totalKvHeadNum KV heads of the model
+ * @param startLayer first layer of this PP stage
+ * @param kv KV regions, in SGLang order
+ * @param aux aux regions
+ * @param state state regions
+ */
+public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, boolean mla, String dtype,
+		int kvHeadNum, int totalKvHeadNum, int startLayer, List<RegionLayout> kv, List<RegionLayout> aux,
+		List<RegionLayout> state) {
+
+	public PeerLayout {
+		Objects.requireNonNull(parallel, "parallel");
+		Objects.requireNonNull(dtype, "dtype");
+		kv = List.copyOf(kv);
+		aux = List.copyOf(aux);
+		state = List.copyOf(state);
+	}
+
+	/** @return the layout of {@code args} on a rank placed at {@code parallel} */
+	public static PeerLayout of(KVArgs args, ParallelLayout parallel) {
+		return new PeerLayout(args.engineRank(), parallel, args.pageSize(), args.isMla(), args.dtype(),
+				args.kvHeadNum(), args.totalKvHeadNum(), args.prefillStartLayer(), shapes(args.kvRegions()),
+				shapes(args.auxRegions()), shapes(args.stateRegions()));
+	}
+
+	/** @return the regions of one kind */
+	public List<RegionLayout> regions(RegionKind kind) {
+		switch (kind) {
+			case KV:
+				return kv;
+			case AUX:
+				return aux;
+			default:
+				return state;
+		}
+	}
+
+	private static List<RegionLayout> shapes(List<MemoryRegion> regions) {
+		return regions.stream().map(r -> new RegionLayout(r.itemLen(), r.itemCount())).toList();
+	}
+}
