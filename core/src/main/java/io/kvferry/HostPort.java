@@ -81,6 +81,51 @@ public record HostPort(String host, int port) {
 		return port;
 	}
 
+	/**
+	 * The bootstrap server's host taken from SGLang's {@code --dist-init-addr} ({@code host:port}), as the seed's
+	 * {@code _register_to_bootstrap} does: {@code [v6]:port} and {@code [v6]} give the IPv6 literal (returned without
+	 * brackets, as {@link HostPort} keeps it); anything else gives the text before the last {@code ':'} (all of it
+	 * when there is none). The port is ignored: the bootstrap server has its own.
+	 *
+	 * <p>The seed resolves a hostname to an IPv4 address here ({@code gethostbyname}); this method does not, so it
+	 * never blocks on DNS. A hostname is returned as it is and resolved by the non-blocking HTTP client when it
+	 * connects.
+	 *
+	 * @param distInitAddr the {@code --dist-init-addr} value
+	 * @return the host: an IP literal (IPv6 without brackets) or a hostname
+	 * @throws IllegalArgumentException when the value is empty, has an empty host, an unclosed or misplaced bracket, or
+	 *         is a bare IPv6 address (ambiguous with a port)
+	 */
+	public static String distInitBootstrapHost(String distInitAddr) {
+		Objects.requireNonNull(distInitAddr, "distInitAddr");
+		String s = distInitAddr.trim();
+		if (s.isEmpty()) {
+			throw new IllegalArgumentException("dist_init_addr : empty (expected: host:port or [v6]:port)");
+		}
+		String host;
+		if (s.startsWith("[")) {
+			int close = s.indexOf(']');
+			if (close < 0 || (close + 1 < s.length() && s.charAt(close + 1) != ':')) {
+				throw new IllegalArgumentException("dist_init_addr : " + distInitAddr
+						+ " (expected: [v6] or [v6]:port)");
+			}
+			host = s.substring(1, close);
+		}
+		else {
+			int colon = s.lastIndexOf(':');
+			host = colon < 0 ? s : s.substring(0, colon);
+			if (host.indexOf(':') >= 0) {
+				throw new IllegalArgumentException("dist_init_addr : " + distInitAddr
+						+ " is ambiguous for an IPv6 address (expected: [v6]:port)");
+			}
+		}
+		if (host.isEmpty() || host.indexOf('[') >= 0 || host.indexOf(']') >= 0) {
+			throw new IllegalArgumentException("dist_init_addr : " + distInitAddr + " has no valid host (expected: "
+					+ "host:port or [v6]:port)");
+		}
+		return host;
+	}
+
 	/** @return whether the host is an IPv6 literal */
 	public boolean isIpv6() {
 		return host.indexOf(':') >= 0;

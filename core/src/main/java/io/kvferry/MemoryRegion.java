@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.util.Objects;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.util.internal.PlatformDependent;
 
 /**
@@ -113,7 +112,7 @@ public final class MemoryRegion {
 			throw new IndexOutOfBoundsException("offset " + offset + " + bytes " + bytes + " outside region of length "
 					+ length);
 		}
-		return Unpooled.wrappedBuffer(address + offset, bytes, false);
+		return NativeMemory.wrap(address + offset, bytes);
 	}
 
 	@Override

@@ -1,0 +1,109 @@
+package io.kvferry.internal;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.KVArgs;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVStatusEvent;
+import io.kvferry.KVTransferException;
+import io.kvferry.ParallelLayout;
+import io.kvferry.spi.PeerLayout;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** What prefill and decode managers share: the spec, the room table and disposal. */
+abstract class BaseKVManager<R extends Room> implements KVManager {
+
+	final KVManagerSpec spec;
+	final String name;
+	final RoomTable<R> table;
+	final PeerLayout ownLayout;
+	private final AtomicBoolean disposed = new AtomicBoolean();
+
+	BaseKVManager(KVManagerSpec spec) {
+		this.spec = spec;
+		this.name = spec.name();
+		this.ownLayout = PeerLayout.of(spec.kvArgs(), spec.layout());
+		this.table = new RoomTable<>(name, spec.timer(), spec.bootstrapTimeout(), spec.waitingTimeout(),
+				spec.transferTimeout(), spec.eventBufferSize(), this::onTerminal);
+	}
+
+	@Override
+	public DisaggregationMode mode() {
+		return spec.mode();
+	}
+
+	@Override
+	public KVArgs kvArgs() {
+		return spec.kvArgs();
+	}
+
+	@Override
+	public ParallelLayout layout() {
+		return spec.layout();
+	}
+
+	@Override
+	public KVPoll status(long room) {
+		R r = table.get(room);
+		return r == null ? null : r.state();
+	}
+
+	@Override
+	public Flux<KVStatusEvent> events() {
+		return table.events();
+	}
+
+	@Override
+	public boolean isDisposed() {
+		return disposed.get();
+	}
+
+	@Override
+	public void dispose() {
+		disposeLater().subscribe(null, e -> { });
+	}
+
+	@Override
+	public Mono<Void> disposeLater() {
+		return Mono.defer(() -> {
+			if (!disposed.compareAndSet(false, true)) {
+				return Mono.empty();
+			}
+			for (R r : table.all()) {
+				table.update(r, KVPoll.FAILED, "KV manager " + name + " was closed", false);
+			}
+			table.complete();
+			return closeResources();
+		});
+	}
+
+	/** Engine cleanup once a room ended (called once, after its terminal state was published). */
+	abstract void onTerminal(R room);
+
+	/** Releases listeners and connections after every room failed. */
+	abstract Mono<Void> closeResources();
+
+	void checkOpen() {
+		if (disposed.get()) {
+			throw new IllegalStateException("KV manager " + name + " is closed");
+		}
+	}
+
+	/** @return the reason text of a failure, for a room's record */
+	static String describe(Throwable t) {
+		if (t instanceof KVTransferException k) {
+			return k.reason();
+		}
+		String m = t.getMessage();
+		return m == null ? t.getClass().getSimpleName() : m;
+	}
+
+	@Override
+	public String toString() {
+		return name;
+	}
+}

@@ -1,0 +1,96 @@
+package io.kvferry.internal;
+
+import java.nio.ByteBuffer;
+import java.util.function.BooleanSupplier;
+
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.PayloadSink;
+import io.netty.buffer.ByteBuf;
+import io.netty.util.internal.PlatformDependent;
+
+/**
+ * Scatters a data frame's payload into registered memory: chunk {@code i} of {@code chunkLen} bytes lands at
+ * {@code base + i × stride}. Segments may split chunks anywhere. Copies native to native (or from the segment's array);
+ * the KV bytes never pass through a fresh heap buffer.
+ */
+final class PayloadWriter implements PayloadSink {
+
+	private final long base;
+	private final int chunkLen;
+	private final long stride;
+	private final long length;
+	private final BooleanSupplier live;
+	private final Runnable onComplete;
+	private long position;
+	private boolean fenced;
+
+	/**
+	 * @param base address of the first chunk's destination
+	 * @param header the frame (chunk length, stride, count)
+	 * @param live checked before every segment: once false, no further byte lands (the room was aborted)
+	 * @param onComplete called after the last byte
+	 */
+	PayloadWriter(long base, DataHeader header, BooleanSupplier live, Runnable onComplete) {
+		this.base = base;
+		this.chunkLen = header.chunkLen();
+		this.stride = header.count() == 1 ? header.chunkLen() : header.dstStride();
+		this.length = header.payloadLength();
+		this.live = live;
+		this.onComplete = onComplete;
+	}
+
+	@Override
+	public void write(ByteBuf segment) {
+		int remaining = segment.readableBytes();
+		if (fenced || remaining == 0) {
+			return;
+		}
+		if (!live.getAsBoolean()) {
+			fenced = true;
+			return;
+		}
+		if (position + remaining > length) {
+			throw new IllegalStateException("payload overrun: " + (position + remaining) + " > " + length);
+		}
+		int index = segment.readerIndex();
+		while (remaining > 0) {
+			long chunk = position / chunkLen;
+			int within = (int) (position - chunk * chunkLen);
+			int n = Math.min(remaining, chunkLen - within);
+			copy(segment, index, base + chunk * stride + within, n);
+			index += n;
+			position += n;
+			remaining -= n;
+		}
+	}
+
+	@Override
+	public void complete() {
+		if (!fenced) {
+			onComplete.run();
+		}
+	}
+
+	static void copy(ByteBuf src, int index, long dstAddress, int n) {
+		if (src.hasMemoryAddress()) {
+			PlatformDependent.copyMemory(src.memoryAddress() + index, dstAddress, n);
+		}
+		else if (src.hasArray()) {
+			PlatformDependent.copyMemory(src.array(), src.arrayOffset() + index, dstAddress, n);
+		}
+		else {
+			// Composite or exotic buffers: walk their NIO views without copying them first.
+			long dst = dstAddress;
+			for (ByteBuffer bb : src.nioBuffers(index, n)) {
+				int len = bb.remaining();
+				if (bb.isDirect()) {
+					PlatformDependent.copyMemory(PlatformDependent.directBufferAddress(bb) + bb.position(), dst, len);
+				}
+				else {
+					PlatformDependent.copyMemory(bb.array(), bb.arrayOffset() + bb.position(), dst, len);
+				}
+				dst += len;
+			}
+		}
+	}
+}

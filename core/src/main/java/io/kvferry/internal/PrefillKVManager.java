@@ -1,0 +1,458 @@
+package io.kvferry.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
+import io.kvferry.ProtocolException;
+import io.kvferry.RoomRequest;
+import io.kvferry.TopologyException;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.PayloadSink;
+import io.kvferry.topology.LocalAddress;
+import io.kvferry.topology.RankMapping;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * The prefill side: listens for decode ranks, records which decode ranks wait for which room, and moves a room's
+ * pages chunk by chunk as its sender is fed, then state, aux and Success, in that order on each connection.
+ */
+final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom> {
+
+	private static final Logger log = LoggerFactory.getLogger(PrefillKVManager.class);
+
+	private final int uniqueRank;
+	private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
+	private final Sinks.Many<RoomRequest> requests = Sinks.many().multicast().directBestEffort();
+	private volatile KVTransport.Listener listener;
+	private volatile HostPort endpoint;
+
+	private PrefillKVManager(KVManagerSpec spec) {
+		super(spec);
+		this.uniqueRank = RankMapping.prefillUniqueRank(spec.layout().attnTpRank(), spec.layout().ppSize(),
+				spec.layout().ppRank());
+	}
+
+	static Mono<KVManager> start(KVManagerSpec spec) {
+		PrefillKVManager m = new PrefillKVManager(spec);
+		return spec.transport().listen(spec.bindAddress(), m::accept).flatMap(l -> {
+			m.listener = l;
+			m.endpoint = new HostPort(m.advertiseHost(l.address()), l.address().port());
+			PrefillRegistration registration = PrefillRegistration.prefill(spec.layout(), m.endpoint.host(),
+					m.endpoint.port(), spec.kvArgs().pageSize());
+			log.info("[{}] listening on {} (advertised {}), registering with {}", m.name, l.address(), m.endpoint,
+					spec.bootstrapAddress());
+			return spec.bootstrapClient().register(spec.bootstrapAddress(), registration)
+					.onErrorResume(e -> m.disposeLater().then(Mono.error(e)))
+					.thenReturn((KVManager) m);
+		});
+	}
+
+	private String advertiseHost(HostPort bound) {
+		if (spec.advertiseHost() != null) {
+			return spec.advertiseHost();
+		}
+		String host = bound.host();
+		boolean wildcard = host.equals("0.0.0.0") || host.equals("::") || host.equals("0:0:0:0:0:0:0:0");
+		return wildcard ? LocalAddress.detect() : host;
+	}
+
+	private ConnectionHandler accept(KVConnection connection) {
+		Session s = new Session(connection);
+		sessions.add(s);
+		return s;
+	}
+
+	@Override
+	public HostPort endpoint() {
+		return endpoint;
+	}
+
+	@Override
+	public KVSender sender(long room) {
+		checkOpen();
+		PrefillRoom r = table.getOrCreate(room, PrefillRoom::new);
+		if (r == null) {
+			throw new IllegalStateException("room " + room + " already ended on " + name + "; rooms are not reused");
+		}
+		synchronized (r) {
+			if (r.hasSender) {
+				throw new IllegalStateException("room " + room + " already has a live sender on " + name);
+			}
+			r.hasSender = true;
+			if (r.state() == null) {
+				table.update(r, KVPoll.BOOTSTRAPPING, "", false);
+			}
+		}
+		return new Sender(r);
+	}
+
+	@Override
+	public KVReceiver receiver(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
+		throw new IllegalStateException("receiver() is for decode managers; " + name + " is a prefill manager");
+	}
+
+	@Override
+	public Flux<RoomRequest> roomRequests() {
+		return requests.asFlux().onBackpressureBuffer(spec.eventBufferSize(),
+				dropped -> log.debug("[{}] slow room-request subscriber dropped {}", name, dropped),
+				reactor.core.publisher.BufferOverflowStrategy.DROP_OLDEST);
+	}
+
+	@Override
+	Mono<Void> closeResources() {
+		synchronized (requests) {
+			requests.tryEmitComplete();
+		}
+		for (Session s : sessions) {
+			s.conn.close("KV manager " + name + " closed");
+		}
+		KVTransport.Listener l = listener;
+		if (l != null) {
+			l.dispose();
+		}
+		return Mono.empty();
+	}
+
+	private void onTransferRequest(Session s, KVMessage.TransferRequest req) {
+		PrefillRoom r = table.getOrCreate(req.room(), PrefillRoom::new);
+		if (r == null) {
+			s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
+					"room " + req.room() + " already ended on prefill rank " + name)).subscribe(null, e -> { });
+			return;
+		}
+		synchronized (r) {
+			if (r.isTerminal()) {
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()))
+						.subscribe(null, e -> { });
+				return;
+			}
+			if (r.required < 0) {
+				r.required = req.requiredDstInfoNum();
+			}
+			if (req.requiredDstInfoNum() != r.required || r.destinations.size() >= r.required) {
+				table.update(r, KVPoll.FAILED, "room " + req.room() + " got " + (r.destinations.size() + 1)
+						+ " decode destinations (expected " + r.required + ")", false);
+				return;
+			}
+			r.destinations.add(new Destination(s, req));
+			s.rooms.add(r);
+			if (r.state() == null) {
+				table.update(r, KVPoll.BOOTSTRAPPING, "", false);
+			}
+			if (r.destinations.size() == r.required) {
+				r.ready = true;
+				table.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+				publish(r);
+				List<Chunk> queued = new ArrayList<>(r.pending);
+				r.pending.clear();
+				for (Chunk c : queued) {
+					dispatch(r, c);
+				}
+			}
+		}
+	}
+
+	private void publish(PrefillRoom r) {
+		Destination first = r.destinations.stream().filter(d -> !d.request.dummy()).findFirst().orElse(null);
+		RoomRequest event = first == null ? new RoomRequest(r.id, 0, -1, true)
+				: new RoomRequest(r.id, first.request.dstPages().length, first.request.auxIndex(), false);
+		synchronized (requests) {
+			requests.tryEmitNext(event);
+		}
+	}
+
+	/** Moves one chunk to every destination; the caller holds the room's monitor. */
+	private void dispatch(PrefillRoom r, Chunk c) {
+		if (r.isTerminal()) {
+			return;
+		}
+		table.update(r, KVPoll.TRANSFERRING, "", false);
+		for (Destination d : r.destinations) {
+			if (d.request.dummy()) {
+				continue;
+			}
+			int[] dstAll = d.request.dstPages();
+			if (c.offset + c.pages.length > dstAll.length) {
+				table.update(r, KVPoll.FAILED, "decode " + d.session.conn.remoteAddress() + " asked for "
+						+ dstAll.length + " pages of room " + r.id + " but prefill sends "
+						+ (c.offset + c.pages.length), false);
+				return;
+			}
+			if (c.last && d.request.stateIndices().length != c.stateIndices.length && d.session.plan.hasState()) {
+				table.update(r, KVPoll.FAILED, "state slot count mismatch for room " + r.id + ": prefill "
+						+ c.stateIndices.length + ", decode " + d.request.stateIndices().length, false);
+				return;
+			}
+		}
+		for (Destination d : r.destinations) {
+			if (d.request.dummy()) {
+				continue;
+			}
+			int[] dstPages = java.util.Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
+			d.session.plan.sendKv(d.session.conn, r.id, c.pages, dstPages);
+			if (c.last) {
+				d.session.plan.sendState(d.session.conn, r.id, c.stateIndices, d.request.stateIndices());
+				d.session.plan.sendAux(d.session.conn, r.id, r.auxIndex, d.request.auxIndex());
+			}
+		}
+		if (c.last) {
+			finish(r);
+		}
+	}
+
+	/** Sends Success to every real destination; the room succeeds here once all were written. */
+	private void finish(PrefillRoom r) {
+		List<Destination> real = new ArrayList<>();
+		for (Destination d : r.destinations) {
+			if (!d.request.dummy()) {
+				real.add(d);
+			}
+		}
+		if (real.isEmpty()) {
+			table.update(r, KVPoll.SUCCESS, "", false);
+			return;
+		}
+		AtomicInteger remaining = new AtomicInteger(real.size());
+		for (Destination d : real) {
+			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "")).subscribe(null,
+					e -> table.update(r, KVPoll.FAILED, "Failed to send kv chunk of " + r.id + " to "
+							+ d.session.conn.remoteAddress() + ": " + describe(e), false),
+					() -> {
+						if (remaining.decrementAndGet() == 0) {
+							table.update(r, KVPoll.SUCCESS, "", false);
+						}
+					});
+		}
+	}
+
+	private void onAbort(Session s, KVMessage.Abort abort) {
+		PrefillRoom r = table.get(abort.room());
+		if (r != null) {
+			synchronized (r) {
+				r.abortedBy = s;
+				table.update(r, KVPoll.FAILED, "Aborted by decode " + s.conn.remoteAddress() + ": " + abort.reason(),
+						true);
+			}
+		}
+		// Everything queued for the room before this point is now dropped by isSendable; the ack goes after it.
+		s.conn.send(new KVMessage.AbortAck(abort.room())).subscribe(null, e -> { });
+	}
+
+	/** Tells the other destinations of a failed room, and forgets it in every session. */
+	@Override
+	void onTerminal(PrefillRoom r) {
+		boolean failed = r.state() == KVPoll.FAILED;
+		List<Destination> destinations;
+		synchronized (r) {
+			destinations = new ArrayList<>(r.destinations);
+			r.pending.clear();
+		}
+		for (Destination d : destinations) {
+			d.session.rooms.remove(r);
+			if (failed && d.session != r.abortedBy && d.session.conn.isActive()) {
+				d.session.conn.send(new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank,
+						r.failure().reason())).subscribe(null, e -> { });
+			}
+		}
+	}
+
+	static final class PrefillRoom extends Room {
+		// Guarded by this.
+		final List<Destination> destinations = new ArrayList<>(2);
+		final List<Chunk> pending = new ArrayList<>(1);
+		int required = -1;
+		boolean ready;
+		boolean hasSender;
+		int numPages = -1;
+		int auxIndex = -1;
+		int cursor;
+		volatile Session abortedBy;
+
+		PrefillRoom(long id) {
+			super(id);
+		}
+	}
+
+	private record Destination(Session session, KVMessage.TransferRequest request) {
+	}
+
+	private record Chunk(int[] pages, int offset, boolean last, int[] stateIndices) {
+	}
+
+	private final class Sender extends RoomHandle<PrefillRoom> implements KVSender {
+
+		Sender(PrefillRoom room) {
+			super(room);
+		}
+
+		@Override
+		public void init(int numPages, int auxIndex) {
+			if (numPages < 0) {
+				throw new IllegalArgumentException("numPages : " + numPages + " (expected: >= 0)");
+			}
+			checkIndex("auxIndex", auxIndex, spec.kvArgs().auxRegions().isEmpty() ? -1 : minItems(true), true);
+			synchronized (room) {
+				if (room.numPages >= 0) {
+					throw new IllegalStateException("room " + room.id + ": init called twice");
+				}
+				room.numPages = numPages;
+				room.auxIndex = auxIndex;
+			}
+		}
+
+		@Override
+		public void send(int[] pageIndices, int[] stateIndices) {
+			int[] pages = pageIndices.clone();
+			int[] states = stateIndices.clone();
+			long kvItems = minItems(false);
+			for (int p : pages) {
+				checkIndex("page index", p, kvItems, false);
+			}
+			if (!spec.kvArgs().stateRegions().isEmpty()) {
+				long stateItems = spec.kvArgs().stateRegions().stream().mapToLong(x -> x.itemCount()).min().orElse(0);
+				for (int st : states) {
+					checkIndex("state index", st, stateItems, false);
+				}
+			}
+			synchronized (room) {
+				if (room.numPages < 0) {
+					throw new IllegalStateException("room " + room.id + ": send before init");
+				}
+				if (room.cursor + pages.length > room.numPages) {
+					throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
+							+ " pages, more than the " + room.numPages + " given to init");
+				}
+				if (room.isTerminal()) {
+					log.debug("[{}] room {} already {}, chunk dropped", name, room.id, room.state());
+					return;
+				}
+				Chunk c = new Chunk(pages, room.cursor, room.cursor + pages.length == room.numPages, states);
+				room.cursor += pages.length;
+				if (room.ready) {
+					dispatch(room, c);
+				}
+				else {
+					room.pending.add(c);
+				}
+			}
+		}
+
+		@Override
+		public Mono<Void> abort(String reason) {
+			table.update(room, KVPoll.FAILED, reason, false);
+			return Mono.empty();
+		}
+
+		private long minItems(boolean aux) {
+			return (aux ? spec.kvArgs().auxRegions() : spec.kvArgs().kvRegions()).stream()
+					.mapToLong(x -> x.itemCount()).min().orElse(0);
+		}
+
+		private void checkIndex(String what, int index, long items, boolean allowNone) {
+			if (allowNone && index == -1) {
+				return;
+			}
+			if (index < 0 || index >= items) {
+				throw new IllegalArgumentException(what + " : " + index + " (expected: 0.." + (items - 1) + ")");
+			}
+		}
+	}
+
+	/** One decode rank's connection. */
+	private final class Session implements ConnectionHandler {
+
+		final KVConnection conn;
+		final Set<PrefillRoom> rooms = ConcurrentHashMap.newKeySet();
+		volatile TransferPlan plan;
+
+		Session(KVConnection conn) {
+			this.conn = conn;
+		}
+
+		@Override
+		public void onMessage(KVConnection c, KVMessage message) {
+			if (message instanceof KVMessage.Hello hello) {
+				onHello(hello);
+			}
+			else if (plan == null) {
+				c.close("decode sent " + message.getClass().getSimpleName() + " before the handshake");
+			}
+			else if (message instanceof KVMessage.TransferRequest req) {
+				onTransferRequest(this, req);
+			}
+			else if (message instanceof KVMessage.Abort abort) {
+				onAbort(this, abort);
+			}
+			else {
+				c.close("unexpected " + message.getClass().getSimpleName() + " from decode");
+			}
+		}
+
+		private void onHello(KVMessage.Hello hello) {
+			if (plan != null) {
+				conn.close("second handshake from decode");
+				return;
+			}
+			String reason = null;
+			if (hello.protocolVersion() != KVMessage.PROTOCOL_VERSION) {
+				reason = "protocol version mismatch: prefill " + KVMessage.PROTOCOL_VERSION + ", decode "
+						+ hello.protocolVersion();
+			}
+			else {
+				try {
+					plan = TransferPlan.of(spec.kvArgs(), spec.layout(), hello.layout());
+				}
+				catch (TopologyException e) {
+					reason = e.getMessage();
+				}
+			}
+			if (reason != null) {
+				String why = "prefill rank " + name + " rejected decode " + conn.remoteAddress() + ": " + reason;
+				log.warn("[{}] {}", name, why);
+				conn.send(new KVMessage.Reject(why)).subscribe(null, e -> { }, () -> conn.close(why));
+				return;
+			}
+			log.debug("[{}] decode {} registered: {}", name, conn.remoteAddress(), plan);
+			conn.send(new KVMessage.HelloAck(ownLayout)).subscribe(null, e -> { });
+		}
+
+		@Override
+		public PayloadSink onData(KVConnection c, DataHeader header) {
+			throw new ProtocolException("decode " + c.remoteAddress() + " sent a data frame; prefill never receives KV");
+		}
+
+		@Override
+		public boolean isSendable(long room) {
+			PrefillRoom r = table.get(room);
+			return r != null && r.isLive();
+		}
+
+		@Override
+		public void onClose(KVConnection c, String reason) {
+			sessions.remove(this);
+			for (PrefillRoom r : rooms) {
+				table.update(r, KVPoll.FAILED, "Lost connection with decode " + c.remoteAddress() + ": " + reason,
+						false);
+			}
+			rooms.clear();
+		}
+	}
+}

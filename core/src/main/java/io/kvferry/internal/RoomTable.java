@@ -1,0 +1,190 @@
+package io.kvferry.internal;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.LongFunction;
+
+import io.kvferry.KVPoll;
+import io.kvferry.KVStatusEvent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.BufferOverflowStrategy;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * A manager's rooms: SGLang's state rules (SPEC §3.1) in one place, a timeout for every non-terminal state, and the
+ * manager-wide hot event stream.
+ *
+ * @param <R> the engine's room type
+ */
+final class RoomTable<R extends Room> {
+
+	private static final Logger log = LoggerFactory.getLogger(RoomTable.class);
+	// Rooms that ended recently: late messages for them are ignored instead of re-creating state nobody clears.
+	private static final int TOMBSTONES = 1 << 16;
+
+	private final ConcurrentHashMap<Long, R> rooms = new ConcurrentHashMap<>();
+	private final Map<Long, Boolean> tombstones = new LinkedHashMap<>(256, 0.75f, false) {
+		private static final long serialVersionUID = 1L;
+
+		@Override
+		protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+			return size() > TOMBSTONES;
+		}
+	};
+	private final Sinks.Many<KVStatusEvent> events = Sinks.many().multicast().directBestEffort();
+	private final Object eventLock = new Object();
+	private final String name;
+	private final Scheduler timer;
+	private final Duration[] timeouts;
+	private final int eventBufferSize;
+	private final Consumer<R> onTerminal;
+
+	/**
+	 * @param name manager name for log lines
+	 * @param timer runs state timeouts
+	 * @param bootstrapTimeout limit for Bootstrapping
+	 * @param waitingTimeout limit for WaitingForInput
+	 * @param transferTimeout limit for Transferring
+	 * @param eventBufferSize per-subscriber buffer of {@link #events()}
+	 * @param onTerminal engine cleanup, called once per room after it ended
+	 */
+	RoomTable(String name, Scheduler timer, Duration bootstrapTimeout, Duration waitingTimeout,
+			Duration transferTimeout, int eventBufferSize, Consumer<R> onTerminal) {
+		this.name = name;
+		this.timer = timer;
+		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
+		this.eventBufferSize = eventBufferSize;
+		this.onTerminal = onTerminal;
+	}
+
+	/**
+	 * SGLang's update rule: an unknown room takes any state but Failed (a cleared room never comes back); Failed
+	 * overrides any state, even Success; otherwise a state only moves forward.
+	 *
+	 * @param current the room's state, null when unknown
+	 * @param update the proposed state
+	 * @return the resulting state, or null when the update is ignored
+	 */
+	static KVPoll merge(KVPoll current, KVPoll update) {
+		if (current == null) {
+			return update == KVPoll.FAILED ? null : update;
+		}
+		if (current.isTerminal()) {
+			// Latched: a terminal room never changes again (the table forgets it right after).
+			return current;
+		}
+		if (update == KVPoll.FAILED) {
+			return KVPoll.FAILED;
+		}
+		return update.code() > current.code() ? update : current;
+	}
+
+	R get(long room) {
+		return rooms.get(room);
+	}
+
+	Collection<R> all() {
+		return rooms.values();
+	}
+
+	/** @return whether the room ended recently (late messages for it are ignored) */
+	boolean isTombstoned(long room) {
+		synchronized (tombstones) {
+			return tombstones.containsKey(room);
+		}
+	}
+
+	/**
+	 * @return the live room, creating it with {@code factory} when unknown; null when it ended recently
+	 */
+	R getOrCreate(long room, LongFunction<R> factory) {
+		R existing = rooms.get(room);
+		if (existing != null) {
+			return existing;
+		}
+		if (isTombstoned(room)) {
+			return null;
+		}
+		return rooms.computeIfAbsent(room, factory::apply);
+	}
+
+	/**
+	 * Applies an update to a room, publishes the change, re-arms the state's timeout and forgets terminal rooms.
+	 *
+	 * @return whether the state changed
+	 */
+	boolean update(R room, KVPoll update, String reason, boolean fromAnotherRank) {
+		KVPoll[] change = room.apply(update, reason, fromAnotherRank);
+		if (change == null) {
+			return false;
+		}
+		KVPoll next = change[1];
+		if (next == KVPoll.FAILED) {
+			log.info("[{}] room {} failed: {}", name, room.id, reason);
+		}
+		else if (log.isDebugEnabled()) {
+			log.debug("[{}] room {} {} -> {}", name, room.id, change[0], next);
+		}
+		publish(new KVStatusEvent(room.id, change[0], next, next == KVPoll.FAILED ? reason : "", System.nanoTime()));
+		if (next.isTerminal()) {
+			room.replaceTimeout(null);
+			rooms.remove(room.id, room);
+			synchronized (tombstones) {
+				tombstones.put(room.id, Boolean.TRUE);
+			}
+			onTerminal.accept(room);
+		}
+		else {
+			armTimeout(room, next);
+		}
+		return true;
+	}
+
+	private void armTimeout(R room, KVPoll state) {
+		Duration limit = timeouts[state.code()];
+		if (limit == null || limit.isZero() || limit.isNegative()) {
+			return;
+		}
+		room.replaceTimeout(timer.schedule(() -> {
+			if (room.state() == state) {
+				update(room, KVPoll.FAILED,
+						"Request " + room.id + " timed out after " + format(limit) + " in KVPoll." + state, false);
+			}
+		}, limit.toNanos(), TimeUnit.NANOSECONDS));
+	}
+
+	private static String format(Duration d) {
+		return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+	}
+
+	private void publish(KVStatusEvent event) {
+		synchronized (eventLock) {
+			// directBestEffort never blocks: each subscriber has its own bounded buffer (see events()).
+			events.tryEmitNext(event);
+		}
+	}
+
+	/**
+	 * Hot stream of every change. Each subscriber gets its own buffer of {@code eventBufferSize}; when it does not
+	 * keep up, its oldest buffered events are dropped, never the emitters slowed.
+	 */
+	Flux<KVStatusEvent> events() {
+		return events.asFlux().onBackpressureBuffer(eventBufferSize,
+				dropped -> log.debug("[{}] slow event subscriber dropped {}", name, dropped),
+				BufferOverflowStrategy.DROP_OLDEST);
+	}
+
+	void complete() {
+		synchronized (eventLock) {
+			events.tryEmitComplete();
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package io.kvferry.internal;
+
+import java.util.List;
+
+import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
+import io.kvferry.TopologyException;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.RegionLayout;
+import io.kvferry.topology.HeadSlice;
+import io.kvferry.topology.HeadSlicing;
+import io.kvferry.topology.LayerPairing;
+import io.kvferry.topology.PageRun;
+import io.kvferry.topology.PageRuns;
+import io.kvferry.topology.RegionPair;
+
+/**
+ * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which
+ * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
+ * heads of each token. Turns a chunk's page lists into data blocks: one block per (page run, layer buffer), a head
+ * slice moving as one strided block rather than one write per token.
+ */
+final class TransferPlan {
+
+	/** Blocks are cut at this size so an abort takes effect quickly and frames stay moderate. */
+	static final long MAX_BLOCK_BYTES = 16L << 20;
+
+	private final MemoryRegion[] src;
+	private final int[] dst;
+	private final int[] dstItemLen;
+	private final HeadSlice[] slices;
+	private final int pageSize;
+	private final List<MemoryRegion> srcAux;
+	private final List<RegionLayout> dstAux;
+	private final List<MemoryRegion> srcState;
+	private final List<RegionLayout> dstState;
+
+	private TransferPlan(MemoryRegion[] src, int[] dst, int[] dstItemLen, HeadSlice[] slices, int pageSize,
+			List<MemoryRegion> srcAux, List<RegionLayout> dstAux, List<MemoryRegion> srcState,
+			List<RegionLayout> dstState) {
+		this.src = src;
+		this.dst = dst;
+		this.dstItemLen = dstItemLen;
+		this.slices = slices;
+		this.pageSize = pageSize;
+		this.srcAux = srcAux;
+		this.dstAux = dstAux;
+		this.srcState = srcState;
+		this.dstState = dstState;
+	}
+
+	/**
+	 * Checks a decode rank's layout against this prefill rank's and plans the moves.
+	 *
+	 * @throws TopologyException naming the first incompatible values
+	 */
+	static TransferPlan of(KVArgs args, ParallelLayout own, PeerLayout decode) {
+		if (decode.pageSize() != args.pageSize()) {
+			throw new TopologyException("page size mismatch: prefill page_size=" + args.pageSize()
+					+ ", decode page_size=" + decode.pageSize());
+		}
+		if (decode.mla() != args.isMla()) {
+			throw new TopologyException("MLA mismatch: prefill mla=" + args.isMla() + ", decode mla=" + decode.mla());
+		}
+		if (!decode.dtype().equals(args.dtype())) {
+			throw new TopologyException("KV cache dtype mismatch: prefill " + args.dtype() + ", decode "
+					+ decode.dtype());
+		}
+		int p = own.attnTpSize();
+		int d = decode.parallel().attnTpSize();
+		if (p % d != 0 && d % p != 0) {
+			throw new TopologyException("attention TP sizes do not divide each other: prefill " + p + ", decode " + d);
+		}
+		int decodePp = decode.parallel().ppSize();
+		if (decodePp != own.ppSize() && decodePp != 1) {
+			throw new TopologyException("decode PP size " + decodePp + " must equal prefill PP size " + own.ppSize()
+					+ " or be 1");
+		}
+		List<RegionPair> pairs = LayerPairing.pair(args.kvRegions().size(), decode.kv().size(),
+				args.prefillStartLayer(), args.isMla());
+		int n = pairs.size();
+		MemoryRegion[] src = new MemoryRegion[n];
+		int[] dst = new int[n];
+		int[] dstLen = new int[n];
+		HeadSlice[] slices = new HeadSlice[n];
+		boolean sliced = !args.isMla() && p != d;
+		for (int i = 0; i < n; i++) {
+			RegionPair pair = pairs.get(i);
+			src[i] = args.kvRegions().get(pair.src());
+			dst[i] = pair.dst();
+			dstLen[i] = decode.kv().get(pair.dst()).itemLen();
+			if (sliced) {
+				slices[i] = HeadSlicing.plan(args.totalKvHeadNum(), p, d, own.attnTpRank(),
+						decode.engineRank() % d, src[i].itemLen(), dstLen[i], args.pageSize());
+			}
+			else if (src[i].itemLen() != dstLen[i]) {
+				throw new TopologyException("KV item length mismatch: prefill kv[" + pair.src() + "] "
+						+ src[i].itemLen() + " bytes, decode kv[" + pair.dst() + "] " + dstLen[i] + " bytes");
+			}
+		}
+		checkSame("aux", args.auxRegions(), decode.aux());
+		checkSame("state", args.stateRegions(), decode.state());
+		return new TransferPlan(src, dst, dstLen, slices, args.pageSize(), args.auxRegions(), decode.aux(),
+				args.stateRegions(), decode.state());
+	}
+
+	private static void checkSame(String what, List<MemoryRegion> own, List<RegionLayout> peer) {
+		if (own.isEmpty()) {
+			return;
+		}
+		if (own.size() != peer.size()) {
+			throw new TopologyException(what + " buffer count mismatch: prefill " + own.size() + ", decode "
+					+ peer.size());
+		}
+		for (int i = 0; i < own.size(); i++) {
+			if (own.get(i).itemLen() != peer.get(i).itemLen()) {
+				throw new TopologyException(what + " item length mismatch at " + what + "[" + i + "]: prefill "
+						+ own.get(i).itemLen() + ", decode " + peer.get(i).itemLen());
+			}
+		}
+	}
+
+	/** Queues the KV blocks of one chunk for one destination. */
+	void sendKv(KVConnection conn, long room, int[] srcPages, int[] dstPages) {
+		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
+		for (int i = 0; i < src.length; i++) {
+			for (PageRun run : runs) {
+				sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
+			}
+		}
+	}
+
+	private void sendRun(KVConnection conn, long room, int pair, int srcStart, int dstStart, int pages) {
+		MemoryRegion s = src[pair];
+		int srcLen = s.itemLen();
+		int dstLen = dstItemLen[pair];
+		HeadSlice slice = slices[pair];
+		boolean wholeTokens = slice == null || slice.sliceBytes() == srcLen / pageSize
+				&& slice.sliceBytes() == dstLen / pageSize;
+		long pageBytes = wholeTokens ? srcLen : (long) slice.sliceBytes() * pageSize;
+		int maxPages = (int) Math.max(1, MAX_BLOCK_BYTES / pageBytes);
+		for (int done = 0; done < pages; done += maxPages) {
+			int n = Math.min(maxPages, pages - done);
+			long srcPage = (long) srcStart + done;
+			long dstPage = (long) dstStart + done;
+			DataBlock block;
+			if (wholeTokens) {
+				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstPage * dstLen,
+						Math.toIntExact((long) n * srcLen), 0, 1), s.itemAddress(srcPage), 0);
+			}
+			else {
+				long headOffSrc = (long) slice.srcHeadOffset() * slice.headBytes();
+				long headOffDst = (long) slice.dstHeadOffset() * slice.headBytes();
+				// Pages of a run are adjacent, so every token of the run sits one token stride after the previous.
+				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstPage * dstLen + headOffDst,
+						slice.sliceBytes(), dstLen / pageSize, n * pageSize), s.itemAddress(srcPage) + headOffSrc,
+						srcLen / pageSize);
+			}
+			conn.sendData(block);
+		}
+	}
+
+	/** Queues the state slots of the last chunk. */
+	void sendState(KVConnection conn, long room, int[] srcSlots, int[] dstSlots) {
+		if (srcState.isEmpty()) {
+			return;
+		}
+		for (int i = 0; i < srcState.size(); i++) {
+			MemoryRegion s = srcState.get(i);
+			for (int j = 0; j < srcSlots.length; j++) {
+				conn.sendData(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
+						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0));
+			}
+		}
+	}
+
+	/** Queues the aux rows of the last chunk. */
+	void sendAux(KVConnection conn, long room, int srcRow, int dstRow) {
+		if (srcRow < 0 || dstRow < 0) {
+			return;
+		}
+		for (int i = 0; i < srcAux.size(); i++) {
+			MemoryRegion s = srcAux.get(i);
+			conn.sendData(new DataBlock(new DataHeader(room, RegionKind.AUX, i, (long) dstRow * dstAux.get(i).itemLen(),
+					s.itemLen(), 0, 1), s.itemAddress(srcRow), 0));
+		}
+	}
+
+	/** @return whether the prefill rank has state buffers to move */
+	boolean hasState() {
+		return !srcState.isEmpty();
+	}
+
+	/** @return a message naming the plan, for debug logs */
+	@Override
+	public String toString() {
+		return "TransferPlan{pairs=" + src.length + ", headSliced=" + (slices.length > 0 && slices[0] != null) + '}';
+	}
+}
