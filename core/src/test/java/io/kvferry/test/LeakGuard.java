@@ -1,5 +1,6 @@
 package io.kvferry.test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -15,9 +16,10 @@ import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.slf4j.LoggerFactory;
+import reactor.test.StepVerifier;
 
 /**
- * Fails a test class when Netty's leak detector reported a leaked buffer while it ran. Registered for every test of
+ * Bounds every StepVerifier and fails a test class when Netty's leak detector reported a leaked buffer while it ran. Registered for every test of
  * every module through JUnit's extension autodetection (this class ships in core's test-jar).
  *
  * <p>Netty reports a leak only when a leaked buffer has been collected and a later allocation polls the detector, so
@@ -28,6 +30,8 @@ public final class LeakGuard implements BeforeAllCallback, AfterAllCallback {
 	private static final List<String> LEAKS = new CopyOnWriteArrayList<>();
 
 	static {
+		// Every StepVerifier is bounded, even one whose author forgot verify(Duration).
+		StepVerifier.setDefaultTimeout(Duration.ofSeconds(60));
 		if (ResourceLeakDetector.getLevel() != ResourceLeakDetector.Level.PARANOID) {
 			ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
 		}

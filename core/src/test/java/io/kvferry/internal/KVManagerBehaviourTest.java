@@ -1,0 +1,326 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
+import io.kvferry.ParallelLayout;
+import io.kvferry.RoomRequest;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.testing.InMemoryBootstrap;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RankMemory;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/** The engine's rules over the in-memory transport: aborts, failures, timeouts, bad input. */
+class KVManagerBehaviourTest {
+
+	private static final Duration T = Duration.ofSeconds(10);
+	private static final ModelShape SHAPE = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
+
+	private final InMemoryBootstrap bootstrap = new InMemoryBootstrap();
+	private InMemoryKVTransport transport = InMemoryKVTransport.create();
+	private final RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
+	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
+	private KVManager prefill;
+	private KVManager decode;
+
+	private void start(UnaryOperator<KVManagerSpec> custom) {
+		prefill = custom.apply(KVManagerSpec.create().mode(DisaggregationMode.PREFILL).kvArgs(prefillMem.kvArgs())
+				.transport(transport).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
+				.bindAddress(new HostPort("127.0.0.1", 0))).startNow();
+		decode = custom.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs())
+				.transport(transport).bootstrapClient(bootstrap)).startNow();
+	}
+
+	/** Waits until a room's state stream reaches {@code state} (it replays the current state first). */
+	private static void await(reactor.core.publisher.Flux<KVPoll> states, KVPoll state) {
+		StepVerifier.create(states).thenConsumeWhile(s -> s != state).expectNext(state).thenCancel().verify(T);
+	}
+
+	@AfterEach
+	void close() {
+		if (prefill != null) {
+			prefill.disposeLater().block(T);
+		}
+		if (decode != null) {
+			decode.disposeLater().block(T);
+		}
+	}
+
+	@Test
+	void prefillPublishesRoomsDecodeWaitsFor() {
+		start(UnaryOperator.identity());
+		StepVerifier.create(prefill.roomRequests())
+				.then(() -> decode.receiver(BOOTSTRAP, 5, null).sendMetadata(new int[] { 3, 4, 9 }, 2, new int[0]))
+				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(5, 3, 2, false)))
+				.thenCancel()
+				.verify(T);
+	}
+
+	@Test
+	void sendsBeforeDecodeAskedWaitAndThenSucceed() {
+		start(UnaryOperator.identity());
+		int[] pages = { 1, 2, 3 };
+		prefillMem.fill(11, pages, 0, new int[0]);
+		KVSender sender = prefill.sender(11);
+		sender.init(3, 0);
+		sender.send(new int[] { 1 }, new int[0]);
+		sender.send(new int[] { 2, 3 }, new int[0]);
+		assertThat(sender.poll()).isEqualTo(KVPoll.BOOTSTRAPPING);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 11, null);
+		receiver.sendMetadata(new int[] { 10, 20, 21 }, 5, new int[0]);
+		StepVerifier.create(receiver.states()).thenConsumeWhile(s -> s != KVPoll.SUCCESS).expectNext(KVPoll.SUCCESS)
+				.expectComplete().verify(T);
+		StepVerifier.create(sender.completion()).verifyComplete();
+		assertThat(decodeMem.verify(11, new int[] { 10, 20, 21 }, 5, new int[0])).isNull();
+		assertThat(sender.poll()).isEqualTo(KVPoll.SUCCESS);
+		assertThat(prefill.status(11)).as("ended rooms are cleared").isNull();
+	}
+
+	@Test
+	void decodeAbortMidTransferFencesTheRoomsPagesAndFailsPrefill() {
+		start(UnaryOperator.identity());
+		int[] src = { 0, 1, 2, 3 };
+		int[] dst = { 4, 5, 6, 7 };
+		prefillMem.fill(12, src, 0, new int[0]);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 12, null);
+		receiver.sendMetadata(dst, 1, new int[0]);
+		KVSender sender = prefill.sender(12);
+		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
+		sender.init(4, 0);
+		sender.send(new int[] { 0, 1 }, new int[0]);
+		await(receiver.states(), KVPoll.TRANSFERRING);
+
+		StepVerifier.create(receiver.abort("client went away")).verifyComplete();
+		assertThat(receiver.poll()).isEqualTo(KVPoll.FAILED);
+		StepVerifier.create(sender.completion())
+				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+						.contains("Aborted by decode").contains("client went away"))
+				.verify(T);
+
+		// The rest of the room arrives after the abort was acknowledged: not one byte may land.
+		sender.send(new int[] { 2, 3 }, new int[0]);
+		StepVerifier.create(decode.events().take(Duration.ofMillis(200))).verifyComplete();
+		assertThat(decodeMem.isZero(new int[] { 6, 7 })).isTrue();
+		assertThat(receiver.abort("again")).as("abort is idempotent").isNotNull();
+	}
+
+	@Test
+	void prefillAbortReachesDecodeWithTheReason() {
+		start(UnaryOperator.identity());
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 13, null);
+		receiver.sendMetadata(new int[] { 1 }, -1, new int[0]);
+		KVSender sender = prefill.sender(13);
+		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
+		StepVerifier.create(sender.abort("Aborted by AbortReq.")).verifyComplete();
+		StepVerifier.create(receiver.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.room()).isEqualTo(13);
+					assertThat(k.reason()).contains("Aborted by AbortReq.");
+					assertThat(k.isFromAnotherRank()).isTrue();
+				})
+				.verify(T);
+	}
+
+	@Test
+	void lostConnectionFailsLiveRoomsOnBothSides() {
+		start(UnaryOperator.identity());
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 14, null);
+		receiver.sendMetadata(new int[] { 1, 2 }, 0, new int[0]);
+		KVSender sender = prefill.sender(14);
+		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
+		transport.disconnectAll("cable cut");
+		StepVerifier.create(receiver.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Lost connection with prefill rank")
+						.hasMessageContaining("cable cut"))
+				.verify(T);
+		StepVerifier.create(sender.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Lost connection with decode"))
+				.verify(T);
+		// A new room reconnects: nothing stale survives the cut.
+		int[] pages = { 7 };
+		prefillMem.fill(15, pages, 0, new int[0]);
+		KVReceiver again = decode.receiver(BOOTSTRAP, 15, null);
+		again.sendMetadata(new int[] { 30 }, 3, new int[0]);
+		KVSender s2 = prefill.sender(15);
+		s2.init(1, 0);
+		s2.send(pages, new int[0]);
+		StepVerifier.create(again.completion()).verifyComplete();
+		assertThat(decodeMem.verify(15, new int[] { 30 }, 3, new int[0])).isNull();
+	}
+
+	@Test
+	void everyWaitingRoomTimesOutOnBothSidesOnVirtualTime() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		transport = InMemoryKVTransport.create(vts);
+		start(s -> s.timer(vts).waitingTimeout(Duration.ofSeconds(30)));
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 16, null);
+		receiver.sendMetadata(new int[] { 1 }, -1, new int[0]);
+		vts.advanceTime();
+		assertThat(receiver.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		assertThat(prefill.status(16)).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		vts.advanceTimeBy(Duration.ofSeconds(30));
+		assertThat(receiver.poll()).isEqualTo(KVPoll.FAILED);
+		StepVerifier.create(receiver.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("timed out after 30s in KVPoll.WAITING_FOR_INPUT"))
+				.verify(T);
+		assertThat(prefill.status(16)).as("decode's timeout aborts the room on prefill").isNull();
+	}
+
+	@Test
+	void bootstrapWithNoPrefillFailsWithTheBootstrapServersAnswer() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		transport = InMemoryKVTransport.create(vts);
+		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
+				.bootstrapClient(bootstrap).timer(vts).startNow();
+		KVReceiver receiver = decode.receiver(new HostPort("127.0.0.1", 1), 17, null);
+		vts.advanceTimeBy(Duration.ofSeconds(20));
+		StepVerifier.create(receiver.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Could not bootstrap room 17")
+						.hasMessageContaining("not fully registered"))
+				.verify(T);
+	}
+
+	@Test
+	void pageSizeMismatchFailsTheRoomNamingBothValues() {
+		start(UnaryOperator.identity());
+		KVManager other = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+				.kvArgs(RankMemory.decode(new ModelShape(2, 2, 16, 2, 8, false, 0, 64, 0), ParallelLayout.SINGLE, 8, 2, 2)
+						.kvArgs())
+				.transport(transport).bootstrapClient(bootstrap).startNow();
+		try {
+			KVReceiver r = other.receiver(BOOTSTRAP, 18, null);
+			StepVerifier.create(r.completion())
+					.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("4").hasMessageContaining("8")
+							.hasMessageContaining("page"))
+					.verify(T);
+		}
+		finally {
+			other.disposeLater().block(T);
+		}
+	}
+
+	@Test
+	void incompatibleDtypeIsRejectedInTheHandshake() {
+		start(UnaryOperator.identity());
+		KVManager other = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+				.kvArgs(decodeMem.kvArgs().mutate().dtype("fp8_e4m3").build())
+				.transport(transport).bootstrapClient(bootstrap).startNow();
+		try {
+			KVReceiver r = other.receiver(BOOTSTRAP, 19, null);
+			StepVerifier.create(r.completion())
+					.expectErrorSatisfies(e -> assertThat(e)
+							.hasMessageContaining("KV cache dtype mismatch: prefill bf16, decode fp8_e4m3"))
+					.verify(T);
+		}
+		finally {
+			other.disposeLater().block(T);
+		}
+	}
+
+	@Test
+	void misuseGetsClearErrors() {
+		start(UnaryOperator.identity());
+		KVSender sender = prefill.sender(20);
+		assertThatThrownBy(() -> prefill.sender(20)).hasMessageContaining("already has a live sender");
+		assertThatThrownBy(() -> sender.send(new int[] { 1 }, new int[0])).hasMessageContaining("send before init");
+		sender.init(2, -1);
+		assertThatThrownBy(() -> sender.init(2, -1)).hasMessageContaining("init called twice");
+		assertThatThrownBy(() -> sender.send(new int[] { 64 }, new int[0]))
+				.hasMessage("page index : 64 (expected: 0..63)");
+		assertThatThrownBy(() -> sender.send(new int[] { 1, 2, 3 }, new int[0]))
+				.hasMessageContaining("more than the 2 given to init");
+		assertThatThrownBy(() -> prefill.receiver(BOOTSTRAP, 1, null)).hasMessageContaining("decode managers");
+		assertThatThrownBy(() -> decode.sender(1)).hasMessageContaining("prefill managers");
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 21, null);
+		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { -1 }, 0, new int[0]))
+				.hasMessage("page index : -1 (expected: 0..63)");
+		receiver.sendMetadata(new int[] { 1 }, 0, new int[0]);
+		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 1 }, 0, new int[0]))
+				.hasMessageContaining("sendMetadata called twice");
+		StepVerifier.create(decode.roomRequests()).expectError(IllegalStateException.class).verify(T);
+	}
+
+	@Test
+	void aPrefillWritingOutsideTheRoomsPagesFailsTheRoomAndNothingLands() {
+		// A misbehaving prefill rank: accepts the handshake, then writes to a page the room never asked for.
+		InMemoryKVTransport.Listener rogue = transport.listen(new HostPort("127.0.0.1", 0), conn -> new ConnectionHandler() {
+			@Override
+			public void onMessage(KVConnection c, KVMessage m) {
+				if (m instanceof KVMessage.Hello) {
+					c.send(new KVMessage.HelloAck(PeerLayout.of(prefillMem.kvArgs(), ParallelLayout.SINGLE)));
+				}
+				else if (m instanceof KVMessage.TransferRequest req) {
+					int itemLen = prefillMem.kvArgs().kvRegions().get(0).itemLen();
+					c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, 0, 40L * itemLen, itemLen, 0, 1),
+							prefillMem.kvArgs().kvRegions().get(0).address(), 0));
+				}
+			}
+
+			@Override
+			public PayloadSink onData(KVConnection c, DataHeader h) {
+				return null;
+			}
+
+			@Override
+			public boolean isSendable(long room) {
+				return true;
+			}
+
+			@Override
+			public void onClose(KVConnection c, String reason) {
+			}
+		}).block(T);
+		HostPort rogueBootstrap = new HostPort("10.0.0.1", 1);
+		bootstrap.register(rogueBootstrap, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
+				rogue.address().port(), SHAPE.pageSize())).block(T);
+		prefillMem.fill(22, new int[] { 0 }, 0, new int[0]);
+		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
+				.bootstrapClient(bootstrap).startNow();
+		KVReceiver r = decode.receiver(rogueBootstrap, 22, null);
+		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("wrote outside room 22")
+						.hasMessageContaining("item 40"))
+				.verify(T);
+		assertThat(decodeMem.isZero(new int[] { 40 })).isTrue();
+		rogue.dispose();
+	}
+
+	@Test
+	void closingTheManagerFailsLiveRoomsAndCompletesItsStreams() {
+		start(UnaryOperator.identity());
+		KVSender sender = prefill.sender(23);
+		StepVerifier.create(prefill.events())
+				.then(() -> prefill.disposeLater().subscribe())
+				.assertNext(e -> assertThat(e.reason()).contains("was closed"))
+				.verifyComplete();
+		StepVerifier.create(sender.states()).expectNext(KVPoll.FAILED).verifyComplete();
+		assertThat(prefill.isDisposed()).isTrue();
+		assertThatThrownBy(() -> prefill.sender(24)).hasMessageContaining("is closed");
+	}
+}

@@ -1,0 +1,194 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.kvferry.KVPoll;
+import io.kvferry.KVStatusEvent;
+import io.kvferry.KVTransferException;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+class RoomTableTest {
+
+	private static final Duration T = Duration.ofSeconds(5);
+
+	private final List<Room> ended = new ArrayList<>();
+
+	private RoomTable<Room> table(reactor.core.scheduler.Scheduler timer, int buffer) {
+		return new RoomTable<>("test", timer, Duration.ofSeconds(300), Duration.ofSeconds(200),
+				Duration.ofSeconds(100), buffer, ended::add);
+	}
+
+	@Test
+	void unknownRoomTakesAnyStateButFailed() {
+		for (KVPoll s : KVPoll.values()) {
+			assertThat(RoomTable.merge(null, s)).isEqualTo(s == KVPoll.FAILED ? null : s);
+		}
+	}
+
+	@Test
+	void failedOverridesEveryLiveStateAndTerminalStatesLatch() {
+		for (KVPoll current : KVPoll.values()) {
+			KVPoll expected = current.isTerminal() ? current : KVPoll.FAILED;
+			assertThat(RoomTable.merge(current, KVPoll.FAILED)).as("%s + FAILED", current).isEqualTo(expected);
+		}
+	}
+
+	@Test
+	void liveStatesOnlyMoveForward() {
+		for (KVPoll current : KVPoll.values()) {
+			for (KVPoll update : KVPoll.values()) {
+				if (current.isTerminal() || update == KVPoll.FAILED) {
+					continue;
+				}
+				KVPoll expected = update.code() > current.code() ? update : current;
+				assertThat(RoomTable.merge(current, update)).as("%s + %s", current, update).isEqualTo(expected);
+			}
+		}
+	}
+
+	@Test
+	void failedUpdateForUnknownRoomIsIgnoredAndPublishesNothing() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room r = new Room(1);
+		StepVerifier.create(t.events())
+				.then(() -> assertThat(t.update(r, KVPoll.FAILED, "late", true)).isFalse())
+				.then(t::complete)
+				.verifyComplete();
+		assertThat(r.state()).isNull();
+	}
+
+	@Test
+	void publishesEveryChangeWithPreviousStateAndReason() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room r = t.getOrCreate(9, Room::new);
+		StepVerifier.create(t.events().map(e -> e.previous() + ">" + e.current() + ":" + e.reason()))
+				.then(() -> {
+					t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+					t.update(r, KVPoll.TRANSFERRING, "", false);
+					t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+					t.update(r, KVPoll.FAILED, "boom", true);
+					t.update(r, KVPoll.SUCCESS, "", false);
+					t.complete();
+				})
+				.expectNext("null>BOOTSTRAPPING:", "BOOTSTRAPPING>TRANSFERRING:", "TRANSFERRING>FAILED:boom")
+				.verifyComplete();
+		assertThat(t.get(9)).as("terminal rooms are forgotten").isNull();
+		assertThat(t.isTombstoned(9)).isTrue();
+		assertThat(t.getOrCreate(9, Room::new)).as("an ended room never comes back").isNull();
+		assertThat(ended).containsExactly(r);
+	}
+
+	@Test
+	void roomStatesStartWithCurrentStateForLateSubscribersAndCompleteAfterTerminal() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room r = t.getOrCreate(3, Room::new);
+		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+		t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+		StepVerifier.create(r.states())
+				.expectNext(KVPoll.WAITING_FOR_INPUT)
+				.then(() -> t.update(r, KVPoll.SUCCESS, "", false))
+				.expectNext(KVPoll.SUCCESS)
+				.verifyComplete();
+		StepVerifier.create(r.states()).expectNext(KVPoll.SUCCESS).verifyComplete();
+		StepVerifier.create(r.completion()).verifyComplete();
+	}
+
+	@Test
+	void slowRoomSubscriberNeverBlocksEmittersAndStillGetsTheTerminalState() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room r = t.getOrCreate(4, Room::new);
+		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+		StepVerifier.create(r.states(), 0)
+				.then(() -> {
+					// No demand at all: the emitter must still run to the end.
+					t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+					t.update(r, KVPoll.TRANSFERRING, "", false);
+					t.update(r, KVPoll.FAILED, "peer gone", true);
+				})
+				.thenRequest(10)
+				.expectNext(KVPoll.BOOTSTRAPPING, KVPoll.WAITING_FOR_INPUT, KVPoll.TRANSFERRING, KVPoll.FAILED)
+				.verifyComplete();
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVTransferException.class)
+						.hasMessageContaining("peer gone")
+						.satisfies(x -> assertThat(((KVTransferException) x).isFromAnotherRank()).isTrue()))
+				.verify(T);
+	}
+
+	@Test
+	void slowEventSubscriberLosesOnlyOldestEventsAndKeepsTheNewest() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 4);
+		StepVerifier.create(t.events(), 0)
+				.then(() -> {
+					for (long id = 1; id <= 10; id++) {
+						Room r = t.getOrCreate(id, Room::new);
+						t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+						t.update(r, KVPoll.SUCCESS, "", false);
+					}
+					t.complete();
+				})
+				.thenRequest(100)
+				.expectNextCount(3)
+				.assertNext(e -> assertThat(e.room()).isEqualTo(10L))
+				.verifyComplete();
+	}
+
+	@Test
+	void eventsAreHot() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room a = t.getOrCreate(1, Room::new);
+		t.update(a, KVPoll.BOOTSTRAPPING, "", false);
+		Flux<KVStatusEvent> events = t.events();
+		StepVerifier.create(events.map(KVStatusEvent::room))
+				.then(() -> {
+					t.update(t.getOrCreate(2, Room::new), KVPoll.BOOTSTRAPPING, "", false);
+					t.complete();
+				})
+				.expectNext(2L)
+				.verifyComplete();
+	}
+
+	@Test
+	void everyLiveStateTimesOutOnItsOwnLimit() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		RoomTable<Room> t = table(vts, 16);
+		Room boot = t.getOrCreate(1, Room::new);
+		Room wait = t.getOrCreate(2, Room::new);
+		Room xfer = t.getOrCreate(3, Room::new);
+		t.update(boot, KVPoll.BOOTSTRAPPING, "", false);
+		t.update(wait, KVPoll.WAITING_FOR_INPUT, "", false);
+		t.update(xfer, KVPoll.TRANSFERRING, "", false);
+		vts.advanceTimeBy(Duration.ofSeconds(99));
+		assertThat(xfer.state()).isEqualTo(KVPoll.TRANSFERRING);
+		vts.advanceTimeBy(Duration.ofSeconds(1));
+		assertThat(xfer.state()).isEqualTo(KVPoll.FAILED);
+		assertThat(xfer.reason()).isEqualTo("Request 3 timed out after 100s in KVPoll.TRANSFERRING");
+		vts.advanceTimeBy(Duration.ofSeconds(100));
+		assertThat(wait.state()).isEqualTo(KVPoll.FAILED);
+		assertThat(boot.state()).isEqualTo(KVPoll.BOOTSTRAPPING);
+		vts.advanceTimeBy(Duration.ofSeconds(100));
+		assertThat(boot.reason()).contains("BOOTSTRAPPING");
+	}
+
+	@Test
+	void movingToTheNextStateRestartsTheClockAndTerminalStatesCancelIt() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		RoomTable<Room> t = table(vts, 16);
+		Room r = t.getOrCreate(1, Room::new);
+		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+		vts.advanceTimeBy(Duration.ofSeconds(299));
+		t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+		vts.advanceTimeBy(Duration.ofSeconds(199));
+		assertThat(r.state()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		t.update(r, KVPoll.SUCCESS, "", false);
+		vts.advanceTimeBy(Duration.ofDays(1));
+		assertThat(r.state()).isEqualTo(KVPoll.SUCCESS);
+	}
+}
