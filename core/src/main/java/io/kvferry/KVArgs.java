@@ -29,6 +29,7 @@ public final class KVArgs {
 	private final List<MemoryRegion> stateRegions;
 	private final int pageSize;
 	private final int prefillStartLayer;
+	private final int draftLayers;
 	private final int kvHeadNum;
 	private final int totalKvHeadNum;
 	private final boolean mla;
@@ -41,6 +42,7 @@ public final class KVArgs {
 		this.stateRegions = List.copyOf(b.stateRegions);
 		this.pageSize = b.pageSize;
 		this.prefillStartLayer = b.prefillStartLayer;
+		this.draftLayers = b.draftLayers;
 		this.kvHeadNum = b.kvHeadNum;
 		this.totalKvHeadNum = b.totalKvHeadNum;
 		this.mla = b.mla;
@@ -60,6 +62,10 @@ public final class KVArgs {
 		}
 		if (prefillStartLayer < 0) {
 			throw new IllegalArgumentException("prefillStartLayer : " + prefillStartLayer + " (expected: >= 0)");
+		}
+		if (draftLayers < 0 || draftLayers > (mla ? kvRegions.size() : kvRegions.size() / 2)) {
+			throw new IllegalArgumentException("draftLayers : " + draftLayers + " (expected: 0.."
+					+ (mla ? kvRegions.size() : kvRegions.size() / 2) + ")");
 		}
 		if (kvHeadNum < 1 || totalKvHeadNum < 1) {
 			throw new IllegalArgumentException("kvHeads : " + kvHeadNum + "/" + totalKvHeadNum + " (expected: >= 1)");
@@ -85,6 +91,7 @@ public final class KVArgs {
 		b.stateRegions = new ArrayList<>(stateRegions);
 		b.pageSize = pageSize;
 		b.prefillStartLayer = prefillStartLayer;
+		b.draftLayers = draftLayers;
 		b.kvHeadNum = kvHeadNum;
 		b.totalKvHeadNum = totalKvHeadNum;
 		b.mla = mla;
@@ -117,6 +124,11 @@ public final class KVArgs {
 		return prefillStartLayer;
 	}
 
+	/** @return draft-model layers at the end of the KV buffer list (decode with speculative decoding) */
+	public int draftLayers() {
+		return draftLayers;
+	}
+
 	/** @return KV heads held by this rank */
 	public int kvHeadNum() {
 		return kvHeadNum;
@@ -137,16 +149,16 @@ public final class KVArgs {
 		return dtype;
 	}
 
-	/** @return layers in the KV buffer list (MHA: half the buffers) */
+	/** @return main-model layers in the KV buffer list (draft layers excluded) */
 	public int kvLayerCount() {
-		return mla ? kvRegions.size() : kvRegions.size() / 2;
+		return (mla ? kvRegions.size() : kvRegions.size() / 2) - draftLayers;
 	}
 
 	@Override
 	public String toString() {
 		return "KVArgs{engineRank=" + engineRank + ", kvRegions=" + kvRegions.size() + ", auxRegions="
 				+ auxRegions.size() + ", stateRegions=" + stateRegions.size() + ", pageSize=" + pageSize
-				+ ", prefillStartLayer=" + prefillStartLayer + ", kvHeads=" + kvHeadNum + "/" + totalKvHeadNum
+				+ ", prefillStartLayer=" + prefillStartLayer + ", draftLayers=" + draftLayers + ", kvHeads=" + kvHeadNum + "/" + totalKvHeadNum
 				+ ", mla=" + mla + ", dtype=" + dtype + '}';
 	}
 
@@ -158,6 +170,7 @@ public final class KVArgs {
 		private List<MemoryRegion> stateRegions = new ArrayList<>();
 		private int pageSize = 1;
 		private int prefillStartLayer;
+		private int draftLayers;
 		private int kvHeadNum = 1;
 		private int totalKvHeadNum = 1;
 		private boolean mla;
@@ -193,6 +206,12 @@ public final class KVArgs {
 
 		public Builder prefillStartLayer(int layer) {
 			this.prefillStartLayer = layer;
+			return this;
+		}
+
+		/** Draft-model layers appended after the main layers (their K then V buffers, or MLA buffers). */
+		public Builder draftLayers(int layers) {
+			this.draftLayers = layers;
 			return this;
 		}
 

@@ -15,6 +15,7 @@ import io.kvferry.spi.RegionLayout;
 import io.kvferry.topology.HeadSlice;
 import io.kvferry.topology.HeadSlicing;
 import io.kvferry.topology.LayerPairing;
+import io.kvferry.topology.LayerSpan;
 import io.kvferry.topology.PageRun;
 import io.kvferry.topology.PageRuns;
 import io.kvferry.topology.RegionPair;
@@ -81,8 +82,10 @@ final class TransferPlan {
 			throw new TopologyException("decode PP size " + decodePp + " must equal prefill PP size " + own.ppSize()
 					+ " or be 1");
 		}
-		List<RegionPair> pairs = LayerPairing.pair(args.kvRegions().size(), decode.kv().size(),
-				args.prefillStartLayer(), args.isMla());
+		// Pairs by model layer: right for any PP split and any draft layers (the seed's positional rule is not).
+		List<RegionPair> pairs = LayerPairing.pairByLayer(
+				new LayerSpan(args.kvRegions().size(), args.prefillStartLayer(), args.draftLayers()),
+				new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers()), args.isMla());
 		int n = pairs.size();
 		MemoryRegion[] src = new MemoryRegion[n];
 		int[] dst = new int[n];

@@ -18,12 +18,13 @@ import io.kvferry.ParallelLayout;
  * @param kvHeadNum KV heads on this rank
  * @param totalKvHeadNum KV heads of the model
  * @param startLayer first layer of this PP stage
+ * @param draftLayers draft-model layers at the end of the KV list
  * @param kv KV regions, in SGLang order
  * @param aux aux regions
  * @param state state regions
  */
 public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, boolean mla, String dtype,
-		int kvHeadNum, int totalKvHeadNum, int startLayer, List<RegionLayout> kv, List<RegionLayout> aux,
+		int kvHeadNum, int totalKvHeadNum, int startLayer, int draftLayers, List<RegionLayout> kv, List<RegionLayout> aux,
 		List<RegionLayout> state) {
 
 	public PeerLayout {
@@ -37,7 +38,7 @@ public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, 
 	/** @return the layout of {@code args} on a rank placed at {@code parallel} */
 	public static PeerLayout of(KVArgs args, ParallelLayout parallel) {
 		return new PeerLayout(args.engineRank(), parallel, args.pageSize(), args.isMla(), args.dtype(),
-				args.kvHeadNum(), args.totalKvHeadNum(), args.prefillStartLayer(), shapes(args.kvRegions()),
+				args.kvHeadNum(), args.totalKvHeadNum(), args.prefillStartLayer(), args.draftLayers(), shapes(args.kvRegions()),
 				shapes(args.auxRegions()), shapes(args.stateRegions()));
 	}
 

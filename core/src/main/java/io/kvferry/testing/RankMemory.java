@@ -52,6 +52,7 @@ public final class RankMemory {
 				.stateRegions(state)
 				.pageSize(shape.pageSize())
 				.prefillStartLayer(firstLayer)
+				.draftLayers(draftLayers)
 				.kvHeads(shape.headsPerRank(layout.attnTpSize()), shape.mla() ? 1 : shape.kvHeads())
 				.mla(shape.mla())
 				.build();
