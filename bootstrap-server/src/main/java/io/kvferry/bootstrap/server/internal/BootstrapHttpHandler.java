@@ -1,0 +1,340 @@
+package io.kvferry.bootstrap.server.internal;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.BiFunction;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import org.reactivestreams.Publisher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * The bootstrap server's HTTP routes, SGLang-compatible:
+ * <ul>
+ * <li>{@code PUT /route}: a prefill rank registers ({@link Registration}); 200 {@code OK}.</li>
+ * <li>{@code GET /route?engine_rank=&target_dp_group=&target_pp_rank=} (the seed's protocol) and
+ * {@code GET /route?prefill_dp_rank=&prefill_cp_rank=&target_tp_rank=&target_pp_rank=} (today's): all −1 asks for the
+ * instance's sizes (503 until every rank registered), otherwise for one rank's endpoint (404 when unknown).</li>
+ * <li>{@code POST /register_dp_rank} and {@code POST /query_dp_ranks}: the room → DP rank table.</li>
+ * <li>{@code GET /health}: 200 {@code OK}.</li>
+ * </ul>
+ * Bad input is answered 400 with a plain-text message naming the field or parameter, oversized bodies 413, other
+ * methods 405 with an {@code Allow} header, unknown paths 404; never 500. With a token configured, mutating requests
+ * without the right {@code Authorization: Bearer} header are answered 401; reads stay open, as SGLang proposes.
+ * <p>
+ * Runs on the event loop and never blocks: bodies are bounded and parsed in memory, tables are lock-free. Inbound
+ * buffers are copied and released by Reactor Netty as soon as they are read; no buffer outlives a call.
+ */
+public final class BootstrapHttpHandler
+		implements BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> {
+
+	private static final Logger log = LoggerFactory.getLogger(BootstrapHttpHandler.class);
+
+	private static final String TEXT = "text/plain; charset=utf-8";
+	private static final String JSON = "application/json; charset=utf-8";
+
+	private static final String[] LEGACY_PARAMS = { "engine_rank", "target_dp_group", "target_pp_rank" };
+	private static final String[] CURRENT_PARAMS = { "prefill_dp_rank", "prefill_cp_rank", "target_tp_rank",
+			"target_pp_rank" };
+
+	private static final int MAX_SHOWN_PATH = 100;
+
+	private static final String BEARER = "Bearer ";
+
+	private final RouteTable routes;
+	private final RoomDpRankTable rooms;
+	private final int maxBodyBytes;
+	private final byte[] authToken;
+
+	/**
+	 * @param routes the rank table
+	 * @param rooms the room → DP rank table
+	 * @param maxBodyBytes largest accepted request body; larger ones get 413
+	 * @param authToken when not {@code null}, the bearer token mutating requests ({@code PUT /route},
+	 *        {@code POST /register_dp_rank}) must carry, else 401
+	 */
+	public BootstrapHttpHandler(RouteTable routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken) {
+		this.routes = Objects.requireNonNull(routes, "routes");
+		this.rooms = Objects.requireNonNull(rooms, "rooms");
+		if (maxBodyBytes < 1) {
+			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
+		}
+		this.maxBodyBytes = maxBodyBytes;
+		this.authToken = authToken == null ? null : authToken.getBytes(StandardCharsets.UTF_8);
+	}
+
+	@Override
+	public Publisher<Void> apply(HttpServerRequest request, HttpServerResponse response) {
+		Mono<Void> answer;
+		try {
+			answer = dispatch(request, response);
+		}
+		catch (RequestException e) {
+			answer = sendError(request, response, e);
+		}
+		return answer.onErrorResume(RequestException.class, e -> sendError(request, response, e))
+				.onErrorResume(e -> !(e instanceof RequestException), e -> sendInternalError(request, response, e));
+	}
+
+	private Mono<Void> dispatch(HttpServerRequest request, HttpServerResponse response) {
+		QueryStringDecoder uri = new QueryStringDecoder(request.uri());
+		HttpMethod method = request.method();
+		switch (uri.path()) {
+			case "/route":
+				if (HttpMethod.PUT.equals(method)) {
+					checkAuthorized(request);
+					return readBody(request).flatMap(body -> register(response, body));
+				}
+				if (HttpMethod.GET.equals(method)) {
+					return getRoute(response, uri.parameters());
+				}
+				return methodNotAllowed(request, response, "GET, PUT");
+			case "/health":
+				if (HttpMethod.GET.equals(method) || HttpMethod.HEAD.equals(method)) {
+					return sendText(response, 200, "OK");
+				}
+				return methodNotAllowed(request, response, "GET, HEAD");
+			case "/register_dp_rank":
+				if (HttpMethod.POST.equals(method)) {
+					checkAuthorized(request);
+					return readBody(request).flatMap(body -> registerDpRank(response, body));
+				}
+				return methodNotAllowed(request, response, "POST");
+			case "/query_dp_ranks":
+				if (HttpMethod.POST.equals(method)) {
+					return readBody(request).flatMap(body -> queryDpRanks(response, body));
+				}
+				return methodNotAllowed(request, response, "POST");
+			default:
+				String path = uri.path();
+				throw RequestException.notFound("Not Found: " + (path.length() <= MAX_SHOWN_PATH ? path
+						: path.substring(0, MAX_SHOWN_PATH) + "..."));
+		}
+	}
+
+	private Mono<Void> register(HttpServerResponse response, byte[] body) {
+		Registration registration = Registration.parse(Json.readObject(body));
+		routes.register(registration);
+		return sendText(response, 200, "OK");
+	}
+
+	private Mono<Void> getRoute(HttpServerResponse response, Map<String, List<String>> params) {
+		boolean current = params.containsKey("prefill_dp_rank") || params.containsKey("prefill_cp_rank")
+				|| params.containsKey("target_tp_rank");
+		String[] names = current ? CURRENT_PARAMS : LEGACY_PARAMS;
+		int[] values = new int[names.length];
+		for (int i = 0; i < names.length; i++) {
+			values[i] = queryInt(params, names[i]);
+		}
+		if (Arrays.stream(values).allMatch(v -> v == -1)) {
+			PrefillTopology topology = routes.topology();
+			if (topology == null || !routes.isReady()) {
+				throw RequestException.notReady(routes.registeredCount());
+			}
+			return sendJson(response, current ? topology.toJson() : topology.toLegacyJson());
+		}
+		for (int i = 0; i < names.length; i++) {
+			if (values[i] == -1) {
+				throw RequestException.badRequest(names[i] + " : -1 (expected: a rank >= 0 unless all of "
+						+ String.join(", ", names) + " are -1)");
+			}
+		}
+		RankKey key;
+		String notFound;
+		if (current) {
+			// Today's SGLang gates lookups on readiness too, so a decode never caches half an instance.
+			if (!routes.isReady()) {
+				throw RequestException.notReady(routes.registeredCount());
+			}
+			key = new RankKey(values[0], values[1], values[2], values[3]);
+			notFound = "dp_rank=" + values[0] + " cp_rank=" + values[1] + " tp_rank=" + values[2] + " pp_rank="
+					+ values[3];
+		}
+		else {
+			key = new RankKey(values[1], 0, values[0], values[2]);
+			notFound = "dp_group=" + values[1] + " tp_rank=" + values[0] + " pp_rank=" + values[2];
+		}
+		RankEndpoint endpoint = routes.lookup(key);
+		if (endpoint == null) {
+			throw RequestException.notFound("Bootstrap info not found for " + notFound);
+		}
+		return sendJson(response, endpoint.toJson());
+	}
+
+	private Mono<Void> registerDpRank(HttpServerResponse response, byte[] body) {
+		JsonNode object = Json.readObject(body);
+		long room = Json.requiredNonNegativeLong(object, "bootstrap_room");
+		int dpRank = Json.requiredInt(object, "dp_rank");
+		if (dpRank < 0) {
+			throw RequestException.badRequest("dp_rank : " + dpRank + " (expected: >= 0)");
+		}
+		rooms.put(room, dpRank);
+		log.debug("Room {} served by prefill DP rank {}", room, dpRank);
+		return sendText(response, 200, "OK");
+	}
+
+	private Mono<Void> queryDpRanks(HttpServerResponse response, byte[] body) {
+		JsonNode list = Json.readObject(body).get("bootstrap_rooms");
+		if (list == null || list.isNull()) {
+			throw RequestException.badRequest("bootstrap_rooms : missing (expected: a list of integers)");
+		}
+		if (!list.isArray()) {
+			throw RequestException.badRequest("bootstrap_rooms : " + Json.shown(list)
+					+ " (expected: a list of integers)");
+		}
+		Map<String, Object> known = new LinkedHashMap<>();
+		for (int i = 0; i < list.size(); i++) {
+			long room = Json.nonNegativeLong("bootstrap_rooms[" + i + "]", list.get(i));
+			Integer dpRank = rooms.get(room);
+			if (dpRank != null) {
+				known.put(Long.toString(room), dpRank);
+			}
+		}
+		return sendJson(response, known);
+	}
+
+	/** Checks the bearer token of a mutating request, before its body is read. Constant-time comparison. */
+	private void checkAuthorized(HttpServerRequest request) {
+		if (authToken == null) {
+			return;
+		}
+		String header = request.requestHeaders().get(HttpHeaderNames.AUTHORIZATION);
+		if (header == null) {
+			throw RequestException.unauthorized("Authorization : missing (expected: Bearer <token>)");
+		}
+		if (!header.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
+			throw RequestException.unauthorized("Authorization : not a bearer token (expected: Bearer <token>)");
+		}
+		byte[] given = header.substring(BEARER.length()).trim().getBytes(StandardCharsets.UTF_8);
+		if (!MessageDigest.isEqual(given, authToken)) {
+			throw RequestException.unauthorized("Authorization : wrong bearer token");
+		}
+	}
+
+	private static int queryInt(Map<String, List<String>> params, String name) {
+		List<String> values = params.get(name);
+		if (values == null || values.isEmpty()) {
+			throw RequestException.badRequest(name + " : missing (expected: an integer query parameter)");
+		}
+		String text = values.get(0);
+		if (text.isEmpty()) {
+			throw RequestException.badRequest(name + " : empty (expected: an integer query parameter)");
+		}
+		int value;
+		try {
+			value = Integer.parseInt(text);
+		}
+		catch (NumberFormatException e) {
+			throw RequestException.badRequest(name + " : '" + (text.length() <= 40 ? text : text.substring(0, 40)
+					+ "...") + "' (expected: an integer query parameter)");
+		}
+		if (value < -1) {
+			throw RequestException.badRequest(name + " : " + value + " (expected: -1 or a rank >= 0)");
+		}
+		return value;
+	}
+
+	/**
+	 * Reads the whole body, refusing more than {@code maxBodyBytes}: by the declared length before reading anything,
+	 * else while reading. Each inbound buffer is copied; Reactor Netty releases it when the copy returns.
+	 */
+	private Mono<byte[]> readBody(HttpServerRequest request) {
+		String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
+		if (declared != null) {
+			// Netty's decoder already rejected a malformed Content-Length.
+			try {
+				if (Long.parseLong(declared.trim()) > maxBodyBytes) {
+					return Mono.error(RequestException.tooLarge(maxBodyBytes));
+				}
+			}
+			catch (NumberFormatException e) {
+				return Mono.error(RequestException.badRequest("Content-Length : '" + declared
+						+ "' (expected: a number)"));
+			}
+		}
+		return request.receive().reduceWith(BodyBuffer::new, (buffer, chunk) -> buffer.append(chunk, maxBodyBytes))
+				.map(BodyBuffer::toByteArray);
+	}
+
+	private static Mono<Void> methodNotAllowed(HttpServerRequest request, HttpServerResponse response, String allow) {
+		log.debug("{} {}: 405, allowed {}", request.method(), request.uri(), allow);
+		response.header(HttpHeaderNames.ALLOW, allow);
+		return sendText(response, 405, "Method not allowed");
+	}
+
+	private static Mono<Void> sendError(HttpServerRequest request, HttpServerResponse response, RequestException e) {
+		if (response.hasSentHeaders()) {
+			return Mono.error(e);
+		}
+		log.debug("{} {}: {} {}", request.method(), request.uri(), e.status(), e.getMessage());
+		if (e.status() == 413) {
+			// The rest of the body is not read: close rather than parse it as the next request.
+			response.keepAlive(false);
+		}
+		if (e.status() == 401) {
+			response.header(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+		}
+		return sendText(response, e.status(), e.getMessage());
+	}
+
+	private static Mono<Void> sendInternalError(HttpServerRequest request, HttpServerResponse response, Throwable e) {
+		log.error("{} {} failed", request.method(), request.uri(), e);
+		if (response.hasSentHeaders()) {
+			return Mono.error(e);
+		}
+		return sendText(response, 500, "Internal server error");
+	}
+
+	private static Mono<Void> sendText(HttpServerResponse response, int status, String text) {
+		return send(response, status, TEXT, text.getBytes(StandardCharsets.UTF_8));
+	}
+
+	private static Mono<Void> sendJson(HttpServerResponse response, Object value) {
+		return send(response, 200, JSON, Json.write(value));
+	}
+
+	private static Mono<Void> send(HttpServerResponse response, int status, String contentType, byte[] body) {
+		return response.status(status)
+				.header(HttpHeaderNames.CONTENT_TYPE, contentType)
+				.header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length))
+				.sendByteArray(Mono.just(body))
+				.then();
+	}
+
+	/** Accumulates a request body by copy, up to a limit. Used by one subscriber at a time: not thread-safe. */
+	private static final class BodyBuffer {
+
+		private byte[] bytes = new byte[256];
+		private int length;
+
+		BodyBuffer append(ByteBuf chunk, int limit) {
+			int readable = chunk.readableBytes();
+			if ((long) length + readable > limit) {
+				throw RequestException.tooLarge(limit);
+			}
+			if (length + readable > bytes.length) {
+				bytes = Arrays.copyOf(bytes, Math.min(limit, Math.max(length + readable, bytes.length * 2)));
+			}
+			chunk.getBytes(chunk.readerIndex(), bytes, length, readable);
+			length += readable;
+			return this;
+		}
+
+		byte[] toByteArray() {
+			return Arrays.copyOf(bytes, length);
+		}
+	}
+}

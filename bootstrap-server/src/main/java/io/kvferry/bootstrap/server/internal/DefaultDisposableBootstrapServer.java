@@ -1,0 +1,84 @@
+package io.kvferry.bootstrap.server.internal;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import io.kvferry.HostPort;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.netty.channel.group.ChannelGroup;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+
+/**
+ * A running bootstrap server: Reactor Netty's server, its connections, the tables it serves and the periodic room-table
+ * sweep, disposed together. Thread-safe.
+ */
+public final class DefaultDisposableBootstrapServer implements DisposableBootstrapServer {
+
+	private final DisposableServer server;
+	private final ChannelGroup connections;
+	private final RouteTable routes;
+	private final HostPort address;
+	private final Disposable sweeper;
+
+	/**
+	 * @param server the bound HTTP server
+	 * @param connections the server's connections (its configured channel group)
+	 * @param routes its rank table
+	 * @param address its bound address
+	 * @param sweeper the periodic room-table sweep, stopped when the server closes
+	 */
+	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteTable routes,
+			HostPort address, Disposable sweeper) {
+		this.server = Objects.requireNonNull(server, "server");
+		this.connections = Objects.requireNonNull(connections, "connections");
+		this.routes = Objects.requireNonNull(routes, "routes");
+		this.address = Objects.requireNonNull(address, "address");
+		this.sweeper = Objects.requireNonNull(sweeper, "sweeper");
+		// However the channel closes (dispose, error), the sweep stops with it.
+		server.onDispose(sweeper);
+	}
+
+	@Override
+	public HostPort address() {
+		return address;
+	}
+
+	@Override
+	public int registeredCount() {
+		return routes.registeredCount();
+	}
+
+	@Override
+	public void dispose() {
+		sweeper.dispose();
+		server.dispose();
+		// Reactor Netty's dispose() closes only the listening socket; kept-alive connections would go on serving.
+		connections.close();
+	}
+
+	@Override
+	public boolean isDisposed() {
+		return server.isDisposed();
+	}
+
+	@Override
+	public Mono<Void> onDispose() {
+		return server.onDispose();
+	}
+
+	@Override
+	public void disposeNow(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		sweeper.dispose();
+		// With a channel group Reactor Netty lets in-flight requests finish (up to the timeout), then closes.
+		server.disposeNow(timeout);
+		connections.close();
+	}
+
+	@Override
+	public String toString() {
+		return "DisposableBootstrapServer{" + address + ", registered=" + routes.registeredCount() + "}";
+	}
+}

@@ -1,0 +1,310 @@
+package io.kvferry.bootstrap.server.internal;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.PrettyPrinter;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+
+/**
+ * The server's one shared, pre-configured {@link ObjectMapper} and the helpers that read request fields with messages
+ * naming the field. Answers are written the way Python's {@code json.dumps} writes them ({@code {"a": 1, "b": 2}},
+ * non-ASCII escaped), so bodies match SGLang's byte for byte. Thread-safe; no method blocks.
+ */
+public final class Json {
+
+	/** Unknown fields are ignored, never fatal; trailing garbage after the document is rejected as Python does. */
+	public static final ObjectMapper MAPPER = JsonMapper.builder()
+			.disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+			.enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+			.enable(JsonWriteFeature.ESCAPE_NON_ASCII)
+			.build();
+
+	private static final ObjectWriter WRITER = MAPPER.writer(new PythonStylePrinter());
+
+	// What Python's int() accepts from a string: optional blanks and sign around decimal digits.
+	private static final Pattern INTEGER_TEXT = Pattern.compile("\\s*[+-]?\\d+\\s*");
+
+	private static final int MAX_SHOWN_VALUE = 40;
+
+	private Json() {
+	}
+
+	/**
+	 * Parses a request body that must hold one JSON object.
+	 *
+	 * @param body the raw body
+	 * @return the object node
+	 * @throws RequestException 400 when the body is empty, malformed or not an object
+	 */
+	public static JsonNode readObject(byte[] body) {
+		Objects.requireNonNull(body, "body");
+		if (body.length == 0) {
+			throw RequestException.badRequest("request body : empty (expected: a JSON object)");
+		}
+		JsonNode node;
+		try {
+			node = MAPPER.readTree(body);
+		}
+		catch (IOException e) {
+			throw RequestException.badRequest("request body : malformed JSON (" + firstLine(e) + ")");
+		}
+		if (node == null || node.isMissingNode()) {
+			throw RequestException.badRequest("request body : empty (expected: a JSON object)");
+		}
+		if (!node.isObject()) {
+			throw RequestException.badRequest("request body : a JSON " + node.getNodeType().name().toLowerCase()
+					+ " (expected: a JSON object)");
+		}
+		return node;
+	}
+
+	/**
+	 * Writes a value as Python's {@code json.dumps} would.
+	 *
+	 * @param value a map, list, record or scalar
+	 * @return UTF-8 (in fact ASCII) JSON bytes
+	 */
+	public static byte[] write(Object value) {
+		try {
+			return WRITER.writeValueAsBytes(value);
+		}
+		catch (JsonProcessingException e) {
+			// Only our own maps of strings and numbers are written: failing here is a bug, not bad input.
+			throw new IllegalStateException("cannot serialize " + value.getClass().getName(), e);
+		}
+	}
+
+	/**
+	 * Reads a required JSON integer (not a float, boolean or string).
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @return the value
+	 * @throws RequestException 400 naming the field when missing, null or not an int
+	 */
+	public static int requiredInt(JsonNode object, String field) {
+		JsonNode node = object.get(field);
+		if (node == null || node.isNull()) {
+			throw missing(field, "an integer");
+		}
+		return intValue(field, node, false);
+	}
+
+	/**
+	 * Reads a required integer that may also come as a decimal string ({@code "5000"}), as SGLang's {@code int(x)}
+	 * accepted for {@code rank_port} and {@code page_size}.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @return the value
+	 * @throws RequestException 400 naming the field when missing or not an integer
+	 */
+	public static int requiredIntOrIntText(JsonNode object, String field) {
+		JsonNode node = object.get(field);
+		if (node == null || node.isNull()) {
+			throw missing(field, "an integer");
+		}
+		return intValue(field, node, true);
+	}
+
+	/**
+	 * Reads an optional JSON integer; absent and {@code null} give the default.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @param defaultValue used when absent or null
+	 * @return the value
+	 * @throws RequestException 400 naming the field when present but not an int
+	 */
+	public static int optionalInt(JsonNode object, String field, int defaultValue) {
+		JsonNode node = object.get(field);
+		if (node == null || node.isNull()) {
+			return defaultValue;
+		}
+		return intValue(field, node, false);
+	}
+
+	/**
+	 * Reads a required non-negative 64-bit JSON integer.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @return the value, 0..2^63-1
+	 * @throws RequestException 400 naming the field when missing, not an integer or out of range
+	 */
+	public static long requiredNonNegativeLong(JsonNode object, String field) {
+		JsonNode node = object.get(field);
+		if (node == null || node.isNull()) {
+			throw missing(field, "an integer");
+		}
+		return nonNegativeLong(field, node);
+	}
+
+	/**
+	 * @param field the name to report (e.g. {@code bootstrap_rooms[3]})
+	 * @param node the value
+	 * @return the value, 0..2^63-1
+	 * @throws RequestException 400 naming the field when not an integer in range
+	 */
+	public static long nonNegativeLong(String field, JsonNode node) {
+		if (!node.isIntegralNumber()) {
+			throw mistyped(field, node, "an integer");
+		}
+		BigInteger value = node.bigIntegerValue();
+		if (value.signum() < 0 || value.bitLength() > 63) {
+			throw RequestException.badRequest(field + " : " + shown(node) + " (expected: 0.." + Long.MAX_VALUE + ")");
+		}
+		return value.longValue();
+	}
+
+	/**
+	 * Reads a required JSON string.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @return the value
+	 * @throws RequestException 400 naming the field when missing, null or not a string
+	 */
+	public static String requiredString(JsonNode object, String field) {
+		JsonNode node = object.get(field);
+		if (node == null || node.isNull()) {
+			throw missing(field, "a string");
+		}
+		if (!node.isTextual()) {
+			throw mistyped(field, node, "a string");
+		}
+		return node.textValue();
+	}
+
+	/**
+	 * Reads an optional JSON string; absent and {@code null} give {@code null}.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @return the value or {@code null}
+	 * @throws RequestException 400 naming the field when present but not a string
+	 */
+	public static String optionalString(JsonNode object, String field) {
+		JsonNode node = object.get(field);
+		if (node == null || node.isNull()) {
+			return null;
+		}
+		if (!node.isTextual()) {
+			throw mistyped(field, node, "a string");
+		}
+		return node.textValue();
+	}
+
+	/**
+	 * @param node any value
+	 * @return its JSON text, cut short so that a huge value never ends up in a message or a log line
+	 */
+	public static String shown(JsonNode node) {
+		String text = node.toString();
+		return text.length() <= MAX_SHOWN_VALUE ? text : text.substring(0, MAX_SHOWN_VALUE) + "...";
+	}
+
+	private static int intValue(String field, JsonNode node, boolean allowText) {
+		if (node.isIntegralNumber()) {
+			if (!node.canConvertToInt()) {
+				throw RequestException.badRequest(field + " : " + shown(node) + " (expected: an integer in "
+						+ Integer.MIN_VALUE + ".." + Integer.MAX_VALUE + ")");
+			}
+			return node.intValue();
+		}
+		if (allowText && node.isTextual() && INTEGER_TEXT.matcher(node.textValue()).matches()) {
+			try {
+				return Integer.parseInt(node.textValue().trim());
+			}
+			catch (NumberFormatException e) {
+				throw RequestException.badRequest(field + " : " + shown(node) + " (expected: an integer in "
+						+ Integer.MIN_VALUE + ".." + Integer.MAX_VALUE + ")");
+			}
+		}
+		throw mistyped(field, node, "an integer");
+	}
+
+	private static RequestException missing(String field, String expected) {
+		return RequestException.badRequest(field + " : missing (expected: " + expected + ")");
+	}
+
+	private static RequestException mistyped(String field, JsonNode node, String expected) {
+		return RequestException.badRequest(field + " : " + shown(node) + " (expected: " + expected + ")");
+	}
+
+	private static String firstLine(IOException e) {
+		String message = e instanceof JsonProcessingException jpe ? jpe.getOriginalMessage() : e.getMessage();
+		message = String.valueOf(message);
+		int newline = message.indexOf('\n');
+		String line = newline < 0 ? message : message.substring(0, newline);
+		line = line.length() <= 120 ? line : line.substring(0, 120) + "...";
+		if (e instanceof JsonProcessingException located && located.getLocation() != null) {
+			line += " at line " + located.getLocation().getLineNr() + ", column " + located.getLocation().getColumnNr();
+		}
+		return line;
+	}
+
+	/** Python's {@code json.dumps} layout: one line, {@code ", "} between entries and {@code ": "} after keys. */
+	static final class PythonStylePrinter implements PrettyPrinter {
+
+		@Override
+		public void writeRootValueSeparator(JsonGenerator g) throws IOException {
+			g.writeRaw(' ');
+		}
+
+		@Override
+		public void writeStartObject(JsonGenerator g) throws IOException {
+			g.writeRaw('{');
+		}
+
+		@Override
+		public void writeEndObject(JsonGenerator g, int nrOfEntries) throws IOException {
+			g.writeRaw('}');
+		}
+
+		@Override
+		public void writeObjectEntrySeparator(JsonGenerator g) throws IOException {
+			g.writeRaw(", ");
+		}
+
+		@Override
+		public void writeObjectFieldValueSeparator(JsonGenerator g) throws IOException {
+			g.writeRaw(": ");
+		}
+
+		@Override
+		public void writeStartArray(JsonGenerator g) throws IOException {
+			g.writeRaw('[');
+		}
+
+		@Override
+		public void writeEndArray(JsonGenerator g, int nrOfValues) throws IOException {
+			g.writeRaw(']');
+		}
+
+		@Override
+		public void writeArrayValueSeparator(JsonGenerator g) throws IOException {
+			g.writeRaw(", ");
+		}
+
+		@Override
+		public void beforeArrayValues(JsonGenerator g) {
+			// Python writes nothing between '[' and the first value.
+		}
+
+		@Override
+		public void beforeObjectEntries(JsonGenerator g) {
+			// Python writes nothing between '{' and the first key.
+		}
+	}
+}

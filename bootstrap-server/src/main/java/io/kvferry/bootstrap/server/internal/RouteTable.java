@@ -1,0 +1,116 @@
+package io.kvferry.bootstrap.server.internal;
+
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The prefill instance's rank table: its sizes (fixed by the first prefill registration) and each rank's endpoint.
+ * <p>
+ * Thread-safe and lock-free (an atomic reference, a concurrent map and an atomic counter), so event-loop threads never
+ * wait on each other. Registered ranks are counted once each: re-registering a rank overwrites its endpoint without
+ * counting it again, so the instance looks ready only when every one of its dp × cp × tp × pp ranks has registered
+ * (SGLang counts every PUT, duplicates included). Entries never expire, as in SGLang.
+ */
+public final class RouteTable {
+
+	private static final Logger log = LoggerFactory.getLogger(RouteTable.class);
+
+	/** What a registration did to the table. */
+	public enum Outcome {
+		/** A rank registered for the first time. */
+		ADDED,
+		/** A known rank registered again; its endpoint was replaced. */
+		REPLACED,
+		/** The registration was not a prefill rank's: acknowledged, not stored. */
+		IGNORED
+	}
+
+	private final AtomicReference<PrefillTopology> topology = new AtomicReference<>();
+	private final ConcurrentHashMap<RankKey, RankEndpoint> ranks = new ConcurrentHashMap<>();
+	private final AtomicInteger distinctRanks = new AtomicInteger();
+
+	/**
+	 * Stores a registration. The first prefill registration fixes the instance's sizes; later ones with other sizes
+	 * are stored all the same (as SGLang does) when their ranks fit the fixed sizes, and logged.
+	 *
+	 * @param registration a validated registration
+	 * @return what happened
+	 * @throws RequestException 400 when the rank lies outside the sizes fixed by the first registration
+	 */
+	public Outcome register(Registration registration) {
+		Objects.requireNonNull(registration, "registration");
+		if (!registration.isPrefill()) {
+			// Only prefill ranks publish KV endpoints; the seed let any role fix the prefill sizes, which is wrong.
+			log.debug("Ignored registration with role {} from {}", registration.role(), registration.endpoint());
+			return Outcome.IGNORED;
+		}
+		PrefillTopology declared = registration.topology();
+		PrefillTopology fixed = topology.compareAndExchange(null, declared);
+		if (fixed == null) {
+			fixed = declared;
+			log.debug("Prefill instance sizes fixed by first registration: {}", fixed);
+		}
+		else if (!fixed.sameShape(declared)) {
+			log.warn("Registration from {} declares {} but the instance is {} (fixed by its first registration)",
+					registration.endpoint(), declared, fixed);
+		}
+		checkFits(registration, fixed);
+		RankKey key = registration.key();
+		RankEndpoint previous = ranks.put(key, registration.endpoint());
+		if (previous != null) {
+			log.debug("Prefill rank {} registered again: {} replaces {}", key, registration.endpoint(), previous);
+			return Outcome.REPLACED;
+		}
+		int count = distinctRanks.incrementAndGet();
+		log.debug("Prefill rank {} registered at {} ({} ranks registered)", key, registration.endpoint(), count);
+		if (count == fixed.totalRanks()) {
+			// Ranks only ever fit the fixed sizes, so the count reaches the total exactly once.
+			log.info("Prefill instance fully registered: {} ({} ranks)", fixed, count);
+		}
+		return Outcome.ADDED;
+	}
+
+	/** @return the instance's sizes, or {@code null} before the first prefill registration */
+	public PrefillTopology topology() {
+		return topology.get();
+	}
+
+	/** @return how many distinct prefill ranks have registered */
+	public int registeredCount() {
+		return distinctRanks.get();
+	}
+
+	/** @return whether every rank of the instance (dp × cp × tp × pp) has registered */
+	public boolean isReady() {
+		PrefillTopology fixed = topology.get();
+		return fixed != null && distinctRanks.get() >= fixed.totalRanks();
+	}
+
+	/**
+	 * @param key a rank's place
+	 * @return its endpoint, or {@code null} when that rank has not registered
+	 */
+	public RankEndpoint lookup(RankKey key) {
+		Objects.requireNonNull(key, "key");
+		return ranks.get(key);
+	}
+
+	private static void checkFits(Registration registration, PrefillTopology fixed) {
+		checkFits(registration.dpGroupField(), registration.dpGroup(), fixed.dpSize(), "dp size");
+		checkFits("attn_cp_rank", registration.attnCpRank(), fixed.attnCpSize(), "attn_cp_size");
+		checkFits("attn_tp_rank", registration.attnTpRank(), fixed.attnTpSize(), "attn_tp_size");
+		checkFits("pp_rank", registration.ppRank(), fixed.ppSize(), "pp_size");
+	}
+
+	private static void checkFits(String field, int rank, int size, String sizeName) {
+		if (rank >= size) {
+			throw RequestException.badRequest(field + " : " + rank + " (expected: 0.." + (size - 1) + " for the "
+					+ sizeName + " " + size + " fixed by the instance's first registration)");
+		}
+	}
+}

@@ -1,0 +1,6 @@
+/**
+ * An SGLang-compatible bootstrap HTTP server: prefill ranks publish their endpoints with {@code PUT /route}, decode
+ * ranks resolve them with {@code GET /route}. Embed it with {@link io.kvferry.bootstrap.server.BootstrapServer} or run
+ * it standalone with {@link io.kvferry.bootstrap.server.BootstrapServerMain}.
+ */
+package io.kvferry.bootstrap.server;
