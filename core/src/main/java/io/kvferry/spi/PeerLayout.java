@@ -30,6 +30,11 @@ public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, 
 	public PeerLayout {
 		Objects.requireNonNull(parallel, "parallel");
 		Objects.requireNonNull(dtype, "dtype");
+		if (pageSize < 1 || kvHeadNum < 1 || totalKvHeadNum < 1 || startLayer < 0 || draftLayers < 0) {
+			throw new IllegalArgumentException("peer layout : pageSize=" + pageSize + " kvHeads=" + kvHeadNum + "/"
+					+ totalKvHeadNum + " startLayer=" + startLayer + " draftLayers=" + draftLayers
+					+ " (expected: sizes >= 1, layers >= 0)");
+		}
 		kv = List.copyOf(kv);
 		aux = List.copyOf(aux);
 		state = List.copyOf(state);

@@ -1,0 +1,80 @@
+package io.kvferry.transport.netty.internal;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.channel.Channel;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.Future;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The event loop group of one transport and the channel classes that go with it: Epoll when it is preferred and
+ * available, NIO otherwise. Threads are daemons named {@code kvferry-transport-N-M}.
+ */
+public final class EventLoopResources {
+
+	private static final Logger log = LoggerFactory.getLogger(EventLoopResources.class);
+
+	private final EventLoopGroup group;
+	private final boolean epoll;
+
+	private EventLoopResources(EventLoopGroup group, boolean epoll) {
+		this.group = group;
+		this.epoll = epoll;
+	}
+
+	/** @return a new group sized and typed by {@code settings} */
+	public static EventLoopResources create(TransportSettings settings) {
+		boolean epoll = settings.preferNative() && Epoll.isAvailable();
+		if (settings.preferNative() && !epoll) {
+			log.debug("Epoll unavailable, using NIO: {}", String.valueOf(Epoll.unavailabilityCause()));
+		}
+		IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+		EventLoopGroup group = new MultiThreadIoEventLoopGroup(settings.eventLoopThreads(),
+				new DefaultThreadFactory("kvferry-transport", true), factory);
+		return new EventLoopResources(group, epoll);
+	}
+
+	/** @return the group */
+	public EventLoopGroup group() {
+		return group;
+	}
+
+	/** @return whether the group is Epoll */
+	public boolean isEpoll() {
+		return epoll;
+	}
+
+	/** @return the client channel class for this group */
+	public Class<? extends Channel> socketChannel() {
+		return epoll ? EpollSocketChannel.class : NioSocketChannel.class;
+	}
+
+	/** @return the server channel class for this group */
+	public Class<? extends ServerChannel> serverChannel() {
+		return epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+	}
+
+	/**
+	 * Shuts the group down without waiting.
+	 *
+	 * @param timeout upper bound of the shutdown
+	 * @return completes when every thread ended
+	 */
+	public Future<?> shutdown(Duration timeout) {
+		return group.shutdownGracefully(0, timeout.toMillis(), TimeUnit.MILLISECONDS);
+	}
+}

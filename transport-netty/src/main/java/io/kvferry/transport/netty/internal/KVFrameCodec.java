@@ -1,0 +1,524 @@
+package io.kvferry.transport.netty.internal;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.kvferry.KVFerryException;
+import io.kvferry.KVPoll;
+import io.kvferry.ParallelLayout;
+import io.kvferry.ProtocolException;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.RegionLayout;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufUtil;
+
+/**
+ * The kvferry wire protocol: stateless encoders and decoders of the preface, control frames and data-frame headers.
+ * {@link KVFrameDecoder} frames the byte stream and streams data payloads; this class only turns values into bytes and
+ * back.
+ *
+ * <h2>Byte order and primitive types</h2>
+ * Every integer is big-endian. {@code u8}/{@code u16}/{@code u32} are unsigned, {@code i32}/{@code i64} are two's
+ * complement. {@code bool} is one byte, 0 or 1 (any other value is malformed). {@code string} is an {@code i32}
+ * byte count {@code n} (0 &le; n &le; bytes left in the frame) followed by {@code n} bytes of UTF-8 (malformed
+ * sequences decode to U+FFFD). {@code int[]} is an {@code i32} element count {@code n} (0 &le; 4n &le; bytes left)
+ * followed by {@code n} {@code i32}. {@code region[]} is an {@code i32} count {@code n} (0 &le; 12n &le; bytes left)
+ * followed by {@code n} times {@code i32 itemLen, i64 itemCount} (both &gt; 0).
+ *
+ * <h2>Preface</h2>
+ * The first 6 bytes each side writes, before anything else, without waiting for the peer:
+ * <pre>
+ * offset 0  4 bytes  magic 0x4B 0x56 0x46 0x52 ("KVFR")
+ * offset 4  u16      protocol version ({@link KVMessage#PROTOCOL_VERSION})
+ * </pre>
+ * A wrong magic ("not a kvferry peer") or another version closes the connection with that reason.
+ *
+ * <h2>Frames</h2>
+ * After the preface both directions carry frames:
+ * <pre>
+ * offset 0  u32  length: bytes after this field (type + body), &gt;= 1
+ * offset 4  u8   type
+ * offset 5  ...  body (length - 1 bytes)
+ * </pre>
+ * A control body is at most {@code maxFrameLength} bytes; a data frame's payload is at most {@code maxFrameLength}
+ * bytes (its length field may exceed {@code maxFrameLength} by the 38 bytes of type and header). A longer announced
+ * length is malformed and rejected before any byte of the body is buffered. A control body must be consumed exactly:
+ * missing or trailing bytes are malformed.
+ *
+ * <h2>Frame types and bodies</h2>
+ * <pre>
+ * 0x01 HELLO             i32 protocolVersion, layout
+ * 0x02 HELLO_ACK         layout
+ * 0x03 REJECT            string reason
+ * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
+ *                        bool dummy
+ * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason
+ * 0x06 ABORT             i64 room, string reason
+ * 0x07 ABORT_ACK         i64 room
+ * 0x10 HEARTBEAT         (empty body)
+ * 0x20 DATA              header (37 bytes), then payload
+ *
+ * layout (PeerLayout):   i32 engineRank,
+ *                        8 x i32 parallel (attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize,
+ *                                          systemDpRank, ppSize, ppRank),
+ *                        i32 pageSize, bool mla, string dtype, i32 kvHeadNum, i32 totalKvHeadNum, i32 startLayer,
+ *                        i32 draftLayers,
+ *                        region[] kv, region[] aux, region[] state
+ *
+ * DATA header:           offset 0   i64 room
+ *                        offset 8   u8  kind (RegionKind ordinal: 0 KV, 1 AUX, 2 STATE)
+ *                        offset 9   i32 region      (&gt;= 0)
+ *                        offset 13  i64 dstOffset   (&gt;= 0)
+ *                        offset 21  i32 chunkLen    (&gt;= 0)
+ *                        offset 25  i64 dstStride   (&gt;= 0)
+ *                        offset 33  i32 count       (&gt;= 0)
+ *                        then chunkLen x count payload bytes, which must equal length - 38
+ * </pre>
+ * Values the records reject (a negative size, a rank outside its size, an unknown status code) make the frame
+ * malformed. Every decoder failure is a {@link ProtocolException} naming the frame and the field.
+ *
+ * <p>Buffers: every {@code encode*} method returns a new buffer from the given allocator that the caller owns and must
+ * write or release; decoders read the given buffer and never release it.
+ */
+public final class KVFrameCodec {
+
+	/** "KVFR" as a big-endian {@code u32}. */
+	public static final int MAGIC = 0x4B564652;
+	/** Bytes of the preface: magic and version. */
+	public static final int PREFACE_LENGTH = 6;
+	/** Bytes of the length and type fields that start every frame. */
+	public static final int FRAME_PREFIX_LENGTH = 5;
+	/** Bytes of a data-frame header after the type. */
+	public static final int DATA_HEADER_LENGTH = 37;
+
+	public static final int TYPE_HELLO = 0x01;
+	public static final int TYPE_HELLO_ACK = 0x02;
+	public static final int TYPE_REJECT = 0x03;
+	public static final int TYPE_TRANSFER_REQUEST = 0x04;
+	public static final int TYPE_STATUS = 0x05;
+	public static final int TYPE_ABORT = 0x06;
+	public static final int TYPE_ABORT_ACK = 0x07;
+	public static final int TYPE_HEARTBEAT = 0x10;
+	public static final int TYPE_DATA = 0x20;
+
+	private static final int PARALLEL_LENGTH = 8 * 4;
+	private static final int REGION_LENGTH = 4 + 8;
+
+	private KVFrameCodec() {
+	}
+
+	/** @return whether {@code type} is a control message type (not heartbeat, not data) */
+	public static boolean isControlType(int type) {
+		return type >= TYPE_HELLO && type <= TYPE_ABORT_ACK;
+	}
+
+	/** @return a name for log lines and errors, {@code "0x7f"} for unknown types */
+	public static String typeName(int type) {
+		switch (type) {
+			case TYPE_HELLO:
+				return "HELLO";
+			case TYPE_HELLO_ACK:
+				return "HELLO_ACK";
+			case TYPE_REJECT:
+				return "REJECT";
+			case TYPE_TRANSFER_REQUEST:
+				return "TRANSFER_REQUEST";
+			case TYPE_STATUS:
+				return "STATUS";
+			case TYPE_ABORT:
+				return "ABORT";
+			case TYPE_ABORT_ACK:
+				return "ABORT_ACK";
+			case TYPE_HEARTBEAT:
+				return "HEARTBEAT";
+			case TYPE_DATA:
+				return "DATA";
+			default:
+				return String.format("0x%02x", type);
+		}
+	}
+
+	/**
+	 * @param alloc where the buffer comes from
+	 * @param version the protocol version to announce
+	 * @return the 6 preface bytes; the caller owns the buffer
+	 */
+	public static ByteBuf encodePreface(ByteBufAllocator alloc, int version) {
+		ByteBuf buf = alloc.buffer(PREFACE_LENGTH, PREFACE_LENGTH);
+		buf.writeInt(MAGIC);
+		buf.writeShort(version);
+		return buf;
+	}
+
+	/** @return a heartbeat frame; the caller owns the buffer */
+	public static ByteBuf encodeHeartbeat(ByteBufAllocator alloc) {
+		ByteBuf buf = alloc.buffer(FRAME_PREFIX_LENGTH, FRAME_PREFIX_LENGTH);
+		buf.writeInt(1);
+		buf.writeByte(TYPE_HEARTBEAT);
+		return buf;
+	}
+
+	/**
+	 * Encodes the prefix and header of a data frame; the {@code header.payloadLength()} payload bytes must follow.
+	 *
+	 * @return 42 bytes: length, type and the 37-byte header; the caller owns the buffer
+	 */
+	public static ByteBuf encodeDataHeader(ByteBufAllocator alloc, DataHeader header) {
+		int size = FRAME_PREFIX_LENGTH + DATA_HEADER_LENGTH;
+		ByteBuf buf = alloc.directBuffer(size, size);
+		buf.writeInt(Math.toIntExact(1 + DATA_HEADER_LENGTH + header.payloadLength()));
+		buf.writeByte(TYPE_DATA);
+		buf.writeLong(header.room());
+		buf.writeByte(header.kind().ordinal());
+		buf.writeInt(header.region());
+		buf.writeLong(header.dstOffset());
+		buf.writeInt(header.chunkLen());
+		buf.writeLong(header.dstStride());
+		buf.writeInt(header.count());
+		return buf;
+	}
+
+	/**
+	 * Encodes a control message as one frame.
+	 *
+	 * @param alloc where the buffer comes from
+	 * @param message the message
+	 * @param maxFrameLength the largest body the peer accepts
+	 * @return the frame; the caller owns the buffer
+	 * @throws KVFerryException when the body would exceed {@code maxFrameLength} (nothing is allocated then)
+	 */
+	public static ByteBuf encode(ByteBufAllocator alloc, KVMessage message, int maxFrameLength) {
+		long body = bodyLength(message);
+		if (body > maxFrameLength) {
+			throw new KVFerryException("cannot send " + message.getClass().getSimpleName() + ": body of " + body
+					+ " bytes exceeds maxFrameLength " + maxFrameLength);
+		}
+		int size = FRAME_PREFIX_LENGTH + (int) body;
+		ByteBuf buf = alloc.buffer(size, size);
+		try {
+			buf.writeInt(1 + (int) body);
+			writeBody(buf, message);
+		}
+		catch (RuntimeException e) {
+			buf.release();
+			throw e;
+		}
+		return buf;
+	}
+
+	private static long bodyLength(KVMessage message) {
+		if (message instanceof KVMessage.Hello h) {
+			return 4 + layoutLength(h.layout());
+		}
+		if (message instanceof KVMessage.HelloAck a) {
+			return layoutLength(a.layout());
+		}
+		if (message instanceof KVMessage.Reject r) {
+			return stringLength(r.reason());
+		}
+		if (message instanceof KVMessage.TransferRequest t) {
+			return 8 + 4 + 4L * t.dstPages().length + 4 + 4 + 4L * t.stateIndices().length + 4 + 1;
+		}
+		if (message instanceof KVMessage.Status s) {
+			return 8 + 1 + 4 + stringLength(s.reason());
+		}
+		if (message instanceof KVMessage.Abort a) {
+			return 8 + stringLength(a.reason());
+		}
+		return 8;
+	}
+
+	private static long layoutLength(PeerLayout l) {
+		return 4 + PARALLEL_LENGTH + 4 + 1 + stringLength(l.dtype()) + 4 + 4 + 4 + 4 + regionsLength(l.kv())
+				+ regionsLength(l.aux()) + regionsLength(l.state());
+	}
+
+	private static long regionsLength(List<RegionLayout> regions) {
+		return 4 + (long) REGION_LENGTH * regions.size();
+	}
+
+	private static long stringLength(String s) {
+		return 4 + (long) ByteBufUtil.utf8Bytes(s);
+	}
+
+	private static void writeBody(ByteBuf buf, KVMessage message) {
+		if (message instanceof KVMessage.Hello h) {
+			buf.writeByte(TYPE_HELLO);
+			buf.writeInt(h.protocolVersion());
+			writeLayout(buf, h.layout());
+		}
+		else if (message instanceof KVMessage.HelloAck a) {
+			buf.writeByte(TYPE_HELLO_ACK);
+			writeLayout(buf, a.layout());
+		}
+		else if (message instanceof KVMessage.Reject r) {
+			buf.writeByte(TYPE_REJECT);
+			writeString(buf, r.reason());
+		}
+		else if (message instanceof KVMessage.TransferRequest t) {
+			buf.writeByte(TYPE_TRANSFER_REQUEST);
+			buf.writeLong(t.room());
+			writeInts(buf, t.dstPages());
+			buf.writeInt(t.auxIndex());
+			writeInts(buf, t.stateIndices());
+			buf.writeInt(t.requiredDstInfoNum());
+			buf.writeBoolean(t.dummy());
+		}
+		else if (message instanceof KVMessage.Status s) {
+			buf.writeByte(TYPE_STATUS);
+			buf.writeLong(s.room());
+			buf.writeByte(s.status().code());
+			buf.writeInt(s.prefillRank());
+			writeString(buf, s.reason());
+		}
+		else if (message instanceof KVMessage.Abort a) {
+			buf.writeByte(TYPE_ABORT);
+			buf.writeLong(a.room());
+			writeString(buf, a.reason());
+		}
+		else {
+			KVMessage.AbortAck a = (KVMessage.AbortAck) message;
+			buf.writeByte(TYPE_ABORT_ACK);
+			buf.writeLong(a.room());
+		}
+	}
+
+	private static void writeLayout(ByteBuf buf, PeerLayout l) {
+		buf.writeInt(l.engineRank());
+		ParallelLayout p = l.parallel();
+		buf.writeInt(p.attnTpSize());
+		buf.writeInt(p.attnTpRank());
+		buf.writeInt(p.attnDpSize());
+		buf.writeInt(p.attnDpRank());
+		buf.writeInt(p.systemDpSize());
+		buf.writeInt(p.systemDpRank());
+		buf.writeInt(p.ppSize());
+		buf.writeInt(p.ppRank());
+		buf.writeInt(l.pageSize());
+		buf.writeBoolean(l.mla());
+		writeString(buf, l.dtype());
+		buf.writeInt(l.kvHeadNum());
+		buf.writeInt(l.totalKvHeadNum());
+		buf.writeInt(l.startLayer());
+		buf.writeInt(l.draftLayers());
+		writeRegions(buf, l.kv());
+		writeRegions(buf, l.aux());
+		writeRegions(buf, l.state());
+	}
+
+	private static void writeString(ByteBuf buf, String s) {
+		// Reserving exactly utf8Bytes keeps the exact-capacity frame buffer from growing (writeUtf8 reserves 3 x).
+		int length = ByteBufUtil.utf8Bytes(s);
+		buf.writeInt(length);
+		ByteBufUtil.reserveAndWriteUtf8(buf, s, length);
+	}
+
+	private static void writeInts(ByteBuf buf, int[] values) {
+		buf.writeInt(values.length);
+		for (int v : values) {
+			buf.writeInt(v);
+		}
+	}
+
+	private static void writeRegions(ByteBuf buf, List<RegionLayout> regions) {
+		buf.writeInt(regions.size());
+		for (RegionLayout r : regions) {
+			buf.writeInt(r.itemLen());
+			buf.writeLong(r.itemCount());
+		}
+	}
+
+	/**
+	 * Decodes a control message body.
+	 *
+	 * @param type the frame's type, one of the control types
+	 * @param body exactly the frame's body; read (its reader index advances), not released
+	 * @return the message
+	 * @throws ProtocolException when the body is malformed
+	 */
+	public static KVMessage decode(int type, ByteBuf body) {
+		Reader r = new Reader(body, typeName(type));
+		try {
+			KVMessage message = decodeBody(type, r);
+			r.end();
+			return message;
+		}
+		catch (IllegalArgumentException | NullPointerException e) {
+			throw r.malformed(e.getMessage());
+		}
+	}
+
+	private static KVMessage decodeBody(int type, Reader r) {
+		switch (type) {
+			case TYPE_HELLO: {
+				int version = r.i32("protocolVersion");
+				return new KVMessage.Hello(version, readLayout(r));
+			}
+			case TYPE_HELLO_ACK:
+				return new KVMessage.HelloAck(readLayout(r));
+			case TYPE_REJECT:
+				return new KVMessage.Reject(r.string("reason"));
+			case TYPE_TRANSFER_REQUEST: {
+				long room = r.i64("room");
+				int[] dstPages = r.ints("dstPages");
+				int auxIndex = r.i32("auxIndex");
+				int[] stateIndices = r.ints("stateIndices");
+				int required = r.i32("requiredDstInfoNum");
+				boolean dummy = r.bool("dummy");
+				return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy);
+			}
+			case TYPE_STATUS: {
+				long room = r.i64("room");
+				KVPoll status = KVPoll.fromCode(r.u8("status"));
+				int rank = r.i32("prefillRank");
+				return new KVMessage.Status(room, status, rank, r.string("reason"));
+			}
+			case TYPE_ABORT: {
+				long room = r.i64("room");
+				return new KVMessage.Abort(room, r.string("reason"));
+			}
+			case TYPE_ABORT_ACK:
+				return new KVMessage.AbortAck(r.i64("room"));
+			default:
+				throw new ProtocolException("unknown frame type " + typeName(type));
+		}
+	}
+
+	private static PeerLayout readLayout(Reader r) {
+		int engineRank = r.i32("engineRank");
+		r.need(PARALLEL_LENGTH, "parallel");
+		ParallelLayout parallel = new ParallelLayout(r.i32("attnTpSize"), r.i32("attnTpRank"), r.i32("attnDpSize"),
+				r.i32("attnDpRank"), r.i32("systemDpSize"), r.i32("systemDpRank"), r.i32("ppSize"), r.i32("ppRank"));
+		int pageSize = r.i32("pageSize");
+		boolean mla = r.bool("mla");
+		String dtype = r.string("dtype");
+		int kvHeadNum = r.i32("kvHeadNum");
+		int totalKvHeadNum = r.i32("totalKvHeadNum");
+		int startLayer = r.i32("startLayer");
+		int draftLayers = r.i32("draftLayers");
+		List<RegionLayout> kv = r.regions("kv");
+		List<RegionLayout> aux = r.regions("aux");
+		List<RegionLayout> state = r.regions("state");
+		return new PeerLayout(engineRank, parallel, pageSize, mla, dtype, kvHeadNum, totalKvHeadNum, startLayer, draftLayers, kv,
+				aux, state);
+	}
+
+	/**
+	 * Decodes the 37-byte header of a data frame.
+	 *
+	 * @param buf at least {@link #DATA_HEADER_LENGTH} readable bytes; the reader index advances past the header
+	 * @return the header
+	 * @throws ProtocolException when a field is out of range
+	 */
+	public static DataHeader decodeDataHeader(ByteBuf buf) {
+		Reader r = new Reader(buf, "DATA");
+		r.need(DATA_HEADER_LENGTH, "header");
+		long room = buf.readLong();
+		int kind = buf.readUnsignedByte();
+		int region = buf.readInt();
+		long dstOffset = buf.readLong();
+		int chunkLen = buf.readInt();
+		long dstStride = buf.readLong();
+		int count = buf.readInt();
+		if (kind > RegionKind.STATE.ordinal()) {
+			throw r.malformed("kind : " + kind + " (expected: 0.." + RegionKind.STATE.ordinal() + ")");
+		}
+		if (region < 0 || dstOffset < 0 || chunkLen < 0 || dstStride < 0 || count < 0) {
+			throw r.malformed("region=" + region + " dstOffset=" + dstOffset + " chunkLen=" + chunkLen + " dstStride="
+					+ dstStride + " count=" + count + " (expected: all >= 0)");
+		}
+		return new DataHeader(room, RegionKind.fromOrdinal(kind), region, dstOffset, chunkLen, dstStride, count);
+	}
+
+	/** Bounds-checked reads of one frame body; every failure names the frame and the field. */
+	private static final class Reader {
+
+		private final ByteBuf buf;
+		private final String frame;
+
+		Reader(ByteBuf buf, String frame) {
+			this.buf = buf;
+			this.frame = frame;
+		}
+
+		ProtocolException malformed(String detail) {
+			return new ProtocolException("malformed " + frame + " frame: " + detail);
+		}
+
+		void need(int bytes, String field) {
+			if (buf.readableBytes() < bytes) {
+				throw malformed(field + " needs " + bytes + " bytes but " + buf.readableBytes()
+						+ " remain (truncated body)");
+			}
+		}
+
+		int i32(String field) {
+			need(4, field);
+			return buf.readInt();
+		}
+
+		long i64(String field) {
+			need(8, field);
+			return buf.readLong();
+		}
+
+		int u8(String field) {
+			need(1, field);
+			return buf.readUnsignedByte();
+		}
+
+		boolean bool(String field) {
+			int v = u8(field);
+			if (v > 1) {
+				throw malformed(field + " : " + v + " (expected: 0 or 1)");
+			}
+			return v == 1;
+		}
+
+		/** Reads a count and checks that {@code count × elementLength} bytes remain, before anything is allocated. */
+		int count(String label, int elementLength) {
+			int n = i32(label);
+			long max = buf.readableBytes() / elementLength;
+			if (n < 0 || n > max) {
+				throw malformed(label + " : " + n + " (expected: 0.." + max + ")");
+			}
+			return n;
+		}
+
+		String string(String field) {
+			int n = count(field + " length", 1);
+			String s = buf.toString(buf.readerIndex(), n, StandardCharsets.UTF_8);
+			buf.skipBytes(n);
+			return s;
+		}
+
+		int[] ints(String field) {
+			int n = count(field + " count", 4);
+			int[] values = new int[n];
+			for (int i = 0; i < n; i++) {
+				values[i] = buf.readInt();
+			}
+			return values;
+		}
+
+		List<RegionLayout> regions(String field) {
+			int n = count(field + " count", REGION_LENGTH);
+			List<RegionLayout> regions = new ArrayList<>(n);
+			for (int i = 0; i < n; i++) {
+				regions.add(new RegionLayout(buf.readInt(), buf.readLong()));
+			}
+			return regions;
+		}
+
+		void end() {
+			if (buf.isReadable()) {
+				throw malformed(buf.readableBytes() + " trailing bytes after the last field");
+			}
+		}
+	}
+}

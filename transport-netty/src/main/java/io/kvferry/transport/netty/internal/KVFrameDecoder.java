@@ -1,0 +1,264 @@
+package io.kvferry.transport.netty.internal;
+
+import java.util.List;
+
+import io.kvferry.ProtocolException;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+
+/**
+ * Reads the kvferry byte stream (see {@link KVFrameCodec} for the format): the peer's preface, then control frames,
+ * heartbeats and data frames, reporting each to a {@link Listener}. Produces no messages for the pipeline.
+ *
+ * <p>Data payloads are streamed, never accumulated: when a data header is complete the listener's
+ * {@link Listener#onData} gives a sink, and each read's bytes of that payload go to {@link PayloadSink#write} as a
+ * slice of the inbound buffer (its readable bytes are only this frame's). The slice is valid during the call only; this
+ * decoder releases the inbound buffers. A {@code null} sink skips the payload.
+ *
+ * <p>Any failure (malformed input, or an exception from the listener or a sink) is reported once to
+ * {@link Listener#onFailure}, the rest of the input is discarded and the channel is closed; nothing escapes into the
+ * pipeline. One instance per channel (stateful, not sharable); all calls on the channel's event loop.
+ */
+public final class KVFrameDecoder extends ByteToMessageDecoder {
+
+	/** What the decoder reports; called on the channel's event loop, in stream order. */
+	public interface Listener {
+
+		/** The peer's preface was valid. */
+		void onPreface(int version);
+
+		/** A control message arrived. */
+		void onMessage(KVMessage message);
+
+		/** A heartbeat arrived. */
+		void onHeartbeat();
+
+		/**
+		 * A data header arrived.
+		 *
+		 * @return where the payload goes, or {@code null} to skip it
+		 */
+		PayloadSink onData(DataHeader header);
+
+		/**
+		 * The stream failed: a {@link ProtocolException} for malformed input, another exception when a callback or a
+		 * sink threw. The decoder closes the channel right after and reports nothing more.
+		 */
+		void onFailure(Throwable cause);
+	}
+
+	private enum State {
+		PREFACE, FRAME_PREFIX, CONTROL_BODY, DATA_HEADER, DATA_PAYLOAD, FAILED
+	}
+
+	private final int expectedVersion;
+	private final int maxFrameLength;
+	private final Listener listener;
+
+	private State state = State.PREFACE;
+	private int frameType;
+	private int bodyLength;
+	private long payloadRemaining;
+	private PayloadSink sink;
+
+	/**
+	 * @param expectedVersion the protocol version the peer must announce
+	 * @param maxFrameLength largest control body and data payload accepted
+	 * @param listener receives what arrives
+	 */
+	public KVFrameDecoder(int expectedVersion, int maxFrameLength, Listener listener) {
+		this.expectedVersion = expectedVersion;
+		this.maxFrameLength = maxFrameLength;
+		this.listener = listener;
+	}
+
+	@Override
+	protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+		try {
+			decodeAvailable(in);
+		}
+		catch (Exception e) {
+			fail(ctx, in, e);
+		}
+	}
+
+	@Override
+	protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+		decode(ctx, in, out);
+		if (state == State.FAILED) {
+			return;
+		}
+		boolean midFrame = state == State.CONTROL_BODY || state == State.DATA_HEADER || state == State.DATA_PAYLOAD
+				|| in.isReadable();
+		if (midFrame) {
+			fail(ctx, in, new ProtocolException("connection closed in the middle of a "
+					+ (state == State.PREFACE ? "preface" : KVFrameCodec.typeName(frameType) + " frame")));
+		}
+	}
+
+	private void decodeAvailable(ByteBuf in) {
+		for (;;) {
+			switch (state) {
+				case PREFACE:
+					if (!readPreface(in)) {
+						return;
+					}
+					break;
+				case FRAME_PREFIX:
+					if (!readFramePrefix(in)) {
+						return;
+					}
+					break;
+				case CONTROL_BODY: {
+					if (in.readableBytes() < bodyLength) {
+						return;
+					}
+					KVMessage message = KVFrameCodec.decode(frameType, in.readSlice(bodyLength));
+					state = State.FRAME_PREFIX;
+					listener.onMessage(message);
+					break;
+				}
+				case DATA_HEADER:
+					if (!readDataHeader(in)) {
+						return;
+					}
+					break;
+				case DATA_PAYLOAD:
+					if (!readPayload(in)) {
+						return;
+					}
+					break;
+				default:
+					in.skipBytes(in.readableBytes());
+					return;
+			}
+		}
+	}
+
+	private boolean readPreface(ByteBuf in) {
+		if (in.readableBytes() < 4) {
+			return false;
+		}
+		int magic = in.getInt(in.readerIndex());
+		if (magic != KVFrameCodec.MAGIC) {
+			throw new ProtocolException(String.format(
+					"not a kvferry peer: stream starts with 0x%08x (expected: 0x%08x \"KVFR\")", magic,
+					KVFrameCodec.MAGIC));
+		}
+		if (in.readableBytes() < KVFrameCodec.PREFACE_LENGTH) {
+			return false;
+		}
+		int version = in.getUnsignedShort(in.readerIndex() + 4);
+		in.skipBytes(KVFrameCodec.PREFACE_LENGTH);
+		if (version != expectedVersion) {
+			throw new ProtocolException("incompatible kvferry protocol version : " + version + " (expected: "
+					+ expectedVersion + ")");
+		}
+		state = State.FRAME_PREFIX;
+		listener.onPreface(version);
+		return true;
+	}
+
+	private boolean readFramePrefix(ByteBuf in) {
+		if (in.readableBytes() < KVFrameCodec.FRAME_PREFIX_LENGTH) {
+			return false;
+		}
+		long length = in.getUnsignedInt(in.readerIndex());
+		int type = in.getUnsignedByte(in.readerIndex() + 4);
+		frameType = type;
+		if (length < 1) {
+			throw new ProtocolException("malformed frame: length 0 (expected: >= 1)");
+		}
+		long body = length - 1;
+		if (type == KVFrameCodec.TYPE_HEARTBEAT) {
+			if (body != 0) {
+				throw new ProtocolException("malformed HEARTBEAT frame: body of " + body + " bytes (expected: 0)");
+			}
+			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			listener.onHeartbeat();
+			return true;
+		}
+		if (type == KVFrameCodec.TYPE_DATA) {
+			long payload = body - KVFrameCodec.DATA_HEADER_LENGTH;
+			if (payload < 0 || payload > maxFrameLength) {
+				throw new ProtocolException("malformed DATA frame: length " + length + " (expected: "
+						+ (1 + KVFrameCodec.DATA_HEADER_LENGTH) + ".." + (1 + KVFrameCodec.DATA_HEADER_LENGTH
+								+ (long) maxFrameLength) + ")");
+			}
+			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			payloadRemaining = payload;
+			state = State.DATA_HEADER;
+			return true;
+		}
+		if (!KVFrameCodec.isControlType(type)) {
+			throw new ProtocolException("unknown frame type " + KVFrameCodec.typeName(type) + " (length " + length
+					+ ")");
+		}
+		if (body > maxFrameLength) {
+			throw new ProtocolException("malformed " + KVFrameCodec.typeName(type) + " frame: body of " + body
+					+ " bytes exceeds maxFrameLength " + maxFrameLength);
+		}
+		in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+		bodyLength = (int) body;
+		state = State.CONTROL_BODY;
+		return true;
+	}
+
+	private boolean readDataHeader(ByteBuf in) {
+		if (in.readableBytes() < KVFrameCodec.DATA_HEADER_LENGTH) {
+			return false;
+		}
+		DataHeader header = KVFrameCodec.decodeDataHeader(in);
+		if (header.payloadLength() != payloadRemaining) {
+			throw new ProtocolException("malformed DATA frame: header announces chunkLen " + header.chunkLen()
+					+ " x count " + header.count() + " = " + header.payloadLength()
+					+ " payload bytes but the frame has " + payloadRemaining);
+		}
+		state = State.DATA_PAYLOAD;
+		sink = listener.onData(header);
+		return true;
+	}
+
+	private boolean readPayload(ByteBuf in) {
+		if (payloadRemaining > 0) {
+			int n = (int) Math.min(in.readableBytes(), payloadRemaining);
+			if (n == 0) {
+				return false;
+			}
+			if (sink != null) {
+				sink.write(in.slice(in.readerIndex(), n));
+			}
+			in.skipBytes(n);
+			payloadRemaining -= n;
+			if (payloadRemaining > 0) {
+				return false;
+			}
+		}
+		PayloadSink done = sink;
+		sink = null;
+		state = State.FRAME_PREFIX;
+		if (done != null) {
+			done.complete();
+		}
+		return true;
+	}
+
+	private void fail(ChannelHandlerContext ctx, ByteBuf in, Throwable cause) {
+		if (state == State.FAILED) {
+			return;
+		}
+		state = State.FAILED;
+		sink = null;
+		in.skipBytes(in.readableBytes());
+		try {
+			listener.onFailure(cause);
+		}
+		finally {
+			ctx.close();
+		}
+	}
+}

@@ -1,0 +1,576 @@
+package io.kvferry.transport.netty.internal;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVFerryException;
+import io.kvferry.ProtocolException;
+import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.handler.timeout.IdleState;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.internal.PlatformDependent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+
+/**
+ * One kvferry TCP connection: the {@link KVConnection} the engine uses and the last handler of the channel's pipeline
+ * ({@link IdleStateHandler}, {@link KVFrameDecoder}, this).
+ *
+ * <p><b>Outbound.</b> {@link #send} and {@link #sendData} may be called from any thread: they append to one FIFO
+ * multi-producer queue and schedule a drain on the channel's event loop. The drain writes queued items only while the
+ * channel is writable (its write buffer below the high watermark) and flushes once per pass; it resumes when the
+ * channel turns writable again. A slow peer therefore holds back queued items (small descriptors), never unbounded
+ * buffers. Data blocks are cut into frames of at most {@code maxFrameLength} payload bytes by {@link DataFrameCursor},
+ * writability is checked before each frame, and {@link ConnectionHandler#isSendable} before each frame too (an
+ * aborted room stops mid-block).
+ *
+ * <p><b>Inbound.</b> {@link KVFrameDecoder} reports to this connection, which forwards to the {@link ConnectionHandler}
+ * on the event loop. The accepting side learns its handler from the acceptor once the peer's preface is valid.
+ *
+ * <p><b>Heartbeats.</b> The idle handler reports writer idleness after one interval (a heartbeat is written) and reader
+ * idleness after two (the connection closes with "no heartbeat from ...").
+ *
+ * <p><b>Closing.</b> {@link #close(String)} is ordered: control messages queued before it are still written, queued
+ * data blocks are dropped, and the channel closes after the flush, or after one heartbeat interval if the peer does not
+ * take the bytes. Whoever closes first names the reason; {@link ConnectionHandler#onClose} is called exactly once, on
+ * the event loop, after every other handler call, and only for connections whose handshake completed. Messages still
+ * queued then fail their {@code send} result with a {@link KVFerryException} saying the connection closed.
+ */
+public final class NettyKVConnection extends ChannelInboundHandlerAdapter implements KVConnection,
+		KVFrameDecoder.Listener {
+
+	/** Fired down the pipeline (after this handler) for each heartbeat received; for diagnostics and tests. */
+	public static final Object HEARTBEAT_RECEIVED = new Object() {
+		@Override
+		public String toString() {
+			return "HEARTBEAT_RECEIVED";
+		}
+	};
+
+	private static final Logger log = LoggerFactory.getLogger(NettyKVConnection.class);
+
+	private static final Object CLOSE = new Object();
+
+	private final Channel channel;
+	private final TransportSettings settings;
+	private final String id;
+	private final Function<KVConnection, ConnectionHandler> acceptor;
+	private final Promise<NettyKVConnection> handshake;
+	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
+	private final AtomicBoolean drainScheduled = new AtomicBoolean();
+	private final AtomicReference<String> closeReason = new AtomicReference<>();
+	private final AtomicLong queuedBytes = new AtomicLong();
+	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
+	private final AtomicBoolean closing = new AtomicBoolean();
+	private final Runnable drainTask = this::runDrain;
+
+	private volatile ConnectionHandler handler;
+	private volatile HostPort remote;
+	private volatile boolean closed;
+	private volatile long heartbeatsReceived;
+	private volatile long blocksDropped;
+	// "[id, L:local - R:remote]" once active; read by log lines on any thread.
+	private volatile String prefix;
+
+	// Event-loop confined.
+	private ChannelHandlerContext ctx;
+	private boolean activated;
+	private boolean closeNotified;
+	private ProtocolException handshakeFailure;
+	private DataFrameCursor current;
+
+	/**
+	 * @param channel the channel, registered with its event loop
+	 * @param settings the transport's settings
+	 * @param handler the engine's handler (connecting side), or {@code null} when {@code acceptor} gives it
+	 * @param acceptor gives the handler once the handshake completes (accepting side), or {@code null}
+	 * @param remote the peer's address as asked for, or {@code null} to take it from the channel
+	 */
+	public NettyKVConnection(Channel channel, TransportSettings settings, ConnectionHandler handler,
+			Function<KVConnection, ConnectionHandler> acceptor, HostPort remote) {
+		if ((handler == null) == (acceptor == null)) {
+			throw new IllegalArgumentException("exactly one of handler and acceptor (expected: one non-null)");
+		}
+		this.channel = channel;
+		this.settings = settings;
+		this.handler = handler;
+		this.acceptor = acceptor;
+		this.remote = remote;
+		this.id = channel.id().asShortText();
+		this.handshake = channel.eventLoop().newPromise();
+		this.prefix = "[" + id + "]";
+	}
+
+	/**
+	 * Installs the kvferry handlers on a fresh channel.
+	 *
+	 * @return the connection, the pipeline's last handler
+	 */
+	public static NettyKVConnection install(Channel channel, TransportSettings settings, ConnectionHandler handler,
+			Function<KVConnection, ConnectionHandler> acceptor, HostPort remote) {
+		NettyKVConnection connection = new NettyKVConnection(channel, settings, handler, acceptor, remote);
+		long interval = settings.heartbeatInterval().toNanos();
+		channel.pipeline()
+				.addLast("kvferry.idle", new IdleStateHandler(true, 2 * interval, interval, 0, TimeUnit.NANOSECONDS))
+				.addLast("kvferry.decoder",
+						new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, settings.maxFrameLength(), connection))
+				.addLast("kvferry.connection", connection);
+		return connection;
+	}
+
+	// ---- KVConnection -------------------------------------------------------------------------------------------
+
+	@Override
+	public String id() {
+		return id;
+	}
+
+	@Override
+	public HostPort remoteAddress() {
+		HostPort r = remote;
+		if (r == null) {
+			r = toHostPort(channel.remoteAddress());
+			remote = r;
+		}
+		return r;
+	}
+
+	@Override
+	public Mono<Void> send(KVMessage message) {
+		Objects.requireNonNull(message, "message");
+		ChannelPromise promise = channel.newPromise();
+		if (closing.get() || closed) {
+			promise.setFailure(closedException("before the message was queued"));
+		}
+		else {
+			queue.offer(new Outbound(message, promise));
+			if (!scheduleDrain()) {
+				promise.tryFailure(closedException("before the message was written"));
+			}
+		}
+		return Mono.create(sink -> promise.addListener(f -> {
+			if (f.isSuccess()) {
+				sink.success();
+			}
+			else {
+				sink.error(f.cause() instanceof KVFerryException ? f.cause()
+						: closedException("before the message was written", f.cause()));
+			}
+		}));
+	}
+
+	@Override
+	public void sendData(DataBlock block) {
+		Objects.requireNonNull(block, "block");
+		DataHeader h = block.header();
+		if (h.chunkLen() < 0 || h.count() < 0 || h.dstOffset() < 0 || h.dstStride() < 0 || h.region() < 0) {
+			throw new IllegalArgumentException("data header : " + h + " (expected: no negative field)");
+		}
+		if (closing.get() || closed) {
+			log.debug("{} dropping {}: connection closing", prefix, h);
+			return;
+		}
+		queuedBytes.addAndGet(h.payloadLength());
+		queue.offer(block);
+		scheduleDrain();
+	}
+
+	@Override
+	public boolean isActive() {
+		return !closing.get() && !closed && channel.isActive();
+	}
+
+	@Override
+	public void close(String reason) {
+		Objects.requireNonNull(reason, "reason");
+		closeReason.compareAndSet(null, reason);
+		if (!closing.compareAndSet(false, true)) {
+			return;
+		}
+		queue.offer(CLOSE);
+		if (!scheduleDrain()) {
+			channel.close();
+		}
+	}
+
+	// ---- diagnostics --------------------------------------------------------------------------------------------
+
+	/** @return the channel (for diagnostics and tests) */
+	public Channel channel() {
+		return channel;
+	}
+
+	/** @return completes with this connection when the peer's preface was valid (and the handler known) */
+	public Future<NettyKVConnection> handshakeFuture() {
+		return handshake;
+	}
+
+	/** @return payload bytes of data blocks queued but not yet handed to Netty */
+	public long queuedBytes() {
+		return queuedBytes.get();
+	}
+
+	/** @return bytes handed to Netty and not yet written to the socket (0 once closed) */
+	public long pendingOutboundBytes() {
+		ChannelOutboundBuffer buffer = channel.unsafe().outboundBuffer();
+		return buffer == null ? 0 : buffer.totalPendingWriteBytes();
+	}
+
+	/** @return heartbeats received so far */
+	public long heartbeatsReceived() {
+		return heartbeatsReceived;
+	}
+
+	/** @return data blocks dropped because their room was no longer sendable */
+	public long blocksDropped() {
+		return blocksDropped;
+	}
+
+	/** @return the reason the connection closed or is closing, or {@code null} while open */
+	public String closeReason() {
+		return closeReason.get();
+	}
+
+	@Override
+	public String toString() {
+		return "NettyKVConnection" + prefix;
+	}
+
+	// ---- outbound -----------------------------------------------------------------------------------------------
+
+	/** @return false when the event loop refused the task (the transport is shutting down) */
+	private boolean scheduleDrain() {
+		if (drainScheduled.compareAndSet(false, true)) {
+			try {
+				channel.eventLoop().execute(drainTask);
+			}
+			catch (RejectedExecutionException e) {
+				drainScheduled.set(false);
+				return false;
+			}
+		}
+		return true;
+	}
+
+	private void runDrain() {
+		drainScheduled.set(false);
+		drain();
+	}
+
+	private void drain() {
+		if (ctx == null) {
+			// Not in a pipeline yet: channelActive drains.
+			return;
+		}
+		if (closed) {
+			failQueued();
+			return;
+		}
+		boolean wrote = false;
+		try {
+			for (;;) {
+				if (current != null) {
+					if (closing.get()) {
+						dropCurrent();
+						continue;
+					}
+					if (!channel.isWritable()) {
+						return;
+					}
+					wrote |= writeDataFrame();
+					continue;
+				}
+				if (!closing.get() && !channel.isWritable()) {
+					return;
+				}
+				Object item = queue.poll();
+				if (item == null) {
+					return;
+				}
+				if (item instanceof Outbound m) {
+					wrote |= writeMessage(m);
+				}
+				else if (item instanceof DataBlock b) {
+					if (closing.get()) {
+						queuedBytes.addAndGet(-b.header().payloadLength());
+					}
+					else {
+						current = new DataFrameCursor(b, settings.maxFrameLength());
+					}
+				}
+				else {
+					wrote = false;
+					closeAfterFlush();
+					return;
+				}
+			}
+		}
+		finally {
+			if (wrote) {
+				ctx.flush();
+			}
+		}
+	}
+
+	private boolean writeMessage(Outbound m) {
+		ByteBuf frame;
+		try {
+			frame = KVFrameCodec.encode(ctx.alloc(), m.message, settings.maxFrameLength());
+		}
+		catch (RuntimeException e) {
+			m.promise.tryFailure(e);
+			return false;
+		}
+		ctx.write(frame, m.promise);
+		return true;
+	}
+
+	private boolean writeDataFrame() {
+		DataFrameCursor cursor = current;
+		DataHeader header = cursor.block().header();
+		if (!sendable(header.room())) {
+			blocksDropped++;
+			dropCurrent();
+			return false;
+		}
+		DataHeader frame = cursor.next();
+		if (!cursor.hasNext()) {
+			current = null;
+		}
+		ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
+		ByteBuf payload = cursor.payload(ctx.alloc());
+		if (payload != null) {
+			ctx.write(payload, ctx.voidPromise());
+		}
+		queuedBytes.addAndGet(-frame.payloadLength());
+		return true;
+	}
+
+	private boolean sendable(long room) {
+		try {
+			return handler.isSendable(room);
+		}
+		catch (RuntimeException e) {
+			log.error("{} isSendable({}) failed; dropping the block", prefix, room, e);
+			return false;
+		}
+	}
+
+	private void dropCurrent() {
+		queuedBytes.addAndGet(-current.remainingBytes());
+		current = null;
+	}
+
+	private void closeAfterFlush() {
+		ChannelFuture flushed = ctx.writeAndFlush(Unpooled.EMPTY_BUFFER);
+		flushed.addListener(ChannelFutureListener.CLOSE);
+		if (!flushed.isDone()) {
+			// The peer does not take the bytes: give it one interval, then close anyway.
+			ctx.executor().schedule(() -> {
+				channel.close();
+			}, settings.heartbeatInterval().toNanos(), TimeUnit.NANOSECONDS);
+		}
+	}
+
+	private void failQueued() {
+		if (current != null) {
+			dropCurrent();
+		}
+		Object item;
+		while ((item = queue.poll()) != null) {
+			if (item instanceof Outbound m) {
+				m.promise.tryFailure(closedException("before the message was written"));
+			}
+			else if (item instanceof DataBlock b) {
+				queuedBytes.addAndGet(-b.header().payloadLength());
+			}
+		}
+	}
+
+	private KVFerryException closedException(String when) {
+		return closedException(when, null);
+	}
+
+	private KVFerryException closedException(String when, Throwable cause) {
+		String reason = closeReason.get();
+		return new KVFerryException("connection " + id + " to " + remoteAddress() + " closed " + when
+				+ (reason == null ? "" : ": " + reason), cause);
+	}
+
+	// ---- inbound (KVFrameDecoder.Listener) ---------------------------------------------------------------------
+
+	@Override
+	public void onPreface(int version) {
+		if (acceptor != null) {
+			ConnectionHandler h = acceptor.apply(this);
+			if (h == null) {
+				throw new IllegalStateException("the acceptor returned no handler");
+			}
+			handler = h;
+		}
+		log.debug("{} handshake complete (protocol version {})", prefix, version);
+		handshake.trySuccess(this);
+	}
+
+	@Override
+	public void onMessage(KVMessage message) {
+		handler.onMessage(this, message);
+	}
+
+	@Override
+	public void onHeartbeat() {
+		heartbeatsReceived++;
+		ctx.fireUserEventTriggered(HEARTBEAT_RECEIVED);
+	}
+
+	@Override
+	public PayloadSink onData(DataHeader header) {
+		return handler.onData(this, header);
+	}
+
+	@Override
+	public void onFailure(Throwable cause) {
+		boolean protocol = cause instanceof ProtocolException;
+		String reason = protocol ? cause.getMessage() : "handler failed: " + cause;
+		if (!handshake.isDone() && protocol) {
+			handshakeFailure = (ProtocolException) cause;
+		}
+		if (!closeReason.compareAndSet(null, reason)) {
+			log.debug("{} after close ({}): {}", prefix, closeReason.get(), reason);
+		}
+		else if (protocol) {
+			log.warn("{} closing: {}", prefix, reason);
+		}
+		else {
+			log.error("{} closing: {}", prefix, reason, cause);
+		}
+	}
+
+	// ---- channel events -----------------------------------------------------------------------------------------
+
+	@Override
+	public void handlerAdded(ChannelHandlerContext ctx) {
+		this.ctx = ctx;
+	}
+
+	@Override
+	public void channelActive(ChannelHandlerContext ctx) {
+		if (!activated) {
+			activated = true;
+			if (remote == null) {
+				remote = toHostPort(channel.remoteAddress());
+			}
+			prefix = "[" + id + ", L:" + channel.localAddress() + " - R:" + channel.remoteAddress() + "]";
+			log.debug("{} open", prefix);
+			ctx.writeAndFlush(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
+			drain();
+		}
+		ctx.fireChannelActive();
+	}
+
+	@Override
+	public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+		if (channel.isWritable()) {
+			scheduleDrain();
+		}
+		ctx.fireChannelWritabilityChanged();
+	}
+
+	@Override
+	public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+		if (evt instanceof IdleStateEvent e) {
+			if (e.state() == IdleState.READER_IDLE) {
+				String reason = "no heartbeat from " + remoteAddress() + " for 2 intervals ("
+						+ TransportSettings.format(settings.deadPeerTimeout()) + ")";
+				if (closeReason.compareAndSet(null, reason)) {
+					log.warn("{} closing: {}", prefix, reason);
+				}
+				ctx.close();
+			}
+			else if (e.state() == IdleState.WRITER_IDLE && !closed) {
+				ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
+			}
+			return;
+		}
+		ctx.fireUserEventTriggered(evt);
+	}
+
+	@Override
+	public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+		String reason = cause instanceof IOException ? "I/O error: " + cause.getMessage() : "pipeline error: " + cause;
+		if (closeReason.compareAndSet(null, reason)) {
+			if (cause instanceof IOException) {
+				log.debug("{} closing: {}", prefix, reason);
+			}
+			else {
+				log.warn("{} closing: {}", prefix, reason, cause);
+			}
+		}
+		ctx.close();
+	}
+
+	@Override
+	public void channelInactive(ChannelHandlerContext ctx) {
+		closed = true;
+		closeReason.compareAndSet(null, "connection closed by peer " + remoteAddress());
+		String reason = closeReason.get();
+		log.debug("{} closed: {}", prefix, reason);
+		failQueued();
+		if (!handshake.isDone()) {
+			handshake.tryFailure(handshakeFailure != null
+					? new ProtocolException("handshake with " + remoteAddress() + " failed: "
+							+ handshakeFailure.getMessage(), handshakeFailure)
+					: new KVFerryException("connection to " + remoteAddress()
+							+ " closed before the handshake completed: " + reason));
+		}
+		else if (!closeNotified && handler != null) {
+			closeNotified = true;
+			try {
+				handler.onClose(this, reason);
+			}
+			catch (RuntimeException e) {
+				log.error("{} onClose failed", prefix, e);
+			}
+		}
+		ctx.fireChannelInactive();
+	}
+
+	private static HostPort toHostPort(SocketAddress address) {
+		if (address instanceof InetSocketAddress inet) {
+			return new HostPort(inet.getHostString(), inet.getPort());
+		}
+		return new HostPort(String.valueOf(address), 0);
+	}
+
+	/** A queued control message and the promise its {@code send} result observes. */
+	private record Outbound(KVMessage message, ChannelPromise promise) {
+	}
+}

@@ -1,0 +1,112 @@
+package io.kvferry.transport.netty.internal;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * The immutable settings of a {@link io.kvferry.transport.netty.NettyKVTransport}; every {@code withX} returns a
+ * validated copy. Defaults live in {@link #DEFAULT} and nowhere else.
+ *
+ * @param heartbeatInterval idle time after which a side writes a heartbeat; twice it without input closes
+ * @param maxFrameLength largest control-frame body and largest data-frame payload, in bytes
+ * @param writeBufferLow low write-buffer watermark (bytes pending in Netty before the channel turns writable again)
+ * @param writeBufferHigh high write-buffer watermark (bytes pending in Netty before the channel turns unwritable)
+ * @param connectTimeout bound of one TCP connect
+ * @param preferNative whether Epoll is used when available
+ * @param socketBufferSize {@code SO_SNDBUF} and {@code SO_RCVBUF} in bytes, or 0 for the OS default
+ * @param eventLoopThreads threads of the transport's event loop group
+ */
+public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, int writeBufferLow,
+		int writeBufferHigh, Duration connectTimeout, boolean preferNative, int socketBufferSize,
+		int eventLoopThreads) {
+
+	/** Smallest accepted {@link #maxFrameLength}: room for every handshake message of a small layout. */
+	public static final int MIN_FRAME_LENGTH = 1024;
+
+	/** Largest accepted {@link #maxFrameLength}: 1 GiB keeps every length and offset within an {@code int}. */
+	public static final int MAX_FRAME_LENGTH = 1 << 30;
+
+	/** 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll, one thread per core. */
+	public static final TransportSettings DEFAULT = new TransportSettings(Duration.ofSeconds(5), 16 << 20, 4 << 20,
+			8 << 20, Duration.ofSeconds(5), true, 0, Math.max(1, Runtime.getRuntime().availableProcessors()));
+
+	public TransportSettings {
+		Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
+		Objects.requireNonNull(connectTimeout, "connectTimeout");
+		if (heartbeatInterval.toMillis() < 1) {
+			throw new IllegalArgumentException("heartbeatInterval : " + heartbeatInterval + " (expected: >= 1 ms)");
+		}
+		if (maxFrameLength < MIN_FRAME_LENGTH || maxFrameLength > MAX_FRAME_LENGTH) {
+			throw new IllegalArgumentException("maxFrameLength : " + maxFrameLength + " (expected: " + MIN_FRAME_LENGTH
+					+ ".." + MAX_FRAME_LENGTH + ")");
+		}
+		if (writeBufferLow <= 0 || writeBufferHigh < writeBufferLow) {
+			throw new IllegalArgumentException("writeBufferWaterMark : low=" + writeBufferLow + " high="
+					+ writeBufferHigh + " (expected: 0 < low <= high)");
+		}
+		if (connectTimeout.toMillis() < 1 || connectTimeout.toMillis() > Integer.MAX_VALUE) {
+			throw new IllegalArgumentException("connectTimeout : " + connectTimeout + " (expected: 1 ms.."
+					+ Integer.MAX_VALUE + " ms)");
+		}
+		if (socketBufferSize < 0) {
+			throw new IllegalArgumentException("socketBufferSize : " + socketBufferSize
+					+ " (expected: > 0, or 0 for the OS default)");
+		}
+		if (eventLoopThreads < 1) {
+			throw new IllegalArgumentException("eventLoopThreads : " + eventLoopThreads + " (expected: >= 1)");
+		}
+	}
+
+	/** @return a copy with another heartbeat interval */
+	public TransportSettings withHeartbeatInterval(Duration interval) {
+		return new TransportSettings(interval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, eventLoopThreads);
+	}
+
+	/** @return a copy with another maximum frame length */
+	public TransportSettings withMaxFrameLength(int length) {
+		return new TransportSettings(heartbeatInterval, length, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, eventLoopThreads);
+	}
+
+	/** @return a copy with other write-buffer watermarks */
+	public TransportSettings withWriteBufferWaterMark(int low, int high) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, low, high, connectTimeout, preferNative,
+				socketBufferSize, eventLoopThreads);
+	}
+
+	/** @return a copy with another connect timeout */
+	public TransportSettings withConnectTimeout(Duration timeout) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, timeout,
+				preferNative, socketBufferSize, eventLoopThreads);
+	}
+
+	/** @return a copy that prefers (or not) the native transport */
+	public TransportSettings withPreferNative(boolean prefer) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
+				connectTimeout, prefer, socketBufferSize, eventLoopThreads);
+	}
+
+	/** @return a copy with another socket buffer size (0 for the OS default) */
+	public TransportSettings withSocketBufferSize(int size) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
+				connectTimeout, preferNative, size, eventLoopThreads);
+	}
+
+	/** @return a copy with another number of event loop threads */
+	public TransportSettings withEventLoopThreads(int threads) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
+				connectTimeout, preferNative, socketBufferSize, threads);
+	}
+
+	/** @return how long a peer may stay silent before its connection is closed: two heartbeat intervals */
+	public Duration deadPeerTimeout() {
+		return heartbeatInterval.multipliedBy(2);
+	}
+
+	/** @return {@code d} for log lines and reasons: whole seconds as {@code "10 s"}, otherwise {@code "400 ms"} */
+	public static String format(Duration d) {
+		long millis = d.toMillis();
+		return millis % 1000 == 0 ? (millis / 1000) + " s" : millis + " ms";
+	}
+}

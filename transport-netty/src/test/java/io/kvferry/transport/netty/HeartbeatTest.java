@@ -1,0 +1,103 @@
+package io.kvferry.transport.netty;
+
+import static io.kvferry.transport.netty.Loopback.TIMEOUT;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import io.kvferry.HostPort;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.transport.netty.internal.NettyKVConnection;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import org.junit.jupiter.api.Test;
+
+/** Heartbeats over real sockets with short intervals: silent peers are dropped on both sides, idle ones kept. */
+class HeartbeatTest {
+
+	private static final Duration INTERVAL = Duration.ofMillis(200);
+	private static final byte[] PREFACE = { 'K', 'V', 'F', 'R', 0, 1 };
+
+	@Test
+	void listenerClosesAPeerThatWentSilentAfterThePreface() throws Exception {
+		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(INTERVAL);
+		RecordingHandler handler = new RecordingHandler();
+		try {
+			KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> handler)
+					.block(TIMEOUT);
+			try (Socket silent = new Socket("127.0.0.1", listener.address().port())) {
+				silent.getOutputStream().write(PREFACE);
+				assertThat(silent.getInputStream().readNBytes(6)).isEqualTo(PREFACE);
+				// From here on the peer neither reads nor writes.
+				assertThat(handler.awaitClose(Duration.ofSeconds(5)))
+						.isEqualTo("no heartbeat from 127.0.0.1:" + silent.getLocalPort()
+								+ " for 2 intervals (400 ms)");
+			}
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	@Test
+	void connectingSideClosesAListenerThatWentSilent() throws Exception {
+		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(INTERVAL);
+		RecordingHandler handler = new RecordingHandler();
+		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			server.setSoTimeout((int) TIMEOUT.toMillis());
+			HostPort address = new HostPort("127.0.0.1", server.getLocalPort());
+			CompletableFuture<KVConnection> connection = transport.connect(address, handler).toFuture();
+			try (Socket silent = server.accept()) {
+				silent.getOutputStream().write(PREFACE);
+				InputStream in = silent.getInputStream();
+				assertThat(in.readNBytes(6)).isEqualTo(PREFACE);
+				assertThat(connection.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
+				assertThat(handler.awaitClose(Duration.ofSeconds(5)))
+						.isEqualTo("no heartbeat from " + address + " for 2 intervals (400 ms)");
+				// Our side wrote heartbeats while it waited.
+				assertThat(in.readNBytes(5)).containsExactly(0, 0, 0, 1, 0x10);
+			}
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	@Test
+	void idleConnectionStaysUpOnHeartbeats() throws Exception {
+		// A longer interval than the silence tests: a busy 2-core machine must not look like a dead peer.
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().heartbeatInterval(Duration.ofMillis(400)))) {
+			CountDownLatch acceptedSide = countHeartbeats(lo.accepted, 4);
+			CountDownLatch connectedSide = countHeartbeats(lo.connected, 4);
+			assertThat(acceptedSide.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+			assertThat(connectedSide.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+			assertThat(lo.accepted.isActive()).isTrue();
+			assertThat(lo.connected.isActive()).isTrue();
+			assertThat(lo.acceptedHandler.closeReasons).isEmpty();
+			assertThat(lo.connectedHandler.closeReasons).isEmpty();
+			assertThat(lo.accepted.heartbeatsReceived()).isGreaterThanOrEqualTo(4);
+		}
+	}
+
+	private static CountDownLatch countHeartbeats(NettyKVConnection connection, int n) {
+		CountDownLatch latch = new CountDownLatch(n);
+		connection.channel().pipeline().addLast(new ChannelInboundHandlerAdapter() {
+			@Override
+			public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+				if (evt == NettyKVConnection.HEARTBEAT_RECEIVED) {
+					latch.countDown();
+				}
+				ctx.fireUserEventTriggered(evt);
+			}
+		});
+		return latch;
+	}
+}

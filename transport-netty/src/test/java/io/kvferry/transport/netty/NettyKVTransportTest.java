@@ -1,0 +1,377 @@
+package io.kvferry.transport.netty;
+
+import static io.kvferry.transport.netty.Loopback.TIMEOUT;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVFerryException;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ProtocolException;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.transport.netty.internal.TransportSettings;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.test.StepVerifier;
+
+/** {@link NettyKVTransport} over real loopback sockets. */
+class NettyKVTransportTest {
+
+	@Test
+	void settersReturnNewTransportsAndValidate() {
+		NettyKVTransport base = NettyKVTransport.create();
+		NettyKVTransport tuned = base.heartbeatInterval(Duration.ofMillis(250)).maxFrameLength(1 << 16)
+				.writeBufferWaterMark(1024, 2048).connectTimeout(Duration.ofSeconds(1)).preferNative(false)
+				.socketBufferSize(1 << 20).eventLoopThreads(3);
+		assertThat(base.settings()).isEqualTo(TransportSettings.DEFAULT);
+		assertThat(tuned.settings()).isEqualTo(new TransportSettings(Duration.ofMillis(250), 1 << 16, 1024, 2048,
+				Duration.ofSeconds(1), false, 1 << 20, 3));
+		assertThatThrownBy(() -> base.maxFrameLength(10)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("maxFrameLength : 10 (expected: 1024..1073741824)");
+		assertThatThrownBy(() -> base.writeBufferWaterMark(10, 5)).hasMessageContaining("(expected: 0 < low <= high)");
+		assertThatThrownBy(() -> base.heartbeatInterval(Duration.ZERO)).hasMessageContaining("(expected: >= 1 ms)");
+		assertThatThrownBy(() -> base.eventLoopThreads(0)).hasMessage("eventLoopThreads : 0 (expected: >= 1)");
+		assertThatThrownBy(() -> base.heartbeatInterval(null)).isInstanceOf(NullPointerException.class)
+				.hasMessage("interval");
+	}
+
+	@Test
+	void listenAndConnectAreLazy() {
+		NettyKVTransport transport = NettyKVTransport.create();
+		AtomicInteger accepted = new AtomicInteger();
+		transport.listen(new HostPort("127.0.0.1", 0), c -> {
+			accepted.incrementAndGet();
+			return new RecordingHandler();
+		});
+		transport.connect(new HostPort("127.0.0.1", 1), new RecordingHandler());
+		assertThat(transport.hasEventLoopGroup()).isFalse();
+		StepVerifier.create(transport.disposeLater()).expectComplete().verify(TIMEOUT);
+	}
+
+	@Test
+	void listenerReportsTheRealPortAndDisposes() {
+		NettyKVTransport transport = NettyKVTransport.create();
+		try {
+			StepVerifier.create(transport.listen(new HostPort("127.0.0.1", 0), c -> new RecordingHandler()))
+					.assertNext(listener -> {
+						assertThat(listener.address().host()).isEqualTo("127.0.0.1");
+						assertThat(listener.address().port()).isPositive();
+						listener.dispose();
+						assertThat(listener.isDisposed()).isTrue();
+					})
+					.expectComplete()
+					.verify(TIMEOUT);
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	@Test
+	void listenOnAPortInUseFailsNamingTheAddress() throws Exception {
+		NettyKVTransport transport = NettyKVTransport.create();
+		try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			HostPort address = new HostPort("127.0.0.1", taken.getLocalPort());
+			StepVerifier.create(transport.listen(address, c -> new RecordingHandler()))
+					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+							.hasMessageStartingWith("cannot listen on " + address + ": "))
+					.verify(TIMEOUT);
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	@Test
+	void handshakeThenMessagesFlowBothWays() throws Exception {
+		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
+			KVMessage.Hello hello = new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, Samples.layout(1));
+			StepVerifier.create(lo.connected.send(hello)).expectComplete().verify(TIMEOUT);
+			assertThat(lo.acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(hello);
+
+			KVMessage.HelloAck ack = new KVMessage.HelloAck(Samples.layout(0));
+			StepVerifier.create(lo.accepted.send(ack)).expectComplete().verify(TIMEOUT);
+			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(ack);
+
+			assertThat(lo.connected.isActive()).isTrue();
+			assertThat(lo.connected.id()).isNotBlank();
+			assertThat(lo.connected.remoteAddress()).isEqualTo(lo.listener.address());
+			assertThat(lo.accepted.remoteAddress().host()).isEqualTo("127.0.0.1");
+		}
+	}
+
+	@Test
+	void messagesAndDataArriveInTheOrderTheyWereHandedOver() throws Exception {
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().maxFrameLength(4096))) {
+			MemoryRegion src = Samples.randomRegion(1 << 16, 7);
+			MemoryRegion dst = MemoryRegion.allocate(1 << 16, 1);
+			AtomicLong received = new AtomicLong();
+			lo.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> { });
+			List<Object> expected = new ArrayList<>();
+			for (int i = 0; i < 16; i++) {
+				KVMessage.Status status = new KVMessage.Status(i, io.kvferry.KVPoll.SUCCESS, 0, "");
+				lo.accepted.send(status);
+				expected.add(status);
+				DataHeader header = new DataHeader(i, RegionKind.KV, 0, i * 4096L, 4096, 4096, 1);
+				lo.accepted.sendData(new DataBlock(header, src.address() + i * 4096L, 4096));
+				expected.add(header);
+			}
+			KVMessage.AbortAck last = new KVMessage.AbortAck(99);
+			StepVerifier.create(lo.accepted.send(last)).expectComplete().verify(TIMEOUT);
+			expected.add(last);
+			lo.connectedHandler.nextMessages(17, TIMEOUT);
+			assertThat(lo.connectedHandler.events).containsExactlyElementsOf(expected);
+			assertThat(Samples.read(dst, 0, 1 << 16)).isEqualTo(Samples.read(src, 0, 1 << 16));
+		}
+	}
+
+	@Test
+	void contiguousBlocksLargerThanTheFrameLimitAreCopiedByteExact() throws Exception {
+		int size = 3 << 20;
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().maxFrameLength(64 * 1024))) {
+			MemoryRegion src = Samples.randomRegion(size, 11);
+			MemoryRegion dst = MemoryRegion.allocate(size, 1);
+			Transfer transfer = new Transfer(dst, size);
+			lo.connectedHandler.sinks = transfer::sink;
+			// Odd sizes and offsets: 1 MiB + 3, then the rest in two uneven blocks.
+			int a = (1 << 20) + 3;
+			int b = 777_777;
+			send(lo.accepted, src, 0, a);
+			send(lo.accepted, src, a, b);
+			send(lo.accepted, src, a + b, size - a - b);
+			transfer.await();
+			assertThat(Samples.read(dst, 0, size)).isEqualTo(Samples.read(src, 0, size));
+			assertThat(lo.accepted.queuedBytes()).isZero();
+		}
+	}
+
+	@Test
+	void nioTransportCarriesMessagesAndDataToo() throws Exception {
+		int size = 1 << 20;
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().preferNative(false).maxFrameLength(100_000))) {
+			assertThat(lo.accepted.channel()).isInstanceOf(io.netty.channel.socket.nio.NioSocketChannel.class);
+			MemoryRegion src = Samples.randomRegion(size, 12);
+			MemoryRegion dst = MemoryRegion.allocate(size, 1);
+			Transfer transfer = new Transfer(dst, size);
+			lo.connectedHandler.sinks = transfer::sink;
+			send(lo.accepted, src, 0, size);
+			StepVerifier.create(lo.accepted.send(new KVMessage.AbortAck(1))).expectComplete().verify(TIMEOUT);
+			transfer.await();
+			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
+			assertThat(Samples.read(dst, 0, size)).isEqualTo(Samples.read(src, 0, size));
+		}
+	}
+
+	@Test
+	void stridedBlocksAreGatheredAndScatteredByteExact() throws Exception {
+		// Head slicing: the sender has 8 heads x 128 bytes per token, the receiver 2 heads x 128 bytes per token; the
+		// sender moves heads 4..5 of 300 tokens, 3 KiB frames (12 chunks each).
+		int tokens = 300;
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().maxFrameLength(3 * 1024))) {
+			MemoryRegion src = Samples.randomRegion(tokens * 1024, 13);
+			MemoryRegion dst = MemoryRegion.allocate(tokens * 256L, 1);
+			Transfer transfer = new Transfer(dst, tokens * 256L);
+			lo.connectedHandler.sinks = transfer::sink;
+			DataHeader header = new DataHeader(5, RegionKind.KV, 0, 0, 256, 256 + 0, tokens);
+			// Receiver stride 256 is contiguous there; also send a second block scattered with stride 512 over half.
+			lo.accepted.sendData(new DataBlock(header, src.address() + 512, 1024));
+			transfer.await();
+			for (int t = 0; t < tokens; t++) {
+				assertThat(Samples.read(dst, t * 256L, 256)).isEqualTo(Samples.read(src, t * 1024L + 512, 256));
+			}
+
+			MemoryRegion scattered = MemoryRegion.allocate(tokens * 512L, 1);
+			Transfer second = new Transfer(scattered, tokens / 2 * 256L);
+			lo.connectedHandler.sinks = second::sink;
+			lo.accepted.sendData(new DataBlock(new DataHeader(6, RegionKind.KV, 0, 128, 256, 512, tokens / 2),
+					src.address(), 2048));
+			second.await();
+			for (int t = 0; t < tokens / 2; t++) {
+				assertThat(Samples.read(scattered, 128 + t * 512L, 256)).isEqualTo(Samples.read(src, t * 2048L, 256));
+			}
+		}
+	}
+
+	@Test
+	void blocksOfRoomsNoLongerSendableAreDropped() throws Exception {
+		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
+			MemoryRegion src = Samples.randomRegion(1024, 17);
+			lo.acceptedHandler.sendable = room -> room != 7;
+			DataHeader dropped = new DataHeader(7, RegionKind.KV, 0, 0, 1024, 1024, 1);
+			DataHeader kept = new DataHeader(8, RegionKind.KV, 0, 0, 1024, 1024, 1);
+			lo.accepted.sendData(new DataBlock(dropped, src.address(), 1024));
+			lo.accepted.sendData(new DataBlock(kept, src.address(), 1024));
+			lo.accepted.send(new KVMessage.AbortAck(7));
+			lo.connectedHandler.nextMessage(TIMEOUT);
+			assertThat(lo.connectedHandler.events).containsExactly(kept, new KVMessage.AbortAck(7));
+			assertThat(lo.accepted.blocksDropped()).isEqualTo(1);
+		}
+	}
+
+	@Test
+	void closeReachesBothHandlersOnceWithTheReason() throws Exception {
+		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
+			lo.connected.send(new KVMessage.Abort(1, "bye"));
+			lo.connected.close("decode shutting down");
+			assertThat(lo.connectedHandler.awaitClose(TIMEOUT)).isEqualTo("decode shutting down");
+			assertThat(lo.acceptedHandler.awaitClose(TIMEOUT)).startsWith("connection closed by peer 127.0.0.1:");
+			// The message queued before close() was still delivered.
+			assertThat(lo.acceptedHandler.events).containsExactly(new KVMessage.Abort(1, "bye"));
+			StepVerifier.create(lo.connected.send(new KVMessage.AbortAck(1)))
+					.expectErrorMatches(e -> e instanceof KVFerryException && e.getMessage()
+							.endsWith("closed before the message was queued: decode shutting down"))
+					.verify(TIMEOUT);
+			assertThat(lo.connected.isActive()).isFalse();
+			assertThat(lo.connectedHandler.closeReasons).hasSize(1);
+			assertThat(lo.acceptedHandler.closeReasons).hasSize(1);
+		}
+	}
+
+	@Test
+	void disposingTheListenerClosesItsConnections() throws Exception {
+		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
+			lo.listener.dispose();
+			assertThat(lo.acceptedHandler.awaitClose(TIMEOUT)).isEqualTo("listener on " + lo.listener.address()
+					+ " disposed");
+			assertThat(lo.connectedHandler.awaitClose(TIMEOUT)).contains("closed by peer");
+		}
+	}
+
+	@Test
+	void connectionRefusedNamesHostAndPort() throws Exception {
+		int port;
+		try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			port = s.getLocalPort();
+		}
+		NettyKVTransport transport = NettyKVTransport.create();
+		try {
+			StepVerifier.create(transport.connect(new HostPort("127.0.0.1", port), new RecordingHandler()))
+					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+							.hasMessageStartingWith("cannot connect to 127.0.0.1:" + port + ": "))
+					.verify(TIMEOUT);
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	@Test
+	void peerWithAnotherProtocolVersionFailsTheConnectNamingBothVersions() throws Exception {
+		assertThat(connectToRawPeer(new byte[] { 'K', 'V', 'F', 'R', 0, 2 }))
+				.isInstanceOf(ProtocolException.class)
+				.hasMessageContaining("incompatible kvferry protocol version : 2 (expected: 1)");
+	}
+
+	@Test
+	void peerThatIsNotKvferryFailsTheConnect() throws Exception {
+		assertThat(connectToRawPeer("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)))
+				.isInstanceOf(ProtocolException.class)
+				.hasMessageContaining("not a kvferry peer");
+	}
+
+	@Test
+	void listenerDisconnectsAForeignClientWithoutCallingTheAcceptor() throws Exception {
+		NettyKVTransport transport = NettyKVTransport.create();
+		AtomicInteger accepted = new AtomicInteger();
+		try {
+			KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> {
+				accepted.incrementAndGet();
+				return new RecordingHandler();
+			}).block(TIMEOUT);
+			try (Socket socket = new Socket("127.0.0.1", listener.address().port())) {
+				socket.setSoTimeout((int) TIMEOUT.toMillis());
+				socket.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+				InputStream in = socket.getInputStream();
+				assertThat(in.readNBytes(6)).containsExactly('K', 'V', 'F', 'R', 0, 1);
+				assertThat(in.read()).as("connection closed by the listener").isEqualTo(-1);
+			}
+			assertThat(accepted).hasValue(0);
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	@Test
+	void disposedTransportRefusesNewWork() {
+		NettyKVTransport transport = NettyKVTransport.create();
+		transport.dispose();
+		assertThat(transport.isDisposed()).isTrue();
+		StepVerifier.create(transport.listen(new HostPort("127.0.0.1", 0), c -> new RecordingHandler()))
+				.expectErrorMessage("transport disposed")
+				.verify(TIMEOUT);
+	}
+
+	/** Accepts one connection on a raw server socket that answers with {@code preface}; returns the connect error. */
+	private static Throwable connectToRawPeer(byte[] preface) throws Exception {
+		NettyKVTransport transport = NettyKVTransport.create();
+		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			server.setSoTimeout((int) TIMEOUT.toMillis());
+			CompletableFuture<KVConnection> result = transport
+					.connect(new HostPort("127.0.0.1", server.getLocalPort()), new RecordingHandler()).toFuture();
+			try (Socket peer = server.accept()) {
+				OutputStream out = peer.getOutputStream();
+				out.write(preface);
+				out.flush();
+				return Mono.fromFuture(result).map(c -> (Throwable) new AssertionError("connected: " + c))
+						.onErrorResume(Mono::just).block(TIMEOUT);
+			}
+		}
+		finally {
+			transport.disposeLater().block(TIMEOUT);
+		}
+	}
+
+	private static void send(KVConnection connection, MemoryRegion src, long offset, int length) {
+		DataHeader header = new DataHeader(1, RegionKind.KV, 0, offset, length, length, 1);
+		connection.sendData(new DataBlock(header, src.address() + offset, length));
+	}
+
+	/** Scatters frames into {@code dst} and signals when {@code total} payload bytes arrived. */
+	static final class Transfer {
+
+		private final MemoryRegion dst;
+		private final long total;
+		private final AtomicLong received = new AtomicLong();
+		private final CountDownLatch done = new CountDownLatch(1);
+
+		Transfer(MemoryRegion dst, long total) {
+			this.dst = dst;
+			this.total = total;
+		}
+
+		RegionSink sink(DataHeader header) {
+			return new RegionSink(dst, header, received, () -> {
+				if (received.get() == total) {
+					done.countDown();
+				}
+			});
+		}
+
+		void await() throws InterruptedException {
+			if (!done.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+				throw new AssertionError("received " + received.get() + " of " + total + " bytes");
+			}
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package io.kvferry.transport.netty;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.kvferry.MemoryRegion;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.PayloadSink;
+import io.netty.buffer.ByteBuf;
+import io.netty.util.internal.PlatformDependent;
+
+/**
+ * A test {@link PayloadSink} that scatters a payload into a {@link MemoryRegion} as the header describes: chunk
+ * {@code i} at {@code dstOffset + i × dstStride}. Fails loudly on an overrun or an early {@link #complete()}.
+ */
+public final class RegionSink implements PayloadSink {
+
+	private final MemoryRegion region;
+	private final DataHeader header;
+	private final AtomicLong received;
+	private final Runnable onComplete;
+	private final long stride;
+	private long position;
+
+	/**
+	 * @param region where bytes land
+	 * @param header the frame
+	 * @param received counts payload bytes across sinks
+	 * @param onComplete runs after the last byte
+	 */
+	public RegionSink(MemoryRegion region, DataHeader header, AtomicLong received, Runnable onComplete) {
+		if (!region.contains(header.dstOffset(), header.span())) {
+			throw new IllegalArgumentException("frame " + header + " outside " + region);
+		}
+		this.region = region;
+		this.header = header;
+		this.received = received;
+		this.onComplete = onComplete;
+		this.stride = header.count() == 1 ? header.chunkLen() : header.dstStride();
+	}
+
+	@Override
+	public void write(ByteBuf segment) {
+		int remaining = segment.readableBytes();
+		if (position + remaining > header.payloadLength()) {
+			throw new IllegalStateException("overrun: " + (position + remaining) + " > " + header.payloadLength());
+		}
+		int index = segment.readerIndex();
+		while (remaining > 0) {
+			long chunk = position / header.chunkLen();
+			int within = (int) (position - chunk * header.chunkLen());
+			int n = Math.min(remaining, header.chunkLen() - within);
+			long dst = region.address() + header.dstOffset() + chunk * stride + within;
+			copy(segment, index, dst, n);
+			index += n;
+			position += n;
+			remaining -= n;
+		}
+		received.addAndGet(segment.readableBytes());
+	}
+
+	private static void copy(ByteBuf src, int index, long dst, int n) {
+		if (src.hasMemoryAddress()) {
+			PlatformDependent.copyMemory(src.memoryAddress() + index, dst, n);
+			return;
+		}
+		for (ByteBuffer bb : src.nioBuffers(index, n)) {
+			int len = bb.remaining();
+			if (bb.isDirect()) {
+				PlatformDependent.copyMemory(PlatformDependent.directBufferAddress(bb) + bb.position(), dst, len);
+			}
+			else {
+				PlatformDependent.copyMemory(bb.array(), bb.arrayOffset() + bb.position(), dst, len);
+			}
+			dst += len;
+		}
+	}
+
+	@Override
+	public void complete() {
+		if (position != header.payloadLength()) {
+			throw new IllegalStateException("complete after " + position + " of " + header.payloadLength() + " bytes");
+		}
+		onComplete.run();
+	}
+}

@@ -1,0 +1,120 @@
+package io.kvferry.transport.netty.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.kvferry.KVFerryException;
+import io.kvferry.ProtocolException;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.transport.netty.Samples;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+class KVFrameCodecTest {
+
+	private static final PooledByteBufAllocator ALLOC = PooledByteBufAllocator.DEFAULT;
+
+	@Test
+	void everyMessageTypeRoundTrips() {
+		for (KVMessage message : Samples.everyMessage()) {
+			ByteBuf frame = KVFrameCodec.encode(ALLOC, message, 1 << 20);
+			try {
+				assertThat(frame.readUnsignedInt()).isEqualTo(frame.readableBytes());
+				int type = frame.readUnsignedByte();
+				assertThat(KVFrameCodec.isControlType(type)).isTrue();
+				assertThat(KVFrameCodec.decode(type, frame)).isEqualTo(message);
+				assertThat(frame.isReadable()).isFalse();
+			}
+			finally {
+				assertThat(frame.release()).isTrue();
+			}
+		}
+	}
+
+	@Test
+	void prefaceAndHeartbeatHaveTheDocumentedBytes() {
+		ByteBuf preface = KVFrameCodec.encodePreface(ALLOC, 1);
+		ByteBuf heartbeat = KVFrameCodec.encodeHeartbeat(ALLOC);
+		try {
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520001");
+			assertThat(ByteBufUtil.hexDump(heartbeat)).isEqualTo("0000000110");
+		}
+		finally {
+			preface.release();
+			heartbeat.release();
+		}
+	}
+
+	@Test
+	void abortAckHasTheDocumentedBytes() {
+		ByteBuf frame = KVFrameCodec.encode(ALLOC, new KVMessage.AbortAck(0x0102030405060708L), 1024);
+		try {
+			assertThat(ByteBufUtil.hexDump(frame)).isEqualTo("00000009" + "07" + "0102030405060708");
+		}
+		finally {
+			frame.release();
+		}
+	}
+
+	@Test
+	void dataHeaderRoundTripsWithTheDocumentedLayout() {
+		DataHeader header = new DataHeader(7, RegionKind.STATE, 3, 1L << 40, 256, 1024, 4);
+		ByteBuf buf = KVFrameCodec.encodeDataHeader(ALLOC, header);
+		try {
+			assertThat(buf.readableBytes())
+					.isEqualTo(KVFrameCodec.FRAME_PREFIX_LENGTH + KVFrameCodec.DATA_HEADER_LENGTH);
+			assertThat(buf.readUnsignedInt()).isEqualTo(1 + KVFrameCodec.DATA_HEADER_LENGTH + 1024);
+			assertThat(buf.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_DATA);
+			assertThat(buf.getByte(buf.readerIndex() + 8)).isEqualTo((byte) 2);
+			assertThat(KVFrameCodec.decodeDataHeader(buf)).isEqualTo(header);
+		}
+		finally {
+			buf.release();
+		}
+	}
+
+	@Test
+	void oversizedMessageIsRefusedBeforeAllocating() {
+		KVMessage big = new KVMessage.TransferRequest(1, new int[1000], 0, new int[0], 1, false);
+		assertThatThrownBy(() -> KVFrameCodec.encode(ALLOC, big, 1024))
+				.isInstanceOf(KVFerryException.class)
+				.hasMessageContaining("exceeds maxFrameLength 1024");
+	}
+
+	@Test
+	void bodyWithTrailingBytesIsMalformed() {
+		ByteBuf body = Unpooled.buffer().writeLong(5).writeByte(0);
+		try {
+			assertThatThrownBy(() -> KVFrameCodec.decode(KVFrameCodec.TYPE_ABORT_ACK, body))
+					.isInstanceOf(ProtocolException.class)
+					.hasMessage("malformed ABORT_ACK frame: 1 trailing bytes after the last field");
+		}
+		finally {
+			body.release();
+		}
+	}
+
+	@Test
+	void valuesTheRecordsRejectAreMalformed() {
+		ByteBuf status = Unpooled.buffer().writeLong(1).writeByte(9).writeInt(0).writeInt(0);
+		ByteBuf dataHeader = Unpooled.buffer().writeLong(1).writeByte(3).writeInt(0).writeLong(0).writeInt(1)
+				.writeLong(1).writeInt(1);
+		try {
+			assertThatThrownBy(() -> KVFrameCodec.decode(KVFrameCodec.TYPE_STATUS, status))
+					.isInstanceOf(ProtocolException.class)
+					.hasMessageContaining("malformed STATUS frame: KVPoll code : 9");
+			assertThatThrownBy(() -> KVFrameCodec.decodeDataHeader(dataHeader))
+					.isInstanceOf(ProtocolException.class)
+					.hasMessageContaining("kind : 3 (expected: 0..2)");
+		}
+		finally {
+			status.release();
+			dataHeader.release();
+		}
+	}
+}

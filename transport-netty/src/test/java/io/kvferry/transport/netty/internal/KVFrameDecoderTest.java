@@ -1,0 +1,410 @@
+package io.kvferry.transport.netty.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.function.Function;
+
+import io.kvferry.ProtocolException;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.transport.netty.Samples;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.embedded.EmbeddedChannel;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class KVFrameDecoderTest {
+
+	private static final int MAX = 1024;
+	private static final String HEARTBEAT = "HEARTBEAT";
+	private static final String COMPLETE = "COMPLETE";
+
+	private final Recorder recorder = new Recorder();
+	private final EmbeddedChannel channel = new EmbeddedChannel(new KVFrameDecoder(1, MAX, recorder));
+	private final List<ByteBuf> fed = new ArrayList<>();
+
+	@AfterEach
+	void everyInputBufferIsReleased() {
+		channel.finishAndReleaseAll();
+		assertThat(fed).allSatisfy(b -> assertThat(b.refCnt()).isZero());
+	}
+
+	@Test
+	void everyMessageTypeAndHeartbeatArriveFedByteByByte() {
+		Stream s = new Stream().preface(1);
+		for (KVMessage m : Samples.everyMessage()) {
+			s.message(m).heartbeat();
+		}
+		feed(s.bytes(), 1);
+
+		List<Object> expected = new ArrayList<>();
+		expected.add("PREFACE 1");
+		for (KVMessage m : Samples.everyMessage()) {
+			expected.add(m);
+			expected.add(HEARTBEAT);
+		}
+		assertThat(recorder.events).containsExactlyElementsOf(expected);
+		assertThat(recorder.failure).isNull();
+		assertThat(channel.isOpen()).isTrue();
+		assertFalse(channel.finish());
+	}
+
+	@Test
+	void dataPayloadReachesTheSinkInOrderInOneBytePieces() {
+		byte[] payload = random(96);
+		DataHeader header = new DataHeader(9, RegionKind.KV, 1, 4096, 32, 128, 3);
+		CollectingSink sink = new CollectingSink();
+		recorder.sinks = h -> sink;
+		feed(new Stream().preface(1).data(header, payload).message(new KVMessage.AbortAck(9)).bytes(), 1);
+
+		assertThat(sink.bytes.toByteArray()).isEqualTo(payload);
+		assertThat(sink.segmentSizes).hasSize(96).containsOnly(1);
+		assertThat(recorder.events).containsExactly("PREFACE 1", header, COMPLETE, new KVMessage.AbortAck(9));
+		assertFalse(channel.finish());
+	}
+
+	@Test
+	void payloadIsSkippedWhenThereIsNoSink() {
+		DataHeader header = new DataHeader(1, RegionKind.AUX, 0, 0, 50, 50, 1);
+		feed(new Stream().preface(1).data(header, random(50)).message(new KVMessage.AbortAck(1)).bytes(), 7);
+
+		assertThat(recorder.events).containsExactly("PREFACE 1", header, new KVMessage.AbortAck(1));
+		assertFalse(channel.finish());
+	}
+
+	@Test
+	void severalFramesInOneReadAndFramesSplitAcrossReads() {
+		byte[] payload = random(300);
+		DataHeader header = new DataHeader(2, RegionKind.STATE, 0, 0, 300, 300, 1);
+		CollectingSink sink = new CollectingSink();
+		recorder.sinks = h -> sink;
+		byte[] stream = new Stream().preface(1).message(new KVMessage.Abort(2, "x")).data(header, payload).heartbeat()
+				.data(new DataHeader(3, RegionKind.KV, 0, 0, 0, 0, 0), new byte[0]).message(new KVMessage.AbortAck(2))
+				.bytes();
+		// One read with everything, then the same stream again cut at awkward places.
+		feed(stream, stream.length);
+		assertThat(recorder.events).containsExactly("PREFACE 1", new KVMessage.Abort(2, "x"), header, COMPLETE,
+				HEARTBEAT, new DataHeader(3, RegionKind.KV, 0, 0, 0, 0, 0), COMPLETE, new KVMessage.AbortAck(2));
+		assertThat(sink.bytes.toByteArray()).isEqualTo(payload);
+		assertThat(sink.segmentSizes).containsExactly(300);
+		assertFalse(channel.finish());
+	}
+
+	@Test
+	void payloadSegmentsHoldOnlyTheFramesBytes() {
+		byte[] payload = random(40);
+		CollectingSink sink = new CollectingSink();
+		recorder.sinks = h -> sink;
+		byte[] stream = new Stream().preface(1).data(new DataHeader(1, RegionKind.KV, 0, 0, 40, 40, 1), payload)
+				.message(new KVMessage.AbortAck(1)).bytes();
+		feed(stream, 23);
+		assertThat(sink.bytes.toByteArray()).isEqualTo(payload);
+		assertThat(recorder.events).endsWith(new KVMessage.AbortAck(1));
+	}
+
+	@Test
+	void wrongMagicIsNotAKvferryPeer() {
+		feed("GET / HTTP/1.1\r\n\r\n".getBytes(), 1);
+		assertClosedWith("not a kvferry peer");
+	}
+
+	@Test
+	void anotherProtocolVersionIsRejectedNamingBoth() {
+		feed(new Stream().preface(2).message(new KVMessage.AbortAck(1)).bytes(), 1);
+		assertClosedWith("incompatible kvferry protocol version : 2 (expected: 1)");
+		assertThat(recorder.events).isEmpty();
+	}
+
+	@Test
+	void unknownFrameTypeIsRejected() {
+		feed(new Stream().preface(1).raw(0, 0, 0, 1, 0x7f).bytes(), 1);
+		assertClosedWith("unknown frame type 0x7f");
+	}
+
+	@Test
+	void controlFrameLongerThanTheMaximumIsRejectedBeforeBuffering() {
+		feed(new Stream().preface(1).raw(0x7f, 0xff, 0xff, 0xff, KVFrameCodec.TYPE_REJECT).bytes(), 1);
+		assertClosedWith("exceeds maxFrameLength 1024");
+	}
+
+	@Test
+	void zeroLengthFrameIsRejected() {
+		feed(new Stream().preface(1).raw(0, 0, 0, 0, 1).bytes(), 1);
+		assertClosedWith("length 0");
+	}
+
+	@Test
+	void heartbeatWithABodyIsRejected() {
+		feed(new Stream().preface(1).raw(0, 0, 0, 2, KVFrameCodec.TYPE_HEARTBEAT, 0).bytes(), 1);
+		assertClosedWith("malformed HEARTBEAT frame");
+	}
+
+	@Test
+	void negativeCountInsideAMessageIsRejected() {
+		ByteBuf body = Unpooled.buffer().writeLong(1).writeInt(-1);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_TRANSFER_REQUEST, body).bytes(), 1);
+		assertClosedWith("malformed TRANSFER_REQUEST frame: dstPages count : -1");
+	}
+
+	@Test
+	void hugeCountInsideAMessageIsRejectedWithoutAllocating() {
+		ByteBuf body = Unpooled.buffer().writeLong(1).writeInt(Integer.MAX_VALUE).writeInt(5);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_TRANSFER_REQUEST, body).bytes(), 1);
+		assertClosedWith("dstPages count : 2147483647 (expected: 0..1)");
+	}
+
+	@Test
+	void hugeStringLengthIsRejected() {
+		ByteBuf body = Unpooled.buffer().writeInt(Integer.MAX_VALUE).writeByte('x');
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_REJECT, body).bytes(), 1);
+		assertClosedWith("malformed REJECT frame: reason length : 2147483647 (expected: 0..1)");
+	}
+
+	@Test
+	void truncatedBodyIsRejected() {
+		ByteBuf body = Unpooled.buffer().writeLong(1).writeByte(4).writeInt(0);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_STATUS, body).bytes(), 1);
+		assertClosedWith("malformed STATUS frame: reason length count needs 4 bytes but 0 remain (truncated body)"
+				.replace(" count", ""));
+	}
+
+	@Test
+	void invalidLayoutValuesAreRejected() {
+		ByteBuf body = Unpooled.buffer().writeInt(0).writeInt(2).writeInt(5);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_HELLO_ACK, body.writeZero(200)).bytes(), 1);
+		assertClosedWith("malformed HELLO_ACK frame: attnTpRank : 5 (expected: 0..1)");
+	}
+
+	@Test
+	void booleanOtherThanZeroOrOneIsRejected() {
+		ByteBuf body = Unpooled.buffer().writeLong(1).writeInt(0).writeInt(0).writeInt(0).writeInt(1).writeByte(2);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_TRANSFER_REQUEST, body).bytes(), 1);
+		assertClosedWith("dummy : 2 (expected: 0 or 1)");
+	}
+
+	@Test
+	void dataFrameAnnouncingMoreThanTheMaximumIsRejected() {
+		long length = 1 + KVFrameCodec.DATA_HEADER_LENGTH + MAX + 1;
+		feed(new Stream().preface(1).raw(0, 0, (int) (length >> 8), (int) (length & 0xff), KVFrameCodec.TYPE_DATA)
+				.bytes(), 1);
+		assertClosedWith("malformed DATA frame: length " + length);
+	}
+
+	@Test
+	void dataHeaderDisagreeingWithTheFrameLengthIsRejected() {
+		Stream s = new Stream().preface(1);
+		ByteBuf header = KVFrameCodec.encodeDataHeader(UnpooledByteBufAllocator.DEFAULT,
+				new DataHeader(1, RegionKind.KV, 0, 0, 1 << 20, 0, 1 << 10));
+		header.setInt(0, 1 + KVFrameCodec.DATA_HEADER_LENGTH + 16);
+		feed(s.raw(ByteBufUtil.getBytes(header)).bytes(), 1);
+		header.release();
+		assertClosedWith("announces chunkLen 1048576 x count 1024 = 1073741824 payload bytes but the frame has 16");
+		assertThat(recorder.events).containsExactly("PREFACE 1");
+	}
+
+	@Test
+	void negativeDataHeaderFieldIsRejected() {
+		ByteBuf header = KVFrameCodec.encodeDataHeader(UnpooledByteBufAllocator.DEFAULT,
+				new DataHeader(1, RegionKind.KV, 0, 0, 0, 0, 0));
+		header.setInt(KVFrameCodec.FRAME_PREFIX_LENGTH + 9, -3);
+		feed(new Stream().preface(1).raw(ByteBufUtil.getBytes(header)).bytes(), 1);
+		header.release();
+		assertClosedWith("region=-3");
+	}
+
+	@Test
+	void sinkFailureClosesTheChannelWithoutEscaping() {
+		recorder.sinks = h -> new PayloadSink() {
+			@Override
+			public void write(ByteBuf segment) {
+				throw new IllegalStateException("disk on fire");
+			}
+
+			@Override
+			public void complete() {
+			}
+		};
+		feed(new Stream().preface(1).data(new DataHeader(1, RegionKind.KV, 0, 0, 8, 8, 1), random(8)).bytes(), 1);
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(recorder.failure).isInstanceOf(IllegalStateException.class).hasMessage("disk on fire");
+		channel.checkException();
+	}
+
+	@Test
+	void forbiddenWriteFromOnDataClosesWithItsReason() {
+		recorder.sinks = h -> {
+			throw new ProtocolException("room 1 did not ask for page 0");
+		};
+		feed(new Stream().preface(1).data(new DataHeader(1, RegionKind.KV, 0, 0, 8, 8, 1), random(8))
+				.message(new KVMessage.AbortAck(1)).bytes(), 3);
+		assertClosedWith("room 1 did not ask for page 0");
+		assertThat(recorder.events).doesNotContain(new KVMessage.AbortAck(1));
+	}
+
+	@Test
+	void inputEndingInsideAFrameIsReported() {
+		feed(Arrays.copyOf(new Stream().preface(1).message(new KVMessage.Abort(1, "abc")).bytes(), 12), 1);
+		assertThat(channel.isOpen()).isTrue();
+		channel.close();
+		assertThat(recorder.failure).isInstanceOf(ProtocolException.class)
+				.hasMessage("connection closed in the middle of a ABORT frame");
+	}
+
+	private void assertClosedWith(String reason) {
+		assertThat(recorder.failure).isInstanceOf(ProtocolException.class);
+		assertThat(recorder.failure.getMessage()).contains(reason);
+		assertThat(recorder.failures).isEqualTo(1);
+		assertThat(channel.isOpen()).isFalse();
+		channel.checkException();
+		assertFalse(channel.finish());
+	}
+
+	/** Feeds {@code bytes} in pieces of {@code size} until the channel closes. */
+	private void feed(byte[] bytes, int size) {
+		for (int i = 0; i < bytes.length && channel.isOpen(); i += size) {
+			ByteBuf piece = Unpooled.copiedBuffer(bytes, i, Math.min(size, bytes.length - i));
+			fed.add(piece);
+			channel.writeInbound(piece);
+		}
+		channel.runPendingTasks();
+	}
+
+	private static byte[] random(int n) {
+		byte[] b = new byte[n];
+		new Random(n).nextBytes(b);
+		return b;
+	}
+
+	/** Builds a byte stream of prefaces and frames. */
+	static final class Stream {
+
+		private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+
+		Stream preface(int version) {
+			return buf(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, version));
+		}
+
+		Stream message(KVMessage m) {
+			return buf(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, m, MAX));
+		}
+
+		Stream heartbeat() {
+			return buf(KVFrameCodec.encodeHeartbeat(UnpooledByteBufAllocator.DEFAULT));
+		}
+
+		Stream data(DataHeader header, byte[] payload) {
+			buf(KVFrameCodec.encodeDataHeader(UnpooledByteBufAllocator.DEFAULT, header));
+			out.writeBytes(payload);
+			return this;
+		}
+
+		/** A frame with a hand-made body (released here). */
+		Stream frame(int type, ByteBuf body) {
+			int n = body.readableBytes();
+			raw(n + 1 >>> 24, n + 1 >>> 16 & 0xff, n + 1 >>> 8 & 0xff, n + 1 & 0xff, type);
+			return buf(body);
+		}
+
+		Stream raw(int... bytes) {
+			for (int b : bytes) {
+				out.write(b);
+			}
+			return this;
+		}
+
+		Stream raw(byte[] bytes) {
+			out.writeBytes(bytes);
+			return this;
+		}
+
+		private Stream buf(ByteBuf b) {
+			out.writeBytes(ByteBufUtil.getBytes(b));
+			b.release();
+			return this;
+		}
+
+		byte[] bytes() {
+			return out.toByteArray();
+		}
+	}
+
+	/** Records decoder events; a sink it hands out records COMPLETE. */
+	static final class Recorder implements KVFrameDecoder.Listener {
+
+		final List<Object> events = new ArrayList<>();
+		Function<DataHeader, PayloadSink> sinks = h -> null;
+		Throwable failure;
+		int failures;
+
+		@Override
+		public void onPreface(int version) {
+			events.add("PREFACE " + version);
+		}
+
+		@Override
+		public void onMessage(KVMessage message) {
+			events.add(message);
+		}
+
+		@Override
+		public void onHeartbeat() {
+			events.add(HEARTBEAT);
+		}
+
+		@Override
+		public PayloadSink onData(DataHeader header) {
+			events.add(header);
+			PayloadSink sink = sinks.apply(header);
+			if (sink == null) {
+				return null;
+			}
+			return new PayloadSink() {
+				@Override
+				public void write(ByteBuf segment) {
+					sink.write(segment);
+				}
+
+				@Override
+				public void complete() {
+					events.add(COMPLETE);
+					sink.complete();
+				}
+			};
+		}
+
+		@Override
+		public void onFailure(Throwable cause) {
+			failure = cause;
+			failures++;
+		}
+	}
+
+	/** Copies every segment, checking it is not consumed or released by the sink's caller too early. */
+	static final class CollectingSink implements PayloadSink {
+
+		final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+		final List<Integer> segmentSizes = new ArrayList<>();
+
+		@Override
+		public void write(ByteBuf segment) {
+			assertThat(segment.refCnt()).isPositive();
+			segmentSizes.add(segment.readableBytes());
+			bytes.writeBytes(ByteBufUtil.getBytes(segment));
+		}
+
+		@Override
+		public void complete() {
+		}
+	}
+}

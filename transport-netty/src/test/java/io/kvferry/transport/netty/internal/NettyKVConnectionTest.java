@@ -1,0 +1,361 @@
+package io.kvferry.transport.netty.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.kvferry.KVFerryException;
+import io.kvferry.MemoryRegion;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.transport.netty.RecordingHandler;
+import io.kvferry.transport.netty.RegionSink;
+import io.kvferry.transport.netty.Samples;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.embedded.EmbeddedChannel;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+/**
+ * The connection handler on an {@link EmbeddedChannel}: handshake, inbound dispatch, ordered sending, closing and
+ * heartbeats on the channel's fake clock.
+ */
+class NettyKVConnectionTest {
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(5);
+	private static final TransportSettings SETTINGS = TransportSettings.DEFAULT
+			.withHeartbeatInterval(Duration.ofSeconds(1)).withMaxFrameLength(4096);
+
+	private final RecordingHandler handler = new RecordingHandler();
+	private final AtomicReference<KVConnection> accepted = new AtomicReference<>();
+	private NettyKVConnection connection;
+	private EmbeddedChannel channel;
+
+	@AfterEach
+	void releaseEverything() {
+		if (channel != null) {
+			channel.finishAndReleaseAll();
+		}
+	}
+
+	private void open(boolean accepting) {
+		channel = new EmbeddedChannel(new ChannelInitializer<Channel>() {
+			@Override
+			protected void initChannel(Channel ch) {
+				connection = accepting
+						? NettyKVConnection.install(ch, SETTINGS, null, c -> {
+							accepted.set(c);
+							return handler;
+						}, null)
+						: NettyKVConnection.install(ch, SETTINGS, handler, null, null);
+			}
+		});
+		channel.freezeTime();
+		ByteBuf preface = readOutbound();
+		try {
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520001");
+		}
+		finally {
+			preface.release();
+		}
+	}
+
+	private void handshake() {
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		assertThat(connection.handshakeFuture().isSuccess()).isTrue();
+	}
+
+	private void inbound(ByteBuf buf) {
+		channel.writeInbound(buf);
+		channel.runPendingTasks();
+	}
+
+	private ByteBuf readOutbound() {
+		channel.runPendingTasks();
+		ByteBuf out = channel.readOutbound();
+		assertThat(out).as("outbound buffer").isNotNull();
+		return out;
+	}
+
+	/** @return every outbound byte written so far, as one buffer (caller releases) */
+	private ByteBuf drainOutbound() {
+		channel.runPendingTasks();
+		CompositeByteBuf all = Unpooled.compositeBuffer(Integer.MAX_VALUE);
+		ByteBuf b;
+		while ((b = channel.readOutbound()) != null) {
+			all.addComponent(true, b);
+		}
+		return all;
+	}
+
+	private List<KVMessage> decodeFrames(ByteBuf stream) {
+		List<KVMessage> messages = new ArrayList<>();
+		while (stream.isReadable()) {
+			int length = stream.readInt();
+			int type = stream.readUnsignedByte();
+			messages.add(KVFrameCodec.decode(type, stream.readSlice(length - 1)));
+		}
+		return messages;
+	}
+
+	@Test
+	void acceptorIsCalledOnlyAfterAValidPreface() {
+		open(true);
+		assertThat(accepted.get()).isNull();
+		handshake();
+		assertThat(accepted.get()).isSameAs(connection);
+		inbound(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, new KVMessage.Abort(3, "x"), 4096));
+		assertThat(handler.events).containsExactly(new KVMessage.Abort(3, "x"));
+	}
+
+	@Test
+	void badPrefaceFailsTheHandshakeWithoutReachingTheAcceptor() {
+		open(true);
+		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(accepted.get()).isNull();
+		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 1)");
+		assertThat(handler.closeReasons).isEmpty();
+	}
+
+	@Test
+	void sentMessagesAreWrittenInOrderAndTheirResultsComplete() {
+		open(false);
+		handshake();
+		List<KVMessage> sent = Samples.everyMessage();
+		List<reactor.core.publisher.Mono<Void>> results = new ArrayList<>();
+		for (KVMessage m : sent) {
+			results.add(connection.send(m));
+		}
+		ByteBuf out = drainOutbound();
+		try {
+			assertThat(decodeFrames(out)).containsExactlyElementsOf(sent);
+		}
+		finally {
+			out.release();
+		}
+		for (var r : results) {
+			StepVerifier.create(r).expectComplete().verify(TIMEOUT);
+		}
+	}
+
+	@Test
+	void messageTooLargeForTheFrameLimitFailsItsResultOnly() {
+		open(false);
+		handshake();
+		var big = connection.send(new KVMessage.TransferRequest(1, new int[2000], 0, new int[0], 1, false));
+		var small = connection.send(new KVMessage.AbortAck(1));
+		ByteBuf out = drainOutbound();
+		try {
+			assertThat(decodeFrames(out)).containsExactly(new KVMessage.AbortAck(1));
+		}
+		finally {
+			out.release();
+		}
+		StepVerifier.create(big).expectErrorMessage("cannot send TransferRequest: body of 8025 bytes exceeds "
+				+ "maxFrameLength 4096").verify(TIMEOUT);
+		StepVerifier.create(small).expectComplete().verify(TIMEOUT);
+	}
+
+	@Test
+	void dataBlockOfARoomNoLongerSendableIsDropped() {
+		open(false);
+		handshake();
+		handler.sendable = room -> room != 7;
+		MemoryRegion src = Samples.randomRegion(64, 1);
+		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		connection.sendData(new DataBlock(new DataHeader(8, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		ByteBuf out = drainOutbound();
+		try {
+			assertThat(out.readableBytes()).isEqualTo(KVFrameCodec.FRAME_PREFIX_LENGTH + KVFrameCodec.DATA_HEADER_LENGTH
+					+ 64);
+			out.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			assertThat(KVFrameCodec.decodeDataHeader(out).room()).isEqualTo(8);
+			assertThat(ByteBufUtil.getBytes(out)).isEqualTo(Samples.read(src, 0, 64));
+		}
+		finally {
+			out.release();
+		}
+		assertThat(connection.blocksDropped()).isEqualTo(1);
+		assertThat(connection.queuedBytes()).isZero();
+	}
+
+	@Test
+	void malformedInputClosesWithTheReasonAndOnCloseIsCalledOnce() {
+		open(false);
+		handshake();
+		inbound(Unpooled.copiedBuffer(new byte[] { 0, 0, 0, 1, 0x55 }));
+		assertThat(channel.isOpen()).isFalse();
+		channel.runPendingTasks();
+		channel.close();
+		assertThat(handler.closeReasons).containsExactly("unknown frame type 0x55 (length 1)");
+		assertThat(connection.isActive()).isFalse();
+	}
+
+	@Test
+	void closeWritesQueuedMessagesDropsQueuedDataAndThenCloses() {
+		open(false);
+		handshake();
+		MemoryRegion src = Samples.randomRegion(64, 2);
+		var before = connection.send(new KVMessage.Reject("incompatible page size"));
+		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		connection.close("handshake rejected");
+		var after = connection.send(new KVMessage.AbortAck(1));
+		ByteBuf out = drainOutbound();
+		try {
+			assertThat(decodeFrames(out)).containsExactly(new KVMessage.Reject("incompatible page size"));
+		}
+		finally {
+			out.release();
+		}
+		assertThat(channel.isOpen()).isFalse();
+		StepVerifier.create(before).expectComplete().verify(TIMEOUT);
+		StepVerifier.create(after)
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+						.hasMessageContaining("closed before the message was queued: handshake rejected"))
+				.verify(TIMEOUT);
+		assertThat(handler.closeReasons).containsExactly("handshake rejected");
+		assertThat(connection.queuedBytes()).isZero();
+	}
+
+	@Test
+	void messagesPendingWhenTheChannelClosesFailTheirResults() {
+		open(false);
+		handshake();
+		setWritable(false);
+		var pending = connection.send(new KVMessage.AbortAck(1));
+		channel.runPendingTasks();
+		assertThat(channel.<Object>readOutbound()).isNull();
+		channel.close();
+		channel.runPendingTasks();
+		StepVerifier.create(pending)
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+						.hasMessageContaining("closed before the message was written"))
+				.verify(TIMEOUT);
+		assertThat(handler.closeReasons).hasSize(1);
+		assertThat(handler.closeReasons.peek()).startsWith("connection closed by peer");
+	}
+
+	@Test
+	void nothingIsHandedToNettyWhileUnwritableAndTheQueueResumesInOrder() {
+		open(false);
+		handshake();
+		MemoryRegion src = Samples.randomRegion(64, 4);
+		setWritable(false);
+		var first = connection.send(new KVMessage.Abort(1, "a"));
+		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		var last = connection.send(new KVMessage.AbortAck(1));
+		channel.runPendingTasks();
+		assertThat(channel.<Object>readOutbound()).isNull();
+		assertThat(connection.queuedBytes()).isEqualTo(64);
+
+		setWritable(true);
+		ByteBuf out = drainOutbound();
+		try {
+			int length = out.readInt();
+			assertThat(KVFrameCodec.decode(out.readUnsignedByte(), out.readSlice(length - 1)))
+					.isEqualTo(new KVMessage.Abort(1, "a"));
+			out.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			assertThat(KVFrameCodec.decodeDataHeader(out).room()).isEqualTo(1);
+			assertThat(ByteBufUtil.getBytes(out.readSlice(64))).isEqualTo(Samples.read(src, 0, 64));
+			assertThat(decodeFrames(out)).containsExactly(new KVMessage.AbortAck(1));
+		}
+		finally {
+			out.release();
+		}
+		StepVerifier.create(first.then(last)).expectComplete().verify(TIMEOUT);
+		assertThat(connection.queuedBytes()).isZero();
+	}
+
+	private void setWritable(boolean writable) {
+		channel.unsafe().outboundBuffer().setUserDefinedWritability(1, writable);
+		channel.runPendingTasks();
+	}
+
+	@Test
+	void negativeHeaderFieldIsRefusedAtTheCaller() {
+		open(false);
+		handshake();
+		assertThatThrownBy(() -> connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, -1, 0, 1),
+				1, 0))).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no negative field");
+	}
+
+	@Test
+	void idleWriterSendsAHeartbeatAndASilentPeerIsClosedAfterTwoIntervals() {
+		open(false);
+		handshake();
+		channel.advanceTimeBy(1100, TimeUnit.MILLISECONDS);
+		channel.runScheduledPendingTasks();
+		ByteBuf heartbeat = readOutbound();
+		try {
+			assertThat(ByteBufUtil.hexDump(heartbeat)).isEqualTo("0000000110");
+		}
+		finally {
+			heartbeat.release();
+		}
+		assertThat(channel.isOpen()).isTrue();
+		channel.advanceTimeBy(1000, TimeUnit.MILLISECONDS);
+		channel.runScheduledPendingTasks();
+		channel.runPendingTasks();
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(handler.closeReasons).containsExactly("no heartbeat from embedded:0 for 2 intervals (2 s)");
+	}
+
+	@Test
+	void heartbeatsFromThePeerKeepTheConnectionOpen() {
+		open(false);
+		handshake();
+		for (int i = 0; i < 6; i++) {
+			channel.advanceTimeBy(900, TimeUnit.MILLISECONDS);
+			inbound(KVFrameCodec.encodeHeartbeat(UnpooledByteBufAllocator.DEFAULT));
+			channel.runScheduledPendingTasks();
+		}
+		assertThat(channel.isOpen()).isTrue();
+		assertThat(connection.heartbeatsReceived()).isEqualTo(6);
+	}
+
+	@Test
+	void stridedBlockIsGatheredAndScatteredByteExact() {
+		open(false);
+		handshake();
+		// 10 chunks of 100 bytes every 256 bytes on the sender, every 300 bytes on the receiver; 4096-byte frames.
+		MemoryRegion src = Samples.randomRegion(2560, 3);
+		DataHeader header = new DataHeader(1, RegionKind.KV, 0, 50, 100, 300, 10);
+		connection.sendData(new DataBlock(header, src.address() + 7, 256));
+		ByteBuf out = drainOutbound();
+		MemoryRegion dst = MemoryRegion.allocate(4096, 1);
+		AtomicLong received = new AtomicLong();
+		try {
+			while (out.isReadable()) {
+				out.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+				DataHeader frame = KVFrameCodec.decodeDataHeader(out);
+				RegionSink sink = new RegionSink(dst, frame, received, () -> { });
+				sink.write(out.readSlice((int) frame.payloadLength()));
+				sink.complete();
+			}
+		}
+		finally {
+			out.release();
+		}
+		assertThat(received.get()).isEqualTo(1000);
+		for (int i = 0; i < 10; i++) {
+			assertThat(Samples.read(dst, 50 + i * 300L, 100)).isEqualTo(Samples.read(src, 7 + i * 256L, 100));
+		}
+	}
+}
