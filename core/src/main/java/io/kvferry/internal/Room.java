@@ -68,7 +68,7 @@ class Room {
 	 *
 	 * @return the previous state and whether it changed, or null when the update was ignored
 	 */
-	synchronized KVPoll[] apply(KVPoll update, String why, boolean remote) {
+	synchronized KVPoll[] apply(KVPoll update, String why, boolean remote, Runnable beforeTerminal) {
 		KVPoll next = RoomTable.merge(state, update);
 		if (next == null || next == state) {
 			return null;
@@ -78,6 +78,10 @@ class Room {
 		if (next == KVPoll.FAILED) {
 			reason = why;
 			fromAnotherRank = remote;
+		}
+		if (next.isTerminal()) {
+			// Whoever sees the terminal state must find the room already forgotten.
+			beforeTerminal.run();
 		}
 		// Serialized by the monitor, so the sink never sees concurrent emissions.
 		states.tryEmitNext(next);

@@ -122,7 +122,7 @@ final class RoomTable<R extends Room> {
 	 * @return whether the state changed
 	 */
 	boolean update(R room, KVPoll update, String reason, boolean fromAnotherRank) {
-		KVPoll[] change = room.apply(update, reason, fromAnotherRank);
+		KVPoll[] change = room.apply(update, reason, fromAnotherRank, () -> forget(room));
 		if (change == null) {
 			return false;
 		}
@@ -136,16 +136,19 @@ final class RoomTable<R extends Room> {
 		publish(new KVStatusEvent(room.id, change[0], next, next == KVPoll.FAILED ? reason : "", System.nanoTime()));
 		if (next.isTerminal()) {
 			room.replaceTimeout(null);
-			rooms.remove(room.id, room);
-			synchronized (tombstones) {
-				tombstones.put(room.id, Boolean.TRUE);
-			}
 			onTerminal.accept(room);
 		}
 		else {
 			armTimeout(room, next);
 		}
 		return true;
+	}
+
+	private void forget(R room) {
+		rooms.remove(room.id, room);
+		synchronized (tombstones) {
+			tombstones.put(room.id, Boolean.TRUE);
+		}
 	}
 
 	private void armTimeout(R room, KVPoll state) {

@@ -62,6 +62,16 @@ public final class KVCluster {
 		return decode;
 	}
 
+	/** @return prefill memory by DP group, in the order of {@link #prefillManagers()} */
+	public List<List<RankMemory>> prefillMemory() {
+		return prefillMemory;
+	}
+
+	/** @return the bootstrap server's address */
+	public HostPort bootstrapAddress() {
+		return config.bootstrap;
+	}
+
 	public List<RankMemory> decodeMemory() {
 		return decodeMemory;
 	}

@@ -140,6 +140,21 @@ public final class RankMemory {
 		return true;
 	}
 
+	/** @return a 64-bit hash of these pages' bytes in every KV buffer (to prove they did not change) */
+	public long checksum(int[] pages) {
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		long h = 0x9E3779B97F4A7C15L;
+		for (MemoryRegion r : args.kvRegions()) {
+			for (int p : pages) {
+				long base = r.itemAddress(p);
+				for (int off = 0; off < itemLen; off += 8) {
+					h = (h ^ PlatformDependent.getLong(base + off)) * 0x100000001B3L;
+				}
+			}
+		}
+		return h;
+	}
+
 	/** Zeroes these pages in every KV buffer (reuse after a room). */
 	public void clear(int[] pages) {
 		int itemLen = shape.itemLen(layout.attnTpSize());

@@ -1,0 +1,52 @@
+package io.kvferry.transport.netty.it;
+
+import java.time.Duration;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.testing.KVCluster;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+
+/**
+ * Real parts on loopback for end-to-end tests: a bootstrap server on port 0, the reactive bootstrap client, the Netty
+ * transport, and a {@link KVCluster} of managers on top. Closing it closes everything.
+ */
+final class LoopbackCluster implements AutoCloseable {
+
+	static final Duration T = Duration.ofSeconds(60);
+
+	final DisposableBootstrapServer server;
+	final ReactorBootstrapClient client;
+	final NettyKVTransport transport;
+	final KVCluster cluster;
+
+	private LoopbackCluster(DisposableBootstrapServer server, ReactorBootstrapClient client, NettyKVTransport transport,
+			KVCluster cluster) {
+		this.server = server;
+		this.client = client;
+		this.transport = transport;
+		this.cluster = cluster;
+	}
+
+	static LoopbackCluster start(ModelShape shape, int prefillTp, int prefillPp, int prefillDp, int decodeTp,
+			int decodePp, int pages, int rows, UnaryOperator<KVCluster.Builder> more) {
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(Duration.ofSeconds(1));
+		KVCluster cluster = more.apply(KVCluster.builder().shape(shape).prefill(prefillTp, prefillPp, prefillDp)
+				.decode(decodeTp, decodePp).capacity(pages, rows).transport(transport).bootstrapClient(client)
+				.bootstrapAddress(server.address())).startNow(T);
+		return new LoopbackCluster(server, client, transport, cluster);
+	}
+
+	@Override
+	public void close() {
+		cluster.close().block(T);
+		transport.disposeLater().block(T);
+		client.dispose();
+		server.disposeNow();
+	}
+}
