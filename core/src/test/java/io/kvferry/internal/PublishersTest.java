@@ -1,0 +1,148 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Random;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.HostPort;
+import io.kvferry.KVFerryException;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.BootstrapException;
+import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+import io.kvferry.testing.InMemoryBootstrap;
+import io.kvferry.testing.KVCluster;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RankMemory;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.test.StepVerifier;
+
+/** StepVerifier checks of the public Monos of core not covered elsewhere: laziness, completion and errors. */
+class PublishersTest {
+
+	private static final Duration T = Duration.ofSeconds(10);
+	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
+	private static final ModelShape SHAPE = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+
+	@Test
+	void startIsLazyAndRegistersThePrefillRank() {
+		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
+		InMemoryKVTransport transport = InMemoryKVTransport.create();
+		Mono<io.kvferry.KVManager> start = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
+				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
+				.start();
+		StepVerifier.create(bootstrap.parallelInfo(BOOTSTRAP)).expectError(BootstrapException.class).verify(T);
+		StepVerifier.create(start)
+				.assertNext(m -> {
+					assertThat(m.endpoint().host()).isEqualTo("127.0.0.1");
+					m.dispose();
+				})
+				.expectComplete()
+				.verify(T);
+		StepVerifier.create(bootstrap.parallelInfo(BOOTSTRAP))
+				.expectNext(new PrefillParallelInfo(1, 1, 1, SHAPE.pageSize()))
+				.expectComplete()
+				.verify(T);
+	}
+
+	@Test
+	void startSignalsAMissingPartAsAnError() {
+		StepVerifier.create(KVManagerSpec.create().start())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("kvArgs : missing"))
+				.verify(T);
+	}
+
+	@Test
+	void startFailsWhenRegistrationFails() {
+		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
+		bootstrap.setDown(true);
+		StepVerifier.create(KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs())
+				.transport(InMemoryKVTransport.create()).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
+				.start())
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(BootstrapException.class)
+						.hasMessageContaining("down"))
+				.verify(T);
+	}
+
+	@Test
+	void inMemoryBootstrapAnswersLikeTheServer() {
+		InMemoryBootstrap b = new InMemoryBootstrap();
+		PrefillRegistration r0 = PrefillRegistration.prefill(ParallelLayout.tp(2, 0), "10.0.0.1", 5000, 16);
+		StepVerifier.create(b.register(BOOTSTRAP, r0)).expectComplete().verify(T);
+		StepVerifier.create(b.parallelInfo(BOOTSTRAP))
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("(1 workers registered)"))
+				.verify(T);
+		StepVerifier.create(b.rankEndpoint(BOOTSTRAP, 0, 0, 0)).expectNext(new HostPort("10.0.0.1", 5000))
+				.expectComplete().verify(T);
+		StepVerifier.create(b.rankEndpoint(BOOTSTRAP, 0, 1, 0))
+				.expectErrorSatisfies(e -> assertThat(((BootstrapException) e).kind())
+						.isEqualTo(BootstrapException.Kind.NOT_FOUND))
+				.verify(T);
+		StepVerifier.create(b.health(BOOTSTRAP)).expectComplete().verify(T);
+	}
+
+	@Test
+	void inMemoryTransportConnectsDeliversAndRefuses() {
+		InMemoryKVTransport transport = InMemoryKVTransport.create();
+		StepVerifier.create(transport.connect(new HostPort("127.0.0.1", 1), new Quiet()))
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+						.hasMessageContaining("nothing listens at 127.0.0.1:1"))
+				.verify(T);
+		InMemoryKVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> new Quiet())
+				.block(T);
+		StepVerifier.create(transport.listen(listener.address(), c -> new Quiet()))
+				.expectErrorMessage("address already in use: " + listener.address())
+				.verify(T);
+		KVConnection conn = transport.connect(listener.address(), new Quiet()).block(T);
+		StepVerifier.create(conn.send(new KVMessage.AbortAck(1))).expectComplete().verify(T);
+		conn.close("done");
+		StepVerifier.create(conn.send(new KVMessage.AbortAck(2))).expectError(KVFerryException.class).verify(T);
+		listener.dispose();
+	}
+
+	@Test
+	void clusterRunAndCloseComplete() {
+		KVCluster c = KVCluster.builder().shape(SHAPE).capacity(16, 4).transport(InMemoryKVTransport.create())
+				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(BOOTSTRAP).start().block(T);
+		StepVerifier.create(c.run(1, 10, 2, new Random(1)))
+				.assertNext(r -> assertThat(r.ok()).isTrue())
+				.expectComplete()
+				.verify(T);
+		StepVerifier.create(c.run(2, 1000, 2, new Random(1)))
+				.assertNext(r -> assertThat(r.failure()).contains("out of pages"))
+				.expectComplete()
+				.verify(T);
+		StepVerifier.create(c.close()).expectComplete().verify(T);
+	}
+
+	private static final class Quiet implements ConnectionHandler {
+		@Override
+		public void onMessage(KVConnection c, KVMessage m) {
+		}
+
+		@Override
+		public PayloadSink onData(KVConnection c, DataHeader h) {
+			return null;
+		}
+
+		@Override
+		public boolean isSendable(long room) {
+			return true;
+		}
+
+		@Override
+		public void onClose(KVConnection c, String reason) {
+		}
+	}
+}
