@@ -33,6 +33,8 @@ public final class KVManagerSpec {
 	public static final Duration DEFAULT_STATE_TIMEOUT = Duration.ofSeconds(300);
 	/** Default bound of one handshake with a prefill rank. */
 	public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+	/** Default period of a prefill rank's re-registration (so a restarted bootstrap server learns it again). */
+	public static final Duration DEFAULT_REREGISTER_INTERVAL = Duration.ofSeconds(10);
 	/** Default per-subscriber buffer of {@link KVManager#events()}. */
 	public static final int DEFAULT_EVENT_BUFFER = 1 << 16;
 
@@ -48,6 +50,7 @@ public final class KVManagerSpec {
 	private Duration waitingTimeout = DEFAULT_STATE_TIMEOUT;
 	private Duration transferTimeout = DEFAULT_STATE_TIMEOUT;
 	private Duration handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
+	private Duration reregisterInterval = DEFAULT_REREGISTER_INTERVAL;
 	private Scheduler timer = Schedulers.parallel();
 	private int eventBufferSize = DEFAULT_EVENT_BUFFER;
 	private String name;
@@ -74,6 +77,7 @@ public final class KVManagerSpec {
 		c.waitingTimeout = waitingTimeout;
 		c.transferTimeout = transferTimeout;
 		c.handshakeTimeout = handshakeTimeout;
+		c.reregisterInterval = reregisterInterval;
 		c.timer = timer;
 		c.eventBufferSize = eventBufferSize;
 		c.name = name;
@@ -165,6 +169,17 @@ public final class KVManagerSpec {
 	public KVManagerSpec handshakeTimeout(Duration timeout) {
 		KVManagerSpec c = copy();
 		c.handshakeTimeout = Objects.requireNonNull(timeout, "timeout");
+		return c;
+	}
+
+	/**
+	 * @param interval how often a prefill rank registers again after its first registration, so that a restarted
+	 *        bootstrap server (which keeps no state) learns the rank again; zero disables
+	 * @return a new spec
+	 */
+	public KVManagerSpec reregisterInterval(Duration interval) {
+		KVManagerSpec c = copy();
+		c.reregisterInterval = Objects.requireNonNull(interval, "interval");
 		return c;
 	}
 
@@ -282,6 +297,10 @@ public final class KVManagerSpec {
 
 	public Duration handshakeTimeout() {
 		return handshakeTimeout;
+	}
+
+	public Duration reregisterInterval() {
+		return reregisterInterval;
 	}
 
 	public Scheduler timer() {

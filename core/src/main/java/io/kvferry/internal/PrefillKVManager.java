@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -26,6 +27,8 @@ import io.kvferry.topology.LocalAddress;
 import io.kvferry.topology.RankMapping;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -43,6 +46,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	private final Sinks.Many<RoomRequest> requests = Sinks.many().multicast().directBestEffort();
 	private volatile KVTransport.Listener listener;
 	private volatile HostPort endpoint;
+	private volatile Disposable reregistration = Disposables.disposed();
 
 	private PrefillKVManager(KVManagerSpec spec) {
 		super(spec);
@@ -61,8 +65,26 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 					spec.bootstrapAddress());
 			return spec.bootstrapClient().register(spec.bootstrapAddress(), registration)
 					.onErrorResume(e -> m.disposeLater().then(Mono.error(e)))
+					.doOnSuccess(v -> m.keepRegistered(registration))
 					.thenReturn((KVManager) m);
 		});
+	}
+
+	/** Registers again now and then: a restarted bootstrap server keeps no table, and overwriting is harmless. */
+	private void keepRegistered(PrefillRegistration registration) {
+		Duration every = spec.reregisterInterval();
+		if (every.isZero() || every.isNegative()) {
+			return;
+		}
+		reregistration = Flux.interval(every, every, spec.timer())
+				.onBackpressureDrop()
+				.concatMap(i -> spec.bootstrapClient().register(spec.bootstrapAddress(), registration)
+						.onErrorResume(e -> {
+							log.warn("[{}] re-registration with {} failed: {}", name, spec.bootstrapAddress(),
+									describe(e));
+							return Mono.empty();
+						}), 1)
+				.subscribe();
 	}
 
 	private String advertiseHost(HostPort bound) {
@@ -118,6 +140,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 
 	@Override
 	Mono<Void> closeResources() {
+		reregistration.dispose();
 		synchronized (requests) {
 			requests.tryEmitComplete();
 		}

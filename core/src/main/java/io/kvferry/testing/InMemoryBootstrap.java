@@ -26,6 +26,11 @@ public final class InMemoryBootstrap implements BootstrapClient {
 		final Map<String, HostPort> ranks = new ConcurrentHashMap<>();
 	}
 
+	/** Forgets every registration, as a restarted bootstrap server does. */
+	public void reset() {
+		instances.clear();
+	}
+
 	/** Makes every later call fail as an unreachable server would (or succeed again). */
 	public void setDown(boolean down) {
 		this.down = down;

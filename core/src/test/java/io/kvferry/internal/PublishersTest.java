@@ -56,6 +56,27 @@ class PublishersTest {
 	}
 
 	@Test
+	void prefillRegistersAgainSoARestartedBootstrapServerLearnsItBack() {
+		reactor.test.scheduler.VirtualTimeScheduler vts = reactor.test.scheduler.VirtualTimeScheduler.create();
+		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
+		io.kvferry.KVManager m = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs())
+				.transport(InMemoryKVTransport.create(vts)).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
+				.bindAddress(new HostPort("127.0.0.1", 0)).timer(vts).reregisterInterval(Duration.ofSeconds(10))
+				.startNow();
+		bootstrap.reset();
+		StepVerifier.create(bootstrap.parallelInfo(BOOTSTRAP)).expectError(BootstrapException.class).verify(T);
+		vts.advanceTimeBy(Duration.ofSeconds(10));
+		StepVerifier.create(bootstrap.rankEndpoint(BOOTSTRAP, 0, 0, 0)).expectNext(m.endpoint()).expectComplete()
+				.verify(T);
+		m.dispose();
+		bootstrap.reset();
+		vts.advanceTimeBy(Duration.ofSeconds(30));
+		StepVerifier.create(bootstrap.parallelInfo(BOOTSTRAP)).as("a closed manager stops registering")
+				.expectError(BootstrapException.class).verify(T);
+	}
+
+	@Test
 	void startSignalsAMissingPartAsAnError() {
 		StepVerifier.create(KVManagerSpec.create().start())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("kvArgs : missing"))
