@@ -157,10 +157,12 @@ public final class KVCluster {
 			}
 			long start = System.nanoTime();
 			List<Mono<Void>> done = new ArrayList<>();
+			List<KVSender> senders = new ArrayList<>();
+			List<KVReceiver> receivers = new ArrayList<>();
 			for (KVManager d : decode) {
 				KVReceiver receiver = d.receiver(config.bootstrap, room, null);
 				receiver.sendMetadata(dst, dstRow[0], dstState);
-				done.add(receiver.completion());
+				receivers.add(receiver);
 			}
 			int[] cuts = cuts(numPages, chunks, random);
 			for (KVManager p : prefill.get(g)) {
@@ -170,7 +172,17 @@ public final class KVCluster {
 					int[] part = java.util.Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
 					sender.send(part, cuts[c + 1] == numPages ? srcState : new int[0]);
 				}
-				done.add(sender.completion());
+				senders.add(sender);
+			}
+			// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
+			// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
+			for (KVReceiver receiver : receivers) {
+				done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
+						+ describe(e)))));
+			}
+			for (KVSender sender : senders) {
+				done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
+						+ describe(e)).subscribe(null, err -> { }))));
 			}
 			return Mono.whenDelayError(done)
 					.then(Mono.fromCallable(() -> {

@@ -35,7 +35,7 @@ final class LoopbackCluster implements AutoCloseable {
 			int decodePp, int pages, int rows, UnaryOperator<KVCluster.Builder> more) {
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
-		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(Duration.ofSeconds(1));
+		NettyKVTransport transport = NettyKVTransport.create();
 		KVCluster cluster = more.apply(KVCluster.builder().shape(shape).prefill(prefillTp, prefillPp, prefillDp)
 				.decode(decodeTp, decodePp).capacity(pages, rows).transport(transport).bootstrapClient(client)
 				.bootstrapAddress(server.address())).startNow(T);
