@@ -17,14 +17,13 @@ import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.RoomRequest;
 import io.kvferry.bootstrap.PrefillRegistration;
-import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.test.NoopConnectionHandler;
 import io.kvferry.testing.InMemoryBootstrap;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.testing.RankMemory;
@@ -268,7 +267,7 @@ class KVManagerBehaviourTest {
 	@Test
 	void aPrefillWritingOutsideTheRoomsPagesFailsTheRoomAndNothingLands() {
 		// A misbehaving prefill rank: accepts the handshake, then writes to a page the room never asked for.
-		InMemoryKVTransport.Listener rogue = transport.listen(new HostPort("127.0.0.1", 0), conn -> new ConnectionHandler() {
+		InMemoryKVTransport.Listener rogue = transport.listen(new HostPort("127.0.0.1", 0), conn -> new NoopConnectionHandler() {
 			@Override
 			public void onMessage(KVConnection c, KVMessage m) {
 				if (m instanceof KVMessage.Hello) {
@@ -279,20 +278,6 @@ class KVManagerBehaviourTest {
 					c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, 0, 40L * itemLen, itemLen, 0, 1),
 							prefillMem.kvArgs().kvRegions().get(0).address(), 0));
 				}
-			}
-
-			@Override
-			public PayloadSink onData(KVConnection c, DataHeader h) {
-				return null;
-			}
-
-			@Override
-			public boolean isSendable(long room) {
-				return true;
-			}
-
-			@Override
-			public void onClose(KVConnection c, String reason) {
 			}
 		}).block(T);
 		HostPort rogueBootstrap = new HostPort("10.0.0.1", 1);

@@ -13,11 +13,9 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
-import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.PayloadSink;
+import io.kvferry.test.NoopConnectionHandler;
 import io.kvferry.testing.InMemoryBootstrap;
 import io.kvferry.testing.KVCluster;
 import io.kvferry.testing.ModelShape;
@@ -116,16 +114,16 @@ class PublishersTest {
 	@Test
 	void inMemoryTransportConnectsDeliversAndRefuses() {
 		InMemoryKVTransport transport = InMemoryKVTransport.create();
-		StepVerifier.create(transport.connect(new HostPort("127.0.0.1", 1), new Quiet()))
+		StepVerifier.create(transport.connect(new HostPort("127.0.0.1", 1), new NoopConnectionHandler()))
 				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
 						.hasMessageContaining("nothing listens at 127.0.0.1:1"))
 				.verify(T);
-		InMemoryKVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> new Quiet())
+		InMemoryKVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> new NoopConnectionHandler())
 				.block(T);
-		StepVerifier.create(transport.listen(listener.address(), c -> new Quiet()))
+		StepVerifier.create(transport.listen(listener.address(), c -> new NoopConnectionHandler()))
 				.expectErrorMessage("address already in use: " + listener.address())
 				.verify(T);
-		KVConnection conn = transport.connect(listener.address(), new Quiet()).block(T);
+		KVConnection conn = transport.connect(listener.address(), new NoopConnectionHandler()).block(T);
 		StepVerifier.create(conn.send(new KVMessage.AbortAck(1))).expectComplete().verify(T);
 		conn.close("done");
 		StepVerifier.create(conn.send(new KVMessage.AbortAck(2))).expectError(KVFerryException.class).verify(T);
@@ -145,25 +143,5 @@ class PublishersTest {
 				.expectComplete()
 				.verify(T);
 		StepVerifier.create(c.close()).expectComplete().verify(T);
-	}
-
-	private static final class Quiet implements ConnectionHandler {
-		@Override
-		public void onMessage(KVConnection c, KVMessage m) {
-		}
-
-		@Override
-		public PayloadSink onData(KVConnection c, DataHeader h) {
-			return null;
-		}
-
-		@Override
-		public boolean isSendable(long room) {
-			return true;
-		}
-
-		@Override
-		public void onClose(KVConnection c, String reason) {
-		}
 	}
 }

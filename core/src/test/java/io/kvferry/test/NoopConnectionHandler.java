@@ -1,0 +1,29 @@
+package io.kvferry.test;
+
+import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+
+/** A connection handler that ignores everything; tests override what they need. */
+public class NoopConnectionHandler implements ConnectionHandler {
+
+	@Override
+	public void onMessage(KVConnection connection, KVMessage message) {
+	}
+
+	@Override
+	public PayloadSink onData(KVConnection connection, DataHeader header) {
+		return null;
+	}
+
+	@Override
+	public boolean isSendable(long room) {
+		return true;
+	}
+
+	@Override
+	public void onClose(KVConnection connection, String reason) {
+	}
+}
