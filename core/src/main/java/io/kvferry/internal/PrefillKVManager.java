@@ -167,6 +167,17 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 						.subscribe(null, e -> { });
 				return;
 			}
+			if (r.state() == null) {
+				table.update(r, KVPoll.BOOTSTRAPPING, "", false);
+			}
+			String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(), req.stateIndices());
+			if (bad != null) {
+				table.update(r, KVPoll.FAILED, "decode " + s.conn.remoteAddress() + " asked room " + req.room()
+						+ " for " + bad, false);
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()))
+						.subscribe(null, e -> { });
+				return;
+			}
 			if (r.required < 0) {
 				r.required = req.requiredDstInfoNum();
 			}
@@ -177,9 +188,6 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			}
 			r.destinations.add(new Destination(s, req));
 			s.rooms.add(r);
-			if (r.state() == null) {
-				table.update(r, KVPoll.BOOTSTRAPPING, "", false);
-			}
 			if (r.destinations.size() == r.required) {
 				r.ready = true;
 				table.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
@@ -419,7 +427,19 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 				c.close("decode sent " + message.getClass().getSimpleName() + " before the handshake");
 			}
 			else if (message instanceof KVMessage.TransferRequest req) {
-				onTransferRequest(this, req);
+				try {
+					onTransferRequest(this, req);
+				}
+				catch (RuntimeException e) {
+					// A request this rank cannot serve fails its room, not the connection the other rooms share.
+					PrefillRoom r = table.get(req.room());
+					String why = "bad transfer request for room " + req.room() + " from decode " + c.remoteAddress()
+							+ ": " + describe(e);
+					log.warn("[{}] {}", name, why, e);
+					if (r != null) {
+						table.update(r, KVPoll.FAILED, why, false);
+					}
+				}
 			}
 			else if (message instanceof KVMessage.Abort abort) {
 				onAbort(this, abort);

@@ -36,12 +36,14 @@ final class TransferPlan {
 	private final int[] dstItemLen;
 	private final HeadSlice[] slices;
 	private final int pageSize;
+	private final long dstPages;
 	private final List<MemoryRegion> srcAux;
 	private final List<RegionLayout> dstAux;
 	private final List<MemoryRegion> srcState;
 	private final List<RegionLayout> dstState;
 
-	private TransferPlan(MemoryRegion[] src, int[] dst, int[] dstItemLen, HeadSlice[] slices, int pageSize,
+	private TransferPlan(MemoryRegion[] src, int[] dst, long[] dstItems, int[] dstItemLen, HeadSlice[] slices,
+			int pageSize,
 			List<MemoryRegion> srcAux, List<RegionLayout> dstAux, List<MemoryRegion> srcState,
 			List<RegionLayout> dstState) {
 		this.src = src;
@@ -49,6 +51,7 @@ final class TransferPlan {
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
 		this.pageSize = pageSize;
+		this.dstPages = java.util.Arrays.stream(dst).mapToLong(i -> dstItems[i]).min().orElse(0);
 		this.srcAux = srcAux;
 		this.dstAux = dstAux;
 		this.srcState = srcState;
@@ -108,7 +111,8 @@ final class TransferPlan {
 		}
 		checkSame("aux", args.auxRegions(), decode.aux());
 		checkSame("state", args.stateRegions(), decode.state());
-		return new TransferPlan(src, dst, dstLen, slices, args.pageSize(), args.auxRegions(), decode.aux(),
+		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
+		return new TransferPlan(src, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(), decode.aux(),
 				args.stateRegions(), decode.state());
 	}
 
@@ -126,6 +130,34 @@ final class TransferPlan {
 						+ own.get(i).itemLen() + ", decode " + peer.get(i).itemLen());
 			}
 		}
+	}
+
+	/**
+	 * Checks a decode rank's request against the layout it registered.
+	 *
+	 * @return why it cannot be served, or null
+	 */
+	String check(int[] pages, int auxRow, int[] stateSlots) {
+		for (int p : pages) {
+			if (p < 0 || p >= dstPages) {
+				return "destination page " + p + " outside decode's 0.." + (dstPages - 1);
+			}
+		}
+		if (auxRow >= 0) {
+			for (RegionLayout a : dstAux) {
+				if (auxRow >= a.itemCount()) {
+					return "destination aux row " + auxRow + " outside decode's 0.." + (a.itemCount() - 1);
+				}
+			}
+		}
+		for (int slot : stateSlots) {
+			for (RegionLayout st : dstState) {
+				if (slot < 0 || slot >= st.itemCount()) {
+					return "destination state slot " + slot + " outside decode's 0.." + (st.itemCount() - 1);
+				}
+			}
+		}
+		return null;
 	}
 
 	/** Queues the KV blocks of one chunk for one destination. */

@@ -297,6 +297,37 @@ class KVManagerBehaviourTest {
 	}
 
 	@Test
+	void aRequestOutsideDecodesRegisteredPagesFailsOnlyThatRoom() {
+		start(UnaryOperator.identity());
+		KVSender sender = prefill.sender(25);
+		java.util.concurrent.LinkedBlockingQueue<KVMessage> got = new java.util.concurrent.LinkedBlockingQueue<>();
+		KVConnection conn = transport.connect(prefill.endpoint(), new NoopConnectionHandler() {
+			@Override
+			public void onMessage(KVConnection c, KVMessage m) {
+				got.add(m);
+			}
+		}).block(T);
+		conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, PeerLayout.of(decodeMem.kvArgs(), ParallelLayout.SINGLE)));
+		conn.send(new KVMessage.TransferRequest(25, new int[] { 1, 64 }, 0, new int[0], 1, false));
+		StepVerifier.create(sender.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("destination page 64 outside decode's 0..63"))
+				.verify(T);
+		StepVerifier.create(reactor.core.publisher.Flux.<KVMessage>generate(sink -> {
+			try {
+				sink.next(got.take());
+			}
+			catch (InterruptedException e) {
+				sink.error(e);
+			}
+		}).subscribeOn(reactor.core.scheduler.Schedulers.boundedElastic()).filter(m -> m instanceof KVMessage.Status).next())
+				.assertNext(m -> assertThat(((KVMessage.Status) m).status()).isEqualTo(KVPoll.FAILED))
+				.expectComplete()
+				.verify(T);
+		assertThat(conn.isActive()).as("the connection serves other rooms").isTrue();
+		conn.close("done");
+	}
+
+	@Test
 	void closingTheManagerFailsLiveRoomsAndCompletesItsStreams() {
 		start(UnaryOperator.identity());
 		KVSender sender = prefill.sender(23);
