@@ -50,6 +50,9 @@ public interface KVManager extends Disposable {
 	 */
 	Flux<RoomRequest> roomRequests();
 
+	/** @return the manager's counters since it started */
+	KVStats stats();
+
 	/** Fails every live room, closes connections and the listener. */
 	Mono<Void> disposeLater();
 }

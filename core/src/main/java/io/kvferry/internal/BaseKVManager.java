@@ -1,6 +1,11 @@
 package io.kvferry.internal;
 
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 
 import io.kvferry.DisaggregationMode;
 import io.kvferry.KVArgs;
@@ -8,6 +13,7 @@ import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
+import io.kvferry.KVStats;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.spi.PeerLayout;
@@ -22,13 +28,18 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	final RoomTable<R> table;
 	final PeerLayout ownLayout;
 	private final AtomicBoolean disposed = new AtomicBoolean();
+	final LongAdder bytesSent = new LongAdder();
+	final LongAdder bytesReceived = new LongAdder();
+	final LongAdder pagesSent = new LongAdder();
+	private final LongAdder succeeded = new LongAdder();
+	private final ConcurrentHashMap<String, LongAdder> failures = new ConcurrentHashMap<>();
 
 	BaseKVManager(KVManagerSpec spec) {
 		this.spec = spec;
 		this.name = spec.name();
 		this.ownLayout = PeerLayout.of(spec.kvArgs(), spec.layout());
 		this.table = new RoomTable<>(name, spec.timer(), spec.bootstrapTimeout(), spec.waitingTimeout(),
-				spec.transferTimeout(), spec.eventBufferSize(), this::onTerminal);
+				spec.transferTimeout(), spec.eventBufferSize(), this::ended);
 	}
 
 	@Override
@@ -81,6 +92,38 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		});
 	}
 
+	private void ended(R room) {
+		if (room.state() == KVPoll.SUCCESS) {
+			succeeded.increment();
+		}
+		else {
+			failures.computeIfAbsent(KVStats.failureCategory(room.reason()), k -> new LongAdder()).increment();
+		}
+		onTerminal(room);
+	}
+
+	@Override
+	public KVStats stats() {
+		Map<KVPoll, Integer> live = new EnumMap<>(KVPoll.class);
+		for (R r : table.all()) {
+			KVPoll s = r.state();
+			if (s != null && !s.isTerminal()) {
+				live.merge(s, 1, Integer::sum);
+			}
+		}
+		Map<String, Long> failed = new HashMap<>();
+		long failedTotal = 0;
+		for (Map.Entry<String, LongAdder> e : failures.entrySet()) {
+			failed.put(e.getKey(), e.getValue().sum());
+			failedTotal += e.getValue().sum();
+		}
+		return new KVStats(bytesSent.sum(), bytesReceived.sum(), pagesSent.sum(), succeeded.sum(), failedTotal, live,
+				failed, connectionCount());
+	}
+
+	/** @return open peer connections */
+	abstract int connectionCount();
+
 	/** Engine cleanup once a room ended (called once, after its terminal state was published). */
 	abstract void onTerminal(R room);
 
@@ -91,6 +134,12 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		if (disposed.get()) {
 			throw new IllegalStateException("KV manager " + name + " is closed");
 		}
+	}
+
+	/** @return the reason recorded for a local abort: it always says it was an abort */
+	static String abortReason(String reason) {
+		String r = reason == null || reason.isBlank() ? "no reason given" : reason;
+		return r.startsWith("Aborted") ? r : "Aborted: " + r;
 	}
 
 	/** @return the reason text of a failure, for a room's record */

@@ -170,6 +170,11 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	}
 
 	@Override
+	int connectionCount() {
+		return open.size();
+	}
+
+	@Override
 	Mono<Void> closeResources() {
 		for (Session s : open) {
 			s.conn.close("KV manager " + name + " closed");
@@ -300,7 +305,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 		@Override
 		public Mono<Void> abort(String reason) {
-			table.update(room, KVPoll.FAILED, reason, false);
+			table.update(room, KVPoll.FAILED, abortReason(reason), false);
 			return room.abortAck;
 		}
 
@@ -400,7 +405,8 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 						+ refused, false);
 				return null;
 			}
-			return new PayloadWriter(region.address() + h.dstOffset(), h, r::acceptsBytes, () -> { });
+			return new PayloadWriter(region.address() + h.dstOffset(), h, r::acceptsBytes,
+					() -> bytesReceived.add(h.payloadLength()));
 		}
 
 		private MemoryRegion regionOf(DataHeader h) {

@@ -139,6 +139,11 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	}
 
 	@Override
+	int connectionCount() {
+		return sessions.size();
+	}
+
+	@Override
 	Mono<Void> closeResources() {
 		reregistration.dispose();
 		synchronized (requests) {
@@ -238,10 +243,11 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 				continue;
 			}
 			int[] dstPages = java.util.Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
-			d.session.plan.sendKv(d.session.conn, r.id, c.pages, dstPages);
+			bytesSent.add(d.session.plan.sendKv(d.session.conn, r.id, c.pages, dstPages));
+			pagesSent.add(c.pages.length);
 			if (c.last) {
-				d.session.plan.sendState(d.session.conn, r.id, c.stateIndices, d.request.stateIndices());
-				d.session.plan.sendAux(d.session.conn, r.id, r.auxIndex, d.request.auxIndex());
+				bytesSent.add(d.session.plan.sendState(d.session.conn, r.id, c.stateIndices, d.request.stateIndices()));
+				bytesSent.add(d.session.plan.sendAux(d.session.conn, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
 		if (c.last) {
@@ -388,7 +394,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 
 		@Override
 		public Mono<Void> abort(String reason) {
-			table.update(room, KVPoll.FAILED, reason, false);
+			table.update(room, KVPoll.FAILED, abortReason(reason), false);
 			return Mono.empty();
 		}
 

@@ -160,17 +160,23 @@ final class TransferPlan {
 		return null;
 	}
 
-	/** Queues the KV blocks of one chunk for one destination. */
-	void sendKv(KVConnection conn, long room, int[] srcPages, int[] dstPages) {
+	/**
+	 * Queues the KV blocks of one chunk for one destination.
+	 *
+	 * @return payload bytes queued
+	 */
+	long sendKv(KVConnection conn, long room, int[] srcPages, int[] dstPages) {
 		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
+		long bytes = 0;
 		for (int i = 0; i < src.length; i++) {
 			for (PageRun run : runs) {
-				sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
+				bytes += sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
 			}
 		}
+		return bytes;
 	}
 
-	private void sendRun(KVConnection conn, long room, int pair, int srcStart, int dstStart, int pages) {
+	private long sendRun(KVConnection conn, long room, int pair, int srcStart, int dstStart, int pages) {
 		MemoryRegion s = src[pair];
 		int srcLen = s.itemLen();
 		int dstLen = dstItemLen[pair];
@@ -179,6 +185,7 @@ final class TransferPlan {
 				&& slice.sliceBytes() == dstLen / pageSize;
 		long pageBytes = wholeTokens ? srcLen : (long) slice.sliceBytes() * pageSize;
 		int maxPages = (int) Math.max(1, MAX_BLOCK_BYTES / pageBytes);
+		long bytes = 0;
 		for (int done = 0; done < pages; done += maxPages) {
 			int n = Math.min(maxPages, pages - done);
 			long srcPage = (long) srcStart + done;
@@ -197,33 +204,46 @@ final class TransferPlan {
 						srcLen / pageSize);
 			}
 			conn.sendData(block);
+			bytes += block.header().payloadLength();
 		}
+		return bytes;
 	}
 
-	/** Queues the state slots of the last chunk. */
-	void sendState(KVConnection conn, long room, int[] srcSlots, int[] dstSlots) {
-		if (srcState.isEmpty()) {
-			return;
-		}
+	/**
+	 * Queues the state slots of the last chunk.
+	 *
+	 * @return payload bytes queued
+	 */
+	long sendState(KVConnection conn, long room, int[] srcSlots, int[] dstSlots) {
+		long bytes = 0;
 		for (int i = 0; i < srcState.size(); i++) {
 			MemoryRegion s = srcState.get(i);
 			for (int j = 0; j < srcSlots.length; j++) {
+				bytes += s.itemLen();
 				conn.sendData(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
 						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0));
 			}
 		}
+		return bytes;
 	}
 
-	/** Queues the aux rows of the last chunk. */
-	void sendAux(KVConnection conn, long room, int srcRow, int dstRow) {
+	/**
+	 * Queues the aux rows of the last chunk.
+	 *
+	 * @return payload bytes queued
+	 */
+	long sendAux(KVConnection conn, long room, int srcRow, int dstRow) {
 		if (srcRow < 0 || dstRow < 0) {
-			return;
+			return 0;
 		}
+		long bytes = 0;
 		for (int i = 0; i < srcAux.size(); i++) {
 			MemoryRegion s = srcAux.get(i);
+			bytes += s.itemLen();
 			conn.sendData(new DataBlock(new DataHeader(room, RegionKind.AUX, i, (long) dstRow * dstAux.get(i).itemLen(),
 					s.itemLen(), 0, 1), s.itemAddress(srcRow), 0));
 		}
+		return bytes;
 	}
 
 	/** @return whether the prefill rank has state buffers to move */

@@ -97,6 +97,15 @@ class KVManagerBehaviourTest {
 		assertThat(decodeMem.verify(11, new int[] { 10, 20, 21 }, 5, new int[0])).isNull();
 		assertThat(sender.poll()).isEqualTo(KVPoll.SUCCESS);
 		assertThat(prefill.status(11)).as("ended rooms are cleared").isNull();
+		long expected = 3L * prefillMem.kvArgs().kvRegions().get(0).itemLen() * prefillMem.kvArgs().kvRegions().size()
+				+ prefillMem.kvArgs().auxRegions().get(0).itemLen();
+		assertThat(prefill.stats().bytesSent()).isEqualTo(expected);
+		assertThat(prefill.stats().pagesSent()).isEqualTo(3);
+		assertThat(prefill.stats().roomsSucceeded()).isEqualTo(1);
+		assertThat(prefill.stats().connections()).isEqualTo(1);
+		assertThat(decode.stats().bytesReceived()).isEqualTo(expected);
+		assertThat(decode.stats().roomsSucceeded()).isEqualTo(1);
+		assertThat(decode.stats().liveRooms()).isEmpty();
 	}
 
 	@Test
@@ -235,6 +244,8 @@ class KVManagerBehaviourTest {
 					.expectErrorSatisfies(e -> assertThat(e)
 							.hasMessageContaining("KV cache dtype mismatch: prefill bf16, decode fp8_e4m3"))
 					.verify(T);
+			assertThat(other.stats().failuresByCategory()).containsEntry("incompatible", 1L);
+			assertThat(other.stats().roomsFailed()).isEqualTo(1);
 		}
 		finally {
 			other.disposeLater().block(T);

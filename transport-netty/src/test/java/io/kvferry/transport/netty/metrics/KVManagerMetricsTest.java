@@ -1,0 +1,47 @@
+package io.kvferry.transport.netty.metrics;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Random;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.internal.InMemoryKVTransport;
+import io.kvferry.testing.InMemoryBootstrap;
+import io.kvferry.testing.KVCluster;
+import io.kvferry.testing.ModelShape;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+
+class KVManagerMetricsTest {
+
+	@Test
+	void countsBytesRoomsAndFailures() {
+		ModelShape shape = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+		KVCluster c = KVCluster.builder().shape(shape).capacity(32, 4).transport(InMemoryKVTransport.create())
+				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(new HostPort("127.0.0.1", 8998))
+				.startNow(Duration.ofSeconds(10));
+		SimpleMeterRegistry registry = new SimpleMeterRegistry();
+		KVManager prefill = c.prefillManagers().get(0).get(0);
+		KVManager decode = c.decodeManagers().get(0);
+		KVManagerMetrics p = KVManagerMetrics.bind(prefill, registry);
+		KVManagerMetrics d = KVManagerMetrics.bind(decode, registry);
+		assertThat(c.run(1, 40, 2, new Random(1)).block(Duration.ofSeconds(10)).ok()).isTrue();
+		long bytes = 10L * shape.itemLen(1) * 4 + 64;
+		assertThat(registry.get("kvferry.bytes.sent").tag("mode", "prefill").functionCounter().count()).isEqualTo(bytes);
+		assertThat(registry.get("kvferry.bytes.received").tag("mode", "decode").functionCounter().count())
+				.isEqualTo(bytes);
+		assertThat(registry.get("kvferry.room.duration").tag("mode", "decode").tag("outcome", "success").timer().count())
+				.isEqualTo(1);
+		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
+
+		decode.receiver(new HostPort("127.0.0.1", 8998), 2, null).abort("client gone").block(Duration.ofSeconds(10));
+		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("category", "aborted").counter()
+				.count()).isEqualTo(1);
+		p.dispose();
+		d.dispose();
+		assertThat(p.isDisposed()).isTrue();
+		c.close().block(Duration.ofSeconds(10));
+	}
+}
