@@ -136,6 +136,12 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	private void onResolved(DecodeRoom r, Resolved resolved) {
 		synchronized (r) {
 			if (r.isTerminal()) {
+				// Gave up while resolving: prefill ranks that already made a sender for the room must hear of it.
+				if (!r.isRemoteFailure()) {
+					for (Session s : new HashSet<>(resolved.sessions)) {
+						s.conn.send(new KVMessage.Abort(r.id, r.reason())).subscribe(null, e -> { });
+					}
+				}
 				return;
 			}
 			r.mapping = resolved.mapping;

@@ -184,6 +184,12 @@ public final class InMemoryKVTransport implements KVTransport {
 					written.tryEmitError(new KVFerryException("connection " + id + " is closed"));
 					return;
 				}
+				long gate = message.gatingRoom();
+				if (gate >= 0 && !handler.isSendable(gate)) {
+					written.tryEmitError(new KVFerryException("room " + gate + " stopped before its " + message
+							+ " was written"));
+					return;
+				}
 				written.tryEmitEmpty();
 				to.handler.onMessage(to, message);
 			});

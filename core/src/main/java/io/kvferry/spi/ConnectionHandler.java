@@ -18,8 +18,8 @@ public interface ConnectionHandler {
 	PayloadSink onData(KVConnection connection, DataHeader header);
 
 	/**
-	 * Consulted just before a queued data block of {@code room} is written: a room aborted meanwhile sends nothing
-	 * more.
+	 * Consulted just before a queued data block of {@code room}, or a message whose
+	 * {@link KVMessage#gatingRoom()} is {@code room}, is written: a room aborted meanwhile sends nothing more.
 	 */
 	boolean isSendable(long room);
 

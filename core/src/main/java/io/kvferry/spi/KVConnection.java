@@ -16,9 +16,11 @@ public interface KVConnection {
 	HostPort remoteAddress();
 
 	/**
-	 * Queues a control message. Queued at once, whether or not the result is subscribed.
+	 * Queues a control message. Queued at once, whether or not the result is subscribed. A message with a
+	 * {@link KVMessage#gatingRoom()} is dropped, like data blocks, when its room is no longer sendable at write time.
 	 *
-	 * @return completes when the message was written to the network, errors if the connection closed first
+	 * @return completes when the message was written to the network, errors if the connection closed first or the
+	 *         message was dropped
 	 */
 	Mono<Void> send(KVMessage message);
 

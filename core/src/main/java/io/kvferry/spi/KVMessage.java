@@ -16,6 +16,17 @@ public sealed interface KVMessage {
 	int PROTOCOL_VERSION = 1;
 
 	/**
+	 * A message that reports a room's data complete must not outrun a decision to stop the room: transports check
+	 * {@link ConnectionHandler#isSendable(long)} for this room just before writing the message, as they do for data
+	 * blocks, and drop it (erroring its {@code send} result) when the room may no longer send.
+	 *
+	 * @return the room gating this message, or -1 when the message is always written
+	 */
+	default long gatingRoom() {
+		return -1;
+	}
+
+	/**
 	 * First message on a connection, decode → prefill: the decode rank's layout (SGLang's KV-args registration).
 	 *
 	 * @param protocolVersion {@link #PROTOCOL_VERSION} of the sender
@@ -99,6 +110,12 @@ public sealed interface KVMessage {
 		public Status {
 			Objects.requireNonNull(status, "status");
 			Objects.requireNonNull(reason, "reason");
+		}
+
+		/** Success follows the room's data, so it is dropped with them when the room stopped meanwhile. */
+		@Override
+		public long gatingRoom() {
+			return status == KVPoll.SUCCESS ? room : -1;
 		}
 	}
 

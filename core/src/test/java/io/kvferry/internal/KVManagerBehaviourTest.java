@@ -137,6 +137,40 @@ class KVManagerBehaviourTest {
 	}
 
 	@Test
+	void prefillAbortRightAfterTheLastChunkNeverLetsDecodeSucceedWithMissingBytes() {
+		// Deliveries wait in this queue until flushed, so the abort lands between queueing and writing.
+		java.util.concurrent.ConcurrentLinkedQueue<Runnable> pending = new java.util.concurrent.ConcurrentLinkedQueue<>();
+		Runnable flush = () -> {
+			Runnable task;
+			while ((task = pending.poll()) != null) {
+				task.run();
+			}
+		};
+		transport = InMemoryKVTransport.create(reactor.core.scheduler.Schedulers.fromExecutor(pending::add));
+		start(UnaryOperator.identity());
+		int[] pages = { 1, 2 };
+		prefillMem.fill(26, pages, 0, new int[0]);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 26, null);
+		receiver.sendMetadata(new int[] { 3, 4 }, 0, new int[0]);
+		KVSender sender = prefill.sender(26);
+		for (int i = 0; i < 10 && sender.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
+			flush.run();
+		}
+		assertThat(sender.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		sender.init(2, 0);
+		sender.send(pages, new int[0]);
+		// The data and the Success behind them are queued, not yet written: the abort must stop both.
+		sender.abort("prefill gave up");
+		flush.run();
+		flush.run();
+		assertThat(receiver.poll()).isEqualTo(KVPoll.FAILED);
+		StepVerifier.create(receiver.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("prefill gave up"))
+				.verify(T);
+		assertThat(decodeMem.isZero(new int[] { 3, 4 })).isTrue();
+	}
+
+	@Test
 	void prefillAbortReachesDecodeWithTheReason() {
 		start(UnaryOperator.identity());
 		KVReceiver receiver = decode.receiver(BOOTSTRAP, 13, null);
