@@ -9,12 +9,17 @@ import java.util.concurrent.TimeoutException;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapServer;
+import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
 import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
 import io.kvferry.bootstrap.server.internal.RouteTable;
+import io.kvferry.bootstrap.server.internal.ServerMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServer;
@@ -37,6 +42,20 @@ import reactor.netty.http.server.HttpServer;
  * {@code target_pp_rank}); {@code POST /register_dp_rank} and {@code POST /query_dp_ranks} keep the room → DP rank
  * table; {@code GET /health} answers {@code OK}. Every bound server has its own tables.
  * <p>
+ * Everything a client sends is bounded: the body ({@link #maxBodyBytes}), the JSON inside it (nesting depth, number,
+ * string and name lengths, token count), the request line (4096 bytes, else 414) and headers (8192 bytes, else 431),
+ * the time a connection may stay idle ({@link #idleTimeout}) and the time a whole request may take to arrive
+ * ({@link #requestTimeout}). Optional hardening: TLS ({@link #secure}), a bearer token for writes
+ * ({@link #authToken}) and Micrometer metrics with a Prometheus {@code GET /metrics} ({@link #metrics}):
+ * <pre>{@code
+ * PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+ * DisposableBootstrapServer server = BootstrapServer.create()
+ *         .secure(SslContextBuilder.forServer(new File("cert.pem"), new File("key.pem")).build())
+ *         .authToken(System.getenv("SGLANG_DISAGGREGATION_BOOTSTRAP_AUTH_TOKEN"))
+ *         .metrics(registry)
+ *         .bindNow();
+ * }</pre>
+ * <p>
  * Thread-safe. The server runs on Reactor Netty's shared event loops and never blocks them; {@link #bindNow()} blocks
  * the caller and is meant for {@code main} and tests.
  *
@@ -56,37 +75,48 @@ public final class BootstrapServer {
 	/** Default time after which an idle connection is closed. */
 	public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(60);
 
+	/** Default time a client may take to send a whole request, from its first byte to its last. */
+	public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
+
+	/** Longest TLS handshake allowed; shorter when the request timeout is. */
+	public static final Duration MAX_TLS_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+
 	/** Default time a room → DP rank entry is answered (SGLang's cleanup interval). */
 	public static final Duration DEFAULT_DP_RANK_ENTRY_LIFETIME = Duration.ofSeconds(120);
 
 	/** How long {@link #bindNow()} waits for the socket to be bound. */
 	public static final Duration DEFAULT_BIND_TIMEOUT = Duration.ofSeconds(45);
 
-	// Bounds the time a client may take to send one request (slow senders would otherwise hold a connection).
-	private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
-
 	private static final BootstrapServer DEFAULT = new BootstrapServer(DEFAULT_HOST, DEFAULT_PORT,
-			DEFAULT_MAX_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, DEFAULT_DP_RANK_ENTRY_LIFETIME, null);
+			DEFAULT_MAX_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_DP_RANK_ENTRY_LIFETIME, null,
+			null, null);
 
 	private final String host;
 	private final int port;
 	private final int maxBodyBytes;
 	private final Duration idleTimeout;
+	private final Duration requestTimeout;
 	private final Duration dpRankEntryLifetime;
 	private final String authToken;
+	private final SslContext sslContext;
+	private final MeterRegistry meterRegistry;
 
-	private BootstrapServer(String host, int port, int maxBodyBytes, Duration idleTimeout,
-			Duration dpRankEntryLifetime, String authToken) {
+	private BootstrapServer(String host, int port, int maxBodyBytes, Duration idleTimeout, Duration requestTimeout,
+			Duration dpRankEntryLifetime, String authToken, SslContext sslContext, MeterRegistry meterRegistry) {
 		this.host = host;
 		this.port = port;
 		this.maxBodyBytes = maxBodyBytes;
 		this.idleTimeout = idleTimeout;
+		this.requestTimeout = requestTimeout;
 		this.dpRankEntryLifetime = dpRankEntryLifetime;
 		this.authToken = authToken;
+		this.sslContext = sslContext;
+		this.meterRegistry = meterRegistry;
 	}
 
 	/**
-	 * @return a server configured with the defaults ({@link #DEFAULT_HOST}, {@link #DEFAULT_PORT}, ...)
+	 * @return a server configured with the defaults ({@link #DEFAULT_HOST}, {@link #DEFAULT_PORT}, ...): plain HTTP, no
+	 *         token, no metrics
 	 */
 	public static BootstrapServer create() {
 		return DEFAULT;
@@ -102,7 +132,8 @@ public final class BootstrapServer {
 		if (h.isBlank()) {
 			throw new IllegalArgumentException("host : '" + host + "' (expected: an IP address or hostname)");
 		}
-		return new BootstrapServer(h, port, maxBodyBytes, idleTimeout, dpRankEntryLifetime, authToken);
+		return new BootstrapServer(h, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime, authToken,
+				sslContext, meterRegistry);
 	}
 
 	/**
@@ -114,7 +145,8 @@ public final class BootstrapServer {
 		if (port < 0 || port > 65535) {
 			throw new IllegalArgumentException("port : " + port + " (expected: 0..65535)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, dpRankEntryLifetime, authToken);
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
 	}
 
 	/**
@@ -125,11 +157,13 @@ public final class BootstrapServer {
 		if (maxBodyBytes < 1) {
 			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, dpRankEntryLifetime, authToken);
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
 	}
 
 	/**
-	 * @param idleTimeout how long a connection may stay idle between requests before it is closed
+	 * @param idleTimeout how long a connection may go without receiving a byte while it waits for a request (a fresh
+	 *        connection included) before it is closed
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer idleTimeout(Duration idleTimeout) {
@@ -137,7 +171,24 @@ public final class BootstrapServer {
 		if (idleTimeout.isNegative() || idleTimeout.isZero()) {
 			throw new IllegalArgumentException("idleTimeout : " + idleTimeout + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, dpRankEntryLifetime, authToken);
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
+	}
+
+	/**
+	 * @param requestTimeout how long a client may take to send a whole request, headers and body, from its first byte
+	 *        to its last; a slower one is answered 408 and the connection closed, so a client trickling bytes cannot
+	 *        hold a connection that the idle timeout would keep open. Also bounds the TLS handshake (at most
+	 *        {@link #MAX_TLS_HANDSHAKE_TIMEOUT}).
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer requestTimeout(Duration requestTimeout) {
+		Objects.requireNonNull(requestTimeout, "requestTimeout");
+		if (requestTimeout.isNegative() || requestTimeout.isZero()) {
+			throw new IllegalArgumentException("requestTimeout : " + requestTimeout + " (expected: > 0)");
+		}
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
 	}
 
 	/**
@@ -150,13 +201,15 @@ public final class BootstrapServer {
 		if (dpRankEntryLifetime.isNegative() || dpRankEntryLifetime.isZero()) {
 			throw new IllegalArgumentException("dpRankEntryLifetime : " + dpRankEntryLifetime + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, dpRankEntryLifetime, authToken);
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
 	}
 
 	/**
 	 * Requires a bearer token on mutating requests ({@code PUT /route}, {@code POST /register_dp_rank}): without
 	 * {@code Authorization: Bearer <token>} they are answered 401. Reads ({@code GET /route},
-	 * {@code POST /query_dp_ranks}, {@code GET /health}) stay open, as SGLang's proposal has it.
+	 * {@code POST /query_dp_ranks}, {@code GET /health}, {@code GET /metrics}) stay open, as SGLang's proposal has it.
+	 * Over plain HTTP the token crosses the network in clear: combine it with {@link #secure}.
 	 *
 	 * @param authToken the token, or {@code null} for no authentication (the default, as SGLang)
 	 * @return a new {@link BootstrapServer}
@@ -165,7 +218,48 @@ public final class BootstrapServer {
 		if (authToken != null && (authToken.isBlank() || !authToken.strip().equals(authToken))) {
 			throw new IllegalArgumentException("authToken : blank or padded with whitespace (expected: a token)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, dpRankEntryLifetime, authToken);
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
+	}
+
+	/**
+	 * Serves HTTPS instead of plain HTTP (HTTP/1.1 over TLS; do not offer {@code h2} through ALPN). Clients then use
+	 * {@code https://host:port} ({@link DisposableBootstrapServer#baseUrl()}); SGLang's own Python clients speak plain
+	 * HTTP only, so a secured server serves kvferry clients (or SGLang behind a TLS-terminating proxy).
+	 * <pre>{@code
+	 * SslContext tls = SslContextBuilder.forServer(new File("cert.pem"), new File("key.pem")).build();
+	 * BootstrapServer.create().secure(tls).bindNow();
+	 * }</pre>
+	 *
+	 * @param sslContext a server context ({@code SslContextBuilder.forServer(..)}); add a trust manager and
+	 *        {@code clientAuth(ClientAuth.REQUIRE)} to it for mutual TLS
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer secure(SslContext sslContext) {
+		Objects.requireNonNull(sslContext, "sslContext");
+		if (!sslContext.isServer()) {
+			throw new IllegalArgumentException("sslContext : a client context (expected: a server context from "
+					+ "SslContextBuilder.forServer(..))");
+		}
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry);
+	}
+
+	/**
+	 * Records metrics into {@code registry}: requests by route, method and status, registrations, look-ups and gauges
+	 * of registered ranks (names in the {@code kvferry.bootstrap} namespace). When the registry is a
+	 * {@code PrometheusMeterRegistry} (or a composite holding one), {@code GET /metrics} answers its scrape, every
+	 * meter of the registry included; otherwise {@code /metrics} is 404 and the caller publishes the registry its own
+	 * way.
+	 * Give each live server its own registry: two live servers would share their gauges.
+	 *
+	 * @param registry where to record
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer metrics(MeterRegistry registry) {
+		Objects.requireNonNull(registry, "registry");
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, registry);
 	}
 
 	/** @return the configured host, without brackets */
@@ -188,6 +282,11 @@ public final class BootstrapServer {
 		return idleTimeout;
 	}
 
+	/** @return how long a client may take to send a whole request */
+	public Duration requestTimeout() {
+		return requestTimeout;
+	}
+
 	/** @return how long a room → DP rank entry is answered */
 	public Duration dpRankEntryLifetime() {
 		return dpRankEntryLifetime;
@@ -196,6 +295,16 @@ public final class BootstrapServer {
 	/** @return whether mutating requests need a bearer token */
 	public boolean requiresAuthToken() {
 		return authToken != null;
+	}
+
+	/** @return whether the server speaks HTTPS */
+	public boolean isSecure() {
+		return sslContext != null;
+	}
+
+	/** @return whether the server records metrics */
+	public boolean hasMetrics() {
+		return meterRegistry != null;
 	}
 
 	/**
@@ -208,25 +317,34 @@ public final class BootstrapServer {
 		return Mono.defer(() -> {
 			RouteTable routes = new RouteTable();
 			RoomDpRankTable rooms = new RoomDpRankTable(dpRankEntryLifetime, System::nanoTime);
-			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, maxBodyBytes, authToken);
+			ServerMetrics metrics = meterRegistry == null ? ServerMetrics.none() : ServerMetrics.of(meterRegistry);
+			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, maxBodyBytes, authToken, metrics);
 			// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 			ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
-			return HttpServer.create()
+			HttpServer http = HttpServer.create()
 					.host(host)
 					.port(port)
 					.channelGroup(connections)
 					.idleTimeout(idleTimeout)
-					.requestTimeout(REQUEST_TIMEOUT)
-					.handle(handler)
-					.bind()
+					// Not Reactor Netty's requestTimeout: it starts after the headers, so it misses trickled headers.
+					.doOnChannelInit((observer, channel, remote) ->
+							RequestReadTimeout.install(channel.pipeline(), requestTimeout))
+					.handle(handler);
+			if (sslContext != null) {
+				Duration handshakeTimeout = requestTimeout.compareTo(MAX_TLS_HANDSHAKE_TIMEOUT) < 0 ? requestTimeout
+						: MAX_TLS_HANDSHAKE_TIMEOUT;
+				http = http.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(handshakeTimeout));
+			}
+			return http.bind()
 					.map(server -> {
 						Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
 								dpRankEntryLifetime.toMillis(), dpRankEntryLifetime.toMillis(),
 								TimeUnit.MILLISECONDS);
+						Disposable gauges = metrics.registerGauges(routes, rooms);
 						InetSocketAddress bound = (InetSocketAddress) server.address();
 						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
-								routes, address, sweeper);
+								routes, address, sslContext != null, Disposables.composite(sweeper, gauges));
 					});
 		});
 	}
@@ -266,8 +384,10 @@ public final class BootstrapServer {
 
 	@Override
 	public String toString() {
-		return "BootstrapServer{" + new HostPort(host, port) + ", maxBodyBytes=" + maxBodyBytes + ", idleTimeout="
-				+ idleTimeout + ", dpRankEntryLifetime=" + dpRankEntryLifetime + ", authToken="
-				+ (authToken == null ? "none" : "set") + "}";
+		return "BootstrapServer{" + (sslContext != null ? "https://" : "http://") + new HostPort(host, port)
+				+ ", maxBodyBytes=" + maxBodyBytes + ", idleTimeout=" + idleTimeout + ", requestTimeout="
+				+ requestTimeout + ", dpRankEntryLifetime=" + dpRankEntryLifetime + ", authToken="
+				+ (authToken == null ? "none" : "set") + ", metrics="
+				+ (meterRegistry == null ? "none" : meterRegistry.getClass().getSimpleName()) + "}";
 	}
 }

@@ -1,10 +1,23 @@
 package io.kvferry.bootstrap.server;
 
+import java.io.File;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 import io.kvferry.HostPort;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -18,7 +31,12 @@ import reactor.netty.http.HttpResources;
 /**
  * The standalone bootstrap server: {@code java -jar kvferry-bootstrap-server.jar --host H --port P}.
  * <p>
- * Logs one INFO line with the bound address when ready, then serves until the JVM is asked to stop; on SIGTERM (or
+ * Serves plain HTTP unless {@code --tls-cert} and {@code --tls-key} (PEM files) are given, then HTTPS. Requires a
+ * bearer token on writes when {@code --auth-token} or {@value #AUTH_TOKEN_ENV} is set. Records Micrometer metrics (the
+ * server's, the JVM's and the process') and serves them to Prometheus on {@code GET /metrics} unless
+ * {@code --no-metrics} is given.
+ * <p>
+ * Logs one INFO line with the bound URL when ready, then serves until the JVM is asked to stop; on SIGTERM (or
  * Ctrl-C) a shutdown hook closes the server and its event loops before the JVM exits. Exits with status 2 and a message
  * on standard error for bad options or an address that cannot be bound.
  * <p>
@@ -37,6 +55,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 
 	/** The environment variable the token comes from when {@code --auth-token} is not given (SGLang's name). */
 	public static final String AUTH_TOKEN_ENV = "SGLANG_DISAGGREGATION_BOOTSTRAP_AUTH_TOKEN";
+
+	/** The environment variable the TLS key password comes from when {@code --tls-key-password} is not given. */
+	public static final String TLS_KEY_PASSWORD_ENV = "KVFERRY_BOOTSTRAP_TLS_KEY_PASSWORD";
 
 	/** Exit status for bad options or a failed bind. */
 	public static final int EXIT_USAGE = 2;
@@ -63,6 +84,33 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			description = "How long a room's DP rank (POST /register_dp_rank) is answered (default: ${DEFAULT-VALUE}).")
 	private long dpRankEntryLifetimeSeconds;
 
+	@Option(names = "--idle-timeout-seconds", paramLabel = "SECONDS", defaultValue = "60",
+			description = "Close a connection that sends nothing for this long while awaiting a request "
+					+ "(default: ${DEFAULT-VALUE}).")
+	private long idleTimeoutSeconds;
+
+	@Option(names = "--request-timeout-seconds", paramLabel = "SECONDS", defaultValue = "30",
+			description = "Answer 408 and close when a request (headers and body) takes longer than this to arrive "
+					+ "(default: ${DEFAULT-VALUE}).")
+	private long requestTimeoutSeconds;
+
+	@Option(names = "--tls-cert", paramLabel = "PEM",
+			description = "Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.")
+	private File tlsCert;
+
+	@Option(names = "--tls-key", paramLabel = "PEM",
+			description = "Private key of --tls-cert (PKCS#8 PEM, encrypted or not).")
+	private File tlsKey;
+
+	@Option(names = "--tls-key-password", paramLabel = "PASSWORD",
+			defaultValue = "${env:" + TLS_KEY_PASSWORD_ENV + "}",
+			description = "Password of an encrypted --tls-key (default: $" + TLS_KEY_PASSWORD_ENV + ", else none).")
+	private String tlsKeyPassword;
+
+	@Option(names = "--metrics", negatable = true, defaultValue = "true", fallbackValue = "true",
+			description = "Serve Prometheus metrics on GET /metrics; --no-metrics turns them off (default: on).")
+	private boolean metrics;
+
 	@Option(names = "--auth-token", paramLabel = "TOKEN", defaultValue = "${env:" + AUTH_TOKEN_ENV + "}",
 			description = "Bearer token required on PUT /route and POST /register_dp_rank (default: $" + AUTH_TOKEN_ENV
 					+ ", else none). Prefer the environment variable: options show in process lists.")
@@ -70,6 +118,10 @@ public final class BootstrapServerMain implements Callable<Integer> {
 
 	@Option(names = { "-h", "--help" }, usageHelp = true, description = "Show this help and exit.")
 	private boolean help;
+
+	/** The registry and JVM meters behind GET /metrics; null with --no-metrics or before {@link #configure()}. */
+	private PrometheusMeterRegistry registry;
+	private JvmGcMetrics gcMetrics;
 
 	private BootstrapServerMain() {
 	}
@@ -102,6 +154,28 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		return commandLine.execute(args);
 	}
 
+	/**
+	 * Parses a command line into the server configuration it describes, without binding; for tests.
+	 *
+	 * @param args command-line arguments
+	 * @return the configuration and the metrics to close after use
+	 * @throws ParameterException for bad options
+	 */
+	static Configured configuration(String... args) {
+		BootstrapServerMain main = new BootstrapServerMain();
+		new CommandLine(main).parseArgs(args);
+		return new Configured(main.configure(), main::closeMetrics);
+	}
+
+	/**
+	 * A parsed command line.
+	 *
+	 * @param server the server it configures
+	 * @param closeMetrics closes its metrics registry and JVM meters
+	 */
+	record Configured(BootstrapServer server, Runnable closeMetrics) {
+	}
+
 	@Override
 	public Integer call() {
 		BootstrapServer config = configure();
@@ -110,6 +184,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			server = config.bindNow();
 		}
 		catch (RuntimeException e) {
+			closeMetrics();
 			PrintWriter err = spec.commandLine().getErr();
 			err.println("kvferry-bootstrap-server: cannot listen on " + new HostPort(config.host(),
 					config.port()) + ": " + describe(e));
@@ -117,29 +192,96 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			return EXIT_USAGE;
 		}
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(server), "kvferry-bootstrap-shutdown"));
-		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.address(),
-				config.requiresAuthToken() ? " (bearer token required for writes)" : "");
+		List<String> notes = new ArrayList<>();
+		if (config.requiresAuthToken()) {
+			notes.add("bearer token required for writes");
+		}
+		if (config.hasMetrics()) {
+			notes.add("Prometheus metrics on GET /metrics");
+		}
+		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.baseUrl(),
+				notes.isEmpty() ? "" : " (" + String.join("; ", notes) + ")");
 		// Serve until the shutdown hook (or anything else) closes the server.
 		server.onDispose().block();
 		return 0;
 	}
 
 	private BootstrapServer configure() {
+		BootstrapServer config;
 		try {
-			return BootstrapServer.create()
+			config = BootstrapServer.create()
 					.host(host)
 					.port(port)
 					.maxBodyBytes(maxBodyBytes)
 					.dpRankEntryLifetime(Duration.ofSeconds(dpRankEntryLifetimeSeconds))
+					.idleTimeout(Duration.ofSeconds(idleTimeoutSeconds))
+					.requestTimeout(Duration.ofSeconds(requestTimeoutSeconds))
 					.authToken(authToken);
 		}
 		catch (IllegalArgumentException e) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: " + e.getMessage(), e);
 		}
+		SslContext tls = tlsContext();
+		if (tls != null) {
+			config = config.secure(tls);
+		}
+		if (metrics) {
+			registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+			new JvmMemoryMetrics().bindTo(registry);
+			new JvmThreadMetrics().bindTo(registry);
+			gcMetrics = new JvmGcMetrics();
+			gcMetrics.bindTo(registry);
+			new ProcessorMetrics().bindTo(registry);
+			new UptimeMetrics().bindTo(registry);
+			new FileDescriptorMetrics().bindTo(registry);
+			config = config.metrics(registry);
+		}
+		return config;
 	}
 
-	private static void shutdown(DisposableBootstrapServer server) {
-		Log.LOG.info("Stopping kvferry bootstrap server on {}", server.address());
+	/** @return the server TLS context from --tls-cert and --tls-key, or null when neither is given */
+	private SslContext tlsContext() {
+		if (tlsCert == null && tlsKey == null) {
+			return null;
+		}
+		if (tlsCert == null || tlsKey == null) {
+			throw new ParameterException(spec.commandLine(), "Invalid option value: --tls-cert and --tls-key go "
+					+ "together (expected: both or neither)");
+		}
+		checkReadable("--tls-cert", tlsCert);
+		checkReadable("--tls-key", tlsKey);
+		String password = tlsKeyPassword == null || tlsKeyPassword.isEmpty() ? null : tlsKeyPassword;
+		try {
+			return SslContextBuilder.forServer(tlsCert, tlsKey, password).build();
+		}
+		catch (Exception e) {
+			// Netty signals unreadable PEM with IllegalArgumentException, key and TLS setup errors with SSLException.
+			throw new ParameterException(spec.commandLine(), "Invalid option value: --tls-cert " + tlsCert
+					+ " / --tls-key " + tlsKey + ": " + describe(e) + " (expected: a PEM certificate chain and its "
+					+ "PKCS#8 PEM private key)", e);
+		}
+	}
+
+	private void checkReadable(String option, File file) {
+		if (!file.isFile() || !file.canRead()) {
+			throw new ParameterException(spec.commandLine(), "Invalid option value: " + option + " : " + file
+					+ " (expected: a readable PEM file)");
+		}
+	}
+
+	private void closeMetrics() {
+		if (gcMetrics != null) {
+			gcMetrics.close();
+			gcMetrics = null;
+		}
+		if (registry != null) {
+			registry.close();
+			registry = null;
+		}
+	}
+
+	private void shutdown(DisposableBootstrapServer server) {
+		Log.LOG.info("Stopping kvferry bootstrap server on {}", server.baseUrl());
 		try {
 			server.disposeNow(SHUTDOWN_TIMEOUT);
 			HttpResources.disposeLoopsAndConnectionsLater(Duration.ZERO, SHUTDOWN_TIMEOUT).block(SHUTDOWN_TIMEOUT);
@@ -147,6 +289,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 		catch (RuntimeException e) {
 			Log.LOG.warn("kvferry bootstrap server did not stop cleanly", e);
+		}
+		finally {
+			closeMetrics();
 		}
 	}
 

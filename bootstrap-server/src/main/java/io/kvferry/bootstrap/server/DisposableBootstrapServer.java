@@ -31,6 +31,15 @@ public interface DisposableBootstrapServer extends Disposable {
 	 */
 	HostPort address();
 
+	/** @return whether the server speaks HTTPS ({@link BootstrapServer#secure}) rather than plain HTTP */
+	boolean isSecure();
+
+	/**
+	 * @return {@code http://host:port} or, when {@link #isSecure() secure}, {@code https://host:port}, IPv6 bracketed;
+	 *         the host is the bound IP address as in {@link #address()}
+	 */
+	String baseUrl();
+
 	/** @return how many distinct prefill ranks have registered (re-registrations of a rank count once) */
 	int registeredCount();
 

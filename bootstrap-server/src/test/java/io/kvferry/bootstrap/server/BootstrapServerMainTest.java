@@ -5,8 +5,12 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -21,13 +25,21 @@ class BootstrapServerMainTest {
 	@Test
 	void printsHelpAndExitsZero() {
 		assertThat(run("--help")).isZero();
-		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0");
+		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0", "--tls-cert",
+				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
+				"--request-timeout-seconds", BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
 		assertThat(err.toString()).isEmpty();
 	}
 
 	@ParameterizedTest
 	@CsvSource(delimiter = '|', value = { "--bogus|Unknown option", "--port abc|--port", "--port 70000|port : 70000",
-			"--max-body-bytes 0|maxBodyBytes : 0", "--host|--host", "--dp-rank-entry-lifetime-seconds 0|lifetime" })
+			"--max-body-bytes 0|maxBodyBytes : 0", "--host|--host", "--dp-rank-entry-lifetime-seconds 0|lifetime",
+			"--idle-timeout-seconds 0|idleTimeout : PT0S", "--request-timeout-seconds -1|requestTimeout : PT-1S",
+			"--tls-cert cert.pem|--tls-cert and --tls-key go together",
+			"--tls-key key.pem|--tls-cert and --tls-key go together",
+			"--tls-cert /nonexistent/cert.pem --tls-key /nonexistent/key.pem|--tls-cert : /nonexistent/cert.pem "
+					+ "(expected: a readable PEM file)",
+			"--metrics=maybe|--metrics" })
 	void exitsTwoWithAMessageForBadOptions(String args, String message) {
 		assertThat(run(args.split(" "))).isEqualTo(BootstrapServerMain.EXIT_USAGE);
 		assertThat(err.toString()).contains(message);
@@ -40,6 +52,45 @@ class BootstrapServerMainTest {
 			assertThat(run("--host", "127.0.0.1", "--port", Integer.toString(port)))
 					.isEqualTo(BootstrapServerMain.EXIT_USAGE);
 			assertThat(err.toString()).contains("cannot listen on 127.0.0.1:" + port);
+		}
+	}
+
+	@Test
+	void exitsTwoWithAMessageForFilesThatAreNotPem(@TempDir Path dir) throws IOException {
+		Path cert = Files.writeString(dir.resolve("cert.pem"), "not a certificate");
+		Path key = Files.writeString(dir.resolve("key.pem"), "not a key");
+		assertThat(run("--tls-cert", cert.toString(), "--tls-key", key.toString()))
+				.isEqualTo(BootstrapServerMain.EXIT_USAGE);
+		assertThat(err.toString()).contains("--tls-cert " + cert, "--tls-key " + key,
+				"(expected: a PEM certificate chain and its PKCS#8 PEM private key)");
+	}
+
+	@Test
+	void turnsOptionsIntoTheServerConfiguration() {
+		BootstrapServerMain.Configured configured = BootstrapServerMain.configuration("--host", "[::1]", "--port",
+				"0", "--idle-timeout-seconds", "7", "--request-timeout-seconds", "3", "--max-body-bytes", "100",
+				"--auth-token", "t0ken", "--metrics");
+		try {
+			BootstrapServer server = configured.server();
+			assertThat(server.host()).isEqualTo("::1");
+			assertThat(server.idleTimeout()).isEqualTo(Duration.ofSeconds(7));
+			assertThat(server.requestTimeout()).isEqualTo(Duration.ofSeconds(3));
+			assertThat(server.maxBodyBytes()).isEqualTo(100);
+			assertThat(server.requiresAuthToken()).isTrue();
+			assertThat(server.hasMetrics()).isTrue();
+			assertThat(server.isSecure()).isFalse();
+		}
+		finally {
+			configured.closeMetrics().run();
+		}
+		BootstrapServerMain.Configured defaults = BootstrapServerMain.configuration();
+		try {
+			assertThat(defaults.server().idleTimeout()).isEqualTo(BootstrapServer.DEFAULT_IDLE_TIMEOUT);
+			assertThat(defaults.server().requestTimeout()).isEqualTo(BootstrapServer.DEFAULT_REQUEST_TIMEOUT);
+			assertThat(defaults.server().hasMetrics()).isTrue();
+		}
+		finally {
+			defaults.closeMetrics().run();
 		}
 	}
 

@@ -14,6 +14,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 
+import javax.net.ssl.SSLContext;
+
 import io.kvferry.HostPort;
 
 /** A foreign client for the tests: the JDK's {@link HttpClient}, HTTP/1.1, with bounded timeouts. */
@@ -21,14 +23,26 @@ final class TestHttp {
 
 	static final Duration TIMEOUT = Duration.ofSeconds(20);
 
-	private final HttpClient client = HttpClient.newBuilder()
-			.version(HttpClient.Version.HTTP_1_1)
-			.connectTimeout(TIMEOUT)
-			.build();
-	private final HostPort server;
+	private final HttpClient client;
+	private final String baseUrl;
 
 	TestHttp(HostPort server) {
-		this.server = server;
+		this(server.httpUrl(), null);
+	}
+
+	/**
+	 * @param baseUrl {@code http(s)://host:port}
+	 * @param tls the trust (and key) material for HTTPS, or null for the JDK's defaults
+	 */
+	TestHttp(String baseUrl, SSLContext tls) {
+		HttpClient.Builder builder = HttpClient.newBuilder()
+				.version(HttpClient.Version.HTTP_1_1)
+				.connectTimeout(TIMEOUT);
+		if (tls != null) {
+			builder.sslContext(tls);
+		}
+		this.client = builder.build();
+		this.baseUrl = baseUrl;
 	}
 
 	HttpResponse<String> get(String pathAndQuery) {
@@ -68,7 +82,7 @@ final class TestHttp {
 	}
 
 	private HttpRequest request(String method, String pathAndQuery, BodyPublisher body, String... headers) {
-		HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create(server.httpUrl() + pathAndQuery))
+		HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create(baseUrl + pathAndQuery))
 				.timeout(TIMEOUT)
 				.method(method, body);
 		if (headers.length > 0) {

@@ -1,5 +1,6 @@
 package io.kvferry.bootstrap.server.internal;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Arrays;
@@ -18,6 +19,8 @@ import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.channel.AbortedException;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -30,13 +33,17 @@ import reactor.netty.http.server.HttpServerResponse;
  * instance's sizes (503 until every rank registered), otherwise for one rank's endpoint (404 when unknown).</li>
  * <li>{@code POST /register_dp_rank} and {@code POST /query_dp_ranks}: the room → DP rank table.</li>
  * <li>{@code GET /health}: 200 {@code OK}.</li>
+ * <li>{@code GET /metrics}: the Prometheus scrape, when the server records into a Prometheus registry (else 404).</li>
  * </ul>
- * Bad input is answered 400 with a plain-text message naming the field or parameter, oversized bodies 413, other
- * methods 405 with an {@code Allow} header, unknown paths 404; never 500. With a token configured, mutating requests
- * without the right {@code Authorization: Bearer} header are answered 401; reads stay open, as SGLang proposes.
+ * Bad input is answered 400 with a plain-text message naming the field or parameter (a malformed percent-encoding in
+ * the request target included), oversized bodies 413, other methods 405 with an {@code Allow} header, unknown paths
+ * 404; never 500. With a token configured, mutating requests without the right {@code Authorization: Bearer} header
+ * are answered 401; reads stay open, as SGLang proposes. A request whose client goes away before its answer is dropped
+ * quietly (DEBUG), as is one cut by {@link RequestReadTimeout}. Every request is counted in {@link ServerMetrics}.
  * <p>
- * Runs on the event loop and never blocks: bodies are bounded and parsed in memory, tables are lock-free. Inbound
- * buffers are copied and released by Reactor Netty as soon as they are read; no buffer outlives a call.
+ * Runs on the event loop and never blocks: bodies are bounded and parsed in memory, tables are lock-free; only the
+ * metrics scrape, which may take the registry's locks, runs on {@link Schedulers#boundedElastic()}. Inbound buffers are
+ * copied and released by Reactor Netty as soon as they are read; no buffer outlives a call.
  */
 public final class BootstrapHttpHandler
 		implements BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> {
@@ -45,6 +52,7 @@ public final class BootstrapHttpHandler
 
 	private static final String TEXT = "text/plain; charset=utf-8";
 	private static final String JSON = "application/json; charset=utf-8";
+	private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
 	private static final String[] LEGACY_PARAMS = { "engine_rank", "target_dp_group", "target_pp_rank" };
 	private static final String[] CURRENT_PARAMS = { "prefill_dp_rank", "prefill_cp_rank", "target_tp_rank",
@@ -58,6 +66,7 @@ public final class BootstrapHttpHandler
 	private final RoomDpRankTable rooms;
 	private final int maxBodyBytes;
 	private final byte[] authToken;
+	private final ServerMetrics metrics;
 
 	/**
 	 * @param routes the rank table
@@ -65,8 +74,10 @@ public final class BootstrapHttpHandler
 	 * @param maxBodyBytes largest accepted request body; larger ones get 413
 	 * @param authToken when not {@code null}, the bearer token mutating requests ({@code PUT /route},
 	 *        {@code POST /register_dp_rank}) must carry, else 401
+	 * @param metrics where requests are counted, and what {@code GET /metrics} scrapes
 	 */
-	public BootstrapHttpHandler(RouteTable routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken) {
+	public BootstrapHttpHandler(RouteTable routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken,
+			ServerMetrics metrics) {
 		this.routes = Objects.requireNonNull(routes, "routes");
 		this.rooms = Objects.requireNonNull(rooms, "rooms");
 		if (maxBodyBytes < 1) {
@@ -74,23 +85,53 @@ public final class BootstrapHttpHandler
 		}
 		this.maxBodyBytes = maxBodyBytes;
 		this.authToken = authToken == null ? null : authToken.getBytes(StandardCharsets.UTF_8);
+		this.metrics = Objects.requireNonNull(metrics, "metrics");
 	}
 
 	@Override
 	public Publisher<Void> apply(HttpServerRequest request, HttpServerResponse response) {
+		String path = ServerMetrics.OTHER;
 		Mono<Void> answer;
 		try {
-			answer = dispatch(request, response);
+			QueryStringDecoder uri = decode(request.uri());
+			path = uri.path();
+			answer = dispatch(request, response, uri);
 		}
 		catch (RequestException e) {
 			answer = sendError(request, response, e);
 		}
+		catch (RuntimeException e) {
+			// A bug rather than bad input: answered 500 and logged, never left to close the connection unanswered.
+			answer = sendInternalError(request, response, e);
+		}
+		String route = path;
 		return answer.onErrorResume(RequestException.class, e -> sendError(request, response, e))
-				.onErrorResume(e -> !(e instanceof RequestException), e -> sendInternalError(request, response, e));
+				.onErrorResume(BootstrapHttpHandler::isClientGone, e -> clientGone(request, e))
+				.onErrorResume(e -> !(e instanceof RequestException), e -> sendInternalError(request, response, e))
+				.doFinally(signal -> metrics.request(route, request.method(),
+						response.hasSentHeaders() ? response.status().code() : -1));
 	}
 
-	private Mono<Void> dispatch(HttpServerRequest request, HttpServerResponse response) {
-		QueryStringDecoder uri = new QueryStringDecoder(request.uri());
+	/**
+	 * Decodes the request target, path and query parameters both, so that a malformed percent-encoding is refused here
+	 * rather than thrown later by a lazy accessor.
+	 */
+	private static QueryStringDecoder decode(String requestTarget) {
+		try {
+			QueryStringDecoder uri = new QueryStringDecoder(requestTarget);
+			uri.path();
+			uri.parameters();
+			return uri;
+		}
+		catch (IllegalArgumentException e) {
+			String reason = String.valueOf(e.getMessage());
+			throw RequestException.badRequest("request target : malformed percent-encoding, " + (reason.length()
+					<= MAX_SHOWN_PATH ? reason : reason.substring(0, MAX_SHOWN_PATH) + "...")
+					+ " (expected: '%' followed by two hex digits)");
+		}
+	}
+
+	private Mono<Void> dispatch(HttpServerRequest request, HttpServerResponse response, QueryStringDecoder uri) {
 		HttpMethod method = request.method();
 		switch (uri.path()) {
 			case "/route":
@@ -118,17 +159,35 @@ public final class BootstrapHttpHandler
 					return readBody(request).flatMap(body -> queryDpRanks(response, body));
 				}
 				return methodNotAllowed(request, response, "POST");
+			case "/metrics":
+				if (metrics.canScrape()) {
+					if (HttpMethod.GET.equals(method) || HttpMethod.HEAD.equals(method)) {
+						return scrape(response);
+					}
+					return methodNotAllowed(request, response, "GET, HEAD");
+				}
+				throw notFound(uri.path());
 			default:
-				String path = uri.path();
-				throw RequestException.notFound("Not Found: " + (path.length() <= MAX_SHOWN_PATH ? path
-						: path.substring(0, MAX_SHOWN_PATH) + "..."));
+				throw notFound(uri.path());
 		}
+	}
+
+	private static RequestException notFound(String path) {
+		return RequestException.notFound("Not Found: " + (path.length() <= MAX_SHOWN_PATH ? path
+				: path.substring(0, MAX_SHOWN_PATH) + "..."));
 	}
 
 	private Mono<Void> register(HttpServerResponse response, byte[] body) {
 		Registration registration = Registration.parse(Json.readObject(body));
-		routes.register(registration);
+		metrics.registration(routes.register(registration));
 		return sendText(response, 200, "OK");
+	}
+
+	private Mono<Void> scrape(HttpServerResponse response) {
+		// The registry may take locks while it collects: kept off the event loop.
+		return Mono.fromCallable(metrics::scrape)
+				.subscribeOn(Schedulers.boundedElastic())
+				.flatMap(text -> send(response, 200, PROMETHEUS_TEXT, text.getBytes(StandardCharsets.UTF_8)));
 	}
 
 	private Mono<Void> getRoute(HttpServerResponse response, Map<String, List<String>> params) {
@@ -142,8 +201,10 @@ public final class BootstrapHttpHandler
 		if (Arrays.stream(values).allMatch(v -> v == -1)) {
 			PrefillTopology topology = routes.topology();
 			if (topology == null || !routes.isReady()) {
+				metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.NOT_READY);
 				throw RequestException.notReady(routes.registeredCount());
 			}
+			metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.FOUND);
 			return sendJson(response, current ? topology.toJson() : topology.toLegacyJson());
 		}
 		for (int i = 0; i < names.length; i++) {
@@ -157,6 +218,7 @@ public final class BootstrapHttpHandler
 		if (current) {
 			// Today's SGLang gates lookups on readiness too, so a decode never caches half an instance.
 			if (!routes.isReady()) {
+				metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_READY);
 				throw RequestException.notReady(routes.registeredCount());
 			}
 			key = new RankKey(values[0], values[1], values[2], values[3]);
@@ -169,8 +231,10 @@ public final class BootstrapHttpHandler
 		}
 		RankEndpoint endpoint = routes.lookup(key);
 		if (endpoint == null) {
+			metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_FOUND);
 			throw RequestException.notFound("Bootstrap info not found for " + notFound);
 		}
+		metrics.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
 		return sendJson(response, endpoint.toJson());
 	}
 
@@ -182,6 +246,7 @@ public final class BootstrapHttpHandler
 			throw RequestException.badRequest("dp_rank : " + dpRank + " (expected: >= 0)");
 		}
 		rooms.put(room, dpRank);
+		metrics.dpRankRegistration();
 		log.debug("Room {} served by prefill DP rank {}", room, dpRank);
 		return sendText(response, 200, "OK");
 	}
@@ -196,13 +261,16 @@ public final class BootstrapHttpHandler
 					+ " (expected: a list of integers)");
 		}
 		Map<String, Object> known = new LinkedHashMap<>();
+		int found = 0;
 		for (int i = 0; i < list.size(); i++) {
 			long room = Json.nonNegativeLong("bootstrap_rooms[" + i + "]", list.get(i));
 			Integer dpRank = rooms.get(room);
 			if (dpRank != null) {
 				known.put(Long.toString(room), dpRank);
+				found++;
 			}
 		}
+		metrics.dpRankLookups(list.size(), found);
 		return sendJson(response, known);
 	}
 
@@ -288,6 +356,16 @@ public final class BootstrapHttpHandler
 			response.header(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
 		}
 		return sendText(response, e.status(), e.getMessage());
+	}
+
+	/** The client closed or reset the connection: nobody is left to answer. */
+	private static boolean isClientGone(Throwable e) {
+		return e instanceof AbortedException || e instanceof IOException || AbortedException.isConnectionReset(e);
+	}
+
+	private static Mono<Void> clientGone(HttpServerRequest request, Throwable e) {
+		log.debug("{} {}: connection closed before the answer ({})", request.method(), request.uri(), e.toString());
+		return Mono.empty();
 	}
 
 	private static Mono<Void> sendInternalError(HttpServerRequest request, HttpServerResponse response, Throwable e) {

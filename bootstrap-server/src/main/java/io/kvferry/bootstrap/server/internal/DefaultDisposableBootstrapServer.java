@@ -11,8 +11,8 @@ import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 
 /**
- * A running bootstrap server: Reactor Netty's server, its connections, the tables it serves and the periodic room-table
- * sweep, disposed together. Thread-safe.
+ * A running bootstrap server: Reactor Netty's server, its connections, the tables it serves, the periodic room-table
+ * sweep and its gauges, disposed together. Thread-safe.
  */
 public final class DefaultDisposableBootstrapServer implements DisposableBootstrapServer {
 
@@ -20,6 +20,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	private final ChannelGroup connections;
 	private final RouteTable routes;
 	private final HostPort address;
+	private final boolean secure;
 	private final Disposable sweeper;
 
 	/**
@@ -27,14 +28,16 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	 * @param connections the server's connections (its configured channel group)
 	 * @param routes its rank table
 	 * @param address its bound address
-	 * @param sweeper the periodic room-table sweep, stopped when the server closes
+	 * @param secure whether it speaks HTTPS
+	 * @param sweeper what stops with the server: the periodic room-table sweep, the gauges
 	 */
 	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteTable routes,
-			HostPort address, Disposable sweeper) {
+			HostPort address, boolean secure, Disposable sweeper) {
 		this.server = Objects.requireNonNull(server, "server");
 		this.connections = Objects.requireNonNull(connections, "connections");
 		this.routes = Objects.requireNonNull(routes, "routes");
 		this.address = Objects.requireNonNull(address, "address");
+		this.secure = secure;
 		this.sweeper = Objects.requireNonNull(sweeper, "sweeper");
 		// However the channel closes (dispose, error), the sweep stops with it.
 		server.onDispose(sweeper);
@@ -43,6 +46,16 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	@Override
 	public HostPort address() {
 		return address;
+	}
+
+	@Override
+	public boolean isSecure() {
+		return secure;
+	}
+
+	@Override
+	public String baseUrl() {
+		return (secure ? "https://" : "http://") + address;
 	}
 
 	@Override
@@ -79,6 +92,6 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 
 	@Override
 	public String toString() {
-		return "DisposableBootstrapServer{" + address + ", registered=" + routes.registeredCount() + "}";
+		return "DisposableBootstrapServer{" + baseUrl() + ", registered=" + routes.registeredCount() + "}";
 	}
 }

@@ -5,9 +5,11 @@ import java.math.BigInteger;
 import java.util.Objects;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.PrettyPrinter;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -19,11 +21,44 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
  * The server's one shared, pre-configured {@link ObjectMapper} and the helpers that read request fields with messages
  * naming the field. Answers are written the way Python's {@code json.dumps} writes them ({@code {"a": 1, "b": 2}},
  * non-ASCII escaped), so bodies match SGLang's byte for byte. Thread-safe; no method blocks.
+ * <p>
+ * Parsing is bounded beyond the request body limit by {@link #READ_CONSTRAINTS}: a request that nests too deep, carries
+ * an over-long number, string or field name, or too many tokens is refused as malformed JSON (400) while it is parsed,
+ * before any tree or big number is built. Duplicated keys keep the last value, as Python's {@code json.loads}.
  */
 public final class Json {
 
-	/** Unknown fields are ignored, never fatal; trailing garbage after the document is rejected as Python does. */
-	public static final ObjectMapper MAPPER = JsonMapper.builder()
+	/** Deepest nesting accepted; requests are flat objects, an array of rooms is depth 2. */
+	public static final int MAX_NESTING_DEPTH = 32;
+
+	/** Longest number accepted, in characters; a 64-bit integer needs 20, a double at most 24. */
+	public static final int MAX_NUMBER_LENGTH = 64;
+
+	/** Longest string value accepted, in characters; a {@code rank_ip} is at most 255. */
+	public static final int MAX_STRING_LENGTH = 16 * 1024;
+
+	/** Longest field name accepted, in characters; SGLang's are under 40. */
+	public static final int MAX_NAME_LENGTH = 256;
+
+	/** Most tokens accepted in one document; bounds the work whatever body limit an operator configures. */
+	public static final long MAX_TOKEN_COUNT = 100_000;
+
+	/** The parsing limits of {@link #MAPPER}. */
+	public static final StreamReadConstraints READ_CONSTRAINTS = StreamReadConstraints.builder()
+			.maxNestingDepth(MAX_NESTING_DEPTH)
+			.maxNumberLength(MAX_NUMBER_LENGTH)
+			.maxStringLength(MAX_STRING_LENGTH)
+			.maxNameLength(MAX_NAME_LENGTH)
+			.maxTokenCount(MAX_TOKEN_COUNT)
+			.build();
+
+	/**
+	 * Unknown fields are ignored, never fatal; trailing garbage after the document is rejected as Python does; parsing
+	 * is bounded by {@link #READ_CONSTRAINTS}.
+	 */
+	public static final ObjectMapper MAPPER = JsonMapper.builder(JsonFactory.builder()
+					.streamReadConstraints(READ_CONSTRAINTS)
+					.build())
 			.disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
 			.enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
 			.enable(JsonWriteFeature.ESCAPE_NON_ASCII)

@@ -7,9 +7,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 
+import javax.net.ssl.SSLException;
+
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
 import io.netty.channel.ConnectTimeoutException;
+import io.netty.handler.ssl.SslHandshakeTimeoutException;
 import reactor.core.Exceptions;
 
 /**
@@ -58,6 +61,7 @@ final class BootstrapErrors {
 	 * @param timeout the per-call timeout, named in timeout messages
 	 * @param error what the HTTP exchange signalled
 	 * @return {@code error} itself when it already is a {@link BootstrapException}, else TIMEOUT, UNREACHABLE or OTHER
+	 *         (a TLS failure is OTHER: retrying will not fix a certificate)
 	 */
 	static BootstrapException fromFailure(String call, Duration timeout, Throwable error) {
 		Throwable unwrapped = Exceptions.unwrap(error);
@@ -66,9 +70,11 @@ final class BootstrapErrors {
 		}
 		Throwable cause = unwrapped;
 		for (int depth = 0; cause != null && depth < MAX_CAUSE_DEPTH; depth++, cause = cause.getCause()) {
-			// ConnectTimeoutException is a ConnectException: test for timeouts first.
+			// ConnectTimeoutException is a ConnectException, SslHandshakeTimeoutException an SSLException: test for
+			// timeouts first.
 			if (cause instanceof TimeoutException || cause instanceof ConnectTimeoutException
-					|| cause instanceof io.netty.handler.timeout.TimeoutException) {
+					|| cause instanceof io.netty.handler.timeout.TimeoutException
+					|| cause instanceof SslHandshakeTimeoutException) {
 				return new BootstrapException(Kind.TIMEOUT, 0,
 						call + ": no answer within " + timeout.toMillis() + " ms", unwrapped);
 			}
@@ -79,6 +85,11 @@ final class BootstrapErrors {
 			if (cause instanceof ConnectException) {
 				return new BootstrapException(Kind.UNREACHABLE, 0,
 						call + ": cannot connect (" + describe(cause) + ")", unwrapped);
+			}
+			if (cause instanceof SSLException) {
+				// Untrusted certificate, wrong host name, a plain-HTTP peer: configuration, so not worth retrying.
+				return new BootstrapException(Kind.OTHER, 0, call + ": TLS failed (" + describe(cause) + ")",
+						unwrapped);
 			}
 			if (cause instanceof IOException) {
 				// Reset, closed before the answer (PrematureCloseException), broken pipe: the peer went away.

@@ -8,6 +8,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
 
+import javax.net.ssl.SSLException;
+
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
@@ -17,6 +19,8 @@ import io.netty.channel.ChannelOption;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -44,8 +48,19 @@ import reactor.util.retry.Retry;
  * }</pre>
  *
  * <p><b>Configuration.</b> Immutable: every setter returns a new client and leaves this one as it was. Defaults are
- * SGLang's: a 5 s timeout per HTTP call; registration tries 5 times, waiting {@code min(base × 2^k, cap) × jitter}
- * before try {@code k + 2} (base 1 s, cap 30 s, jitter uniform in [0.75, 1)).
+ * SGLang's: plain HTTP, a 5 s timeout per HTTP call; registration tries 5 times, waiting
+ * {@code min(base × 2^k, cap) × jitter} before try {@code k + 2} (base 1 s, cap 30 s, jitter uniform in [0.75, 1)).
+ *
+ * <p><b>TLS.</b> {@link #secure()} or {@link #secure(SslContext)} switch every call to {@code https://host:port}, for a
+ * bootstrap server bound with {@code BootstrapServer.secure(..)}: the server's certificate must be trusted and name
+ * the host (hostname verification is on). Pair it with {@link #bearerToken(String)}, which over plain HTTP crosses the
+ * network in clear:
+ * <pre>{@code
+ * SslContext trust = SslContextBuilder.forClient().trustManager(new File("bootstrap-ca.pem")).build();
+ * ReactorBootstrapClient client = ReactorBootstrapClient.create().secure(trust).bearerToken(token);
+ * }</pre>
+ * A TLS failure (untrusted certificate, wrong host name, a plain-HTTP server) fails the call with
+ * {@link BootstrapException.Kind#OTHER} and is not retried: it will not pass by itself.
  *
  * <p><b>Calls.</b> Every method is lazy (nothing is sent before subscription; each subscription sends anew),
  * non-blocking, and bounded: each HTTP exchange fails with {@link BootstrapException.Kind#TIMEOUT} when it has not
@@ -103,12 +118,15 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	/** Null: no Authorization header. */
 	private final String bearerToken;
 	private final int maxResponseBytes;
+	/** Null: plain HTTP. */
+	private final SslContext sslContext;
 
 	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
 	private final AtomicReference<Object> transport = new AtomicReference<>();
 
 	private ReactorBootstrapClient(Duration timeout, int registerAttempts, Duration backoffBase, Duration backoffCap,
-			DoubleSupplier jitter, Scheduler scheduler, String bearerToken, int maxResponseBytes) {
+			DoubleSupplier jitter, Scheduler scheduler, String bearerToken, int maxResponseBytes,
+			SslContext sslContext) {
 		this.timeout = timeout;
 		this.registerAttempts = registerAttempts;
 		this.backoffBase = backoffBase;
@@ -117,6 +135,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		this.scheduler = scheduler;
 		this.bearerToken = bearerToken;
 		this.maxResponseBytes = maxResponseBytes;
+		this.sslContext = sslContext;
 	}
 
 	/**
@@ -124,7 +143,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	public static ReactorBootstrapClient create() {
 		return new ReactorBootstrapClient(DEFAULT_TIMEOUT, DEFAULT_REGISTER_ATTEMPTS, DEFAULT_BACKOFF_BASE,
-				DEFAULT_BACKOFF_CAP, ReactorBootstrapClient::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES);
+				DEFAULT_BACKOFF_CAP, ReactorBootstrapClient::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES,
+				null);
 	}
 
 	/**
@@ -137,7 +157,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes);
+				bearerToken, maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -149,7 +169,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("registerAttempts : " + attempts + " (expected: >= 1)");
 		}
 		return new ReactorBootstrapClient(timeout, attempts, backoffBase, backoffCap, jitter, scheduler, bearerToken,
-				maxResponseBytes);
+				maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -170,7 +190,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("cap : " + cap + " (expected: >= base " + base + ")");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, base, cap, jitter, scheduler, bearerToken,
-				maxResponseBytes);
+				maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -182,7 +202,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public ReactorBootstrapClient jitter(DoubleSupplier jitter) {
 		Objects.requireNonNull(jitter, "jitter");
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes);
+				bearerToken, maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -193,7 +213,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public ReactorBootstrapClient scheduler(Scheduler scheduler) {
 		Objects.requireNonNull(scheduler, "scheduler");
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes);
+				bearerToken, maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -207,7 +227,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("token : <hidden> (expected: non-empty visible ASCII, no spaces)");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler, token,
-				maxResponseBytes);
+				maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -220,7 +240,45 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("maxResponseBytes : " + maxBytes + " (expected: >= 1)");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxBytes);
+				bearerToken, maxBytes, sslContext);
+	}
+
+	/**
+	 * Speaks HTTPS, trusting the JDK's default certificate authorities (the {@code cacerts} trust store, or
+	 * {@code javax.net.ssl.trustStore}).
+	 *
+	 * @return a new {@link ReactorBootstrapClient}
+	 * @throws IllegalStateException when the JDK's TLS setup cannot be loaded
+	 */
+	public ReactorBootstrapClient secure() {
+		try {
+			return secure(SslContextBuilder.forClient().build());
+		}
+		catch (SSLException e) {
+			throw new IllegalStateException("cannot set up TLS with the JDK's default trust", e);
+		}
+	}
+
+	/**
+	 * Speaks HTTPS with the given client context: its trust manager decides which server certificates are accepted,
+	 * its key manager (if any) gives the client certificate for mutual TLS. Host names are verified.
+	 *
+	 * @param sslContext a client context ({@code SslContextBuilder.forClient()...build()})
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient secure(SslContext sslContext) {
+		Objects.requireNonNull(sslContext, "sslContext");
+		if (!sslContext.isClient()) {
+			throw new IllegalArgumentException("sslContext : a server context (expected: a client context from "
+					+ "SslContextBuilder.forClient())");
+		}
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxResponseBytes, sslContext);
+	}
+
+	/** @return whether calls go over HTTPS */
+	public boolean isSecure() {
+		return sslContext != null;
 	}
 
 	/**
@@ -236,7 +294,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public Mono<Void> register(HostPort bootstrap, PrefillRegistration registration) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		Objects.requireNonNull(registration, "registration");
-		String url = bootstrap.httpUrl() + ROUTE;
+		String url = baseUrl(bootstrap) + ROUTE;
 		return Mono.defer(() -> {
 			byte[] body = BootstrapCodec.encodeRegistration(registration);
 			AtomicInteger attempts = new AtomicInteger();
@@ -262,7 +320,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	@Override
 	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
-		String url = bootstrap.httpUrl() + ROUTE + PARALLEL_INFO_QUERY;
+		String url = baseUrl(bootstrap) + ROUTE + PARALLEL_INFO_QUERY;
 		return exchange(HttpMethod.GET, url, null)
 				.map(body -> BootstrapCodec.decodeParallelInfo(call(HttpMethod.GET, url), body));
 	}
@@ -281,7 +339,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		checkRank("dpGroup", dpGroup);
 		checkRank("tpRank", tpRank);
 		checkRank("ppRank", ppRank);
-		String url = bootstrap.httpUrl() + ROUTE + "?engine_rank=" + tpRank + "&target_dp_group=" + dpGroup
+		String url = baseUrl(bootstrap) + ROUTE + "?engine_rank=" + tpRank + "&target_dp_group=" + dpGroup
 				+ "&target_pp_rank=" + ppRank;
 		return exchange(HttpMethod.GET, url, null)
 				.map(body -> BootstrapCodec.decodeRankEndpoint(call(HttpMethod.GET, url), body));
@@ -295,7 +353,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	@Override
 	public Mono<Void> health(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
-		return exchange(HttpMethod.GET, bootstrap.httpUrl() + HEALTH, null).then();
+		return exchange(HttpMethod.GET, baseUrl(bootstrap) + HEALTH, null).then();
 	}
 
 	/**
@@ -406,13 +464,18 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			if (current == DISPOSED) {
 				throw new IllegalStateException("bootstrap client disposed");
 			}
-			Pool created = new Pool(timeout);
+			Pool created = new Pool(timeout, sslContext);
 			if (transport.compareAndSet(null, created)) {
 				return created;
 			}
 			// Another call won the race; this pool never opened a connection.
 			created.provider.dispose();
 		}
+	}
+
+	/** @return {@code http://host:port}, or {@code https://host:port} when secured; IPv6 bracketed */
+	private String baseUrl(HostPort bootstrap) {
+		return sslContext == null ? bootstrap.httpUrl() : "https://" + bootstrap;
 	}
 
 	private static String call(HttpMethod method, String url) {
@@ -444,7 +507,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		final ConnectionProvider provider;
 		final HttpClient http;
 
-		Pool(Duration timeout) {
+		Pool(Duration timeout, SslContext sslContext) {
 			this.provider = ConnectionProvider.builder("kvferry-bootstrap")
 					.maxConnections(MAX_CONNECTIONS)
 					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
@@ -452,7 +515,10 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 					.maxIdleTime(MAX_IDLE_TIME)
 					.build();
 			int connectMillis = (int) Math.max(1, Math.min(saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
-			this.http = HttpClient.create(provider).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
+			HttpClient client = HttpClient.create(provider).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
+			// The handshake is part of the call, so the call's timeout bounds it too.
+			this.http = sslContext == null ? client
+					: client.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(timeout));
 		}
 	}
 

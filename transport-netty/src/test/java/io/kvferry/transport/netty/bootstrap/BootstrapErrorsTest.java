@@ -8,9 +8,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 
+import javax.net.ssl.SSLHandshakeException;
+
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
 import io.netty.channel.ConnectTimeoutException;
+import io.netty.handler.ssl.NotSslRecordException;
+import io.netty.handler.ssl.SslHandshakeTimeoutException;
 import io.netty.handler.timeout.ReadTimeoutException;
 import org.junit.jupiter.api.Test;
 import reactor.core.Exceptions;
@@ -65,6 +69,29 @@ class BootstrapErrorsTest {
 		assertThat(reset.getMessage()).isEqualTo(CALL + ": connection lost (Connection reset by peer)");
 		assertThat(closed.kind()).isEqualTo(Kind.UNREACHABLE);
 		assertThat(closed.getMessage()).isEqualTo(CALL + ": connection lost (ClosedChannelException)");
+	}
+
+	@Test
+	void tlsFailuresAreOtherAndNotRetried() {
+		BootstrapException untrusted = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+				new SSLHandshakeException("PKIX path building failed"));
+		BootstrapException plainPeer = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+				new IllegalStateException("wrapper", new NotSslRecordException("not an SSL/TLS record: 485454502f")));
+
+		assertThat(untrusted.kind()).isEqualTo(Kind.OTHER);
+		assertThat(untrusted.isRetryable()).isFalse();
+		assertThat(untrusted.getMessage()).isEqualTo(CALL + ": TLS failed (PKIX path building failed)");
+		assertThat(plainPeer.kind()).isEqualTo(Kind.OTHER);
+		assertThat(plainPeer.getMessage()).isEqualTo(CALL + ": TLS failed (not an SSL/TLS record: 485454502f)");
+	}
+
+	@Test
+	void aTlsHandshakeTimeoutIsATimeout() {
+		BootstrapException failure = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+				new SslHandshakeTimeoutException("handshake timed out after 5000ms"));
+
+		assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
+		assertThat(failure.isRetryable()).isTrue();
 	}
 
 	@Test

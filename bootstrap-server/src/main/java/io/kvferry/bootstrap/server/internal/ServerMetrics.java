@@ -1,0 +1,264 @@
+package io.kvferry.bootstrap.server.internal;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.handler.codec.http.HttpMethod;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
+
+/**
+ * What one bound bootstrap server counts, in a Micrometer {@link MeterRegistry}, or nothing at all
+ * ({@link #none()}).
+ * <ul>
+ * <li>{@value #REQUESTS} {route, method, status}: answered requests. Unknown paths count as route {@code other},
+ * unknown methods as method {@code other} (so junk traffic cannot blow up the series count), requests whose connection
+ * closed before an answer went out as status {@code closed}. Requests that Reactor Netty refuses before they reach the
+ * routes (malformed request line or headers: 400, 414, 431; request timeout: 408) are not counted.</li>
+ * <li>{@value #REGISTRATIONS} {outcome = added, replaced, ignored}: accepted {@code PUT /route}s.</li>
+ * <li>{@value #LOOKUPS} {type = parallel_info, rank; outcome = found, not_found, not_ready}: {@code GET /route}s.</li>
+ * <li>{@value #DP_RANK_REGISTRATIONS}: accepted {@code POST /register_dp_rank}s; {@value #DP_RANK_LOOKUPS}
+ * {outcome = found, not_found}: rooms asked by {@code POST /query_dp_ranks}.</li>
+ * <li>Gauges {@value #REGISTERED_RANKS} (distinct prefill ranks registered), {@value #EXPECTED_RANKS}
+ * (dp × cp × tp × pp of the instance, 0 before its first registration) and {@value #DP_RANK_ENTRIES} (room entries
+ * held).</li>
+ * </ul>
+ * Prometheus names replace dots with underscores and add {@code _total} to counters
+ * ({@code kvferry_bootstrap_requests_total}).
+ * <p>
+ * Thread-safe and non-blocking: counters are looked up in a concurrent map and incremented; gauges read lock-free
+ * tables. The gauges of a bound server are removed from the registry when it closes (they hold its tables); counters
+ * stay, so a server bound again on the same registry keeps counting up. Give each live server its own registry: gauges
+ * of two live servers on one registry would share one series.
+ */
+public final class ServerMetrics {
+
+	/** Counter of answered requests. */
+	public static final String REQUESTS = "kvferry.bootstrap.requests";
+	/** Counter of accepted rank registrations. */
+	public static final String REGISTRATIONS = "kvferry.bootstrap.registrations";
+	/** Counter of route look-ups. */
+	public static final String LOOKUPS = "kvferry.bootstrap.lookups";
+	/** Counter of accepted room → DP rank registrations. */
+	public static final String DP_RANK_REGISTRATIONS = "kvferry.bootstrap.dp.rank.registrations";
+	/** Counter of rooms looked up in the room → DP rank table. */
+	public static final String DP_RANK_LOOKUPS = "kvferry.bootstrap.dp.rank.lookups";
+	/** Gauge of distinct prefill ranks registered. */
+	public static final String REGISTERED_RANKS = "kvferry.bootstrap.registered.ranks";
+	/** Gauge of the ranks the instance has (0 before its first registration). */
+	public static final String EXPECTED_RANKS = "kvferry.bootstrap.expected.ranks";
+	/** Gauge of room → DP rank entries held. */
+	public static final String DP_RANK_ENTRIES = "kvferry.bootstrap.dp.rank.entries";
+
+	/** Lookup type tag value: the instance's sizes. */
+	public static final String PARALLEL_INFO = "parallel_info";
+	/** Lookup type tag value: one rank's endpoint. */
+	public static final String RANK = "rank";
+	/** Lookup outcome tag value. */
+	public static final String FOUND = "found";
+	/** Lookup outcome tag value. */
+	public static final String NOT_FOUND = "not_found";
+	/** Lookup outcome tag value. */
+	public static final String NOT_READY = "not_ready";
+
+	/** Route tag value for paths the server does not serve. */
+	public static final String OTHER = "other";
+	/** Status tag value when the connection closed before an answer went out. */
+	public static final String CLOSED = "closed";
+
+	private static final Set<String> ROUTES = Set.of("/route", "/health", "/register_dp_rank", "/query_dp_ranks",
+			"/metrics");
+	private static final Set<HttpMethod> METHODS = Set.of(HttpMethod.GET, HttpMethod.HEAD, HttpMethod.PUT,
+			HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH, HttpMethod.OPTIONS, HttpMethod.TRACE,
+			HttpMethod.CONNECT);
+
+	private static final ServerMetrics NONE = new ServerMetrics(null, null);
+
+	private final MeterRegistry registry;
+	private final PrometheusMeterRegistry prometheus;
+	private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+
+	private ServerMetrics(MeterRegistry registry, PrometheusMeterRegistry prometheus) {
+		this.registry = registry;
+		this.prometheus = prometheus;
+	}
+
+	/** @return metrics that record nothing and cannot be scraped */
+	public static ServerMetrics none() {
+		return NONE;
+	}
+
+	/**
+	 * @param registry where to record; when it is a {@link PrometheusMeterRegistry}, or a composite holding one,
+	 *        {@link #scrape()} serves it
+	 * @return metrics recording into the registry
+	 */
+	public static ServerMetrics of(MeterRegistry registry) {
+		Objects.requireNonNull(registry, "registry");
+		return new ServerMetrics(registry, findPrometheus(registry));
+	}
+
+	/**
+	 * Registers the gauges of one bound server.
+	 *
+	 * @param routes the server's rank table
+	 * @param rooms the server's room table
+	 * @return removes the gauges from the registry when disposed
+	 */
+	public Disposable registerGauges(RouteTable routes, RoomDpRankTable rooms) {
+		Objects.requireNonNull(routes, "routes");
+		Objects.requireNonNull(rooms, "rooms");
+		if (registry == null) {
+			return Disposables.disposed();
+		}
+		List<Meter> gauges = List.of(
+				Gauge.builder(REGISTERED_RANKS, routes, RouteTable::registeredCount)
+						.description("Distinct prefill ranks registered with PUT /route")
+						.register(registry),
+				Gauge.builder(EXPECTED_RANKS, routes, ServerMetrics::expectedRanks)
+						.description("Ranks of the prefill instance (dp x cp x tp x pp), 0 before its first "
+								+ "registration")
+						.register(registry),
+				Gauge.builder(DP_RANK_ENTRIES, rooms, RoomDpRankTable::size)
+						.description("Room to DP rank entries held, expired ones not yet swept included")
+						.register(registry));
+		return Disposables.composite(gauges.stream()
+				.map(gauge -> (Disposable) () -> registry.remove(gauge))
+				.toList());
+	}
+
+	/** @return whether {@link #scrape()} can answer */
+	public boolean canScrape() {
+		return prometheus != null;
+	}
+
+	/**
+	 * Writes every meter of the registry in Prometheus' text format. May take the registry's locks: call it off the
+	 * event loop.
+	 *
+	 * @return the scrape text
+	 * @throws IllegalStateException when the registry is not a Prometheus one
+	 */
+	public String scrape() {
+		if (prometheus == null) {
+			throw new IllegalStateException("no Prometheus registry to scrape");
+		}
+		return prometheus.scrape();
+	}
+
+	/**
+	 * Counts an answered request.
+	 *
+	 * @param path the request path
+	 * @param method the request method
+	 * @param status the answer's status, or {@code -1} when the connection closed before an answer went out
+	 */
+	public void request(String path, HttpMethod method, int status) {
+		if (registry == null) {
+			return;
+		}
+		String route = ROUTES.contains(path) ? path : OTHER;
+		String methodTag = METHODS.contains(method) ? method.name() : OTHER;
+		String statusTag = status < 0 ? CLOSED : Integer.toString(status);
+		counter(REQUESTS, "Requests answered, by route, method and status", "route", route, "method", methodTag,
+				"status", statusTag).increment();
+	}
+
+	/**
+	 * Counts an accepted rank registration.
+	 *
+	 * @param outcome what it did to the table
+	 */
+	public void registration(RouteTable.Outcome outcome) {
+		if (registry == null) {
+			return;
+		}
+		counter(REGISTRATIONS, "Accepted PUT /route registrations, by outcome", "outcome",
+				outcome.name().toLowerCase(Locale.ROOT)).increment();
+	}
+
+	/**
+	 * Counts a {@code GET /route} look-up.
+	 *
+	 * @param type {@link #PARALLEL_INFO} or {@link #RANK}
+	 * @param outcome {@link #FOUND}, {@link #NOT_FOUND} or {@link #NOT_READY}
+	 */
+	public void lookup(String type, String outcome) {
+		if (registry == null) {
+			return;
+		}
+		counter(LOOKUPS, "GET /route look-ups, by type and outcome", "type", type, "outcome", outcome).increment();
+	}
+
+	/** Counts an accepted {@code POST /register_dp_rank}. */
+	public void dpRankRegistration() {
+		if (registry == null) {
+			return;
+		}
+		counter(DP_RANK_REGISTRATIONS, "Accepted POST /register_dp_rank requests").increment();
+	}
+
+	/**
+	 * Counts the rooms of one {@code POST /query_dp_ranks}.
+	 *
+	 * @param asked rooms asked
+	 * @param found rooms that had a live entry
+	 */
+	public void dpRankLookups(int asked, int found) {
+		if (registry == null) {
+			return;
+		}
+		String description = "Rooms looked up with POST /query_dp_ranks, by outcome";
+		counter(DP_RANK_LOOKUPS, description, "outcome", FOUND).increment(found);
+		counter(DP_RANK_LOOKUPS, description, "outcome", NOT_FOUND).increment((double) asked - found);
+	}
+
+	private Counter counter(String name, String description, String... tags) {
+		String key = tags.length == 0 ? name : name + '|' + String.join("|", tags);
+		Counter counter = counters.get(key);
+		if (counter == null) {
+			// Registering is idempotent in Micrometer; the map only spares the registry's lookup on every request.
+			counter = counters.computeIfAbsent(key, k -> Counter.builder(name)
+					.description(description)
+					.tags(tags)
+					.register(registry));
+		}
+		return counter;
+	}
+
+	private static double expectedRanks(RouteTable routes) {
+		PrefillTopology topology = routes.topology();
+		return topology == null ? 0 : topology.totalRanks();
+	}
+
+	private static PrometheusMeterRegistry findPrometheus(MeterRegistry registry) {
+		if (registry instanceof PrometheusMeterRegistry prometheus) {
+			return prometheus;
+		}
+		if (registry instanceof CompositeMeterRegistry composite) {
+			for (MeterRegistry member : composite.getRegistries()) {
+				PrometheusMeterRegistry found = findPrometheus(member);
+				if (found != null) {
+					return found;
+				}
+			}
+		}
+		return null;
+	}
+
+	@Override
+	public String toString() {
+		return registry == null ? "ServerMetrics{none}" : "ServerMetrics{" + registry.getClass().getSimpleName()
+				+ (prometheus != null ? ", scrapeable" : "") + "}";
+	}
+}
