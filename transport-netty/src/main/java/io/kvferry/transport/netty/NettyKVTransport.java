@@ -2,6 +2,7 @@ package io.kvferry.transport.netty;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
@@ -19,6 +20,7 @@ import io.kvferry.transport.netty.internal.ConnectionRegistry;
 import io.kvferry.transport.netty.internal.EventLoopResources;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
 import io.kvferry.transport.netty.internal.NettyListener;
+import io.kvferry.transport.netty.internal.SharedSecret;
 import io.kvferry.transport.netty.internal.TransportSettings;
 import io.netty.bootstrap.AbstractBootstrap;
 import io.netty.bootstrap.Bootstrap;
@@ -33,6 +35,7 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.NetUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,6 +66,11 @@ import reactor.core.scheduler.Schedulers;
  * are gathered into one direct buffer per frame); outbound memory per connection stays bounded by the write-buffer
  * watermark plus one frame.
  *
+ * <p>Security, both optional and independent: {@link #sharedSecret(byte[])} makes the handshake a mutual
+ * challenge-response that admits only peers knowing the same secret (the secret never goes on the wire);
+ * {@link #secure} runs every connection inside TLS. Without TLS the frames after the handshake are neither encrypted
+ * nor integrity-protected, so a secret alone keeps out strangers, not someone on the path.
+ *
  * <p>Thread-safe. {@link #listen} and {@link #connect} are lazy and never block; their results, and every
  * {@link ConnectionHandler} call, are delivered on the transport's event loop threads, which must not be blocked.
  */
@@ -88,7 +96,10 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		this.settings = settings;
 	}
 
-	/** @return a transport with the default settings (5 s heartbeats, 16 MiB frames, 4/8 MiB watermarks, Epoll) */
+	/**
+	 * @return a transport with the default settings (5 s heartbeats, 16 MiB frames, 4/8 MiB watermarks, Epoll, no
+	 *         shared secret, no TLS)
+	 */
 	public static NettyKVTransport create() {
 		return new NettyKVTransport(TransportSettings.DEFAULT);
 	}
@@ -138,6 +149,57 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
+	 * Requires every peer to prove knowledge of {@code secret} in the handshake, and proves it to them: each side sends
+	 * a random 32-byte nonce and answers the other's with an HMAC-SHA256 keyed by the secret (wire details on
+	 * {@link io.kvferry.transport.netty.internal.KVFrameCodec}). The secret itself is never sent. A peer with another
+	 * secret or none is disconnected on both sides with the reason logged ("shared secret mismatch", "peer did not
+	 * prove the shared secret"), never reaches the acceptor, and {@link #connect} errors with a
+	 * {@link io.kvferry.ProtocolException}. Both sides must be configured with the same secret; use at least 32 random
+	 * bytes (a short passphrase can be guessed offline from a recorded handshake unless TLS hides it).
+	 *
+	 * @param secret at least one byte; copied
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport sharedSecret(byte[] secret) {
+		Objects.requireNonNull(secret, "secret");
+		return new NettyKVTransport(settings.withSharedSecret(SharedSecret.of(secret)));
+	}
+
+	/**
+	 * Same as {@link #sharedSecret(byte[])} with the UTF-8 bytes of {@code secret}.
+	 *
+	 * @param secret at least one character
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport sharedSecret(String secret) {
+		Objects.requireNonNull(secret, "secret");
+		return sharedSecret(secret.getBytes(StandardCharsets.UTF_8));
+	}
+
+	/**
+	 * Runs every connection inside TLS: accepted connections with {@code serverContext}, opened ones with
+	 * {@code clientContext} (given the peer's host and port for SNI and, if the context enables it, host name
+	 * verification; Netty 4.2 client contexts verify host names by default, so the peer's certificate must name the
+	 * address connected to). Require client certificates in {@code serverContext} for mutual TLS. A peer that does not
+	 * speak TLS, or whose certificate is not trusted, is disconnected with the TLS reason and {@link #connect} errors
+	 * with a {@link io.kvferry.ProtocolException}; the kvferry handshake (and the shared secret, if any) runs inside
+	 * the TLS session.
+	 *
+	 * <p>Cost: with TLS, data blocks are no longer sent zero-copy. The sender still wraps registered memory without
+	 * copying, but the {@link io.netty.handler.ssl.SslHandler} reads it once to encrypt it into new buffers (and the
+	 * receiver decrypts into new buffers before the payload is copied into registered memory).
+	 *
+	 * @param serverContext a server {@link SslContext}
+	 * @param clientContext a client {@link SslContext}
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport secure(SslContext serverContext, SslContext clientContext) {
+		Objects.requireNonNull(serverContext, "serverContext");
+		Objects.requireNonNull(clientContext, "clientContext");
+		return new NettyKVTransport(settings.withTls(new TransportSettings.Tls(serverContext, clientContext)));
+	}
+
+	/**
 	 * @param prefer whether to use Epoll when it is available (default true); NIO otherwise
 	 * @return a new {@link NettyKVTransport}
 	 */
@@ -172,9 +234,11 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
-	 * Listens for kvferry connections. Each accepted connection gets its handler from {@code acceptor} once the peer's
-	 * preface is valid (on the connection's event loop); a peer with another magic or protocol version is logged and
-	 * disconnected without reaching the acceptor. Disposing the listener closes the connections it accepted.
+	 * Listens for kvferry connections. Each accepted connection gets its handler from {@code acceptor} once the
+	 * handshake completed (on the connection's event loop): TLS if configured, a valid preface, the shared secret if
+	 * configured. A peer failing any of these (another magic or protocol version, a wrong or missing secret, no TLS) is
+	 * logged and disconnected without reaching the acceptor. Disposing the listener closes the connections it
+	 * accepted.
 	 *
 	 * @param bindAddress where to bind; port 0 picks a free port
 	 * @param acceptor gives each connection its handler; must not block and must not return {@code null}
@@ -254,9 +318,11 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 *
 	 * @param remote the listener's address
 	 * @param handler the engine's side of the connection
-	 * @return the connection once TCP connected and both prefaces exchanged; errors with a
-	 *         {@link io.kvferry.ProtocolException} when the peer's magic or protocol version differs, with a
-	 *         {@link KVFerryException} naming {@code host:port} when the connect is refused or times out
+	 * @return the connection once TCP connected and the handshake completed (TLS if configured, both prefaces, the
+	 *         shared secret if configured); errors with a {@link io.kvferry.ProtocolException} when the peer's magic or
+	 *         protocol version differs, its shared secret differs or is missing, or TLS fails, and with a
+	 *         {@link KVFerryException} naming {@code host:port} when the connect is refused or times out, or the peer
+	 *         closes before the handshake completes
 	 */
 	@Override
 	public Mono<KVConnection> connect(HostPort remote, ConnectionHandler handler) {

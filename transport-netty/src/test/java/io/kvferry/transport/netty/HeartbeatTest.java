@@ -15,7 +15,11 @@ import java.util.concurrent.TimeUnit;
 import io.kvferry.HostPort;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
+import io.kvferry.transport.netty.internal.SharedSecret;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.junit.jupiter.api.Test;
@@ -24,18 +28,19 @@ import org.junit.jupiter.api.Test;
 class HeartbeatTest {
 
 	private static final Duration INTERVAL = Duration.ofMillis(200);
-	private static final byte[] PREFACE = { 'K', 'V', 'F', 'R', 0, 1 };
+	/** What a transport without a shared secret writes first: the preface, then AUTH (flags 0, zero nonce). */
+	private static final byte[] HANDSHAKE = handshake();
 
 	@Test
-	void listenerClosesAPeerThatWentSilentAfterThePreface() throws Exception {
+	void listenerClosesAPeerThatWentSilentAfterTheHandshake() throws Exception {
 		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(INTERVAL);
 		RecordingHandler handler = new RecordingHandler();
 		try {
 			KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> handler)
 					.block(TIMEOUT);
 			try (Socket silent = new Socket("127.0.0.1", listener.address().port())) {
-				silent.getOutputStream().write(PREFACE);
-				assertThat(silent.getInputStream().readNBytes(6)).isEqualTo(PREFACE);
+				silent.getOutputStream().write(HANDSHAKE);
+				assertThat(silent.getInputStream().readNBytes(HANDSHAKE.length)).isEqualTo(HANDSHAKE);
 				// From here on the peer neither reads nor writes.
 				assertThat(handler.awaitClose(Duration.ofSeconds(5)))
 						.isEqualTo("no heartbeat from 127.0.0.1:" + silent.getLocalPort()
@@ -56,9 +61,9 @@ class HeartbeatTest {
 			HostPort address = new HostPort("127.0.0.1", server.getLocalPort());
 			CompletableFuture<KVConnection> connection = transport.connect(address, handler).toFuture();
 			try (Socket silent = server.accept()) {
-				silent.getOutputStream().write(PREFACE);
+				silent.getOutputStream().write(HANDSHAKE);
 				InputStream in = silent.getInputStream();
-				assertThat(in.readNBytes(6)).isEqualTo(PREFACE);
+				assertThat(in.readNBytes(HANDSHAKE.length)).isEqualTo(HANDSHAKE);
 				assertThat(connection.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
 				assertThat(handler.awaitClose(Duration.ofSeconds(5)))
 						.isEqualTo("no heartbeat from " + address + " for 2 intervals (400 ms)");
@@ -84,6 +89,22 @@ class HeartbeatTest {
 			assertThat(lo.acceptedHandler.closeReasons).isEmpty();
 			assertThat(lo.connectedHandler.closeReasons).isEmpty();
 			assertThat(lo.accepted.heartbeatsReceived()).isGreaterThanOrEqualTo(4);
+		}
+	}
+
+	private static byte[] handshake() {
+		ByteBuf preface = KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1);
+		ByteBuf auth = KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+		try {
+			byte[] bytes = new byte[preface.readableBytes() + auth.readableBytes()];
+			preface.readBytes(bytes, 0, preface.readableBytes());
+			auth.readBytes(bytes, KVFrameCodec.PREFACE_LENGTH, auth.readableBytes());
+			return bytes;
+		}
+		finally {
+			preface.release();
+			auth.release();
 		}
 	}
 

@@ -29,6 +29,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.transport.netty.internal.SharedSecret;
 import io.kvferry.transport.netty.internal.TransportSettings;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
@@ -42,10 +43,18 @@ class NettyKVTransportTest {
 		NettyKVTransport base = NettyKVTransport.create();
 		NettyKVTransport tuned = base.heartbeatInterval(Duration.ofMillis(250)).maxFrameLength(1 << 16)
 				.writeBufferWaterMark(1024, 2048).connectTimeout(Duration.ofSeconds(1)).preferNative(false)
-				.socketBufferSize(1 << 20).eventLoopThreads(3);
+				.socketBufferSize(1 << 20).eventLoopThreads(3).sharedSecret("k3y-\u00e9");
 		assertThat(base.settings()).isEqualTo(TransportSettings.DEFAULT);
 		assertThat(tuned.settings()).isEqualTo(new TransportSettings(Duration.ofMillis(250), 1 << 16, 1024, 2048,
-				Duration.ofSeconds(1), false, 1 << 20, 3));
+				Duration.ofSeconds(1), false, 1 << 20, 3,
+				SharedSecret.of("k3y-\u00e9".getBytes(StandardCharsets.UTF_8)), null));
+		assertThat(tuned.settings().sharedSecret()).isNotEqualTo(SharedSecret.of(new byte[] { 'k' }));
+		assertThat(tuned.toString()).contains("SharedSecret[redacted]").doesNotContain("k3y");
+		assertThat(tuned.settings().handshakeTimeout()).isEqualTo(Duration.ofMillis(1500));
+		assertThatThrownBy(() -> base.sharedSecret(new byte[0])).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageStartingWith("sharedSecret : 0 bytes (expected: at least 1 byte");
+		assertThatThrownBy(() -> base.sharedSecret((String) null)).isInstanceOf(NullPointerException.class)
+				.hasMessage("secret");
 		assertThatThrownBy(() -> base.maxFrameLength(10)).isInstanceOf(IllegalArgumentException.class)
 				.hasMessage("maxFrameLength : 10 (expected: 1024..1073741824)");
 		assertThatThrownBy(() -> base.writeBufferWaterMark(10, 5)).hasMessageContaining("(expected: 0 < low <= high)");
@@ -303,6 +312,9 @@ class NettyKVTransportTest {
 				socket.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
 				InputStream in = socket.getInputStream();
 				assertThat(in.readNBytes(6)).containsExactly('K', 'V', 'F', 'R', 0, 1);
+				// The listener's AUTH frame (no secret: flags 0, zero nonce), then the close.
+				byte[] auth = in.readNBytes(5 + 33);
+				assertThat(auth).startsWith(0, 0, 0, 34, 0x11, 0).containsOnly(0, 34, 0x11);
 				assertThat(in.read()).as("connection closed by the listener").isEqualTo(-1);
 			}
 			assertThat(accepted).hasValue(0);

@@ -8,8 +8,9 @@ import io.kvferry.spi.RegionKind;
 /**
  * Measures bulk throughput outside JUnit (whose leak guard forces paranoid leak detection, which slows every buffer
  * access): {@code java -cp <test classpath> -Dio.netty.leakDetection.level=disabled
- * io.kvferry.transport.netty.ThroughputHarness [MiB] [rounds]}. Moves the volume in 4 MiB contiguous blocks between two
- * regions over one loopback connection, prints GB/s per round and checks the bytes.
+ * io.kvferry.transport.netty.ThroughputHarness [MiB] [rounds] [tls]}. Moves the volume in 4 MiB contiguous blocks
+ * between two regions over one loopback connection, prints GB/s per round and checks the bytes. With {@code tls} the
+ * connection runs inside TLS (JDK provider, the test's self-signed certificate).
  */
 public final class ThroughputHarness {
 
@@ -23,7 +24,9 @@ public final class ThroughputHarness {
 	public static void main(String[] args) throws Exception {
 		long total = (args.length > 0 ? Long.parseLong(args[0]) : 256) * MIB;
 		int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
+		boolean tls = args.length > 2 && args[2].equals("tls");
+		NettyKVTransport transport = NettyKVTransport.create();
+		try (Loopback lo = Loopback.open(tls ? transport.secure(TestTls.server(), TestTls.client()) : transport)) {
 			MemoryRegion src = Samples.randomRegion(REGION, 31);
 			MemoryRegion dst = MemoryRegion.allocate(REGION, 1);
 			System.out.println(lo.listening);

@@ -2,7 +2,9 @@ package io.kvferry.transport.netty.internal;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
@@ -18,7 +20,8 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
 
 /**
- * The kvferry wire protocol: stateless encoders and decoders of the preface, control frames and data-frame headers.
+ * The kvferry wire protocol: stateless encoders and decoders of the preface, handshake frames, control frames and
+ * data-frame headers.
  * {@link KVFrameDecoder} frames the byte stream and streams data payloads; this class only turns values into bytes and
  * back.
  *
@@ -38,6 +41,21 @@ import io.netty.buffer.ByteBufUtil;
  * </pre>
  * A wrong magic ("not a kvferry peer") or another version closes the connection with that reason.
  *
+ * <h2>Handshake</h2>
+ * Right after its preface each side writes one {@code AUTH} frame (below) with its flags and a nonce, again without
+ * waiting. Flag {@code 0x01} says the side has a shared secret; its nonce is then 32 random bytes (zeros otherwise).
+ * <ul>
+ * <li>Neither side has a secret: the handshake is complete when the peer's preface and {@code AUTH} arrived.</li>
+ * <li>Both have one: on the peer's {@code AUTH} each side writes an {@code AUTH_PROOF} frame,
+ * {@code HMAC-SHA256(secret, "kvferry-auth-v1" || role || peerNonce || ownNonce)} with role {@code 'C'} for the
+ * connecting side and {@code 'A'} for the accepting one (see {@link SharedSecret}); the handshake is complete when
+ * the peer's proof verifies. A wrong proof closes with "shared secret mismatch".</li>
+ * <li>Only one side has one: both close ("peer did not prove the shared secret" on the side with the secret).</li>
+ * </ul>
+ * Any other frame before the handshake completes, a second {@code AUTH} or an unexpected {@code AUTH_PROOF} closes the
+ * connection; heartbeats are allowed. The secret itself never goes on the wire. With TLS, all of this runs inside
+ * the TLS session.
+ *
  * <h2>Frames</h2>
  * After the preface both directions carry frames:
  * <pre>
@@ -46,9 +64,10 @@ import io.netty.buffer.ByteBufUtil;
  * offset 5  ...  body (length - 1 bytes)
  * </pre>
  * A control body is at most {@code maxFrameLength} bytes; a data frame's payload is at most {@code maxFrameLength}
- * bytes (its length field may exceed {@code maxFrameLength} by the 38 bytes of type and header). A longer announced
- * length is malformed and rejected before any byte of the body is buffered. A control body must be consumed exactly:
- * missing or trailing bytes are malformed.
+ * bytes (its length field may exceed {@code maxFrameLength} by the 38 bytes of type and header); {@code AUTH} and
+ * {@code AUTH_PROOF} bodies have exactly their fixed length, a heartbeat none. Any other announced length is malformed
+ * and rejected before any byte of the body is buffered. A control body must be consumed exactly: missing or trailing
+ * bytes are malformed.
  *
  * <h2>Frame types and bodies</h2>
  * <pre>
@@ -61,6 +80,8 @@ import io.netty.buffer.ByteBufUtil;
  * 0x06 ABORT             i64 room, string reason
  * 0x07 ABORT_ACK         i64 room
  * 0x10 HEARTBEAT         (empty body)
+ * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce
+ * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
  *
  * layout (PeerLayout):   i32 engineRank,
@@ -104,7 +125,16 @@ public final class KVFrameCodec {
 	public static final int TYPE_ABORT = 0x06;
 	public static final int TYPE_ABORT_ACK = 0x07;
 	public static final int TYPE_HEARTBEAT = 0x10;
+	public static final int TYPE_AUTH = 0x11;
+	public static final int TYPE_AUTH_PROOF = 0x12;
 	public static final int TYPE_DATA = 0x20;
+
+	/** {@code AUTH} flag: the sender has a shared secret and will prove it. */
+	public static final int AUTH_FLAG_SECRET = 0x01;
+	/** Bytes of an {@code AUTH} body: flags and nonce. */
+	public static final int AUTH_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH;
+	/** Bytes of an {@code AUTH_PROOF} body. */
+	public static final int AUTH_PROOF_BODY_LENGTH = SharedSecret.PROOF_LENGTH;
 
 	private static final int PARALLEL_LENGTH = 8 * 4;
 	private static final int REGION_LENGTH = 4 + 8;
@@ -136,6 +166,10 @@ public final class KVFrameCodec {
 				return "ABORT_ACK";
 			case TYPE_HEARTBEAT:
 				return "HEARTBEAT";
+			case TYPE_AUTH:
+				return "AUTH";
+			case TYPE_AUTH_PROOF:
+				return "AUTH_PROOF";
 			case TYPE_DATA:
 				return "DATA";
 			default:
@@ -161,6 +195,81 @@ public final class KVFrameCodec {
 		buf.writeInt(1);
 		buf.writeByte(TYPE_HEARTBEAT);
 		return buf;
+	}
+
+	/** @return whether {@code type} is a handshake frame type ({@code AUTH} or {@code AUTH_PROOF}) */
+	public static boolean isAuthType(int type) {
+		return type == TYPE_AUTH || type == TYPE_AUTH_PROOF;
+	}
+
+	/** @return the exact body length of a handshake frame type */
+	public static int authBodyLength(int type) {
+		return type == TYPE_AUTH ? AUTH_BODY_LENGTH : AUTH_PROOF_BODY_LENGTH;
+	}
+
+	/**
+	 * @param alloc where the buffer comes from
+	 * @param auth the flags and nonce to announce
+	 * @return the {@code AUTH} frame; the caller owns the buffer
+	 */
+	public static ByteBuf encodeAuth(ByteBufAllocator alloc, Auth auth) {
+		int size = FRAME_PREFIX_LENGTH + AUTH_BODY_LENGTH;
+		ByteBuf buf = alloc.buffer(size, size);
+		buf.writeInt(1 + AUTH_BODY_LENGTH);
+		buf.writeByte(TYPE_AUTH);
+		buf.writeByte(auth.hasSecret() ? AUTH_FLAG_SECRET : 0);
+		buf.writeBytes(auth.nonce());
+		return buf;
+	}
+
+	/**
+	 * @param alloc where the buffer comes from
+	 * @param proof the {@value SharedSecret#PROOF_LENGTH}-byte proof
+	 * @return the {@code AUTH_PROOF} frame; the caller owns the buffer
+	 */
+	public static ByteBuf encodeAuthProof(ByteBufAllocator alloc, byte[] proof) {
+		if (proof.length != AUTH_PROOF_BODY_LENGTH) {
+			throw new IllegalArgumentException("proof : " + proof.length + " bytes (expected: "
+					+ AUTH_PROOF_BODY_LENGTH + ")");
+		}
+		int size = FRAME_PREFIX_LENGTH + AUTH_PROOF_BODY_LENGTH;
+		ByteBuf buf = alloc.buffer(size, size);
+		buf.writeInt(1 + AUTH_PROOF_BODY_LENGTH);
+		buf.writeByte(TYPE_AUTH_PROOF);
+		buf.writeBytes(proof);
+		return buf;
+	}
+
+	/**
+	 * Decodes an {@code AUTH} body.
+	 *
+	 * @param body exactly the frame's body; read, not released
+	 * @return the flags and nonce
+	 * @throws ProtocolException when the body has another length or an unknown flag
+	 */
+	public static Auth decodeAuth(ByteBuf body) {
+		Reader r = new Reader(body, "AUTH");
+		int flags = r.u8("flags");
+		if ((flags & ~AUTH_FLAG_SECRET) != 0) {
+			throw r.malformed(String.format("flags : 0x%02x (expected: 0x00 or 0x%02x)", flags, AUTH_FLAG_SECRET));
+		}
+		byte[] nonce = r.bytes("nonce", SharedSecret.NONCE_LENGTH);
+		r.end();
+		return new Auth(flags == AUTH_FLAG_SECRET, nonce);
+	}
+
+	/**
+	 * Decodes an {@code AUTH_PROOF} body.
+	 *
+	 * @param body exactly the frame's body; read, not released
+	 * @return the proof
+	 * @throws ProtocolException when the body has another length
+	 */
+	public static byte[] decodeAuthProof(ByteBuf body) {
+		Reader r = new Reader(body, "AUTH_PROOF");
+		byte[] proof = r.bytes("proof", AUTH_PROOF_BODY_LENGTH);
+		r.end();
+		return proof;
 	}
 
 	/**
@@ -404,8 +513,8 @@ public final class KVFrameCodec {
 		List<RegionLayout> kv = r.regions("kv");
 		List<RegionLayout> aux = r.regions("aux");
 		List<RegionLayout> state = r.regions("state");
-		return new PeerLayout(engineRank, parallel, pageSize, mla, dtype, kvHeadNum, totalKvHeadNum, startLayer, draftLayers, kv,
-				aux, state);
+		return new PeerLayout(engineRank, parallel, pageSize, mla, dtype, kvHeadNum, totalKvHeadNum, startLayer,
+				draftLayers, kv, aux, state);
 	}
 
 	/**
@@ -433,6 +542,38 @@ public final class KVFrameCodec {
 					+ dstStride + " count=" + count + " (expected: all >= 0)");
 		}
 		return new DataHeader(room, RegionKind.fromOrdinal(kind), region, dstOffset, chunkLen, dstStride, count);
+	}
+
+	/**
+	 * The body of an {@code AUTH} frame.
+	 *
+	 * @param hasSecret whether the sender has a shared secret (and will send a proof)
+	 * @param nonce the sender's {@value SharedSecret#NONCE_LENGTH}-byte nonce
+	 */
+	public record Auth(boolean hasSecret, byte[] nonce) {
+
+		public Auth {
+			Objects.requireNonNull(nonce, "nonce");
+			if (nonce.length != SharedSecret.NONCE_LENGTH) {
+				throw new IllegalArgumentException("nonce : " + nonce.length + " bytes (expected: "
+						+ SharedSecret.NONCE_LENGTH + ")");
+			}
+		}
+
+		@Override
+		public boolean equals(Object o) {
+			return o instanceof Auth a && a.hasSecret == hasSecret && Arrays.equals(a.nonce, nonce);
+		}
+
+		@Override
+		public int hashCode() {
+			return 31 * Boolean.hashCode(hasSecret) + Arrays.hashCode(nonce);
+		}
+
+		@Override
+		public String toString() {
+			return "Auth[hasSecret=" + hasSecret + "]";
+		}
 	}
 
 	/** Bounds-checked reads of one frame body; every failure names the frame and the field. */
@@ -513,6 +654,13 @@ public final class KVFrameCodec {
 				regions.add(new RegionLayout(buf.readInt(), buf.readLong()));
 			}
 			return regions;
+		}
+
+		byte[] bytes(String field, int length) {
+			need(length, field);
+			byte[] b = new byte[length];
+			buf.readBytes(b);
+			return b;
 		}
 
 		void end() {

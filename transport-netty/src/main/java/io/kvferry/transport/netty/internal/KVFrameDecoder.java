@@ -11,8 +11,13 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 
 /**
- * Reads the kvferry byte stream (see {@link KVFrameCodec} for the format): the peer's preface, then control frames,
- * heartbeats and data frames, reporting each to a {@link Listener}. Produces no messages for the pipeline.
+ * Reads the kvferry byte stream (see {@link KVFrameCodec} for the format): the peer's preface, then handshake frames,
+ * control frames, heartbeats and data frames, reporting each to a {@link Listener}. Produces no messages for the
+ * pipeline. Framing only: which frame may come when (the handshake order) is the listener's to enforce.
+ *
+ * <p>Memory: nothing is allocated from a length the peer announces. A frame's length is checked against its type's
+ * bound as soon as its 5-byte prefix arrives; a control body is cumulated only as its bytes arrive, and counts inside
+ * a body are checked against the bytes present before any array is made.
  *
  * <p>Data payloads are streamed, never accumulated: when a data header is complete the listener's
  * {@link Listener#onData} gives a sink, and each read's bytes of that payload go to {@link PayloadSink#write} as a
@@ -36,6 +41,12 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 
 		/** A heartbeat arrived. */
 		void onHeartbeat();
+
+		/** The peer's {@code AUTH} frame arrived (its flags and nonce). */
+		void onAuth(KVFrameCodec.Auth auth);
+
+		/** The peer's {@code AUTH_PROOF} frame arrived. */
+		void onAuthProof(byte[] proof);
 
 		/**
 		 * A data header arrived.
@@ -117,9 +128,17 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 					if (in.readableBytes() < bodyLength) {
 						return;
 					}
-					KVMessage message = KVFrameCodec.decode(frameType, in.readSlice(bodyLength));
+					ByteBuf body = in.readSlice(bodyLength);
 					state = State.FRAME_PREFIX;
-					listener.onMessage(message);
+					if (frameType == KVFrameCodec.TYPE_AUTH) {
+						listener.onAuth(KVFrameCodec.decodeAuth(body));
+					}
+					else if (frameType == KVFrameCodec.TYPE_AUTH_PROOF) {
+						listener.onAuthProof(KVFrameCodec.decodeAuthProof(body));
+					}
+					else {
+						listener.onMessage(KVFrameCodec.decode(frameType, body));
+					}
 					break;
 				}
 				case DATA_HEADER:
@@ -145,9 +164,14 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		}
 		int magic = in.getInt(in.readerIndex());
 		if (magic != KVFrameCodec.MAGIC) {
+			// TLS records start with a content type and major version 3: a handshake (0x16) is how a TLS client meets a
+			// plain listener, an alert (0x15) how a TLS listener answers a plain client.
+			int record = magic >>> 16;
+			String hint = record == 0x1603 ? " (a TLS handshake: the peer uses TLS, this side does not)"
+					: record == 0x1503 ? " (a TLS alert: the peer requires TLS, this side does not use it)" : "";
 			throw new ProtocolException(String.format(
-					"not a kvferry peer: stream starts with 0x%08x (expected: 0x%08x \"KVFR\")", magic,
-					KVFrameCodec.MAGIC));
+					"not a kvferry peer: stream starts with 0x%08x (expected: 0x%08x \"KVFR\")%s", magic,
+					KVFrameCodec.MAGIC, hint));
 		}
 		if (in.readableBytes() < KVFrameCodec.PREFACE_LENGTH) {
 			return false;
@@ -192,6 +216,16 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
 			payloadRemaining = payload;
 			state = State.DATA_HEADER;
+			return true;
+		}
+		if (KVFrameCodec.isAuthType(type)) {
+			if (body != KVFrameCodec.authBodyLength(type)) {
+				throw new ProtocolException("malformed " + KVFrameCodec.typeName(type) + " frame: body of " + body
+						+ " bytes (expected: " + KVFrameCodec.authBodyLength(type) + ")");
+			}
+			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			bodyLength = (int) body;
+			state = State.CONTROL_BODY;
 			return true;
 		}
 		if (!KVFrameCodec.isControlType(type)) {

@@ -3,14 +3,18 @@ package io.kvferry.transport.netty.internal;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+
+import javax.net.ssl.SSLException;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
@@ -30,6 +34,10 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.ssl.NotSslRecordException;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
@@ -42,7 +50,15 @@ import reactor.core.publisher.Mono;
 
 /**
  * One kvferry TCP connection: the {@link KVConnection} the engine uses and the last handler of the channel's pipeline
- * ({@link IdleStateHandler}, {@link KVFrameDecoder}, this).
+ * ({@link SslHandler} when TLS is on, {@link IdleStateHandler}, {@link KVFrameDecoder}, this).
+ *
+ * <p><b>Handshake.</b> On connect each side writes its preface and an {@code AUTH} frame; with a shared secret on both
+ * sides each then proves it (see {@link KVFrameCodec} and {@link SharedSecret}). The handshake completes when the
+ * peer's preface is valid and the peer's {@code AUTH} (and, with secrets, its proof) checked out; only then does the
+ * accepting side ask the acceptor for a handler and the connecting side's {@code connect} succeed. A failure closes
+ * the connection with a reason logged on each side, and fails {@link #handshakeFuture()} with a
+ * {@link ProtocolException}. A handshake (TLS included) that has not completed within
+ * {@link TransportSettings#handshakeTimeout()} is closed.
  *
  * <p><b>Outbound.</b> {@link #send} and {@link #sendData} may be called from any thread: they append to one FIFO
  * multi-producer queue and schedule a drain on the channel's event loop. The drain writes queued items only while the
@@ -79,6 +95,9 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	private static final Object CLOSE = new Object();
 
+	/** Longest excerpt of a TLS error message in a close reason (Netty's can hex-dump a whole read). */
+	private static final int MAX_TLS_DETAIL = 160;
+
 	private final Channel channel;
 	private final TransportSettings settings;
 	private final String id;
@@ -91,6 +110,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
 	private final AtomicBoolean closing = new AtomicBoolean();
 	private final Runnable drainTask = this::runDrain;
+	private final SharedSecret.Role role;
+	private final SharedSecret secret;
 
 	private volatile ConnectionHandler handler;
 	private volatile HostPort remote;
@@ -106,6 +127,10 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private boolean closeNotified;
 	private ProtocolException handshakeFailure;
 	private DataFrameCursor current;
+	private boolean prefaceReceived;
+	private byte[] ownNonce;
+	private KVFrameCodec.Auth peerAuth;
+	private ScheduledFuture<?> handshakeTimer;
 
 	/**
 	 * @param channel the channel, registered with its event loop
@@ -127,10 +152,13 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		this.id = channel.id().asShortText();
 		this.handshake = channel.eventLoop().newPromise();
 		this.prefix = "[" + id + "]";
+		this.role = acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING;
+		this.secret = settings.sharedSecret();
 	}
 
 	/**
-	 * Installs the kvferry handlers on a fresh channel.
+	 * Installs the kvferry handlers on a fresh channel: TLS first when the settings have it (the server context for an
+	 * accepted channel, the client context, with {@code remote} for SNI and host name checks, for a connecting one).
 	 *
 	 * @return the connection, the pipeline's last handler
 	 */
@@ -138,6 +166,13 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			Function<KVConnection, ConnectionHandler> acceptor, HostPort remote) {
 		NettyKVConnection connection = new NettyKVConnection(channel, settings, handler, acceptor, remote);
 		long interval = settings.heartbeatInterval().toNanos();
+		TransportSettings.Tls tls = settings.tls();
+		if (tls != null) {
+			SslHandler ssl = acceptor != null || remote == null ? tls.server().newHandler(channel.alloc())
+					: tls.client().newHandler(channel.alloc(), remote.host(), remote.port());
+			ssl.setHandshakeTimeoutMillis(settings.handshakeTimeout().toMillis());
+			channel.pipeline().addLast("kvferry.tls", ssl);
+		}
 		channel.pipeline()
 				.addLast("kvferry.idle", new IdleStateHandler(true, 2 * interval, interval, 0, TimeUnit.NANOSECONDS))
 				.addLast("kvferry.decoder",
@@ -341,6 +376,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	}
 
 	private boolean writeMessage(Outbound m) {
+		long gate = m.message.gatingRoom();
+		if (gate >= 0 && !sendable(gate)) {
+			// A Success must not outrun the data it reports: they were dropped, so it is too.
+			m.promise.tryFailure(new KVFerryException("room " + gate + " stopped before " + m.message + " was written"));
+			return false;
+		}
 		ByteBuf frame;
 		try {
 			frame = KVFrameCodec.encode(ctx.alloc(), m.message, settings.maxFrameLength());
@@ -429,6 +470,52 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void onPreface(int version) {
+		prefaceReceived = true;
+		log.trace("{} peer preface ok (protocol version {})", prefix, version);
+	}
+
+	@Override
+	public void onAuth(KVFrameCodec.Auth auth) {
+		if (peerAuth != null) {
+			throw new ProtocolException("unexpected second AUTH frame");
+		}
+		peerAuth = auth;
+		if (secret == null) {
+			if (auth.hasSecret()) {
+				throw new ProtocolException("shared secret mismatch: the peer requires a shared secret and none is "
+						+ "configured here (configure the same sharedSecret on both sides)");
+			}
+			completeHandshake();
+			return;
+		}
+		if (!auth.hasSecret()) {
+			throw new ProtocolException("peer did not prove the shared secret: it has none configured (configure the "
+					+ "same sharedSecret on both sides)");
+		}
+		byte[] proof = secret.proof(role, auth.nonce(), ownNonce);
+		ctx.writeAndFlush(KVFrameCodec.encodeAuthProof(ctx.alloc(), proof));
+	}
+
+	@Override
+	public void onAuthProof(byte[] proof) {
+		if (secret == null || peerAuth == null || handshake.isDone()) {
+			throw new ProtocolException("unexpected AUTH_PROOF frame ("
+					+ (secret == null ? "no shared secret is configured here"
+							: peerAuth == null ? "before the peer's AUTH" : "after the handshake")
+					+ ")");
+		}
+		if (!secret.verify(role.peer(), proof, ownNonce, peerAuth.nonce())) {
+			throw new ProtocolException("shared secret mismatch: the peer's proof does not verify (the two sides have "
+					+ "different secrets)");
+		}
+		completeHandshake();
+	}
+
+	private void completeHandshake() {
+		if (!prefaceReceived) {
+			// The decoder reports AUTH only after a valid preface; kept as a guard for the ordering it relies on.
+			throw new ProtocolException("AUTH before the preface");
+		}
 		if (acceptor != null) {
 			ConnectionHandler h = acceptor.apply(this);
 			if (h == null) {
@@ -436,12 +523,29 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 			handler = h;
 		}
-		log.debug("{} handshake complete (protocol version {})", prefix, version);
+		if (handshakeTimer != null) {
+			handshakeTimer.cancel(false);
+			handshakeTimer = null;
+		}
+		log.debug("{} handshake complete (protocol version {}, {}{})", prefix, KVMessage.PROTOCOL_VERSION,
+				secret != null ? "shared secret verified" : "no shared secret",
+				channel.pipeline().get(SslHandler.class) != null ? ", TLS" : "");
 		handshake.trySuccess(this);
+	}
+
+	/** Rejects engine traffic from a peer that has not completed the handshake. */
+	private void requireHandshake(String what) {
+		if (handshake.isDone()) {
+			return;
+		}
+		throw new ProtocolException(secret != null
+				? "peer did not prove the shared secret: " + what + " arrived before the handshake completed"
+				: "handshake incomplete: " + what + " arrived before the peer's AUTH frame");
 	}
 
 	@Override
 	public void onMessage(KVMessage message) {
+		requireHandshake(message.getClass().getSimpleName());
 		handler.onMessage(this, message);
 	}
 
@@ -453,6 +557,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public PayloadSink onData(DataHeader header) {
+		requireHandshake("DATA");
 		return handler.onData(this, header);
 	}
 
@@ -490,7 +595,19 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 			prefix = "[" + id + ", L:" + channel.localAddress() + " - R:" + channel.remoteAddress() + "]";
 			log.debug("{} open", prefix);
-			ctx.writeAndFlush(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
+			ownNonce = secret != null ? secret.newNonce() : new byte[SharedSecret.NONCE_LENGTH];
+			ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
+			ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(), new KVFrameCodec.Auth(secret != null, ownNonce)));
+			Duration timeout = settings.handshakeTimeout();
+			handshakeTimer = ctx.executor().schedule(() -> {
+				if (!handshake.isDone()) {
+					String reason = "handshake not completed within " + TransportSettings.format(timeout);
+					if (closeReason.compareAndSet(null, reason)) {
+						log.warn("{} closing: {}", prefix, reason);
+					}
+					channel.close();
+				}
+			}, timeout.toNanos(), TimeUnit.NANOSECONDS);
 			drain();
 		}
 		ctx.fireChannelActive();
@@ -506,6 +623,25 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+		if (evt instanceof SslHandshakeCompletionEvent e) {
+			if (e.isSuccess()) {
+				SslHandler ssl = ctx.pipeline().get(SslHandler.class);
+				log.debug("{} TLS established ({}, {})", prefix, ssl.engine().getSession().getProtocol(),
+						ssl.engine().getSession().getCipherSuite());
+			}
+			else {
+				ProtocolException failure = new ProtocolException("TLS handshake failed: " + describeTls(e.cause()),
+						e.cause());
+				if (!handshake.isDone()) {
+					handshakeFailure = failure;
+				}
+				if (closeReason.compareAndSet(null, failure.getMessage())) {
+					log.warn("{} closing: {}", prefix, failure.getMessage());
+				}
+				ctx.close();
+			}
+			return;
+		}
 		if (evt instanceof IdleStateEvent e) {
 			if (e.state() == IdleState.READER_IDLE) {
 				String reason = "no heartbeat from " + remoteAddress() + " for 2 intervals ("
@@ -525,9 +661,15 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-		String reason = cause instanceof IOException ? "I/O error: " + cause.getMessage() : "pipeline error: " + cause;
+		Throwable tls = cause instanceof DecoderException && cause.getCause() instanceof SSLException
+				? cause.getCause() : cause instanceof SSLException ? cause : null;
+		String reason = tls != null ? "TLS error: " + describeTls(tls)
+				: cause instanceof IOException ? "I/O error: " + cause.getMessage() : "pipeline error: " + cause;
 		if (closeReason.compareAndSet(null, reason)) {
-			if (cause instanceof IOException) {
+			if (tls != null) {
+				log.warn("{} closing: {}", prefix, reason);
+			}
+			else if (cause instanceof IOException) {
 				log.debug("{} closing: {}", prefix, reason);
 			}
 			else {
@@ -540,7 +682,13 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	@Override
 	public void channelInactive(ChannelHandlerContext ctx) {
 		closed = true;
-		closeReason.compareAndSet(null, "connection closed by peer " + remoteAddress());
+		if (handshakeTimer != null) {
+			handshakeTimer.cancel(false);
+		}
+		closeReason.compareAndSet(null, "connection closed by peer " + remoteAddress() + (prefaceReceived ? ""
+				: " before it sent a kvferry preface" + (settings.tls() == null
+						? " (a listener that requires TLS closes plain connections this way)"
+						: "")));
 		String reason = closeReason.get();
 		log.debug("{} closed: {}", prefix, reason);
 		failQueued();
@@ -561,6 +709,18 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 		}
 		ctx.fireChannelInactive();
+	}
+
+	private static String describeTls(Throwable cause) {
+		Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+		String message = String.valueOf(c.getMessage());
+		if (message.length() > MAX_TLS_DETAIL) {
+			message = message.substring(0, MAX_TLS_DETAIL) + "...";
+		}
+		if (c instanceof NotSslRecordException) {
+			return "the peer does not speak TLS (" + message + ")";
+		}
+		return c.getClass().getSimpleName() + ": " + message;
 	}
 
 	private static HostPort toHostPort(SocketAddress address) {

@@ -3,6 +3,8 @@ package io.kvferry.transport.netty.internal;
 import java.time.Duration;
 import java.util.Objects;
 
+import io.netty.handler.ssl.SslContext;
+
 /**
  * The immutable settings of a {@link io.kvferry.transport.netty.NettyKVTransport}; every {@code withX} returns a
  * validated copy. Defaults live in {@link #DEFAULT} and nowhere else.
@@ -15,10 +17,12 @@ import java.util.Objects;
  * @param preferNative whether Epoll is used when available
  * @param socketBufferSize {@code SO_SNDBUF} and {@code SO_RCVBUF} in bytes, or 0 for the OS default
  * @param eventLoopThreads threads of the transport's event loop group
+ * @param sharedSecret the secret both sides must prove in the handshake, or {@code null} for none
+ * @param tls the TLS contexts, or {@code null} for plain TCP
  */
 public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, int writeBufferLow,
 		int writeBufferHigh, Duration connectTimeout, boolean preferNative, int socketBufferSize,
-		int eventLoopThreads) {
+		int eventLoopThreads, SharedSecret sharedSecret, Tls tls) {
 
 	/** Smallest accepted {@link #maxFrameLength}: room for every handshake message of a small layout. */
 	public static final int MIN_FRAME_LENGTH = 1024;
@@ -26,9 +30,13 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	/** Largest accepted {@link #maxFrameLength}: 1 GiB keeps every length and offset within an {@code int}. */
 	public static final int MAX_FRAME_LENGTH = 1 << 30;
 
-	/** 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll, one thread per core. */
+	/**
+	 * 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll, one thread per core, no
+	 * shared secret, no TLS.
+	 */
 	public static final TransportSettings DEFAULT = new TransportSettings(Duration.ofSeconds(5), 16 << 20, 4 << 20,
-			8 << 20, Duration.ofSeconds(5), true, 0, Math.max(1, Runtime.getRuntime().availableProcessors()));
+			8 << 20, Duration.ofSeconds(5), true, 0, Math.max(1, Runtime.getRuntime().availableProcessors()), null,
+			null);
 
 	public TransportSettings {
 		Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
@@ -60,43 +68,63 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	/** @return a copy with another heartbeat interval */
 	public TransportSettings withHeartbeatInterval(Duration interval) {
 		return new TransportSettings(interval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls);
 	}
 
 	/** @return a copy with another maximum frame length */
 	public TransportSettings withMaxFrameLength(int length) {
 		return new TransportSettings(heartbeatInterval, length, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls);
 	}
 
 	/** @return a copy with other write-buffer watermarks */
 	public TransportSettings withWriteBufferWaterMark(int low, int high) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, low, high, connectTimeout, preferNative,
-				socketBufferSize, eventLoopThreads);
+				socketBufferSize, eventLoopThreads, sharedSecret, tls);
 	}
 
 	/** @return a copy with another connect timeout */
 	public TransportSettings withConnectTimeout(Duration timeout) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, timeout,
-				preferNative, socketBufferSize, eventLoopThreads);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls);
 	}
 
 	/** @return a copy that prefers (or not) the native transport */
 	public TransportSettings withPreferNative(boolean prefer) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, prefer, socketBufferSize, eventLoopThreads);
+				connectTimeout, prefer, socketBufferSize, eventLoopThreads, sharedSecret, tls);
 	}
 
 	/** @return a copy with another socket buffer size (0 for the OS default) */
 	public TransportSettings withSocketBufferSize(int size) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, size, eventLoopThreads);
+				connectTimeout, preferNative, size, eventLoopThreads, sharedSecret, tls);
 	}
 
 	/** @return a copy with another number of event loop threads */
 	public TransportSettings withEventLoopThreads(int threads) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, threads);
+				connectTimeout, preferNative, socketBufferSize, threads, sharedSecret, tls);
+	}
+
+	/** @return a copy with another shared secret ({@code null}: none) */
+	public TransportSettings withSharedSecret(SharedSecret secret) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
+				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, secret, tls);
+	}
+
+	/** @return a copy with other TLS contexts ({@code null}: plain TCP) */
+	public TransportSettings withTls(Tls contexts) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
+				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, sharedSecret, contexts);
+	}
+
+	/**
+	 * @return how long a connection may take from TCP connect to a completed kvferry handshake (TLS, preface, shared
+	 *         secret) before it is closed: the connect timeout plus two heartbeat intervals
+	 */
+	public Duration handshakeTimeout() {
+		return connectTimeout.plus(deadPeerTimeout());
 	}
 
 	/** @return how long a peer may stay silent before its connection is closed: two heartbeat intervals */
@@ -108,5 +136,25 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	public static String format(Duration d) {
 		long millis = d.toMillis();
 		return millis % 1000 == 0 ? (millis / 1000) + " s" : millis + " ms";
+	}
+
+	/**
+	 * The TLS contexts of a transport: one for the connections it accepts, one for those it opens.
+	 *
+	 * @param server a server-side context (certificate and key; may require client certificates)
+	 * @param client a client-side context (trusted certificates; may carry a client certificate)
+	 */
+	public record Tls(SslContext server, SslContext client) {
+
+		public Tls {
+			Objects.requireNonNull(server, "server");
+			Objects.requireNonNull(client, "client");
+			if (!server.isServer()) {
+				throw new IllegalArgumentException("serverContext : a client context (expected: a server SslContext)");
+			}
+			if (!client.isClient()) {
+				throw new IllegalArgumentException("clientContext : a server context (expected: a client SslContext)");
+			}
+		}
 	}
 }

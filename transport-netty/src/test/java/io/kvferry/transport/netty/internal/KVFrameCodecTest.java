@@ -51,6 +51,58 @@ class KVFrameCodecTest {
 	}
 
 	@Test
+	void authAndProofHaveTheDocumentedBytesAndRoundTrip() {
+		byte[] nonce = new byte[SharedSecret.NONCE_LENGTH];
+		nonce[0] = 0x11;
+		nonce[31] = 0x22;
+		byte[] proof = new byte[SharedSecret.PROOF_LENGTH];
+		proof[5] = 0x33;
+		ByteBuf auth = KVFrameCodec.encodeAuth(ALLOC, new KVFrameCodec.Auth(true, nonce));
+		ByteBuf none = KVFrameCodec.encodeAuth(ALLOC,
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+		ByteBuf proofFrame = KVFrameCodec.encodeAuthProof(ALLOC, proof);
+		try {
+			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("00000022" + "11" + "01" + "11" + "00".repeat(30) + "22");
+			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("00000022" + "11" + "00" + "00".repeat(32));
+			assertThat(ByteBufUtil.hexDump(proofFrame)).isEqualTo("00000021" + "12" + "0000000000" + "33"
+					+ "00".repeat(26));
+			assertThat(KVFrameCodec.decodeAuth(auth.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
+					.isEqualTo(new KVFrameCodec.Auth(true, nonce));
+			assertThat(KVFrameCodec.decodeAuthProof(proofFrame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
+					.isEqualTo(proof);
+			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_AUTH)).isEqualTo("AUTH");
+			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_AUTH_PROOF)).isEqualTo("AUTH_PROOF");
+			assertThat(KVFrameCodec.isControlType(KVFrameCodec.TYPE_AUTH)).isFalse();
+			assertThat(new KVFrameCodec.Auth(true, nonce).toString()).doesNotContain("nonce");
+		}
+		finally {
+			auth.release();
+			none.release();
+			proofFrame.release();
+		}
+		assertThatThrownBy(() -> KVFrameCodec.encodeAuthProof(ALLOC, new byte[3]))
+				.isInstanceOf(IllegalArgumentException.class).hasMessage("proof : 3 bytes (expected: 32)");
+		assertThatThrownBy(() -> new KVFrameCodec.Auth(false, new byte[31]))
+				.isInstanceOf(IllegalArgumentException.class).hasMessage("nonce : 31 bytes (expected: 32)");
+	}
+
+	@Test
+	void authBodyOfAnotherLengthIsMalformed() {
+		ByteBuf shortBody = Unpooled.buffer().writeByte(1).writeZero(10);
+		ByteBuf longProof = Unpooled.buffer().writeZero(SharedSecret.PROOF_LENGTH + 1);
+		try {
+			assertThatThrownBy(() -> KVFrameCodec.decodeAuth(shortBody)).isInstanceOf(ProtocolException.class)
+					.hasMessage("malformed AUTH frame: nonce needs 32 bytes but 10 remain (truncated body)");
+			assertThatThrownBy(() -> KVFrameCodec.decodeAuthProof(longProof)).isInstanceOf(ProtocolException.class)
+					.hasMessage("malformed AUTH_PROOF frame: 1 trailing bytes after the last field");
+		}
+		finally {
+			shortBody.release();
+			longProof.release();
+		}
+	}
+
+	@Test
 	void abortAckHasTheDocumentedBytes() {
 		ByteBuf frame = KVFrameCodec.encode(ALLOC, new KVMessage.AbortAck(0x0102030405060708L), 1024);
 		try {

@@ -114,6 +114,44 @@ class KVFrameDecoderTest {
 	}
 
 	@Test
+	void authAndProofFramesArriveFedByteByByte() {
+		byte[] nonce = random(SharedSecret.NONCE_LENGTH, 1);
+		byte[] proof = random(SharedSecret.PROOF_LENGTH, 2);
+		feed(new Stream().preface(1).auth(new KVFrameCodec.Auth(true, nonce)).heartbeat().proof(proof)
+				.auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH])).bytes(), 1);
+		assertThat(recorder.events).containsExactly("PREFACE 1", new KVFrameCodec.Auth(true, nonce), HEARTBEAT,
+				"PROOF " + ByteBufUtil.hexDump(proof),
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+		assertFalse(channel.finish());
+	}
+
+	@Test
+	void authFrameOfAnotherLengthIsRejectedFromItsPrefix() {
+		feed(new Stream().preface(1).raw(0, 0, 0x10, 0, KVFrameCodec.TYPE_AUTH).bytes(), 1);
+		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 33)");
+	}
+
+	@Test
+	void proofFrameOfAnotherLengthIsRejectedFromItsPrefix() {
+		feed(new Stream().preface(1).raw(0, 0, 0, 32, KVFrameCodec.TYPE_AUTH_PROOF).bytes(), 1);
+		assertClosedWith("malformed AUTH_PROOF frame: body of 31 bytes (expected: 32)");
+	}
+
+	@Test
+	void authFrameWithAnUnknownFlagIsRejected() {
+		ByteBuf body = Unpooled.buffer().writeByte(0x03).writeZero(SharedSecret.NONCE_LENGTH);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
+		assertClosedWith("malformed AUTH frame: flags : 0x03 (expected: 0x00 or 0x01)");
+	}
+
+	@Test
+	void tlsClientHelloIsNamedAsSuch() {
+		feed(new byte[] { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 }, 1);
+		assertClosedWith("not a kvferry peer: stream starts with 0x16030102");
+		assertThat(recorder.failure.getMessage()).endsWith("(a TLS handshake: the peer uses TLS, this side does not)");
+	}
+
+	@Test
 	void wrongMagicIsNotAKvferryPeer() {
 		feed("GET / HTTP/1.1\r\n\r\n".getBytes(), 1);
 		assertClosedWith("not a kvferry peer");
@@ -281,8 +319,12 @@ class KVFrameDecoderTest {
 	}
 
 	private static byte[] random(int n) {
+		return random(n, n);
+	}
+
+	private static byte[] random(int n, long seed) {
 		byte[] b = new byte[n];
-		new Random(n).nextBytes(b);
+		new Random(seed).nextBytes(b);
 		return b;
 	}
 
@@ -297,6 +339,14 @@ class KVFrameDecoderTest {
 
 		Stream message(KVMessage m) {
 			return buf(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, m, MAX));
+		}
+
+		Stream auth(KVFrameCodec.Auth auth) {
+			return buf(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, auth));
+		}
+
+		Stream proof(byte[] proof) {
+			return buf(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, proof));
 		}
 
 		Stream heartbeat() {
@@ -360,6 +410,16 @@ class KVFrameDecoderTest {
 		@Override
 		public void onHeartbeat() {
 			events.add(HEARTBEAT);
+		}
+
+		@Override
+		public void onAuth(KVFrameCodec.Auth auth) {
+			events.add(auth);
+		}
+
+		@Override
+		public void onAuthProof(byte[] proof) {
+			events.add("PROOF " + ByteBufUtil.hexDump(proof));
 		}
 
 		@Override

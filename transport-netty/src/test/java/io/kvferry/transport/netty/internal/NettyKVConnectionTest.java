@@ -3,6 +3,7 @@ package io.kvferry.transport.netty.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.KVFerryException;
 import io.kvferry.MemoryRegion;
+import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -55,30 +57,46 @@ class NettyKVConnectionTest {
 	}
 
 	private void open(boolean accepting) {
+		open(accepting, SETTINGS);
+	}
+
+	/** Opens the channel and checks what the connection writes first: the preface and its AUTH frame. */
+	private KVFrameCodec.Auth open(boolean accepting, TransportSettings settings) {
 		channel = new EmbeddedChannel(new ChannelInitializer<Channel>() {
 			@Override
 			protected void initChannel(Channel ch) {
 				connection = accepting
-						? NettyKVConnection.install(ch, SETTINGS, null, c -> {
+						? NettyKVConnection.install(ch, settings, null, c -> {
 							accepted.set(c);
 							return handler;
 						}, null)
-						: NettyKVConnection.install(ch, SETTINGS, handler, null, null);
+						: NettyKVConnection.install(ch, settings, handler, null, null);
 			}
 		});
 		channel.freezeTime();
 		ByteBuf preface = readOutbound();
+		ByteBuf auth = readOutbound();
 		try {
 			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520001");
+			assertThat(auth.readInt()).isEqualTo(1 + KVFrameCodec.AUTH_BODY_LENGTH);
+			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
+			return KVFrameCodec.decodeAuth(auth);
 		}
 		finally {
 			preface.release();
+			auth.release();
 		}
 	}
 
 	private void handshake() {
 		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		assertThat(connection.handshakeFuture().isDone()).isFalse();
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, noSecret()));
 		assertThat(connection.handshakeFuture().isSuccess()).isTrue();
+	}
+
+	private static KVFrameCodec.Auth noSecret() {
+		return new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]);
 	}
 
 	private void inbound(ByteBuf buf) {
@@ -115,7 +133,7 @@ class NettyKVConnectionTest {
 	}
 
 	@Test
-	void acceptorIsCalledOnlyAfterAValidPreface() {
+	void acceptorIsCalledOnlyAfterAValidPrefaceAndAuth() {
 		open(true);
 		assertThat(accepted.get()).isNull();
 		handshake();
@@ -132,6 +150,147 @@ class NettyKVConnectionTest {
 		assertThat(accepted.get()).isNull();
 		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 1)");
 		assertThat(handler.closeReasons).isEmpty();
+	}
+
+	@Test
+	void withoutSecretsTheAuthFrameCarriesNoFlagAndAZeroNonce() {
+		KVFrameCodec.Auth auth = open(false, SETTINGS);
+		assertThat(auth).isEqualTo(noSecret());
+	}
+
+	@Test
+	void engineFrameBeforeThePeersAuthClosesTheConnection() {
+		open(true);
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, new KVMessage.Abort(3, "x"), 4096));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(accepted.get()).isNull();
+		assertThat(handler.events).isEmpty();
+		assertThat(connection.handshakeFuture().cause()).isInstanceOf(ProtocolException.class)
+				.hasMessageContaining("handshake incomplete: Abort arrived before the peer's AUTH frame");
+	}
+
+	@Test
+	void secondAuthIsRejected() {
+		open(false);
+		handshake();
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, noSecret()));
+		assertThat(channel.isOpen()).isFalse();
+		channel.close();
+		assertThat(handler.closeReasons).containsExactly("unexpected second AUTH frame");
+	}
+
+	@Test
+	void proofWithoutASecretIsRejected() {
+		open(false);
+		handshake();
+		inbound(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, new byte[SharedSecret.PROOF_LENGTH]));
+		assertThat(channel.isOpen()).isFalse();
+		channel.close();
+		assertThat(handler.closeReasons)
+				.containsExactly("unexpected AUTH_PROOF frame (no shared secret is configured here)");
+	}
+
+	@Test
+	void secretHandshakeAnswersTheNonceAndCompletesOnlyOnAValidProof() {
+		SharedSecret secret = SharedSecret.of("k".getBytes(StandardCharsets.UTF_8));
+		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret));
+		assertThat(own.hasSecret()).isTrue();
+		assertThat(own.nonce()).isNotEqualTo(new byte[SharedSecret.NONCE_LENGTH]);
+
+		byte[] peerNonce = secret.newNonce();
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce)));
+		ByteBuf proofFrame = readOutbound();
+		try {
+			proofFrame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			byte[] proof = KVFrameCodec.decodeAuthProof(proofFrame);
+			assertThat(secret.verify(SharedSecret.Role.ACCEPTING, proof, peerNonce, own.nonce())).isTrue();
+		}
+		finally {
+			proofFrame.release();
+		}
+		assertThat(connection.handshakeFuture().isDone()).isFalse();
+		assertThat(accepted.get()).isNull();
+
+		byte[] peerProof = secret.proof(SharedSecret.Role.CONNECTING, own.nonce(), peerNonce);
+		inbound(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, peerProof));
+		assertThat(connection.handshakeFuture().isSuccess()).isTrue();
+		assertThat(accepted.get()).isSameAs(connection);
+	}
+
+	@Test
+	void secretHandshakeRejectsAProofForAnotherNonce() {
+		SharedSecret secret = SharedSecret.of(new byte[] { 1, 2, 3 });
+		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret));
+		byte[] peerNonce = secret.newNonce();
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce)));
+		readOutbound().release();
+		// A proof recorded on another connection: right secret, wrong nonce.
+		byte[] replayed = secret.proof(SharedSecret.Role.CONNECTING, secret.newNonce(), peerNonce);
+		inbound(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, replayed));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(accepted.get()).isNull();
+		assertThat(own.hasSecret()).isTrue();
+		assertThat(connection.handshakeFuture().cause()).isInstanceOf(ProtocolException.class)
+				.hasMessageContaining("shared secret mismatch: the peer's proof does not verify");
+	}
+
+	@Test
+	void secretSideRejectsAPeerWithoutOneAndEngineFramesBeforeTheProof() {
+		SharedSecret secret = SharedSecret.of(new byte[] { 9 });
+		open(false, SETTINGS.withSharedSecret(secret));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, noSecret()));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(connection.handshakeFuture().cause()).isInstanceOf(ProtocolException.class)
+				.hasMessageContaining("peer did not prove the shared secret: it has none configured");
+
+		open(false, SETTINGS.withSharedSecret(secret));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
+				new KVFrameCodec.Auth(true, secret.newNonce())));
+		readOutbound().release();
+		inbound(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, new KVMessage.AbortAck(1), 4096));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(handler.events).isEmpty();
+		assertThat(connection.handshakeFuture().cause())
+				.hasMessageContaining("peer did not prove the shared secret: AbortAck arrived before the handshake "
+						+ "completed");
+	}
+
+	@Test
+	void sideWithoutASecretRejectsAPeerThatHasOne() {
+		open(false);
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
+				new KVFrameCodec.Auth(true, new byte[SharedSecret.NONCE_LENGTH])));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(connection.handshakeFuture().cause()).isInstanceOf(ProtocolException.class)
+				.hasMessageContaining("shared secret mismatch: the peer requires a shared secret and none is "
+						+ "configured here");
+	}
+
+	@Test
+	void handshakeThatDoesNotCompleteInTimeIsClosed() {
+		open(true);
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		// Heartbeats keep the reader busy but do not complete the handshake.
+		long step = SETTINGS.heartbeatInterval().toMillis() / 2;
+		long elapsed = 0;
+		while (channel.isOpen() && elapsed < 2 * SETTINGS.handshakeTimeout().toMillis()) {
+			inbound(KVFrameCodec.encodeHeartbeat(UnpooledByteBufAllocator.DEFAULT));
+			channel.advanceTimeBy(step, TimeUnit.MILLISECONDS);
+			elapsed += step;
+			channel.runScheduledPendingTasks();
+			channel.runPendingTasks();
+		}
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(elapsed).isEqualTo(SETTINGS.handshakeTimeout().toMillis());
+		assertThat(accepted.get()).isNull();
+		assertThat(connection.closeReason()).isEqualTo("handshake not completed within 7 s");
+		assertThat(connection.handshakeFuture().cause()).hasMessageEndingWith("handshake not completed within 7 s");
 	}
 
 	@Test

@@ -1,0 +1,117 @@
+package io.kvferry.transport.netty.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RankMemory;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.transport.netty.internal.TransportSettings;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+/**
+ * A prefill rank that registers, connects and then never says another word (a hung process, a half-dead host): decode
+ * notices by the missing heartbeats within two intervals and fails the room, whether the silence starts before the
+ * engine's handshake or in the middle of a transfer. The handshake timeout stays at its 10 s default, far above the
+ * bound, so only the heartbeat can be what ends these rooms.
+ */
+class SilentPeerIT {
+
+	private static final Duration HEARTBEAT = Duration.ofMillis(200);
+	/** Two heartbeat intervals, plus slack for a busy 2-core machine: still well under the 10 s handshake timeout. */
+	private static final Duration BOUND = HEARTBEAT.multipliedBy(2).plusMillis(2600);
+	private static final Duration T = Duration.ofSeconds(30);
+	/** How the transport words the dead-peer timeout in its close reason. */
+	private static final String TWO_INTERVALS =
+			"for 2 intervals (" + TransportSettings.format(HEARTBEAT.multipliedBy(2)) + ")";
+	private static final ModelShape SHAPE = new ModelShape(4, 2, 64, 2, 16, false, 0, 64, 0);
+
+	private DisposableBootstrapServer server;
+	private ReactorBootstrapClient client;
+	private NettyKVTransport transport;
+	private KVManager decode;
+
+	@BeforeEach
+	void start() {
+		server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		client = ReactorBootstrapClient.create();
+		transport = NettyKVTransport.create().heartbeatInterval(HEARTBEAT);
+		RankMemory memory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 32, 4, 4);
+		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(memory.kvArgs())
+				.layout(ParallelLayout.SINGLE).transport(transport).bootstrapClient(client).startNow(T);
+	}
+
+	@AfterEach
+	void stop() {
+		decode.disposeLater().block(T);
+		transport.disposeLater().block(T);
+		client.dispose();
+		server.disposeNow();
+	}
+
+	private SilentPrefillPeer registeredPeer(SilentPrefillPeer.Mode mode) {
+		RankMemory prefillMemory = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 32, 4, 4);
+		SilentPrefillPeer peer = new SilentPrefillPeer(mode, PeerLayout.of(prefillMemory.kvArgs(),
+				ParallelLayout.SINGLE));
+		StepVerifier.create(client.register(server.address(), PrefillRegistration.prefill(ParallelLayout.SINGLE,
+				"127.0.0.1", peer.address().port(), SHAPE.pageSize())))
+				.expectComplete()
+				.verify(T);
+		return peer;
+	}
+
+	@Test
+	void peerSilentFromTheStartFailsTheHandshakeOnMissingHeartbeatsWithinTwoIntervals() {
+		try (SilentPrefillPeer peer = registeredPeer(SilentPrefillPeer.Mode.AFTER_PREFACE)) {
+			AtomicLong failedAt = new AtomicLong();
+			KVReceiver receiver = decode.receiver(server.address(), 1, null);
+			receiver.sendMetadata(new int[] { 0, 1 }, 0, new int[0]);
+			StepVerifier.create(receiver.completion().doOnError(e -> failedAt.set(System.nanoTime())))
+					.expectErrorSatisfies(e -> assertThat(e.getMessage())
+							.contains("Could not bootstrap room 1")
+							.contains("connection to prefill rank " + peer.address() + " closed")
+							.contains("no heartbeat from " + peer.address() + " " + TWO_INTERVALS))
+					.verify(T);
+			assertThat(peer.silentSinceNanos()).as("the preface went out").isPositive();
+			assertThat(Duration.ofNanos(failedAt.get() - peer.silentSinceNanos())).isLessThan(BOUND);
+			assertThat(decode.status(1)).isNull();
+		}
+	}
+
+	@Test
+	void peerSilentMidTransferFailsTheRoomAsALostConnectionWithinTwoIntervals() {
+		try (SilentPrefillPeer peer = registeredPeer(SilentPrefillPeer.Mode.AFTER_FIRST_BLOCK)) {
+			AtomicLong failedAt = new AtomicLong();
+			KVReceiver receiver = decode.receiver(server.address(), 2, null);
+			receiver.sendMetadata(new int[] { 5, 6, 7 }, 1, new int[0]);
+			StepVerifier.create(receiver.states().doOnComplete(() -> failedAt.set(System.nanoTime())))
+					.thenConsumeWhile(s -> s != KVPoll.TRANSFERRING && !s.isTerminal())
+					.expectNext(KVPoll.TRANSFERRING, KVPoll.FAILED)
+					.expectComplete()
+					.verify(T);
+			StepVerifier.create(receiver.completion())
+					.expectErrorSatisfies(e -> assertThat(e.getMessage())
+							.contains("Lost connection with prefill rank " + peer.address())
+							.contains("no heartbeat from " + peer.address() + " " + TWO_INTERVALS))
+					.verify(T);
+			assertThat(peer.silentSinceNanos()).as("the first block went out").isPositive();
+			assertThat(Duration.ofNanos(failedAt.get() - peer.silentSinceNanos())).isLessThan(BOUND);
+		}
+	}
+}
