@@ -1,0 +1,125 @@
+package io.kvferry.examples;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+import io.kvferry.testing.RoomResult;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Runs a batch of rooms with at most {@code concurrency} in flight and at most {@code poolPages} pages held, in request
+ * order, as a decode engine's scheduler admits requests only when it has room for their KV. A room's pages are given
+ * back when it succeeds; a failed room's pages stay held (its destination memory is fenced, not reusable), so the
+ * budget mirrors the pool. Thread-safe: rooms complete on any thread.
+ */
+final class BatchRunner {
+
+	/**
+	 * The batch's outcome.
+	 *
+	 * @param results every room that ran, in completion order
+	 * @param skipped requests never started (after a failure with stop-on-failure)
+	 * @param elapsedNanos from the first start to the last completion
+	 */
+	record Outcome(List<RoomResult> results, int skipped, long elapsedNanos) {
+	}
+
+	private final List<Workload.Request> requests;
+	private final int concurrency;
+	private final long poolPages;
+	private final boolean stopOnFailure;
+	private final Function<Workload.Request, Mono<RoomResult>> runner;
+	private final Consumer<RoomResult> listener;
+	private final Sinks.One<Outcome> done = Sinks.one();
+	private final List<RoomResult> results = new ArrayList<>();
+
+	// Guarded by this.
+	private int next;
+	private int inFlight;
+	private long pagesHeld;
+	private boolean stopped;
+	private long start;
+
+	/**
+	 * @param requests the batch, started in this order
+	 * @param concurrency rooms in flight at most, at least 1
+	 * @param poolPages pages held at most (a request larger than the pool still runs, alone)
+	 * @param stopOnFailure start no new room once one failed
+	 * @param runner runs one room; must not error (a failure is in the result)
+	 * @param listener told of every result, on the completing thread
+	 */
+	BatchRunner(List<Workload.Request> requests, int concurrency, long poolPages, boolean stopOnFailure,
+			Function<Workload.Request, Mono<RoomResult>> runner, Consumer<RoomResult> listener) {
+		if (concurrency < 1) {
+			throw new IllegalArgumentException("concurrency : " + concurrency + " (expected: >= 1)");
+		}
+		this.requests = List.copyOf(requests);
+		this.concurrency = concurrency;
+		this.poolPages = poolPages;
+		this.stopOnFailure = stopOnFailure;
+		this.runner = runner;
+		this.listener = listener;
+	}
+
+	/** @return the outcome once every started room ended; lazy, run once */
+	Mono<Outcome> run() {
+		return Mono.defer(() -> {
+			synchronized (this) {
+				start = System.nanoTime();
+			}
+			pump();
+			return done.asMono();
+		});
+	}
+
+	private void pump() {
+		List<Workload.Request> launch = new ArrayList<>();
+		Outcome finished = null;
+		synchronized (this) {
+			while (!stopped && next < requests.size() && inFlight < concurrency) {
+				Workload.Request r = requests.get(next);
+				// A request larger than the whole pool runs alone rather than never.
+				if (inFlight > 0 && pagesHeld + r.pages() > poolPages) {
+					break;
+				}
+				next++;
+				inFlight++;
+				pagesHeld += r.pages();
+				launch.add(r);
+			}
+			if (inFlight == 0 && launch.isEmpty() && (stopped || next == requests.size())) {
+				finished = new Outcome(List.copyOf(results), requests.size() - next, System.nanoTime() - start);
+			}
+		}
+		if (finished != null) {
+			done.tryEmitValue(finished);
+			return;
+		}
+		for (Workload.Request r : launch) {
+			// Each room starts on a worker: pattern fills then run in parallel, never on an event loop.
+			runner.apply(r)
+					.subscribeOn(Schedulers.parallel())
+					.onErrorResume(e -> Mono.just(new RoomResult(r.room(), r.pages(), 0, 0, String.valueOf(e))))
+					.subscribe(result -> complete(r, result));
+		}
+	}
+
+	private void complete(Workload.Request r, RoomResult result) {
+		synchronized (this) {
+			inFlight--;
+			results.add(result);
+			if (result.ok()) {
+				pagesHeld -= r.pages();
+			}
+			else if (stopOnFailure) {
+				stopped = true;
+			}
+		}
+		listener.accept(result);
+		pump();
+	}
+}

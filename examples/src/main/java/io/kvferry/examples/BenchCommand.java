@@ -1,0 +1,333 @@
+package io.kvferry.examples;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.testing.KVCluster;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RoomResult;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.netty.util.internal.CleanableDirectBuffer;
+import io.netty.util.internal.PlatformDependent;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * {@code kvferry bench}: kvferry on loopback against baselines the benchmark runs itself in the same JVM with the same
+ * bytes (SPEC §6): bulk throughput versus a blocking NIO socket pump, small-request latency versus a TCP ping-pong,
+ * 1,000 concurrent rooms across 2↔2 ranks, and heap bytes allocated per MB moved.
+ */
+@Command(name = "bench", sortOptions = false, mixinStandardHelpOptions = true,
+		description = {
+				"Measures kvferry on loopback against baselines it runs itself, in the same JVM, with the same bytes.",
+				"",
+				"  bulk   one large room 1<->1 vs a plain TCP pump (blocking NIO, one connection, 1 MiB writes from "
+						+ "direct memory into direct memory); warm-up, then best of --rounds",
+				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes",
+				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages)",
+				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
+				"Every room's bytes are verified. Figures depend on the machine: compare ratios, not absolutes.",
+				"" },
+		footer = { "", "Exit status: 0 measured and every byte matched; 1 a room failed; 2 bad usage; "
+				+ "3 could not run." })
+final class BenchCommand implements Callable<Integer> {
+
+	private static final ObjectMapper JSON = new ObjectMapper();
+	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+	private static final int WARMUP_ROOMS = 20;
+	private static final int MANY_LAYERS = 4;
+	private static final int MANY_MAX_PAGES = 4;
+
+	@Spec
+	CommandSpec spec;
+
+	@Option(names = "--bulk-mib", defaultValue = "256", paramLabel = "MIB",
+			description = "Size of the bulk room (default: ${DEFAULT-VALUE}).")
+	int bulkMib;
+
+	@Option(names = "--rounds", defaultValue = "3", paramLabel = "N",
+			description = "Timed bulk rounds of each side; the best counts (default: ${DEFAULT-VALUE}).")
+	int rounds;
+
+	@Option(names = "--small-iterations", defaultValue = "200", paramLabel = "N",
+			description = "Timed small rooms (and ping-pongs) of each size (default: ${DEFAULT-VALUE}).")
+	int smallIterations;
+
+	@Option(names = "--many-rooms", defaultValue = "1000", paramLabel = "N",
+			description = "Concurrent rooms of the many test (default: ${DEFAULT-VALUE}).")
+	int manyRooms;
+
+	@Mixin
+	ModelOptions model;
+
+	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: bulk {gbps, "
+			+ "baseline_gbps, ratio}, small {p50_us, baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, "
+			+ "failures}, alloc_bytes_per_mb.")
+	boolean json;
+
+	@Mixin
+	LoggingOptions logging;
+
+	private final List<String> failures = new ArrayList<>();
+
+	@Override
+	public Integer call() throws IOException {
+		CommandLine cl = spec.commandLine();
+		ModelOptions.positive(cl, "--bulk-mib", bulkMib);
+		ModelOptions.positive(cl, "--rounds", rounds);
+		ModelOptions.positive(cl, "--small-iterations", smallIterations);
+		ModelOptions.positive(cl, "--many-rooms", manyRooms);
+		ModelShape shape = model.shape(cl);
+		long pageBytes = DirectMemory.instanceBytes(shape, 1, 1, 1, 1);
+		int bulkPages = (int) Math.max(8, ((long) bulkMib << 20) / pageBytes);
+		long bulkBytes = bulkPages * pageBytes;
+		if (bulkBytes > Integer.MAX_VALUE) {
+			throw new CommandLine.ParameterException(cl, "--bulk-mib : " + bulkMib + " (expected: at most 2047)");
+		}
+		DirectMemory.check(cl, 4 * bulkBytes, "lower --bulk-mib");
+		PrintWriter err = cl.getErr();
+
+		ObjectNode result = JSON.createObjectNode();
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		NettyKVTransport transport = NettyKVTransport.create();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		try {
+			progress(err, "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1, " + rounds + " rounds each");
+			KVCluster pair = KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1)
+					.capacity(bulkPages, 64).contiguous(true).transport(transport).bootstrapClient(client)
+					.bootstrapAddress(server.address()).startNow(START_TIMEOUT);
+			try {
+				bulk(pair, shape, bulkPages, bulkBytes, result);
+				for (int pages : new int[] { 1, 8 }) {
+					progress(err, "small: " + pages + "-page rooms, " + smallIterations + " each");
+					result.set(pages == 1 ? "small" : "small_" + pages, small(pair, shape, pages, pageBytes));
+				}
+			}
+			finally {
+				pair.close().block(CLOSE_TIMEOUT);
+			}
+			progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
+			result.set("many", many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport, client));
+		}
+		finally {
+			transport.dispose();
+			client.dispose();
+			server.disposeNow();
+		}
+		result.put("verified", failures.isEmpty());
+		PrintWriter out = cl.getOut();
+		out.println(json ? result.toString() : table(result, shape));
+		out.flush();
+		failures.forEach(f -> err.println("kvferry bench: failed: " + f));
+		err.flush();
+		return failures.isEmpty() ? 0 : 1;
+	}
+
+	private void progress(PrintWriter err, String what) {
+		if (!json || System.console() != null) {
+			err.println("kvferry bench: " + what + " ...");
+			err.flush();
+		}
+	}
+
+	private void bulk(KVCluster pair, ModelShape shape, int pages, long bytes, ObjectNode result) throws IOException {
+		int tokens = pages * shape.pageSize();
+		Random random = new Random(1);
+		long room = 1_000_000;
+		check(pair.run(room++, tokens, 1, random).block());
+		long best = Long.MAX_VALUE;
+		long moved = 0;
+		long allocatedBefore = allocatedBytes();
+		for (int i = 0; i < rounds; i++) {
+			RoomResult r = check(pair.run(room++, tokens, 1, random).block());
+			if (r.ok()) {
+				best = Math.min(best, r.latencyNanos());
+				moved += r.bytes();
+			}
+		}
+		long allocated = allocatedBytes() - allocatedBefore;
+
+		// Freed right after, not at some later collection: the many test needs the memory.
+		CleanableDirectBuffer src = PlatformDependent.allocateDirect((int) bytes);
+		CleanableDirectBuffer dst = PlatformDependent.allocateDirect((int) bytes);
+		long baselineBest = Long.MAX_VALUE;
+		try (TcpBaseline tcp = TcpBaseline.open()) {
+			tcp.pump(src.buffer(), dst.buffer());
+			for (int i = 0; i < rounds; i++) {
+				baselineBest = Math.min(baselineBest, tcp.pump(src.buffer(), dst.buffer()));
+			}
+		}
+		finally {
+			src.clean();
+			dst.clean();
+		}
+		double gbps = best == Long.MAX_VALUE ? 0 : bytes / (double) best;
+		double baseline = bytes / (double) baselineBest;
+		ObjectNode bulk = result.putObject("bulk");
+		bulk.put("bytes", bytes);
+		bulk.put("gbps", round(gbps));
+		bulk.put("baseline_gbps", round(baseline));
+		bulk.put("ratio", round(gbps / baseline));
+		result.put("alloc_bytes_per_mb", moved == 0 ? 0 : Math.round(allocated / (moved / 1e6)));
+	}
+
+	private ObjectNode small(KVCluster pair, ModelShape shape, int pages, long pageBytes) throws IOException {
+		int tokens = pages * shape.pageSize();
+		Random random = new Random(pages);
+		long room = 2_000_000L * pages;
+		for (int i = 0; i < WARMUP_ROOMS; i++) {
+			check(pair.run(room++, tokens, 1, random).block());
+		}
+		long[] latencies = new long[smallIterations];
+		for (int i = 0; i < smallIterations; i++) {
+			latencies[i] = check(pair.run(room++, tokens, 1, random).block()).latencyNanos();
+		}
+		int payload = (int) (pages * pageBytes);
+		CleanableDirectBuffer src = PlatformDependent.allocateDirect(payload);
+		CleanableDirectBuffer dst = PlatformDependent.allocateDirect(payload);
+		long baseline;
+		try (TcpBaseline tcp = TcpBaseline.open()) {
+			tcp.pingPong(src.buffer(), dst.buffer(), payload, WARMUP_ROOMS);
+			baseline = TcpBaseline.median(tcp.pingPong(src.buffer(), dst.buffer(), payload, smallIterations));
+		}
+		finally {
+			src.clean();
+			dst.clean();
+		}
+		double p50 = TcpBaseline.median(latencies) / 1e3;
+		ObjectNode o = JSON.createObjectNode();
+		o.put("pages", pages);
+		o.put("bytes", payload);
+		o.put("p50_us", round(p50));
+		o.put("baseline_p50_us", round(baseline / 1e3));
+		o.put("ratio", round(p50 / (baseline / 1e3)));
+		return o;
+	}
+
+	private ObjectNode many(ModelShape shape, NettyKVTransport transport, ReactorBootstrapClient client) {
+		SplittableRandom sizes = new SplittableRandom(7);
+		int[] pages = new int[manyRooms];
+		int total = 0;
+		for (int i = 0; i < manyRooms; i++) {
+			pages[i] = 1 + sizes.nextInt(MANY_MAX_PAGES);
+			total += pages[i];
+		}
+		DirectMemory.check(spec.commandLine(), 2 * DirectMemory.instanceBytes(shape, 2, 1, 1, total),
+				"lower --many-rooms");
+		// Its own bootstrap server: the first registration of an instance fixes its TP size.
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		KVCluster cluster;
+		try {
+			cluster = KVCluster.builder().shape(shape).prefill(2, 1, 1).decode(2, 1)
+					.capacity(total, manyRooms + 1).transport(transport).bootstrapClient(client)
+					.bootstrapAddress(server.address()).startNow(START_TIMEOUT);
+		}
+		catch (RuntimeException e) {
+			server.disposeNow();
+			throw e;
+		}
+		try {
+			long start = System.nanoTime();
+			List<RoomResult> results = Flux.range(0, manyRooms)
+					.flatMap(i -> cluster.run(3_000_000L + i, pages[i] * shape.pageSize(), 1, new Random(i))
+							.subscribeOn(Schedulers.parallel()), manyRooms)
+					.collectList()
+					.block();
+			long elapsed = System.nanoTime() - start;
+			long bytes = 0;
+			int failed = 0;
+			for (RoomResult r : results) {
+				if (r.ok()) {
+					bytes += r.bytes();
+				}
+				else {
+					failed++;
+					check(r);
+				}
+			}
+			ObjectNode o = JSON.createObjectNode();
+			o.put("rooms", manyRooms);
+			o.put("bytes", bytes);
+			o.put("seconds", round(elapsed / 1e9));
+			o.put("gbps", round(bytes / (double) elapsed));
+			o.put("rooms_per_second", Math.round(manyRooms / (elapsed / 1e9)));
+			o.put("failures", failed);
+			return o;
+		}
+		finally {
+			cluster.close().block(CLOSE_TIMEOUT);
+			server.disposeNow();
+		}
+	}
+
+	private RoomResult check(RoomResult r) {
+		if (!r.ok() && failures.size() < 10) {
+			failures.add("room " + r.room() + ": " + r.failure());
+		}
+		return r;
+	}
+
+	/** @return heap bytes allocated so far by every live thread (HotSpot's per-thread counters) */
+	static long allocatedBytes() {
+		java.lang.management.ThreadMXBean bean = ManagementFactory.getThreadMXBean();
+		if (!(bean instanceof com.sun.management.ThreadMXBean sun) || !sun.isThreadAllocatedMemorySupported()) {
+			return 0;
+		}
+		long sum = 0;
+		for (long n : sun.getThreadAllocatedBytes(bean.getAllThreadIds())) {
+			if (n > 0) {
+				sum += n;
+			}
+		}
+		return sum;
+	}
+
+	private String table(ObjectNode r, ModelShape shape) {
+		StringBuilder sb = new StringBuilder();
+		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
+				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
+		var bulk = r.get("bulk");
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump)%n",
+				"bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1", bulk.get("gbps").asDouble(),
+				bulk.get("baseline_gbps").asDouble(), bulk.get("ratio").asDouble()));
+		for (String key : new String[] { "small", "small_8" }) {
+			var s = r.get(key);
+			sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",
+					"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong()) + ")",
+					s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(), s.get("ratio").asDouble()));
+		}
+		var many = r.get("many");
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   %d rooms/s, %d failures, %.2f s%n",
+				"many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
+				many.get("rooms_per_second").asLong(), many.get("failures").asInt(), many.get("seconds").asDouble()));
+		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
+				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
+		sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED");
+		return sb.toString();
+	}
+
+	private static double round(double v) {
+		return Math.round(v * 1000) / 1000.0;
+	}
+}

@@ -1,0 +1,177 @@
+package io.kvferry.examples;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.function.UnaryOperator;
+import java.util.stream.Collectors;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVReceiver;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.PageAllocator;
+import io.kvferry.testing.RankMemory;
+import io.kvferry.testing.RoomResult;
+import reactor.core.Exceptions;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * A decode instance that asks a prefill instance for rooms and checks them: for each room it allocates destination
+ * pages (one page table for all its ranks), opens a receiver on every rank, sends the destinations, waits for every
+ * rank's terminal state and verifies every byte against the pattern the room's prefill wrote. It needs no knowledge of
+ * prefill's pages: the pattern depends only on what the bytes mean.
+ *
+ * <p>Thread-safe: rooms may run concurrently; verification runs on the parallel scheduler.
+ */
+final class DecodeClient {
+
+	private static final int[] NO_STATE = new int[0];
+
+	private final ModelShape shape;
+	private final List<RankMemory> memory = new ArrayList<>();
+	private final List<KVManager> managers = new ArrayList<>();
+	private final PageAllocator pages;
+	private final PageAllocator rows;
+
+	private DecodeClient(ModelShape shape, int poolPages, int auxRows) {
+		this.shape = shape;
+		this.pages = new PageAllocator(poolPages);
+		this.rows = new PageAllocator(auxRows);
+	}
+
+	/**
+	 * Starts one decode manager per rank.
+	 *
+	 * @param shape the model (the same as prefill's)
+	 * @param tp decode attention TP size
+	 * @param pp decode PP size
+	 * @param poolPages pages per layer buffer on every rank
+	 * @param auxRows aux rows on every rank
+	 * @param transport shared transport (not disposed here)
+	 * @param client shared bootstrap client (not disposed here)
+	 * @param customizer adjusts every manager's spec (timeouts)
+	 * @return the started client
+	 */
+	static Mono<DecodeClient> start(ModelShape shape, int tp, int pp, int poolPages, int auxRows, KVTransport transport,
+			BootstrapClient client, UnaryOperator<KVManagerSpec> customizer) {
+		return Mono.defer(() -> {
+			DecodeClient c = new DecodeClient(shape, poolPages, auxRows);
+			List<Mono<KVManager>> starts = new ArrayList<>();
+			for (int t = 0; t < tp; t++) {
+				for (int p = 0; p < pp; p++) {
+					ParallelLayout layout = new ParallelLayout(tp, t, 1, 0, 1, 0, pp, p);
+					RankMemory mem = RankMemory.decode(shape, layout, poolPages, auxRows, auxRows);
+					c.memory.add(mem);
+					c.managers.add(null);
+					int slot = c.managers.size() - 1;
+					starts.add(customizer.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+							.kvArgs(mem.kvArgs()).layout(layout).transport(transport).bootstrapClient(client))
+							.start().doOnNext(m -> c.managers.set(slot, m)));
+				}
+			}
+			return Flux.concat(starts).then(Mono.just(c)).onErrorResume(e -> c.close().then(Mono.error(e)));
+		});
+	}
+
+	/**
+	 * Runs one room. Never errors: a failure is in the result. A successful room's pages are zeroed and freed; a failed
+	 * room's pages are freed once every rank's abort was acknowledged (until then prefill might still write them).
+	 *
+	 * @param bootstrap the prefill instance's bootstrap server
+	 * @param room the room (new to the prefill instance)
+	 * @param tokens prompt tokens
+	 * @return the result, after every byte was checked
+	 */
+	Mono<RoomResult> run(HostPort bootstrap, long room, int tokens) {
+		return Mono.defer(() -> {
+			int numPages = (tokens + shape.pageSize() - 1) / shape.pageSize();
+			Random random = new Random(room);
+			int[] dst = pages.allocate(numPages, random, random.nextInt(4) == 0);
+			int[] row = rows.allocate(1, random, false);
+			if (dst == null || row == null) {
+				free(dst, row);
+				return Mono.just(new RoomResult(room, numPages, 0, 0, "decode pool has no room for " + numPages
+						+ " pages"));
+			}
+			long start = System.nanoTime();
+			List<KVReceiver> receivers = new ArrayList<>(managers.size());
+			try {
+				for (KVManager m : managers) {
+					KVReceiver r = m.receiver(bootstrap, room, null);
+					receivers.add(r);
+					r.sendMetadata(dst, row[0], NO_STATE);
+				}
+			}
+			catch (RuntimeException e) {
+				// A room id the managers already know, or bad indices: nothing was sent for the others.
+				receivers.forEach(r -> r.abort(describe(e)).subscribe(null, x -> { }));
+				free(dst, row);
+				return Mono.just(new RoomResult(room, numPages, 0, 0, describe(e)));
+			}
+			return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
+					.then(Mono.fromCallable(() -> verify(room, dst, row, System.nanoTime() - start))
+							.subscribeOn(Schedulers.parallel()))
+					.onErrorResume(e -> {
+						long latency = System.nanoTime() - start;
+						String reason = describe(e);
+						// The room is failed on every rank; its pages are reusable once prefill can no longer write.
+						return Flux.fromIterable(receivers)
+								.flatMap(r -> r.abort(reason).onErrorResume(x -> Mono.empty()))
+								.then(Mono.fromRunnable(() -> free(dst, row)))
+								.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
+					});
+		});
+	}
+
+	private RoomResult verify(long room, int[] dst, int[] row, long latency) {
+		long bytes = 0;
+		for (RankMemory mem : memory) {
+			String mismatch = mem.verify(room, dst, row[0], NO_STATE);
+			if (mismatch != null) {
+				return new RoomResult(room, dst.length, bytes, latency, mismatch);
+			}
+			bytes += mem.kvBytes(dst.length);
+		}
+		for (RankMemory mem : memory) {
+			mem.clear(dst);
+		}
+		free(dst, row);
+		return new RoomResult(room, dst.length, bytes, latency, null);
+	}
+
+	private void free(int[] dst, int[] row) {
+		if (dst != null) {
+			pages.release(dst);
+		}
+		if (row != null) {
+			rows.release(row);
+		}
+	}
+
+	/** @return every distinct reason of a (possibly composite) failure, joined */
+	static String describe(Throwable e) {
+		return Exceptions.unwrapMultiple(e).stream()
+				.map(t -> t.getMessage() == null ? t.toString() : t.getMessage())
+				.distinct()
+				.collect(Collectors.joining("; "));
+	}
+
+	/** @return the managers, one per rank */
+	List<KVManager> managers() {
+		return managers;
+	}
+
+	/** Closes every manager (not the transport nor the bootstrap client). */
+	Mono<Void> close() {
+		return Mono.defer(() -> Mono.whenDelayError(managers.stream().filter(m -> m != null)
+				.map(KVManager::disposeLater).toList()));
+	}
+}

@@ -1,0 +1,149 @@
+package io.kvferry.examples;
+
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.Callable;
+
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.testing.KVCluster;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvferry demo}: one JVM with an embedded bootstrap server, a prefill instance and a decode instance talking TCP
+ * over loopback; runs a batch of rooms with verifiable page patterns and checks every byte on decode.
+ */
+@Command(name = "demo", sortOptions = false, mixinStandardHelpOptions = true,
+		description = {
+				"Runs prefill and decode in one JVM over TCP loopback, with an embedded bootstrap server: a batch of "
+						+ "requests with mixed prompt lengths, pages filled with verifiable patterns on prefill, every "
+						+ "byte checked on decode. Shows progress on stderr and ends with a summary on stdout.",
+				"" },
+		footer = { "", "Exit status: 0 every byte matched; 1 a room failed or a byte differed; 2 bad usage; "
+				+ "3 could not run." })
+final class DemoCommand implements Callable<Integer> {
+
+	// Whole-batch start-up bound: listening, registering every prefill rank with the bootstrap server.
+	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+
+	@Spec
+	CommandSpec spec;
+
+	@Mixin
+	WorkloadOptions workload;
+
+	@Mixin
+	ModelOptions model;
+
+	@Mixin
+	LayoutOptions.Prefill prefill;
+
+	@Mixin
+	LayoutOptions.Decode decode;
+
+	@Mixin
+	TimeoutOptions timeouts;
+
+	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (requests, failures, "
+			+ "bytes, gbps, p50_ms, p99_ms, max_ms, verified, ...).")
+	boolean json;
+
+	@Mixin
+	LoggingOptions logging;
+
+	@Override
+	public Integer call() {
+		CommandLine cl = spec.commandLine();
+		workload.validate(cl);
+		ModelShape shape = model.shape(cl);
+		prefill.validate(cl, shape.layers());
+		decode.validate(cl, shape.layers());
+		timeouts.validate(cl);
+		if (decode.pp != 1 && decode.pp != prefill.pp) {
+			throw new CommandLine.ParameterException(cl, "--decode-pp : " + decode.pp
+					+ " (expected: 1 or the prefill PP size " + prefill.pp + ")");
+		}
+		Workload batch = workload.workload(shape.pageSize(), workload.seed);
+		long decodePageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);
+		int pool = batch.poolPages(workload.concurrency, (workload.poolMib << 20) / decodePageBytes);
+		long needed = DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, pool)
+				+ DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, pool);
+		DirectMemory.check(cl, needed, "lower --max-tokens, --concurrency or --pool-mib");
+
+		PrintWriter out = cl.getOut();
+		PrintWriter err = cl.getErr();
+		String title = String.format(Locale.ROOT, "kvferry demo: %d requests (%d..%d tokens, %s), "
+				+ "prefill TP%d PP%d DP%d -> decode TP%d PP%d over TCP loopback", batch.requests().size(),
+				batch.minTokens(), batch.maxTokens(), Sizes.bytes(batch.totalPages() * decodePageBytes), prefill.tp,
+				prefill.pp, prefill.dp, decode.tp, decode.pp);
+		if (!json) {
+			err.println(title);
+			err.println("  model   " + ModelOptions.describe(shape));
+			err.println("  pools   " + pool + " pages per rank (" + Sizes.bytes(needed) + " of KV memory in all)");
+			err.flush();
+		}
+
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		NettyKVTransport transport = timeouts.transport();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		try {
+			KVCluster cluster = KVCluster.builder()
+					.shape(shape)
+					.prefill(prefill.tp, prefill.pp, prefill.dp)
+					.decode(decode.tp, decode.pp)
+					.capacity(pool, batch.requests().size() + 1)
+					.transport(transport)
+					.bootstrapClient(client)
+					.bootstrapAddress(server.address())
+					.customize(timeouts::apply)
+					.startNow(START_TIMEOUT);
+			try {
+				Summary summary = run(cluster, batch, pool, decodePageBytes, err, title);
+				out.println(json ? summary.toJson() : summary.table());
+				out.flush();
+				if (json && !summary.verified()) {
+					summary.reasons().forEach(r -> err.println("failed: " + r));
+					err.flush();
+				}
+				return summary.verified() ? 0 : 1;
+			}
+			finally {
+				cluster.close().block(CLOSE_TIMEOUT);
+			}
+		}
+		finally {
+			transport.dispose();
+			client.dispose();
+			server.disposeNow();
+		}
+	}
+
+	private Summary run(KVCluster cluster, Workload batch, int pool, long pageBytes, PrintWriter err, String title) {
+		Progress progress = Progress.forConsole(err, !json || System.console() != null, batch.requests().size(),
+				batch.totalPages() * pageBytes);
+		BatchRunner runner = new BatchRunner(batch.requests(), workload.concurrency, pool, false,
+				r -> cluster.run(r.room(), r.tokens(), workload.chunks(r.tokens()),
+						new Random(workload.seed ^ r.room())),
+				progress::record);
+		progress.start();
+		BatchRunner.Outcome outcome;
+		try {
+			outcome = runner.run().block();
+		}
+		finally {
+			progress.stop();
+		}
+		return Summary.of(title, batch.requests().size(), outcome);
+	}
+}

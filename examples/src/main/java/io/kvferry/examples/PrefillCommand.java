@@ -1,0 +1,145 @@
+package io.kvferry.examples;
+
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.stream.Collectors;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * {@code kvferry prefill}: a prefill instance in its own process. Registers every rank with the bootstrap server and
+ * serves every room decode asks for (pattern-filled pages, chunked sends) until stopped (SIGINT or SIGTERM).
+ */
+@Command(name = "prefill", sortOptions = false, mixinStandardHelpOptions = true,
+		description = {
+				"Runs a prefill instance until stopped: every rank listens, registers with the bootstrap server, and "
+						+ "for each room a decode instance asks for allocates pages, fills them with the room's "
+						+ "verifiable pattern and sends them in chunks. Prints one line when ready.",
+				"" },
+		footer = { "", "Exit status: 0 after SIGINT/SIGTERM (143 from the JVM on SIGTERM); 2 bad usage; 3 could not "
+				+ "start (e.g. the bootstrap server is unreachable)." })
+final class PrefillCommand implements Callable<Integer> {
+
+	private static final Duration START_TIMEOUT = Duration.ofSeconds(90);
+	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+	private static final Duration REPORT_INTERVAL = Duration.ofSeconds(10);
+
+	@Spec
+	CommandSpec spec;
+
+	@Option(names = "--bootstrap", required = true, paramLabel = "HOST:PORT",
+			description = "The bootstrap server to register with.")
+	HostPort bootstrap;
+
+	@Option(names = "--host", defaultValue = "0.0.0.0", paramLabel = "HOST",
+			description = "Address the ranks listen on (default: ${DEFAULT-VALUE}, on a free port each).")
+	String host;
+
+	@Option(names = "--advertise-host", paramLabel = "HOST",
+			description = "Address decode should dial, when it differs from --host (containers, NAT); default: "
+					+ "--host, or the detected local address for a wildcard --host.")
+	String advertiseHost;
+
+	@Mixin
+	LayoutOptions.Prefill prefill;
+
+	@Mixin
+	ModelOptions model;
+
+	@Option(names = "--pool-tokens", defaultValue = "12288", paramLabel = "N",
+			description = "KV pool of each DP group, in tokens; must hold decode's longest request "
+					+ "(default: ${DEFAULT-VALUE}).")
+	int poolTokens;
+
+	@Option(names = "--chunk-tokens", defaultValue = "4096", paramLabel = "N",
+			description = "Send each room in chunks of this many tokens, as chunked prefill does "
+					+ "(default: ${DEFAULT-VALUE}).")
+	int chunkTokens;
+
+	@Mixin
+	TimeoutOptions timeouts;
+
+	@Mixin
+	LoggingOptions logging;
+
+	@Override
+	public Integer call() throws InterruptedException {
+		CommandLine cl = spec.commandLine();
+		ModelShape shape = model.shape(cl);
+		prefill.validate(cl, shape.layers());
+		timeouts.validate(cl);
+		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
+		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
+		int poolPages = (poolTokens + shape.pageSize() - 1) / shape.pageSize();
+		DirectMemory.check(cl, DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, poolPages),
+				"lower --pool-tokens");
+
+		PrintWriter out = cl.getOut();
+		NettyKVTransport transport = timeouts.transport();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
+		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, poolPages,
+				poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport, client, timeouts::apply);
+		PrefillEngine engine;
+		try {
+			engine = PrefillEngine.start(config).block(START_TIMEOUT);
+		}
+		catch (RuntimeException e) {
+			transport.dispose();
+			client.dispose();
+			throw e;
+		}
+		String endpoints = engine.managers().stream().map(KVManager::endpoint).map(HostPort::toString)
+				.collect(Collectors.joining(", "));
+		out.printf(Locale.ROOT, "kvferry prefill: ready, %d ranks (TP%d PP%d DP%d) registered with %s, listening on "
+				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, bootstrap, endpoints);
+		out.println("  model   " + ModelOptions.describe(shape));
+		out.println("  pools   " + poolPages + " pages per rank");
+		out.flush();
+
+		Disposable reports = Flux.interval(REPORT_INTERVAL, Schedulers.parallel())
+				.map(t -> report(engine))
+				.distinctUntilChanged()
+				.subscribe(line -> {
+					out.println(line);
+					out.flush();
+				});
+		CountDownLatch stopped = new CountDownLatch(1);
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+			reports.dispose();
+			try {
+				engine.close().block(CLOSE_TIMEOUT);
+			}
+			finally {
+				transport.dispose();
+				client.dispose();
+				out.println("kvferry prefill: stopped; " + report(engine));
+				out.flush();
+				stopped.countDown();
+			}
+		}, "kvferry-prefill-shutdown"));
+		stopped.await();
+		return 0;
+	}
+
+	private static String report(PrefillEngine engine) {
+		return String.format(Locale.ROOT, "served %d rooms (%s), %d failed", engine.served(),
+				Sizes.bytes(engine.bytes()), engine.failed());
+	}
+}

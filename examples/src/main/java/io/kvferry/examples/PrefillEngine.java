@@ -1,0 +1,300 @@
+package io.kvferry.examples;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVSender;
+import io.kvferry.ParallelLayout;
+import io.kvferry.RoomRequest;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.PageAllocator;
+import io.kvferry.testing.RankMemory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The "engine" of a prefill instance, as small as it can be: for every room decode asks for, it allocates pages, writes
+ * the room's deterministic pattern into them (standing in for the forward pass), and hands them to the ranks' senders
+ * chunk by chunk. Ranks of one DP group share one page table, as an engine's scheduler allocates one set of page
+ * indices for all TP and PP ranks of a request.
+ *
+ * <p>Threading: requests arrive on transport threads and are handed to one serial worker per DP group, which owns that
+ * group's pools and queue; pattern fills run on the parallel scheduler. Requests that do not fit the pool wait in
+ * arrival order.
+ */
+final class PrefillEngine {
+
+	private static final Logger log = LoggerFactory.getLogger(PrefillEngine.class);
+	private static final int[] NO_STATE = new int[0];
+
+	private final int chunkPages;
+	private final List<Group> groups = new ArrayList<>();
+	private final List<Disposable> subscriptions = new ArrayList<>();
+	private final AtomicLong served = new AtomicLong();
+	private final AtomicLong failed = new AtomicLong();
+	private final AtomicLong bytes = new AtomicLong();
+
+	private PrefillEngine(int chunkPages) {
+		this.chunkPages = chunkPages;
+	}
+
+	/** One rank: its manager and its registered memory. */
+	private record Rank(KVManager manager, RankMemory memory) {
+	}
+
+	/**
+	 * Starts every rank (listen, register with the bootstrap server) and begins serving.
+	 *
+	 * @param config what to start
+	 * @return the running engine
+	 */
+	static Mono<PrefillEngine> start(Config config) {
+		return Mono.defer(() -> {
+			int chunkPages = Math.max(1, config.chunkTokens() / config.shape().pageSize());
+			PrefillEngine engine = new PrefillEngine(chunkPages);
+			List<Mono<KVManager>> starts = new ArrayList<>();
+			int rows = config.auxRows();
+			for (int g = 0; g < config.dp(); g++) {
+				Group group = engine.new Group(g, config.tp() * config.pp(), config.poolPages(), rows);
+				engine.groups.add(group);
+				for (int tp = 0; tp < config.tp(); tp++) {
+					for (int pp = 0; pp < config.pp(); pp++) {
+						ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0, config.pp(),
+								pp);
+						RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows, rows);
+						KVManagerSpec spec = config.customizer().apply(KVManagerSpec.create()
+								.mode(DisaggregationMode.PREFILL).kvArgs(memory.kvArgs()).layout(layout)
+								.transport(config.transport()).bootstrapClient(config.client())
+								.bootstrapAddress(config.bootstrap()).bindAddress(new HostPort(config.bindHost(), 0)));
+						if (config.advertiseHost() != null) {
+							spec = spec.advertiseHost(config.advertiseHost());
+						}
+						// Subscribe as soon as the rank is up, before decode can know it exists.
+						starts.add(spec.start().doOnNext(m -> engine.attach(group, new Rank(m, memory))));
+					}
+				}
+			}
+			return Flux.merge(starts).then(Mono.just(engine))
+					.onErrorResume(e -> engine.close().then(Mono.error(e)));
+		});
+	}
+
+	private synchronized void attach(Group group, Rank rank) {
+		group.ranks.add(rank);
+		subscriptions.add(rank.manager.roomRequests().subscribe(group::offer));
+		group.worker.schedule(group::drain);
+	}
+
+	/** @return every rank's manager, DP group by group */
+	synchronized List<KVManager> managers() {
+		List<KVManager> all = new ArrayList<>();
+		groups.forEach(g -> g.ranks.forEach(r -> all.add(r.manager)));
+		return all;
+	}
+
+	/** @return rooms whose every rank succeeded */
+	long served() {
+		return served.get();
+	}
+
+	/** @return rooms that failed on some rank */
+	long failed() {
+		return failed.get();
+	}
+
+	/** @return KV bytes sent by rooms that succeeded, all ranks */
+	long bytes() {
+		return bytes.get();
+	}
+
+	/** Stops serving and closes every manager (failing live rooms). */
+	Mono<Void> close() {
+		return Mono.defer(() -> {
+			List<Mono<Void>> closing = new ArrayList<>();
+			synchronized (this) {
+				subscriptions.forEach(Disposable::dispose);
+				groups.forEach(g -> g.ranks.forEach(r -> closing.add(r.manager.disposeLater())));
+			}
+			// Workers last: failing rooms still hand their pages back through them.
+			return Mono.whenDelayError(closing).doFinally(s -> groups.forEach(g -> g.worker.dispose()));
+		});
+	}
+
+	/** One DP group: its ranks, its page table and its queue, owned by one serial worker. */
+	private final class Group {
+
+		final int index;
+		final int rankCount;
+		final List<Rank> ranks = new CopyOnWriteArrayList<>();
+		final Scheduler.Worker worker = Schedulers.parallel().createWorker();
+		final int capacity;
+		// Worker-confined.
+		final PageAllocator pages;
+		final PageAllocator rows;
+		final Map<Long, RoomRequest> queue = new LinkedHashMap<>();
+		final Set<Long> active = new HashSet<>();
+
+		Group(int index, int rankCount, int capacity, int auxRows) {
+			this.index = index;
+			this.rankCount = rankCount;
+			this.capacity = capacity;
+			this.pages = new PageAllocator(capacity);
+			this.rows = new PageAllocator(auxRows);
+		}
+
+		void offer(RoomRequest request) {
+			worker.schedule(() -> {
+				// Dummy destinations carry no page count; every rank of the group gets a real request too.
+				if (request.dummy() || active.contains(request.room()) || queue.containsKey(request.room())) {
+					return;
+				}
+				queue.put(request.room(), request);
+				drain();
+			});
+		}
+
+		void drain() {
+			// A rank still registering cannot have been asked yet, but its peers may: serve only with all ranks.
+			if (ranks.size() < rankCount) {
+				return;
+			}
+			Iterator<RoomRequest> it = queue.values().iterator();
+			while (it.hasNext()) {
+				RoomRequest request = it.next();
+				if (request.pageCount() > capacity) {
+					it.remove();
+					reject(request, "room " + request.room() + " needs " + request.pageCount()
+							+ " pages but prefill DP group " + index + " holds " + capacity + " (raise --pool-tokens)");
+					continue;
+				}
+				// Pages scattered as an engine's allocator would (one room in four contiguous), reproducibly per room.
+				Random random = new Random(request.room());
+				int[] src = pages.allocate(request.pageCount(), random, random.nextInt(4) == 0);
+				if (src == null) {
+					return;
+				}
+				int[] row = rows.allocate(1, random, false);
+				if (row == null) {
+					pages.release(src);
+					return;
+				}
+				it.remove();
+				serve(request, src, row[0]);
+			}
+		}
+
+		private void reject(RoomRequest request, String reason) {
+			log.warn("[prefill dp{}] {}", index, reason);
+			failed.incrementAndGet();
+			for (Rank r : ranks) {
+				try {
+					r.manager.sender(request.room()).abort(reason).subscribe(null, e -> { });
+				}
+				catch (IllegalStateException e) {
+					log.debug("[prefill dp{}] room {} already ended: {}", index, request.room(), e.getMessage());
+				}
+			}
+		}
+
+		private void serve(RoomRequest request, int[] src, int row) {
+			long room = request.room();
+			active.add(room);
+			List<KVSender> senders = new ArrayList<>(ranks.size());
+			try {
+				for (Rank r : ranks) {
+					senders.add(r.manager.sender(room));
+				}
+			}
+			catch (IllegalStateException e) {
+				// Decode gave up on the room (timeout, abort) before it was served.
+				log.info("[prefill dp{}] room {} not served: {}", index, room, e.getMessage());
+				senders.forEach(s -> s.abort("prefill could not serve room " + room + ": " + e.getMessage())
+						.subscribe(null, x -> { }));
+				failed.incrementAndGet();
+				release(room, src, row);
+				return;
+			}
+			long start = System.nanoTime();
+			Flux.fromIterable(ranks)
+					.flatMap(r -> Mono.fromRunnable(() -> r.memory.fill(room, src, row, NO_STATE))
+							.subscribeOn(Schedulers.parallel()))
+					.then(Mono.fromRunnable(() -> send(senders, src, row)))
+					.then(Mono.whenDelayError(senders.stream().map(KVSender::completion).toList()))
+					.subscribe(null, e -> worker.schedule(() -> {
+						failed.incrementAndGet();
+						log.warn("[prefill dp{}] room {} failed: {}", index, room, e.getMessage());
+						release(room, src, row);
+					}), () -> worker.schedule(() -> {
+						served.incrementAndGet();
+						long sent = ranks.stream().mapToLong(r -> r.memory.kvBytes(src.length)).sum();
+						bytes.addAndGet(sent);
+						log.info("[prefill dp{}] room {}: {} pages, {} in {} ms", index, room, src.length,
+								Sizes.bytes(sent), Duration.ofNanos(System.nanoTime() - start).toMillis());
+						release(room, src, row);
+					}));
+		}
+
+		private void send(List<KVSender> senders, int[] src, int row) {
+			for (KVSender s : senders) {
+				s.init(src.length, row);
+				if (src.length == 0) {
+					s.send(src, NO_STATE);
+				}
+				for (int from = 0; from < src.length; from += chunkPages) {
+					s.send(Arrays.copyOfRange(src, from, Math.min(src.length, from + chunkPages)), NO_STATE);
+				}
+			}
+		}
+
+		private void release(long room, int[] src, int row) {
+			active.remove(room);
+			pages.release(src);
+			rows.release(new int[] { row });
+			drain();
+		}
+	}
+
+	/**
+	 * What to start.
+	 *
+	 * @param shape the model
+	 * @param tp attention TP size
+	 * @param pp PP size
+	 * @param dp attention DP size
+	 * @param poolPages pages per layer buffer on every rank (the page table of a DP group)
+	 * @param auxRows aux rows on every rank
+	 * @param chunkTokens tokens per {@code send} call
+	 * @param bindHost address every rank listens on (free port each)
+	 * @param advertiseHost address decode should dial, or null for the default
+	 * @param bootstrap the bootstrap server to register with
+	 * @param transport shared transport (not disposed by the engine)
+	 * @param client shared bootstrap client (not disposed by the engine)
+	 * @param customizer adjusts every manager's spec (timeouts)
+	 */
+	record Config(ModelShape shape, int tp, int pp, int dp, int poolPages, int auxRows, int chunkTokens,
+			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
+			UnaryOperator<KVManagerSpec> customizer) {
+	}
+}

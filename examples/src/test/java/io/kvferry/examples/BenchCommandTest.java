@@ -1,0 +1,49 @@
+package io.kvferry.examples;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Runs the benchmark in-process at toy sizes: checks what it reports, not how fast anything is. */
+@Timeout(90)
+class BenchCommandTest {
+
+	@Test
+	void jsonReportsEveryFigureNextToItsBaseline() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
+				"--bulk-mib", "2", "--rounds", "1", "--small-iterations", "3", "--many-rooms", "20");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		JsonNode bulk = j.get("bulk");
+		assertThat(bulk.get("gbps").asDouble()).isPositive();
+		assertThat(bulk.get("baseline_gbps").asDouble()).isPositive();
+		assertThat(bulk.get("ratio").asDouble()).isPositive();
+		assertThat(bulk.get("bytes").asLong()).isEqualTo(2L << 20);
+		for (String key : new String[] { "small", "small_8" }) {
+			JsonNode small = j.get(key);
+			assertThat(small.get("p50_us").asDouble()).as(key).isPositive();
+			assertThat(small.get("baseline_p50_us").asDouble()).as(key).isPositive();
+			assertThat(small.get("ratio").asDouble()).as(key).isPositive();
+		}
+		assertThat(j.get("small").get("pages").asInt()).isEqualTo(1);
+		assertThat(j.get("small_8").get("pages").asInt()).isEqualTo(8);
+		JsonNode many = j.get("many");
+		assertThat(many.get("rooms").asInt()).isEqualTo(20);
+		assertThat(many.get("failures").asInt()).isZero();
+		assertThat(many.get("gbps").asDouble()).isPositive();
+		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+	}
+}
