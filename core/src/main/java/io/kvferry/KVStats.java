@@ -13,9 +13,10 @@ import java.util.Map;
  * @param liveRooms rooms by current state (non-terminal states only)
  * @param failuresByCategory failed rooms by {@link #failureCategory(String)}
  * @param connections open peer connections
+ * @param heartbeatLosses connections closed because the peer went silent (no heartbeat for two intervals)
  */
 public record KVStats(long bytesSent, long bytesReceived, long pagesSent, long roomsSucceeded, long roomsFailed,
-		Map<KVPoll, Integer> liveRooms, Map<String, Long> failuresByCategory, int connections) {
+		Map<KVPoll, Integer> liveRooms, Map<String, Long> failuresByCategory, int connections, long heartbeatLosses) {
 
 	public KVStats {
 		liveRooms = Map.copyOf(liveRooms);

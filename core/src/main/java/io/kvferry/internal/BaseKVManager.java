@@ -31,6 +31,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	final LongAdder bytesSent = new LongAdder();
 	final LongAdder bytesReceived = new LongAdder();
 	final LongAdder pagesSent = new LongAdder();
+	private final LongAdder heartbeatLosses = new LongAdder();
 	private final LongAdder succeeded = new LongAdder();
 	private final ConcurrentHashMap<String, LongAdder> failures = new ConcurrentHashMap<>();
 
@@ -118,7 +119,14 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 			failedTotal += e.getValue().sum();
 		}
 		return new KVStats(bytesSent.sum(), bytesReceived.sum(), pagesSent.sum(), succeeded.sum(), failedTotal, live,
-				failed, connectionCount());
+				failed, connectionCount(), heartbeatLosses.sum());
+	}
+
+	/** Counts a connection the transport closed for lack of heartbeats (its reason says so). */
+	void connectionClosed(String reason) {
+		if (reason != null && reason.contains("no heartbeat")) {
+			heartbeatLosses.increment();
+		}
 	}
 
 	/** @return open peer connections */

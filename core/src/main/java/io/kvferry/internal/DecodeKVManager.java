@@ -473,6 +473,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		@Override
 		public void onClose(KVConnection c, String reason) {
 			open.remove(this);
+			connectionClosed(reason);
 			sessions.remove(key);
 			handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: "
 					+ reason));

@@ -497,6 +497,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		@Override
 		public void onClose(KVConnection c, String reason) {
 			sessions.remove(this);
+			connectionClosed(reason);
 			for (PrefillRoom r : rooms) {
 				table.update(r, KVPoll.FAILED, "Lost connection with decode " + c.remoteAddress() + ": " + reason,
 						false);

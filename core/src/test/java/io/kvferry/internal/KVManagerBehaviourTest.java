@@ -195,14 +195,16 @@ class KVManagerBehaviourTest {
 		receiver.sendMetadata(new int[] { 1, 2 }, 0, new int[0]);
 		KVSender sender = prefill.sender(14);
 		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
-		transport.disconnectAll("cable cut");
+		transport.disconnectAll("no heartbeat from 10.0.0.9:1 for 2 intervals (10 s)");
 		StepVerifier.create(receiver.completion())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Lost connection with prefill rank")
-						.hasMessageContaining("cable cut"))
+						.hasMessageContaining("no heartbeat"))
 				.verify(T);
 		StepVerifier.create(sender.completion())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Lost connection with decode"))
 				.verify(T);
+		assertThat(decode.stats().heartbeatLosses()).isEqualTo(1);
+		assertThat(prefill.stats().heartbeatLosses()).isEqualTo(1);
 		// A new room reconnects: nothing stale survives the cut.
 		int[] pages = { 7 };
 		prefillMem.fill(15, pages, 0, new int[0]);

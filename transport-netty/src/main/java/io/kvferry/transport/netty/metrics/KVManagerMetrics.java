@@ -22,6 +22,7 @@ import reactor.core.Disposable;
  * <ul>
  * <li>{@code kvferry.bytes.sent}, {@code kvferry.bytes.received}, {@code kvferry.pages.sent} — function counters over
  * {@link KVManager#stats()};</li>
+ * <li>{@code kvferry.heartbeats.missed} — connections closed because the peer went silent;</li>
  * <li>{@code kvferry.rooms.live{state}} and {@code kvferry.connections} — gauges;</li>
  * <li>{@code kvferry.room.duration{outcome}} — a timer with percentiles from a room's first state to its last;</li>
  * <li>{@code kvferry.room.failures{category}} — failed rooms by {@link KVStats#failureCategory(String)}.</li>
@@ -57,6 +58,9 @@ public final class KVManagerMetrics implements Disposable {
 				.description("bytes written into this rank's registered memory").tags(tags).register(registry);
 		FunctionCounter.builder("kvferry.pages.sent", manager, m -> m.stats().pagesSent())
 				.description("pages sent, once per destination").tags(tags).register(registry);
+		FunctionCounter.builder("kvferry.heartbeats.missed", manager, m -> m.stats().heartbeatLosses())
+				.description("connections closed because the peer sent nothing for two heartbeat intervals")
+				.tags(tags).register(registry);
 		for (KVPoll state : KVPoll.values()) {
 			if (!state.isTerminal()) {
 				Gauge.builder("kvferry.rooms.live", manager, m -> m.stats().liveRooms().getOrDefault(state, 0))

@@ -35,6 +35,7 @@ class KVManagerMetricsTest {
 		assertThat(registry.get("kvferry.room.duration").tag("mode", "decode").tag("outcome", "success").timer().count())
 				.isEqualTo(1);
 		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
+		assertThat(registry.get("kvferry.heartbeats.missed").tag("mode", "decode").functionCounter().count()).isZero();
 
 		decode.receiver(new HostPort("127.0.0.1", 8998), 2, null).abort("client gone").block(Duration.ofSeconds(10));
 		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("category", "aborted").counter()
