@@ -72,6 +72,10 @@ final class PrefillCommand implements Callable<Integer> {
 					+ "(default: ${DEFAULT-VALUE}).")
 	int chunkTokens;
 
+	@Option(names = "--metrics-port", paramLabel = "PORT",
+			description = "Serve Prometheus metrics of every rank at http://HOST:PORT/metrics (default: off).")
+	Integer metricsPort;
+
 	@Mixin
 	TimeoutOptions timeouts;
 
@@ -111,6 +115,11 @@ final class PrefillCommand implements Callable<Integer> {
 				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, bootstrap, endpoints);
 		out.println("  model   " + ModelOptions.describe(shape));
 		out.println("  pools   " + poolPages + " pages per rank");
+		MetricsEndpoint metrics = metricsPort == null ? null
+				: MetricsEndpoint.start(host, metricsPort, engine.managers());
+		if (metrics != null) {
+			out.println("  metrics http://" + new HostPort(host, metrics.port()) + "/metrics");
+		}
 		out.flush();
 
 		Disposable reports = Flux.interval(REPORT_INTERVAL, Schedulers.parallel())
@@ -123,6 +132,9 @@ final class PrefillCommand implements Callable<Integer> {
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 			reports.dispose();
+			if (metrics != null) {
+				metrics.dispose();
+			}
 			try {
 				engine.close().block(CLOSE_TIMEOUT);
 			}
