@@ -5,8 +5,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
@@ -73,7 +75,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 	@Override
 	public KVReceiver receiver(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
-		java.util.Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
+		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
 		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
@@ -215,7 +217,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				wait.done.tryEmitError(new KVFerryException("prefill did not acknowledge the abort of room " + r.id
 						+ " within " + spec.handshakeTimeout() + "; its pages stay fenced"));
 			}
-		}, spec.handshakeTimeout().toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+		}, spec.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
 		for (Session s : targets) {
 			if (!s.conn.isActive()) {
 				wait.acknowledged(s);

@@ -2,6 +2,7 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -31,7 +32,6 @@ import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
 
 /**
  * The prefill side: listens for decode ranks, records which decode ranks wait for which room, and moves a room's
@@ -43,13 +43,14 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 
 	private final int uniqueRank;
 	private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
-	private final Sinks.Many<RoomRequest> requests = Sinks.many().multicast().directBestEffort();
+	private final HotStream<RoomRequest> requests;
 	private volatile KVTransport.Listener listener;
 	private volatile HostPort endpoint;
 	private volatile Disposable reregistration = Disposables.disposed();
 
 	private PrefillKVManager(KVManagerSpec spec) {
 		super(spec);
+		this.requests = new HotStream<>(name, spec.eventBufferSize());
 		this.uniqueRank = RankMapping.prefillUniqueRank(spec.layout().attnTpRank(), spec.layout().ppSize(),
 				spec.layout().ppRank());
 	}
@@ -133,9 +134,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 
 	@Override
 	public Flux<RoomRequest> roomRequests() {
-		return requests.asFlux().onBackpressureBuffer(spec.eventBufferSize(),
-				dropped -> log.debug("[{}] slow room-request subscriber dropped {}", name, dropped),
-				reactor.core.publisher.BufferOverflowStrategy.DROP_OLDEST);
+		return requests.flux();
 	}
 
 	@Override
@@ -146,9 +145,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	@Override
 	Mono<Void> closeResources() {
 		reregistration.dispose();
-		synchronized (requests) {
-			requests.tryEmitComplete();
-		}
+		requests.complete();
 		for (Session s : sessions) {
 			s.conn.close("KV manager " + name + " closed");
 		}
@@ -210,9 +207,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		Destination first = r.destinations.stream().filter(d -> !d.request.dummy()).findFirst().orElse(null);
 		RoomRequest event = first == null ? new RoomRequest(r.id, 0, -1, true)
 				: new RoomRequest(r.id, first.request.dstPages().length, first.request.auxIndex(), false);
-		synchronized (requests) {
-			requests.tryEmitNext(event);
-		}
+		requests.emit(event);
 	}
 
 	/** Moves one chunk to every destination; the caller holds the room's monitor. */
@@ -242,7 +237,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			if (d.request.dummy()) {
 				continue;
 			}
-			int[] dstPages = java.util.Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
+			int[] dstPages = Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
 			bytesSent.add(d.session.plan.sendKv(d.session.conn, r.id, c.pages, dstPages));
 			pagesSent.add(c.pages.length);
 			if (c.last) {

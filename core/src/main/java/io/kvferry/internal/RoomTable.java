@@ -13,9 +13,7 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.BufferOverflowStrategy;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -39,12 +37,10 @@ final class RoomTable<R extends Room> {
 			return size() > TOMBSTONES;
 		}
 	};
-	private final Sinks.Many<KVStatusEvent> events = Sinks.many().multicast().directBestEffort();
-	private final Object eventLock = new Object();
+	private final HotStream<KVStatusEvent> events;
 	private final String name;
 	private final Scheduler timer;
 	private final Duration[] timeouts;
-	private final int eventBufferSize;
 	private final Consumer<R> onTerminal;
 
 	/**
@@ -61,7 +57,7 @@ final class RoomTable<R extends Room> {
 		this.name = name;
 		this.timer = timer;
 		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
-		this.eventBufferSize = eventBufferSize;
+		this.events = new HotStream<>(name, eventBufferSize);
 		this.onTerminal = onTerminal;
 	}
 
@@ -133,7 +129,7 @@ final class RoomTable<R extends Room> {
 		else if (log.isDebugEnabled()) {
 			log.debug("[{}] room {} {} -> {}", name, room.id, change[0], next);
 		}
-		publish(new KVStatusEvent(room.id, change[0], next, next == KVPoll.FAILED ? reason : "", System.nanoTime()));
+		events.emit(new KVStatusEvent(room.id, change[0], next, next == KVPoll.FAILED ? reason : "", System.nanoTime()));
 		if (next.isTerminal()) {
 			room.replaceTimeout(null);
 			onTerminal.accept(room);
@@ -168,26 +164,15 @@ final class RoomTable<R extends Room> {
 		return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
 	}
 
-	private void publish(KVStatusEvent event) {
-		synchronized (eventLock) {
-			// directBestEffort never blocks: each subscriber has its own bounded buffer (see events()).
-			events.tryEmitNext(event);
-		}
-	}
-
 	/**
-	 * Hot stream of every change. Each subscriber gets its own buffer of {@code eventBufferSize}; when it does not
-	 * keep up, its oldest buffered events are dropped, never the emitters slowed.
+	 * Hot stream of every change. Each subscriber gets its own bounded buffer; when it does not keep up, its oldest
+	 * buffered events are dropped, never the emitters slowed.
 	 */
 	Flux<KVStatusEvent> events() {
-		return events.asFlux().onBackpressureBuffer(eventBufferSize,
-				dropped -> log.debug("[{}] slow event subscriber dropped {}", name, dropped),
-				BufferOverflowStrategy.DROP_OLDEST);
+		return events.flux();
 	}
 
 	void complete() {
-		synchronized (eventLock) {
-			events.tryEmitComplete();
-		}
+		events.complete();
 	}
 }

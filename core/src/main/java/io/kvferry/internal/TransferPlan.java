@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import java.util.Arrays;
 import java.util.List;
 
 import io.kvferry.KVArgs;
@@ -51,7 +52,7 @@ final class TransferPlan {
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
 		this.pageSize = pageSize;
-		this.dstPages = java.util.Arrays.stream(dst).mapToLong(i -> dstItems[i]).min().orElse(0);
+		this.dstPages = Arrays.stream(dst).mapToLong(i -> dstItems[i]).min().orElse(0);
 		this.srcAux = srcAux;
 		this.dstAux = dstAux;
 		this.srcState = srcState;

@@ -155,16 +155,6 @@ public final class RankMemory {
 		return h;
 	}
 
-	/** Zeroes these pages in every KV buffer (reuse after a room). */
-	public void clear(int[] pages) {
-		int itemLen = shape.itemLen(layout.attnTpSize());
-		for (MemoryRegion r : args.kvRegions()) {
-			for (int p : pages) {
-				PlatformDependent.setMemory(r.itemAddress(p), itemLen, (byte) 0);
-			}
-		}
-	}
-
 	private interface WordVisitor {
 		void visit(long address, long expected);
 	}

@@ -140,9 +140,7 @@ final class DecodeClient {
 			}
 			bytes += mem.kvBytes(dst.length);
 		}
-		for (RankMemory mem : memory) {
-			mem.clear(dst);
-		}
+		// No zeroing before reuse: the pattern depends on the room, so a stale page never verifies for another room.
 		free(dst, row);
 		return new RoomResult(room, dst.length, bytes, latency, null);
 	}
