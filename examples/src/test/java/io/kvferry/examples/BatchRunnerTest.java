@@ -123,11 +123,15 @@ class BatchRunnerTest {
 	@Test
 	void stopsStartingRoomsAfterAFailureWhenAskedAndCountsTheRestAsSkipped() {
 		Rooms rooms = new Rooms();
-		BatchRunner runner = new BatchRunner(requests(1, 1, 1, 1, 1, 1), 2, 100, true, rooms::run, r -> { });
+		BlockingQueue<RoomResult> ended = new LinkedBlockingQueue<>();
+		BatchRunner runner = new BatchRunner(requests(1, 1, 1, 1, 1, 1), 2, 100, true, rooms::run, ended::add);
 		StepVerifier.create(runner.run())
 				.then(() -> awaitQuietly(rooms, 2))
 				.then(() -> {
 					rooms.fail(0);
+					// The failure must reach the runner before room 1 ends, or room 1's end would start room 2:
+					// a room's result may arrive on a scheduler thread, after the test moved on.
+					assertThat(poll(ended)).extracting(RoomResult::room).isEqualTo(0L);
 					rooms.succeed(1);
 				})
 				.assertNext(o -> {
@@ -149,6 +153,16 @@ class BatchRunnerTest {
 						.satisfies(r -> assertThat(r.failure()).contains("boom")))
 				.expectComplete()
 				.verify(TIMEOUT);
+	}
+
+	private static RoomResult poll(BlockingQueue<RoomResult> ended) {
+		try {
+			return ended.poll(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(e);
+		}
 	}
 
 	private static void awaitQuietly(Rooms rooms, int count) {
