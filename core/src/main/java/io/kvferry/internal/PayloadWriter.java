@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import java.nio.ByteBuffer;
 import java.util.function.BooleanSupplier;
 
+import io.kvferry.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
@@ -65,6 +66,22 @@ final class PayloadWriter implements PayloadSink {
 	}
 
 	@Override
+	public ByteBuf landingZone(int minBytes, int maxBytes) {
+		if (fenced) {
+			return null;
+		}
+		long chunk = position / chunkLen;
+		int within = (int) (position - chunk * chunkLen);
+		// Contiguous destination: the rest of the payload; strided: the rest of this chunk.
+		long contiguous = stride == chunkLen ? length - position : chunkLen - within;
+		if (contiguous < Math.max(1, minBytes) || !live.getAsBoolean()) {
+			return null;
+		}
+		int n = (int) Math.min(contiguous, maxBytes);
+		return NativeMemory.wrap(base + chunk * stride + within, n).clear();
+	}
+
+	@Override
 	public void complete() {
 		if (!fenced) {
 			onComplete.run();
@@ -73,7 +90,11 @@ final class PayloadWriter implements PayloadSink {
 
 	static void copy(ByteBuf src, int index, long dstAddress, int n) {
 		if (src.hasMemoryAddress()) {
-			PlatformDependent.copyMemory(src.memoryAddress() + index, dstAddress, n);
+			long srcAddress = src.memoryAddress() + index;
+			// Bytes read straight into their destination (landingZone) are already in place.
+			if (srcAddress != dstAddress) {
+				PlatformDependent.copyMemory(srcAddress, dstAddress, n);
+			}
 		}
 		else if (src.hasArray()) {
 			PlatformDependent.copyMemory(src.array(), src.arrayOffset() + index, dstAddress, n);

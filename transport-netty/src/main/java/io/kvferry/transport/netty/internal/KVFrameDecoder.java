@@ -111,6 +111,25 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		}
 	}
 
+	/**
+	 * The destination of the current data payload's next bytes when the socket may read straight into it: only between
+	 * reads, mid-payload, with nothing buffered and a sink that offers its memory ({@link PayloadSink#landingZone}).
+	 * The buffer then reaches {@link #channelRead} like any read and its bytes go through the sink, which finds them in
+	 * place. Never offer one when another handler (TLS) transforms the bytes before this decoder.
+	 *
+	 * @param minBytes fewest contiguous destination bytes worth a direct read
+	 * @param maxBytes most bytes the read may take
+	 * @return a buffer over {@code minBytes..maxBytes} destination bytes, never past the payload's end; or
+	 *         {@code null}
+	 */
+	public ByteBuf landingZone(int minBytes, int maxBytes) {
+		if (state != State.DATA_PAYLOAD || sink == null || payloadRemaining < minBytes
+				|| internalBuffer().isReadable()) {
+			return null;
+		}
+		return sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
+	}
+
 	private void decodeAvailable(ByteBuf in) {
 		for (;;) {
 			switch (state) {

@@ -28,6 +28,7 @@ import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -173,11 +174,16 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			ssl.setHandshakeTimeoutMillis(settings.handshakeTimeout().toMillis());
 			channel.pipeline().addLast("kvferry.tls", ssl);
 		}
+		KVFrameDecoder decoder = new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, settings.maxFrameLength(), connection);
 		channel.pipeline()
 				.addLast("kvferry.idle", new IdleStateHandler(true, 2 * interval, interval, 0, TimeUnit.NANOSECONDS))
-				.addLast("kvferry.decoder",
-						new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, settings.maxFrameLength(), connection))
+				.addLast("kvferry.decoder", decoder)
 				.addLast("kvferry.connection", connection);
+		if (tls == null) {
+			// Large payloads are read straight into registered memory; under TLS the socket holds ciphertext.
+			ChannelConfig config = channel.config();
+			config.setRecvByteBufAllocator(new LandingRecvByteBufAllocator(config.getRecvByteBufAllocator(), decoder));
+		}
 		return connection;
 	}
 

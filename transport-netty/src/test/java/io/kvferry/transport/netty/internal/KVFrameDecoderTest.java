@@ -75,6 +75,42 @@ class KVFrameDecoderTest {
 	}
 
 	@Test
+	void midPayloadTheDecoderOffersTheSinksLandingZoneAndTakesTheBytesReadIntoIt() {
+		byte[] payload = random(300);
+		DataHeader header = new DataHeader(4, RegionKind.KV, 0, 0, 300, 300, 1);
+		LandingSink sink = new LandingSink(300);
+		recorder.sinks = h -> sink;
+		KVFrameDecoder decoder = channel.pipeline().get(KVFrameDecoder.class);
+		byte[] stream = new Stream().preface(1).data(header, payload).message(new KVMessage.AbortAck(4)).bytes();
+		int payloadStart = new Stream().preface(1).data(header, payload).bytes().length - 300;
+
+		assertThat(decoder.landingZone(1, 1000)).as("before any frame").isNull();
+		feed(Arrays.copyOfRange(stream, 0, payloadStart + 20), 7);
+		assertThat(decoder.landingZone(281, 1000)).as("fewer bytes left than asked for").isNull();
+		ByteBuf zone = decoder.landingZone(100, 1000);
+		assertThat(sink.asked).containsExactly(100, 280);
+		// The socket reads 200 bytes into the zone; the read reaches the decoder like any other.
+		zone.writeBytes(payload, 20, 200);
+		channel.writeInbound(zone);
+		assertThat(sink.memory.refCnt()).as("the decoder released the read (its zone)").isEqualTo(1);
+		feed(Arrays.copyOfRange(stream, payloadStart + 220, stream.length), 13);
+
+		assertThat(sink.inPlace).as("bytes that landed were not copied again").isEqualTo(200);
+		assertThat(sink.bytes()).isEqualTo(payload);
+		assertThat(recorder.events).containsExactly("PREFACE 1", header, COMPLETE, new KVMessage.AbortAck(4));
+		assertThat(decoder.landingZone(1, 1000)).as("between frames").isNull();
+	}
+
+	@Test
+	void noLandingZoneForASkippedPayload() {
+		DataHeader header = new DataHeader(1, RegionKind.AUX, 0, 0, 500, 500, 1);
+		KVFrameDecoder decoder = channel.pipeline().get(KVFrameDecoder.class);
+		byte[] stream = new Stream().preface(1).data(header, random(500)).bytes();
+		feed(Arrays.copyOfRange(stream, 0, stream.length - 400), 50);
+		assertThat(decoder.landingZone(1, 1000)).isNull();
+	}
+
+	@Test
 	void payloadIsSkippedWhenThereIsNoSink() {
 		DataHeader header = new DataHeader(1, RegionKind.AUX, 0, 0, 50, 50, 1);
 		feed(new Stream().preface(1).data(header, random(50)).message(new KVMessage.AbortAck(1)).bytes(), 7);
@@ -440,6 +476,11 @@ class KVFrameDecoderTest {
 					events.add(COMPLETE);
 					sink.complete();
 				}
+
+				@Override
+				public ByteBuf landingZone(int minBytes, int maxBytes) {
+					return sink.landingZone(minBytes, maxBytes);
+				}
 			};
 		}
 
@@ -447,6 +488,50 @@ class KVFrameDecoderTest {
 		public void onFailure(Throwable cause) {
 			failure = cause;
 			failures++;
+		}
+	}
+
+	/** A sink over its own direct memory that offers landing zones, as registered memory does. */
+	static final class LandingSink implements PayloadSink {
+
+		final ByteBuf memory;
+		final List<Integer> asked = new ArrayList<>();
+		int position;
+		int inPlace;
+
+		LandingSink(int length) {
+			memory = Unpooled.directBuffer(length, length);
+		}
+
+		@Override
+		public ByteBuf landingZone(int minBytes, int maxBytes) {
+			asked.add(minBytes);
+			asked.add(maxBytes);
+			return memory.retainedSlice(position, Math.min(maxBytes, memory.capacity() - position)).clear();
+		}
+
+		@Override
+		public void write(ByteBuf segment) {
+			int n = segment.readableBytes();
+			if (segment.hasMemoryAddress()
+					&& segment.memoryAddress() + segment.readerIndex() == memory.memoryAddress() + position) {
+				inPlace += n;
+			}
+			else {
+				memory.setBytes(position, segment, segment.readerIndex(), n);
+			}
+			position += n;
+		}
+
+		@Override
+		public void complete() {
+		}
+
+		byte[] bytes() {
+			byte[] b = new byte[position];
+			memory.getBytes(0, b);
+			memory.release();
+			return b;
 		}
 	}
 

@@ -1,0 +1,138 @@
+package io.kvferry.internal;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.kvferry.MemoryRegion;
+import io.kvferry.NativeMemory;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.RegionKind;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class PayloadWriterTest {
+
+	private final MemoryRegion dest = MemoryRegion.allocate(4096, 1);
+	private final AtomicBoolean live = new AtomicBoolean(true);
+	private final AtomicInteger completed = new AtomicInteger();
+
+	private PayloadWriter writer(DataHeader h) {
+		return new PayloadWriter(dest.address() + h.dstOffset(), h, live::get, completed::incrementAndGet);
+	}
+
+	private static byte[] pattern(int n) {
+		byte[] b = new byte[n];
+		for (int i = 0; i < n; i++) {
+			b[i] = (byte) (i * 7 + 3);
+		}
+		return b;
+	}
+
+	private byte[] destBytes(long offset, int n) {
+		byte[] b = new byte[n];
+		ByteBuf view = dest.wrap(offset, n);
+		view.getBytes(0, b);
+		view.release();
+		return b;
+	}
+
+	@Test
+	void scattersStridedChunksWhateverTheSegmentCuts() {
+		// 3 chunks of 10 bytes, 32 bytes apart, from offset 100; segments of 7 bytes cut chunks anywhere.
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 100, 10, 32, 3);
+		PayloadWriter w = writer(h);
+		byte[] payload = pattern(30);
+		for (int i = 0; i < 30; i += 7) {
+			w.write(Unpooled.wrappedBuffer(payload, i, Math.min(7, 30 - i)));
+		}
+		w.complete();
+		for (int c = 0; c < 3; c++) {
+			byte[] expected = new byte[10];
+			System.arraycopy(payload, c * 10, expected, 0, 10);
+			assertThat(destBytes(100 + c * 32L, 10)).as("chunk %d", c).isEqualTo(expected);
+			assertThat(destBytes(110 + c * 32L, 22)).as("gap after chunk %d", c).containsOnly(0);
+		}
+		assertThat(completed).hasValue(1);
+	}
+
+	@Test
+	void aContiguousPayloadOffersItsRestAsALandingZoneAndDoesNotCopyWhatLandedThere() {
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 256, 1000, 1000, 1);
+		PayloadWriter w = writer(h);
+		byte[] payload = pattern(1000);
+		w.write(Unpooled.wrappedBuffer(payload, 0, 100));
+
+		ByteBuf zone = w.landingZone(64, 600);
+		assertThat(zone.memoryAddress()).isEqualTo(dest.address() + 256 + 100);
+		assertThat(zone.readableBytes()).isZero();
+		assertThat(zone.writableBytes()).isEqualTo(600);
+		// What a socket read does: the bytes land in place, then go through write() as a segment over that memory.
+		zone.writeBytes(payload, 100, 600);
+		w.write(zone);
+		zone.release();
+
+		assertThat(w.landingZone(64, 4096).writableBytes()).as("never past the payload's end").isEqualTo(300);
+		w.write(Unpooled.wrappedBuffer(payload, 700, 300));
+		w.complete();
+		assertThat(destBytes(256, 1000)).isEqualTo(payload);
+		assertThat(w.landingZone(1, 4096)).as("nothing left").isNull();
+		assertThat(completed).hasValue(1);
+	}
+
+	@Test
+	void aStridedPayloadOffersOnlyTheRestOfTheCurrentChunk() {
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 100, 300, 4);
+		PayloadWriter w = writer(h);
+		byte[] payload = pattern(400);
+		w.write(Unpooled.wrappedBuffer(payload, 0, 130));
+
+		assertThat(w.landingZone(71, 4096)).as("70 bytes left in chunk 1").isNull();
+		ByteBuf zone = w.landingZone(70, 4096);
+		assertThat(zone.memoryAddress()).isEqualTo(dest.address() + 300 + 30);
+		assertThat(zone.writableBytes()).isEqualTo(70);
+		zone.writeBytes(payload, 130, 70);
+		w.write(zone);
+		w.write(Unpooled.wrappedBuffer(payload, 200, 200));
+		for (int c = 0; c < 4; c++) {
+			byte[] expected = new byte[100];
+			System.arraycopy(payload, c * 100, expected, 0, 100);
+			assertThat(destBytes(c * 300L, 100)).as("chunk %d", c).isEqualTo(expected);
+		}
+	}
+
+	@Test
+	void aRoomThatStoppedAcceptingBytesOffersNoZoneAndTakesNoByte() {
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 200, 200, 1);
+		PayloadWriter w = writer(h);
+		w.write(Unpooled.wrappedBuffer(pattern(50)));
+		live.set(false);
+
+		assertThat(w.landingZone(1, 4096)).isNull();
+		w.write(Unpooled.wrappedBuffer(pattern(150)));
+		w.complete();
+		assertThat(destBytes(50, 150)).containsOnly(0);
+		assertThat(completed).as("a fenced payload does not count as received").hasValue(0);
+	}
+
+	@Test
+	void moreBytesThanTheHeaderAnnouncedAreRefused() {
+		PayloadWriter w = writer(new DataHeader(1, RegionKind.KV, 0, 0, 10, 10, 1));
+		assertThatThrownBy(() -> w.write(Unpooled.wrappedBuffer(pattern(11))))
+				.isInstanceOf(IllegalStateException.class).hasMessageContaining("payload overrun: 11 > 10");
+		assertThat(destBytes(0, 11)).containsOnly(0);
+	}
+
+	@Test
+	void aZoneIsAViewThatFreesNothing() {
+		PayloadWriter w = writer(new DataHeader(1, RegionKind.KV, 0, 0, 128, 128, 1));
+		ByteBuf zone = w.landingZone(1, 128);
+		zone.release();
+		// The memory is still the region's: writing through a fresh view works.
+		NativeMemory.wrap(dest.address(), 1).setByte(0, 42);
+		assertThat(destBytes(0, 1)).containsExactly(42);
+	}
+}
