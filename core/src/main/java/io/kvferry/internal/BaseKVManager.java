@@ -40,7 +40,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		this.name = spec.name();
 		this.ownLayout = PeerLayout.of(spec.kvArgs(), spec.layout());
 		this.table = new RoomTable<>(name, spec.timer(), spec.bootstrapTimeout(), spec.waitingTimeout(),
-				spec.transferTimeout(), spec.eventBufferSize(), this::ended);
+				spec.transferTimeout(), spec.eventBufferSize(), this::count, this::onTerminal);
 	}
 
 	@Override
@@ -93,14 +93,13 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		});
 	}
 
-	private void ended(R room) {
+	private void count(R room) {
 		if (room.state() == KVPoll.SUCCESS) {
 			succeeded.increment();
 		}
 		else {
 			failures.computeIfAbsent(KVStats.failureCategory(room.reason()), k -> new LongAdder()).increment();
 		}
-		onTerminal(room);
 	}
 
 	@Override

@@ -172,8 +172,12 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true)
 					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, r.stateSlots,
 							r.mapping.requiredDstInfoNum(), false);
-			s.conn.send(req).subscribe(null, e -> table.update(r, KVPoll.FAILED, "Failed to send room " + r.id
-					+ " to prefill rank " + s.endpoint + ": " + describe(e), false));
+			s.conn.send(req).subscribe(null, e -> {
+				// A send fails mostly because the connection went: say so as the connection's own loss does.
+				String what = s.conn.isActive() ? "Failed to send room " + r.id + " to prefill rank " + s.endpoint
+						: "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id;
+				table.update(r, KVPoll.FAILED, what + ": " + describe(e), false);
+			});
 		}
 	}
 

@@ -41,6 +41,7 @@ final class RoomTable<R extends Room> {
 	private final String name;
 	private final Scheduler timer;
 	private final Duration[] timeouts;
+	private final Consumer<R> onEnding;
 	private final Consumer<R> onTerminal;
 
 	/**
@@ -50,14 +51,17 @@ final class RoomTable<R extends Room> {
 	 * @param waitingTimeout limit for WaitingForInput
 	 * @param transferTimeout limit for Transferring
 	 * @param eventBufferSize per-subscriber buffer of {@link #events()}
+	 * @param onEnding bookkeeping, called once per room as it ends, before anyone can see its terminal state (so
+	 *        that whoever sees it also finds it counted); runs under the room's monitor: quick and lock-free
 	 * @param onTerminal engine cleanup, called once per room after it ended
 	 */
 	RoomTable(String name, Scheduler timer, Duration bootstrapTimeout, Duration waitingTimeout,
-			Duration transferTimeout, int eventBufferSize, Consumer<R> onTerminal) {
+			Duration transferTimeout, int eventBufferSize, Consumer<R> onEnding, Consumer<R> onTerminal) {
 		this.name = name;
 		this.timer = timer;
 		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
 		this.events = new HotStream<>(name, eventBufferSize);
+		this.onEnding = onEnding;
 		this.onTerminal = onTerminal;
 	}
 
@@ -118,7 +122,10 @@ final class RoomTable<R extends Room> {
 	 * @return whether the state changed
 	 */
 	boolean update(R room, KVPoll update, String reason, boolean fromAnotherRank) {
-		KVPoll[] change = room.apply(update, reason, fromAnotherRank, () -> forget(room));
+		KVPoll[] change = room.apply(update, reason, fromAnotherRank, () -> {
+			forget(room);
+			onEnding.accept(room);
+		});
 		if (change == null) {
 			return false;
 		}

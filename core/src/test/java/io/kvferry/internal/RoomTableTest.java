@@ -22,7 +22,7 @@ class RoomTableTest {
 
 	private RoomTable<Room> table(reactor.core.scheduler.Scheduler timer, int buffer) {
 		return new RoomTable<>("test", timer, Duration.ofSeconds(300), Duration.ofSeconds(200),
-				Duration.ofSeconds(100), buffer, ended::add);
+				Duration.ofSeconds(100), buffer, r -> { }, ended::add);
 	}
 
 	@Test
@@ -51,6 +51,25 @@ class RoomTableTest {
 				assertThat(RoomTable.merge(current, update)).as("%s + %s", current, update).isEqualTo(expected);
 			}
 		}
+	}
+
+	@Test
+	void whoeverSeesATerminalStateFindsItCountedAndTheRoomForgotten() {
+		List<Long> counted = new ArrayList<>();
+		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Duration.ofSeconds(300),
+				Duration.ofSeconds(200), Duration.ofSeconds(100), 16, r -> counted.add(r.id), ended::add);
+		Room r = t.getOrCreate(4, Room::new);
+		List<String> seen = new ArrayList<>();
+		StepVerifier.create(r.states().doOnNext(s -> seen.add(s + " counted=" + counted + " known="
+				+ (t.get(4) != null) + " cleaned=" + ended.size())))
+				.then(() -> t.update(r, KVPoll.WAITING_FOR_INPUT, "", false))
+				.then(() -> t.update(r, KVPoll.FAILED, "gone", false))
+				.expectNextCount(2)
+				.verifyComplete();
+		// Counting precedes publication; engine cleanup follows it.
+		assertThat(seen).containsExactly("WAITING_FOR_INPUT counted=[] known=true cleaned=0",
+				"FAILED counted=[4] known=false cleaned=0");
+		assertThat(ended).containsExactly(r);
 	}
 
 	@Test
