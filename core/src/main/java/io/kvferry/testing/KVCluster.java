@@ -120,7 +120,8 @@ public final class KVCluster {
 				decode.add(null);
 				int slot = decode.size() - 1;
 				KVManagerSpec spec = config.customizer.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE)
-						.kvArgs(mem.kvArgs()).layout(layout).transport(config.transport)
+						.kvArgs(mem.kvArgs()).layout(layout)
+						.transport(config.decodeTransport != null ? config.decodeTransport : config.transport)
 						.bootstrapClient(config.client));
 				starts.add(spec.start().doOnNext(m -> decode.set(slot, m)));
 			}
@@ -268,6 +269,7 @@ public final class KVCluster {
 		private boolean contiguous;
 		private String host = "127.0.0.1";
 		private KVTransport transport;
+		private KVTransport decodeTransport;
 		private BootstrapClient client;
 		private HostPort bootstrap;
 		private UnaryOperator<KVManagerSpec> customizer = UnaryOperator.identity();
@@ -314,8 +316,18 @@ public final class KVCluster {
 			return this;
 		}
 
+		/** Transport of every rank (of the prefill ranks only when {@link #decodeTransport} is set). */
 		public Builder transport(KVTransport transport) {
 			this.transport = Objects.requireNonNull(transport, "transport");
+			return this;
+		}
+
+		/**
+		 * Transport of the decode ranks, when it should not be the prefill ranks' one: with its own event loops, as a
+		 * decode instance in another process has.
+		 */
+		public Builder decodeTransport(KVTransport transport) {
+			this.decodeTransport = Objects.requireNonNull(transport, "transport");
 			return this;
 		}
 

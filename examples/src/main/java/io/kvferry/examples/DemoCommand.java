@@ -95,7 +95,9 @@ final class DemoCommand implements Callable<Integer> {
 		}
 
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		// Prefill and decode each with their own event loops, as in two processes.
 		NettyKVTransport transport = timeouts.transport();
+		NettyKVTransport decodeTransport = timeouts.transport();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			KVCluster cluster = KVCluster.builder()
@@ -104,6 +106,7 @@ final class DemoCommand implements Callable<Integer> {
 					.decode(decode.tp, decode.pp)
 					.capacity(pool, batch.requests().size() + 1)
 					.transport(transport)
+					.decodeTransport(decodeTransport)
 					.bootstrapClient(client)
 					.bootstrapAddress(server.address())
 					.customize(timeouts::apply)
@@ -124,6 +127,7 @@ final class DemoCommand implements Callable<Integer> {
 		}
 		finally {
 			transport.dispose();
+			decodeTransport.dispose();
 			client.dispose();
 			server.disposeNow();
 		}

@@ -21,6 +21,7 @@ final class Summary {
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final int MAX_REASONS = 10;
 	private static final Pattern ROOM_PREFIX = Pattern.compile("KVTransferError\\(bootstrap_room=-?\\d+\\): ");
+	private static final Pattern ROOM_ID = Pattern.compile("\\broom -?\\d+");
 
 	private final String title;
 	private final int requests;
@@ -53,8 +54,9 @@ final class Summary {
 			}
 			else {
 				failed++;
-				// Group rooms that failed for the same reason: drop the room id the engine prefixes.
-				why.merge(ROOM_PREFIX.matcher(r.failure()).replaceAll(""), 1, Integer::sum);
+				// Group rooms that failed for the same reason: drop the room ids.
+				String reason = ROOM_PREFIX.matcher(r.failure()).replaceAll("");
+				why.merge(ROOM_ID.matcher(reason).replaceAll("room N"), 1, Integer::sum);
 			}
 		}
 		this.completed = ok;

@@ -74,10 +74,24 @@ final class TcpBaseline implements AutoCloseable {
 	 * @return each round trip's nanoseconds
 	 */
 	long[] pingPong(ByteBuffer src, ByteBuffer dst, int payload, int iterations) throws IOException {
-		CompletableFuture<Long> server = CompletableFuture.supplyAsync(() -> {
+		PingPong p = pingPong(src, payload, iterations);
+		long[] rtt = new long[iterations];
+		for (int i = 0; i < iterations; i++) {
+			rtt[i] = p.ping(dst);
+		}
+		p.finish();
+		return rtt;
+	}
+
+	/**
+	 * Starts a peer that answers {@code rounds} requests, so that round trips can be timed one at a time, in between
+	 * other measurements.
+	 */
+	PingPong pingPong(ByteBuffer src, int payload, int rounds) {
+		CompletableFuture<Long> peer = CompletableFuture.supplyAsync(() -> {
 			ByteBuffer request = ByteBuffer.allocateDirect(REQUEST_SIZE);
 			try {
-				for (int i = 0; i < iterations; i++) {
+				for (int i = 0; i < rounds; i++) {
 					readFully(far, request.clear());
 					writeSlices(far, src, payload);
 				}
@@ -87,19 +101,36 @@ final class TcpBaseline implements AutoCloseable {
 				throw new UncheckedIOException(e);
 			}
 		}, command -> new Thread(command, "kvferry-bench-pong").start());
-		ByteBuffer request = ByteBuffer.allocateDirect(REQUEST_SIZE);
-		long[] rtt = new long[iterations];
-		for (int i = 0; i < iterations; i++) {
+		return new PingPong(peer, payload);
+	}
+
+	/** The near side of a ping-pong; {@link #ping} once per round the peer was started for. */
+	final class PingPong {
+
+		private final CompletableFuture<Long> peer;
+		private final int payload;
+		private final ByteBuffer request = ByteBuffer.allocateDirect(REQUEST_SIZE);
+
+		private PingPong(CompletableFuture<Long> peer, int payload) {
+			this.peer = peer;
+			this.payload = payload;
+		}
+
+		/** @return nanoseconds from writing the request to the last byte of the answer read into {@code dst} */
+		long ping(ByteBuffer dst) throws IOException {
 			long start = System.nanoTime();
 			request.clear();
 			while (request.hasRemaining()) {
 				near.write(request);
 			}
 			readFully(near, dst.duplicate().clear().limit(payload));
-			rtt[i] = System.nanoTime() - start;
+			return System.nanoTime() - start;
 		}
-		join(server);
-		return rtt;
+
+		/** Waits for the peer to end (after its last round). */
+		void finish() throws IOException {
+			join(peer);
+		}
 	}
 
 	/** Writes the first {@code bytes} of {@code src} in slices of at most {@link #WRITE_SIZE}. */

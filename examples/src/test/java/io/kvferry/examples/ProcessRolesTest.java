@@ -73,8 +73,11 @@ class ProcessRolesTest {
 					JsonNode j = JSON.readTree(decode.stdout());
 					assertThat(j.get("verified").asBoolean()).isFalse();
 					assertThat(j.get("failures").asInt()).isPositive();
-					assertThat(j.get("failure_reasons").toString()).contains("Lost connection with prefill");
-					assertThat(decode.stderr()).contains("kvferry decode: failed: ").contains("Lost connection");
+					// Rooms in flight lose their connection; rooms that started resolving as it died find no listener.
+					assertThat(j.get("failure_reasons").toString())
+							.containsPattern("Lost connection with prefill|Connection refused");
+					assertThat(decode.stderr()).contains("kvferry decode: failed: ")
+							.containsPattern("Lost connection|Connection refused");
 				}
 			}
 		}

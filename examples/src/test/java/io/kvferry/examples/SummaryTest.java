@@ -55,6 +55,17 @@ class SummaryTest {
 	}
 
 	@Test
+	void reasonsThatDifferOnlyByRoomIdAreGrouped() {
+		BatchRunner.Outcome outcome = new BatchRunner.Outcome(List.of(
+				new RoomResult(7, 1, 0, 0, "Could not bootstrap room 7 from 127.0.0.1:2: Connection refused"),
+				new RoomResult(-8, 1, 0, 0, "Could not bootstrap room -8 from 127.0.0.1:2: Connection refused"),
+				new RoomResult(9, 1, 0, 0, "Prefill rank 127.0.0.1:3 failed room 9: bad page 12")), 0, 1_000);
+		assertThat(Summary.of("test", 3, outcome).reasons()).containsExactly(
+				"2 rooms: Could not bootstrap room N from 127.0.0.1:2: Connection refused",
+				"Prefill rank 127.0.0.1:3 failed room N: bad page 12");
+	}
+
+	@Test
 	void anEmptyOutcomeIsNotVerified() {
 		Summary s = Summary.of("test", 1, new BatchRunner.Outcome(List.of(), 1, 0));
 		assertThat(s.verified()).isFalse();
