@@ -32,6 +32,8 @@ import io.kvferry.spi.RegionKind;
 import io.kvferry.transport.netty.internal.SharedSecret;
 import io.kvferry.transport.netty.internal.TransportSettings;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
@@ -188,6 +190,24 @@ class NettyKVTransportTest {
 			transfer.await();
 			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
 			assertThat(Samples.read(dst, 0, size)).isEqualTo(Samples.read(src, 0, size));
+		}
+	}
+
+	@ParameterizedTest(name = "native {0}")
+	@ValueSource(booleans = { true, false })
+	void largeContiguousPayloadsAreReadStraightIntoTheirDestination(boolean preferNative) throws Exception {
+		int size = 8 << 20;
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().preferNative(preferNative))) {
+			MemoryRegion src = Samples.randomRegion(size, 5);
+			MemoryRegion dst = MemoryRegion.allocate(size, 1);
+			Transfer transfer = new Transfer(dst, size);
+			lo.connectedHandler.sinks = transfer::sink;
+			// Two 4 MiB frames: after each header, reads land in the destination, not in a pooled buffer.
+			send(lo.accepted, src, 0, size / 2);
+			send(lo.accepted, src, size / 2, size / 2);
+			transfer.await();
+			assertThat(Samples.read(dst, 0, size)).isEqualTo(Samples.read(src, 0, size));
+			assertThat(transfer.landed.get()).as("bytes read in place").isGreaterThan(size / 2);
 		}
 	}
 
@@ -365,6 +385,7 @@ class NettyKVTransportTest {
 		private final MemoryRegion dst;
 		private final long total;
 		private final AtomicLong received = new AtomicLong();
+		final AtomicLong landed = new AtomicLong();
 		private final CountDownLatch done = new CountDownLatch(1);
 
 		Transfer(MemoryRegion dst, long total) {
@@ -373,7 +394,7 @@ class NettyKVTransportTest {
 		}
 
 		RegionSink sink(DataHeader header) {
-			return new RegionSink(dst, header, received, () -> {
+			return new RegionSink(dst, header, received, landed, () -> {
 				if (received.get() == total) {
 					done.countDown();
 				}

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.kvferry.MemoryRegion;
+import io.kvferry.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
@@ -20,6 +21,7 @@ public final class RegionSink implements PayloadSink {
 	private final AtomicLong received;
 	private final Runnable onComplete;
 	private final long stride;
+	private final AtomicLong landed;
 	private long position;
 
 	/**
@@ -29,6 +31,16 @@ public final class RegionSink implements PayloadSink {
 	 * @param onComplete runs after the last byte
 	 */
 	public RegionSink(MemoryRegion region, DataHeader header, AtomicLong received, Runnable onComplete) {
+		this(region, header, received, null, onComplete);
+	}
+
+	/**
+	 * A sink that also offers landing zones over contiguous destinations, counting the bytes read straight into them.
+	 *
+	 * @param landed counts payload bytes that arrived in place; {@code null} offers no landing zone
+	 */
+	public RegionSink(MemoryRegion region, DataHeader header, AtomicLong received, AtomicLong landed,
+			Runnable onComplete) {
 		if (!region.contains(header.dstOffset(), header.span())) {
 			throw new IllegalArgumentException("frame " + header + " outside " + region);
 		}
@@ -37,6 +49,17 @@ public final class RegionSink implements PayloadSink {
 		this.received = received;
 		this.onComplete = onComplete;
 		this.stride = header.count() == 1 ? header.chunkLen() : header.dstStride();
+		this.landed = landed;
+	}
+
+	@Override
+	public ByteBuf landingZone(int minBytes, int maxBytes) {
+		long left = header.payloadLength() - position;
+		if (landed == null || stride != header.chunkLen() || left < minBytes) {
+			return null;
+		}
+		return NativeMemory.wrap(region.address() + header.dstOffset() + position, (int) Math.min(left, maxBytes))
+				.clear();
 	}
 
 	@Override
@@ -46,6 +69,13 @@ public final class RegionSink implements PayloadSink {
 			throw new IllegalStateException("overrun: " + (position + remaining) + " > " + header.payloadLength());
 		}
 		int index = segment.readerIndex();
+		if (landed != null && segment.hasMemoryAddress()
+				&& segment.memoryAddress() + index == region.address() + header.dstOffset() + position) {
+			landed.addAndGet(remaining);
+			position += remaining;
+			received.addAndGet(remaining);
+			return;
+		}
 		while (remaining > 0) {
 			long chunk = position / header.chunkLen();
 			int within = (int) (position - chunk * header.chunkLen());
