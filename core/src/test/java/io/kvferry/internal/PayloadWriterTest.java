@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -40,6 +41,14 @@ class PayloadWriterTest {
 		return b;
 	}
 
+	/** Chunk {@code c} of {@code payload} must be at {@code offset + c × stride}. */
+	private void assertChunks(byte[] payload, long offset, int chunkLen, long stride) {
+		for (int c = 0; c < payload.length / chunkLen; c++) {
+			assertThat(destBytes(offset + c * stride, chunkLen)).as("chunk %d", c)
+					.isEqualTo(Arrays.copyOfRange(payload, c * chunkLen, (c + 1) * chunkLen));
+		}
+	}
+
 	@Test
 	void scattersStridedChunksWhateverTheSegmentCuts() {
 		// 3 chunks of 10 bytes, 32 bytes apart, from offset 100; segments of 7 bytes cut chunks anywhere.
@@ -50,10 +59,8 @@ class PayloadWriterTest {
 			w.write(Unpooled.wrappedBuffer(payload, i, Math.min(7, 30 - i)));
 		}
 		w.complete();
+		assertChunks(payload, 100, 10, 32);
 		for (int c = 0; c < 3; c++) {
-			byte[] expected = new byte[10];
-			System.arraycopy(payload, c * 10, expected, 0, 10);
-			assertThat(destBytes(100 + c * 32L, 10)).as("chunk %d", c).isEqualTo(expected);
 			assertThat(destBytes(110 + c * 32L, 22)).as("gap after chunk %d", c).containsOnly(0);
 		}
 		assertThat(completed).hasValue(1);
@@ -97,11 +104,7 @@ class PayloadWriterTest {
 		zone.writeBytes(payload, 130, 70);
 		w.write(zone);
 		w.write(Unpooled.wrappedBuffer(payload, 200, 200));
-		for (int c = 0; c < 4; c++) {
-			byte[] expected = new byte[100];
-			System.arraycopy(payload, c * 100, expected, 0, 100);
-			assertThat(destBytes(c * 300L, 100)).as("chunk %d", c).isEqualTo(expected);
-		}
+		assertChunks(payload, 0, 100, 300);
 	}
 
 	@Test
