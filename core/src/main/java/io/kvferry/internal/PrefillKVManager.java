@@ -113,7 +113,17 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		checkOpen();
 		PrefillRoom r = table.getOrCreate(room, PrefillRoom::new);
 		if (r == null) {
-			throw new IllegalStateException("room " + room + " already ended on " + name + "; rooms are not reused");
+			String early = table.endedBeforeKnown(room);
+			if (early == null) {
+				throw new IllegalStateException("room " + room + " already ended on " + name + "; rooms are not reused");
+			}
+			// Decode gave up before the engine got here: the sender is born failed, so the engine frees its pages now
+			// rather than after the bootstrap timeout.
+			PrefillRoom ended = new PrefillRoom(room);
+			ended.hasSender = true;
+			table.update(ended, KVPoll.BOOTSTRAPPING, "", false);
+			table.update(ended, KVPoll.FAILED, early, true);
+			return new Sender(ended);
 		}
 		synchronized (r) {
 			if (r.hasSender) {
@@ -276,12 +286,15 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	}
 
 	private void onAbort(Session s, KVMessage.Abort abort) {
+		String reason = "Aborted by decode " + s.conn.remoteAddress() + ": " + abort.reason();
 		PrefillRoom r = table.get(abort.room());
+		if (r == null) {
+			r = table.endBeforeKnown(abort.room(), reason);
+		}
 		if (r != null) {
 			synchronized (r) {
 				r.abortedBy = s;
-				table.update(r, KVPoll.FAILED, "Aborted by decode " + s.conn.remoteAddress() + ": " + abort.reason(),
-						true);
+				table.update(r, KVPoll.FAILED, reason, true);
 			}
 		}
 		// Everything queued for the room before this point is now dropped by isSendable; the ack goes after it.

@@ -29,11 +29,12 @@ final class RoomTable<R extends Room> {
 	private static final int TOMBSTONES = 1 << 16;
 
 	private final ConcurrentHashMap<Long, R> rooms = new ConcurrentHashMap<>();
-	private final Map<Long, Boolean> tombstones = new LinkedHashMap<>(256, 0.75f, false) {
+	// Value: why the room ended before this side knew it (an abort that came first), or "" for a room that ran.
+	private final Map<Long, String> tombstones = new LinkedHashMap<>(256, 0.75f, false) {
 		private static final long serialVersionUID = 1L;
 
 		@Override
-		protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+		protected boolean removeEldestEntry(Map.Entry<Long, String> eldest) {
 			return size() > TOMBSTONES;
 		}
 	};
@@ -110,10 +111,37 @@ final class RoomTable<R extends Room> {
 		if (existing != null) {
 			return existing;
 		}
-		if (isTombstoned(room)) {
-			return null;
+		// Created under the tombstones' monitor so that an early end (endBeforeKnown) and a creation never cross.
+		synchronized (tombstones) {
+			if (tombstones.containsKey(room)) {
+				return null;
+			}
+			return rooms.computeIfAbsent(room, factory::apply);
 		}
-		return rooms.computeIfAbsent(room, factory::apply);
+	}
+
+	/**
+	 * Ends a room this side does not know yet, so that whoever opens it later finds it ended with {@code reason}
+	 * instead of waiting for peers that gave up.
+	 *
+	 * @return the live room when it appeared meanwhile (the caller ends it as usual), else null
+	 */
+	R endBeforeKnown(long room, String reason) {
+		synchronized (tombstones) {
+			R live = rooms.get(room);
+			if (live == null) {
+				tombstones.putIfAbsent(room, reason);
+			}
+			return live;
+		}
+	}
+
+	/** @return why the room ended before it was opened here, or null when it did not */
+	String endedBeforeKnown(long room) {
+		synchronized (tombstones) {
+			String reason = tombstones.get(room);
+			return reason == null || reason.isEmpty() ? null : reason;
+		}
 	}
 
 	/**
@@ -150,7 +178,7 @@ final class RoomTable<R extends Room> {
 	private void forget(R room) {
 		rooms.remove(room.id, room);
 		synchronized (tombstones) {
-			tombstones.put(room.id, Boolean.TRUE);
+			tombstones.put(room.id, "");
 		}
 	}
 

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.DisaggregationMode;
@@ -309,6 +312,38 @@ class KVManagerBehaviourTest {
 		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 1 }, 0, new int[0]))
 				.hasMessageContaining("sendMetadata called twice");
 		StepVerifier.create(decode.roomRequests()).expectError(IllegalStateException.class).verify(T);
+	}
+
+	@Test
+	void anAbortThatArrivesBeforeTheSenderExistsMakesTheSenderFailAtOnce() throws InterruptedException {
+		start(UnaryOperator.identity());
+		// A decode rank that gave up on room 31 while it was still resolving tells prefill before prefill's engine
+		// made the room's sender.
+		BlockingQueue<KVMessage> got = new LinkedBlockingQueue<>();
+		KVConnection c = transport.connect(prefill.endpoint(), new NoopConnectionHandler() {
+			@Override
+			public void onMessage(KVConnection conn, KVMessage m) {
+				got.add(m);
+			}
+		}).block(T);
+		c.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, PeerLayout.of(decodeMem.kvArgs(),
+				ParallelLayout.SINGLE))).block(T);
+		assertThat(got.poll(T.toMillis(), TimeUnit.MILLISECONDS)).isInstanceOf(KVMessage.HelloAck.class);
+		c.send(new KVMessage.Abort(31, "client went away")).block(T);
+		assertThat(got.poll(T.toMillis(), TimeUnit.MILLISECONDS)).isEqualTo(new KVMessage.AbortAck(31));
+
+		KVSender s = prefill.sender(31);
+		StepVerifier.create(s.states()).expectNext(KVPoll.FAILED).verifyComplete();
+		StepVerifier.create(s.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Aborted by decode")
+						.hasMessageContaining("client went away"))
+				.verify(T);
+		assertThat(prefill.stats().failuresByCategory()).containsEntry("aborted", 1L);
+		// The engine's usual calls on the ended room are harmless; the room is not opened twice.
+		s.init(1, -1);
+		s.send(new int[] { 0 }, new int[0]);
+		assertThatThrownBy(() -> prefill.sender(31)).hasMessageContaining("room 31 already ended");
+		c.close("done");
 	}
 
 	@Test
