@@ -27,7 +27,7 @@ class BootstrapServerMainTest {
 		assertThat(run("--help")).isZero();
 		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0", "--tls-cert",
 				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
-				"--request-timeout-seconds", BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
+				"--request-timeout-seconds", "--io-threads", BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
 		assertThat(err.toString()).isEmpty();
 	}
 
@@ -39,7 +39,7 @@ class BootstrapServerMainTest {
 			"--tls-key key.pem|--tls-cert and --tls-key go together",
 			"--tls-cert /nonexistent/cert.pem --tls-key /nonexistent/key.pem|--tls-cert : /nonexistent/cert.pem "
 					+ "(expected: a readable PEM file)",
-			"--metrics=maybe|--metrics" })
+			"--metrics=maybe|--metrics", "--io-threads 0|--io-threads : 0 (expected: >= 1)" })
 	void exitsTwoWithAMessageForBadOptions(String args, String message) {
 		assertThat(run(args.split(" "))).isEqualTo(BootstrapServerMain.EXIT_USAGE);
 		assertThat(err.toString()).contains(message);
