@@ -41,8 +41,9 @@ import reactor.core.scheduler.Schedulers;
 				"Measures kvferry on loopback against baselines it runs itself, in the same JVM, with the same bytes.",
 				"",
 				"  bulk   one large room 1<->1 vs a plain TCP pump (blocking NIO, one connection, 1 MiB writes from "
-						+ "direct memory into direct memory); warm-up, then best of --rounds",
-				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes",
+						+ "direct memory into direct memory); warm-up, then best of --rounds, rounds alternating",
+				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after 5 s of "
+						+ "warm-up, a room and a round trip in turn",
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages)",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
 				"Every room's bytes are verified. Figures depend on the machine: compare ratios, not absolutes.",
@@ -55,7 +56,7 @@ final class BenchCommand implements Callable<Integer> {
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int WARMUP_ROOMS = 20;
-	private static final Duration WARMUP = Duration.ofSeconds(2);
+	private static final Duration WARMUP = Duration.ofSeconds(5);
 	private static final int MANY_LAYERS = 4;
 	private static final int MANY_MAX_PAGES = 4;
 
@@ -200,7 +201,7 @@ final class BenchCommand implements Callable<Integer> {
 		int tokens = pages * shape.pageSize();
 		Random random = new Random(pages);
 		long room = 2_000_000L * pages;
-		// Per-room code runs once a room: it takes hundreds of rooms before the JIT has compiled it.
+		// Per-room code runs once a room: it takes a thousand rooms or so before the JIT has compiled it.
 		long warmEnd = System.nanoTime() + WARMUP.toNanos();
 		for (int i = 0; i < WARMUP_ROOMS || System.nanoTime() < warmEnd; i++) {
 			check(pair.run(room++, tokens, 1, random).block());
