@@ -8,6 +8,7 @@ import java.util.concurrent.TimeoutException;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
+import io.kvferry.bootstrap.server.internal.ConnectionLimit;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapServer;
 import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
 import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
@@ -84,12 +85,15 @@ public final class BootstrapServer {
 	/** Default time a room → DP rank entry is answered (SGLang's cleanup interval). */
 	public static final Duration DEFAULT_DP_RANK_ENTRY_LIFETIME = Duration.ofSeconds(120);
 
+	/** Default cap on open connections: far above what a cluster's ranks need, well below a process's descriptors. */
+	public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
+
 	/** How long {@link #bindNow()} waits for the socket to be bound. */
 	public static final Duration DEFAULT_BIND_TIMEOUT = Duration.ofSeconds(45);
 
 	private static final BootstrapServer DEFAULT = new BootstrapServer(DEFAULT_HOST, DEFAULT_PORT,
 			DEFAULT_MAX_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_DP_RANK_ENTRY_LIFETIME, null,
-			null, null);
+			null, null, DEFAULT_MAX_CONNECTIONS);
 
 	private final String host;
 	private final int port;
@@ -100,9 +104,11 @@ public final class BootstrapServer {
 	private final String authToken;
 	private final SslContext sslContext;
 	private final MeterRegistry meterRegistry;
+	private final int maxConnections;
 
 	private BootstrapServer(String host, int port, int maxBodyBytes, Duration idleTimeout, Duration requestTimeout,
-			Duration dpRankEntryLifetime, String authToken, SslContext sslContext, MeterRegistry meterRegistry) {
+			Duration dpRankEntryLifetime, String authToken, SslContext sslContext, MeterRegistry meterRegistry,
+			int maxConnections) {
 		this.host = host;
 		this.port = port;
 		this.maxBodyBytes = maxBodyBytes;
@@ -112,6 +118,7 @@ public final class BootstrapServer {
 		this.authToken = authToken;
 		this.sslContext = sslContext;
 		this.meterRegistry = meterRegistry;
+		this.maxConnections = maxConnections;
 	}
 
 	/**
@@ -133,7 +140,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("host : '" + host + "' (expected: an IP address or hostname)");
 		}
 		return new BootstrapServer(h, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime, authToken,
-				sslContext, meterRegistry);
+				sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -146,7 +153,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("port : " + port + " (expected: 0..65535)");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -158,7 +165,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -172,7 +179,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("idleTimeout : " + idleTimeout + " (expected: > 0)");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -188,7 +195,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("requestTimeout : " + requestTimeout + " (expected: > 0)");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -202,7 +209,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("dpRankEntryLifetime : " + dpRankEntryLifetime + " (expected: > 0)");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -219,7 +226,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("authToken : blank or padded with whitespace (expected: a token)");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -242,7 +249,7 @@ public final class BootstrapServer {
 					+ "SslContextBuilder.forServer(..))");
 		}
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry);
+				authToken, sslContext, meterRegistry, maxConnections);
 	}
 
 	/**
@@ -259,7 +266,25 @@ public final class BootstrapServer {
 	public BootstrapServer metrics(MeterRegistry registry) {
 		Objects.requireNonNull(registry, "registry");
 		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, registry);
+				authToken, sslContext, registry, maxConnections);
+	}
+
+	/**
+	 * @param maxConnections most connections open at once; one more is answered {@code 503} naming the cap and closed,
+	 *        while the open ones keep working (default {@value #DEFAULT_MAX_CONNECTIONS})
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer maxConnections(int maxConnections) {
+		if (maxConnections < 1) {
+			throw new IllegalArgumentException("maxConnections : " + maxConnections + " (expected: >= 1)");
+		}
+		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
+				authToken, sslContext, meterRegistry, maxConnections);
+	}
+
+	/** @return the most connections open at once */
+	public int maxConnections() {
+		return maxConnections;
 	}
 
 	/** @return the configured host, without brackets */
@@ -321,14 +346,17 @@ public final class BootstrapServer {
 			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, maxBodyBytes, authToken, metrics);
 			// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 			ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
+			ConnectionLimit limit = new ConnectionLimit(maxConnections);
 			HttpServer http = HttpServer.create()
 					.host(host)
 					.port(port)
 					.channelGroup(connections)
 					.idleTimeout(idleTimeout)
 					// Not Reactor Netty's requestTimeout: it starts after the headers, so it misses trickled headers.
-					.doOnChannelInit((observer, channel, remote) ->
-							RequestReadTimeout.install(channel.pipeline(), requestTimeout))
+					.doOnChannelInit((observer, channel, remote) -> {
+						RequestReadTimeout.install(channel.pipeline(), requestTimeout);
+						limit.admit(channel);
+					})
 					.handle(handler);
 			if (sslContext != null) {
 				Duration handshakeTimeout = requestTimeout.compareTo(MAX_TLS_HANDSHAKE_TIMEOUT) < 0 ? requestTimeout

@@ -117,6 +117,11 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ ", else none). Prefer the environment variable: options show in process lists.")
 	private String authToken;
 
+	@Option(names = "--max-connections", paramLabel = "N",
+			defaultValue = "" + BootstrapServer.DEFAULT_MAX_CONNECTIONS,
+			description = "Most connections open at once; one more gets 503 and is closed (default: ${DEFAULT-VALUE}).")
+	private int maxConnections;
+
 	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "1",
 			description = "Event loop threads (default: ${DEFAULT-VALUE}). One serves tens of thousands of look-ups a "
 					+ "second; more only contend for the CPUs with the engines on the same host.")
@@ -226,7 +231,8 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					.dpRankEntryLifetime(Duration.ofSeconds(dpRankEntryLifetimeSeconds))
 					.idleTimeout(Duration.ofSeconds(idleTimeoutSeconds))
 					.requestTimeout(Duration.ofSeconds(requestTimeoutSeconds))
-					.authToken(authToken);
+					.authToken(authToken)
+					.maxConnections(maxConnections);
 		}
 		catch (IllegalArgumentException e) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: " + e.getMessage(), e);

@@ -27,7 +27,7 @@ class BootstrapServerMainTest {
 		assertThat(run("--help")).isZero();
 		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0", "--tls-cert",
 				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
-				"--request-timeout-seconds", "--io-threads", BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
+				"--request-timeout-seconds", "--io-threads", "--max-connections", BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
 		assertThat(err.toString()).isEmpty();
 	}
 
@@ -39,7 +39,8 @@ class BootstrapServerMainTest {
 			"--tls-key key.pem|--tls-cert and --tls-key go together",
 			"--tls-cert /nonexistent/cert.pem --tls-key /nonexistent/key.pem|--tls-cert : /nonexistent/cert.pem "
 					+ "(expected: a readable PEM file)",
-			"--metrics=maybe|--metrics", "--io-threads 0|--io-threads : 0 (expected: >= 1)" })
+			"--metrics=maybe|--metrics", "--io-threads 0|--io-threads : 0 (expected: >= 1)",
+			"--max-connections 0|maxConnections : 0 (expected: >= 1)" })
 	void exitsTwoWithAMessageForBadOptions(String args, String message) {
 		assertThat(run(args.split(" "))).isEqualTo(BootstrapServerMain.EXIT_USAGE);
 		assertThat(err.toString()).contains(message);
@@ -69,7 +70,7 @@ class BootstrapServerMainTest {
 	void turnsOptionsIntoTheServerConfiguration() {
 		BootstrapServerMain.Configured configured = BootstrapServerMain.configuration("--host", "[::1]", "--port",
 				"0", "--idle-timeout-seconds", "7", "--request-timeout-seconds", "3", "--max-body-bytes", "100",
-				"--auth-token", "t0ken", "--metrics");
+				"--auth-token", "t0ken", "--metrics", "--max-connections", "12");
 		try {
 			BootstrapServer server = configured.server();
 			assertThat(server.host()).isEqualTo("::1");
@@ -78,6 +79,7 @@ class BootstrapServerMainTest {
 			assertThat(server.maxBodyBytes()).isEqualTo(100);
 			assertThat(server.requiresAuthToken()).isTrue();
 			assertThat(server.hasMetrics()).isTrue();
+			assertThat(server.maxConnections()).isEqualTo(12);
 			assertThat(server.isSecure()).isFalse();
 		}
 		finally {
