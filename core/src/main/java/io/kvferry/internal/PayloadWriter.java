@@ -11,7 +11,8 @@ import io.netty.util.internal.PlatformDependent;
 
 /**
  * Scatters a data frame's payload into registered memory: chunk {@code i} of {@code chunkLen} bytes lands at
- * {@code base + i × stride}. Segments may split chunks anywhere. Copies native to native (or from the segment's array);
+ * {@code base + i × stride}. Segments may split chunks anywhere. Offers the destination as a landing zone so that a
+ * transport can read straight into it; otherwise copies native to native (or from the segment's array);
  * the KV bytes never pass through a fresh heap buffer.
  */
 final class PayloadWriter implements PayloadSink {

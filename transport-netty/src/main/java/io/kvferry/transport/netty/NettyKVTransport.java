@@ -79,7 +79,8 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	private static final Logger log = LoggerFactory.getLogger(NettyKVTransport.class);
 
 	// Reads of up to 128 KiB: large enough for few syscalls, small enough that the read buffer is still in cache when
-	// the sink copies it into registered memory (measured: 128 KiB beats 64 KiB, 256 KiB and 1 MiB on loopback).
+	// the sink copies it into registered memory (measured: 128 KiB beats 64 KiB, 256 KiB and 1 MiB on loopback). Large
+	// contiguous payloads skip this buffer: they are read straight into registered memory (LandingRecvByteBufAllocator).
 	private static final int MAX_READ_BUFFER = 128 * 1024;
 
 	// The classic pooled allocator: per-thread caches and no lock an event loop could park on (Netty 4.2's default
