@@ -84,4 +84,40 @@ public final class NativeMemory {
 	public static void copy(long src, long dst, long length) {
 		PlatformDependent.copyMemory(src, dst, length);
 	}
+
+	/**
+	 * Copies bytes of a buffer to a native address, whatever the buffer's memory (direct, heap, composite), without
+	 * an intermediate copy; bytes already at {@code dst} (a buffer over the destination itself) are left in place.
+	 * The buffer's indices are not changed.
+	 *
+	 * @param src the buffer
+	 * @param index its first byte to copy
+	 * @param dst where the bytes go
+	 * @param length how many
+	 */
+	public static void copy(ByteBuf src, int index, long dst, int length) {
+		if (src.hasMemoryAddress()) {
+			long from = src.memoryAddress() + index;
+			if (from != dst) {
+				PlatformDependent.copyMemory(from, dst, length);
+			}
+		}
+		else if (src.hasArray()) {
+			PlatformDependent.copyMemory(src.array(), src.arrayOffset() + index, dst, length);
+		}
+		else {
+			// Composite or exotic buffers: walk their NIO views without copying them first.
+			long to = dst;
+			for (ByteBuffer bb : src.nioBuffers(index, length)) {
+				int n = bb.remaining();
+				if (bb.isDirect()) {
+					PlatformDependent.copyMemory(PlatformDependent.directBufferAddress(bb) + bb.position(), to, n);
+				}
+				else {
+					PlatformDependent.copyMemory(bb.array(), bb.arrayOffset() + bb.position(), to, n);
+				}
+				to += n;
+			}
+		}
+	}
 }

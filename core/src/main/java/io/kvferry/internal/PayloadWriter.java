@@ -1,13 +1,11 @@
 package io.kvferry.internal;
 
-import java.nio.ByteBuffer;
 import java.util.function.BooleanSupplier;
 
 import io.kvferry.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
-import io.netty.util.internal.PlatformDependent;
 
 /**
  * Scatters a data frame's payload into registered memory: chunk {@code i} of {@code chunkLen} bytes lands at
@@ -59,7 +57,7 @@ final class PayloadWriter implements PayloadSink {
 			long chunk = position / chunkLen;
 			int within = (int) (position - chunk * chunkLen);
 			int n = Math.min(remaining, chunkLen - within);
-			copy(segment, index, base + chunk * stride + within, n);
+			NativeMemory.copy(segment, index, base + chunk * stride + within, n);
 			index += n;
 			position += n;
 			remaining -= n;
@@ -86,33 +84,6 @@ final class PayloadWriter implements PayloadSink {
 	public void complete() {
 		if (!fenced) {
 			onComplete.run();
-		}
-	}
-
-	static void copy(ByteBuf src, int index, long dstAddress, int n) {
-		if (src.hasMemoryAddress()) {
-			long srcAddress = src.memoryAddress() + index;
-			// Bytes read straight into their destination (landingZone) are already in place.
-			if (srcAddress != dstAddress) {
-				PlatformDependent.copyMemory(srcAddress, dstAddress, n);
-			}
-		}
-		else if (src.hasArray()) {
-			PlatformDependent.copyMemory(src.array(), src.arrayOffset() + index, dstAddress, n);
-		}
-		else {
-			// Composite or exotic buffers: walk their NIO views without copying them first.
-			long dst = dstAddress;
-			for (ByteBuffer bb : src.nioBuffers(index, n)) {
-				int len = bb.remaining();
-				if (bb.isDirect()) {
-					PlatformDependent.copyMemory(PlatformDependent.directBufferAddress(bb) + bb.position(), dst, len);
-				}
-				else {
-					PlatformDependent.copyMemory(bb.array(), bb.arrayOffset() + bb.position(), dst, len);
-				}
-				dst += len;
-			}
 		}
 	}
 }

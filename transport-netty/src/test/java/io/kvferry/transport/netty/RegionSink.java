@@ -1,6 +1,5 @@
 package io.kvferry.transport.netty;
 
-import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.kvferry.MemoryRegion;
@@ -8,7 +7,6 @@ import io.kvferry.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
-import io.netty.util.internal.PlatformDependent;
 
 /**
  * A test {@link PayloadSink} that scatters a payload into a {@link MemoryRegion} as the header describes: chunk
@@ -81,29 +79,12 @@ public final class RegionSink implements PayloadSink {
 			int within = (int) (position - chunk * header.chunkLen());
 			int n = Math.min(remaining, header.chunkLen() - within);
 			long dst = region.address() + header.dstOffset() + chunk * stride + within;
-			copy(segment, index, dst, n);
+			NativeMemory.copy(segment, index, dst, n);
 			index += n;
 			position += n;
 			remaining -= n;
 		}
 		received.addAndGet(segment.readableBytes());
-	}
-
-	private static void copy(ByteBuf src, int index, long dst, int n) {
-		if (src.hasMemoryAddress()) {
-			PlatformDependent.copyMemory(src.memoryAddress() + index, dst, n);
-			return;
-		}
-		for (ByteBuffer bb : src.nioBuffers(index, n)) {
-			int len = bb.remaining();
-			if (bb.isDirect()) {
-				PlatformDependent.copyMemory(PlatformDependent.directBufferAddress(bb) + bb.position(), dst, len);
-			}
-			else {
-				PlatformDependent.copyMemory(bb.array(), bb.arrayOffset() + bb.position(), dst, len);
-			}
-			dst += len;
-		}
 	}
 
 	@Override

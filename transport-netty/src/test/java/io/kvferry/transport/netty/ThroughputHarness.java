@@ -1,9 +1,6 @@
 package io.kvferry.transport.netty;
 
 import io.kvferry.MemoryRegion;
-import io.kvferry.spi.DataBlock;
-import io.kvferry.spi.DataHeader;
-import io.kvferry.spi.RegionKind;
 
 /**
  * Measures bulk throughput outside JUnit (whose leak guard forces paranoid leak detection, which slows every buffer
@@ -15,8 +12,7 @@ import io.kvferry.spi.RegionKind;
 public final class ThroughputHarness {
 
 	private static final int MIB = 1 << 20;
-	private static final int BLOCK = 4 * MIB;
-	private static final int REGION = 64 * MIB;
+	private static final int REGION = ThroughputTest.REGION;
 
 	private ThroughputHarness() {
 	}
@@ -31,16 +27,7 @@ public final class ThroughputHarness {
 			MemoryRegion dst = MemoryRegion.allocate(REGION, 1);
 			System.out.println(lo.listening);
 			for (int r = 0; r < rounds; r++) {
-				NettyKVTransportTest.Transfer transfer = new NettyKVTransportTest.Transfer(dst, total);
-				lo.connectedHandler.sinks = transfer::sink;
-				long start = System.nanoTime();
-				for (long sent = 0; sent < total; sent += BLOCK) {
-					long offset = sent % REGION;
-					lo.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, offset, BLOCK, BLOCK, 1),
-							src.address() + offset, BLOCK));
-				}
-				transfer.await();
-				long nanos = System.nanoTime() - start;
+				long nanos = ThroughputTest.run(lo, src, dst, total);
 				System.out.printf("round %d: %d MiB in %d ms = %.2f GB/s%n", r, total / MIB, nanos / 1_000_000,
 						total / (nanos / 1e9) / 1e9);
 			}

@@ -18,7 +18,7 @@ class ThroughputTest {
 
 	private static final int MIB = 1 << 20;
 	private static final int BLOCK = 4 * MIB;
-	private static final int REGION = 64 * MIB;
+	static final int REGION = 64 * MIB;
 
 	@Test
 	void movesBulkDataBetweenRegionsAndReportsGigabytesPerSecond() throws Exception {
@@ -35,7 +35,8 @@ class ThroughputTest {
 		}
 	}
 
-	private static long run(Loopback lo, MemoryRegion src, MemoryRegion dst, long total) throws Exception {
+	/** Sends {@code total} bytes in 4 MiB blocks cycling over the region; @return nanoseconds until all arrived */
+	static long run(Loopback lo, MemoryRegion src, MemoryRegion dst, long total) throws Exception {
 		NettyKVTransportTest.Transfer transfer = new NettyKVTransportTest.Transfer(dst, total);
 		lo.connectedHandler.sinks = transfer::sink;
 		long start = System.nanoTime();
