@@ -2,7 +2,6 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
@@ -238,10 +237,9 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		RankMapping mapping;
 		List<Session> sessions;
 		int[] pages;
-		int[] sortedPages;
 		int auxIndex = -1;
 		int[] stateSlots;
-		int[] sortedStates;
+		WriteGrant grant;
 		final Set<Integer> responders = new HashSet<>();
 		boolean transferring;
 		volatile boolean fenced;
@@ -296,19 +294,15 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 			if (auxIndex != -1) {
 				checkIndices("auxIndex", new int[] { auxIndex }, spec.kvArgs().auxRegions());
 			}
-			int[] sortedPages = pages.clone();
-			Arrays.sort(sortedPages);
-			int[] sortedStates = states.clone();
-			Arrays.sort(sortedStates);
+			WriteGrant grant = WriteGrant.of(spec.kvArgs(), pages, auxIndex, states);
 			synchronized (room) {
 				if (room.pages != null) {
 					throw new IllegalStateException("room " + room.id + ": sendMetadata called twice");
 				}
 				room.pages = pages;
-				room.sortedPages = sortedPages;
 				room.auxIndex = auxIndex;
 				room.stateSlots = states;
-				room.sortedStates = sortedStates;
+				room.grant = grant;
 				if (room.mapping != null && !room.isTerminal()) {
 					sendRequests(room);
 				}
@@ -402,73 +396,25 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 			if (r == null || !r.acceptsBytes()) {
 				return null;
 			}
-			MemoryRegion region;
-			String refused;
+			long destination;
 			synchronized (r) {
-				region = regionOf(h);
-				refused = region == null ? "no " + h.kind() + " region " + h.region() : check(r, h, region);
-				if (refused == null && !r.transferring) {
+				try {
+					if (r.grant == null || !r.sessions.contains(this)) {
+						throw new WriteGrant.Refused("the room asked this prefill rank for nothing");
+					}
+					destination = r.grant.destination(h);
+				}
+				catch (WriteGrant.Refused refused) {
+					table.update(r, KVPoll.FAILED, "prefill rank " + endpoint + " wrote outside room " + r.id + ": "
+							+ refused.getMessage(), false);
+					return null;
+				}
+				if (!r.transferring) {
 					r.transferring = true;
 					table.update(r, KVPoll.TRANSFERRING, "", false);
 				}
 			}
-			if (refused != null) {
-				table.update(r, KVPoll.FAILED, "prefill rank " + endpoint + " wrote outside room " + r.id + ": "
-						+ refused, false);
-				return null;
-			}
-			return new PayloadWriter(region.address() + h.dstOffset(), h, r::acceptsBytes,
-					() -> bytesReceived.add(h.payloadLength()));
-		}
-
-		private MemoryRegion regionOf(DataHeader h) {
-			List<MemoryRegion> list;
-			switch (h.kind()) {
-				case KV:
-					list = spec.kvArgs().kvRegions();
-					break;
-				case AUX:
-					list = spec.kvArgs().auxRegions();
-					break;
-				default:
-					list = spec.kvArgs().stateRegions();
-			}
-			return h.region() >= 0 && h.region() < list.size() ? list.get(h.region()) : null;
-		}
-
-		/** @return why the write is refused, or null when it touches only what the room asked for */
-		private String check(DecodeRoom r, DataHeader h, MemoryRegion region) {
-			if (r.pages == null || !r.sessions.contains(this)) {
-				return "the room asked this prefill rank for nothing";
-			}
-			if (h.chunkLen() <= 0 || h.count() <= 0 || (h.count() > 1 && h.dstStride() < h.chunkLen())) {
-				return "malformed block " + h;
-			}
-			long span = h.span();
-			if (!region.contains(h.dstOffset(), span)) {
-				return "bytes [" + h.dstOffset() + ", " + (h.dstOffset() + span) + ") outside " + h.kind() + " region "
-						+ h.region();
-			}
-			// Every written byte lies in [dstOffset, dstOffset + span): checking each item there covers them all.
-			long first = h.dstOffset() / region.itemLen();
-			long last = (h.dstOffset() + span - 1) / region.itemLen();
-			for (long item = first; item <= last; item++) {
-				boolean allowed;
-				switch (h.kind()) {
-					case KV:
-						allowed = Arrays.binarySearch(r.sortedPages, (int) item) >= 0;
-						break;
-					case AUX:
-						allowed = item == r.auxIndex;
-						break;
-					default:
-						allowed = Arrays.binarySearch(r.sortedStates, (int) item) >= 0;
-				}
-				if (!allowed) {
-					return h.kind() + " item " + item + " of region " + h.region() + " was not asked for";
-				}
-			}
-			return null;
+			return new PayloadWriter(destination, h, r::acceptsBytes, () -> bytesReceived.add(h.payloadLength()));
 		}
 
 		@Override

@@ -21,8 +21,11 @@ public record DataHeader(long room, RegionKind kind, int region, long dstOffset,
 		return (long) chunkLen * count;
 	}
 
-	/** @return bytes from the first chunk's start to the last chunk's end on the receiver */
+	/**
+	 * @return bytes from the first chunk's start to the last chunk's end on the receiver
+	 * @throws ArithmeticException when that does not fit in a {@code long} (a header no region can hold)
+	 */
 	public long span() {
-		return count == 0 ? 0 : (count - 1) * dstStride + chunkLen;
+		return count == 0 ? 0 : Math.addExact(Math.multiplyExact(count - 1L, dstStride), chunkLen);
 	}
 }
