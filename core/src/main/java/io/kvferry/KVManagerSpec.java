@@ -52,6 +52,7 @@ public final class KVManagerSpec {
 	private Duration handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
 	private Duration reregisterInterval = DEFAULT_REREGISTER_INTERVAL;
 	private Scheduler timer = Schedulers.parallel();
+	private Scheduler callbackScheduler = Schedulers.boundedElastic();
 	private int eventBufferSize = DEFAULT_EVENT_BUFFER;
 	private String name;
 
@@ -79,6 +80,7 @@ public final class KVManagerSpec {
 		c.handshakeTimeout = handshakeTimeout;
 		c.reregisterInterval = reregisterInterval;
 		c.timer = timer;
+		c.callbackScheduler = callbackScheduler;
 		c.eventBufferSize = eventBufferSize;
 		c.name = name;
 		return c;
@@ -187,6 +189,21 @@ public final class KVManagerSpec {
 	public KVManagerSpec timer(Scheduler timer) {
 		KVManagerSpec c = copy();
 		c.timer = Objects.requireNonNull(timer, "timer");
+		return c;
+	}
+
+	/**
+	 * Sets where the library calls its subscribers: every {@code states()}, {@code completion()}, {@code events()} and
+	 * {@code roomRequests()} subscriber runs there, each on a worker of its own, never on a transport thread and never
+	 * under a library lock. So a subscriber may block or call back into the library (abort a room, start another);
+	 * it then delays only its own signals.
+	 *
+	 * @param scheduler default {@link Schedulers#boundedElastic()}
+	 * @return a new spec
+	 */
+	public KVManagerSpec callbackScheduler(Scheduler scheduler) {
+		KVManagerSpec c = copy();
+		c.callbackScheduler = Objects.requireNonNull(scheduler, "scheduler");
 		return c;
 	}
 
@@ -305,6 +322,10 @@ public final class KVManagerSpec {
 
 	public Scheduler timer() {
 		return timer;
+	}
+
+	public Scheduler callbackScheduler() {
+		return callbackScheduler;
 	}
 
 	public int eventBufferSize() {

@@ -39,7 +39,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		this.spec = spec;
 		this.name = spec.name();
 		this.ownLayout = PeerLayout.of(spec.kvArgs(), spec.layout());
-		this.table = new RoomTable<>(name, spec.timer(), spec.bootstrapTimeout(), spec.waitingTimeout(),
+		this.table = new RoomTable<>(name, spec.timer(), spec.callbackScheduler(), spec.bootstrapTimeout(), spec.waitingTimeout(),
 				spec.transferTimeout(), spec.eventBufferSize(), this::count, this::onTerminal);
 	}
 

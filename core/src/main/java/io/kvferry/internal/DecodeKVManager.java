@@ -282,7 +282,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	private final class Receiver extends RoomHandle<DecodeRoom> implements KVReceiver {
 
 		Receiver(DecodeRoom room) {
-			super(room);
+			super(room, spec.callbackScheduler());
 		}
 
 		@Override

@@ -50,7 +50,9 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 
 	private PrefillKVManager(KVManagerSpec spec) {
 		super(spec);
-		this.requests = new HotStream<>(name, spec.eventBufferSize());
+		this.requests = new HotStream<>(spec.callbackScheduler(), spec.eventBufferSize(),
+				// Later, on the timer: the emitter may hold another room's monitor.
+				dropped -> spec.timer().schedule(() -> requestDropped(dropped)));
 		this.uniqueRank = RankMapping.prefillUniqueRank(spec.layout().attnTpRank(), spec.layout().ppSize(),
 				spec.layout().ppRank());
 	}
@@ -101,6 +103,20 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		Session s = new Session(connection);
 		sessions.add(s);
 		return s;
+	}
+
+	/** A request no subscriber took in time: its room would wait for a sender nobody makes, so it fails now. */
+	private void requestDropped(RoomRequest dropped) {
+		PrefillRoom r = table.get(dropped.room());
+		if (r == null) {
+			return;
+		}
+		synchronized (r) {
+			if (!r.hasSender) {
+				table.update(r, KVPoll.FAILED, "the request for room " + r.id + " was dropped: a roomRequests() "
+						+ "subscriber fell more than " + spec.eventBufferSize() + " requests behind", false);
+			}
+		}
 	}
 
 	@Override
@@ -345,7 +361,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	private final class Sender extends RoomHandle<PrefillRoom> implements KVSender {
 
 		Sender(PrefillRoom room) {
-			super(room);
+			super(room, spec.callbackScheduler());
 		}
 
 		@Override

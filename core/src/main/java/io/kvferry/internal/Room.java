@@ -4,18 +4,21 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * One room's state on one manager. State changes go through {@link RoomTable#update}, which applies SGLang's rules
- * under this object's monitor; the room's states replay the latest one to late subscribers, and since states only
- * move forward a room emits at most five values, so a slow subscriber holds at most five.
+ * under this object's monitor. The room latches its first terminal state: its sender or receiver reports that one,
+ * whatever comes after. Its states replay the latest one to late subscribers; since states only move forward a room
+ * emits at most five values, so a slow subscriber holds at most five.
  */
 class Room {
 
 	final long id;
-	private final Sinks.Many<KVPoll> states = Sinks.many().replay().latest();
+	// Emitted under this room's monitor, which serializes emissions; subscribers only ever see it through
+	// states(Scheduler), so no subscriber code runs there.
+	private final Sinks.Many<KVPoll> states = Sinks.unsafe().many().replay().latest();
 
 	// Guarded by this.
 	private KVPoll state;
@@ -50,12 +53,12 @@ class Room {
 		return state != null && !state.isTerminal();
 	}
 
-	Flux<KVPoll> states() {
-		return states.asFlux();
-	}
-
-	Mono<Void> completion() {
-		return states.asFlux().last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty() : Mono.error(failure()));
+	/**
+	 * @param callbacks where the subscriber is called
+	 * @return the room's states: the current one first, then each change; completes after the terminal one
+	 */
+	Flux<KVPoll> states(Scheduler callbacks) {
+		return states.asFlux().publishOn(callbacks);
 	}
 
 	synchronized KVTransferException failure() {
@@ -66,9 +69,13 @@ class Room {
 	/**
 	 * Applies an update under the room's monitor.
 	 *
-	 * @return the previous state and whether it changed, or null when the update was ignored
+	 * @return the previous state and the new one, or null when the update changed nothing
 	 */
 	synchronized KVPoll[] apply(KVPoll update, String why, boolean remote, Runnable beforeTerminal) {
+		if (state != null && state.isTerminal()) {
+			// Latched: the first terminal state is the one this room's sender or receiver reports.
+			return null;
+		}
 		KVPoll next = RoomTable.merge(state, update);
 		if (next == null || next == state) {
 			return null;
@@ -83,7 +90,6 @@ class Room {
 			// Whoever sees the terminal state must find the room already forgotten.
 			beforeTerminal.run();
 		}
-		// Serialized by the monitor, so the sink never sees concurrent emissions.
 		states.tryEmitNext(next);
 		if (next.isTerminal()) {
 			states.tryEmitComplete();

@@ -17,8 +17,8 @@ import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * A manager's rooms: SGLang's state rules (SPEC §3.1) in one place, a timeout for every non-terminal state, and the
- * manager-wide hot event stream.
+ * A manager's rooms: SGLang's state rules in one place, a timeout for every non-terminal state, and the manager-wide
+ * hot event stream.
  *
  * @param <R> the engine's room type
  */
@@ -48,6 +48,7 @@ final class RoomTable<R extends Room> {
 	/**
 	 * @param name manager name for log lines
 	 * @param timer runs state timeouts
+	 * @param callbacks where subscribers of {@link #events()} are called
 	 * @param bootstrapTimeout limit for Bootstrapping
 	 * @param waitingTimeout limit for WaitingForInput
 	 * @param transferTimeout limit for Transferring
@@ -56,12 +57,13 @@ final class RoomTable<R extends Room> {
 	 *        that whoever sees it also finds it counted); runs under the room's monitor: quick and lock-free
 	 * @param onTerminal engine cleanup, called once per room after it ended
 	 */
-	RoomTable(String name, Scheduler timer, Duration bootstrapTimeout, Duration waitingTimeout,
+	RoomTable(String name, Scheduler timer, Scheduler callbacks, Duration bootstrapTimeout, Duration waitingTimeout,
 			Duration transferTimeout, int eventBufferSize, Consumer<R> onEnding, Consumer<R> onTerminal) {
 		this.name = name;
 		this.timer = timer;
 		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
-		this.events = new HotStream<>(name, eventBufferSize);
+		this.events = new HotStream<>(callbacks, eventBufferSize,
+				dropped -> log.debug("[{}] slow subscriber dropped {}", name, dropped));
 		this.onEnding = onEnding;
 		this.onTerminal = onTerminal;
 	}
@@ -77,10 +79,6 @@ final class RoomTable<R extends Room> {
 	static KVPoll merge(KVPoll current, KVPoll update) {
 		if (current == null) {
 			return update == KVPoll.FAILED ? null : update;
-		}
-		if (current.isTerminal()) {
-			// Latched: a terminal room never changes again (the table forgets it right after).
-			return current;
 		}
 		if (update == KVPoll.FAILED) {
 			return KVPoll.FAILED;
@@ -200,8 +198,8 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
-	 * Hot stream of every change. Each subscriber gets its own bounded buffer; when it does not keep up, its oldest
-	 * buffered events are dropped, never the emitters slowed.
+	 * Hot stream of every change, called on the callback scheduler. Each subscriber gets its own bounded buffer; when
+	 * it does not keep up, its oldest buffered events are dropped, never the emitters slowed.
 	 */
 	Flux<KVStatusEvent> events() {
 		return events.flux();

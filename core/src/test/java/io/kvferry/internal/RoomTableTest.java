@@ -12,6 +12,7 @@ import io.kvferry.KVTransferException;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 class RoomTableTest {
@@ -21,8 +22,17 @@ class RoomTableTest {
 	private final List<Room> ended = new ArrayList<>();
 
 	private RoomTable<Room> table(reactor.core.scheduler.Scheduler timer, int buffer) {
-		return new RoomTable<>("test", timer, Duration.ofSeconds(300), Duration.ofSeconds(200),
-				Duration.ofSeconds(100), buffer, r -> { }, ended::add);
+		return new RoomTable<>("test", timer, Schedulers.immediate(), Duration.ofSeconds(300),
+				Duration.ofSeconds(200), Duration.ofSeconds(100), buffer, r -> { }, ended::add);
+	}
+
+	private static Flux<KVPoll> states(Room r) {
+		return r.states(Schedulers.immediate());
+	}
+
+	private static reactor.core.publisher.Mono<Void> completion(Room r) {
+		return new RoomHandle<Room>(r, Schedulers.immediate()) {
+		}.completion();
 	}
 
 	@Test
@@ -33,18 +43,28 @@ class RoomTableTest {
 	}
 
 	@Test
-	void failedOverridesEveryLiveStateAndTerminalStatesLatch() {
+	void failedOverridesEveryStateEvenSuccess() {
 		for (KVPoll current : KVPoll.values()) {
-			KVPoll expected = current.isTerminal() ? current : KVPoll.FAILED;
-			assertThat(RoomTable.merge(current, KVPoll.FAILED)).as("%s + FAILED", current).isEqualTo(expected);
+			assertThat(RoomTable.merge(current, KVPoll.FAILED)).as("%s + FAILED", current).isEqualTo(KVPoll.FAILED);
 		}
+	}
+
+	@Test
+	void aRoomLatchesItsFirstTerminalState() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room r = t.getOrCreate(8, Room::new);
+		t.update(r, KVPoll.TRANSFERRING, "", false);
+		assertThat(t.update(r, KVPoll.SUCCESS, "", false)).isTrue();
+		assertThat(t.update(r, KVPoll.FAILED, "late", true)).as("the sender already reported Success").isFalse();
+		assertThat(r.state()).isEqualTo(KVPoll.SUCCESS);
+		StepVerifier.create(completion(r)).verifyComplete();
 	}
 
 	@Test
 	void liveStatesOnlyMoveForward() {
 		for (KVPoll current : KVPoll.values()) {
 			for (KVPoll update : KVPoll.values()) {
-				if (current.isTerminal() || update == KVPoll.FAILED) {
+				if (update == KVPoll.FAILED) {
 					continue;
 				}
 				KVPoll expected = update.code() > current.code() ? update : current;
@@ -56,11 +76,11 @@ class RoomTableTest {
 	@Test
 	void whoeverSeesATerminalStateFindsItCountedAndTheRoomForgotten() {
 		List<Long> counted = new ArrayList<>();
-		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Duration.ofSeconds(300),
+		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(), Duration.ofSeconds(300),
 				Duration.ofSeconds(200), Duration.ofSeconds(100), 16, r -> counted.add(r.id), ended::add);
 		Room r = t.getOrCreate(4, Room::new);
 		List<String> seen = new ArrayList<>();
-		StepVerifier.create(r.states().doOnNext(s -> seen.add(s + " counted=" + counted + " known="
+		StepVerifier.create(states(r).doOnNext(s -> seen.add(s + " counted=" + counted + " known="
 				+ (t.get(4) != null) + " cleaned=" + ended.size())))
 				.then(() -> t.update(r, KVPoll.WAITING_FOR_INPUT, "", false))
 				.then(() -> t.update(r, KVPoll.FAILED, "gone", false))
@@ -110,13 +130,13 @@ class RoomTableTest {
 		Room r = t.getOrCreate(3, Room::new);
 		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
 		t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
-		StepVerifier.create(r.states())
+		StepVerifier.create(states(r))
 				.expectNext(KVPoll.WAITING_FOR_INPUT)
 				.then(() -> t.update(r, KVPoll.SUCCESS, "", false))
 				.expectNext(KVPoll.SUCCESS)
 				.verifyComplete();
-		StepVerifier.create(r.states()).expectNext(KVPoll.SUCCESS).verifyComplete();
-		StepVerifier.create(r.completion()).verifyComplete();
+		StepVerifier.create(states(r)).expectNext(KVPoll.SUCCESS).verifyComplete();
+		StepVerifier.create(completion(r)).verifyComplete();
 	}
 
 	@Test
@@ -124,7 +144,7 @@ class RoomTableTest {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
 		Room r = t.getOrCreate(4, Room::new);
 		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
-		StepVerifier.create(r.states(), 0)
+		StepVerifier.create(states(r), 0)
 				.then(() -> {
 					// No demand at all: the emitter must still run to the end.
 					t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
@@ -134,7 +154,7 @@ class RoomTableTest {
 				.thenRequest(10)
 				.expectNext(KVPoll.BOOTSTRAPPING, KVPoll.WAITING_FOR_INPUT, KVPoll.TRANSFERRING, KVPoll.FAILED)
 				.verifyComplete();
-		StepVerifier.create(r.completion())
+		StepVerifier.create(completion(r))
 				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVTransferException.class)
 						.hasMessageContaining("peer gone")
 						.satisfies(x -> assertThat(((KVTransferException) x).isFromAnotherRank()).isTrue()))
@@ -146,16 +166,17 @@ class RoomTableTest {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 4);
 		StepVerifier.create(t.events(), 0)
 				.then(() -> {
-					for (long id = 1; id <= 10; id++) {
+					for (long id = 1; id <= 100; id++) {
 						Room r = t.getOrCreate(id, Room::new);
 						t.update(r, KVPoll.BOOTSTRAPPING, "", false);
 						t.update(r, KVPoll.SUCCESS, "", false);
 					}
 					t.complete();
 				})
-				.thenRequest(100)
-				.expectNextCount(3)
-				.assertNext(e -> assertThat(e.room()).isEqualTo(10L))
+				.thenRequest(1000)
+				// The first events already on their way to the subscriber's worker, then the newest of its buffer.
+				.expectNextCount(HotStream.HANDOFF + 3)
+				.assertNext(e -> assertThat(e.room()).isEqualTo(100L))
 				.verifyComplete();
 	}
 
