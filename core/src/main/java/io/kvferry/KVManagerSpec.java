@@ -54,6 +54,7 @@ public final class KVManagerSpec {
 	private Scheduler timer = Schedulers.parallel();
 	private Scheduler callbackScheduler = Schedulers.boundedElastic();
 	private int eventBufferSize = DEFAULT_EVENT_BUFFER;
+	private boolean checksums;
 	private String name;
 
 	private KVManagerSpec() {
@@ -82,6 +83,7 @@ public final class KVManagerSpec {
 		c.timer = timer;
 		c.callbackScheduler = callbackScheduler;
 		c.eventBufferSize = eventBufferSize;
+		c.checksums = checksums;
 		c.name = name;
 		return c;
 	}
@@ -217,6 +219,20 @@ public final class KVManagerSpec {
 		return c;
 	}
 
+	/**
+	 * Decode: asks every prefill rank for a CRC32C of each room's bytes with its Success, and fails a room whose bytes
+	 * that landed have another checksum. Without it a Success is still checked against the byte count that landed;
+	 * the checksum adds a read of every landed byte on decode and of every sent byte on prefill.
+	 *
+	 * @param checksums default false
+	 * @return a new spec
+	 */
+	public KVManagerSpec checksums(boolean checksums) {
+		KVManagerSpec c = copy();
+		c.checksums = checksums;
+		return c;
+	}
+
 	/** @return a new spec whose log lines carry that name (default: mode and ranks) */
 	public KVManagerSpec name(String name) {
 		KVManagerSpec c = copy();
@@ -326,6 +342,10 @@ public final class KVManagerSpec {
 
 	public Scheduler callbackScheduler() {
 		return callbackScheduler;
+	}
+
+	public boolean checksums() {
+		return checksums;
 	}
 
 	public int eventBufferSize() {

@@ -18,6 +18,10 @@ import java.util.Map;
 public record KVStats(long bytesSent, long bytesReceived, long pagesSent, long roomsSucceeded, long roomsFailed,
 		Map<KVPoll, Integer> liveRooms, Map<String, Long> failuresByCategory, int connections, long heartbeatLosses) {
 
+	/** Every value {@link #failureCategory(String)} returns. */
+	public static final java.util.List<String> FAILURE_CATEGORIES = java.util.List.of("timeout", "aborted",
+			"connection_lost", "incompatible", "bootstrap", "peer_failed", "closed", "other");
+
 	public KVStats {
 		liveRooms = Map.copyOf(liveRooms);
 		failuresByCategory = Map.copyOf(failuresByCategory);

@@ -25,6 +25,7 @@ public final class NativeMemory {
 	private static final long CAPACITY;
 	private static final long LIMIT;
 	private static final long MARK;
+	private static final long POSITION;
 
 	static {
 		try {
@@ -36,6 +37,7 @@ public final class NativeMemory {
 			CAPACITY = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("capacity"));
 			LIMIT = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("limit"));
 			MARK = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("mark"));
+			POSITION = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("position"));
 		}
 		catch (ReflectiveOperationException | RuntimeException e) {
 			throw new ExceptionInInitializerError("kvferry needs sun.misc.Unsafe (module jdk.unsupported): " + e);
@@ -78,6 +80,25 @@ public final class NativeMemory {
 		catch (InstantiationException e) {
 			throw new IllegalStateException("cannot create a direct buffer view: " + e, e);
 		}
+	}
+
+	/**
+	 * Points a view made by {@link #byteBuffer(long, int)} at other memory, so that a loop over many pieces (a
+	 * checksum over scattered chunks) needs one view object, not one per piece.
+	 *
+	 * @param view a view from {@link #byteBuffer(long, int)}, or {@code null} for a new one
+	 * @return {@code view} (or the new view) over {@code [address, address + length)}, position 0
+	 */
+	public static ByteBuffer retarget(ByteBuffer view, long address, int length) {
+		if (view == null) {
+			return byteBuffer(address, length);
+		}
+		UNSAFE.putLong(view, ADDRESS, address);
+		UNSAFE.putInt(view, CAPACITY, length);
+		UNSAFE.putInt(view, LIMIT, length);
+		UNSAFE.putInt(view, POSITION, 0);
+		UNSAFE.putInt(view, MARK, -1);
+		return view;
 	}
 
 	/** Copies {@code length} bytes between native addresses. */

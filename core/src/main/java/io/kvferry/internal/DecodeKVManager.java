@@ -2,22 +2,27 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVFerryException;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomRequest;
+import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.spi.ConnectionHandler;
@@ -25,6 +30,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.PeerLayout;
 import io.kvferry.topology.RankMapping;
 import io.kvferry.topology.RankTarget;
 import org.slf4j.Logger;
@@ -36,9 +42,13 @@ import reactor.util.retry.Retry;
 
 /**
  * The decode side: resolves prefill instances through their bootstrap server (once per instance), keeps one
- * connection per prefill rank (handshake = KV-args registration, once), sends each room's destinations, checks every
- * incoming write against the room's own pages, aux row and state slots, and declares Success when every required
- * prefill rank reported.
+ * connection per prefill rank (handshake = KV-args registration, once, checked against the layout the bootstrap server
+ * described), sends each room's destinations, checks every incoming write against the room's own pages, aux row and
+ * state slots, and declares Success when every required prefill rank reported it with exactly the bytes that landed.
+ *
+ * <p>A room's pages are released (safe to reuse) once no byte can land in them any more: at Success, or after a
+ * failure once every prefill rank that was asked to write for the room acknowledged the abort, reported the room
+ * ended, or lost its connection.
  */
 final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
@@ -95,7 +105,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 					spec.kvArgs().pageSize(), spec.kvArgs().isMla());
 			int dp = RankMapping.prefillDpRank(r.id, dpHint, info.dpSize());
 			return Flux.fromIterable(mapping.targets())
-					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank())))
+					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank()), info))
 					.collectList()
 					.map(list -> new Resolved(mapping, list));
 		});
@@ -111,20 +121,32 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
 	}
 
-	private Mono<Session> session(SessionKey key) {
-		return sessions.computeIfAbsent(key, k -> spec.bootstrapClient()
-				.rankEndpoint(k.bootstrap, k.dp, k.tp, k.pp)
-				.flatMap(endpoint -> connect(k, endpoint))
-				.doOnError(e -> sessions.remove(k))
-				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
+	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
+	private void forgetInstance(HostPort bootstrap) {
+		instances.remove(bootstrap);
 	}
 
-	private Mono<Session> connect(SessionKey key, HostPort endpoint) {
-		Session s = new Session(key, endpoint);
+	private Mono<Session> session(SessionKey key, PrefillParallelInfo info) {
+		return sessions.computeIfAbsent(key, k -> {
+			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
+			AtomicReference<Mono<Session>> entry = new AtomicReference<>();
+			Mono<Session> mono = spec.bootstrapClient()
+					.rankEndpoint(k.bootstrap, k.dp, k.tp, k.pp)
+					.flatMap(endpoint -> connect(k, endpoint, info, entry.get()))
+					.doOnError(e -> sessions.remove(k, entry.get()))
+					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
+			entry.set(mono);
+			return mono;
+		});
+	}
+
+	private Mono<Session> connect(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
+		Session s = new Session(key, endpoint, info, entry);
 		return spec.transport().connect(endpoint, s).flatMap(conn -> {
 			s.conn = conn;
 			open.add(s);
-			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout)).subscribe(null, e -> { });
+			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, spec.checksums()))
+					.subscribe(null, e -> conn.close("could not send the handshake: " + describe(e)));
 			return s.handshake.asMono()
 					.timeout(spec.handshakeTimeout(), Mono.error(() -> new ProtocolException("prefill rank "
 							+ endpoint + " did not answer the handshake within " + spec.handshakeTimeout())),
@@ -138,10 +160,8 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		synchronized (r) {
 			if (r.isTerminal()) {
 				// Gave up while resolving: prefill ranks that already made a sender for the room must hear of it.
-				if (!r.isRemoteFailure()) {
-					for (Session s : new HashSet<>(resolved.sessions)) {
-						s.conn.send(new KVMessage.Abort(r.id, r.reason())).subscribe(null, e -> { });
-					}
+				for (Session s : new LinkedHashSet<>(resolved.sessions)) {
+					s.sendAbort(r.id, r.reason());
 				}
 				return;
 			}
@@ -171,6 +191,10 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true)
 					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, r.stateSlots,
 							r.mapping.requiredDstInfoNum(), false);
+			if (!dummy) {
+				// From here on this rank may write the room's pages: a failure must wait for it before release.
+				r.writers.add(s);
+			}
 			s.conn.send(req).subscribe(null, e -> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
 				String what = s.conn.isActive() ? "Failed to send room " + r.id + " to prefill rank " + s.endpoint
@@ -187,52 +211,54 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 	@Override
 	Mono<Void> closeResources() {
+		List<Mono<Void>> closed = new ArrayList<>();
 		for (Session s : open) {
 			s.conn.close("KV manager " + name + " closed");
+			closed.add(s.conn.onClose());
 		}
-		return Mono.empty();
+		return Mono.when(closed);
 	}
 
 	@Override
 	void onTerminal(DecodeRoom r) {
-		List<Session> targets;
+		Set<Session> targets;
+		Set<Session> pending = new HashSet<>();
 		synchronized (r) {
 			r.fenced = true;
-			if (r.sessions == null) {
-				return;
+			targets = r.sessions == null ? new LinkedHashSet<>() : new LinkedHashSet<>(r.sessions);
+			if (r.state() == KVPoll.FAILED) {
+				targets.removeAll(r.finished);
+				for (Session s : r.writers) {
+					if (!r.finished.contains(s)) {
+						pending.add(s);
+					}
+				}
 			}
-			targets = new ArrayList<>(new HashSet<>(r.sessions));
 		}
 		for (Session s : targets) {
 			s.rooms.remove(r);
 		}
-		if (r.state() == KVPoll.FAILED && !r.isRemoteFailure()) {
-			r.abortAck = abortPeers(r, targets, r.reason());
+		if (r.state() != KVPoll.FAILED) {
+			r.released.tryEmitEmpty();
+			return;
 		}
-	}
-
-	/** Tells a failed room's prefill ranks; completes when they acknowledged (then no byte can land any more). */
-	private Mono<Void> abortPeers(DecodeRoom r, List<Session> targets, String reason) {
-		AbortWait wait = new AbortWait(r.id, targets);
-		aborts.put(r.id, wait);
-		spec.timer().schedule(() -> {
-			if (aborts.remove(r.id, wait)) {
-				wait.done.tryEmitError(new KVFerryException("prefill did not acknowledge the abort of room " + r.id
-						+ " within " + spec.handshakeTimeout() + "; its pages stay fenced"));
-			}
-		}, spec.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+		AbortWait wait = new AbortWait(r, pending);
+		if (!pending.isEmpty()) {
+			aborts.put(r.id, wait);
+			spec.timer().schedule(wait::expire, spec.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+		}
 		for (Session s : targets) {
-			if (!s.conn.isActive()) {
+			if (!s.sendAbort(r.id, r.reason())) {
 				wait.acknowledged(s);
-				continue;
 			}
-			s.conn.send(new KVMessage.Abort(r.id, reason)).subscribe(null, e -> wait.acknowledged(s));
 		}
-		return wait.done.asMono();
+		wait.checkDone();
 	}
 
 	static final class DecodeRoom extends Room {
 		final HostPort bootstrap;
+		// Completes once no byte can land in the room's pages any more.
+		final Sinks.Empty<Void> released = Sinks.empty();
 		// Guarded by this.
 		RankMapping mapping;
 		List<Session> sessions;
@@ -240,10 +266,12 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		int auxIndex = -1;
 		int[] stateSlots;
 		WriteGrant grant;
+		final Set<Session> writers = new HashSet<>();
+		final Set<Session> finished = new HashSet<>();
+		final Map<Session, Tally> tallies = new HashMap<>();
 		final Set<Integer> responders = new HashSet<>();
 		boolean transferring;
 		volatile boolean fenced;
-		volatile Mono<Void> abortAck = Mono.empty();
 
 		DecodeRoom(long id, HostPort bootstrap) {
 			super(id);
@@ -261,20 +289,34 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	private record Resolved(RankMapping mapping, List<Session> sessions) {
 	}
 
+	/** A failed room's prefill ranks that may still write it, until each acknowledged or its connection closed. */
 	private final class AbortWait {
-		final long room;
+		final DecodeRoom room;
 		final Set<Session> waiting = ConcurrentHashMap.newKeySet();
-		final Sinks.Empty<Void> done = Sinks.empty();
 
-		AbortWait(long room, List<Session> targets) {
+		AbortWait(DecodeRoom room, Set<Session> pending) {
 			this.room = room;
-			waiting.addAll(targets);
+			waiting.addAll(pending);
 		}
 
 		void acknowledged(Session s) {
-			if (waiting.remove(s) && waiting.isEmpty()) {
-				aborts.remove(room, this);
-				done.tryEmitEmpty();
+			if (waiting.remove(s)) {
+				checkDone();
+			}
+		}
+
+		void checkDone() {
+			if (waiting.isEmpty()) {
+				aborts.remove(room.id, this);
+				room.released.tryEmitEmpty();
+			}
+		}
+
+		/** A rank that does not acknowledge may still write: closing its connection is what guarantees it stopped. */
+		void expire() {
+			for (Session s : waiting) {
+				s.conn.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room.id
+						+ " within " + spec.handshakeTimeout() + "; closing so that no byte of the room can land");
 			}
 		}
 	}
@@ -283,6 +325,13 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 		Receiver(DecodeRoom room) {
 			super(room, spec.callbackScheduler());
+		}
+
+		@Override
+		public Mono<Void> completion() {
+			// A failed room errors only once its pages are released, so that freeing them on the error is safe.
+			return room.states(callbacks).last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
+					: room.released.asMono().then(Mono.<Void>error(room.failure())).publishOn(callbacks));
 		}
 
 		@Override
@@ -312,7 +361,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		@Override
 		public Mono<Void> abort(String reason) {
 			table.update(room, KVPoll.FAILED, abortReason(reason), false);
-			return room.abortAck;
+			return room.released.asMono().publishOn(callbacks);
 		}
 
 		private void checkIndices(String what, int[] indices, List<MemoryRegion> regions) {
@@ -336,19 +385,37 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 		final SessionKey key;
 		final HostPort endpoint;
+		final PrefillParallelInfo info;
+		final Mono<Session> entry;
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
 
-		Session(SessionKey key, HostPort endpoint) {
+		Session(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
 			this.key = key;
 			this.endpoint = endpoint;
+			this.info = info;
+			this.entry = entry;
+		}
+
+		/** @return whether an abort went out (false when the connection is gone: then nothing more can come) */
+		boolean sendAbort(long room, String reason) {
+			if (conn == null || !conn.isActive()) {
+				return false;
+			}
+			conn.send(new KVMessage.Abort(room, reason)).subscribe(null, e -> {
+				AbortWait w = aborts.get(room);
+				if (w != null) {
+					w.acknowledged(this);
+				}
+			});
+			return true;
 		}
 
 		@Override
 		public void onMessage(KVConnection c, KVMessage message) {
-			if (message instanceof KVMessage.HelloAck) {
-				handshake.tryEmitEmpty();
+			if (message instanceof KVMessage.HelloAck ack) {
+				onHelloAck(ack.layout());
 			}
 			else if (message instanceof KVMessage.Reject reject) {
 				handshake.tryEmitError(new ProtocolException(reject.reason()));
@@ -367,9 +434,44 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 			}
 		}
 
+		/**
+		 * The rank must be the one the bootstrap server named, in the instance it described: a prefill instance
+		 * relaunched with other sizes behind a bootstrap server that kept the old ones would otherwise be planned with
+		 * the wrong rank mapping (pages missing heads, too few responses counted).
+		 */
+		private void onHelloAck(PeerLayout prefill) {
+			ParallelLayout p = prefill.parallel();
+			String mismatch = null;
+			if (p.attnTpSize() != info.attnTpSize() || p.ppSize() != info.ppSize() || p.dpSize() != info.dpSize()
+					|| prefill.pageSize() != info.pageSize()) {
+				mismatch = "prefill rank " + endpoint + " runs attn_tp_size=" + p.attnTpSize() + " dp_size="
+						+ p.dpSize() + " pp_size=" + p.ppSize() + " page_size=" + prefill.pageSize()
+						+ ", but bootstrap server " + key.bootstrap + " described the instance as attn_tp_size="
+						+ info.attnTpSize() + " dp_size=" + info.dpSize() + " pp_size=" + info.ppSize()
+						+ " page_size=" + info.pageSize() + " (it keeps the sizes of the first registration: "
+						+ "restart it after relaunching prefill with other sizes)";
+			}
+			else if (p.attnTpRank() != key.tp || p.ppRank() != key.pp || p.dpGroup() != key.dp) {
+				mismatch = "prefill rank " + endpoint + " is dp " + p.dpGroup() + " tp " + p.attnTpRank() + " pp "
+						+ p.ppRank() + ", but bootstrap server " + key.bootstrap + " named it for dp " + key.dp
+						+ " tp " + key.tp + " pp " + key.pp;
+			}
+			if (mismatch != null) {
+				forgetInstance(key.bootstrap);
+				handshake.tryEmitError(new TopologyException(mismatch));
+				return;
+			}
+			handshake.tryEmitEmpty();
+		}
+
 		private void onStatus(KVMessage.Status status) {
 			DecodeRoom r = table.get(status.room());
 			if (r == null) {
+				// An ended room: whatever this rank says, it will send nothing more for it.
+				AbortWait w = aborts.get(status.room());
+				if (w != null) {
+					w.acknowledged(this);
+				}
 				return;
 			}
 			synchronized (r) {
@@ -377,17 +479,43 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 					log.warn("[{}] prefill {} reported room {} it does not serve; ignored", name, endpoint, r.id);
 					return;
 				}
+				r.finished.add(this);
 				if (status.status() == KVPoll.FAILED) {
 					table.update(r, KVPoll.FAILED, "Prefill rank " + endpoint + " failed room " + r.id + ": "
 							+ status.reason(), true);
+					return;
 				}
-				else if (status.status() == KVPoll.SUCCESS) {
-					r.responders.add(status.prefillRank());
-					if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
-						table.update(r, KVPoll.SUCCESS, "", false);
-					}
+				if (status.status() != KVPoll.SUCCESS) {
+					return;
+				}
+				String short_ = shortfall(r, status);
+				if (short_ != null) {
+					table.update(r, KVPoll.FAILED, short_, false);
+					return;
+				}
+				r.responders.add(status.prefillRank());
+				if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
+					table.update(r, KVPoll.SUCCESS, "", false);
 				}
 			}
+		}
+
+		/** @return why a Success does not match what landed, or null when every byte it reports is in place */
+		private String shortfall(DecodeRoom r, KVMessage.Status status) {
+			Tally landed = r.tallies.get(this);
+			long bytes = landed == null ? 0 : landed.bytes();
+			if (status.bytes() != bytes) {
+				return "prefill rank " + endpoint + " reported Success for room " + r.id + " with " + status.bytes()
+						+ " bytes sent, but " + bytes + " landed";
+			}
+			if (spec.checksums()) {
+				long crc = landed == null ? new Tally(true).checksum() : landed.checksum();
+				if (status.checksum() != crc) {
+					return "prefill rank " + endpoint + " reported Success for room " + r.id + " with CRC32C "
+							+ hex(status.checksum()) + ", but the bytes that landed have " + hex(crc);
+				}
+			}
+			return null;
 		}
 
 		@Override
@@ -397,9 +525,10 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				return null;
 			}
 			long destination;
+			Tally tally;
 			synchronized (r) {
 				try {
-					if (r.grant == null || !r.sessions.contains(this)) {
+					if (r.grant == null || !r.writers.contains(this)) {
 						throw new WriteGrant.Refused("the room asked this prefill rank for nothing");
 					}
 					destination = r.grant.destination(h);
@@ -409,12 +538,13 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 							+ refused.getMessage(), false);
 					return null;
 				}
+				tally = r.tallies.computeIfAbsent(this, s -> new Tally(spec.checksums()));
 				if (!r.transferring) {
 					r.transferring = true;
 					table.update(r, KVPoll.TRANSFERRING, "", false);
 				}
 			}
-			return new PayloadWriter(destination, h, r::acceptsBytes, () -> bytesReceived.add(h.payloadLength()));
+			return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
 		}
 
 		@Override
@@ -426,16 +556,21 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		public void onClose(KVConnection c, String reason) {
 			open.remove(this);
 			connectionClosed(reason);
-			sessions.remove(key);
+			sessions.remove(key, entry);
 			handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: "
 					+ reason));
-			for (AbortWait w : aborts.values()) {
-				w.acknowledged(this);
-			}
 			for (DecodeRoom r : rooms) {
 				table.update(r, KVPoll.FAILED, "Lost connection with prefill rank " + endpoint + ": " + reason, false);
 			}
 			rooms.clear();
+			// Nothing more can land from this rank: every abort waiting for it is answered.
+			for (AbortWait w : aborts.values()) {
+				w.acknowledged(this);
+			}
 		}
+	}
+
+	private static String hex(long crc) {
+		return crc < 0 ? "none" : String.format("0x%08x", crc);
 	}
 }

@@ -151,6 +151,7 @@ public final class InMemoryKVTransport implements KVTransport {
 		private final AtomicInteger wip = new AtomicInteger();
 		private final Scheduler.Worker worker = scheduler.createWorker();
 		private final AtomicBoolean closed = new AtomicBoolean();
+		private final Sinks.Empty<Void> onClose = Sinks.empty();
 		volatile End peer;
 		volatile ConnectionHandler handler;
 
@@ -245,8 +246,17 @@ public final class InMemoryKVTransport implements KVTransport {
 		private void closeOne(String reason) {
 			if (closed.compareAndSet(false, true)) {
 				ends.remove(this);
-				post(() -> handler.onClose(this, reason));
+				// After every delivery queued before it: none of them touches memory once it ran.
+				post(() -> {
+					handler.onClose(this, reason);
+					onClose.tryEmitEmpty();
+				});
 			}
+		}
+
+		@Override
+		public Mono<Void> onClose() {
+			return onClose.asMono();
 		}
 
 		private void post(Runnable task) {

@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import java.util.function.BooleanSupplier;
+import java.util.function.LongConsumer;
 
 import io.kvferry.NativeMemory;
 import io.kvferry.spi.DataHeader;
@@ -20,7 +21,8 @@ final class PayloadWriter implements PayloadSink {
 	private final long stride;
 	private final long length;
 	private final BooleanSupplier live;
-	private final Runnable onComplete;
+	private final Tally tally;
+	private final LongConsumer onComplete;
 	private long position;
 	private boolean fenced;
 
@@ -28,14 +30,16 @@ final class PayloadWriter implements PayloadSink {
 	 * @param base address of the first chunk's destination
 	 * @param header the frame (chunk length, stride, count)
 	 * @param live checked before every segment: once false, no further byte lands (the room was aborted)
-	 * @param onComplete called after the last byte
+	 * @param tally takes every landed piece in payload order, and the payload's length once all of it landed
+	 * @param onComplete gets the payload's length after the last byte, unless the writer was fenced
 	 */
-	PayloadWriter(long base, DataHeader header, BooleanSupplier live, Runnable onComplete) {
+	PayloadWriter(long base, DataHeader header, BooleanSupplier live, Tally tally, LongConsumer onComplete) {
 		this.base = base;
 		this.chunkLen = header.chunkLen();
 		this.stride = header.count() == 1 ? header.chunkLen() : header.dstStride();
 		this.length = header.payloadLength();
 		this.live = live;
+		this.tally = tally;
 		this.onComplete = onComplete;
 	}
 
@@ -57,7 +61,9 @@ final class PayloadWriter implements PayloadSink {
 			long chunk = position / chunkLen;
 			int within = (int) (position - chunk * chunkLen);
 			int n = Math.min(remaining, chunkLen - within);
-			NativeMemory.copy(segment, index, base + chunk * stride + within, n);
+			long dst = base + chunk * stride + within;
+			NativeMemory.copy(segment, index, dst, n);
+			tally.checksum(dst, n);
 			index += n;
 			position += n;
 			remaining -= n;
@@ -83,7 +89,8 @@ final class PayloadWriter implements PayloadSink {
 	@Override
 	public void complete() {
 		if (!fenced) {
-			onComplete.run();
+			tally.count(length);
+			onComplete.accept(length);
 		}
 	}
 }

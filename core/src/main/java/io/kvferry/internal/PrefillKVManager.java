@@ -19,6 +19,7 @@ import io.kvferry.RoomRequest;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
@@ -32,6 +33,7 @@ import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * The prefill side: listens for decode ranks, records which decode ranks wait for which room, and moves a room's
@@ -70,7 +72,10 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 					.onErrorResume(e -> m.disposeLater().then(Mono.error(e)))
 					.doOnSuccess(v -> m.keepRegistered(registration))
 					.thenReturn((KVManager) m);
-		});
+		})
+				// Given up before it started (a start timeout, a cancelled subscriber): nobody else will close it.
+				.doOnCancel(() -> m.disposeLater().subscribe(null, e -> log.warn("[{}] closing a manager that did "
+						+ "not start failed: {}", m.name, describe(e))));
 	}
 
 	/** Registers again now and then: a restarted bootstrap server keeps no table, and overwriting is harmless. */
@@ -172,14 +177,17 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	Mono<Void> closeResources() {
 		reregistration.dispose();
 		requests.complete();
+		List<Mono<Void>> closed = new ArrayList<>();
 		for (Session s : sessions) {
 			s.conn.close("KV manager " + name + " closed");
+			// Until then queued blocks may still be read from the engine's memory.
+			closed.add(s.conn.onClose());
 		}
 		KVTransport.Listener l = listener;
 		if (l != null) {
 			l.dispose();
 		}
-		return Mono.empty();
+		return Mono.when(closed);
 	}
 
 	private void onTransferRequest(Session s, KVMessage.TransferRequest req) {
@@ -214,7 +222,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 						+ " decode destinations (expected " + r.required + ")", false);
 				return;
 			}
-			r.destinations.add(new Destination(s, req));
+			r.destinations.add(new Destination(s, req, new Tally(s.checksums)));
 			s.rooms.add(r);
 			if (r.destinations.size() == r.required) {
 				r.ready = true;
@@ -264,11 +272,11 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 				continue;
 			}
 			int[] dstPages = Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
-			bytesSent.add(d.session.plan.sendKv(d.session.conn, r.id, c.pages, dstPages));
+			bytesSent.add(d.session.plan.sendKv(d, r.id, c.pages, dstPages));
 			pagesSent.add(c.pages.length);
 			if (c.last) {
-				bytesSent.add(d.session.plan.sendState(d.session.conn, r.id, c.stateIndices, d.request.stateIndices()));
-				bytesSent.add(d.session.plan.sendAux(d.session.conn, r.id, r.auxIndex, d.request.auxIndex()));
+				bytesSent.add(d.session.plan.sendState(d, r.id, c.stateIndices, d.request.stateIndices()));
+				bytesSent.add(d.session.plan.sendAux(d, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
 		if (c.last) {
@@ -290,7 +298,8 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		}
 		AtomicInteger remaining = new AtomicInteger(real.size());
 		for (Destination d : real) {
-			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "")).subscribe(null,
+			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "", d.tally.bytes(),
+					d.tally.checksum())).subscribe(null,
 					e -> table.update(r, KVPoll.FAILED, "Failed to send kv chunk of " + r.id + " to "
 							+ d.session.conn.remoteAddress() + ": " + describe(e), false),
 					() -> {
@@ -326,13 +335,16 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			destinations = new ArrayList<>(r.destinations);
 			r.pending.clear();
 		}
+		List<Mono<Void>> told = new ArrayList<>();
 		for (Destination d : destinations) {
 			d.session.rooms.remove(r);
 			if (failed && d.session != r.abortedBy && d.session.conn.isActive()) {
-				d.session.conn.send(new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank,
-						r.failure().reason())).subscribe(null, e -> { });
+				// Written, or its connection is gone (decode then fails the room itself): either way handed off.
+				told.add(d.session.conn.send(new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank,
+						r.failure().reason())).onErrorResume(e -> Mono.empty()));
 			}
 		}
+		Mono.when(told).subscribe(null, e -> { }, () -> r.handedOff.tryEmitEmpty());
 	}
 
 	static final class PrefillRoom extends Room {
@@ -346,13 +358,43 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		int auxIndex = -1;
 		int cursor;
 		volatile Session abortedBy;
+		// Completes once the room ended and every destination was told (or its connection was gone).
+		final Sinks.Empty<Void> handedOff = Sinks.empty();
 
 		PrefillRoom(long id) {
 			super(id);
 		}
 	}
 
-	private record Destination(Session session, KVMessage.TransferRequest request) {
+	/**
+	 * One decode rank that asked for the room: its request, and what this rank sent it for the room so far (the
+	 * Success reports it). Fed under the room's monitor.
+	 */
+	private static final class Destination implements TransferPlan.Outlet {
+		final Session session;
+		final KVMessage.TransferRequest request;
+		final Tally tally;
+
+		Destination(Session session, KVMessage.TransferRequest request, Tally tally) {
+			this.session = session;
+			this.request = request;
+			this.tally = tally;
+		}
+
+		@Override
+		public void send(DataBlock block) {
+			DataHeader h = block.header();
+			if (block.isContiguous()) {
+				tally.checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));
+			}
+			else {
+				for (int i = 0; i < h.count(); i++) {
+					tally.checksum(block.srcAddress() + i * block.srcStride(), h.chunkLen());
+				}
+			}
+			tally.count(h.payloadLength());
+			session.conn.sendData(block);
+		}
 	}
 
 	private record Chunk(int[] pages, int offset, boolean last, int[] stateIndices) {
@@ -419,7 +461,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		@Override
 		public Mono<Void> abort(String reason) {
 			table.update(room, KVPoll.FAILED, abortReason(reason), false);
-			return Mono.empty();
+			return room.handedOff.asMono().publishOn(callbacks);
 		}
 
 		private long minItems(boolean aux) {
@@ -443,6 +485,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		final KVConnection conn;
 		final Set<PrefillRoom> rooms = ConcurrentHashMap.newKeySet();
 		volatile TransferPlan plan;
+		volatile boolean checksums;
 
 		Session(KVConnection conn) {
 			this.conn = conn;
@@ -503,6 +546,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 				conn.send(new KVMessage.Reject(why)).subscribe(null, e -> { }, () -> conn.close(why));
 				return;
 			}
+			checksums = hello.checksums();
 			log.debug("[{}] decode {} registered: {}", name, conn.remoteAddress(), plan);
 			conn.send(new KVMessage.HelloAck(ownLayout)).subscribe(null, e -> { });
 		}

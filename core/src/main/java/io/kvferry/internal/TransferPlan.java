@@ -9,7 +9,6 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.TopologyException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
-import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
@@ -161,12 +160,17 @@ final class TransferPlan {
 		return null;
 	}
 
+	/** Where a plan's blocks go: one destination's connection, in order. */
+	interface Outlet {
+		void send(DataBlock block);
+	}
+
 	/**
 	 * Queues the KV blocks of one chunk for one destination.
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendKv(KVConnection conn, long room, int[] srcPages, int[] dstPages) {
+	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages) {
 		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
 		long bytes = 0;
 		for (int i = 0; i < src.length; i++) {
@@ -177,7 +181,7 @@ final class TransferPlan {
 		return bytes;
 	}
 
-	private long sendRun(KVConnection conn, long room, int pair, int srcStart, int dstStart, int pages) {
+	private long sendRun(Outlet conn, long room, int pair, int srcStart, int dstStart, int pages) {
 		MemoryRegion s = src[pair];
 		int srcLen = s.itemLen();
 		int dstLen = dstItemLen[pair];
@@ -204,7 +208,7 @@ final class TransferPlan {
 						slice.sliceBytes(), dstLen / pageSize, n * pageSize), s.itemAddress(srcPage) + headOffSrc,
 						srcLen / pageSize);
 			}
-			conn.sendData(block);
+			conn.send(block);
 			bytes += block.header().payloadLength();
 		}
 		return bytes;
@@ -215,13 +219,13 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendState(KVConnection conn, long room, int[] srcSlots, int[] dstSlots) {
+	long sendState(Outlet conn, long room, int[] srcSlots, int[] dstSlots) {
 		long bytes = 0;
 		for (int i = 0; i < srcState.size(); i++) {
 			MemoryRegion s = srcState.get(i);
 			for (int j = 0; j < srcSlots.length; j++) {
 				bytes += s.itemLen();
-				conn.sendData(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
+				conn.send(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
 						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0));
 			}
 		}
@@ -233,7 +237,7 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendAux(KVConnection conn, long room, int srcRow, int dstRow) {
+	long sendAux(Outlet conn, long room, int srcRow, int dstRow) {
 		if (srcRow < 0 || dstRow < 0) {
 			return 0;
 		}
@@ -241,7 +245,7 @@ final class TransferPlan {
 		for (int i = 0; i < srcAux.size(); i++) {
 			MemoryRegion s = srcAux.get(i);
 			bytes += s.itemLen();
-			conn.sendData(new DataBlock(new DataHeader(room, RegionKind.AUX, i, (long) dstRow * dstAux.get(i).itemLen(),
+			conn.send(new DataBlock(new DataHeader(room, RegionKind.AUX, i, (long) dstRow * dstAux.get(i).itemLen(),
 					s.itemLen(), 0, 1), s.itemAddress(srcRow), 0));
 		}
 		return bytes;

@@ -35,4 +35,10 @@ public interface KVConnection {
 
 	/** Closes the connection; {@link ConnectionHandler#onClose} follows with {@code reason}. */
 	void close(String reason);
+
+	/**
+	 * @return completes once the connection is closed (by either side) and the transport no longer reads or writes
+	 *         registered memory for it: no queued block is read any more, no payload lands any more
+	 */
+	Mono<Void> onClose();
 }

@@ -13,7 +13,10 @@ import io.kvferry.KVPoll;
 public sealed interface KVMessage {
 
 	/** Version of the message set; a peer with another version is rejected in the handshake. */
-	int PROTOCOL_VERSION = 1;
+	int PROTOCOL_VERSION = 2;
+
+	/** {@link Status#checksum()} when the sender computed none. */
+	long NO_CHECKSUM = -1;
 
 	/**
 	 * A message that reports a room's data complete must not outrun a decision to stop the room: transports check
@@ -31,10 +34,16 @@ public sealed interface KVMessage {
 	 *
 	 * @param protocolVersion {@link #PROTOCOL_VERSION} of the sender
 	 * @param layout the decode rank's layout
+	 * @param checksums whether decode wants a CRC32C of each room's bytes with every {@link Status}
 	 */
-	record Hello(int protocolVersion, PeerLayout layout) implements KVMessage {
+	record Hello(int protocolVersion, PeerLayout layout, boolean checksums) implements KVMessage {
 		public Hello {
 			Objects.requireNonNull(layout, "layout");
+		}
+
+		/** A hello that asks for no checksums. */
+		public Hello(int protocolVersion, PeerLayout layout) {
+			this(protocolVersion, layout, false);
 		}
 	}
 
@@ -99,17 +108,31 @@ public sealed interface KVMessage {
 	}
 
 	/**
-	 * A room's outcome on one prefill rank, prefill → decode.
+	 * A room's outcome on one prefill rank, prefill → decode. A Success says what the rank sent for the room on this
+	 * connection, so that decode can check it against what landed: a Success whose bytes did not all arrive fails the
+	 * room, whatever path lost them.
 	 *
 	 * @param room the room
 	 * @param status {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
 	 * @param prefillRank SGLang's prefill unique rank (tp rank × pp size + pp rank)
 	 * @param reason why it failed; empty on success
+	 * @param bytes payload bytes sent for the room on this connection (KV, state and aux)
+	 * @param checksum CRC32C of those bytes in the order sent, when decode asked for it; else {@link #NO_CHECKSUM}
 	 */
-	record Status(long room, KVPoll status, int prefillRank, String reason) implements KVMessage {
+	record Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum)
+			implements KVMessage {
 		public Status {
 			Objects.requireNonNull(status, "status");
 			Objects.requireNonNull(reason, "reason");
+			if (bytes < 0 || checksum < NO_CHECKSUM || checksum > 0xFFFF_FFFFL) {
+				throw new IllegalArgumentException("status : bytes=" + bytes + " checksum=" + checksum
+						+ " (expected: bytes >= 0, checksum a CRC32C or -1)");
+			}
+		}
+
+		/** A status that reports no bytes and no checksum (a failure, or a rank that moved nothing). */
+		public Status(long room, KVPoll status, int prefillRank, String reason) {
+			this(room, status, prefillRank, reason, 0, NO_CHECKSUM);
 		}
 
 		/** Success follows the room's data, so it is dropped with them when the room stopped meanwhile. */

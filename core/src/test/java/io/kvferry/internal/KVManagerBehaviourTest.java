@@ -171,6 +171,15 @@ class KVManagerBehaviourTest {
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("prefill gave up"))
 				.verify(T);
 		assertThat(decodeMem.isZero(new int[] { 3, 4 })).isTrue();
+		// Closing waits for the connections' ends, which are deliveries too.
+		java.util.concurrent.CompletableFuture<Void> closed = reactor.core.publisher.Mono.when(prefill.disposeLater(),
+				decode.disposeLater()).toFuture();
+		for (int i = 0; i < 10 && !closed.isDone(); i++) {
+			flush.run();
+		}
+		assertThat(closed).succeedsWithin(T);
+		prefill = null;
+		decode = null;
 	}
 
 	@Test
@@ -366,8 +375,9 @@ class KVManagerBehaviourTest {
 		bootstrap.register(rogueBootstrap, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
 				rogue.address().port(), SHAPE.pageSize())).block(T);
 		prefillMem.fill(22, new int[] { 0 }, 0, new int[0]);
+		// The rogue never acknowledges the abort that follows: its connection is closed after the handshake timeout.
 		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
-				.bootstrapClient(bootstrap).startNow();
+				.bootstrapClient(bootstrap).handshakeTimeout(Duration.ofSeconds(1)).startNow();
 		KVReceiver r = decode.receiver(rogueBootstrap, 22, null);
 		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		StepVerifier.create(r.completion())

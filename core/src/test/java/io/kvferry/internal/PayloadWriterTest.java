@@ -22,7 +22,7 @@ class PayloadWriterTest {
 	private final AtomicInteger completed = new AtomicInteger();
 
 	private PayloadWriter writer(DataHeader h) {
-		return new PayloadWriter(dest.address() + h.dstOffset(), h, live::get, completed::incrementAndGet);
+		return new PayloadWriter(dest.address() + h.dstOffset(), h, live::get, new Tally(false), n -> completed.incrementAndGet());
 	}
 
 	private static byte[] pattern(int n) {

@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
 import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
@@ -93,9 +94,9 @@ class HeartbeatTest {
 	}
 
 	private static byte[] handshake() {
-		ByteBuf preface = KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1);
+		ByteBuf preface = KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION);
 		ByteBuf auth = KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
-				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		try {
 			byte[] bytes = new byte[preface.readableBytes() + auth.readableBytes()];
 			preface.readBytes(bytes, 0, preface.readableBytes());

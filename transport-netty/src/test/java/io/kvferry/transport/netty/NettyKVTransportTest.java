@@ -306,9 +306,9 @@ class NettyKVTransportTest {
 
 	@Test
 	void peerWithAnotherProtocolVersionFailsTheConnectNamingBothVersions() throws Exception {
-		assertThat(connectToRawPeer(new byte[] { 'K', 'V', 'F', 'R', 0, 2 }))
+		assertThat(connectToRawPeer(new byte[] { 'K', 'V', 'F', 'R', 0, 1 }))
 				.isInstanceOf(ProtocolException.class)
-				.hasMessageContaining("incompatible kvferry protocol version : 2 (expected: 1)");
+				.hasMessageContaining("incompatible kvferry protocol version : 1 (expected: 2)");
 	}
 
 	@Test
@@ -331,10 +331,11 @@ class NettyKVTransportTest {
 				socket.setSoTimeout((int) TIMEOUT.toMillis());
 				socket.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
 				InputStream in = socket.getInputStream();
-				assertThat(in.readNBytes(6)).containsExactly('K', 'V', 'F', 'R', 0, 1);
-				// The listener's AUTH frame (no secret: flags 0, zero nonce), then the close.
-				byte[] auth = in.readNBytes(5 + 33);
-				assertThat(auth).startsWith(0, 0, 0, 34, 0x11, 0).containsOnly(0, 34, 0x11);
+				assertThat(in.readNBytes(6)).containsExactly('K', 'V', 'F', 'R', 0, KVMessage.PROTOCOL_VERSION);
+				// The listener's AUTH frame (no secret: flags 0, zero nonce, 16 MiB frames), then the close.
+				byte[] auth = in.readNBytes(5 + 37);
+				assertThat(auth).startsWith(0, 0, 0, 38, 0x11, 0).endsWith(0, 0, 0, 0, 1, 0, 0, 0)
+						.containsOnly(0, 1, 38, 0x11);
 				assertThat(in.read()).as("connection closed by the listener").isEqualTo(-1);
 			}
 			assertThat(accepted).hasValue(0);

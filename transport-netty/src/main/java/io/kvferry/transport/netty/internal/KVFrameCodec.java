@@ -42,8 +42,10 @@ import io.netty.buffer.ByteBufUtil;
  * A wrong magic ("not a kvferry peer") or another version closes the connection with that reason.
  *
  * <h2>Handshake</h2>
- * Right after its preface each side writes one {@code AUTH} frame (below) with its flags and a nonce, again without
- * waiting. Flag {@code 0x01} says the side has a shared secret; its nonce is then 32 random bytes (zeros otherwise).
+ * Right after its preface each side writes one {@code AUTH} frame (below) with its flags, a nonce and the largest frame
+ * it accepts, again without waiting. Flag {@code 0x01} says the side has a shared secret; its nonce is then 32 random
+ * bytes (zeros otherwise). Each side then cuts what it sends to the peer's {@code maxFrameLength}, so two sides with
+ * different limits still work together.
  * <ul>
  * <li>Neither side has a secret: the handshake is complete when the peer's preface and {@code AUTH} arrived.</li>
  * <li>Both have one: on the peer's {@code AUTH} each side writes an {@code AUTH_PROOF} frame,
@@ -71,16 +73,18 @@ import io.netty.buffer.ByteBufUtil;
  *
  * <h2>Frame types and bodies</h2>
  * <pre>
- * 0x01 HELLO             i32 protocolVersion, layout
+ * 0x01 HELLO             i32 protocolVersion, layout, bool checksums
  * 0x02 HELLO_ACK         layout
  * 0x03 REJECT            string reason
  * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
  *                        bool dummy
- * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason
+ * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
+ *                        i64 checksum (CRC32C, or -1 for none)
  * 0x06 ABORT             i64 room, string reason
  * 0x07 ABORT_ACK         i64 room
  * 0x10 HEARTBEAT         (empty body)
- * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce
+ * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
+ *                        i32 maxFrameLength (1 KiB..1 GiB)
  * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
  *
@@ -131,8 +135,8 @@ public final class KVFrameCodec {
 
 	/** {@code AUTH} flag: the sender has a shared secret and will prove it. */
 	public static final int AUTH_FLAG_SECRET = 0x01;
-	/** Bytes of an {@code AUTH} body: flags and nonce. */
-	public static final int AUTH_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH;
+	/** Bytes of an {@code AUTH} body: flags, nonce and the largest frame the sender accepts. */
+	public static final int AUTH_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH + 4;
 	/** Bytes of an {@code AUTH_PROOF} body. */
 	public static final int AUTH_PROOF_BODY_LENGTH = SharedSecret.PROOF_LENGTH;
 
@@ -219,6 +223,7 @@ public final class KVFrameCodec {
 		buf.writeByte(TYPE_AUTH);
 		buf.writeByte(auth.hasSecret() ? AUTH_FLAG_SECRET : 0);
 		buf.writeBytes(auth.nonce());
+		buf.writeInt(auth.maxFrameLength());
 		return buf;
 	}
 
@@ -254,8 +259,13 @@ public final class KVFrameCodec {
 			throw r.malformed(String.format("flags : 0x%02x (expected: 0x00 or 0x%02x)", flags, AUTH_FLAG_SECRET));
 		}
 		byte[] nonce = r.bytes("nonce", SharedSecret.NONCE_LENGTH);
+		int maxFrameLength = r.i32("maxFrameLength");
 		r.end();
-		return new Auth(flags == AUTH_FLAG_SECRET, nonce);
+		if (maxFrameLength < TransportSettings.MIN_FRAME_LENGTH || maxFrameLength > TransportSettings.MAX_FRAME_LENGTH) {
+			throw r.malformed("maxFrameLength : " + maxFrameLength + " (expected: " + TransportSettings.MIN_FRAME_LENGTH
+					+ ".." + TransportSettings.MAX_FRAME_LENGTH + ")");
+		}
+		return new Auth(flags == AUTH_FLAG_SECRET, nonce, maxFrameLength);
 	}
 
 	/**
@@ -322,7 +332,7 @@ public final class KVFrameCodec {
 
 	private static long bodyLength(KVMessage message) {
 		if (message instanceof KVMessage.Hello h) {
-			return 4 + layoutLength(h.layout());
+			return 4 + layoutLength(h.layout()) + 1;
 		}
 		if (message instanceof KVMessage.HelloAck a) {
 			return layoutLength(a.layout());
@@ -334,7 +344,7 @@ public final class KVFrameCodec {
 			return 8 + 4 + 4L * t.dstPages().length + 4 + 4 + 4L * t.stateIndices().length + 4 + 1;
 		}
 		if (message instanceof KVMessage.Status s) {
-			return 8 + 1 + 4 + stringLength(s.reason());
+			return 8 + 1 + 4 + stringLength(s.reason()) + 8 + 8;
 		}
 		if (message instanceof KVMessage.Abort a) {
 			return 8 + stringLength(a.reason());
@@ -360,6 +370,7 @@ public final class KVFrameCodec {
 			buf.writeByte(TYPE_HELLO);
 			buf.writeInt(h.protocolVersion());
 			writeLayout(buf, h.layout());
+			buf.writeBoolean(h.checksums());
 		}
 		else if (message instanceof KVMessage.HelloAck a) {
 			buf.writeByte(TYPE_HELLO_ACK);
@@ -384,6 +395,8 @@ public final class KVFrameCodec {
 			buf.writeByte(s.status().code());
 			buf.writeInt(s.prefillRank());
 			writeString(buf, s.reason());
+			buf.writeLong(s.bytes());
+			buf.writeLong(s.checksum());
 		}
 		else if (message instanceof KVMessage.Abort a) {
 			buf.writeByte(TYPE_ABORT);
@@ -466,7 +479,8 @@ public final class KVFrameCodec {
 		switch (type) {
 			case TYPE_HELLO: {
 				int version = r.i32("protocolVersion");
-				return new KVMessage.Hello(version, readLayout(r));
+				PeerLayout layout = readLayout(r);
+				return new KVMessage.Hello(version, layout, r.bool("checksums"));
 			}
 			case TYPE_HELLO_ACK:
 				return new KVMessage.HelloAck(readLayout(r));
@@ -485,7 +499,9 @@ public final class KVFrameCodec {
 				long room = r.i64("room");
 				KVPoll status = KVPoll.fromCode(r.u8("status"));
 				int rank = r.i32("prefillRank");
-				return new KVMessage.Status(room, status, rank, r.string("reason"));
+				String reason = r.string("reason");
+				long bytes = r.i64("bytes");
+				return new KVMessage.Status(room, status, rank, reason, bytes, r.i64("checksum"));
 			}
 			case TYPE_ABORT: {
 				long room = r.i64("room");
@@ -549,8 +565,9 @@ public final class KVFrameCodec {
 	 *
 	 * @param hasSecret whether the sender has a shared secret (and will send a proof)
 	 * @param nonce the sender's {@value SharedSecret#NONCE_LENGTH}-byte nonce
+	 * @param maxFrameLength the largest control body and data payload the sender accepts
 	 */
-	public record Auth(boolean hasSecret, byte[] nonce) {
+	public record Auth(boolean hasSecret, byte[] nonce, int maxFrameLength) {
 
 		public Auth {
 			Objects.requireNonNull(nonce, "nonce");
@@ -562,17 +579,18 @@ public final class KVFrameCodec {
 
 		@Override
 		public boolean equals(Object o) {
-			return o instanceof Auth a && a.hasSecret == hasSecret && Arrays.equals(a.nonce, nonce);
+			return o instanceof Auth a && a.hasSecret == hasSecret && Arrays.equals(a.nonce, nonce)
+					&& a.maxFrameLength == maxFrameLength;
 		}
 
 		@Override
 		public int hashCode() {
-			return 31 * Boolean.hashCode(hasSecret) + Arrays.hashCode(nonce);
+			return 31 * (31 * Boolean.hashCode(hasSecret) + Arrays.hashCode(nonce)) + maxFrameLength;
 		}
 
 		@Override
 		public String toString() {
-			return "Auth[hasSecret=" + hasSecret + "]";
+			return "Auth[hasSecret=" + hasSecret + ", maxFrameLength=" + maxFrameLength + "]";
 		}
 	}
 

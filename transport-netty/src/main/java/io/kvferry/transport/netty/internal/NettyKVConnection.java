@@ -48,6 +48,7 @@ import io.netty.util.internal.PlatformDependent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * One kvferry TCP connection: the {@link KVConnection} the engine uses and the last handler of the channel's pipeline
@@ -76,8 +77,9 @@ import reactor.core.publisher.Mono;
  * idleness after two (the connection closes with "no heartbeat from ...").
  *
  * <p><b>Closing.</b> {@link #close(String)} is ordered: control messages queued before it are still written, queued
- * data blocks are dropped, and the channel closes after the flush, or after one heartbeat interval if the peer does not
- * take the bytes. Whoever closes first names the reason; {@link ConnectionHandler#onClose} is called exactly once, on
+ * data blocks are dropped, and so are messages that report a room's data complete ({@link KVMessage#gatingRoom()}):
+ * their data may have been among the dropped blocks. The channel closes after the flush, or after one heartbeat
+ * interval if the peer does not take the bytes. Whoever closes first names the reason; {@link ConnectionHandler#onClose} is called exactly once, on
  * the event loop, after every other handler call, and only for connections whose handshake completed. Messages still
  * queued then fail their {@code send} result with a {@link KVFerryException} saying the connection closed.
  */
@@ -114,8 +116,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private final SharedSecret.Role role;
 	private final SharedSecret secret;
 
+	private final Sinks.Empty<Void> onClose = Sinks.empty();
+
 	private volatile ConnectionHandler handler;
 	private volatile HostPort remote;
+	// The peer's frame limit, learnt from its AUTH: what this side sends is cut to it.
+	private volatile int peerMaxFrameLength;
 	private volatile boolean closed;
 	private volatile long heartbeatsReceived;
 	private volatile long blocksDropped;
@@ -155,6 +161,9 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		this.prefix = "[" + id + "]";
 		this.role = acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING;
 		this.secret = settings.sharedSecret();
+		this.peerMaxFrameLength = settings.maxFrameLength();
+		// Run after the close's own task, in which Netty fails and releases what was still queued for the socket.
+		channel.closeFuture().addListener(f -> channel.eventLoop().execute(onClose::tryEmitEmpty));
 	}
 
 	/**
@@ -247,6 +256,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	@Override
 	public boolean isActive() {
 		return !closing.get() && !closed && channel.isActive();
+	}
+
+	@Override
+	public Mono<Void> onClose() {
+		return onClose.asMono();
 	}
 
 	@Override
@@ -364,7 +378,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 						queuedBytes.addAndGet(-b.header().payloadLength());
 					}
 					else {
-						current = new DataFrameCursor(b, settings.maxFrameLength());
+						current = new DataFrameCursor(b, peerMaxFrameLength);
 					}
 				}
 				else {
@@ -383,6 +397,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	private boolean writeMessage(Outbound m) {
 		long gate = m.message.gatingRoom();
+		if (gate >= 0 && closing.get()) {
+			// Closing drops the data still queued, so a message that reports a room's data complete goes with it.
+			m.promise.tryFailure(closedException("before " + m.message + " was written (the room's queued data was "
+					+ "dropped with the close)"));
+			return false;
+		}
 		if (gate >= 0 && !sendable(gate)) {
 			// A Success must not outrun the data it reports: they were dropped, so it is too.
 			m.promise.tryFailure(new KVFerryException("room " + gate + " stopped before " + m.message + " was written"));
@@ -390,7 +410,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		}
 		ByteBuf frame;
 		try {
-			frame = KVFrameCodec.encode(ctx.alloc(), m.message, settings.maxFrameLength());
+			frame = KVFrameCodec.encode(ctx.alloc(), m.message, peerMaxFrameLength);
 		}
 		catch (RuntimeException e) {
 			m.promise.tryFailure(e);
@@ -486,6 +506,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			throw new ProtocolException("unexpected second AUTH frame");
 		}
 		peerAuth = auth;
+		peerMaxFrameLength = auth.maxFrameLength();
 		if (secret == null) {
 			if (auth.hasSecret()) {
 				throw new ProtocolException("shared secret mismatch: the peer requires a shared secret and none is "
@@ -603,7 +624,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			log.debug("{} open", prefix);
 			ownNonce = secret != null ? secret.newNonce() : new byte[SharedSecret.NONCE_LENGTH];
 			ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
-			ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(), new KVFrameCodec.Auth(secret != null, ownNonce)));
+			ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(),
+					new KVFrameCodec.Auth(secret != null, ownNonce, settings.maxFrameLength())));
 			Duration timeout = settings.handshakeTimeout();
 			handshakeTimer = ctx.executor().schedule(() -> {
 				if (!handshake.isDone()) {

@@ -9,7 +9,6 @@ import io.kvferry.KVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import io.kvferry.KVStats;
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -25,7 +24,8 @@ import reactor.core.Disposable;
  * <li>{@code kvferry.heartbeats.missed} — connections closed because the peer went silent;</li>
  * <li>{@code kvferry.rooms.live{state}} and {@code kvferry.connections} — gauges;</li>
  * <li>{@code kvferry.room.duration{outcome}} — a timer with percentiles from a room's first state to its last;</li>
- * <li>{@code kvferry.room.failures{category}} — failed rooms by {@link KVStats#failureCategory(String)}.</li>
+ * <li>{@code kvferry.room.failures{category}} — failed rooms by {@link KVStats#failureCategory(String)}, function
+ * counters over {@link KVManager#stats()} (so a failure is counted before anyone sees the room fail).</li>
  * </ul>
  * Every meter carries the tags {@code manager} (its name) and {@code mode}.
  *
@@ -68,6 +68,12 @@ public final class KVManagerMetrics implements Disposable {
 						.register(registry);
 			}
 		}
+		for (String category : KVStats.FAILURE_CATEGORIES) {
+			FunctionCounter.builder("kvferry.room.failures", manager,
+					m -> m.stats().failuresByCategory().getOrDefault(category, 0L))
+					.description("failed rooms by reason category").tags(tags.and("category", category))
+					.register(registry);
+		}
 		Gauge.builder("kvferry.connections", manager, m -> m.stats().connections())
 				.description("open peer connections").tags(tags).register(registry);
 		Timer success = Timer.builder("kvferry.room.duration").tags(tags.and("outcome", "success"))
@@ -75,12 +81,11 @@ public final class KVManagerMetrics implements Disposable {
 		Timer failure = Timer.builder("kvferry.room.duration").tags(tags.and("outcome", "failure"))
 				.description("from a room's first state to its last").publishPercentiles(0.5, 0.99).register(registry);
 		Map<Long, Long> started = new ConcurrentHashMap<>();
-		Disposable sub = manager.events().subscribe(e -> record(e, started, success, failure, registry, tags));
+		Disposable sub = manager.events().subscribe(e -> record(e, started, success, failure));
 		return new KVManagerMetrics(sub);
 	}
 
-	private static void record(KVStatusEvent e, Map<Long, Long> started, Timer success, Timer failure,
-			MeterRegistry registry, Tags tags) {
+	private static void record(KVStatusEvent e, Map<Long, Long> started, Timer success, Timer failure) {
 		if (e.previous() == null) {
 			started.put(e.room(), e.timestampNanos());
 		}
@@ -91,10 +96,6 @@ public final class KVManagerMetrics implements Disposable {
 		Timer t = e.current() == KVPoll.SUCCESS ? success : failure;
 		if (start != null) {
 			t.record(e.timestampNanos() - start, TimeUnit.NANOSECONDS);
-		}
-		if (e.current() == KVPoll.FAILED) {
-			Counter.builder("kvferry.room.failures").description("failed rooms by reason category")
-					.tags(tags.and("category", KVStats.failureCategory(e.reason()))).register(registry).increment();
 		}
 	}
 

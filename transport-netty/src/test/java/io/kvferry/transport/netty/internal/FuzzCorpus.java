@@ -53,8 +53,8 @@ final class FuzzCorpus {
 		message(new KVMessage.Status(9, KVPoll.TRANSFERRING, 1, "ü"));
 		frames.add(new Frame(take(KVFrameCodec.encodeHeartbeat(UnpooledByteBufAllocator.DEFAULT)), List.of(HEARTBEAT),
 				new int[0]));
-		authWithoutSecret = auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
-		auth(new KVFrameCodec.Auth(true, bytes(r, SharedSecret.NONCE_LENGTH)));
+		authWithoutSecret = auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
+		auth(new KVFrameCodec.Auth(true, bytes(r, SharedSecret.NONCE_LENGTH), 16 << 20));
 		byte[] proof = bytes(r, SharedSecret.PROOF_LENGTH);
 		frames.add(new Frame(take(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, proof)),
 				List.of("PROOF " + ByteBufUtil.hexDump(proof)), new int[0]));

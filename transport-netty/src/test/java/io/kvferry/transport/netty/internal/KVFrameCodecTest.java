@@ -57,23 +57,24 @@ class KVFrameCodecTest {
 		nonce[31] = 0x22;
 		byte[] proof = new byte[SharedSecret.PROOF_LENGTH];
 		proof[5] = 0x33;
-		ByteBuf auth = KVFrameCodec.encodeAuth(ALLOC, new KVFrameCodec.Auth(true, nonce));
+		ByteBuf auth = KVFrameCodec.encodeAuth(ALLOC, new KVFrameCodec.Auth(true, nonce, 16 << 20));
 		ByteBuf none = KVFrameCodec.encodeAuth(ALLOC,
-				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		ByteBuf proofFrame = KVFrameCodec.encodeAuthProof(ALLOC, proof);
 		try {
-			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("00000022" + "11" + "01" + "11" + "00".repeat(30) + "22");
-			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("00000022" + "11" + "00" + "00".repeat(32));
+			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("00000026" + "11" + "01" + "11" + "00".repeat(30) + "22"
+					+ "01000000");
+			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("00000026" + "11" + "00" + "00".repeat(32) + "01000000");
 			assertThat(ByteBufUtil.hexDump(proofFrame)).isEqualTo("00000021" + "12" + "0000000000" + "33"
 					+ "00".repeat(26));
 			assertThat(KVFrameCodec.decodeAuth(auth.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
-					.isEqualTo(new KVFrameCodec.Auth(true, nonce));
+					.isEqualTo(new KVFrameCodec.Auth(true, nonce, 16 << 20));
 			assertThat(KVFrameCodec.decodeAuthProof(proofFrame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
 					.isEqualTo(proof);
 			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_AUTH)).isEqualTo("AUTH");
 			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_AUTH_PROOF)).isEqualTo("AUTH_PROOF");
 			assertThat(KVFrameCodec.isControlType(KVFrameCodec.TYPE_AUTH)).isFalse();
-			assertThat(new KVFrameCodec.Auth(true, nonce).toString()).doesNotContain("nonce");
+			assertThat(new KVFrameCodec.Auth(true, nonce, 16 << 20).toString()).doesNotContain("nonce");
 		}
 		finally {
 			auth.release();
@@ -82,7 +83,7 @@ class KVFrameCodecTest {
 		}
 		assertThatThrownBy(() -> KVFrameCodec.encodeAuthProof(ALLOC, new byte[3]))
 				.isInstanceOf(IllegalArgumentException.class).hasMessage("proof : 3 bytes (expected: 32)");
-		assertThatThrownBy(() -> new KVFrameCodec.Auth(false, new byte[31]))
+		assertThatThrownBy(() -> new KVFrameCodec.Auth(false, new byte[31], 16 << 20))
 				.isInstanceOf(IllegalArgumentException.class).hasMessage("nonce : 31 bytes (expected: 32)");
 	}
 

@@ -153,18 +153,18 @@ class KVFrameDecoderTest {
 	void authAndProofFramesArriveFedByteByByte() {
 		byte[] nonce = random(SharedSecret.NONCE_LENGTH, 1);
 		byte[] proof = random(SharedSecret.PROOF_LENGTH, 2);
-		feed(new Stream().preface(1).auth(new KVFrameCodec.Auth(true, nonce)).heartbeat().proof(proof)
-				.auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH])).bytes(), 1);
-		assertThat(recorder.events).containsExactly("PREFACE 1", new KVFrameCodec.Auth(true, nonce), HEARTBEAT,
+		feed(new Stream().preface(1).auth(new KVFrameCodec.Auth(true, nonce, 16 << 20)).heartbeat().proof(proof)
+				.auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20)).bytes(), 1);
+		assertThat(recorder.events).containsExactly("PREFACE 1", new KVFrameCodec.Auth(true, nonce, 16 << 20), HEARTBEAT,
 				"PROOF " + ByteBufUtil.hexDump(proof),
-				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		assertFalse(channel.finish());
 	}
 
 	@Test
 	void authFrameOfAnotherLengthIsRejectedFromItsPrefix() {
 		feed(new Stream().preface(1).raw(0, 0, 0x10, 0, KVFrameCodec.TYPE_AUTH).bytes(), 1);
-		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 33)");
+		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 37)");
 	}
 
 	@Test
@@ -175,9 +175,16 @@ class KVFrameDecoderTest {
 
 	@Test
 	void authFrameWithAnUnknownFlagIsRejected() {
-		ByteBuf body = Unpooled.buffer().writeByte(0x03).writeZero(SharedSecret.NONCE_LENGTH);
+		ByteBuf body = Unpooled.buffer().writeByte(0x03).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20);
 		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
 		assertClosedWith("malformed AUTH frame: flags : 0x03 (expected: 0x00 or 0x01)");
+	}
+
+	@Test
+	void authFrameWithAFrameLimitOutOfRangeIsRejected() {
+		ByteBuf body = Unpooled.buffer().writeByte(0).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1023);
+		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
+		assertClosedWith("malformed AUTH frame: maxFrameLength : 1023 (expected: 1024..1073741824)");
 	}
 
 	@Test

@@ -131,7 +131,7 @@ class ListenerUnderGarbageTest {
 				ByteBuf preface = KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT,
 						KVMessage.PROTOCOL_VERSION);
 				ByteBuf auth = KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
-						new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]));
+						new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 				int at = preface.readableBytes() + auth.readableBytes();
 				byte[] stalled = new byte[at + 5 + 100];
 				preface.readBytes(stalled, 0, preface.readableBytes());

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.KVFerryException;
+import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataBlock;
@@ -77,7 +78,7 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520001");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520002");
 			assertThat(auth.readInt()).isEqualTo(1 + KVFrameCodec.AUTH_BODY_LENGTH);
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
@@ -89,14 +90,15 @@ class NettyKVConnectionTest {
 	}
 
 	private void handshake() {
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
 		assertThat(connection.handshakeFuture().isDone()).isFalse();
 		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, noSecret()));
 		assertThat(connection.handshakeFuture().isSuccess()).isTrue();
 	}
 
+	/** The AUTH of a peer without a secret that accepts the same frames as this side. */
 	private static KVFrameCodec.Auth noSecret() {
-		return new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH]);
+		return new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], SETTINGS.maxFrameLength());
 	}
 
 	private void inbound(ByteBuf buf) {
@@ -148,7 +150,7 @@ class NettyKVConnectionTest {
 		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
-		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 1)");
+		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 2)");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 
@@ -161,7 +163,7 @@ class NettyKVConnectionTest {
 	@Test
 	void engineFrameBeforeThePeersAuthClosesTheConnection() {
 		open(true);
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
 		inbound(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, new KVMessage.Abort(3, "x"), 4096));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
@@ -199,8 +201,8 @@ class NettyKVConnectionTest {
 		assertThat(own.nonce()).isNotEqualTo(new byte[SharedSecret.NONCE_LENGTH]);
 
 		byte[] peerNonce = secret.newNonce();
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
-		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce)));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce, 16 << 20)));
 		ByteBuf proofFrame = readOutbound();
 		try {
 			proofFrame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
@@ -224,8 +226,8 @@ class NettyKVConnectionTest {
 		SharedSecret secret = SharedSecret.of(new byte[] { 1, 2, 3 });
 		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret));
 		byte[] peerNonce = secret.newNonce();
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
-		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce)));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce, 16 << 20)));
 		readOutbound().release();
 		// A proof recorded on another connection: right secret, wrong nonce.
 		byte[] replayed = secret.proof(SharedSecret.Role.CONNECTING, secret.newNonce(), peerNonce);
@@ -241,16 +243,16 @@ class NettyKVConnectionTest {
 	void secretSideRejectsAPeerWithoutOneAndEngineFramesBeforeTheProof() {
 		SharedSecret secret = SharedSecret.of(new byte[] { 9 });
 		open(false, SETTINGS.withSharedSecret(secret));
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
 		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, noSecret()));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(connection.handshakeFuture().cause()).isInstanceOf(ProtocolException.class)
 				.hasMessageContaining("peer did not prove the shared secret: it has none configured");
 
 		open(false, SETTINGS.withSharedSecret(secret));
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
 		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
-				new KVFrameCodec.Auth(true, secret.newNonce())));
+				new KVFrameCodec.Auth(true, secret.newNonce(), 16 << 20)));
 		readOutbound().release();
 		inbound(KVFrameCodec.encode(UnpooledByteBufAllocator.DEFAULT, new KVMessage.AbortAck(1), 4096));
 		assertThat(channel.isOpen()).isFalse();
@@ -263,9 +265,9 @@ class NettyKVConnectionTest {
 	@Test
 	void sideWithoutASecretRejectsAPeerThatHasOne() {
 		open(false);
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
 		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
-				new KVFrameCodec.Auth(true, new byte[SharedSecret.NONCE_LENGTH])));
+				new KVFrameCodec.Auth(true, new byte[SharedSecret.NONCE_LENGTH], 16 << 20)));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(connection.handshakeFuture().cause()).isInstanceOf(ProtocolException.class)
 				.hasMessageContaining("shared secret mismatch: the peer requires a shared secret and none is "
@@ -275,7 +277,7 @@ class NettyKVConnectionTest {
 	@Test
 	void handshakeThatDoesNotCompleteInTimeIsClosed() {
 		open(true);
-		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, 1));
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
 		// Heartbeats keep the reader busy but do not complete the handshake.
 		long step = SETTINGS.heartbeatInterval().toMillis() / 2;
 		long elapsed = 0;
@@ -391,6 +393,60 @@ class NettyKVConnectionTest {
 				.verify(TIMEOUT);
 		assertThat(handler.closeReasons).containsExactly("handshake rejected");
 		assertThat(connection.queuedBytes()).isZero();
+	}
+
+	@Test
+	void closeDropsASuccessWhoseDataWasDroppedWithIt() {
+		open(true);
+		handshake();
+		setWritable(false);
+		// A room's data and the Success that reports it, queued behind a slow socket when the connection closes.
+		MemoryRegion src = Samples.randomRegion(4096, 5);
+		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 4096, 0, 1), src.address(), 0));
+		var success = connection.send(new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 4096, KVMessage.NO_CHECKSUM));
+		var failure = connection.send(new KVMessage.Status(8, KVPoll.FAILED, 0, "gone"));
+		connection.close("transport disposed");
+		setWritable(true);
+		ByteBuf out = drainOutbound();
+		try {
+			assertThat(decodeFrames(out)).as("no data frame, no Success: only the failure goes out")
+					.containsExactly(new KVMessage.Status(8, KVPoll.FAILED, 0, "gone"));
+		}
+		finally {
+			out.release();
+		}
+		StepVerifier.create(success)
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("queued data was dropped"))
+				.verify(TIMEOUT);
+		StepVerifier.create(failure).expectComplete().verify(TIMEOUT);
+	}
+
+	@Test
+	void whatIsSentIsCutToThePeersFrameLimit() {
+		open(false);
+		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], TransportSettings.MIN_FRAME_LENGTH)));
+		MemoryRegion src = Samples.randomRegion(3000, 9);
+		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 3000, 0, 1), src.address(), 0));
+		var tooLarge = connection.send(new KVMessage.Reject("x".repeat(2000)));
+		ByteBuf out = drainOutbound();
+		List<Long> payloads = new ArrayList<>();
+		try {
+			while (out.isReadable()) {
+				out.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+				DataHeader frame = KVFrameCodec.decodeDataHeader(out);
+				payloads.add(frame.payloadLength());
+				out.skipBytes((int) frame.payloadLength());
+			}
+		}
+		finally {
+			out.release();
+		}
+		assertThat(payloads).as("this side accepts 4096, the peer 1024").containsExactly(1024L, 1024L, 952L);
+		StepVerifier.create(tooLarge)
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("exceeds maxFrameLength 1024"))
+				.verify(TIMEOUT);
 	}
 
 	@Test

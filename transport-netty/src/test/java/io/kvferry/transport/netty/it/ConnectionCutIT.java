@@ -13,11 +13,13 @@ import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.testing.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 
 /**
@@ -59,6 +61,8 @@ class ConnectionCutIT {
 							List.of(decode), rig.cluster.decodeMemory(), pages, pages, i, i);
 					room.send(0, ROOM_PAGES / 2);
 					awaitState(room.receivers.get(0), KVPoll.TRANSFERRING);
+					// Decode may see rank 1's bytes first: the cut must find the room on the proxied rank too.
+					awaitState(room.senders.get(0), KVPoll.TRANSFERRING);
 					live.add(room);
 				}
 				assertThat(proxy.openChannels()).as("one decode connection relayed, both legs").isEqualTo(2);
@@ -117,7 +121,15 @@ class ConnectionCutIT {
 	}
 
 	private static void awaitState(KVReceiver receiver, KVPoll state) {
-		StepVerifier.create(receiver.states())
+		awaitState(receiver.states(), state);
+	}
+
+	private static void awaitState(KVSender sender, KVPoll state) {
+		awaitState(sender.states(), state);
+	}
+
+	private static void awaitState(Flux<KVPoll> states, KVPoll state) {
+		StepVerifier.create(states)
 				.thenConsumeWhile(s -> s != state && !s.isTerminal())
 				.expectNext(state)
 				.thenCancel()

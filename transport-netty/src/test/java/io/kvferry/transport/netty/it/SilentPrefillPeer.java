@@ -97,7 +97,7 @@ final class SilentPrefillPeer implements AutoCloseable {
 			// The transport's handshake: preface, then AUTH without a shared secret (nonce all zeros).
 			ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
 			ChannelFuture written = ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(),
-					new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH])));
+					new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20)));
 			if (mode == Mode.AFTER_PREFACE) {
 				silent = true;
 				written.addListener(f -> silentSince.set(System.nanoTime()));
