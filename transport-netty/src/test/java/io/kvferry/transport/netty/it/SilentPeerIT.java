@@ -14,7 +14,10 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.testing.RankMemory;
 import io.kvferry.transport.netty.NettyKVTransport;
@@ -65,10 +68,31 @@ class SilentPeerIT {
 		server.disposeNow();
 	}
 
-	private SilentPrefillPeer registeredPeer(SilentPrefillPeer.Mode mode) {
+	// When the peer wrote its last bytes.
+	private final AtomicLong silentSince = new AtomicLong();
+
+	/** Completes the transport's handshake and never answers the engine's. */
+	private final RawPrefillPeer.Script silentAfterPreface = new RawPrefillPeer.Script() {
+		@Override
+		public void onHello(RawPrefillPeer.Wire wire, KVMessage.Hello hello) {
+			silentSince.set(System.nanoTime());
+		}
+	};
+
+	/** Answers the handshake, writes one page of the room's first destination (decode is Transferring), then nothing. */
+	private final RawPrefillPeer.Script silentAfterFirstBlock = new RawPrefillPeer.Script() {
+		@Override
+		public void onRequest(RawPrefillPeer.Wire wire, KVMessage.TransferRequest req) {
+			int itemLen = wire.layout().kv().get(0).itemLen();
+			wire.data(new DataHeader(req.room(), RegionKind.KV, 0, (long) req.dstPages()[0] * itemLen, itemLen, itemLen,
+					1), (byte) 0).addListener(f -> silentSince.set(System.nanoTime()));
+		}
+	};
+
+	private RawPrefillPeer registeredPeer(RawPrefillPeer.Script script) {
 		RankMemory prefillMemory = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 32, 4, 4);
-		SilentPrefillPeer peer = new SilentPrefillPeer(mode, PeerLayout.of(prefillMemory.kvArgs(),
-				ParallelLayout.SINGLE));
+		RawPrefillPeer peer = new RawPrefillPeer(PeerLayout.of(prefillMemory.kvArgs(), ParallelLayout.SINGLE), true,
+				script);
 		StepVerifier.create(client.register(server.address(), PrefillRegistration.prefill(ParallelLayout.SINGLE,
 				"127.0.0.1", peer.address().port(), SHAPE.pageSize())))
 				.expectComplete()
@@ -78,7 +102,7 @@ class SilentPeerIT {
 
 	@Test
 	void peerSilentFromTheStartFailsTheHandshakeOnMissingHeartbeatsWithinTwoIntervals() {
-		try (SilentPrefillPeer peer = registeredPeer(SilentPrefillPeer.Mode.AFTER_PREFACE)) {
+		try (RawPrefillPeer peer = registeredPeer(silentAfterPreface)) {
 			AtomicLong failedAt = new AtomicLong();
 			KVReceiver receiver = decode.receiver(server.address(), 1, null);
 			receiver.sendMetadata(new int[] { 0, 1 }, 0, new int[0]);
@@ -88,15 +112,15 @@ class SilentPeerIT {
 							.contains("connection to prefill rank " + peer.address() + " closed")
 							.contains("no heartbeat from " + peer.address() + " " + TWO_INTERVALS))
 					.verify(T);
-			assertThat(peer.silentSinceNanos()).as("the preface went out").isPositive();
-			assertThat(Duration.ofNanos(failedAt.get() - peer.silentSinceNanos())).isLessThan(BOUND);
+			assertThat(silentSince.get()).as("the handshake began").isPositive();
+			assertThat(Duration.ofNanos(failedAt.get() - silentSince.get())).isLessThan(BOUND);
 			assertThat(decode.status(1)).isNull();
 		}
 	}
 
 	@Test
 	void peerSilentMidTransferFailsTheRoomAsALostConnectionWithinTwoIntervals() {
-		try (SilentPrefillPeer peer = registeredPeer(SilentPrefillPeer.Mode.AFTER_FIRST_BLOCK)) {
+		try (RawPrefillPeer peer = registeredPeer(silentAfterFirstBlock)) {
 			AtomicLong failedAt = new AtomicLong();
 			KVReceiver receiver = decode.receiver(server.address(), 2, null);
 			receiver.sendMetadata(new int[] { 5, 6, 7 }, 1, new int[0]);
@@ -110,8 +134,8 @@ class SilentPeerIT {
 							.contains("Lost connection with prefill rank " + peer.address())
 							.contains("no heartbeat from " + peer.address() + " " + TWO_INTERVALS))
 					.verify(T);
-			assertThat(peer.silentSinceNanos()).as("the first block went out").isPositive();
-			assertThat(Duration.ofNanos(failedAt.get() - peer.silentSinceNanos())).isLessThan(BOUND);
+			assertThat(silentSince.get()).as("the first block went out").isPositive();
+			assertThat(Duration.ofNanos(failedAt.get() - silentSince.get())).isLessThan(BOUND);
 		}
 	}
 }

@@ -1,0 +1,302 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.BiConsumer;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.test.NoopConnectionHandler;
+import io.kvferry.testing.InMemoryBootstrap;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RankMemory;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.test.StepVerifier;
+
+/**
+ * What a Success and a release promise: a Success only with every byte it reports in place (byte count, and CRC32C
+ * when asked for), pages released only when no byte can land any more, and a prefill instance whose ranks do not match
+ * what its bootstrap server says is caught at the handshake.
+ */
+class SuccessAndReleaseTest {
+
+	private static final Duration T = Duration.ofSeconds(10);
+	private static final ModelShape SHAPE = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
+	private static final HostPort ROGUE_BOOTSTRAP = new HostPort("10.0.0.1", 1);
+
+	private final InMemoryBootstrap bootstrap = new InMemoryBootstrap();
+	private InMemoryKVTransport transport = InMemoryKVTransport.create();
+	private final RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
+	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
+	private final int itemLen = prefillMem.kvArgs().kvRegions().get(0).itemLen();
+	private KVTransport.Listener rogue;
+	private KVManager prefill;
+	private KVManager decode;
+
+	@AfterEach
+	void close() {
+		for (KVManager m : new KVManager[] { prefill, decode }) {
+			if (m != null) {
+				m.disposeLater().block(T);
+			}
+		}
+		if (rogue != null) {
+			rogue.dispose();
+		}
+	}
+
+	private KVManagerSpec decodeSpec() {
+		return KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
+				.bootstrapClient(bootstrap);
+	}
+
+	private void startPrefill(KVManagerSpec decodeSpec) {
+		prefill = KVManagerSpec.create().mode(DisaggregationMode.PREFILL).kvArgs(prefillMem.kvArgs())
+				.transport(transport).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
+				.bindAddress(new HostPort("127.0.0.1", 0)).startNow();
+		decode = decodeSpec.startNow();
+	}
+
+	/** A prefill rank that answers the handshake and then does what {@code onRequest} says. */
+	private void startRogue(BiConsumer<KVConnection, KVMessage.TransferRequest> onRequest) {
+		rogue = transport.listen(new HostPort("127.0.0.1", 0), conn -> new NoopConnectionHandler() {
+			@Override
+			public void onMessage(KVConnection c, KVMessage m) {
+				if (m instanceof KVMessage.Hello) {
+					c.send(new KVMessage.HelloAck(PeerLayout.of(prefillMem.kvArgs(), ParallelLayout.SINGLE)));
+				}
+				else if (m instanceof KVMessage.TransferRequest req) {
+					onRequest.accept(c, req);
+				}
+			}
+		}).block(T);
+		bootstrap.register(ROGUE_BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
+				rogue.address().port(), SHAPE.pageSize())).block(T);
+	}
+
+	/** One page of region 0 from prefill page 0 to the request's first destination page. */
+	private DataBlock onePage(KVMessage.TransferRequest req) {
+		return new DataBlock(new DataHeader(req.room(), RegionKind.KV, 0, (long) req.dstPages()[0] * itemLen, itemLen,
+				0, 1), prefillMem.kvArgs().kvRegions().get(0).address(), 0);
+	}
+
+	@Test
+	void aSuccessReportingBytesThatNeverLandedFailsTheRoom() {
+		// One page sent, two reported: a lost block and a Success that still went out look exactly like this.
+		startRogue((c, req) -> {
+			c.sendData(onePage(req));
+			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", 2L * itemLen, KVMessage.NO_CHECKSUM));
+		});
+		decode = decodeSpec().startNow();
+		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 1, null);
+		r.sendMetadata(new int[] { 4, 5 }, -1, new int[0]);
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+						.contains("reported Success for room 1 with " + 2 * itemLen + " bytes sent, but " + itemLen
+								+ " landed"))
+				.verify(T);
+	}
+
+	@Test
+	void aSuccessWhoseBytesDoNotMatchTheChecksumFailsTheRoomWhenChecksumsAreOn() {
+		startRogue((c, req) -> {
+			c.sendData(onePage(req));
+			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, 0x1234L));
+		});
+		decode = decodeSpec().checksums(true).startNow();
+		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 2, null);
+		r.sendMetadata(new int[] { 6 }, -1, new int[0]);
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+						.contains("with CRC32C 0x00001234, but the bytes that landed have 0x"))
+				.verify(T);
+	}
+
+	@Test
+	void checksummedTransfersSucceedAndMatchByteForByte() {
+		startPrefill(decodeSpec().checksums(true));
+		int[] src = { 1, 2, 3 };
+		prefillMem.fill(3, src, 0, new int[0]);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 3, null);
+		r.sendMetadata(new int[] { 10, 11, 30 }, 2, new int[0]);
+		KVSender s = prefill.sender(3);
+		s.init(3, 0);
+		s.send(src, new int[0]);
+		StepVerifier.create(r.completion()).verifyComplete();
+		assertThat(decodeMem.verify(3, new int[] { 10, 11, 30 }, 2, new int[0])).isNull();
+	}
+
+	@Test
+	void aStaleBootstrapServerIsCaughtAtTheHandshakeAndForgottenForTheNextRoom() {
+		startPrefill(decodeSpec());
+		// The bootstrap server still describes an earlier prefill instance of TP 2 whose rank 0 is now this TP 1 rank.
+		HostPort stale = new HostPort("10.0.0.2", 1);
+		bootstrap.register(stale, PrefillRegistration.prefill(ParallelLayout.tp(2, 0), "127.0.0.1",
+				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
+		bootstrap.register(stale, PrefillRegistration.prefill(ParallelLayout.tp(2, 1), "127.0.0.1",
+				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
+		KVReceiver r = decode.receiver(stale, 4, null);
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+						.contains("runs attn_tp_size=1 dp_size=1 pp_size=1 page_size=4")
+						.contains("described the instance as attn_tp_size=2 dp_size=1 pp_size=1 page_size=4"))
+				.verify(T);
+		// Restarted, the bootstrap server learns the instance as it is: the next room resolves it afresh.
+		bootstrap.reset();
+		bootstrap.register(stale, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
+				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
+		prefillMem.fill(5, new int[] { 7 }, 0, new int[0]);
+		KVReceiver again = decode.receiver(stale, 5, null);
+		again.sendMetadata(new int[] { 8 }, 1, new int[0]);
+		KVSender s = prefill.sender(5);
+		s.init(1, 0);
+		s.send(new int[] { 7 }, new int[0]);
+		StepVerifier.create(again.completion()).verifyComplete();
+	}
+
+	@Test
+	void anAbortFromTheRoomsOwnCallbackReleasesThePagesOnlyAfterPrefillAcknowledged() {
+		// Deliveries and callbacks wait in queues until the test runs them, so "before the ack" can be looked at.
+		ConcurrentLinkedQueue<Runnable> deliveries = new ConcurrentLinkedQueue<>();
+		ConcurrentLinkedQueue<Runnable> callbacks = new ConcurrentLinkedQueue<>();
+		Runnable deliver = () -> drain(deliveries);
+		transport = InMemoryKVTransport.create(Schedulers.fromExecutor(deliveries::add));
+		startPrefill(decodeSpec().callbackScheduler(Schedulers.fromExecutor(callbacks::add)));
+		KVReceiver r = decode.receiver(BOOTSTRAP, 6, null);
+		r.sendMetadata(new int[] { 1, 2 }, -1, new int[0]);
+		KVSender s = prefill.sender(6);
+		CompletableFuture<Mono<Void>> fromCallback = new CompletableFuture<>();
+		r.states().filter(st -> st == KVPoll.TRANSFERRING).take(1)
+				.subscribe(st -> fromCallback.complete(r.abort("client went away")));
+		for (int i = 0; i < 10 && s.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
+			deliver.run();
+		}
+		s.init(2, -1);
+		s.send(new int[] { 0 }, new int[0]);
+		for (int i = 0; i < 10 && r.poll() != KVPoll.TRANSFERRING; i++) {
+			deliver.run();
+		}
+		// Prefill is writing the room when the room's own callback aborts it.
+		drain(callbacks);
+		CompletableFuture<Void> released = fromCallback.join().toFuture();
+		assertThat(r.poll()).isEqualTo(KVPoll.FAILED);
+		assertThat(s.poll()).isEqualTo(KVPoll.TRANSFERRING);
+		drain(callbacks);
+		assertThat(released).as("prefill has not acknowledged yet").isNotDone();
+		deliver.run();
+		drain(callbacks);
+		assertThat(released).as("acknowledged").isCompleted();
+		assertThat(s.poll()).isEqualTo(KVPoll.FAILED);
+		closeFlushing(() -> {
+			deliver.run();
+			drain(callbacks);
+		});
+	}
+
+	private static void drain(ConcurrentLinkedQueue<Runnable> queue) {
+		Runnable task;
+		while ((task = queue.poll()) != null) {
+			task.run();
+		}
+	}
+
+	@Test
+	void aPrefillRankThatFailsMakesDecodeAbortTheOtherRanksThatStreamTheRoom() {
+		// Prefill TP 2, non-MLA, decode TP 1: both prefill ranks write their heads of every page.
+		ModelShape shape = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+		List<RankMemory> mems = List.of(RankMemory.prefill(shape, ParallelLayout.tp(2, 0), 16, 4, 4),
+				RankMemory.prefill(shape, ParallelLayout.tp(2, 1), 16, 4, 4));
+		KVManager[] ranks = new KVManager[2];
+		for (int i = 0; i < 2; i++) {
+			ranks[i] = KVManagerSpec.create().mode(DisaggregationMode.PREFILL).kvArgs(mems.get(i).kvArgs())
+					.layout(ParallelLayout.tp(2, i)).transport(transport).bootstrapClient(bootstrap)
+					.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
+		}
+		try {
+			decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+					.kvArgs(RankMemory.decode(shape, ParallelLayout.SINGLE, 16, 4, 4).kvArgs()).transport(transport)
+					.bootstrapClient(bootstrap).startNow();
+			KVReceiver r = decode.receiver(BOOTSTRAP, 7, null);
+			r.sendMetadata(new int[] { 1 }, 0, new int[0]);
+			KVSender failing = ranks[0].sender(7);
+			KVSender streaming = ranks[1].sender(7);
+			StepVerifier.create(streaming.states()).thenConsumeWhile(st -> st != KVPoll.WAITING_FOR_INPUT)
+					.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
+			StepVerifier.create(failing.abort("out of memory")).verifyComplete();
+			StepVerifier.create(streaming.completion())
+					.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason()).contains("Aborted by decode")
+							.contains("out of memory"))
+					.verify(T);
+			StepVerifier.create(r.completion())
+					.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).isFromAnotherRank()).isTrue())
+					.verify(T);
+		}
+		finally {
+			for (KVManager m : ranks) {
+				m.disposeLater().block(T);
+			}
+		}
+	}
+
+	@Test
+	void aSendersAbortCompletesOnlyOnceDecodeWasTold() {
+		ConcurrentLinkedQueue<Runnable> pending = new ConcurrentLinkedQueue<>();
+		Runnable flush = () -> {
+			Runnable task;
+			while ((task = pending.poll()) != null) {
+				task.run();
+			}
+		};
+		transport = InMemoryKVTransport.create(Schedulers.fromExecutor(pending::add));
+		startPrefill(decodeSpec());
+		KVReceiver r = decode.receiver(BOOTSTRAP, 8, null);
+		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
+		KVSender s = prefill.sender(8);
+		for (int i = 0; i < 10 && s.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
+			flush.run();
+		}
+		CompletableFuture<Void> handedOff = s.abort("prefill gave up").toFuture();
+		assertThat(handedOff).as("the failure is still queued for decode").isNotDone();
+		flush.run();
+		assertThat(handedOff).succeedsWithin(T);
+		for (int i = 0; i < 10 && r.poll() != KVPoll.FAILED; i++) {
+			flush.run();
+		}
+		assertThat(r.poll()).isEqualTo(KVPoll.FAILED);
+		closeFlushing(flush);
+	}
+
+	/** Closing waits for the connections' ends, which are deliveries on the flushed scheduler too. */
+	private void closeFlushing(Runnable flush) {
+		CompletableFuture<Void> closed = Mono.when(prefill.disposeLater(), decode.disposeLater()).toFuture();
+		for (int i = 0; i < 10 && !closed.isDone(); i++) {
+			flush.run();
+		}
+		assertThat(closed).succeedsWithin(T);
+		prefill = null;
+		decode = null;
+	}
+}

@@ -1,0 +1,155 @@
+package io.kvferry.transport.netty.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RankMemory;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+/**
+ * The abort fence against a prefill rank that does not play by the rules: it ignores the abort and keeps writing the
+ * room's pages, in the middle of a payload decode had already accepted. Pages are 128 KiB, so decode reads those
+ * payloads straight into the room's pages (landing reads): the fence must hold there too. Not one byte written after
+ * the abort may land, and the abort completes only when decode closed the connection of a rank that never
+ * acknowledged it.
+ */
+class AbortFenceIT {
+
+	private static final Duration T = Duration.ofSeconds(30);
+	// 128 KiB per page per layer buffer: 64 tokens of 8 heads x 64 x bf16.
+	private static final ModelShape SHAPE = new ModelShape(2, 8, 64, 2, 64, false, 0, 64, 0);
+	private static final int PAGES = 16;
+	private static final byte BEFORE = 0x11;
+	private static final byte AFTER = 0x22;
+
+	private DisposableBootstrapServer server;
+	private ReactorBootstrapClient client;
+	private NettyKVTransport transport;
+	private RankMemory decodeMemory;
+	private KVManager decode;
+
+	@BeforeEach
+	void start() {
+		server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		client = ReactorBootstrapClient.create();
+		transport = NettyKVTransport.create();
+		decodeMemory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 2 * PAGES, 4, 4);
+		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMemory.kvArgs())
+				.transport(transport).bootstrapClient(client).handshakeTimeout(Duration.ofSeconds(3)).startNow(T);
+	}
+
+	@AfterEach
+	void stop() {
+		decode.disposeLater().block(T);
+		transport.disposeLater().block(T);
+		client.dispose();
+		server.disposeNow();
+	}
+
+	@Test
+	void noByteWrittenAfterTheAbortLandsEvenMidPayloadAndTheAbortEndsWithTheConnection() throws Exception {
+		long victim = 1;
+		long control = 2;
+		int itemLen = SHAPE.itemLen(1);
+		CountDownLatch halfSent = new CountDownLatch(1);
+		CompletableFuture<Void> abortSeen = new CompletableFuture<>();
+		RawPrefillPeer.Script rogue = new RawPrefillPeer.Script() {
+			@Override
+			public void onRequest(RawPrefillPeer.Wire wire, KVMessage.TransferRequest req) {
+				if (req.room() == victim) {
+					// One payload for all of the room's pages in the first K buffer; only its first half for now.
+					wire.header(new DataHeader(victim, RegionKind.KV, 0, 0, PAGES * itemLen, 0, 1));
+					wire.payload(PAGES / 2 * itemLen, BEFORE).addListener(f -> halfSent.countDown());
+				}
+				else {
+					// The control room's bytes come after everything the rogue wrote for the victim.
+					long offset = (long) req.dstPages()[0] * itemLen;
+					wire.data(new DataHeader(control, RegionKind.KV, 0, offset, itemLen, 0, 1), (byte) 7);
+					wire.send(new KVMessage.Status(control, KVPoll.SUCCESS, 0, "", itemLen, KVMessage.NO_CHECKSUM));
+				}
+			}
+
+			@Override
+			public void onAbort(RawPrefillPeer.Wire wire, KVMessage.Abort abort) {
+				// No acknowledgement: the rest of the payload, and then a whole second copy of the room.
+				wire.payload(PAGES / 2 * itemLen, AFTER);
+				wire.data(new DataHeader(victim, RegionKind.KV, 1, 0, PAGES * itemLen, 0, 1), AFTER);
+				abortSeen.complete(null);
+			}
+		};
+		RankMemory prefillMemory = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 2 * PAGES, 4, 4);
+		try (RawPrefillPeer peer = new RawPrefillPeer(PeerLayout.of(prefillMemory.kvArgs(), ParallelLayout.SINGLE),
+				true, rogue)) {
+			StepVerifier.create(client.register(server.address(), PrefillRegistration.prefill(ParallelLayout.SINGLE,
+					"127.0.0.1", peer.address().port(), SHAPE.pageSize()))).expectComplete().verify(T);
+
+			KVReceiver receiver = decode.receiver(server.address(), victim, null);
+			receiver.sendMetadata(range(0, PAGES), 0, new int[0]);
+			StepVerifier.create(receiver.states()).thenConsumeWhile(s -> s != KVPoll.TRANSFERRING)
+					.expectNext(KVPoll.TRANSFERRING).thenCancel().verify(T);
+			assertThat(halfSent.await(T.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+
+			CompletableFuture<Void> released = receiver.abort("client went away").toFuture();
+			assertThat(abortSeen).succeedsWithin(T);
+			// Once the control room succeeded, decode has read every byte the rogue wrote for the victim after the abort.
+			KVReceiver check = decode.receiver(server.address(), control, null);
+			check.sendMetadata(new int[] { PAGES + 1 }, 1, new int[0]);
+			StepVerifier.create(check.completion()).expectComplete().verify(T);
+
+			assertThat(count(decodeMemory.kvArgs().kvRegions().get(0), PAGES * itemLen, AFTER))
+					.as("bytes of the victim's interrupted payload that landed after the abort").isZero();
+			assertThat(count(decodeMemory.kvArgs().kvRegions().get(1), PAGES * itemLen, AFTER))
+					.as("bytes of the victim's later payload that landed").isZero();
+			assertThat(released).as("no acknowledgement: the pages are not safe yet").isNotDone();
+			assertThat(released).succeedsWithin(T);
+			StepVerifier.create(receiver.completion())
+					.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("client went away"))
+					.verify(T);
+			assertThat(decode.stats().connections()).as("the rank that never acknowledged was disconnected").isZero();
+		}
+	}
+
+	private static int[] range(int from, int to) {
+		return java.util.stream.IntStream.range(from, to).toArray();
+	}
+
+	private static long count(MemoryRegion region, int length, byte value) {
+		io.netty.buffer.ByteBuf view = region.wrap(0, length);
+		try {
+			long n = 0;
+			for (int i = 0; i < length; i++) {
+				if (view.getByte(i) == value) {
+					n++;
+				}
+			}
+			return n;
+		}
+		finally {
+			view.release();
+		}
+	}
+}
