@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
@@ -91,34 +92,12 @@ public final class BootstrapServer {
 	/** How long {@link #bindNow()} waits for the socket to be bound. */
 	public static final Duration DEFAULT_BIND_TIMEOUT = Duration.ofSeconds(45);
 
-	private static final BootstrapServer DEFAULT = new BootstrapServer(DEFAULT_HOST, DEFAULT_PORT,
-			DEFAULT_MAX_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_DP_RANK_ENTRY_LIFETIME, null,
-			null, null, DEFAULT_MAX_CONNECTIONS);
+	private static final BootstrapServer DEFAULT = new BootstrapServer(new Settings());
 
-	private final String host;
-	private final int port;
-	private final int maxBodyBytes;
-	private final Duration idleTimeout;
-	private final Duration requestTimeout;
-	private final Duration dpRankEntryLifetime;
-	private final String authToken;
-	private final SslContext sslContext;
-	private final MeterRegistry meterRegistry;
-	private final int maxConnections;
+	private final Settings settings;
 
-	private BootstrapServer(String host, int port, int maxBodyBytes, Duration idleTimeout, Duration requestTimeout,
-			Duration dpRankEntryLifetime, String authToken, SslContext sslContext, MeterRegistry meterRegistry,
-			int maxConnections) {
-		this.host = host;
-		this.port = port;
-		this.maxBodyBytes = maxBodyBytes;
-		this.idleTimeout = idleTimeout;
-		this.requestTimeout = requestTimeout;
-		this.dpRankEntryLifetime = dpRankEntryLifetime;
-		this.authToken = authToken;
-		this.sslContext = sslContext;
-		this.meterRegistry = meterRegistry;
-		this.maxConnections = maxConnections;
+	private BootstrapServer(Settings settings) {
+		this.settings = settings;
 	}
 
 	/**
@@ -139,8 +118,7 @@ public final class BootstrapServer {
 		if (h.isBlank()) {
 			throw new IllegalArgumentException("host : '" + host + "' (expected: an IP address or hostname)");
 		}
-		return new BootstrapServer(h, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime, authToken,
-				sslContext, meterRegistry, maxConnections);
+		return with(s -> s.host = h);
 	}
 
 	/**
@@ -152,8 +130,7 @@ public final class BootstrapServer {
 		if (port < 0 || port > 65535) {
 			throw new IllegalArgumentException("port : " + port + " (expected: 0..65535)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.port = port);
 	}
 
 	/**
@@ -164,8 +141,7 @@ public final class BootstrapServer {
 		if (maxBodyBytes < 1) {
 			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.maxBodyBytes = maxBodyBytes);
 	}
 
 	/**
@@ -178,8 +154,7 @@ public final class BootstrapServer {
 		if (idleTimeout.isNegative() || idleTimeout.isZero()) {
 			throw new IllegalArgumentException("idleTimeout : " + idleTimeout + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.idleTimeout = idleTimeout);
 	}
 
 	/**
@@ -194,8 +169,7 @@ public final class BootstrapServer {
 		if (requestTimeout.isNegative() || requestTimeout.isZero()) {
 			throw new IllegalArgumentException("requestTimeout : " + requestTimeout + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.requestTimeout = requestTimeout);
 	}
 
 	/**
@@ -208,8 +182,7 @@ public final class BootstrapServer {
 		if (dpRankEntryLifetime.isNegative() || dpRankEntryLifetime.isZero()) {
 			throw new IllegalArgumentException("dpRankEntryLifetime : " + dpRankEntryLifetime + " (expected: > 0)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.dpRankEntryLifetime = dpRankEntryLifetime);
 	}
 
 	/**
@@ -225,8 +198,7 @@ public final class BootstrapServer {
 		if (authToken != null && (authToken.isBlank() || !authToken.strip().equals(authToken))) {
 			throw new IllegalArgumentException("authToken : blank or padded with whitespace (expected: a token)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.authToken = authToken);
 	}
 
 	/**
@@ -248,8 +220,7 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("sslContext : a client context (expected: a server context from "
 					+ "SslContextBuilder.forServer(..))");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.sslContext = sslContext);
 	}
 
 	/**
@@ -265,8 +236,7 @@ public final class BootstrapServer {
 	 */
 	public BootstrapServer metrics(MeterRegistry registry) {
 		Objects.requireNonNull(registry, "registry");
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, registry, maxConnections);
+		return with(s -> s.meterRegistry = registry);
 	}
 
 	/**
@@ -278,58 +248,57 @@ public final class BootstrapServer {
 		if (maxConnections < 1) {
 			throw new IllegalArgumentException("maxConnections : " + maxConnections + " (expected: >= 1)");
 		}
-		return new BootstrapServer(host, port, maxBodyBytes, idleTimeout, requestTimeout, dpRankEntryLifetime,
-				authToken, sslContext, meterRegistry, maxConnections);
+		return with(s -> s.maxConnections = maxConnections);
 	}
 
 	/** @return the most connections open at once */
 	public int maxConnections() {
-		return maxConnections;
+		return settings.maxConnections;
 	}
 
 	/** @return the configured host, without brackets */
 	public String host() {
-		return host;
+		return settings.host;
 	}
 
 	/** @return the configured port (0 = any free port) */
 	public int port() {
-		return port;
+		return settings.port;
 	}
 
 	/** @return the largest accepted request body in bytes */
 	public int maxBodyBytes() {
-		return maxBodyBytes;
+		return settings.maxBodyBytes;
 	}
 
 	/** @return how long an idle connection is kept */
 	public Duration idleTimeout() {
-		return idleTimeout;
+		return settings.idleTimeout;
 	}
 
 	/** @return how long a client may take to send a whole request */
 	public Duration requestTimeout() {
-		return requestTimeout;
+		return settings.requestTimeout;
 	}
 
 	/** @return how long a room → DP rank entry is answered */
 	public Duration dpRankEntryLifetime() {
-		return dpRankEntryLifetime;
+		return settings.dpRankEntryLifetime;
 	}
 
 	/** @return whether mutating requests need a bearer token */
 	public boolean requiresAuthToken() {
-		return authToken != null;
+		return settings.authToken != null;
 	}
 
 	/** @return whether the server speaks HTTPS */
 	public boolean isSecure() {
-		return sslContext != null;
+		return settings.sslContext != null;
 	}
 
 	/** @return whether the server records metrics */
 	public boolean hasMetrics() {
-		return meterRegistry != null;
+		return settings.meterRegistry != null;
 	}
 
 	/**
@@ -341,38 +310,40 @@ public final class BootstrapServer {
 	public Mono<DisposableBootstrapServer> bind() {
 		return Mono.defer(() -> {
 			RouteTable routes = new RouteTable();
-			RoomDpRankTable rooms = new RoomDpRankTable(dpRankEntryLifetime, System::nanoTime);
-			ServerMetrics metrics = meterRegistry == null ? ServerMetrics.none() : ServerMetrics.of(meterRegistry);
-			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, maxBodyBytes, authToken, metrics);
+			RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, System::nanoTime);
+			ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
+					: ServerMetrics.of(settings.meterRegistry);
+			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
+					settings.authToken, metrics);
 			// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 			ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
-			ConnectionLimit limit = new ConnectionLimit(maxConnections);
+			ConnectionLimit limit = new ConnectionLimit(settings.maxConnections);
 			HttpServer http = HttpServer.create()
-					.host(host)
-					.port(port)
+					.host(settings.host)
+					.port(settings.port)
 					.channelGroup(connections)
-					.idleTimeout(idleTimeout)
+					.idleTimeout(settings.idleTimeout)
 					// Not Reactor Netty's requestTimeout: it starts after the headers, so it misses trickled headers.
 					.doOnChannelInit((observer, channel, remote) -> {
-						RequestReadTimeout.install(channel.pipeline(), requestTimeout);
+						RequestReadTimeout.install(channel.pipeline(), settings.requestTimeout);
 						limit.admit(channel);
 					})
 					.handle(handler);
-			if (sslContext != null) {
-				Duration handshakeTimeout = requestTimeout.compareTo(MAX_TLS_HANDSHAKE_TIMEOUT) < 0 ? requestTimeout
-						: MAX_TLS_HANDSHAKE_TIMEOUT;
-				http = http.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(handshakeTimeout));
+			if (settings.sslContext != null) {
+				Duration handshakeTimeout = settings.requestTimeout.compareTo(MAX_TLS_HANDSHAKE_TIMEOUT) < 0
+						? settings.requestTimeout : MAX_TLS_HANDSHAKE_TIMEOUT;
+				http = http.secure(spec -> spec.sslContext(settings.sslContext).handshakeTimeout(handshakeTimeout));
 			}
 			return http.bind()
 					.map(server -> {
 						Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
-								dpRankEntryLifetime.toMillis(), dpRankEntryLifetime.toMillis(),
+								settings.dpRankEntryLifetime.toMillis(), settings.dpRankEntryLifetime.toMillis(),
 								TimeUnit.MILLISECONDS);
 						Disposable gauges = metrics.registerGauges(routes, rooms);
 						InetSocketAddress bound = (InetSocketAddress) server.address();
 						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
-								routes, address, sslContext != null, Disposables.composite(sweeper, gauges));
+								routes, address, settings.sslContext != null, Disposables.composite(sweeper, gauges));
 					});
 		});
 	}
@@ -403,19 +374,57 @@ public final class BootstrapServer {
 		}
 		catch (RuntimeException e) {
 			if (e.getCause() instanceof TimeoutException) {
-				throw new IllegalStateException("bootstrap server on " + new HostPort(host, port)
+				throw new IllegalStateException("bootstrap server on " + new HostPort(settings.host, settings.port)
 						+ " could not be bound within " + timeout.toMillis() + " ms", e);
 			}
 			throw e;
 		}
 	}
 
+	private BootstrapServer with(Consumer<Settings> change) {
+		Settings copy = settings.copy();
+		change.accept(copy);
+		return new BootstrapServer(copy);
+	}
+
 	@Override
 	public String toString() {
-		return "BootstrapServer{" + (sslContext != null ? "https://" : "http://") + new HostPort(host, port)
-				+ ", maxBodyBytes=" + maxBodyBytes + ", idleTimeout=" + idleTimeout + ", requestTimeout="
-				+ requestTimeout + ", dpRankEntryLifetime=" + dpRankEntryLifetime + ", authToken="
-				+ (authToken == null ? "none" : "set") + ", metrics="
-				+ (meterRegistry == null ? "none" : meterRegistry.getClass().getSimpleName()) + "}";
+		return "BootstrapServer{" + (settings.sslContext != null ? "https://" : "http://")
+				+ new HostPort(settings.host, settings.port) + ", maxBodyBytes=" + settings.maxBodyBytes
+				+ ", idleTimeout=" + settings.idleTimeout + ", requestTimeout=" + settings.requestTimeout
+				+ ", dpRankEntryLifetime=" + settings.dpRankEntryLifetime + ", maxConnections="
+				+ settings.maxConnections + ", authToken=" + (settings.authToken == null ? "none" : "set")
+				+ ", metrics=" + (settings.meterRegistry == null ? "none"
+						: settings.meterRegistry.getClass().getSimpleName()) + "}";
+	}
+
+	/** What one configuration holds; mutated only on a fresh copy, inside {@link #with}, before it is shared. */
+	private static final class Settings {
+
+		private String host = DEFAULT_HOST;
+		private int port = DEFAULT_PORT;
+		private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
+		private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
+		private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
+		private Duration dpRankEntryLifetime = DEFAULT_DP_RANK_ENTRY_LIFETIME;
+		private String authToken;
+		private SslContext sslContext;
+		private MeterRegistry meterRegistry;
+		private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+
+		Settings copy() {
+			Settings copy = new Settings();
+			copy.host = host;
+			copy.port = port;
+			copy.maxBodyBytes = maxBodyBytes;
+			copy.idleTimeout = idleTimeout;
+			copy.requestTimeout = requestTimeout;
+			copy.dpRankEntryLifetime = dpRankEntryLifetime;
+			copy.authToken = authToken;
+			copy.sslContext = sslContext;
+			copy.meterRegistry = meterRegistry;
+			copy.maxConnections = maxConnections;
+			return copy;
+		}
 	}
 }
