@@ -86,6 +86,12 @@ public final class BootstrapServer {
 	/** Default time a room → DP rank entry is answered (SGLang's cleanup interval). */
 	public static final Duration DEFAULT_DP_RANK_ENTRY_LIFETIME = Duration.ofSeconds(120);
 
+	/**
+	 * Default cap on room → DP rank entries held at once: about 10 MB of heap, and room for 100,000 rooms registered
+	 * within one {@link #DEFAULT_DP_RANK_ENTRY_LIFETIME}, some 800 a second.
+	 */
+	public static final int DEFAULT_MAX_DP_RANK_ENTRIES = 100_000;
+
 	/** Default cap on open connections: far above what a cluster's ranks need, well below a process's descriptors. */
 	public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
 
@@ -183,6 +189,22 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("dpRankEntryLifetime : " + dpRankEntryLifetime + " (expected: > 0)");
 		}
 		return with(s -> s.dpRankEntryLifetime = dpRankEntryLifetime);
+	}
+
+	/**
+	 * Caps the room → DP rank table, which {@code POST /register_dp_rank} fills and which needs no token unless
+	 * {@link #authToken} is set: when {@code maxDpRankEntries} rooms are held, a new room is answered {@code 503} with
+	 * a message naming the cap, while held rooms keep being answered and rewriting a held room's entry is never
+	 * refused. Entries leave the table when their lifetime ({@link #dpRankEntryLifetime}) ends.
+	 *
+	 * @param maxDpRankEntries most rooms held at once, at least 1 (default {@value #DEFAULT_MAX_DP_RANK_ENTRIES})
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer maxDpRankEntries(int maxDpRankEntries) {
+		if (maxDpRankEntries < 1) {
+			throw new IllegalArgumentException("maxDpRankEntries : " + maxDpRankEntries + " (expected: >= 1)");
+		}
+		return with(s -> s.maxDpRankEntries = maxDpRankEntries);
 	}
 
 	/**
@@ -286,6 +308,11 @@ public final class BootstrapServer {
 		return settings.dpRankEntryLifetime;
 	}
 
+	/** @return most rooms the room → DP rank table holds at once */
+	public int maxDpRankEntries() {
+		return settings.maxDpRankEntries;
+	}
+
 	/** @return whether mutating requests need a bearer token */
 	public boolean requiresAuthToken() {
 		return settings.authToken != null;
@@ -310,7 +337,8 @@ public final class BootstrapServer {
 	public Mono<DisposableBootstrapServer> bind() {
 		return Mono.defer(() -> {
 			RouteTable routes = new RouteTable();
-			RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, System::nanoTime);
+			RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, settings.maxDpRankEntries,
+					System::nanoTime);
 			ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
 					: ServerMetrics.of(settings.meterRegistry);
 			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
@@ -392,7 +420,8 @@ public final class BootstrapServer {
 		return "BootstrapServer{" + (settings.sslContext != null ? "https://" : "http://")
 				+ new HostPort(settings.host, settings.port) + ", maxBodyBytes=" + settings.maxBodyBytes
 				+ ", idleTimeout=" + settings.idleTimeout + ", requestTimeout=" + settings.requestTimeout
-				+ ", dpRankEntryLifetime=" + settings.dpRankEntryLifetime + ", maxConnections="
+				+ ", dpRankEntryLifetime=" + settings.dpRankEntryLifetime + ", maxDpRankEntries="
+				+ settings.maxDpRankEntries + ", maxConnections="
 				+ settings.maxConnections + ", authToken=" + (settings.authToken == null ? "none" : "set")
 				+ ", metrics=" + (settings.meterRegistry == null ? "none"
 						: settings.meterRegistry.getClass().getSimpleName()) + "}";
@@ -407,6 +436,7 @@ public final class BootstrapServer {
 		private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
 		private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
 		private Duration dpRankEntryLifetime = DEFAULT_DP_RANK_ENTRY_LIFETIME;
+		private int maxDpRankEntries = DEFAULT_MAX_DP_RANK_ENTRIES;
 		private String authToken;
 		private SslContext sslContext;
 		private MeterRegistry meterRegistry;
@@ -420,6 +450,7 @@ public final class BootstrapServer {
 			copy.idleTimeout = idleTimeout;
 			copy.requestTimeout = requestTimeout;
 			copy.dpRankEntryLifetime = dpRankEntryLifetime;
+			copy.maxDpRankEntries = maxDpRankEntries;
 			copy.authToken = authToken;
 			copy.sslContext = sslContext;
 			copy.meterRegistry = meterRegistry;

@@ -85,6 +85,12 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			description = "How long a room's DP rank (POST /register_dp_rank) is answered (default: ${DEFAULT-VALUE}).")
 	private long dpRankEntryLifetimeSeconds;
 
+	@Option(names = "--max-dp-rank-entries", paramLabel = "N",
+			defaultValue = "" + BootstrapServer.DEFAULT_MAX_DP_RANK_ENTRIES,
+			description = "Most rooms held by POST /register_dp_rank at once; a new room beyond gets 503 naming the cap "
+					+ "(default: ${DEFAULT-VALUE}).")
+	private int maxDpRankEntries;
+
 	@Option(names = "--idle-timeout-seconds", paramLabel = "SECONDS", defaultValue = "60",
 			description = "Close a connection that sends nothing for this long while awaiting a request "
 					+ "(default: ${DEFAULT-VALUE}).")
@@ -229,6 +235,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					.port(port)
 					.maxBodyBytes(maxBodyBytes)
 					.dpRankEntryLifetime(Duration.ofSeconds(dpRankEntryLifetimeSeconds))
+					.maxDpRankEntries(maxDpRankEntries)
 					.idleTimeout(Duration.ofSeconds(idleTimeoutSeconds))
 					.requestTimeout(Duration.ofSeconds(requestTimeoutSeconds))
 					.authToken(authToken)

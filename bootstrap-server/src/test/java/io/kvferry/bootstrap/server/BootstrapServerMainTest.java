@@ -27,7 +27,8 @@ class BootstrapServerMainTest {
 		assertThat(run("--help")).isZero();
 		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0", "--tls-cert",
 				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
-				"--request-timeout-seconds", "--io-threads", "--max-connections", BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
+				"--request-timeout-seconds", "--io-threads", "--max-connections", "--max-dp-rank-entries", "100000",
+				BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
 		assertThat(err.toString()).isEmpty();
 	}
 
@@ -40,7 +41,8 @@ class BootstrapServerMainTest {
 			"--tls-cert /nonexistent/cert.pem --tls-key /nonexistent/key.pem|--tls-cert : /nonexistent/cert.pem "
 					+ "(expected: a readable PEM file)",
 			"--metrics=maybe|--metrics", "--io-threads 0|--io-threads : 0 (expected: >= 1)",
-			"--max-connections 0|maxConnections : 0 (expected: >= 1)" })
+			"--max-connections 0|maxConnections : 0 (expected: >= 1)",
+			"--max-dp-rank-entries 0|maxDpRankEntries : 0 (expected: >= 1)" })
 	void exitsTwoWithAMessageForBadOptions(String args, String message) {
 		assertThat(run(args.split(" "))).isEqualTo(BootstrapServerMain.EXIT_USAGE);
 		assertThat(err.toString()).contains(message);
@@ -70,7 +72,7 @@ class BootstrapServerMainTest {
 	void turnsOptionsIntoTheServerConfiguration() {
 		BootstrapServerMain.Configured configured = BootstrapServerMain.configuration("--host", "[::1]", "--port",
 				"0", "--idle-timeout-seconds", "7", "--request-timeout-seconds", "3", "--max-body-bytes", "100",
-				"--auth-token", "t0ken", "--metrics", "--max-connections", "12");
+				"--auth-token", "t0ken", "--metrics", "--max-connections", "12", "--max-dp-rank-entries", "34");
 		try {
 			BootstrapServer server = configured.server();
 			assertThat(server.host()).isEqualTo("::1");
@@ -80,6 +82,7 @@ class BootstrapServerMainTest {
 			assertThat(server.requiresAuthToken()).isTrue();
 			assertThat(server.hasMetrics()).isTrue();
 			assertThat(server.maxConnections()).isEqualTo(12);
+			assertThat(server.maxDpRankEntries()).isEqualTo(34);
 			assertThat(server.isSecure()).isFalse();
 		}
 		finally {
@@ -90,6 +93,7 @@ class BootstrapServerMainTest {
 			assertThat(defaults.server().idleTimeout()).isEqualTo(BootstrapServer.DEFAULT_IDLE_TIMEOUT);
 			assertThat(defaults.server().requestTimeout()).isEqualTo(BootstrapServer.DEFAULT_REQUEST_TIMEOUT);
 			assertThat(defaults.server().hasMetrics()).isTrue();
+			assertThat(defaults.server().maxDpRankEntries()).isEqualTo(BootstrapServer.DEFAULT_MAX_DP_RANK_ENTRIES);
 		}
 		finally {
 			defaults.closeMetrics().run();

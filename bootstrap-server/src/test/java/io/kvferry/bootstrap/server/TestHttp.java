@@ -63,7 +63,15 @@ final class TestHttp {
 	}
 
 	CompletableFuture<HttpResponse<String>> putAsync(String path, String json) {
-		return client.sendAsync(request("PUT", path, BodyPublishers.ofString(json)),
+		return sendAsync("PUT", path, json);
+	}
+
+	CompletableFuture<HttpResponse<String>> postAsync(String path, String json) {
+		return sendAsync("POST", path, json);
+	}
+
+	private CompletableFuture<HttpResponse<String>> sendAsync(String method, String path, String json) {
+		return client.sendAsync(request(method, path, BodyPublishers.ofString(json)),
 				BodyHandlers.ofString(StandardCharsets.UTF_8));
 	}
 

@@ -3,6 +3,7 @@ package io.kvferry.bootstrap.server.internal;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -44,6 +45,10 @@ import reactor.netty.http.server.HttpServerResponse;
  * Runs on the event loop and never blocks: bodies are bounded and parsed in memory, tables are lock-free; only the
  * metrics scrape, which may take the registry's locks, runs on {@link Schedulers#boundedElastic()}. Inbound buffers are
  * copied and released by Reactor Netty as soon as they are read; no buffer outlives a call.
+ * <p>
+ * A room → DP rank registration that finds the table full is answered 503 naming the cap: the table is shared by all
+ * clients and frees itself as entries expire, a condition of the server rather than of one client's rate (which 429
+ * would say). Refusals are counted in the metrics and logged at most once per {@link #REFUSAL_WARNING_INTERVAL}.
  */
 public final class BootstrapHttpHandler
 		implements BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> {
@@ -62,11 +67,15 @@ public final class BootstrapHttpHandler
 
 	private static final String BEARER = "Bearer ";
 
+	/** Shortest time between two warnings about a full room table. */
+	static final Duration REFUSAL_WARNING_INTERVAL = Duration.ofSeconds(10);
+
 	private final RouteTable routes;
 	private final RoomDpRankTable rooms;
 	private final int maxBodyBytes;
 	private final byte[] authToken;
 	private final ServerMetrics metrics;
+	private final Throttle refusalWarnings = new Throttle(REFUSAL_WARNING_INTERVAL, System::nanoTime);
 
 	/**
 	 * @param routes the rank table
@@ -245,10 +254,23 @@ public final class BootstrapHttpHandler
 		if (dpRank < 0) {
 			throw RequestException.badRequest("dp_rank : " + dpRank + " (expected: >= 0)");
 		}
-		rooms.put(room, dpRank);
-		metrics.dpRankRegistration();
+		boolean stored = rooms.put(room, dpRank);
+		metrics.dpRankRegistration(stored);
+		if (!stored) {
+			if (refusalWarnings.tryPass()) {
+				log.warn("Room to DP rank table full ({} entries, maxDpRankEntries {}): refusing new rooms with 503; "
+						+ "{} refused so far", rooms.size(), rooms.maxEntries(), rooms.refusedCount());
+			}
+			throw RequestException.unavailable(tableFull(room));
+		}
 		log.debug("Room {} served by prefill DP rank {}", room, dpRank);
 		return sendText(response, 200, "OK");
+	}
+
+	private String tableFull(long room) {
+		return "Room to DP rank table full: bootstrap_room " + room + " not stored, " + rooms.maxEntries()
+				+ " rooms held (the cap; entries expire " + rooms.lifetime().toSeconds() + " s after they are written). "
+				+ "Raise it with --max-dp-rank-entries (BootstrapServer.maxDpRankEntries).";
 	}
 
 	private Mono<Void> queryDpRanks(HttpServerResponse response, byte[] body) {

@@ -1,6 +1,7 @@
 package io.kvferry.bootstrap.server.internal;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -35,7 +36,7 @@ public final class ConnectionLimit {
 	private final int max;
 	private final AtomicInteger open = new AtomicInteger();
 	private final AtomicLong refused = new AtomicLong();
-	private final AtomicLong lastWarnNanos;
+	private final Throttle warnings = new Throttle(Duration.ofSeconds(WARN_INTERVAL_SECONDS), System::nanoTime);
 	private final byte[] answer;
 
 	/** @param max most connections open at once, at least 1 */
@@ -44,7 +45,6 @@ public final class ConnectionLimit {
 			throw new IllegalArgumentException("maxConnections : " + max + " (expected: >= 1)");
 		}
 		this.max = max;
-		this.lastWarnNanos = new AtomicLong(System.nanoTime() - TimeUnit.SECONDS.toNanos(WARN_INTERVAL_SECONDS));
 		String body = "Too many connections: this bootstrap server keeps at most " + max + " open\n";
 		this.answer = ("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
 				+ "content-length: " + body.length() + "\r\nconnection: close\r\n\r\n" + body)
@@ -64,9 +64,7 @@ public final class ConnectionLimit {
 		}
 		open.decrementAndGet();
 		long total = refused.incrementAndGet();
-		long now = System.nanoTime();
-		long last = lastWarnNanos.get();
-		if (now - last >= TimeUnit.SECONDS.toNanos(WARN_INTERVAL_SECONDS) && lastWarnNanos.compareAndSet(last, now)) {
+		if (warnings.tryPass()) {
 			log.warn("Refusing connection from {}: {} connections open (maxConnections {}); {} refused so far",
 					channel.remoteAddress(), max, max, total);
 		}

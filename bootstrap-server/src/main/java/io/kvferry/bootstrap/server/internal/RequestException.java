@@ -57,6 +57,14 @@ public final class RequestException extends RuntimeException {
 				+ " workers registered).");
 	}
 
+	/**
+	 * @param message says which limit is reached and how to raise it
+	 * @return a 503 Service Unavailable
+	 */
+	public static RequestException unavailable(String message) {
+		return new RequestException(503, message);
+	}
+
 	/** @return the HTTP status to answer */
 	public int status() {
 		return status;

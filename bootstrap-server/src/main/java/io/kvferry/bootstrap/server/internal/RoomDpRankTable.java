@@ -3,6 +3,8 @@ package io.kvferry.bootstrap.server.internal;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
@@ -10,39 +12,64 @@ import java.util.function.LongSupplier;
  * entry is answered for exactly {@code lifetime} after it was written (SGLang's periodic cleanup gives 1 to 2
  * intervals); {@link #sweep()} frees the memory of expired entries and is meant to run periodically.
  * <p>
- * Thread-safe and lock-free; no method blocks.
+ * The table holds at most {@code maxEntries} rooms, so that writes from anyone who can reach the port cannot grow it
+ * without bound within an entry's lifetime: {@link #put} refuses a new room when the table is full, after one sweep of
+ * expired entries (at most one such sweep per {@value #SWEEP_ON_FULL_INTERVAL_MILLIS} ms, since a sweep walks the whole
+ * table). Rewriting a room already held is never refused, and held entries keep being answered.
+ * <p>
+ * Thread-safe and lock-free (a per-room atomic update and an atomic count, never above the cap); no method blocks.
  */
 public final class RoomDpRankTable {
+
+	/** Shortest time between two sweeps run by a write that found the table full. */
+	static final long SWEEP_ON_FULL_INTERVAL_MILLIS = 1000;
 
 	private record Entry(int dpRank, long writtenNanos) {
 	}
 
 	private final ConcurrentHashMap<Long, Entry> entries = new ConcurrentHashMap<>();
+	/** Entries held: reserved before a new room goes in, so it never exceeds {@link #maxEntries}. */
+	private final AtomicInteger count = new AtomicInteger();
+	private final AtomicLong refused = new AtomicLong();
+	private final Throttle sweepOnFull;
 	private final long lifetimeNanos;
+	private final int maxEntries;
 	private final LongSupplier nanoClock;
 
 	/**
 	 * @param lifetime how long an entry is answered, positive
+	 * @param maxEntries most rooms held at once, at least 1
 	 * @param nanoClock a monotonic clock in nanoseconds ({@code System::nanoTime} outside tests)
 	 */
-	public RoomDpRankTable(Duration lifetime, LongSupplier nanoClock) {
+	public RoomDpRankTable(Duration lifetime, int maxEntries, LongSupplier nanoClock) {
 		Objects.requireNonNull(lifetime, "lifetime");
 		Objects.requireNonNull(nanoClock, "nanoClock");
 		if (lifetime.isNegative() || lifetime.isZero()) {
 			throw new IllegalArgumentException("lifetime : " + lifetime + " (expected: > 0)");
 		}
+		if (maxEntries < 1) {
+			throw new IllegalArgumentException("maxDpRankEntries : " + maxEntries + " (expected: >= 1)");
+		}
 		this.lifetimeNanos = lifetime.toNanos();
+		this.maxEntries = maxEntries;
 		this.nanoClock = nanoClock;
+		this.sweepOnFull = new Throttle(Duration.ofMillis(SWEEP_ON_FULL_INTERVAL_MILLIS), nanoClock);
 	}
 
 	/**
-	 * Records (or refreshes) a room's DP rank.
+	 * Records (or refreshes) a room's DP rank, unless the room is new and the table full.
 	 *
 	 * @param room the bootstrap room
 	 * @param dpRank the prefill DP rank serving it
+	 * @return whether the entry is stored; {@code false} only for a new room while {@link #maxEntries()} are held
 	 */
-	public void put(long room, int dpRank) {
-		entries.put(room, new Entry(dpRank, nanoClock.getAsLong()));
+	public boolean put(long room, int dpRank) {
+		Entry fresh = new Entry(dpRank, nanoClock.getAsLong());
+		if (store(room, fresh) || (sweepOnFull.tryPass() && sweep() < maxEntries && store(room, fresh))) {
+			return true;
+		}
+		refused.incrementAndGet();
+		return false;
 	}
 
 	/**
@@ -64,13 +91,56 @@ public final class RoomDpRankTable {
 	 */
 	public int sweep() {
 		long now = nanoClock.getAsLong();
-		entries.values().removeIf(entry -> expired(entry, now));
+		// remove(key, value) fails when a write refreshed the entry meanwhile: the fresh entry stays, and stays counted.
+		entries.forEach((room, entry) -> {
+			if (expired(entry, now) && entries.remove(room, entry)) {
+				count.decrementAndGet();
+			}
+		});
 		return entries.size();
 	}
 
-	/** @return how many entries are held, expired ones not yet swept included */
+	/** @return how many entries are held, expired ones not yet swept included; never more than {@link #maxEntries()} */
 	public int size() {
+		// The map itself, not the count: a place is reserved before its entry goes in and freed after it left.
 		return entries.size();
+	}
+
+	/** @return most rooms held at once */
+	public int maxEntries() {
+		return maxEntries;
+	}
+
+	/** @return how many writes {@link #put} refused so far because the table was full */
+	public long refusedCount() {
+		return refused.get();
+	}
+
+	/** @return how long an entry is answered */
+	public Duration lifetime() {
+		return Duration.ofNanos(lifetimeNanos);
+	}
+
+	private boolean store(long room, Entry fresh) {
+		boolean[] stored = { true };
+		entries.compute(room, (key, old) -> {
+			if (old != null || reserve()) {
+				return fresh;
+			}
+			stored[0] = false;
+			return null;
+		});
+		return stored[0];
+	}
+
+	/** Takes one place in the table if one is free; the count never goes above the cap, even for a moment. */
+	private boolean reserve() {
+		for (int held = count.get(); held < maxEntries; held = count.get()) {
+			if (count.compareAndSet(held, held + 1)) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private boolean expired(Entry entry, long now) {

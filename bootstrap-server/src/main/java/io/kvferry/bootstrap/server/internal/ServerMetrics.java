@@ -27,8 +27,9 @@ import reactor.core.Disposables;
  * routes (malformed request line or headers: 400, 414, 431; request timeout: 408) are not counted.</li>
  * <li>{@value #REGISTRATIONS} {outcome = added, replaced, ignored}: accepted {@code PUT /route}s.</li>
  * <li>{@value #LOOKUPS} {type = parallel_info, rank; outcome = found, not_found, not_ready}: {@code GET /route}s.</li>
- * <li>{@value #DP_RANK_REGISTRATIONS}: accepted {@code POST /register_dp_rank}s; {@value #DP_RANK_LOOKUPS}
- * {outcome = found, not_found}: rooms asked by {@code POST /query_dp_ranks}.</li>
+ * <li>{@value #DP_RANK_REGISTRATIONS}: accepted {@code POST /register_dp_rank}s; {@value #DP_RANK_REFUSALS}: those
+ * refused (503) because the room table was full; {@value #DP_RANK_LOOKUPS} {outcome = found, not_found}: rooms asked by
+ * {@code POST /query_dp_ranks}.</li>
  * <li>Gauges {@value #REGISTERED_RANKS} (distinct prefill ranks registered), {@value #EXPECTED_RANKS}
  * (dp × cp × tp × pp of the instance, 0 before its first registration) and {@value #DP_RANK_ENTRIES} (room entries
  * held).</li>
@@ -51,6 +52,8 @@ public final class ServerMetrics {
 	public static final String LOOKUPS = "kvferry.bootstrap.lookups";
 	/** Counter of accepted room → DP rank registrations. */
 	public static final String DP_RANK_REGISTRATIONS = "kvferry.bootstrap.dp.rank.registrations";
+	/** Counter of room → DP rank registrations refused because the table was full. */
+	public static final String DP_RANK_REFUSALS = "kvferry.bootstrap.dp.rank.refusals";
 	/** Counter of rooms looked up in the room → DP rank table. */
 	public static final String DP_RANK_LOOKUPS = "kvferry.bootstrap.dp.rank.lookups";
 	/** Gauge of distinct prefill ranks registered. */
@@ -200,12 +203,18 @@ public final class ServerMetrics {
 		counter(LOOKUPS, "GET /route look-ups, by type and outcome", "type", type, "outcome", outcome).increment();
 	}
 
-	/** Counts an accepted {@code POST /register_dp_rank}. */
-	public void dpRankRegistration() {
+	/**
+	 * Counts a {@code POST /register_dp_rank} that passed validation.
+	 *
+	 * @param stored whether the room's entry was stored; {@code false} when the full table refused it (503)
+	 */
+	public void dpRankRegistration(boolean stored) {
 		if (registry == null) {
 			return;
 		}
-		counter(DP_RANK_REGISTRATIONS, "Accepted POST /register_dp_rank requests").increment();
+		(stored ? counter(DP_RANK_REGISTRATIONS, "Accepted POST /register_dp_rank requests")
+				: counter(DP_RANK_REFUSALS, "POST /register_dp_rank requests refused (503) because the room table "
+						+ "was full")).increment();
 	}
 
 	/**

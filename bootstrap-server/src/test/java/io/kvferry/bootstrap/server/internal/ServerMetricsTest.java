@@ -16,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class ServerMetricsTest {
 
 	private final RouteTable routes = new RouteTable();
-	private final RoomDpRankTable rooms = new RoomDpRankTable(Duration.ofSeconds(1), () -> 0L);
+	private final RoomDpRankTable rooms = new RoomDpRankTable(Duration.ofSeconds(1), 10, () -> 0L);
 
 	@Test
 	void noneRecordsNothingAndCannotBeScraped() {
@@ -24,7 +24,8 @@ class ServerMetricsTest {
 		none.request("/route", HttpMethod.GET, 200);
 		none.registration(RouteTable.Outcome.ADDED);
 		none.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
-		none.dpRankRegistration();
+		none.dpRankRegistration(true);
+		none.dpRankRegistration(false);
 		none.dpRankLookups(3, 1);
 		Disposable gauges = none.registerGauges(routes, rooms);
 		assertThat(gauges.isDisposed()).isTrue();
