@@ -95,6 +95,12 @@ public final class BootstrapServer {
 	/** Default cap on open connections: far above what a cluster's ranks need, well below a process's descriptors. */
 	public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
 
+	/**
+	 * Default budget of refused connections kept open to deliver their 503: a few dozen sockets for a couple of
+	 * seconds, enough to tell clients why during an ordinary overload.
+	 */
+	public static final int DEFAULT_MAX_LINGERING_REFUSALS = 64;
+
 	/** How long {@link #bindNow()} waits for the socket to be bound. */
 	public static final Duration DEFAULT_BIND_TIMEOUT = Duration.ofSeconds(45);
 
@@ -262,8 +268,9 @@ public final class BootstrapServer {
 	}
 
 	/**
-	 * @param maxConnections most connections open at once; one more is answered {@code 503} naming the cap and closed,
-	 *        while the open ones keep working (default {@value #DEFAULT_MAX_CONNECTIONS})
+	 * @param maxConnections most connections open at once; one more is answered {@code 503} naming the cap and closed
+	 *        (or closed at once, see {@link #maxLingeringRefusals}), while the open ones keep working (default
+	 *        {@value #DEFAULT_MAX_CONNECTIONS})
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer maxConnections(int maxConnections) {
@@ -271,6 +278,28 @@ public final class BootstrapServer {
 			throw new IllegalArgumentException("maxConnections : " + maxConnections + " (expected: >= 1)");
 		}
 		return with(s -> s.maxConnections = maxConnections);
+	}
+
+	/**
+	 * A connection refused over {@link #maxConnections} is answered {@code 503} and then kept open up to
+	 * 2 s so that the answer arrives; those lingering sockets count against this
+	 * budget instead of the cap. Beyond it a refused connection is closed at once without an answer, so a flood holds
+	 * at most {@code maxConnections + maxLingeringRefusals} sockets.
+	 *
+	 * @param maxLingeringRefusals most refused connections kept open at once to deliver their answer, at least 0
+	 *        (default {@value #DEFAULT_MAX_LINGERING_REFUSALS})
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer maxLingeringRefusals(int maxLingeringRefusals) {
+		if (maxLingeringRefusals < 0) {
+			throw new IllegalArgumentException("maxLingeringRefusals : " + maxLingeringRefusals + " (expected: >= 0)");
+		}
+		return with(s -> s.maxLingeringRefusals = maxLingeringRefusals);
+	}
+
+	/** @return most refused connections kept open at once to deliver their answer */
+	public int maxLingeringRefusals() {
+		return settings.maxLingeringRefusals;
 	}
 
 	/** @return the most connections open at once */
@@ -345,7 +374,7 @@ public final class BootstrapServer {
 					settings.authToken, metrics);
 			// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 			ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
-			ConnectionLimit limit = new ConnectionLimit(settings.maxConnections);
+			ConnectionLimit limit = new ConnectionLimit(settings.maxConnections, settings.maxLingeringRefusals);
 			HttpServer http = HttpServer.create()
 					.host(settings.host)
 					.port(settings.port)
@@ -367,11 +396,12 @@ public final class BootstrapServer {
 						Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
 								settings.dpRankEntryLifetime.toMillis(), settings.dpRankEntryLifetime.toMillis(),
 								TimeUnit.MILLISECONDS);
-						Disposable gauges = metrics.registerGauges(routes, rooms);
+						Disposable gauges = metrics.registerGauges(routes, rooms, limit);
 						InetSocketAddress bound = (InetSocketAddress) server.address();
 						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
-								routes, address, settings.sslContext != null, Disposables.composite(sweeper, gauges));
+								routes, address, settings.sslContext != null, Disposables.composite(sweeper, gauges),
+								limit);
 					});
 		});
 	}
@@ -421,8 +451,8 @@ public final class BootstrapServer {
 				+ new HostPort(settings.host, settings.port) + ", maxBodyBytes=" + settings.maxBodyBytes
 				+ ", idleTimeout=" + settings.idleTimeout + ", requestTimeout=" + settings.requestTimeout
 				+ ", dpRankEntryLifetime=" + settings.dpRankEntryLifetime + ", maxDpRankEntries="
-				+ settings.maxDpRankEntries + ", maxConnections="
-				+ settings.maxConnections + ", authToken=" + (settings.authToken == null ? "none" : "set")
+				+ settings.maxDpRankEntries + ", maxConnections=" + settings.maxConnections + ", maxLingeringRefusals="
+				+ settings.maxLingeringRefusals + ", authToken=" + (settings.authToken == null ? "none" : "set")
 				+ ", metrics=" + (settings.meterRegistry == null ? "none"
 						: settings.meterRegistry.getClass().getSimpleName()) + "}";
 	}
@@ -441,6 +471,7 @@ public final class BootstrapServer {
 		private SslContext sslContext;
 		private MeterRegistry meterRegistry;
 		private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+		private int maxLingeringRefusals = DEFAULT_MAX_LINGERING_REFUSALS;
 
 		Settings copy() {
 			Settings copy = new Settings();
@@ -455,6 +486,7 @@ public final class BootstrapServer {
 			copy.sslContext = sslContext;
 			copy.meterRegistry = meterRegistry;
 			copy.maxConnections = maxConnections;
+			copy.maxLingeringRefusals = maxLingeringRefusals;
 			return copy;
 		}
 	}

@@ -128,6 +128,12 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			description = "Most connections open at once; one more gets 503 and is closed (default: ${DEFAULT-VALUE}).")
 	private int maxConnections;
 
+	@Option(names = "--max-lingering-refusals", paramLabel = "N",
+			defaultValue = "" + BootstrapServer.DEFAULT_MAX_LINGERING_REFUSALS,
+			description = "Most refused connections kept open (2 s at most) to deliver their 503; beyond, a refused "
+					+ "connection is closed at once without an answer (default: ${DEFAULT-VALUE}).")
+	private int maxLingeringRefusals;
+
 	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "1",
 			description = "Event loop threads (default: ${DEFAULT-VALUE}). One serves tens of thousands of look-ups a "
 					+ "second; more only contend for the CPUs with the engines on the same host.")
@@ -239,7 +245,8 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					.idleTimeout(Duration.ofSeconds(idleTimeoutSeconds))
 					.requestTimeout(Duration.ofSeconds(requestTimeoutSeconds))
 					.authToken(authToken)
-					.maxConnections(maxConnections);
+					.maxConnections(maxConnections)
+					.maxLingeringRefusals(maxLingeringRefusals);
 		}
 		catch (IllegalArgumentException e) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: " + e.getMessage(), e);

@@ -28,6 +28,7 @@ class BootstrapServerMainTest {
 		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0", "--tls-cert",
 				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
 				"--request-timeout-seconds", "--io-threads", "--max-connections", "--max-dp-rank-entries", "100000",
+				"--max-lingering-refusals",
 				BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
 		assertThat(err.toString()).isEmpty();
 	}
@@ -42,7 +43,8 @@ class BootstrapServerMainTest {
 					+ "(expected: a readable PEM file)",
 			"--metrics=maybe|--metrics", "--io-threads 0|--io-threads : 0 (expected: >= 1)",
 			"--max-connections 0|maxConnections : 0 (expected: >= 1)",
-			"--max-dp-rank-entries 0|maxDpRankEntries : 0 (expected: >= 1)" })
+			"--max-dp-rank-entries 0|maxDpRankEntries : 0 (expected: >= 1)",
+			"--max-lingering-refusals -1|maxLingeringRefusals : -1 (expected: >= 0)" })
 	void exitsTwoWithAMessageForBadOptions(String args, String message) {
 		assertThat(run(args.split(" "))).isEqualTo(BootstrapServerMain.EXIT_USAGE);
 		assertThat(err.toString()).contains(message);
@@ -72,7 +74,7 @@ class BootstrapServerMainTest {
 	void turnsOptionsIntoTheServerConfiguration() {
 		BootstrapServerMain.Configured configured = BootstrapServerMain.configuration("--host", "[::1]", "--port",
 				"0", "--idle-timeout-seconds", "7", "--request-timeout-seconds", "3", "--max-body-bytes", "100",
-				"--auth-token", "t0ken", "--metrics", "--max-connections", "12", "--max-dp-rank-entries", "34");
+				"--auth-token", "t0ken", "--metrics", "--max-connections", "12", "--max-dp-rank-entries", "34", "--max-lingering-refusals", "5");
 		try {
 			BootstrapServer server = configured.server();
 			assertThat(server.host()).isEqualTo("::1");
@@ -83,6 +85,7 @@ class BootstrapServerMainTest {
 			assertThat(server.hasMetrics()).isTrue();
 			assertThat(server.maxConnections()).isEqualTo(12);
 			assertThat(server.maxDpRankEntries()).isEqualTo(34);
+			assertThat(server.maxLingeringRefusals()).isEqualTo(5);
 			assertThat(server.isSecure()).isFalse();
 		}
 		finally {

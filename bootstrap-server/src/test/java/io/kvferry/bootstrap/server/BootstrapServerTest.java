@@ -43,8 +43,11 @@ class BootstrapServerTest {
 	void everySetterReturnsANewConfigurationAndLeavesTheOriginalUnchanged() {
 		BootstrapServer original = BootstrapServer.create();
 		BootstrapServer changed = original.host("[::1]").port(0).maxBodyBytes(10).idleTimeout(Duration.ofSeconds(5))
-				.dpRankEntryLifetime(Duration.ofSeconds(7));
+				.dpRankEntryLifetime(Duration.ofSeconds(7)).maxDpRankEntries(9).maxConnections(11)
+				.maxLingeringRefusals(0);
 		assertThat(changed).isNotSameAs(original);
+		assertThat(original.maxDpRankEntries()).isEqualTo(BootstrapServer.DEFAULT_MAX_DP_RANK_ENTRIES);
+		assertThat(original.maxLingeringRefusals()).isEqualTo(BootstrapServer.DEFAULT_MAX_LINGERING_REFUSALS);
 		assertThat(original.host()).isEqualTo("0.0.0.0");
 		assertThat(original.port()).isEqualTo(8998);
 		assertThat(original.maxBodyBytes()).isEqualTo(64 * 1024);
@@ -53,7 +56,11 @@ class BootstrapServerTest {
 		assertThat(changed.maxBodyBytes()).isEqualTo(10);
 		assertThat(changed.idleTimeout()).isEqualTo(Duration.ofSeconds(5));
 		assertThat(changed.dpRankEntryLifetime()).isEqualTo(Duration.ofSeconds(7));
-		assertThat(changed.toString()).contains("[::1]:0");
+		assertThat(changed.maxDpRankEntries()).isEqualTo(9);
+		assertThat(changed.maxConnections()).isEqualTo(11);
+		assertThat(changed.maxLingeringRefusals()).isZero();
+		assertThat(changed.toString()).contains("[::1]:0", "maxDpRankEntries=9", "maxConnections=11",
+				"maxLingeringRefusals=0");
 	}
 
 	@Test
@@ -65,6 +72,8 @@ class BootstrapServerTest {
 		assertThatThrownBy(() -> server.port(-1)).hasMessage("port : -1 (expected: 0..65535)");
 		assertThatThrownBy(() -> server.port(65536)).hasMessage("port : 65536 (expected: 0..65535)");
 		assertThatThrownBy(() -> server.maxBodyBytes(0)).hasMessage("maxBodyBytes : 0 (expected: > 0)");
+		assertThatThrownBy(() -> server.maxLingeringRefusals(-1))
+				.hasMessage("maxLingeringRefusals : -1 (expected: >= 0)");
 		assertThatThrownBy(() -> server.idleTimeout(Duration.ZERO)).hasMessageStartingWith("idleTimeout : ");
 		assertThatThrownBy(() -> server.dpRankEntryLifetime(Duration.ofSeconds(-1)))
 				.hasMessageStartingWith("dpRankEntryLifetime : ");

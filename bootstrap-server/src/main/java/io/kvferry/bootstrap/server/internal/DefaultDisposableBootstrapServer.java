@@ -22,6 +22,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	private final HostPort address;
 	private final boolean secure;
 	private final Disposable sweeper;
+	private final ConnectionLimit connectionLimit;
 
 	/**
 	 * @param server the bound HTTP server
@@ -30,15 +31,17 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	 * @param address its bound address
 	 * @param secure whether it speaks HTTPS
 	 * @param sweeper what stops with the server: the periodic room-table sweep, the gauges
+	 * @param connectionLimit the cap on its connections
 	 */
 	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteTable routes,
-			HostPort address, boolean secure, Disposable sweeper) {
+			HostPort address, boolean secure, Disposable sweeper, ConnectionLimit connectionLimit) {
 		this.server = Objects.requireNonNull(server, "server");
 		this.connections = Objects.requireNonNull(connections, "connections");
 		this.routes = Objects.requireNonNull(routes, "routes");
 		this.address = Objects.requireNonNull(address, "address");
 		this.secure = secure;
 		this.sweeper = Objects.requireNonNull(sweeper, "sweeper");
+		this.connectionLimit = Objects.requireNonNull(connectionLimit, "connectionLimit");
 		// However the channel closes (dispose, error), the sweep stops with it.
 		server.onDispose(sweeper);
 	}
@@ -61,6 +64,11 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	@Override
 	public int registeredCount() {
 		return routes.registeredCount();
+	}
+
+	/** @return the cap on this server's connections, with its counts */
+	public ConnectionLimit connectionLimit() {
+		return connectionLimit;
 	}
 
 	@Override

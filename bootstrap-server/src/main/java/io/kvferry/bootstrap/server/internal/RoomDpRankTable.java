@@ -3,7 +3,6 @@ package io.kvferry.bootstrap.server.internal;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
@@ -28,12 +27,11 @@ public final class RoomDpRankTable {
 	}
 
 	private final ConcurrentHashMap<Long, Entry> entries = new ConcurrentHashMap<>();
-	/** Entries held: reserved before a new room goes in, so it never exceeds {@link #maxEntries}. */
-	private final AtomicInteger count = new AtomicInteger();
+	/** Places for entries: one is taken before a new room goes in, so the table never holds more than the cap. */
+	private final BoundedCount places;
 	private final AtomicLong refused = new AtomicLong();
 	private final Throttle sweepOnFull;
 	private final long lifetimeNanos;
-	private final int maxEntries;
 	private final LongSupplier nanoClock;
 
 	/**
@@ -51,7 +49,7 @@ public final class RoomDpRankTable {
 			throw new IllegalArgumentException("maxDpRankEntries : " + maxEntries + " (expected: >= 1)");
 		}
 		this.lifetimeNanos = lifetime.toNanos();
-		this.maxEntries = maxEntries;
+		this.places = new BoundedCount(maxEntries);
 		this.nanoClock = nanoClock;
 		this.sweepOnFull = new Throttle(Duration.ofMillis(SWEEP_ON_FULL_INTERVAL_MILLIS), nanoClock);
 	}
@@ -65,7 +63,7 @@ public final class RoomDpRankTable {
 	 */
 	public boolean put(long room, int dpRank) {
 		Entry fresh = new Entry(dpRank, nanoClock.getAsLong());
-		if (store(room, fresh) || (sweepOnFull.tryPass() && sweep() < maxEntries && store(room, fresh))) {
+		if (store(room, fresh) || (sweepOnFull.tryPass() && sweep() < places.cap() && store(room, fresh))) {
 			return true;
 		}
 		refused.incrementAndGet();
@@ -94,7 +92,7 @@ public final class RoomDpRankTable {
 		// remove(key, value) fails when a write refreshed the entry meanwhile: the fresh entry stays, and stays counted.
 		entries.forEach((room, entry) -> {
 			if (expired(entry, now) && entries.remove(room, entry)) {
-				count.decrementAndGet();
+				places.release();
 			}
 		});
 		return entries.size();
@@ -108,7 +106,7 @@ public final class RoomDpRankTable {
 
 	/** @return most rooms held at once */
 	public int maxEntries() {
-		return maxEntries;
+		return places.cap();
 	}
 
 	/** @return how many writes {@link #put} refused so far because the table was full */
@@ -124,23 +122,13 @@ public final class RoomDpRankTable {
 	private boolean store(long room, Entry fresh) {
 		boolean[] stored = { true };
 		entries.compute(room, (key, old) -> {
-			if (old != null || reserve()) {
+			if (old != null || places.tryTake()) {
 				return fresh;
 			}
 			stored[0] = false;
 			return null;
 		});
 		return stored[0];
-	}
-
-	/** Takes one place in the table if one is free; the count never goes above the cap, even for a moment. */
-	private boolean reserve() {
-		for (int held = count.get(); held < maxEntries; held = count.get()) {
-			if (count.compareAndSet(held, held + 1)) {
-				return true;
-			}
-		}
-		return false;
 	}
 
 	private boolean expired(Entry entry, long now) {

@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -33,13 +34,16 @@ import reactor.core.Disposables;
  * <li>Gauges {@value #REGISTERED_RANKS} (distinct prefill ranks registered), {@value #EXPECTED_RANKS}
  * (dp × cp × tp × pp of the instance, 0 before its first registration) and {@value #DP_RANK_ENTRIES} (room entries
  * held).</li>
+ * <li>Connections ({@link ConnectionLimit}): gauges {@value #OPEN_CONNECTIONS} (counted against the cap) and
+ * {@value #LINGERING_REFUSALS} (refused, still open to deliver their 503); counter {@value #REFUSED_CONNECTIONS}
+ * {answer = 503, none}: connections over the cap, answered or closed at once.</li>
  * </ul>
  * Prometheus names replace dots with underscores and add {@code _total} to counters
  * ({@code kvferry_bootstrap_requests_total}).
  * <p>
  * Thread-safe and non-blocking: counters are looked up in a concurrent map and incremented; gauges read lock-free
- * tables. The gauges of a bound server are removed from the registry when it closes (they hold its tables); counters
- * stay, so a server bound again on the same registry keeps counting up. Give each live server its own registry: gauges
+ * tables. The gauges of a bound server, and the connection counters, are removed from the registry when it closes
+ * (they hold its tables and its connection limit); other counters stay, so a server bound again on the same registry keeps counting up. Give each live server its own registry: gauges
  * of two live servers on one registry would share one series.
  */
 public final class ServerMetrics {
@@ -63,6 +67,13 @@ public final class ServerMetrics {
 	/** Gauge of room → DP rank entries held. */
 	public static final String DP_RANK_ENTRIES = "kvferry.bootstrap.dp.rank.entries";
 
+	/** Gauge of connections counted against the cap. */
+	public static final String OPEN_CONNECTIONS = "kvferry.bootstrap.connections.open";
+	/** Gauge of refused connections still open to deliver their 503. */
+	public static final String LINGERING_REFUSALS = "kvferry.bootstrap.connections.lingering.refusals";
+	/** Counter of connections refused over the cap. */
+	public static final String REFUSED_CONNECTIONS = "kvferry.bootstrap.connections.refused";
+
 	/** Lookup type tag value: the instance's sizes. */
 	public static final String PARALLEL_INFO = "parallel_info";
 	/** Lookup type tag value: one rank's endpoint. */
@@ -84,6 +95,9 @@ public final class ServerMetrics {
 	private static final Set<HttpMethod> METHODS = Set.of(HttpMethod.GET, HttpMethod.HEAD, HttpMethod.PUT,
 			HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH, HttpMethod.OPTIONS, HttpMethod.TRACE,
 			HttpMethod.CONNECT);
+
+	private static final String REFUSED_DESCRIPTION = "Connections refused over maxConnections: answered 503, or "
+			+ "closed at once when maxLingeringRefusals were already being answered";
 
 	private static final ServerMetrics NONE = new ServerMetrics(null, null);
 
@@ -112,15 +126,17 @@ public final class ServerMetrics {
 	}
 
 	/**
-	 * Registers the gauges of one bound server.
+	 * Registers the gauges of one bound server, and the counters that read its connection limit.
 	 *
 	 * @param routes the server's rank table
 	 * @param rooms the server's room table
-	 * @return removes the gauges from the registry when disposed
+	 * @param connections the server's connection limit
+	 * @return removes those meters from the registry when disposed
 	 */
-	public Disposable registerGauges(RouteTable routes, RoomDpRankTable rooms) {
+	public Disposable registerGauges(RouteTable routes, RoomDpRankTable rooms, ConnectionLimit connections) {
 		Objects.requireNonNull(routes, "routes");
 		Objects.requireNonNull(rooms, "rooms");
+		Objects.requireNonNull(connections, "connections");
 		if (registry == null) {
 			return Disposables.disposed();
 		}
@@ -134,6 +150,20 @@ public final class ServerMetrics {
 						.register(registry),
 				Gauge.builder(DP_RANK_ENTRIES, rooms, RoomDpRankTable::size)
 						.description("Room to DP rank entries held, expired ones not yet swept included")
+						.register(registry),
+				Gauge.builder(OPEN_CONNECTIONS, connections, ConnectionLimit::openConnections)
+						.description("Connections open and counted against maxConnections")
+						.register(registry),
+				Gauge.builder(LINGERING_REFUSALS, connections, ConnectionLimit::lingeringRefusals)
+						.description("Connections refused over maxConnections, still open to deliver their 503")
+						.register(registry),
+				FunctionCounter.builder(REFUSED_CONNECTIONS, connections, ConnectionLimit::answeredRefusals)
+						.description(REFUSED_DESCRIPTION)
+						.tag("answer", "503")
+						.register(registry),
+				FunctionCounter.builder(REFUSED_CONNECTIONS, connections, ConnectionLimit::closedWithoutAnswer)
+						.description(REFUSED_DESCRIPTION)
+						.tag("answer", "none")
 						.register(registry));
 		return Disposables.composite(gauges.stream()
 				.map(gauge -> (Disposable) () -> registry.remove(gauge))

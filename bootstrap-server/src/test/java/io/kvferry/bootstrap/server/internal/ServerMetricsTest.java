@@ -17,6 +17,7 @@ class ServerMetricsTest {
 
 	private final RouteTable routes = new RouteTable();
 	private final RoomDpRankTable rooms = new RoomDpRankTable(Duration.ofSeconds(1), 10, () -> 0L);
+	private final ConnectionLimit connections = new ConnectionLimit(10, 2);
 
 	@Test
 	void noneRecordsNothingAndCannotBeScraped() {
@@ -27,7 +28,7 @@ class ServerMetricsTest {
 		none.dpRankRegistration(true);
 		none.dpRankRegistration(false);
 		none.dpRankLookups(3, 1);
-		Disposable gauges = none.registerGauges(routes, rooms);
+		Disposable gauges = none.registerGauges(routes, rooms, connections);
 		assertThat(gauges.isDisposed()).isTrue();
 		assertThat(none.canScrape()).isFalse();
 		assertThatThrownBy(none::scrape).isInstanceOf(IllegalStateException.class);
@@ -52,7 +53,7 @@ class ServerMetricsTest {
 	@Test
 	void gaugesFollowTheTablesUntilDisposed() {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
-		Disposable gauges = ServerMetrics.of(registry).registerGauges(routes, rooms);
+		Disposable gauges = ServerMetrics.of(registry).registerGauges(routes, rooms, connections);
 		assertThat(registry.get(ServerMetrics.EXPECTED_RANKS).gauge().value()).isZero();
 		rooms.put(1, 0);
 		assertThat(registry.get(ServerMetrics.DP_RANK_ENTRIES).gauge().value()).isEqualTo(1.0);
