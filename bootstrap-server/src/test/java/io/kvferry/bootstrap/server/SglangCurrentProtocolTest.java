@@ -16,6 +16,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class SglangCurrentProtocolTest {
 
+	/** The end of every parallel-info answer: SGLang's decode-side fields of {@code PrefillServerInfo}, all null. */
+	private static final String DECODE_SCRATCH_NULLS = "\"target_tp_rank\": null, \"target_tp_ranks\": null, "
+			+ "\"target_cp_ranks\": null, \"target_pp_ranks\": null, \"required_dst_info_num\": null, "
+			+ "\"required_prefill_response_num\": null}";
+
 	private DisposableBootstrapServer server;
 	private TestHttp http;
 
@@ -47,9 +52,8 @@ class SglangCurrentProtocolTest {
 		assertThat(info.statusCode()).isEqualTo(200);
 		assertThat(info.body()).isEqualTo("{\"attn_tp_size\": 2, \"attn_cp_size\": 2, \"dp_size\": 1, \"pp_size\": 1, "
 				+ "\"page_size\": 64, \"kv_cache_dtype\": \"fp8_e4m3\", \"follow_bootstrap_room\": true, "
-				+ "\"target_tp_rank\": null, \"target_tp_ranks\": null, \"target_cp_ranks\": null, "
-				+ "\"target_pp_ranks\": null, \"required_dst_info_num\": null, "
-				+ "\"required_prefill_response_num\": null}");
+				+ "\"enable_dsa_cache_layer_split\": false, \"prefill_http_port\": null, "
+				+ DECODE_SCRATCH_NULLS);
 		for (int c = 0; c < 2; c++) {
 			for (int t = 0; t < 2; t++) {
 				assertThat(http.get(lookup(0, c, t, 0)).body())
@@ -65,6 +69,38 @@ class SglangCurrentProtocolTest {
 		assertThat(http.get("/route?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1").body())
 				.isEqualTo("{\"prefill_attn_tp_size\": 2, \"prefill_dp_size\": 1, \"prefill_pp_size\": 1, "
 						+ "\"prefill_page_size\": 64}");
+	}
+
+	@Test
+	void answersTheNewestFieldsAndPassesUnknownInstanceFieldsOfTheFirstRegistrationThrough() {
+		// A later SGLang's registration: two fields this server knows, and new ones it does not.
+		String first = "{\"attn_tp_size\": 2, \"attn_tp_rank\": 0, \"attn_cp_size\": 1, \"attn_cp_rank\": 0, "
+				+ "\"attn_dp_size\": 1, \"attn_dp_rank\": 0, \"pp_size\": 1, \"pp_rank\": 0, \"system_dp_size\": 1, "
+				+ "\"system_dp_rank\": 0, \"rank_ip\": \"10.0.0.1\", \"rank_port\": 6000, \"page_size\": 1, "
+				+ "\"kv_cache_dtype\": \"auto\", \"load_balance_method\": \"follow_bootstrap_room\", "
+				+ "\"enable_dsa_cache_layer_split\": true, \"prefill_http_port\": 30000, "
+				+ "\"attn_dcp_size\": 2, \"kv_layout\": \"nhd\\u00e9\", \"ratio\": 0.5, \"flags\": [1, null, false], "
+				+ "\"nested\": {\"k\": \"v\"}, \"nothing\": null, \"attn_dcp_rank\": 0, \"rank_nic\": \"mlx5_0\", "
+				+ "\"dp_size\": 7}";
+		String second = first.replace("\"attn_tp_rank\": 0", "\"attn_tp_rank\": 1")
+				.replace("\"rank_port\": 6000", "\"rank_port\": 6001")
+				.replace("\"attn_dcp_size\": 2", "\"attn_dcp_size\": 4")
+				.replace("\"enable_dsa_cache_layer_split\": true", "\"enable_dsa_cache_layer_split\": false")
+				.replace("\"prefill_http_port\": 30000", "\"prefill_http_port\": 31000");
+		assertThat(http.put("/route", first).body()).isEqualTo("OK");
+		assertThat(http.put("/route", second).body()).isEqualTo("OK");
+		HttpResponse<String> info = http.get(info());
+		assertThat(info.statusCode()).isEqualTo(200);
+		assertThat(info.body()).isEqualTo("{\"attn_tp_size\": 2, \"attn_cp_size\": 1, \"dp_size\": 1, \"pp_size\": 1, "
+				+ "\"page_size\": 1, \"kv_cache_dtype\": \"auto\", \"follow_bootstrap_room\": true, "
+				+ "\"enable_dsa_cache_layer_split\": true, \"prefill_http_port\": 30000, "
+				+ "\"attn_dcp_size\": 2, \"kv_layout\": \"nhd\\u00e9\", \"ratio\": 0.5, \"flags\": [1, null, false], "
+				+ "\"nested\": {\"k\": \"v\"}, \"nothing\": null, "
+				+ DECODE_SCRATCH_NULLS);
+		// The seed's answer stays as it was.
+		assertThat(http.get("/route?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1").body())
+				.isEqualTo("{\"prefill_attn_tp_size\": 2, \"prefill_dp_size\": 1, \"prefill_pp_size\": 1, "
+						+ "\"prefill_page_size\": 1}");
 	}
 
 	@Test

@@ -20,7 +20,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 /**
  * The server's one shared, pre-configured {@link ObjectMapper} and the helpers that read request fields with messages
  * naming the field. Answers are written the way Python's {@code json.dumps} writes them ({@code {"a": 1, "b": 2}},
- * non-ASCII escaped), so bodies match SGLang's byte for byte. Thread-safe; no method blocks.
+ * non-ASCII escaped in lower-case hex), so bodies match SGLang's byte for byte. Thread-safe; no method blocks.
  * <p>
  * Parsing is bounded beyond the request body limit by {@link #READ_CONSTRAINTS}: a request that nests too deep, carries
  * an over-long number, string or field name, or too many tokens is refused as malformed JSON (400) while it is parsed,
@@ -62,6 +62,8 @@ public final class Json {
 			.disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
 			.enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
 			.enable(JsonWriteFeature.ESCAPE_NON_ASCII)
+			// Python writes \u00e9, not \u00E9.
+			.disable(JsonWriteFeature.WRITE_HEX_UPPER_CASE)
 			.build();
 
 	private static final ObjectWriter WRITER = MAPPER.writer(new PythonStylePrinter());
@@ -163,10 +165,41 @@ public final class Json {
 	 */
 	public static int optionalInt(JsonNode object, String field, int defaultValue) {
 		JsonNode node = object.get(field);
+		return node == null || node.isNull() ? defaultValue : intValue(field, node, false);
+	}
+
+	/**
+	 * Reads an optional integer that may also come as a decimal string, as SGLang's {@code int(x)} accepts; absent and
+	 * {@code null} give {@code null}.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @return the value or {@code null}
+	 * @throws RequestException 400 naming the field when present but not an integer
+	 */
+	public static Integer optionalIntOrIntText(JsonNode object, String field) {
+		JsonNode node = object.get(field);
+		return node == null || node.isNull() ? null : intValue(field, node, true);
+	}
+
+	/**
+	 * Reads an optional JSON boolean; absent and {@code null} give the default.
+	 *
+	 * @param object the request object
+	 * @param field the field name
+	 * @param defaultValue used when absent or null
+	 * @return the value
+	 * @throws RequestException 400 naming the field when present but not {@code true} or {@code false}
+	 */
+	public static boolean optionalBoolean(JsonNode object, String field, boolean defaultValue) {
+		JsonNode node = object.get(field);
 		if (node == null || node.isNull()) {
 			return defaultValue;
 		}
-		return intValue(field, node, false);
+		if (!node.isBoolean()) {
+			throw mistyped(field, node, "true or false");
+		}
+		return node.booleanValue();
 	}
 
 	/**

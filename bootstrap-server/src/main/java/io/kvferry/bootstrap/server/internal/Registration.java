@@ -1,13 +1,23 @@
 package io.kvferry.bootstrap.server.internal;
 
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * One validated {@code PUT /route} body: a rank publishing its endpoint. Accepts the seed's fields (with {@code role})
  * and today's SGLang fields ({@code attn_cp_size}, {@code attn_cp_rank}, {@code kv_cache_dtype},
- * {@code load_balance_method}, no {@code role}); anything else in the body is ignored.
+ * {@code load_balance_method}, {@code enable_dsa_cache_layer_split}, {@code prefill_http_port}, no {@code role}).
+ * <p>
+ * Any other field is kept as sent in {@link #instanceFields()}, unless its name says it describes the rank rather than
+ * the instance (it starts with {@code rank_} or ends with {@code _rank}) or it is a field of the parallel-info answer
+ * that the server computes itself ({@link PrefillTopology#ANSWER_FIELDS}). A release of SGLang that adds an
+ * instance-level field to its registration and to its parallel-info answer thus finds it in the answer, unchanged.
  *
  * @param role {@code Prefill} for ranks that serve KV ({@code Prefill} when the body has no role)
  * @param attnTpSize attention TP size, 1..{@link #MAX_SIZE}
@@ -24,11 +34,16 @@ import com.fasterxml.jackson.databind.JsonNode;
  * @param rankPort 1..65535
  * @param pageSize KV page size in tokens, at least 1
  * @param kvCacheDtype e.g. {@code auto}; {@code null} when absent
- * @param loadBalanceMethod prefill DP dispatch method; {@code null} when absent
+ * @param followBootstrapRoom whether the prefill picks its DP rank from the room: {@code load_balance_method} absent
+ *        or {@code follow_bootstrap_room}, as SGLang's server reads it (an explicit {@code null} is another method)
+ * @param enableDsaCacheLayerSplit whether DSA cache layers are split across CP ranks (false when absent or null)
+ * @param prefillHttpPort the prefill instance's HTTP API port; {@code null} when absent
+ * @param instanceFields the fields this server does not know, in body order, as sent (never {@code null})
  */
 public record Registration(String role, int attnTpSize, int attnTpRank, int attnCpSize, int attnCpRank,
 		int attnDpSize, int attnDpRank, int ppSize, int ppRank, int systemDpSize, int systemDpRank, String rankIp,
-		int rankPort, int pageSize, String kvCacheDtype, String loadBalanceMethod) {
+		int rankPort, int pageSize, String kvCacheDtype, boolean followBootstrapRoom, boolean enableDsaCacheLayerSplit,
+		Integer prefillHttpPort, Map<String, JsonNode> instanceFields) {
 
 	/** SGLang's role string for prefill ranks. */
 	public static final String PREFILL = "Prefill";
@@ -41,9 +56,16 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 
 	private static final int MAX_RANK_IP_LENGTH = 255;
 
+	/** The fields {@link #parse} reads; none of them is passed through. */
+	private static final Set<String> KNOWN_FIELDS = Set.of("role", "attn_tp_size", "attn_tp_rank", "attn_cp_size",
+			"attn_cp_rank", "attn_dp_size", "attn_dp_rank", "pp_size", "pp_rank", "system_dp_size", "system_dp_rank",
+			"rank_ip", "rank_port", "page_size", "kv_cache_dtype", "load_balance_method",
+			"enable_dsa_cache_layer_split", "prefill_http_port");
+
 	public Registration {
 		Objects.requireNonNull(role, "role");
 		Objects.requireNonNull(rankIp, "rankIp");
+		instanceFields = Collections.unmodifiableMap(new LinkedHashMap<>(instanceFields));
 	}
 
 	/**
@@ -85,9 +107,30 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		}
 		String kvCacheDtype = Json.optionalString(body, "kv_cache_dtype");
 		String loadBalanceMethod = Json.optionalString(body, "load_balance_method");
+		boolean followBootstrapRoom = body.has("load_balance_method") ? FOLLOW_BOOTSTRAP_ROOM.equals(loadBalanceMethod)
+				: true;
+		boolean enableDsaCacheLayerSplit = Json.optionalBoolean(body, "enable_dsa_cache_layer_split", false);
+		Integer prefillHttpPort = Json.optionalIntOrIntText(body, "prefill_http_port");
+		if (prefillHttpPort != null && (prefillHttpPort < 1 || prefillHttpPort > 65535)) {
+			throw RequestException.badRequest("prefill_http_port : " + prefillHttpPort + " (expected: 1..65535)");
+		}
 		return new Registration(role == null ? PREFILL : role, attnTpSize, attnTpRank, attnCpSize, attnCpRank,
 				attnDpSize, attnDpRank, ppSize, ppRank, systemDpSize, systemDpRank, rankIp, rankPort, pageSize,
-				kvCacheDtype, loadBalanceMethod);
+				kvCacheDtype, followBootstrapRoom, enableDsaCacheLayerSplit, prefillHttpPort, instanceFields(body));
+	}
+
+	/** @return the body's fields that are neither read here, nor per-rank by name, nor computed for the answer */
+	private static Map<String, JsonNode> instanceFields(JsonNode body) {
+		Map<String, JsonNode> fields = new LinkedHashMap<>();
+		for (Iterator<Map.Entry<String, JsonNode>> it = body.fields(); it.hasNext();) {
+			Map.Entry<String, JsonNode> field = it.next();
+			String name = field.getKey();
+			if (!KNOWN_FIELDS.contains(name) && !PrefillTopology.ANSWER_FIELDS.contains(name)
+					&& !name.startsWith("rank_") && !name.endsWith("_rank")) {
+				fields.put(name, field.getValue());
+			}
+		}
+		return fields;
 	}
 
 	/** @return whether this rank serves KV and so belongs in the route table */
@@ -120,10 +163,10 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		return new RankEndpoint(rankIp, rankPort);
 	}
 
-	/** @return the instance-wide sizes this registration declares */
+	/** @return the instance-wide fields this registration declares */
 	public PrefillTopology topology() {
 		return new PrefillTopology(attnTpSize, attnCpSize, dpSize(), ppSize, pageSize, kvCacheDtype,
-				loadBalanceMethod == null || FOLLOW_BOOTSTRAP_ROOM.equals(loadBalanceMethod));
+				followBootstrapRoom, enableDsaCacheLayerSplit, prefillHttpPort, instanceFields);
 	}
 
 	private static int size(JsonNode body, String field) {

@@ -9,7 +9,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The prefill instance's rank table: its sizes (fixed by the first prefill registration) and each rank's endpoint.
+ * The prefill instance's rank table: its instance-level fields (fixed by the first prefill registration, see
+ * {@link PrefillTopology}) and each rank's endpoint.
  * <p>
  * Thread-safe and lock-free (an atomic reference, a concurrent map and an atomic counter), so event-loop threads never
  * wait on each other. Registered ranks are counted once each: re-registering a rank overwrites its endpoint without
@@ -50,12 +51,17 @@ public final class RouteTable {
 			return Outcome.IGNORED;
 		}
 		PrefillTopology declared = registration.topology();
-		PrefillTopology fixed = topology.compareAndExchange(null, declared);
-		if (fixed == null) {
+		PrefillTopology first = topology.compareAndExchange(null, declared);
+		PrefillTopology fixed;
+		if (first == null) {
 			fixed = declared;
 			log.debug("Prefill instance sizes fixed by first registration: {}", fixed);
 		}
-		else if (!fixed.sameShape(declared)) {
+		else {
+			// Pure and cheap: retried under contention, as updateAndGet may.
+			fixed = topology.updateAndGet(current -> current.fillMissing(declared));
+		}
+		if (first != null && !fixed.sameShape(declared)) {
 			log.warn("Registration from {} declares {} but the instance is {} (fixed by its first registration)",
 					registration.endpoint(), declared, fixed);
 		}
@@ -75,7 +81,7 @@ public final class RouteTable {
 		return Outcome.ADDED;
 	}
 
-	/** @return the instance's sizes, or {@code null} before the first prefill registration */
+	/** @return the instance's fields, or {@code null} before the first prefill registration */
 	public PrefillTopology topology() {
 		return topology.get();
 	}

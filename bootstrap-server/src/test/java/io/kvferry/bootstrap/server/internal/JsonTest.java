@@ -22,7 +22,7 @@ class JsonTest {
 		value.put("e", Arrays.asList(1, 2));
 		value.put("f", Map.of());
 		assertThat(new String(Json.write(value), StandardCharsets.US_ASCII))
-				.isEqualTo("{\"a\": 1, \"b\": \"x\\u00E9\", \"c\": null, \"d\": true, \"e\": [1, 2], \"f\": {}}");
+				.isEqualTo("{\"a\": 1, \"b\": \"x\\u00e9\", \"c\": null, \"d\": true, \"e\": [1, 2], \"f\": {}}");
 	}
 
 	@Test

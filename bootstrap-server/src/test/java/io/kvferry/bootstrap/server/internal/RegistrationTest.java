@@ -1,6 +1,7 @@
 package io.kvferry.bootstrap.server.internal;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
@@ -20,7 +21,7 @@ class RegistrationTest {
 		assertThat(r.dpGroupField()).isEqualTo("attn_dp_rank");
 		assertThat(r.key()).isEqualTo(new RankKey(1, 0, 3, 1));
 		assertThat(r.endpoint()).isEqualTo(new RankEndpoint("10.0.0.7", 40000));
-		assertThat(r.topology()).isEqualTo(new PrefillTopology(4, 1, 2, 2, 32, null, true));
+		assertThat(r.topology()).isEqualTo(new PrefillTopology(4, 1, 2, 2, 32, null, true, false, null, Map.of()));
 	}
 
 	@Test
@@ -50,7 +51,47 @@ class RegistrationTest {
 				+ "\"system_dp_rank\": 0, \"rank_ip\": \"h\", \"rank_port\": 1, \"page_size\": 1, "
 				+ "\"kv_cache_dtype\": \"auto\", \"load_balance_method\": \"round_robin\", \"prefill_http_port\": 1}");
 		assertThat(r.key()).isEqualTo(new RankKey(0, 3, 0, 0));
-		assertThat(r.topology()).isEqualTo(new PrefillTopology(1, 4, 1, 1, 1, "auto", false));
+		assertThat(r.topology()).isEqualTo(new PrefillTopology(1, 4, 1, 1, 1, "auto", false, false, 1, Map.of()));
+	}
+
+	@Test
+	void readsTheNewestInstanceFieldsAndKeepsUnknownInstanceFieldsAsSent() {
+		Registration r = parse("{\"attn_tp_size\": 1, \"attn_tp_rank\": 0, \"attn_cp_size\": 2, \"attn_cp_rank\": 1, "
+				+ "\"attn_dp_size\": 1, \"attn_dp_rank\": 0, \"pp_size\": 1, \"pp_rank\": 0, \"system_dp_size\": 1, "
+				+ "\"system_dp_rank\": 0, \"rank_ip\": \"h\", \"rank_port\": 1, \"page_size\": 1, "
+				+ "\"kv_cache_dtype\": \"auto\", \"load_balance_method\": \"follow_bootstrap_room\", "
+				+ "\"enable_dsa_cache_layer_split\": true, \"prefill_http_port\": \"30000\", "
+				+ "\"attn_dcp_size\": 2, \"model_revision\": \"abc\", \"extra\": {\"a\": [1, 2.5, null]}, "
+				+ "\"attn_dcp_rank\": 1, \"rank_hostname\": \"node-3\", \"dp_size\": 99, \"target_tp_rank\": 0}");
+		PrefillTopology topology = r.topology();
+		assertThat(topology.followBootstrapRoom()).isTrue();
+		assertThat(topology.enableDsaCacheLayerSplit()).isTrue();
+		assertThat(topology.prefillHttpPort()).isEqualTo(30000);
+		// Per-rank by name (…_rank, rank_…) and fields the answer computes itself are not passed through.
+		assertThat(topology.passedThrough()).containsOnlyKeys("attn_dcp_size", "model_revision", "extra");
+		assertThat(topology.passedThrough().keySet()).containsExactly("attn_dcp_size", "model_revision", "extra");
+		assertThat(topology.passedThrough().get("extra").toString()).isEqualTo("{\"a\":[1,2.5,null]}");
+	}
+
+	@Test
+	void readsTheLoadBalanceMethodAsSglangsServerDoes() {
+		String base = "{\"attn_tp_size\": 1, \"attn_tp_rank\": 0, \"attn_dp_size\": 1, \"attn_dp_rank\": 0, "
+				+ "\"pp_size\": 1, \"pp_rank\": 0, \"system_dp_size\": 1, \"system_dp_rank\": 0, \"rank_ip\": \"h\", "
+				+ "\"rank_port\": 1, \"page_size\": 1";
+		assertThat(parse(base + "}").followBootstrapRoom()).isTrue();
+		assertThat(parse(base + ", \"load_balance_method\": \"follow_bootstrap_room\"}").followBootstrapRoom())
+				.isTrue();
+		assertThat(parse(base + ", \"load_balance_method\": \"round_robin\"}").followBootstrapRoom()).isFalse();
+		// SGLang compares the value it got, null included, with "follow_bootstrap_room".
+		assertThat(parse(base + ", \"load_balance_method\": null}").followBootstrapRoom()).isFalse();
+		assertThat(parse(base + ", \"enable_dsa_cache_layer_split\": null}").enableDsaCacheLayerSplit()).isFalse();
+		assertThat(parse(base + ", \"prefill_http_port\": null}").prefillHttpPort()).isNull();
+		assertThatThrownBy(() -> parse(base + ", \"enable_dsa_cache_layer_split\": \"yes\"}"))
+				.hasMessage("enable_dsa_cache_layer_split : \"yes\" (expected: true or false)");
+		assertThatThrownBy(() -> parse(base + ", \"prefill_http_port\": \"http\"}"))
+				.hasMessage("prefill_http_port : \"http\" (expected: an integer)");
+		assertThatThrownBy(() -> parse(base + ", \"prefill_http_port\": 0}"))
+				.hasMessage("prefill_http_port : 0 (expected: 1..65535)");
 	}
 
 	@Test

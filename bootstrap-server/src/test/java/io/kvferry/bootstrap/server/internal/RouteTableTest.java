@@ -3,6 +3,7 @@ package io.kvferry.bootstrap.server.internal;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -12,6 +13,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.IntNode;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -31,6 +34,18 @@ class RouteTableTest {
 		assertThat(topology.dpSize()).isEqualTo(1);
 		assertThat(topology.totalRanks()).isEqualTo(2);
 		assertThat(table.isReady()).isTrue();
+	}
+
+	@Test
+	void theFirstRegistrationWithADtypeOrHttpPortFixesThemAndTheFirstRegistrationFixesTheRest() {
+		table.register(instance(0, null, null, false, Map.of("x", IntNode.valueOf(1))));
+		table.register(instance(1, "auto", 30000, true, Map.of("x", IntNode.valueOf(2), "y", IntNode.valueOf(3))));
+		table.register(instance(2, "fp8_e4m3", 31000, true, Map.of()));
+		PrefillTopology fixed = table.topology();
+		assertThat(fixed.kvCacheDtype()).isEqualTo("auto");
+		assertThat(fixed.prefillHttpPort()).isEqualTo(30000);
+		assertThat(fixed.enableDsaCacheLayerSplit()).isFalse();
+		assertThat(fixed.passedThrough()).isEqualTo(Map.of("x", IntNode.valueOf(1)));
 	}
 
 	@Test
@@ -80,7 +95,7 @@ class RouteTableTest {
 	@Test
 	void ignoresNonPrefillRolesEntirely() {
 		Registration decode = new Registration("Decode", 4, 0, 1, 0, 1, 0, 1, 0, 1, 0, "10.0.0.9", 7000, 16, null,
-				null);
+				true, false, null, Map.of());
 		assertThat(table.register(decode)).isEqualTo(RouteTable.Outcome.IGNORED);
 		assertThat(table.topology()).isNull();
 		assertThat(table.registeredCount()).isZero();
@@ -136,10 +151,17 @@ class RouteTableTest {
 		}
 	}
 
+	/** TP rank {@code tpRank} of a TP 4 instance with the given instance-level fields. */
+	private static Registration instance(int tpRank, String dtype, Integer httpPort, boolean dsa,
+			Map<String, JsonNode> unknown) {
+		return new Registration(Registration.PREFILL, 4, tpRank, 1, 0, 1, 0, 1, 0, 1, 0, "10.0.0.1", 5000 + tpRank, 16,
+				dtype, true, dsa, httpPort, unknown);
+	}
+
 	/** A DP-attention registration (system_dp_size 1), page size 16. */
 	private static Registration prefill(int tpSize, int dpSize, int ppSize, int tpRank, int dpRank, int ppRank,
 			int port) {
 		return new Registration(Registration.PREFILL, tpSize, tpRank, 1, 0, dpSize, dpRank, ppSize, ppRank, 1, 0,
-				"10.0.0.1", port, 16, null, null);
+				"10.0.0.1", port, 16, null, true, false, null, Map.of());
 	}
 }
