@@ -217,7 +217,9 @@ public final class BootstrapServer {
 	 * Requires a bearer token on mutating requests ({@code PUT /route}, {@code POST /register_dp_rank}): without
 	 * {@code Authorization: Bearer <token>} they are answered 401. Reads ({@code GET /route},
 	 * {@code POST /query_dp_ranks}, {@code GET /health}, {@code GET /metrics}) stay open, as SGLang's proposal has it.
-	 * Over plain HTTP the token crosses the network in clear: combine it with {@link #secure}.
+	 * Stock SGLang ranks send no {@code Authorization} header (the token is only proposed upstream): with a token set,
+	 * their registrations get 401, so set one only for clients that send it (kvferry's, or SGLang behind a proxy that
+	 * adds it). Over plain HTTP the token crosses the network in clear: combine it with {@link #secure}.
 	 *
 	 * @param authToken the token, or {@code null} for no authentication (the default, as SGLang)
 	 * @return a new {@link BootstrapServer}

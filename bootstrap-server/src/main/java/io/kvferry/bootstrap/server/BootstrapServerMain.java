@@ -33,7 +33,10 @@ import reactor.netty.http.HttpResources;
  * The standalone bootstrap server: {@code java -jar kvferry-bootstrap-server.jar --host H --port P}.
  * <p>
  * Serves plain HTTP unless {@code --tls-cert} and {@code --tls-key} (PEM files) are given, then HTTPS. Requires a
- * bearer token on writes when {@code --auth-token} or {@value #AUTH_TOKEN_ENV} is set. Records Micrometer metrics (the
+ * bearer token on writes when {@code --auth-token} or {@value #AUTH_TOKEN_ENV} is set, unless
+ * {@code --no-require-auth-token} says otherwise: stock SGLang ranks send no {@code Authorization} header (the token is
+ * only proposed upstream), so with a token required their registrations get 401. One line at start-up says which
+ * applies. Records Micrometer metrics (the
  * server's, the JVM's and the process') and serves them to Prometheus on {@code GET /metrics} unless
  * {@code --no-metrics} is given.
  * <p>
@@ -87,8 +90,8 @@ public final class BootstrapServerMain implements Callable<Integer> {
 
 	@Option(names = "--max-dp-rank-entries", paramLabel = "N",
 			defaultValue = "" + BootstrapServer.DEFAULT_MAX_DP_RANK_ENTRIES,
-			description = "Most rooms held by POST /register_dp_rank at once; a new room beyond gets 503 naming the cap "
-					+ "(default: ${DEFAULT-VALUE}).")
+			description = "Most rooms held by POST /register_dp_rank at once; a new room beyond gets 503 naming the "
+					+ "cap (default: ${DEFAULT-VALUE}).")
 	private int maxDpRankEntries;
 
 	@Option(names = "--idle-timeout-seconds", paramLabel = "SECONDS", defaultValue = "60",
@@ -120,8 +123,16 @@ public final class BootstrapServerMain implements Callable<Integer> {
 
 	@Option(names = "--auth-token", paramLabel = "TOKEN", defaultValue = "${env:" + AUTH_TOKEN_ENV + "}",
 			description = "Bearer token required on PUT /route and POST /register_dp_rank (default: $" + AUTH_TOKEN_ENV
-					+ ", else none). Prefer the environment variable: options show in process lists.")
+					+ ", else none; see --require-auth-token). Prefer the environment variable: options show in "
+					+ "process lists.")
 	private String authToken;
+
+	@Option(names = "--require-auth-token", negatable = true,
+			description = "Whether writes need the bearer token. Default: required when a token is set. Stock SGLang "
+					+ "ranks send no token, so with one required their registrations get 401: "
+					+ "--no-require-auth-token accepts them and ignores the token; --require-auth-token refuses to "
+					+ "start without a token.")
+	private Boolean requireAuthToken;
 
 	@Option(names = "--max-connections", paramLabel = "N",
 			defaultValue = "" + BootstrapServer.DEFAULT_MAX_CONNECTIONS,
@@ -220,9 +231,6 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(server), "kvferry-bootstrap-shutdown"));
 		List<String> notes = new ArrayList<>();
-		if (config.requiresAuthToken()) {
-			notes.add("bearer token required for writes");
-		}
 		if (config.hasMetrics()) {
 			notes.add("Prometheus metrics on GET /metrics");
 		}
@@ -244,7 +252,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					.maxDpRankEntries(maxDpRankEntries)
 					.idleTimeout(Duration.ofSeconds(idleTimeoutSeconds))
 					.requestTimeout(Duration.ofSeconds(requestTimeoutSeconds))
-					.authToken(authToken)
+					.authToken(writeToken())
 					.maxConnections(maxConnections)
 					.maxLingeringRefusals(maxLingeringRefusals);
 		}
@@ -271,6 +279,37 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			config = config.metrics(registry);
 		}
 		return config;
+	}
+
+	/**
+	 * Decides whether writes need the token and says so in one line: operators who set {@value #AUTH_TOKEN_ENV} for
+	 * SGLang's proposed authentication should not find stock SGLang ranks refused without a word, nor believe writes
+	 * protected when they are not.
+	 *
+	 * @return the token writes must carry, or null when they need none
+	 */
+	private String writeToken() {
+		boolean tokenSet = authToken != null && !authToken.isEmpty();
+		if (Boolean.TRUE.equals(requireAuthToken) && !tokenSet) {
+			throw new ParameterException(spec.commandLine(), "Invalid option value: --require-auth-token : no token "
+					+ "(expected: --auth-token or $" + AUTH_TOKEN_ENV + ")");
+		}
+		boolean required = tokenSet && !Boolean.FALSE.equals(requireAuthToken);
+		if (required) {
+			Log.LOG.info("Writes (PUT /route, POST /register_dp_rank) require the bearer token; stock SGLang ranks "
+					+ "send none and get 401 (--no-require-auth-token accepts them)");
+		}
+		else if (tokenSet) {
+			Log.LOG.warn("Writes (PUT /route, POST /register_dp_rank) need no token (--no-require-auth-token): the "
+					+ "token set is ignored, as stock SGLang ranks send none; anyone who reaches this port can "
+					+ "register ranks");
+		}
+		else {
+			Log.LOG.info("Writes (PUT /route, POST /register_dp_rank) need no token, as stock SGLang ranks send none; "
+					+ "anyone who reaches this port can register ranks (--auth-token or ${} requires one)",
+					AUTH_TOKEN_ENV);
+		}
+		return required ? authToken : null;
 	}
 
 	/** @return the server TLS context from --tls-cert and --tls-key, or null when neither is given */

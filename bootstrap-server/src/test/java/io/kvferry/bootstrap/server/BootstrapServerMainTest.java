@@ -28,7 +28,7 @@ class BootstrapServerMainTest {
 		assertThat(out.toString()).contains("--host", "--port", "--max-body-bytes", "8998", "0.0.0.0", "--tls-cert",
 				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
 				"--request-timeout-seconds", "--io-threads", "--max-connections", "--max-dp-rank-entries", "100000",
-				"--max-lingering-refusals",
+				"--max-lingering-refusals", "--[no-]require-auth-token",
 				BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
 		assertThat(err.toString()).isEmpty();
 	}
@@ -74,7 +74,8 @@ class BootstrapServerMainTest {
 	void turnsOptionsIntoTheServerConfiguration() {
 		BootstrapServerMain.Configured configured = BootstrapServerMain.configuration("--host", "[::1]", "--port",
 				"0", "--idle-timeout-seconds", "7", "--request-timeout-seconds", "3", "--max-body-bytes", "100",
-				"--auth-token", "t0ken", "--metrics", "--max-connections", "12", "--max-dp-rank-entries", "34", "--max-lingering-refusals", "5");
+				"--auth-token", "t0ken", "--metrics", "--max-connections", "12", "--max-dp-rank-entries", "34",
+				"--max-lingering-refusals", "5");
 		try {
 			BootstrapServer server = configured.server();
 			assertThat(server.host()).isEqualTo("::1");

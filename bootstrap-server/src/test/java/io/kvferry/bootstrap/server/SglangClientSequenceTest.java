@@ -23,9 +23,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code PUT /route}, a new connection); decode asks for the parallel info until it is ready
  * ({@code try_ensure_parallel_info}, a new connection each time), then, per bootstrap key, asks each target rank's
  * endpoint ({@code _get_bootstrap_info_from_server}: for each CP rank, each TP rank, PP ranks in reverse) and, when
- * the prefill does not follow the bootstrap room, the rooms' DP ranks ({@code query_prefill_dp_ranks}) on one kept-alive
- * session; prefill senders register a room's DP rank ({@code _register_prefill_dp_rank}, a new connection); decode's
- * heartbeat asks {@code /health} on its own session.
+ * the prefill does not follow the bootstrap room, the rooms' DP ranks ({@code query_prefill_dp_ranks}) on one
+ * kept-alive session; prefill senders register a room's DP rank ({@code _register_prefill_dp_rank}, a new
+ * connection); decode's heartbeat asks {@code /health} on its own session.
  */
 class SglangClientSequenceTest {
 

@@ -269,8 +269,8 @@ public final class BootstrapHttpHandler
 
 	private String tableFull(long room) {
 		return "Room to DP rank table full: bootstrap_room " + room + " not stored, " + rooms.maxEntries()
-				+ " rooms held (the cap; entries expire " + rooms.lifetime().toSeconds() + " s after they are written). "
-				+ "Raise it with --max-dp-rank-entries (BootstrapServer.maxDpRankEntries).";
+				+ " rooms held (the cap; entries expire " + rooms.lifetime().toSeconds()
+				+ " s after they are written). Raise it with --max-dp-rank-entries (BootstrapServer.maxDpRankEntries).";
 	}
 
 	private Mono<Void> queryDpRanks(HttpServerResponse response, byte[] body) {

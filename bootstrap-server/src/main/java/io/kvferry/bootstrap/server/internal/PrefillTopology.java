@@ -38,8 +38,9 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 
 	/** Every field of today's parallel-info answer but the passed-through ones: a registration cannot set them. */
 	public static final Set<String> ANSWER_FIELDS = Stream.concat(Stream.of("attn_tp_size", "attn_cp_size",
-			"dp_size", "pp_size", "page_size", "kv_cache_dtype", "follow_bootstrap_room", "enable_dsa_cache_layer_split",
-			"prefill_http_port"), SCRATCH_FIELDS.stream()).collect(Collectors.toUnmodifiableSet());
+			"dp_size", "pp_size", "page_size", "kv_cache_dtype", "follow_bootstrap_room",
+			"enable_dsa_cache_layer_split", "prefill_http_port"), SCRATCH_FIELDS.stream())
+			.collect(Collectors.toUnmodifiableSet());
 
 	public PrefillTopology {
 		passedThrough = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(passedThrough,

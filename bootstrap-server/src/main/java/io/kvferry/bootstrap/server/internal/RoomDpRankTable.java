@@ -89,7 +89,7 @@ public final class RoomDpRankTable {
 	 */
 	public int sweep() {
 		long now = nanoClock.getAsLong();
-		// remove(key, value) fails when a write refreshed the entry meanwhile: the fresh entry stays, and stays counted.
+		// remove(key, value) fails when a write refreshed the entry meanwhile: the fresh entry stays, still counted.
 		entries.forEach((room, entry) -> {
 			if (expired(entry, now) && entries.remove(room, entry)) {
 				places.release();

@@ -43,8 +43,9 @@ import reactor.core.Disposables;
  * <p>
  * Thread-safe and non-blocking: counters are looked up in a concurrent map and incremented; gauges read lock-free
  * tables. The gauges of a bound server, and the connection counters, are removed from the registry when it closes
- * (they hold its tables and its connection limit); other counters stay, so a server bound again on the same registry keeps counting up. Give each live server its own registry: gauges
- * of two live servers on one registry would share one series.
+ * (they hold its tables and its connection limit); other counters stay, so a server bound again on the same registry
+ * keeps counting up. Give each live server its own registry: gauges of two live servers on one registry would share
+ * one series.
  */
 public final class ServerMetrics {
 
