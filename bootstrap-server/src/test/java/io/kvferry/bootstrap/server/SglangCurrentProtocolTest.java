@@ -97,7 +97,7 @@ class SglangCurrentProtocolTest {
 				+ "\"attn_dcp_size\": 2, \"kv_layout\": \"nhd\\u00e9\", \"ratio\": 0.5, \"flags\": [1, null, false], "
 				+ "\"nested\": {\"k\": \"v\"}, \"nothing\": null, "
 				+ DECODE_SCRATCH_NULLS);
-		// The seed's answer stays as it was.
+		// The older form's answer stays as it was.
 		assertThat(http.get("/route?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1").body())
 				.isEqualTo("{\"prefill_attn_tp_size\": 2, \"prefill_dp_size\": 1, \"prefill_pp_size\": 1, "
 						+ "\"prefill_page_size\": 1}");
