@@ -8,6 +8,7 @@ import java.util.concurrent.Callable;
 
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.examples.engine.TinyEngineDemo;
 import io.kvferry.testing.KVCluster;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
@@ -59,12 +60,21 @@ final class DemoCommand implements Callable<Integer> {
 			+ "bytes, gbps, p50_ms, p99_ms, max_ms, verified, ...).")
 	boolean json;
 
+	@Option(names = "--engine", paramLabel = "NAME", description = "Run a model instead of byte patterns: '"
+			+ TinyEngineDemo.TINY + "' (a small transformer in plain Java) prefills on one instance, decodes on the "
+			+ "other from the transferred KV and checks the tokens against the same model run in one process. "
+			+ "Takes --prefill-tp and --decode-tp only.")
+	String engine;
+
 	@Mixin
 	LoggingOptions logging;
 
 	@Override
-	public Integer call() {
+	public Integer call() throws InterruptedException {
 		CommandLine cl = spec.commandLine();
+		if (engine != null) {
+			return TinyEngineDemo.run(cl, engine, prefill.tp, decode.tp);
+		}
 		workload.validate(cl);
 		ModelShape shape = model.shape(cl);
 		prefill.validate(cl, shape.layers());
