@@ -24,7 +24,9 @@ import reactor.core.publisher.Mono;
  * Thousands of small rooms over two prefill ranks and one decode rank, while transfers run: half of them are aborted
  * from decode at random moments, some from one prefill rank. Every room must end; no byte of a decode-aborted room may
  * change once its abort was acknowledged; every other room that nobody aborted lands byte-exact. Each room has pages of
- * its own on both sides, so any late byte would show in its own checksum.
+ * its own on both sides, so any late byte would show in its own checksum. These prefill ranks play by the rules (they
+ * stop sending when aborted): the storm checks that aborts at any moment never leave a room hanging or mix rooms up.
+ * Whether the fence holds against a rank that keeps writing is {@link AbortFenceIT}'s question.
  */
 class AbortStormIT {
 

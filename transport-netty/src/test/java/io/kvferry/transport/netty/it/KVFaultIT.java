@@ -75,8 +75,9 @@ class KVFaultIT {
 		}
 	}
 
+	/** A rule-abiding prefill stops at the abort; the fence against one that does not is {@link AbortFenceIT}'s. */
 	@Test
-	void abortMidTransferLandsNoByteAfterItsAcknowledgement() {
+	void abortMidTransferStopsPrefillAndTheRestOfTheRoomNeverLands() {
 		try (LoopbackCluster c = cluster()) {
 			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 3, null);
 			KVSender sender = startRoom(c, 3, receiver);
