@@ -28,7 +28,9 @@ import org.junit.jupiter.api.Test;
 /** Heartbeats over real sockets with short intervals: silent peers are dropped on both sides, idle ones kept. */
 class HeartbeatTest {
 
-	private static final Duration INTERVAL = Duration.ofMillis(200);
+	private static final Duration INTERVAL = Duration.ofMillis(500);
+	/** The rule is two intervals of silence; the slack is for a busy 2-core machine's timers, not a second rule. */
+	private static final Duration SLACK = Duration.ofMillis(750);
 	/** What a transport without a shared secret writes first: the preface, then AUTH (flags 0, zero nonce). */
 	private static final byte[] HANDSHAKE = handshake();
 
@@ -40,12 +42,13 @@ class HeartbeatTest {
 			KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> handler)
 					.block(TIMEOUT);
 			try (Socket silent = new Socket("127.0.0.1", listener.address().port())) {
+				long lastWrite = System.nanoTime();
 				silent.getOutputStream().write(HANDSHAKE);
 				assertThat(silent.getInputStream().readNBytes(HANDSHAKE.length)).isEqualTo(HANDSHAKE);
 				// From here on the peer neither reads nor writes.
-				assertThat(handler.awaitClose(Duration.ofSeconds(5)))
-						.isEqualTo("no heartbeat from 127.0.0.1:" + silent.getLocalPort()
-								+ " for 2 intervals (400 ms)");
+				assertThat(handler.awaitClose(TIMEOUT))
+						.isEqualTo("no heartbeat from 127.0.0.1:" + silent.getLocalPort() + " for 2 intervals (1 s)");
+				assertClosedByTheRule(lastWrite);
 			}
 		}
 		finally {
@@ -62,12 +65,14 @@ class HeartbeatTest {
 			HostPort address = new HostPort("127.0.0.1", server.getLocalPort());
 			CompletableFuture<KVConnection> connection = transport.connect(address, handler).toFuture();
 			try (Socket silent = server.accept()) {
+				long lastWrite = System.nanoTime();
 				silent.getOutputStream().write(HANDSHAKE);
 				InputStream in = silent.getInputStream();
 				assertThat(in.readNBytes(HANDSHAKE.length)).isEqualTo(HANDSHAKE);
 				assertThat(connection.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
-				assertThat(handler.awaitClose(Duration.ofSeconds(5)))
-						.isEqualTo("no heartbeat from " + address + " for 2 intervals (400 ms)");
+				assertThat(handler.awaitClose(TIMEOUT))
+						.isEqualTo("no heartbeat from " + address + " for 2 intervals (1 s)");
+				assertClosedByTheRule(lastWrite);
 				// Our side wrote heartbeats while it waited.
 				assertThat(in.readNBytes(5)).containsExactly(0, 0, 0, 1, 0x10);
 			}
@@ -91,6 +96,13 @@ class HeartbeatTest {
 			assertThat(lo.connectedHandler.closeReasons).isEmpty();
 			assertThat(lo.accepted.heartbeatsReceived()).isGreaterThanOrEqualTo(4);
 		}
+	}
+
+	/** Closed two intervals after the peer's last bytes: not before, and not much after. */
+	private static void assertClosedByTheRule(long lastWriteNanos) {
+		Duration silence = Duration.ofNanos(System.nanoTime() - lastWriteNanos);
+		assertThat(silence).isGreaterThanOrEqualTo(INTERVAL.multipliedBy(2))
+				.isLessThanOrEqualTo(INTERVAL.multipliedBy(2).plus(SLACK));
 	}
 
 	private static byte[] handshake() {

@@ -95,6 +95,8 @@ public final class BootstrapHttpHandler
 		this.maxBodyBytes = maxBodyBytes;
 		this.authToken = authToken == null ? null : authToken.getBytes(StandardCharsets.UTF_8);
 		this.metrics = Objects.requireNonNull(metrics, "metrics");
+		// Before any event loop serves a request: the JSON readers and writers are built now, on this thread.
+		Json.warmUp();
 	}
 
 	@Override

@@ -68,12 +68,33 @@ public final class Json {
 
 	private static final ObjectWriter WRITER = MAPPER.writer(new PythonStylePrinter());
 
+	static {
+		// Jackson builds and caches its readers and writers of a type on first use, under a lock: done here, once, so
+		// that event loops serving their first requests at the same moment never wait on each other for it.
+		try {
+			java.util.Map<String, Object> sample = new java.util.LinkedHashMap<>();
+			sample.put("tree", MAPPER.readTree("{\"i\": 1, \"s\": \"x\", \"n\": null, \"f\": 1.5, \"b\": true, "
+					+ "\"l\": [1]}"));
+			sample.put("list", java.util.List.of(1, 2L, "x", 1.5, true));
+			sample.put("null", null);
+			WRITER.writeValueAsBytes(sample);
+		}
+		catch (IOException e) {
+			throw new ExceptionInInitializerError(e);
+		}
+	}
+
 	// What Python's int() accepts from a string: optional blanks and sign around decimal digits.
 	private static final Pattern INTEGER_TEXT = Pattern.compile("\\s*[+-]?\\d+\\s*");
 
 	private static final int MAX_SHOWN_VALUE = 40;
 
 	private Json() {
+	}
+
+	/** Loads this class, and with it Jackson's readers and writers of the types the server reads and writes. */
+	public static void warmUp() {
+		// The static initializer did the work.
 	}
 
 	/**
