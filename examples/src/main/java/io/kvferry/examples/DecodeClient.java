@@ -111,10 +111,11 @@ final class DecodeClient {
 				}
 			}
 			catch (RuntimeException e) {
-				// A room id the managers already know, or bad indices: nothing was sent for the others.
-				receivers.forEach(r -> r.abort(describe(e)).subscribe(null, x -> { }));
-				free(dst, row);
-				return Mono.just(new RoomResult(room, numPages, 0, 0, describe(e)));
+				// A room id the managers already know, or bad indices: ranks asked before the failure may already write.
+				String reason = describe(e);
+				return Flux.fromIterable(receivers).flatMap(r -> r.abort(reason))
+						.then(Mono.fromRunnable(() -> free(dst, row)))
+						.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
 			}
 			return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
 					.then(Mono.fromCallable(() -> verify(room, dst, row, System.nanoTime() - start))
@@ -124,7 +125,7 @@ final class DecodeClient {
 						String reason = describe(e);
 						// The room is failed on every rank; its pages are reusable once prefill can no longer write.
 						return Flux.fromIterable(receivers)
-								.flatMap(r -> r.abort(reason).onErrorResume(x -> Mono.empty()))
+								.flatMap(r -> r.abort(reason))
 								.then(Mono.fromRunnable(() -> free(dst, row)))
 								.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
 					});

@@ -67,7 +67,7 @@ final class DecodeCommand implements Callable<Integer> {
 		CommandLine cl = spec.commandLine();
 		workload.validate(cl);
 		ModelShape shape = model.shape(cl);
-		decode.validate(cl, shape.layers());
+		decode.validate(cl, shape);
 		timeouts.validate(cl);
 		// Room ids must be new to a long-running prefill: random per run, lengths still from --seed.
 		Workload batch = workload.workload(shape.pageSize(), System.nanoTime() ^ workload.seed);

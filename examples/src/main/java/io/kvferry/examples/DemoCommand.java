@@ -77,13 +77,10 @@ final class DemoCommand implements Callable<Integer> {
 		}
 		workload.validate(cl);
 		ModelShape shape = model.shape(cl);
-		prefill.validate(cl, shape.layers());
-		decode.validate(cl, shape.layers());
+		prefill.validate(cl, shape);
+		decode.validate(cl, shape);
 		timeouts.validate(cl);
-		if (decode.pp != 1 && decode.pp != prefill.pp) {
-			throw new CommandLine.ParameterException(cl, "--decode-pp : " + decode.pp
-					+ " (expected: 1 or the prefill PP size " + prefill.pp + ")");
-		}
+		LayoutOptions.checkPair(cl, prefill, decode, shape);
 		Workload batch = workload.workload(shape.pageSize(), workload.seed);
 		long decodePageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);
 		int pool = batch.poolPages(workload.concurrency, (workload.poolMib << 20) / decodePageBytes);

@@ -1,5 +1,10 @@
 package io.kvferry.examples;
 
+import io.kvferry.ParallelLayout;
+import io.kvferry.TopologyException;
+import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.testing.ModelShape;
+import io.kvferry.topology.RankMapping;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 
@@ -10,6 +15,37 @@ import picocli.CommandLine.Option;
 final class LayoutOptions {
 
 	private LayoutOptions() {
+	}
+
+	/**
+	 * Checks that a prefill and a decode instance can work together, by the rules a decode rank applies when it plans
+	 * its prefill ranks, before anything starts.
+	 *
+	 * @throws CommandLine.ParameterException naming both options and the rule
+	 */
+	static void checkPair(CommandLine cl, Prefill prefill, Decode decode, ModelShape shape) {
+		PrefillParallelInfo info = new PrefillParallelInfo(prefill.tp, prefill.dp, prefill.pp, shape.pageSize());
+		try {
+			for (int pp = 0; pp < decode.pp; pp++) {
+				ParallelLayout rank = new ParallelLayout(decode.tp, 0, 1, 0, 1, 0, decode.pp, pp);
+				RankMapping.plan(info, rank, 0, shape.pageSize(), shape.mla());
+			}
+		}
+		catch (TopologyException e) {
+			throw new CommandLine.ParameterException(cl, "--prefill-tp " + prefill.tp + " --prefill-pp " + prefill.pp
+					+ " with --decode-tp " + decode.tp + " --decode-pp " + decode.pp + " cannot work together: "
+					+ e.getMessage());
+		}
+	}
+
+	/** @throws CommandLine.ParameterException when TP ranks cannot hold whole KV heads */
+	private static void checkHeads(CommandLine cl, String option, int tp, ModelShape shape) {
+		int heads = shape.kvHeads();
+		boolean whole = shape.mla() || (tp <= heads ? heads % tp == 0 : tp % heads == 0);
+		if (!whole) {
+			throw new CommandLine.ParameterException(cl, option + " : " + tp + " (expected: a divisor or a multiple of "
+					+ "--kv-heads " + heads + ", so that every rank holds whole KV heads)");
+		}
 	}
 
 	/** The prefill instance: attention TP, PP and DP sizes. */
@@ -28,10 +64,12 @@ final class LayoutOptions {
 		int dp;
 
 		/** @throws CommandLine.ParameterException naming the bad option */
-		void validate(CommandLine cl, int layers) {
+		void validate(CommandLine cl, ModelShape shape) {
+			int layers = shape.layers();
 			ModelOptions.positive(cl, "--prefill-tp", tp);
 			ModelOptions.positive(cl, "--prefill-pp", pp);
 			ModelOptions.positive(cl, "--prefill-dp", dp);
+			checkHeads(cl, "--prefill-tp", tp, shape);
 			if (layers % pp != 0) {
 				throw new CommandLine.ParameterException(cl, "--prefill-pp : " + pp
 						+ " (expected: a divisor of --layers " + layers + ")");
@@ -55,9 +93,11 @@ final class LayoutOptions {
 		int pp;
 
 		/** @throws CommandLine.ParameterException naming the bad option */
-		void validate(CommandLine cl, int layers) {
+		void validate(CommandLine cl, ModelShape shape) {
+			int layers = shape.layers();
 			ModelOptions.positive(cl, "--decode-tp", tp);
 			ModelOptions.positive(cl, "--decode-pp", pp);
+			checkHeads(cl, "--decode-tp", tp, shape);
 			if (layers % pp != 0) {
 				throw new CommandLine.ParameterException(cl, "--decode-pp : " + pp
 						+ " (expected: a divisor of --layers " + layers + ")");

@@ -86,7 +86,7 @@ final class PrefillCommand implements Callable<Integer> {
 	public Integer call() throws InterruptedException {
 		CommandLine cl = spec.commandLine();
 		ModelShape shape = model.shape(cl);
-		prefill.validate(cl, shape.layers());
+		prefill.validate(cl, shape);
 		timeouts.validate(cl);
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);

@@ -161,7 +161,15 @@ class KVFerryCliTest {
 		assertThat(cli().execute("demo", "--layers", "30", "--prefill-pp", "4")).isEqualTo(2);
 		assertThat(err.toString()).contains("--prefill-pp : 4 (expected: a divisor of --layers 30)");
 		assertThat(cli().execute("demo", "--decode-pp", "2")).isEqualTo(2);
-		assertThat(err.toString()).contains("--decode-pp : 2 (expected: 1 or the prefill PP size 1)");
+		assertThat(err.toString()).contains("--prefill-tp 1 --prefill-pp 1 with --decode-tp 1 --decode-pp 2 cannot work "
+				+ "together: decode pp_size=2 does not fit prefill pp_size=1");
+		// A TP pair that does not divide, named before any process or socket starts.
+		assertThat(cli().execute("demo", "--kv-heads", "6", "--prefill-tp", "3", "--decode-tp", "2")).isEqualTo(2);
+		assertThat(err.toString()).contains("--prefill-tp 3 --prefill-pp 1 with --decode-tp 2 --decode-pp 1 cannot "
+				+ "work together: prefill attn_tp_size=3 and decode attn_tp_size=2 do not divide each other");
+		assertThat(cli().execute("demo", "--prefill-tp", "3", "--decode-tp", "2", "--requests", "2")).isEqualTo(2);
+		assertThat(err.toString()).contains("--prefill-tp : 3 (expected: a divisor or a multiple of --kv-heads 8, "
+				+ "so that every rank holds whole KV heads)");
 		assertThat(cli().execute("demo", "--min-tokens", "500", "--max-tokens", "100")).isEqualTo(2);
 		assertThat(err.toString()).contains("--max-tokens : 100 (expected: >= --min-tokens 500)");
 		assertThat(cli().execute("demo", "--heartbeat-interval", "0")).isEqualTo(2);

@@ -1,5 +1,6 @@
 package io.kvferry.transport.netty.bootstrap;
 
+import java.net.URI;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
@@ -422,7 +423,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	private Mono<byte[]> exchange(HttpMethod method, String url, byte[] body) {
 		String call = call(method, url);
 		return Mono.defer(() -> {
-			HttpClient.RequestSender request = pool().http.request(method).uri(url);
+			// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
+			HttpClient.RequestSender request = pool().http.request(method).uri(URI.create(url));
 			HttpClient.ResponseReceiver<?> receiver = body == null ? request : request.send((req, out) -> {
 				req.header(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
 				if (bearerToken != null) {

@@ -406,6 +406,17 @@ class ReactorBootstrapClientTest {
 	}
 
 	@Test
+	void aOneDigitPortIsAPortNotPartOfTheHostName() {
+		// Nothing listens on port 1 of the loopback: the answer is a refusal, not an unknown host "127.0.0.1:1".
+		HostPort nobody = new HostPort("127.0.0.1", 1);
+		ReactorBootstrapClient client = track(ReactorBootstrapClient.create());
+		StepVerifier.create(client.health(nobody))
+				.expectErrorSatisfies(error -> assertThat(bootstrapFailure(error).getMessage())
+						.startsWith("GET http://127.0.0.1:1/health: cannot connect").contains("Connection refused"))
+				.verify(VERIFY);
+	}
+
+	@Test
 	void connectionRefusedIsUnreachable() throws IOException {
 		HostPort nobody = refusedAddress();
 		ReactorBootstrapClient client = track(ReactorBootstrapClient.create());
