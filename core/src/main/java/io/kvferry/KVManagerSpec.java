@@ -259,13 +259,18 @@ public final class KVManagerSpec {
 		return startNow(Duration.ofSeconds(45));
 	}
 
-	/** Blocking {@link #start()} for mains and tests. */
+	/**
+	 * Blocking {@link #start()} for mains and tests. A start that does not finish in time is cancelled, which closes
+	 * whatever it had opened (a prefill manager's listener).
+	 *
+	 * @throws KVFerryException naming what did not start in time, or the start's own failure
+	 */
 	public KVManager startNow(Duration timeout) {
-		KVManager m = start().block(timeout);
-		if (m == null) {
-			throw new KVFerryException("KV manager did not start within " + timeout);
-		}
-		return m;
+		Objects.requireNonNull(timeout, "timeout");
+		return start().timeout(timeout, Mono.error(() -> new KVFerryException(name() + " did not start within "
+				+ timeout + (mode == DisaggregationMode.PREFILL ? ": registration with the bootstrap server "
+						+ bootstrapAddress + " did not complete" : ""))))
+				.block();
 	}
 
 	private void validate() {

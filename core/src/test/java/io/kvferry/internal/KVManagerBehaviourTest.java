@@ -327,6 +327,12 @@ class KVManagerBehaviourTest {
 		KVReceiver receiver = decode.receiver(BOOTSTRAP, 21, null);
 		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { -1 }, 0, new int[0]))
 				.hasMessage("page index : -1 (expected: 0..63)");
+		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 64 }, 0, new int[0]))
+				.hasMessage("page index : 64 (expected: 0..63)");
+		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 1 }, 8, new int[0]))
+				.hasMessage("auxIndex : 8 (expected: 0..7)");
+		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 1 }, 0, new int[] { 1 }))
+				.hasMessage("state index given but this rank registered no such buffers");
 		receiver.sendMetadata(new int[] { 1 }, 0, new int[0]);
 		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 1 }, 0, new int[0]))
 				.hasMessageContaining("sendMetadata called twice");

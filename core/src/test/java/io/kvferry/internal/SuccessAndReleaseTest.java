@@ -136,6 +136,51 @@ class SuccessAndReleaseTest {
 	}
 
 	@Test
+	void aStatusFromARankThatDoesNotServeTheRoomCountsForNothing() {
+		startPrefill(decodeSpec());
+		// Another instance's rank reports Success for room 10, which it was never asked for, then serves its own room.
+		startRogue((c, req) -> {
+			c.send(new KVMessage.Status(10, KVPoll.SUCCESS, 0, "", 0, KVMessage.NO_CHECKSUM));
+			c.sendData(onePage(req));
+			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, KVMessage.NO_CHECKSUM));
+		});
+		KVReceiver honest = decode.receiver(BOOTSTRAP, 10, null);
+		honest.sendMetadata(new int[] { 3 }, 1, new int[0]);
+		KVSender sender = prefill.sender(10);
+		KVReceiver other = decode.receiver(ROGUE_BOOTSTRAP, 11, null);
+		other.sendMetadata(new int[] { 4 }, -1, new int[0]);
+		// Room 11 done: the stray Status before it on the same connection was seen too.
+		StepVerifier.create(other.completion()).verifyComplete();
+		assertThat(honest.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		prefillMem.fill(10, new int[] { 5 }, 0, new int[0]);
+		sender.init(1, 0);
+		sender.send(new int[] { 5 }, new int[0]);
+		StepVerifier.create(honest.completion()).verifyComplete();
+		assertThat(decodeMem.verify(10, new int[] { 3 }, 1, new int[0])).isNull();
+	}
+
+	@Test
+	void bytesFromARankTheRoomNeverAskedFailThatRoomAndDoNotLand() {
+		startPrefill(decodeSpec().handshakeTimeout(Duration.ofSeconds(1)));
+		startRogue((c, req) -> {
+			// Into room 12's page 3, which only prefill A was asked for.
+			c.sendData(new DataBlock(new DataHeader(12, RegionKind.KV, 0, 3L * itemLen, itemLen, 0, 1),
+					prefillMem.kvArgs().kvRegions().get(0).address(), 0));
+		});
+		KVReceiver victim = decode.receiver(BOOTSTRAP, 12, null);
+		victim.sendMetadata(new int[] { 3 }, -1, new int[0]);
+		StepVerifier.create(victim.states()).thenConsumeWhile(st -> st != KVPoll.WAITING_FOR_INPUT)
+				.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
+		prefillMem.fill(13, new int[] { 0 }, 0, new int[0]);
+		decode.receiver(ROGUE_BOOTSTRAP, 13, null).sendMetadata(new int[] { 9 }, -1, new int[0]);
+		StepVerifier.create(victim.completion())
+				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+						.contains("wrote outside room 12: the room asked this prefill rank for nothing"))
+				.verify(T);
+		assertThat(decodeMem.isZero(new int[] { 3 })).isTrue();
+	}
+
+	@Test
 	void checksummedTransfersSucceedAndMatchByteForByte() {
 		startPrefill(decodeSpec().checksums(true));
 		int[] src = { 1, 2, 3 };
@@ -292,6 +337,7 @@ class SuccessAndReleaseTest {
 	/** Closing waits for the connections' ends, which are deliveries on the flushed scheduler too. */
 	private void closeFlushing(Runnable flush) {
 		CompletableFuture<Void> closed = Mono.when(prefill.disposeLater(), decode.disposeLater()).toFuture();
+		assertThat(closed).as("disposal waits until the connections closed").isNotDone();
 		for (int i = 0; i < 10 && !closed.isDone(); i++) {
 			flush.run();
 		}

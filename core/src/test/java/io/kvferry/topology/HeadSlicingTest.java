@@ -244,6 +244,22 @@ class HeadSlicingTest {
 	}
 
 	@Test
+	void rejectsMoreRanksThanHeadsUnlessEachHeadIsReplicatedEvenly() {
+		// 6 ranks over 4 heads: some head would sit on 1 rank, another on 2.
+		assertThatThrownBy(() -> HeadSlicing.plan(4, 6, 6, 0, 0, 16, 16, 1))
+				.isInstanceOf(TopologyException.class)
+				.hasMessageContaining("prefill attn_tp_size=6 and total_kv_heads=4");
+		assertThat(HeadSlicing.plan(4, 8, 8, 0, 0, 16, 16, 1).numHeads()).isEqualTo(1);
+	}
+
+	@Test
+	void rejectsADecodeItemLengthThatIsNotWholeTokens() {
+		assertThatThrownBy(() -> HeadSlicing.plan(8, 2, 2, 0, 0, 64, 100, 16))
+				.isInstanceOf(TopologyException.class)
+				.hasMessageContaining("item lengths prefill=64 decode=100 (expected: multiples of page_size=16)");
+	}
+
+	@Test
 	void rejectsRanksThatDoNotFeedEachOther() {
 		assertThatThrownBy(() -> HeadSlicing.plan(8, 4, 2, 2, 0, 2 * 16, 4 * 16, 1))
 				.isInstanceOf(TopologyException.class)

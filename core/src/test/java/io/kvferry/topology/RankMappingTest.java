@@ -243,6 +243,15 @@ class RankMappingTest {
 	}
 
 	@Test
+	void pageSizeOneIsAPageSize() {
+		// One token per page: SGLang's default page size.
+		RankMapping m = RankMapping.plan(new PrefillParallelInfo(1, 1, 1, 1), decode(1, 1, 0), 0, 1, false);
+		assertThat(m.targets()).hasSize(1);
+		assertThatThrownBy(() -> RankMapping.plan(new PrefillParallelInfo(1, 1, 1, 1), decode(1, 1, 0), 0, 0, false))
+				.isInstanceOf(IllegalArgumentException.class).hasMessage("decodePageSize : 0 (expected: >= 1)");
+	}
+
+	@Test
 	void rejectsTpSizesThatDoNotDivide() {
 		assertThatThrownBy(() -> RankMapping.plan(prefill(2, 1), decode(3, 1, 0), 0, PAGE, false))
 				.isInstanceOf(TopologyException.class)

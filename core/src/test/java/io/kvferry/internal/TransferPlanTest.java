@@ -1,0 +1,116 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
+import io.kvferry.TopologyException;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.PeerLayout;
+import org.junit.jupiter.api.Test;
+
+/** The prefill side's plan for one decode rank: what the handshake rejects, what a request may ask, how runs move. */
+class TransferPlanTest {
+
+	// Regions that only describe memory: planning computes addresses and never touches them.
+	private static final long BASE = 1L << 40;
+	private static final int ITEM = 128 * 1024;
+
+	private static KVArgs.Builder args(int layers, int pages) {
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int i = 0; i < 2 * layers; i++) {
+			kv.add(MemoryRegion.of(BASE + i * (1L << 36), (long) pages * ITEM, ITEM));
+		}
+		return KVArgs.builder().pageSize(64).kvHeads(8, 8).kvRegions(kv)
+				.auxRegions(List.of(MemoryRegion.of(BASE << 2, 8 * 64L, 64)))
+				.stateRegions(List.of(MemoryRegion.of(BASE << 3, 4 * 256L, 256)));
+	}
+
+	private static TransferPlan plan(UnaryOperator<KVArgs.Builder> decode, ParallelLayout decodeLayout) {
+		return TransferPlan.of(args(2, 512).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(decode.apply(args(2, 512)).build(), decodeLayout));
+	}
+
+	@Test
+	void theHandshakeRejectsEveryIncompatibleValueByName() {
+		assertThatThrownBy(() -> plan(b -> b.pageSize(32), ParallelLayout.SINGLE)).isInstanceOf(TopologyException.class)
+				.hasMessage("page size mismatch: prefill page_size=64, decode page_size=32");
+		assertThatThrownBy(() -> plan(b -> b.mla(true), ParallelLayout.SINGLE))
+				.hasMessage("MLA mismatch: prefill mla=false, decode mla=true");
+		assertThatThrownBy(() -> plan(b -> b.dtype("fp8_e4m3"), ParallelLayout.SINGLE))
+				.hasMessage("KV cache dtype mismatch: prefill bf16, decode fp8_e4m3");
+		assertThatThrownBy(() -> TransferPlan.of(args(2, 512).build(), ParallelLayout.tp(2, 0),
+				PeerLayout.of(args(2, 512).build(), ParallelLayout.tp(3, 0))))
+				.hasMessage("attention TP sizes do not divide each other: prefill 2, decode 3");
+		assertThatThrownBy(() -> plan(UnaryOperator.identity(), new ParallelLayout(1, 0, 1, 0, 1, 0, 2, 0)))
+				.hasMessage("decode PP size 2 must equal prefill PP size 1 or be 1");
+		assertThatThrownBy(() -> plan(b -> b.kvRegions(regions(4, ITEM / 2)), ParallelLayout.SINGLE))
+				.hasMessageContaining("KV item length mismatch: prefill kv[0] " + ITEM + " bytes, decode kv[0] "
+						+ ITEM / 2 + " bytes");
+		assertThatThrownBy(() -> plan(b -> b.auxRegions(List.of()), ParallelLayout.SINGLE))
+				.hasMessage("aux buffer count mismatch: prefill 1, decode 0");
+		assertThatThrownBy(() -> plan(b -> b.auxRegions(List.of(MemoryRegion.of(BASE << 2, 8 * 32L, 32))),
+				ParallelLayout.SINGLE)).hasMessage("aux item length mismatch at aux[0]: prefill 64, decode 32");
+		assertThatThrownBy(() -> plan(b -> b.stateRegions(List.of(MemoryRegion.of(BASE << 3, 4 * 128L, 128))),
+				ParallelLayout.SINGLE)).hasMessage("state item length mismatch at state[0]: prefill 256, decode 128");
+	}
+
+	private static List<MemoryRegion> regions(int n, int itemLen) {
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int i = 0; i < n; i++) {
+			kv.add(MemoryRegion.of(BASE + i * (1L << 36), 512L * itemLen, itemLen));
+		}
+		return kv;
+	}
+
+	@Test
+	void aRequestMayAskOnlyForWhatDecodeRegistered() {
+		TransferPlan plan = plan(UnaryOperator.identity(), ParallelLayout.SINGLE);
+		assertThat(plan.check(new int[] { 0, 511 }, 7, new int[] { 3 })).isNull();
+		assertThat(plan.check(new int[] { 512 }, -1, new int[0])).isEqualTo("destination page 512 outside decode's 0..511");
+		assertThat(plan.check(new int[] { -1 }, -1, new int[0])).isEqualTo("destination page -1 outside decode's 0..511");
+		assertThat(plan.check(new int[0], 8, new int[0])).isEqualTo("destination aux row 8 outside decode's 0..7");
+		assertThat(plan.check(new int[0], -1, new int[] { 4 }))
+				.isEqualTo("destination state slot 4 outside decode's 0..3");
+	}
+
+	@Test
+	void aRunLongerThanABlockMovesInBlocksThatTileItExactly() {
+		TransferPlan plan = plan(UnaryOperator.identity(), ParallelLayout.SINGLE);
+		List<DataBlock> blocks = new ArrayList<>();
+		int pages = 300;
+		int[] src = new int[pages];
+		int[] dst = new int[pages];
+		for (int i = 0; i < pages; i++) {
+			src[i] = 10 + i;
+			dst[i] = 200 + i;
+		}
+		long bytes = plan.sendKv(blocks::add, 1, src, dst);
+		int perBlock = (int) (TransferPlan.MAX_BLOCK_BYTES / ITEM);
+		assertThat(bytes).isEqualTo(4L * pages * ITEM);
+		// Per layer buffer: 128 + 128 + 44 pages, each block where the previous one stopped, on both sides.
+		assertThat(blocks).hasSize(4 * 3);
+		KVArgs prefill = args(2, 512).build();
+		for (int buffer = 0; buffer < 4; buffer++) {
+			long done = 0;
+			for (int b = 0; b < 3; b++) {
+				DataHeader h = blocks.get(buffer * 3 + b).header();
+				int n = Math.min(perBlock, pages - b * perBlock);
+				assertThat(h.region()).isEqualTo(buffer);
+				assertThat(h.dstOffset()).isEqualTo((200L + done) * ITEM);
+				assertThat(h.payloadLength()).isEqualTo((long) n * ITEM);
+				assertThat(blocks.get(buffer * 3 + b).srcAddress())
+						.isEqualTo(prefill.kvRegions().get(buffer).itemAddress(10 + done));
+				done += n;
+			}
+			assertThat(done).isEqualTo(pages);
+		}
+	}
+}
