@@ -1,6 +1,7 @@
 package io.kvferry.bootstrap;
 
 import io.kvferry.HostPort;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -43,4 +44,29 @@ public interface BootstrapClient {
 	 * @return completes when {@code GET /health} answers 200
 	 */
 	Mono<Void> health(HostPort bootstrap);
+
+	/**
+	 * Withdraws a registration, when the registry can (a leased registry revokes the rank's lease). SGLang's HTTP
+	 * protocol has no such call: the default does nothing, and the rank's entry stays until it is overwritten.
+	 *
+	 * @param bootstrap the bootstrap server or registry
+	 * @param registration what the rank registered
+	 * @return completes when withdrawn
+	 */
+	default Mono<Void> deregister(HostPort bootstrap, PrefillRegistration registration) {
+		return Mono.empty();
+	}
+
+	/**
+	 * Changes to registered instances, for registries that can watch them (an HTTP bootstrap server cannot: the
+	 * default never emits). A decode manager subscribes once and forgets what it cached about a changed instance; a
+	 * removed or moved rank's connections are closed, failing their rooms at once.
+	 *
+	 * <p>Hot; emits only real changes (a rank registering again with the same endpoint is none).
+	 *
+	 * @return the changes, from subscription on
+	 */
+	default Flux<RegistryChange> changes() {
+		return Flux.never();
+	}
 }

@@ -25,6 +25,7 @@ import io.kvferry.RoomRequest;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.bootstrap.RegistryChange;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -35,6 +36,7 @@ import io.kvferry.topology.RankMapping;
 import io.kvferry.topology.RankTarget;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -62,8 +64,29 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	private final Set<Session> open = ConcurrentHashMap.newKeySet();
 	private final ConcurrentHashMap<Long, AbortWait> aborts = new ConcurrentHashMap<>();
 
+	private final Disposable registryWatch;
+
 	DecodeKVManager(KVManagerSpec spec) {
 		super(spec);
+		this.registryWatch = spec.bootstrapClient().changes().subscribe(this::onRegistryChange,
+				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
+						+ "until a handshake shows them stale", name, describe(e)));
+	}
+
+	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
+	private void onRegistryChange(RegistryChange change) {
+		forgetInstance(change.bootstrap());
+		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
+			return;
+		}
+		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
+		for (Session s : open) {
+			if (s.key.equals(key)) {
+				s.conn.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
+						+ (change.kind() == RegistryChange.Kind.RANK_REMOVED ? " left the registry"
+								: " registered another endpoint"));
+			}
+		}
 	}
 
 	@Override
@@ -211,6 +234,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 	@Override
 	Mono<Void> closeResources() {
+		registryWatch.dispose();
 		List<Mono<Void>> closed = new ArrayList<>();
 		for (Session s : open) {
 			s.conn.close("KV manager " + name + " closed");

@@ -49,6 +49,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	private volatile KVTransport.Listener listener;
 	private volatile HostPort endpoint;
 	private volatile Disposable reregistration = Disposables.disposed();
+	private volatile PrefillRegistration registration;
 
 	private PrefillKVManager(KVManagerSpec spec) {
 		super(spec);
@@ -70,7 +71,10 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 					spec.bootstrapAddress());
 			return spec.bootstrapClient().register(spec.bootstrapAddress(), registration)
 					.onErrorResume(e -> m.disposeLater().then(Mono.error(e)))
-					.doOnSuccess(v -> m.keepRegistered(registration))
+					.doOnSuccess(v -> {
+						m.registration = registration;
+						m.keepRegistered(registration);
+					})
 					.thenReturn((KVManager) m);
 		})
 				// Given up before it started (a start timeout, a cancelled subscriber): nobody else will close it.
@@ -178,6 +182,16 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		reregistration.dispose();
 		requests.complete();
 		List<Mono<Void>> closed = new ArrayList<>();
+		PrefillRegistration registered = registration;
+		if (registered != null) {
+			// First, so that no decode rank picks this rank while it closes.
+			closed.add(spec.bootstrapClient().deregister(spec.bootstrapAddress(), registered)
+					.onErrorResume(e -> {
+						log.warn("[{}] withdrawing the registration from {} failed: {}", name, spec.bootstrapAddress(),
+								describe(e));
+						return Mono.empty();
+					}));
+		}
 		for (Session s : sessions) {
 			s.conn.close("KV manager " + name + " closed");
 			// Until then queued blocks may still be read from the engine's memory.

@@ -10,15 +10,20 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RegistryChange;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * A bootstrap registry without HTTP, with the bootstrap server's rules (first registration fixes the sizes, 503 until
- * every rank registered, 404 for unknown ranks). Lets the engine be tested without sockets.
+ * every rank registered, 404 for unknown ranks), and a registry's watch: a rank that leaves or moves is reported on
+ * {@link #changes()}. Lets the engine be tested without sockets.
  */
 public final class InMemoryBootstrap implements BootstrapClient {
 
 	private final Map<HostPort, Instance> instances = new ConcurrentHashMap<>();
+	private final Sinks.Many<RegistryChange> changes = Sinks.many().multicast().directBestEffort();
 	private volatile boolean down;
 
 	private static final class Instance {
@@ -49,8 +54,37 @@ public final class InMemoryBootstrap implements BootstrapClient {
 					i.sizes = new PrefillParallelInfo(l.attnTpSize(), l.dpSize(), l.ppSize(), r.pageSize());
 				}
 			}
-			i.ranks.put(key(l.dpGroup(), l.attnTpRank(), l.ppRank()), new HostPort(r.rankIp(), r.rankPort()));
+			HostPort endpoint = new HostPort(r.rankIp(), r.rankPort());
+			HostPort before = i.ranks.put(key(l.dpGroup(), l.attnTpRank(), l.ppRank()), endpoint);
+			if (before != null && !before.equals(endpoint)) {
+				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_MOVED, l.dpGroup(), l.attnTpRank(),
+						l.ppRank()));
+			}
 		});
+	}
+
+	/** Removes the rank, as a leased registry does when the rank's lease ends, and reports it. */
+	@Override
+	public Mono<Void> deregister(HostPort bootstrap, PrefillRegistration r) {
+		return Mono.fromRunnable(() -> {
+			Instance i = instances.get(bootstrap);
+			ParallelLayout l = r.layout();
+			if (i != null && i.ranks.remove(key(l.dpGroup(), l.attnTpRank(), l.ppRank())) != null) {
+				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_REMOVED, l.dpGroup(), l.attnTpRank(),
+						l.ppRank()));
+			}
+		});
+	}
+
+	@Override
+	public Flux<RegistryChange> changes() {
+		return changes.asFlux();
+	}
+
+	private void emit(RegistryChange change) {
+		synchronized (changes) {
+			changes.tryEmitNext(change);
+		}
 	}
 
 	@Override

@@ -1,0 +1,38 @@
+package io.kvferry.bootstrap;
+
+import java.util.Objects;
+
+import io.kvferry.HostPort;
+
+/**
+ * Something a registry of prefill instances learnt that makes what a decode rank cached about an instance stale: a
+ * rank left (its process died, its lease expired) or came back at another endpoint, or the instance's sizes changed.
+ *
+ * @param bootstrap the instance, by the bootstrap address decode ranks name it with
+ * @param kind what changed
+ * @param dpGroup the rank's DP group (-1 for {@link Kind#INSTANCE_CHANGED})
+ * @param tpRank the rank's attention TP rank (-1 for {@link Kind#INSTANCE_CHANGED})
+ * @param ppRank the rank's PP rank (-1 for {@link Kind#INSTANCE_CHANGED})
+ */
+public record RegistryChange(HostPort bootstrap, Kind kind, int dpGroup, int tpRank, int ppRank) {
+
+	/** What changed. */
+	public enum Kind {
+		/** The rank is no longer registered: nothing may be sent to it any more. */
+		RANK_REMOVED,
+		/** The rank registered another endpoint: connections to the old one are stale. */
+		RANK_MOVED,
+		/** The instance's sizes (TP, DP, PP, page size) changed: every plan made from the old ones is stale. */
+		INSTANCE_CHANGED
+	}
+
+	public RegistryChange {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		Objects.requireNonNull(kind, "kind");
+	}
+
+	/** @return a change of the whole instance */
+	public static RegistryChange instance(HostPort bootstrap) {
+		return new RegistryChange(bootstrap, Kind.INSTANCE_CHANGED, -1, -1, -1);
+	}
+}
