@@ -40,10 +40,11 @@ class PublishersTest {
 				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
 				.start();
 		StepVerifier.create(bootstrap.parallelInfo(BOOTSTRAP)).expectError(BootstrapException.class).verify(T);
+		io.kvferry.KVManager[] started = new io.kvferry.KVManager[1];
 		StepVerifier.create(start)
 				.assertNext(m -> {
 					assertThat(m.endpoint().host()).isEqualTo("127.0.0.1");
-					m.dispose();
+					started[0] = m;
 				})
 				.expectComplete()
 				.verify(T);
@@ -51,6 +52,7 @@ class PublishersTest {
 				.expectNext(new PrefillParallelInfo(1, 1, 1, SHAPE.pageSize()))
 				.expectComplete()
 				.verify(T);
+		started[0].disposeLater().block(T);
 	}
 
 	@Test

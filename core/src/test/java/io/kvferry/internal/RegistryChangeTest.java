@@ -53,7 +53,8 @@ class RegistryChangeTest {
 	private KVReceiver waiting(long room) {
 		KVReceiver r = decode.receiver(BOOTSTRAP, room, null);
 		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
-		StepVerifier.create(r.states()).thenConsumeWhile(s -> s != KVPoll.WAITING_FOR_INPUT)
+		// Prefill has the room's request: nothing is in flight when the registry speaks.
+		StepVerifier.create(prefill.sender(room).states()).thenConsumeWhile(s -> s != KVPoll.WAITING_FOR_INPUT)
 				.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
 		return r;
 	}
