@@ -2,32 +2,38 @@ package io.kvferry;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 import io.kvferry.bootstrap.BootstrapClient;
-import io.kvferry.internal.KVManagers;
 import io.kvferry.spi.KVTransport;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * Immutable description of a {@link KVManager}; every setter returns a new spec.
+ * An immutable description of a manager: every setter returns a new spec, and {@link #start()} builds the manager.
+ * One spec per role, so that a prefill manager can only be asked prefill things and a decode manager decode things:
  *
  * <pre>{@code
- * KVManager prefill = KVManagerSpec.create()
- *         .mode(DisaggregationMode.PREFILL)
+ * PrefillKVManager prefill = KVManagerSpec.prefill()
  *         .kvArgs(args)
  *         .layout(ParallelLayout.tp(2, 0))
  *         .transport(NettyKVTransport.create())
  *         .bootstrapClient(ReactorBootstrapClient.create())
  *         .bootstrapAddress(HostPort.parse("10.0.0.5:8998"))
  *         .startNow();
+ *
+ * DecodeKVManager decode = KVManagerSpec.decode()
+ *         .kvArgs(decodeArgs)
+ *         .transport(transport)
+ *         .bootstrapClient(client)
+ *         .startNow();
  * }</pre>
  *
- * A prefill manager listens on {@link #bindAddress} and registers {@link #advertiseHost}:port with its bootstrap
- * server; a decode manager finds prefill instances through the bootstrap address each receiver names.
+ * @param <S> the spec's own type
+ * @param <M> the manager it starts
  */
-public final class KVManagerSpec {
+public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVManager> {
 
 	/** SGLang's default for each state's timeout. */
 	public static final Duration DEFAULT_STATE_TIMEOUT = Duration.ofSeconds(300);
@@ -35,163 +41,95 @@ public final class KVManagerSpec {
 	public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
 	/** Default period of a prefill rank's re-registration (so a restarted bootstrap server learns it again). */
 	public static final Duration DEFAULT_REREGISTER_INTERVAL = Duration.ofSeconds(10);
-	/** Default per-subscriber buffer of {@link KVManager#events()}. */
+	/** Default per-subscriber buffer of the hot streams. */
 	public static final int DEFAULT_EVENT_BUFFER = 1 << 16;
 
-	private DisaggregationMode mode = DisaggregationMode.PREFILL;
-	private KVArgs kvArgs;
-	private ParallelLayout layout = ParallelLayout.SINGLE;
-	private KVTransport transport;
-	private BootstrapClient bootstrapClient;
-	private HostPort bootstrapAddress;
-	private HostPort bindAddress = new HostPort("0.0.0.0", 0);
-	private String advertiseHost;
-	private Duration bootstrapTimeout = DEFAULT_STATE_TIMEOUT;
-	private Duration waitingTimeout = DEFAULT_STATE_TIMEOUT;
-	private Duration transferTimeout = DEFAULT_STATE_TIMEOUT;
-	private Duration handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
-	private Duration reregisterInterval = DEFAULT_REREGISTER_INTERVAL;
-	private Scheduler timer = Schedulers.parallel();
-	private Scheduler callbackScheduler = Schedulers.boundedElastic();
-	private int eventBufferSize = DEFAULT_EVENT_BUFFER;
-	private boolean checksums;
-	private String name;
+	final KVManagerConfig config;
 
-	private KVManagerSpec() {
+	KVManagerSpec(KVManagerConfig config) {
+		this.config = config;
 	}
 
-	/** @return a spec with defaults: prefill, single rank, 300 s timeouts */
-	public static KVManagerSpec create() {
-		return new KVManagerSpec();
+	/** @return a prefill spec with defaults: single rank, 300 s timeouts, listening on any free port */
+	public static PrefillSpec prefill() {
+		return new PrefillSpec(defaults(DisaggregationMode.PREFILL));
 	}
 
-	private KVManagerSpec copy() {
-		KVManagerSpec c = new KVManagerSpec();
-		c.mode = mode;
-		c.kvArgs = kvArgs;
-		c.layout = layout;
-		c.transport = transport;
-		c.bootstrapClient = bootstrapClient;
-		c.bootstrapAddress = bootstrapAddress;
-		c.bindAddress = bindAddress;
-		c.advertiseHost = advertiseHost;
-		c.bootstrapTimeout = bootstrapTimeout;
-		c.waitingTimeout = waitingTimeout;
-		c.transferTimeout = transferTimeout;
-		c.handshakeTimeout = handshakeTimeout;
-		c.reregisterInterval = reregisterInterval;
-		c.timer = timer;
-		c.callbackScheduler = callbackScheduler;
-		c.eventBufferSize = eventBufferSize;
-		c.checksums = checksums;
-		c.name = name;
-		return c;
+	/** @return a decode spec with defaults: single rank, 300 s timeouts */
+	public static DecodeSpec decode() {
+		return new DecodeSpec(defaults(DisaggregationMode.DECODE));
 	}
 
-	/** @return a new spec in that mode */
-	public KVManagerSpec mode(DisaggregationMode mode) {
-		KVManagerSpec c = copy();
-		c.mode = Objects.requireNonNull(mode, "mode");
-		return c;
+	private static KVManagerConfig defaults(DisaggregationMode mode) {
+		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
+				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
+				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
+				DEFAULT_REREGISTER_INTERVAL);
+	}
+
+	/** @return a spec of this role over {@code config} */
+	abstract S with(KVManagerConfig config);
+
+	final S edit(Consumer<KVManagerConfig.Draft> edit) {
+		return with(config.with(edit));
 	}
 
 	/** @return a new spec with the rank's registered memory */
-	public KVManagerSpec kvArgs(KVArgs kvArgs) {
-		KVManagerSpec c = copy();
-		c.kvArgs = Objects.requireNonNull(kvArgs, "kvArgs");
-		return c;
+	public S kvArgs(KVArgs kvArgs) {
+		Objects.requireNonNull(kvArgs, "kvArgs");
+		return edit(d -> d.kvArgs = kvArgs);
 	}
 
-	/** @return a new spec with the rank's parallel layout */
-	public KVManagerSpec layout(ParallelLayout layout) {
-		KVManagerSpec c = copy();
-		c.layout = Objects.requireNonNull(layout, "layout");
-		return c;
+	/** @return a new spec with the rank's parallel layout (default {@link ParallelLayout#SINGLE}) */
+	public S layout(ParallelLayout layout) {
+		Objects.requireNonNull(layout, "layout");
+		return edit(d -> d.layout = layout);
 	}
 
 	/** @return a new spec using that transport (shared by managers; not disposed with them) */
-	public KVManagerSpec transport(KVTransport transport) {
-		KVManagerSpec c = copy();
-		c.transport = Objects.requireNonNull(transport, "transport");
-		return c;
+	public S transport(KVTransport transport) {
+		Objects.requireNonNull(transport, "transport");
+		return edit(d -> d.transport = transport);
 	}
 
-	/** @return a new spec using that bootstrap client (shared; not disposed with the manager) */
-	public KVManagerSpec bootstrapClient(BootstrapClient client) {
-		KVManagerSpec c = copy();
-		c.bootstrapClient = Objects.requireNonNull(client, "client");
-		return c;
+	/** @return a new spec using that bootstrap client or registry (shared; not disposed with the manager) */
+	public S bootstrapClient(BootstrapClient client) {
+		Objects.requireNonNull(client, "client");
+		return edit(d -> d.bootstrapClient = client);
 	}
 
-	/** @return a new spec whose prefill manager registers with that bootstrap server */
-	public KVManagerSpec bootstrapAddress(HostPort address) {
-		KVManagerSpec c = copy();
-		c.bootstrapAddress = Objects.requireNonNull(address, "address");
-		return c;
+	/** @return a new spec with that Bootstrapping timeout (zero disables; default 300 s) */
+	public S bootstrapTimeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		return edit(d -> d.bootstrapTimeout = timeout);
 	}
 
-	/** @return a new spec listening there (prefill; default 0.0.0.0:0, any free port) */
-	public KVManagerSpec bindAddress(HostPort address) {
-		KVManagerSpec c = copy();
-		c.bindAddress = Objects.requireNonNull(address, "address");
-		return c;
+	/** @return a new spec with that WaitingForInput timeout (zero disables; default 300 s) */
+	public S waitingTimeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		return edit(d -> d.waitingTimeout = timeout);
 	}
 
-	/**
-	 * @param host the address decode ranks should dial (containers, NAT); default: the bind host, or the detected
-	 *        local address when binding a wildcard
-	 * @return a new spec
-	 */
-	public KVManagerSpec advertiseHost(String host) {
-		KVManagerSpec c = copy();
-		c.advertiseHost = Objects.requireNonNull(host, "host");
-		return c;
-	}
-
-	/** @return a new spec with that Bootstrapping timeout (zero disables) */
-	public KVManagerSpec bootstrapTimeout(Duration timeout) {
-		KVManagerSpec c = copy();
-		c.bootstrapTimeout = Objects.requireNonNull(timeout, "timeout");
-		return c;
-	}
-
-	/** @return a new spec with that WaitingForInput timeout (zero disables) */
-	public KVManagerSpec waitingTimeout(Duration timeout) {
-		KVManagerSpec c = copy();
-		c.waitingTimeout = Objects.requireNonNull(timeout, "timeout");
-		return c;
-	}
-
-	/** @return a new spec with that Transferring timeout (zero disables) */
-	public KVManagerSpec transferTimeout(Duration timeout) {
-		KVManagerSpec c = copy();
-		c.transferTimeout = Objects.requireNonNull(timeout, "timeout");
-		return c;
-	}
-
-	/** @return a new spec with that bound on one handshake with a prefill rank */
-	public KVManagerSpec handshakeTimeout(Duration timeout) {
-		KVManagerSpec c = copy();
-		c.handshakeTimeout = Objects.requireNonNull(timeout, "timeout");
-		return c;
+	/** @return a new spec with that Transferring timeout (zero disables; default 300 s) */
+	public S transferTimeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		return edit(d -> d.transferTimeout = timeout);
 	}
 
 	/**
-	 * @param interval how often a prefill rank registers again after its first registration, so that a restarted
-	 *        bootstrap server (which keeps no state) learns the rank again; zero disables
+	 * @param timeout bound of one handshake with a prefill rank, and of a prefill rank's acknowledgement of an abort
+	 *        (one that does not acknowledge in time is disconnected); default 10 s
 	 * @return a new spec
 	 */
-	public KVManagerSpec reregisterInterval(Duration interval) {
-		KVManagerSpec c = copy();
-		c.reregisterInterval = Objects.requireNonNull(interval, "interval");
-		return c;
+	public S handshakeTimeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		return edit(d -> d.handshakeTimeout = timeout);
 	}
 
-	/** @return a new spec whose timeouts run on that scheduler (virtual time in tests) */
-	public KVManagerSpec timer(Scheduler timer) {
-		KVManagerSpec c = copy();
-		c.timer = Objects.requireNonNull(timer, "timer");
-		return c;
+	/** @return a new spec whose timeouts and retries run on that scheduler (virtual time in tests) */
+	public S timer(Scheduler timer) {
+		Objects.requireNonNull(timer, "timer");
+		return edit(d -> d.timer = timer);
 	}
 
 	/**
@@ -203,59 +141,53 @@ public final class KVManagerSpec {
 	 * @param scheduler default {@link Schedulers#boundedElastic()}
 	 * @return a new spec
 	 */
-	public KVManagerSpec callbackScheduler(Scheduler scheduler) {
-		KVManagerSpec c = copy();
-		c.callbackScheduler = Objects.requireNonNull(scheduler, "scheduler");
-		return c;
+	public S callbackScheduler(Scheduler scheduler) {
+		Objects.requireNonNull(scheduler, "scheduler");
+		return edit(d -> d.callbackScheduler = scheduler);
 	}
 
-	/** @return a new spec with that per-subscriber event buffer */
-	public KVManagerSpec eventBufferSize(int size) {
+	/** @return a new spec with that per-subscriber buffer of the hot streams (default 65,536) */
+	public S eventBufferSize(int size) {
 		if (size < 1) {
 			throw new IllegalArgumentException("eventBufferSize : " + size + " (expected: >= 1)");
 		}
-		KVManagerSpec c = copy();
-		c.eventBufferSize = size;
-		return c;
+		return edit(d -> d.eventBufferSize = size);
+	}
+
+	/** @return a new spec whose log lines carry that name (default: role and ranks, e.g. {@code prefill-dp0-tp1-pp0}) */
+	public S name(String name) {
+		Objects.requireNonNull(name, "name");
+		return edit(d -> d.name = name);
+	}
+
+	/** @return the configuration the manager would start with (defaults applied) */
+	public KVManagerConfig config() {
+		KVManagerConfig c = config;
+		if (c.name() != null) {
+			return c;
+		}
+		ParallelLayout l = c.layout();
+		String role = c.mode() == DisaggregationMode.PREFILL ? "prefill" : "decode";
+		return c.with(d -> d.name = role + "-dp" + l.dpGroup() + "-tp" + l.attnTpRank() + "-pp" + l.ppRank());
 	}
 
 	/**
-	 * Decode: asks every prefill rank for a CRC32C of each room's bytes with its Success, and fails a room whose bytes
-	 * that landed have another checksum. Without it a Success is still checked against the byte count that landed;
-	 * the checksum adds a read of every landed byte on decode and of every sent byte on prefill.
+	 * Starts the manager. Lazy: nothing happens before subscription.
 	 *
-	 * @param checksums default false
-	 * @return a new spec
+	 * @return the running manager; errors with {@link IllegalStateException} naming a missing part
 	 */
-	public KVManagerSpec checksums(boolean checksums) {
-		KVManagerSpec c = copy();
-		c.checksums = checksums;
-		return c;
-	}
-
-	/** @return a new spec whose log lines carry that name (default: mode and ranks) */
-	public KVManagerSpec name(String name) {
-		KVManagerSpec c = copy();
-		c.name = Objects.requireNonNull(name, "name");
-		return c;
-	}
-
-	/**
-	 * Starts the manager: a prefill manager listens, then registers with its bootstrap server (retrying as the
-	 * client does); a decode manager is ready at once. Lazy.
-	 *
-	 * @return the running manager
-	 * @throws IllegalStateException (signalled) when a required part is missing
-	 */
-	public Mono<KVManager> start() {
+	public final Mono<M> start() {
 		return Mono.defer(() -> {
-			validate();
-			return KVManagers.start(this);
+			KVManagerConfig c = config();
+			validate(c);
+			return start(c);
 		});
 	}
 
+	abstract Mono<M> start(KVManagerConfig config);
+
 	/** Blocking {@link #start()} for mains and tests, bounded by 45 s. */
-	public KVManager startNow() {
+	public final M startNow() {
 		return startNow(Duration.ofSeconds(45));
 	}
 
@@ -265,104 +197,32 @@ public final class KVManagerSpec {
 	 *
 	 * @throws KVFerryException naming what did not start in time, or the start's own failure
 	 */
-	public KVManager startNow(Duration timeout) {
+	public final M startNow(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return start().timeout(timeout, Mono.error(() -> new KVFerryException(name() + " did not start within "
-				+ timeout + (mode == DisaggregationMode.PREFILL ? ": registration with the bootstrap server "
-						+ bootstrapAddress + " did not complete" : ""))))
+		return start().timeout(timeout, Mono.error(() -> new KVFerryException(config().name()
+				+ " did not start within " + timeout + startingPart())))
 				.block();
 	}
 
-	private void validate() {
-		if (kvArgs == null) {
+	/** @return what a start that timed out was waiting for, for its message (", registration with ...") */
+	String startingPart() {
+		return "";
+	}
+
+	void validate(KVManagerConfig c) {
+		if (c.kvArgs() == null) {
 			throw new IllegalStateException("kvArgs : missing (expected: the rank's registered memory)");
 		}
-		if (transport == null) {
+		if (c.transport() == null) {
 			throw new IllegalStateException("transport : missing (expected: e.g. NettyKVTransport.create())");
 		}
-		if (bootstrapClient == null) {
+		if (c.bootstrapClient() == null) {
 			throw new IllegalStateException("bootstrapClient : missing (expected: e.g. ReactorBootstrapClient.create())");
 		}
-		if (mode == DisaggregationMode.PREFILL && bootstrapAddress == null) {
-			throw new IllegalStateException("bootstrapAddress : missing (expected: where a prefill rank registers)");
-		}
 	}
 
-	public DisaggregationMode mode() {
-		return mode;
-	}
-
-	public KVArgs kvArgs() {
-		return kvArgs;
-	}
-
-	public ParallelLayout layout() {
-		return layout;
-	}
-
-	public KVTransport transport() {
-		return transport;
-	}
-
-	public BootstrapClient bootstrapClient() {
-		return bootstrapClient;
-	}
-
-	public HostPort bootstrapAddress() {
-		return bootstrapAddress;
-	}
-
-	public HostPort bindAddress() {
-		return bindAddress;
-	}
-
-	/** @return the configured advertise host, or null for the default */
-	public String advertiseHost() {
-		return advertiseHost;
-	}
-
-	public Duration bootstrapTimeout() {
-		return bootstrapTimeout;
-	}
-
-	public Duration waitingTimeout() {
-		return waitingTimeout;
-	}
-
-	public Duration transferTimeout() {
-		return transferTimeout;
-	}
-
-	public Duration handshakeTimeout() {
-		return handshakeTimeout;
-	}
-
-	public Duration reregisterInterval() {
-		return reregisterInterval;
-	}
-
-	public Scheduler timer() {
-		return timer;
-	}
-
-	public Scheduler callbackScheduler() {
-		return callbackScheduler;
-	}
-
-	public boolean checksums() {
-		return checksums;
-	}
-
-	public int eventBufferSize() {
-		return eventBufferSize;
-	}
-
-	/** @return the configured name, or a default made of mode and ranks */
-	public String name() {
-		if (name != null) {
-			return name;
-		}
-		return (mode == DisaggregationMode.PREFILL ? "prefill" : "decode") + "-dp" + layout.dpGroup() + "-tp"
-				+ layout.attnTpRank() + "-pp" + layout.ppRank();
+	@Override
+	public String toString() {
+		return getClass().getSimpleName() + config;
 	}
 }

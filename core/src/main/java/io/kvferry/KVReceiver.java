@@ -8,7 +8,7 @@ import reactor.core.publisher.Mono;
  * its bootstrap server right away (Bootstrapping → WaitingForInput). Every method returns at once.
  *
  * <pre>{@code
- * KVReceiver receiver = manager.receiver(bootstrapAddr, room, null);
+ * KVReceiver receiver = manager.receiver(bootstrapAddr, room);
  * receiver.sendMetadata(destPages, auxRow, new int[0]);
  * receiver.completion().subscribe(ok -> {}, err -> log.warn("room failed", err));
  * }</pre>

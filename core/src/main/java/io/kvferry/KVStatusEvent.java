@@ -8,13 +8,18 @@ import java.util.Objects;
  * @param room the room
  * @param previous the state before, or {@code null} when the room was new
  * @param current the state after
+ * @param cause why it failed, or {@code null} unless {@code current} is {@link KVPoll#FAILED}
  * @param reason why it failed; empty unless {@code current} is {@link KVPoll#FAILED}
  * @param timestampNanos {@link System#nanoTime()}-based time of the change
  */
-public record KVStatusEvent(long room, KVPoll previous, KVPoll current, String reason, long timestampNanos) {
+public record KVStatusEvent(long room, KVPoll previous, KVPoll current, FailureCause cause, String reason,
+		long timestampNanos) {
 
 	public KVStatusEvent {
 		Objects.requireNonNull(current, "current");
 		Objects.requireNonNull(reason, "reason");
+		if ((current == KVPoll.FAILED) != (cause != null)) {
+			throw new IllegalArgumentException("cause : " + cause + " (expected: a cause exactly when FAILED)");
+		}
 	}
 }

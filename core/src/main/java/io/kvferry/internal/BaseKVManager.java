@@ -1,61 +1,71 @@
 package io.kvferry.internal;
 
 import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 
 import io.kvferry.DisaggregationMode;
+import io.kvferry.FailureCause;
 import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
-import io.kvferry.KVManagerSpec;
+import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import io.kvferry.KVStats;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.PeerLayout;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
-/** What prefill and decode managers share: the spec, the room table and disposal. */
+/** What prefill and decode managers share: the configuration, the room table, counters and disposal. */
 abstract class BaseKVManager<R extends Room> implements KVManager {
 
-	final KVManagerSpec spec;
+	private static final Logger log = LoggerFactory.getLogger(BaseKVManager.class);
+
+	final KVManagerConfig config;
 	final String name;
 	final RoomTable<R> table;
 	final PeerLayout ownLayout;
 	private final AtomicBoolean disposed = new AtomicBoolean();
+	private final Sinks.Empty<Void> released = Sinks.empty();
 	final LongAdder bytesSent = new LongAdder();
 	final LongAdder bytesReceived = new LongAdder();
 	final LongAdder pagesSent = new LongAdder();
 	private final LongAdder heartbeatLosses = new LongAdder();
 	private final LongAdder succeeded = new LongAdder();
-	private final ConcurrentHashMap<String, LongAdder> failures = new ConcurrentHashMap<>();
+	private final Map<FailureCause, LongAdder> failures = new EnumMap<>(FailureCause.class);
 
-	BaseKVManager(KVManagerSpec spec) {
-		this.spec = spec;
-		this.name = spec.name();
-		this.ownLayout = PeerLayout.of(spec.kvArgs(), spec.layout());
-		this.table = new RoomTable<>(name, spec.timer(), spec.callbackScheduler(), spec.bootstrapTimeout(), spec.waitingTimeout(),
-				spec.transferTimeout(), spec.eventBufferSize(), this::count, this::onTerminal);
+	BaseKVManager(KVManagerConfig config) {
+		this.config = config;
+		this.name = config.name();
+		this.ownLayout = PeerLayout.of(config.kvArgs(), config.layout());
+		for (FailureCause c : FailureCause.values()) {
+			failures.put(c, new LongAdder());
+		}
+		this.table = new RoomTable<>(name, config.timer(), config.callbackScheduler(), config.bootstrapTimeout(),
+				config.waitingTimeout(), config.transferTimeout(), config.eventBufferSize(), this::count,
+				this::onTerminal);
 	}
 
 	@Override
 	public DisaggregationMode mode() {
-		return spec.mode();
+		return config.mode();
 	}
 
 	@Override
 	public KVArgs kvArgs() {
-		return spec.kvArgs();
+		return config.kvArgs();
 	}
 
 	@Override
 	public ParallelLayout layout() {
-		return spec.layout();
+		return config.layout();
 	}
 
 	@Override
@@ -76,21 +86,22 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 
 	@Override
 	public void dispose() {
-		disposeLater().subscribe(null, e -> { });
+		if (!disposed.compareAndSet(false, true)) {
+			return;
+		}
+		for (R r : table.all()) {
+			table.fail(r, FailureCause.CLOSED, "KV manager " + name + " was closed", false);
+		}
+		table.complete();
+		closeResources().subscribe(null, e -> {
+			log.warn("[{}] closing did not finish cleanly: {}", name, describe(e));
+			released.tryEmitEmpty();
+		}, released::tryEmitEmpty);
 	}
 
 	@Override
-	public Mono<Void> disposeLater() {
-		return Mono.defer(() -> {
-			if (!disposed.compareAndSet(false, true)) {
-				return Mono.empty();
-			}
-			for (R r : table.all()) {
-				table.update(r, KVPoll.FAILED, "KV manager " + name + " was closed", false);
-			}
-			table.complete();
-			return closeResources();
-		});
+	public Mono<Void> onDispose() {
+		return released.asMono();
 	}
 
 	private void count(R room) {
@@ -98,7 +109,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 			succeeded.increment();
 		}
 		else {
-			failures.computeIfAbsent(KVStats.failureCategory(room.reason()), k -> new LongAdder()).increment();
+			failures.get(room.cause()).increment();
 		}
 	}
 
@@ -111,21 +122,28 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 				live.merge(s, 1, Integer::sum);
 			}
 		}
-		Map<String, Long> failed = new HashMap<>();
+		Map<FailureCause, Long> failed = new EnumMap<>(FailureCause.class);
 		long failedTotal = 0;
-		for (Map.Entry<String, LongAdder> e : failures.entrySet()) {
-			failed.put(e.getKey(), e.getValue().sum());
-			failedTotal += e.getValue().sum();
+		for (Map.Entry<FailureCause, LongAdder> e : failures.entrySet()) {
+			long n = e.getValue().sum();
+			failed.put(e.getKey(), n);
+			failedTotal += n;
 		}
 		return new KVStats(bytesSent.sum(), bytesReceived.sum(), pagesSent.sum(), succeeded.sum(), failedTotal, live,
 				failed, connectionCount(), heartbeatLosses.sum());
 	}
 
-	/** Counts a connection the transport closed for lack of heartbeats (its reason says so). */
-	void connectionClosed(String reason) {
-		if (reason != null && reason.contains("no heartbeat")) {
+	/** Counts a connection the transport closed because the peer went silent. */
+	void connectionClosed(CloseReason reason) {
+		if (reason.kind() == CloseReason.Kind.SILENT_PEER) {
 			heartbeatLosses.increment();
 		}
+	}
+
+	/** @return the cause of a room lost with its connection */
+	static FailureCause lostWith(CloseReason reason) {
+		return reason.kind() == CloseReason.Kind.LOCAL || reason.kind() == CloseReason.Kind.DISPOSED
+				? FailureCause.CLOSED : FailureCause.CONNECTION_LOST;
 	}
 
 	/** @return open peer connections */
@@ -134,7 +152,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	/** Engine cleanup once a room ended (called once, after its terminal state was published). */
 	abstract void onTerminal(R room);
 
-	/** Releases listeners and connections after every room failed. */
+	/** Releases listeners and connections after every room failed; completes when they are released. */
 	abstract Mono<Void> closeResources();
 
 	void checkOpen() {

@@ -12,6 +12,7 @@ import java.util.function.Function;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -100,9 +101,9 @@ public final class InMemoryKVTransport implements KVTransport {
 	 *
 	 * @param reason what the handlers are told
 	 */
-	public void disconnectAll(String reason) {
+	public void disconnectAll(CloseReason reason) {
 		for (End e : ends) {
-			e.close(reason);
+			e.closeBoth(reason, reason);
 		}
 	}
 
@@ -130,7 +131,8 @@ public final class InMemoryKVTransport implements KVTransport {
 				listeners.remove(address);
 				for (End e : ends) {
 					if (e.listenAddress.equals(address)) {
-						e.close("listener " + address + " closed");
+						CloseReason disposed = new CloseReason(CloseReason.Kind.DISPOSED, "listener " + address + " closed");
+						e.closeBoth(disposed, new CloseReason(CloseReason.Kind.PEER_CLOSED, disposed.message()));
 					}
 				}
 			}
@@ -236,14 +238,20 @@ public final class InMemoryKVTransport implements KVTransport {
 
 		@Override
 		public void close(String reason) {
-			closeOne(reason);
+			closeBoth(new CloseReason(CloseReason.Kind.LOCAL, reason), new CloseReason(CloseReason.Kind.PEER_CLOSED,
+					"connection closed by peer " + remote + ": " + reason));
+		}
+
+		/** Closes this end with {@code own} and the peer's with {@code peers}. */
+		void closeBoth(CloseReason own, CloseReason peers) {
+			closeOne(own);
 			End p = peer;
 			if (p != null) {
-				p.closeOne(reason);
+				p.closeOne(peers);
 			}
 		}
 
-		private void closeOne(String reason) {
+		private void closeOne(CloseReason reason) {
 			if (closed.compareAndSet(false, true)) {
 				ends.remove(this);
 				// After every delivery queued before it: none of them touches memory once it ran.
@@ -276,7 +284,9 @@ public final class InMemoryKVTransport implements KVTransport {
 					}
 					catch (RuntimeException e) {
 						log.warn("connection {} closed: {}", id, e.toString(), e);
-						close(e.getMessage() == null ? e.toString() : e.getMessage());
+						String why = e.getMessage() == null ? e.toString() : e.getMessage();
+						closeBoth(new CloseReason(CloseReason.Kind.PROTOCOL, why), new CloseReason(
+								CloseReason.Kind.PEER_CLOSED, "connection closed by peer: " + why));
 					}
 				}
 				missed = wip.addAndGet(-missed);

@@ -1,24 +1,23 @@
 package io.kvferry.internal;
 
-import io.kvferry.DisaggregationMode;
-import io.kvferry.KVManager;
-import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillKVManager;
 import reactor.core.publisher.Mono;
 
-/** Starts the manager a spec describes. */
+/** Starts the managers a configuration describes. */
 public final class KVManagers {
 
 	private KVManagers() {
 	}
 
-	/**
-	 * @param spec a validated spec
-	 * @return the started manager
-	 */
-	public static Mono<KVManager> start(KVManagerSpec spec) {
-		if (spec.mode() == DisaggregationMode.PREFILL) {
-			return PrefillKVManager.start(spec);
-		}
-		return Mono.fromSupplier(() -> new DecodeKVManager(spec));
+	/** @return the started prefill manager: listening, then registered */
+	public static Mono<PrefillKVManager> prefill(KVManagerConfig config) {
+		return DefaultPrefillKVManager.start(config);
+	}
+
+	/** @return the decode manager, ready at once */
+	public static Mono<DecodeKVManager> decode(KVManagerConfig config) {
+		return Mono.fromSupplier(() -> new DefaultDecodeKVManager(config));
 	}
 }

@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
 import reactor.core.Disposable;
@@ -23,6 +24,7 @@ class Room {
 	// Guarded by this.
 	private KVPoll state;
 	private String reason = "";
+	private FailureCause cause;
 	private boolean fromAnotherRank;
 	private Disposable timeout;
 
@@ -37,6 +39,11 @@ class Room {
 
 	synchronized String reason() {
 		return reason;
+	}
+
+	/** @return why the room failed, or null unless it did */
+	synchronized FailureCause cause() {
+		return cause;
 	}
 
 	/** @return whether the room failed because a peer said so */
@@ -62,8 +69,8 @@ class Room {
 	}
 
 	synchronized KVTransferException failure() {
-		return new KVTransferException(id, reason.isEmpty() ? "Failed due to an unknown reason" : reason,
-				fromAnotherRank);
+		return new KVTransferException(id, cause == null ? FailureCause.OTHER : cause,
+				reason.isEmpty() ? "Failed due to an unknown reason" : reason, fromAnotherRank);
 	}
 
 	/**
@@ -71,7 +78,8 @@ class Room {
 	 *
 	 * @return the previous state and the new one, or null when the update changed nothing
 	 */
-	synchronized KVPoll[] apply(KVPoll update, String why, boolean remote, Runnable beforeTerminal) {
+	synchronized KVPoll[] apply(KVPoll update, FailureCause failure, String why, boolean remote,
+			Runnable beforeTerminal) {
 		if (state != null && state.isTerminal()) {
 			// Latched: the first terminal state is the one this room's sender or receiver reports.
 			return null;
@@ -83,6 +91,7 @@ class Room {
 		KVPoll previous = state;
 		state = next;
 		if (next == KVPoll.FAILED) {
+			cause = failure;
 			reason = why;
 			fromAnotherRank = remote;
 		}

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 
+import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import org.slf4j.Logger;
@@ -143,12 +144,32 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
-	 * Applies an update to a room, publishes the change, re-arms the state's timeout and forgets terminal rooms.
+	 * Moves a room forward (never to Failed: see {@link #fail}), publishes the change and re-arms the state's timeout;
+	 * a terminal room is forgotten.
 	 *
 	 * @return whether the state changed
 	 */
-	boolean update(R room, KVPoll update, String reason, boolean fromAnotherRank) {
-		KVPoll[] change = room.apply(update, reason, fromAnotherRank, () -> {
+	boolean advance(R room, KVPoll state) {
+		if (state == KVPoll.FAILED) {
+			throw new IllegalArgumentException("state : FAILED (expected: fail(room, cause, reason, remote))");
+		}
+		return update(room, state, null, "", false);
+	}
+
+	/**
+	 * Fails a room (ignored for a room that is unknown or already ended), publishes it and forgets the room.
+	 *
+	 * @param cause the category
+	 * @param reason names what happened
+	 * @param remote whether another rank reported it
+	 * @return whether the state changed
+	 */
+	boolean fail(R room, FailureCause cause, String reason, boolean remote) {
+		return update(room, KVPoll.FAILED, cause, reason, remote);
+	}
+
+	private boolean update(R room, KVPoll update, FailureCause cause, String reason, boolean fromAnotherRank) {
+		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, () -> {
 			forget(room);
 			onEnding.accept(room);
 		});
@@ -157,12 +178,14 @@ final class RoomTable<R extends Room> {
 		}
 		KVPoll next = change[1];
 		if (next == KVPoll.FAILED) {
-			log.info("[{}] room {} failed: {}", name, room.id, reason);
+			log.info("[{}] room {} failed ({}): {}", name, room.id, cause.tag(), reason);
 		}
 		else if (log.isDebugEnabled()) {
 			log.debug("[{}] room {} {} -> {}", name, room.id, change[0], next);
 		}
-		events.emit(new KVStatusEvent(room.id, change[0], next, next == KVPoll.FAILED ? reason : "", System.nanoTime()));
+		boolean failed = next == KVPoll.FAILED;
+		events.emit(new KVStatusEvent(room.id, change[0], next, failed ? cause : null, failed ? reason : "",
+				System.nanoTime()));
 		if (next.isTerminal()) {
 			room.replaceTimeout(null);
 			onTerminal.accept(room);
@@ -187,7 +210,7 @@ final class RoomTable<R extends Room> {
 		}
 		room.replaceTimeout(timer.schedule(() -> {
 			if (room.state() == state) {
-				update(room, KVPoll.FAILED,
+				fail(room, FailureCause.TIMEOUT,
 						"Request " + room.id + " timed out after " + format(limit) + " in KVPoll." + state, false);
 			}
 		}, limit.toNanos(), TimeUnit.NANOSECONDS));

@@ -24,5 +24,5 @@ public interface ConnectionHandler {
 	boolean isSendable(long room);
 
 	/** The connection closed (either side, heartbeat loss, malformed input); called once. */
-	void onClose(KVConnection connection, String reason);
+	void onClose(KVConnection connection, CloseReason reason);
 }

@@ -8,12 +8,15 @@ import java.util.Objects;
 import java.util.Random;
 import java.util.function.UnaryOperator;
 
-import io.kvferry.DisaggregationMode;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
@@ -36,9 +39,9 @@ public final class KVCluster {
 
 	private final Builder config;
 	private final List<List<RankMemory>> prefillMemory = new ArrayList<>();
-	private final List<List<KVManager>> prefill = new ArrayList<>();
+	private final List<List<PrefillKVManager>> prefill = new ArrayList<>();
 	private final List<RankMemory> decodeMemory = new ArrayList<>();
-	private final List<KVManager> decode = new ArrayList<>();
+	private final List<DecodeKVManager> decode = new ArrayList<>();
 	private final List<PageAllocator> prefillPages = new ArrayList<>();
 	private final List<PageAllocator> prefillRows = new ArrayList<>();
 	private final PageAllocator decodePages;
@@ -55,11 +58,11 @@ public final class KVCluster {
 	}
 
 	/** @return prefill managers by DP group, each group in (tp, pp) order */
-	public List<List<KVManager>> prefillManagers() {
+	public List<List<PrefillKVManager>> prefillManagers() {
 		return prefill;
 	}
 
-	public List<KVManager> decodeManagers() {
+	public List<DecodeKVManager> decodeManagers() {
 		return decode;
 	}
 
@@ -88,10 +91,10 @@ public final class KVCluster {
 	}
 
 	private Mono<KVCluster> startAll() {
-		List<Mono<KVManager>> starts = new ArrayList<>();
+		List<Mono<? extends KVManager>> starts = new ArrayList<>();
 		for (int g = 0; g < config.prefillDp; g++) {
 			List<RankMemory> mems = new ArrayList<>();
-			List<KVManager> mgrs = new ArrayList<>();
+			List<PrefillKVManager> mgrs = new ArrayList<>();
 			prefillMemory.add(mems);
 			prefill.add(mgrs);
 			prefillPages.add(new PageAllocator(config.pages));
@@ -104,8 +107,7 @@ public final class KVCluster {
 					mems.add(mem);
 					mgrs.add(null);
 					int slot = mgrs.size() - 1;
-					KVManagerSpec spec = config.customizer.apply(KVManagerSpec.create()
-							.mode(DisaggregationMode.PREFILL).kvArgs(mem.kvArgs()).layout(layout)
+					PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
 							.transport(config.transport).bootstrapClient(config.client)
 							.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0)));
 					starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
@@ -119,14 +121,19 @@ public final class KVCluster {
 				decodeMemory.add(mem);
 				decode.add(null);
 				int slot = decode.size() - 1;
-				KVManagerSpec spec = config.customizer.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE)
-						.kvArgs(mem.kvArgs()).layout(layout)
+				DecodeSpec spec = custom(KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
 						.transport(config.decodeTransport != null ? config.decodeTransport : config.transport)
 						.bootstrapClient(config.client));
 				starts.add(spec.start().doOnNext(m -> decode.set(slot, m)));
 			}
 		}
 		return Flux.merge(starts).then(Mono.just(this));
+	}
+
+	/** The builder's customizer applies to both roles' specs; it returns a spec of the role it was given. */
+	@SuppressWarnings("unchecked")
+	private <S extends KVManagerSpec<S, ?>> S custom(S spec) {
+		return (S) config.customizer.apply(spec);
 	}
 
 	/**
@@ -161,13 +168,13 @@ public final class KVCluster {
 			List<Mono<Void>> done = new ArrayList<>();
 			List<KVSender> senders = new ArrayList<>();
 			List<KVReceiver> receivers = new ArrayList<>();
-			for (KVManager d : decode) {
-				KVReceiver receiver = d.receiver(config.bootstrap, room, null);
+			for (DecodeKVManager d : decode) {
+				KVReceiver receiver = d.receiver(config.bootstrap, room);
 				receiver.sendMetadata(dst, dstRow[0], dstState);
 				receivers.add(receiver);
 			}
 			int[] cuts = cuts(numPages, chunks, random);
-			for (KVManager p : prefill.get(g)) {
+			for (PrefillKVManager p : prefill.get(g)) {
 				KVSender sender = p.sender(room);
 				sender.init(numPages, srcRow[0]);
 				for (int c = 0; c + 1 < cuts.length; c++) {
@@ -240,20 +247,21 @@ public final class KVCluster {
 		}
 	}
 
-	/** Closes every manager (not the transport nor the bootstrap client). */
+	/** Closes every manager (not the transport nor the bootstrap client); completes when they are released. */
 	public Mono<Void> close() {
-		List<Mono<Void>> all = new ArrayList<>();
-		prefill.forEach(g -> g.forEach(m -> {
-			if (m != null) {
-				all.add(m.disposeLater());
+		return Mono.defer(() -> {
+			List<KVManager> all = new ArrayList<>();
+			prefill.forEach(all::addAll);
+			all.addAll(decode);
+			List<Mono<Void>> released = new ArrayList<>();
+			for (KVManager m : all) {
+				if (m != null) {
+					m.dispose();
+					released.add(m.onDispose());
+				}
 			}
-		}));
-		decode.forEach(m -> {
-			if (m != null) {
-				all.add(m.disposeLater());
-			}
+			return Mono.when(released);
 		});
-		return Mono.whenDelayError(all);
 	}
 
 	/** Mutable builder of a cluster. */
@@ -272,7 +280,7 @@ public final class KVCluster {
 		private KVTransport decodeTransport;
 		private BootstrapClient client;
 		private HostPort bootstrap;
-		private UnaryOperator<KVManagerSpec> customizer = UnaryOperator.identity();
+		private UnaryOperator<KVManagerSpec<?, ?>> customizer = UnaryOperator.identity();
 
 		private Builder() {
 		}
@@ -342,7 +350,7 @@ public final class KVCluster {
 		}
 
 		/** Adjusts every manager's spec (timeouts, timer). */
-		public Builder customize(UnaryOperator<KVManagerSpec> customizer) {
+		public Builder customize(UnaryOperator<KVManagerSpec<?, ?>> customizer) {
 			this.customizer = Objects.requireNonNull(customizer, "customizer");
 			return this;
 		}

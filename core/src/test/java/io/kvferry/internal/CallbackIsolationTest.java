@@ -14,6 +14,8 @@ import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -45,7 +47,7 @@ class CallbackIsolationTest {
 	private final List<Disposable> subscriptions = new ArrayList<>();
 	private KVCluster cluster;
 
-	private KVCluster cluster(UnaryOperator<KVManagerSpec> custom) {
+	private KVCluster cluster(UnaryOperator<KVManagerSpec<?, ?>> custom) {
 		cluster = KVCluster.builder().shape(SHAPE).capacity(256, 64).transport(InMemoryKVTransport.create())
 				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(BOOTSTRAP).customize(custom).startNow(T);
 		return cluster;
@@ -93,9 +95,9 @@ class CallbackIsolationTest {
 	@Test
 	void aRoomSubscriberThatBlocksHoldsUpOnlyItself() {
 		cluster(UnaryOperator.identity());
-		KVManager decode = cluster.decodeManagers().get(0);
-		KVManager prefill = cluster.prefillManagers().get(0).get(0);
-		KVReceiver stuck = decode.receiver(BOOTSTRAP, 1000, null);
+		DecodeKVManager decode = cluster.decodeManagers().get(0);
+		PrefillKVManager prefill = cluster.prefillManagers().get(0).get(0);
+		KVReceiver stuck = decode.receiver(BOOTSTRAP, 1000);
 		CountDownLatch inCallback = new CountDownLatch(1);
 		subscriptions.add(stuck.states().subscribe(s -> {
 			inCallback.countDown();
@@ -118,14 +120,14 @@ class CallbackIsolationTest {
 	@Test
 	void aCallbackMayAbortOtherRoomsAndStartNewOnesWithoutDeadlock() {
 		cluster(UnaryOperator.identity());
-		KVManager decode = cluster.decodeManagers().get(0);
-		KVManager prefill = cluster.prefillManagers().get(0).get(0);
+		DecodeKVManager decode = cluster.decodeManagers().get(0);
+		PrefillKVManager prefill = cluster.prefillManagers().get(0).get(0);
 		RankMemory memory = cluster.prefillMemory().get(0).get(0);
 		// Rooms 2000 and 2001 wait; the first state change of room 2002 aborts both from its callbacks, on both sides.
-		KVReceiver victim = decode.receiver(BOOTSTRAP, 2000, null);
+		KVReceiver victim = decode.receiver(BOOTSTRAP, 2000);
 		victim.sendMetadata(new int[] { 10 }, 1, new int[0]);
 		KVSender victimSender = prefill.sender(2001);
-		KVReceiver trigger = decode.receiver(BOOTSTRAP, 2002, null);
+		KVReceiver trigger = decode.receiver(BOOTSTRAP, 2002);
 		subscriptions.add(trigger.states().take(1).subscribe(s -> {
 			victim.abort("aborted from room 2002's callback").subscribe();
 			victimSender.abort("aborted from room 2002's callback").subscribe();
@@ -149,13 +151,13 @@ class CallbackIsolationTest {
 	@Test
 	void crossAbortsFromTwoThreadsAtOnceNeverDeadlock() throws Exception {
 		cluster(UnaryOperator.identity());
-		KVManager decode = cluster.decodeManagers().get(0);
-		KVManager prefill = cluster.prefillManagers().get(0).get(0);
+		DecodeKVManager decode = cluster.decodeManagers().get(0);
+		PrefillKVManager prefill = cluster.prefillManagers().get(0).get(0);
 		java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(2);
 		try {
 			for (long room = 3000; room < 3200; room++) {
 				// As a router does: when one side of a room fails, the other side is aborted from the callback.
-				KVReceiver receiver = decode.receiver(BOOTSTRAP, room, null);
+				KVReceiver receiver = decode.receiver(BOOTSTRAP, room);
 				KVSender sender = prefill.sender(room);
 				subscriptions.add(receiver.completion().subscribe(null, e -> sender.abort("decode failed")));
 				subscriptions.add(sender.completion().subscribe(null, e -> receiver.abort("prefill failed")));
@@ -183,16 +185,16 @@ class CallbackIsolationTest {
 	void callbacksRunOnTheCallbackSchedulerNotOnTransportThreads() {
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
 		InMemoryKVTransport transport = InMemoryKVTransport.create();
-		KVManager prefill = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		PrefillKVManager prefill = KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
 				.startNow();
-		KVManager decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+		DecodeKVManager decode = KVManagerSpec.decode()
 				.kvArgs(RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).startNow();
 		try {
 			List<String> threads = new ArrayList<>();
-			KVReceiver r = decode.receiver(BOOTSTRAP, 5, null);
+			KVReceiver r = decode.receiver(BOOTSTRAP, 5);
 			StepVerifier.create(r.states().doOnNext(s -> threads.add(Thread.currentThread().getName())))
 					.then(() -> r.sendMetadata(new int[] { 1 }, -1, new int[0]))
 					.thenConsumeWhile(s -> s != KVPoll.WAITING_FOR_INPUT)
@@ -203,8 +205,8 @@ class CallbackIsolationTest {
 			assertThat(threads).allMatch(t -> t.startsWith("boundedElastic"), "on the callback scheduler");
 		}
 		finally {
-			prefill.disposeLater().block(T);
-			decode.disposeLater().block(T);
+			prefill.disposeNow(T);
+			decode.disposeNow(T);
 		}
 	}
 }

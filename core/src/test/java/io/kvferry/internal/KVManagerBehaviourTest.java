@@ -12,7 +12,12 @@ import java.util.function.UnaryOperator;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.PrefillSpec;
+import io.kvferry.spi.CloseReason;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -46,15 +51,26 @@ class KVManagerBehaviourTest {
 	private InMemoryKVTransport transport = InMemoryKVTransport.create();
 	private final RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
 	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
-	private KVManager prefill;
-	private KVManager decode;
+	private PrefillKVManager prefill;
+	private DecodeKVManager decode;
 
-	private void start(UnaryOperator<KVManagerSpec> custom) {
-		prefill = custom.apply(KVManagerSpec.create().mode(DisaggregationMode.PREFILL).kvArgs(prefillMem.kvArgs())
+	private void start(UnaryOperator<KVManagerSpec<?, ?>> custom) {
+		prefill = ((PrefillSpec) custom.apply(KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs())
 				.transport(transport).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
-				.bindAddress(new HostPort("127.0.0.1", 0))).startNow();
-		decode = custom.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs())
-				.transport(transport).bootstrapClient(bootstrap)).startNow();
+				.bindAddress(new HostPort("127.0.0.1", 0)))).startNow();
+		decode = ((DecodeSpec) custom.apply(KVManagerSpec.decode().kvArgs(decodeMem.kvArgs())
+				.transport(transport).bootstrapClient(bootstrap))).startNow();
+	}
+
+	/** @return completes when every manager given is closed and released */
+	static reactor.core.publisher.Mono<Void> closing(io.kvferry.KVManager... managers) {
+		return reactor.core.publisher.Mono.defer(() -> {
+			for (io.kvferry.KVManager m : managers) {
+				m.dispose();
+			}
+			return reactor.core.publisher.Mono.when(java.util.Arrays.stream(managers).map(io.kvferry.KVManager::onDispose)
+					.toList());
+		});
 	}
 
 	/** Waits until a room's state stream reaches {@code state} (it replays the current state first). */
@@ -65,10 +81,10 @@ class KVManagerBehaviourTest {
 	@AfterEach
 	void close() {
 		if (prefill != null) {
-			prefill.disposeLater().block(T);
+			prefill.disposeNow(T);
 		}
 		if (decode != null) {
-			decode.disposeLater().block(T);
+			decode.disposeNow(T);
 		}
 	}
 
@@ -76,7 +92,7 @@ class KVManagerBehaviourTest {
 	void prefillPublishesRoomsDecodeWaitsFor() {
 		start(UnaryOperator.identity());
 		StepVerifier.create(prefill.roomRequests())
-				.then(() -> decode.receiver(BOOTSTRAP, 5, null).sendMetadata(new int[] { 3, 4, 9 }, 2, new int[0]))
+				.then(() -> decode.receiver(BOOTSTRAP, 5).sendMetadata(new int[] { 3, 4, 9 }, 2, new int[0]))
 				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(5, 3, 2, false)))
 				.thenCancel()
 				.verify(T);
@@ -92,7 +108,7 @@ class KVManagerBehaviourTest {
 		sender.send(new int[] { 1 }, new int[0]);
 		sender.send(new int[] { 2, 3 }, new int[0]);
 		assertThat(sender.poll()).isEqualTo(KVPoll.BOOTSTRAPPING);
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 11, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 11);
 		receiver.sendMetadata(new int[] { 10, 20, 21 }, 5, new int[0]);
 		StepVerifier.create(receiver.states()).thenConsumeWhile(s -> s != KVPoll.SUCCESS).expectNext(KVPoll.SUCCESS)
 				.expectComplete().verify(T);
@@ -121,7 +137,7 @@ class KVManagerBehaviourTest {
 		int[] src = { 0, 1, 2, 3 };
 		int[] dst = { 4, 5, 6, 7 };
 		prefillMem.fill(12, src, 0, new int[0]);
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 12, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 12);
 		receiver.sendMetadata(dst, 1, new int[0]);
 		KVSender sender = prefill.sender(12);
 		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
@@ -163,7 +179,7 @@ class KVManagerBehaviourTest {
 		start(UnaryOperator.identity());
 		int[] pages = { 1, 2 };
 		prefillMem.fill(26, pages, 0, new int[0]);
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 26, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 26);
 		receiver.sendMetadata(new int[] { 3, 4 }, 0, new int[0]);
 		KVSender sender = prefill.sender(26);
 		for (int i = 0; i < 10 && sender.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
@@ -182,8 +198,7 @@ class KVManagerBehaviourTest {
 				.verify(T);
 		assertThat(decodeMem.isZero(new int[] { 3, 4 })).isTrue();
 		// Closing waits for the connections' ends, which are deliveries too.
-		java.util.concurrent.CompletableFuture<Void> closed = reactor.core.publisher.Mono.when(prefill.disposeLater(),
-				decode.disposeLater()).toFuture();
+		java.util.concurrent.CompletableFuture<Void> closed = closing(prefill, decode).toFuture();
 		for (int i = 0; i < 10 && !closed.isDone(); i++) {
 			flush.run();
 		}
@@ -195,7 +210,7 @@ class KVManagerBehaviourTest {
 	@Test
 	void prefillAbortReachesDecodeWithTheReason() {
 		start(UnaryOperator.identity());
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 13, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 13);
 		receiver.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		KVSender sender = prefill.sender(13);
 		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
@@ -213,11 +228,12 @@ class KVManagerBehaviourTest {
 	@Test
 	void lostConnectionFailsLiveRoomsOnBothSides() {
 		start(UnaryOperator.identity());
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 14, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 14);
 		receiver.sendMetadata(new int[] { 1, 2 }, 0, new int[0]);
 		KVSender sender = prefill.sender(14);
 		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
-		transport.disconnectAll("no heartbeat from 10.0.0.9:1 for 2 intervals (10 s)");
+		transport.disconnectAll(new CloseReason(CloseReason.Kind.SILENT_PEER,
+				"no heartbeat from 10.0.0.9:1 for 2 intervals (10 s)"));
 		StepVerifier.create(receiver.completion())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Lost connection with prefill rank")
 						.hasMessageContaining("no heartbeat"))
@@ -230,7 +246,7 @@ class KVManagerBehaviourTest {
 		// A new room reconnects: nothing stale survives the cut.
 		int[] pages = { 7 };
 		prefillMem.fill(15, pages, 0, new int[0]);
-		KVReceiver again = decode.receiver(BOOTSTRAP, 15, null);
+		KVReceiver again = decode.receiver(BOOTSTRAP, 15);
 		again.sendMetadata(new int[] { 30 }, 3, new int[0]);
 		KVSender s2 = prefill.sender(15);
 		s2.init(1, 0);
@@ -244,7 +260,7 @@ class KVManagerBehaviourTest {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		transport = InMemoryKVTransport.create(vts);
 		start(s -> s.timer(vts).waitingTimeout(Duration.ofSeconds(30)));
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 16, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 16);
 		receiver.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		vts.advanceTime();
 		assertThat(receiver.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
@@ -261,9 +277,9 @@ class KVManagerBehaviourTest {
 	void bootstrapWithNoPrefillFailsWithTheBootstrapServersAnswer() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		transport = InMemoryKVTransport.create(vts);
-		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
+		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).timer(vts).startNow();
-		KVReceiver receiver = decode.receiver(new HostPort("127.0.0.1", 1), 17, null);
+		KVReceiver receiver = decode.receiver(new HostPort("127.0.0.1", 1), 17);
 		vts.advanceTimeBy(Duration.ofSeconds(20));
 		StepVerifier.create(receiver.completion())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Could not bootstrap room 17")
@@ -274,39 +290,39 @@ class KVManagerBehaviourTest {
 	@Test
 	void pageSizeMismatchFailsTheRoomNamingBothValues() {
 		start(UnaryOperator.identity());
-		KVManager other = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+		DecodeKVManager other = KVManagerSpec.decode()
 				.kvArgs(RankMemory.decode(new ModelShape(2, 2, 16, 2, 8, false, 0, 64, 0), ParallelLayout.SINGLE, 8, 2, 2)
 						.kvArgs())
 				.transport(transport).bootstrapClient(bootstrap).startNow();
 		try {
-			KVReceiver r = other.receiver(BOOTSTRAP, 18, null);
+			KVReceiver r = other.receiver(BOOTSTRAP, 18);
 			StepVerifier.create(r.completion())
 					.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("4").hasMessageContaining("8")
 							.hasMessageContaining("page"))
 					.verify(T);
 		}
 		finally {
-			other.disposeLater().block(T);
+			other.disposeNow(T);
 		}
 	}
 
 	@Test
 	void incompatibleDtypeIsRejectedInTheHandshake() {
 		start(UnaryOperator.identity());
-		KVManager other = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+		DecodeKVManager other = KVManagerSpec.decode()
 				.kvArgs(decodeMem.kvArgs().mutate().dtype("fp8_e4m3").build())
 				.transport(transport).bootstrapClient(bootstrap).startNow();
 		try {
-			KVReceiver r = other.receiver(BOOTSTRAP, 19, null);
+			KVReceiver r = other.receiver(BOOTSTRAP, 19);
 			StepVerifier.create(r.completion())
 					.expectErrorSatisfies(e -> assertThat(e)
 							.hasMessageContaining("KV cache dtype mismatch: prefill bf16, decode fp8_e4m3"))
 					.verify(T);
-			assertThat(other.stats().failuresByCategory()).containsEntry("incompatible", 1L);
+			assertThat(other.stats().failures()).containsEntry(io.kvferry.FailureCause.INCOMPATIBLE, 1L);
 			assertThat(other.stats().roomsFailed()).isEqualTo(1);
 		}
 		finally {
-			other.disposeLater().block(T);
+			other.disposeNow(T);
 		}
 	}
 
@@ -322,9 +338,7 @@ class KVManagerBehaviourTest {
 				.hasMessage("page index : 64 (expected: 0..63)");
 		assertThatThrownBy(() -> sender.send(new int[] { 1, 2, 3 }, new int[0]))
 				.hasMessageContaining("more than the 2 given to init");
-		assertThatThrownBy(() -> prefill.receiver(BOOTSTRAP, 1, null)).hasMessageContaining("decode managers");
-		assertThatThrownBy(() -> decode.sender(1)).hasMessageContaining("prefill managers");
-		KVReceiver receiver = decode.receiver(BOOTSTRAP, 21, null);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 21);
 		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { -1 }, 0, new int[0]))
 				.hasMessage("page index : -1 (expected: 0..63)");
 		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 64 }, 0, new int[0]))
@@ -336,7 +350,7 @@ class KVManagerBehaviourTest {
 		receiver.sendMetadata(new int[] { 1 }, 0, new int[0]);
 		assertThatThrownBy(() -> receiver.sendMetadata(new int[] { 1 }, 0, new int[0]))
 				.hasMessageContaining("sendMetadata called twice");
-		StepVerifier.create(decode.roomRequests()).expectError(IllegalStateException.class).verify(T);
+		assertThatThrownBy(() -> decode.receiver(BOOTSTRAP, 22, -1)).hasMessage("prefillDpRank : -1 (expected: >= 0)");
 	}
 
 	@Test
@@ -363,7 +377,7 @@ class KVManagerBehaviourTest {
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Aborted by decode")
 						.hasMessageContaining("client went away"))
 				.verify(T);
-		assertThat(prefill.stats().failuresByCategory()).containsEntry("aborted", 1L);
+		assertThat(prefill.stats().failures()).containsEntry(io.kvferry.FailureCause.ABORTED, 1L);
 		// The engine's usual calls on the ended room are harmless; the room is not opened twice.
 		s.init(1, -1);
 		s.send(new int[] { 0 }, new int[0]);
@@ -392,9 +406,9 @@ class KVManagerBehaviourTest {
 				rogue.address().port(), SHAPE.pageSize())).block(T);
 		prefillMem.fill(22, new int[] { 0 }, 0, new int[0]);
 		// The rogue never acknowledges the abort that follows: its connection is closed after the handshake timeout.
-		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
+		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).handshakeTimeout(Duration.ofSeconds(1)).startNow();
-		KVReceiver r = decode.receiver(rogueBootstrap, 22, null);
+		KVReceiver r = decode.receiver(rogueBootstrap, 22);
 		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		StepVerifier.create(r.completion())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("wrote outside room 22")
@@ -440,7 +454,7 @@ class KVManagerBehaviourTest {
 		start(UnaryOperator.identity());
 		KVSender sender = prefill.sender(23);
 		StepVerifier.create(prefill.events())
-				.then(() -> prefill.disposeLater().subscribe())
+				.then(prefill::dispose)
 				.assertNext(e -> assertThat(e.reason()).contains("was closed"))
 				.verifyComplete();
 		StepVerifier.create(sender.states()).expectNext(KVPoll.FAILED).verifyComplete();

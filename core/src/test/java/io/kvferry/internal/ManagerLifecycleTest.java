@@ -14,6 +14,8 @@ import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
@@ -65,7 +67,7 @@ class ManagerLifecycleTest {
 	void aStartThatTimesOutSaysWhatDidNotStartAndClosesTheListenerItOpened() {
 		InMemoryKVTransport transport = InMemoryKVTransport.create();
 		HostPort bind = new HostPort("127.0.0.1", 47001);
-		KVManagerSpec spec = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		KVManagerSpec spec = KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(new Unanswering()).bootstrapAddress(BOOTSTRAP).bindAddress(bind);
 		assertThatThrownBy(() -> spec.startNow(Duration.ofMillis(300)))
@@ -81,11 +83,11 @@ class ManagerLifecycleTest {
 	void roomRequestsThatNoSubscriberTakesFailTheirRoomsInsteadOfLeavingThemWaiting() throws InterruptedException {
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
 		InMemoryKVTransport transport = InMemoryKVTransport.create();
-		KVManager prefill = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		PrefillKVManager prefill = KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
 				.eventBufferSize(1).startNow();
-		KVManager decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+		DecodeKVManager decode = KVManagerSpec.decode()
 				.kvArgs(RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).startNow();
 		CountDownLatch release = new CountDownLatch(1);
@@ -104,7 +106,7 @@ class ManagerLifecycleTest {
 			int rooms = HotStream.HANDOFF + 10;
 			List<KVReceiver> receivers = new ArrayList<>();
 			for (int room = 1; room <= rooms; room++) {
-				KVReceiver r = decode.receiver(BOOTSTRAP, room, null);
+				KVReceiver r = decode.receiver(BOOTSTRAP, room);
 				r.sendMetadata(new int[] { 1 }, -1, new int[0]);
 				receivers.add(r);
 			}
@@ -125,8 +127,8 @@ class ManagerLifecycleTest {
 		finally {
 			release.countDown();
 			engine.dispose();
-			prefill.disposeLater().block(T);
-			decode.disposeLater().block(T);
+			prefill.disposeNow(T);
+			decode.disposeNow(T);
 		}
 	}
 }

@@ -9,6 +9,7 @@ import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
@@ -35,12 +36,12 @@ class PublishersTest {
 	void startIsLazyAndRegistersThePrefillRank() {
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
 		InMemoryKVTransport transport = InMemoryKVTransport.create();
-		Mono<io.kvferry.KVManager> start = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		Mono<io.kvferry.PrefillKVManager> start = KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
 				.start();
 		StepVerifier.create(bootstrap.parallelInfo(BOOTSTRAP)).expectError(BootstrapException.class).verify(T);
-		io.kvferry.KVManager[] started = new io.kvferry.KVManager[1];
+		io.kvferry.PrefillKVManager[] started = new io.kvferry.PrefillKVManager[1];
 		StepVerifier.create(start)
 				.assertNext(m -> {
 					assertThat(m.endpoint().host()).isEqualTo("127.0.0.1");
@@ -52,14 +53,14 @@ class PublishersTest {
 				.expectNext(new PrefillParallelInfo(1, 1, 1, SHAPE.pageSize()))
 				.expectComplete()
 				.verify(T);
-		started[0].disposeLater().block(T);
+		started[0].disposeNow(T);
 	}
 
 	@Test
 	void prefillRegistersAgainSoARestartedBootstrapServerLearnsItBack() {
 		reactor.test.scheduler.VirtualTimeScheduler vts = reactor.test.scheduler.VirtualTimeScheduler.create();
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
-		io.kvferry.KVManager m = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		io.kvferry.PrefillKVManager m = KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs())
 				.transport(InMemoryKVTransport.create(vts)).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
 				.bindAddress(new HostPort("127.0.0.1", 0)).timer(vts).reregisterInterval(Duration.ofSeconds(10))
@@ -78,7 +79,7 @@ class PublishersTest {
 
 	@Test
 	void startSignalsAMissingPartAsAnError() {
-		StepVerifier.create(KVManagerSpec.create().start())
+		StepVerifier.create(KVManagerSpec.decode().start())
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("kvArgs : missing"))
 				.verify(T);
 	}
@@ -87,7 +88,7 @@ class PublishersTest {
 	void startFailsWhenRegistrationFails() {
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
 		bootstrap.setDown(true);
-		StepVerifier.create(KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		StepVerifier.create(KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs())
 				.transport(InMemoryKVTransport.create()).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
 				.start())

@@ -8,6 +8,8 @@ import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
@@ -30,28 +32,28 @@ class RegistryChangeTest {
 
 	private final InMemoryBootstrap registry = new InMemoryBootstrap();
 	private final InMemoryKVTransport transport = InMemoryKVTransport.create();
-	private KVManager prefill;
-	private KVManager decode;
+	private PrefillKVManager prefill;
+	private DecodeKVManager decode;
 
 	@BeforeEach
 	void start() {
-		prefill = KVManagerSpec.create().mode(DisaggregationMode.PREFILL)
+		prefill = KVManagerSpec.prefill()
 				.kvArgs(RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(registry).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
 				.startNow();
-		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+		decode = KVManagerSpec.decode()
 				.kvArgs(RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 8, 2, 2).kvArgs()).transport(transport)
 				.bootstrapClient(registry).startNow();
 	}
 
 	@AfterEach
 	void stop() {
-		prefill.disposeLater().block(T);
-		decode.disposeLater().block(T);
+		prefill.disposeNow(T);
+		decode.disposeNow(T);
 	}
 
 	private KVReceiver waiting(long room) {
-		KVReceiver r = decode.receiver(BOOTSTRAP, room, null);
+		KVReceiver r = decode.receiver(BOOTSTRAP, room);
 		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		// Prefill has the room's request: nothing is in flight when the registry speaks.
 		StepVerifier.create(prefill.sender(room).states()).thenConsumeWhile(s -> s != KVPoll.WAITING_FOR_INPUT)
@@ -83,7 +85,7 @@ class RegistryChangeTest {
 
 	@Test
 	void aClosedPrefillManagerWithdrawsItsRegistration() {
-		prefill.disposeLater().block(T);
+		prefill.disposeNow(T);
 		StepVerifier.create(registry.rankEndpoint(BOOTSTRAP, 0, 0, 0))
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("not found"))
 				.verify(T);

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import io.kvferry.KVTransferException;
@@ -53,9 +54,9 @@ class RoomTableTest {
 	void aRoomLatchesItsFirstTerminalState() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
 		Room r = t.getOrCreate(8, Room::new);
-		t.update(r, KVPoll.TRANSFERRING, "", false);
-		assertThat(t.update(r, KVPoll.SUCCESS, "", false)).isTrue();
-		assertThat(t.update(r, KVPoll.FAILED, "late", true)).as("the sender already reported Success").isFalse();
+		t.advance(r, KVPoll.TRANSFERRING);
+		assertThat(t.advance(r, KVPoll.SUCCESS)).isTrue();
+		assertThat(t.fail(r, FailureCause.OTHER, "late", true)).as("the sender already reported Success").isFalse();
 		assertThat(r.state()).isEqualTo(KVPoll.SUCCESS);
 		StepVerifier.create(completion(r)).verifyComplete();
 	}
@@ -82,8 +83,8 @@ class RoomTableTest {
 		List<String> seen = new ArrayList<>();
 		StepVerifier.create(states(r).doOnNext(s -> seen.add(s + " counted=" + counted + " known="
 				+ (t.get(4) != null) + " cleaned=" + ended.size())))
-				.then(() -> t.update(r, KVPoll.WAITING_FOR_INPUT, "", false))
-				.then(() -> t.update(r, KVPoll.FAILED, "gone", false))
+				.then(() -> t.advance(r, KVPoll.WAITING_FOR_INPUT))
+				.then(() -> t.fail(r, FailureCause.OTHER, "gone", false))
 				.expectNextCount(2)
 				.verifyComplete();
 		// Counting precedes publication; engine cleanup follows it.
@@ -97,7 +98,7 @@ class RoomTableTest {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
 		Room r = new Room(1);
 		StepVerifier.create(t.events())
-				.then(() -> assertThat(t.update(r, KVPoll.FAILED, "late", true)).isFalse())
+				.then(() -> assertThat(t.fail(r, FailureCause.OTHER, "late", true)).isFalse())
 				.then(t::complete)
 				.verifyComplete();
 		assertThat(r.state()).isNull();
@@ -109,11 +110,11 @@ class RoomTableTest {
 		Room r = t.getOrCreate(9, Room::new);
 		StepVerifier.create(t.events().map(e -> e.previous() + ">" + e.current() + ":" + e.reason()))
 				.then(() -> {
-					t.update(r, KVPoll.BOOTSTRAPPING, "", false);
-					t.update(r, KVPoll.TRANSFERRING, "", false);
-					t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
-					t.update(r, KVPoll.FAILED, "boom", true);
-					t.update(r, KVPoll.SUCCESS, "", false);
+					t.advance(r, KVPoll.BOOTSTRAPPING);
+					t.advance(r, KVPoll.TRANSFERRING);
+					t.advance(r, KVPoll.WAITING_FOR_INPUT);
+					t.fail(r, FailureCause.OTHER, "boom", true);
+					t.advance(r, KVPoll.SUCCESS);
 					t.complete();
 				})
 				.expectNext("null>BOOTSTRAPPING:", "BOOTSTRAPPING>TRANSFERRING:", "TRANSFERRING>FAILED:boom")
@@ -128,11 +129,11 @@ class RoomTableTest {
 	void roomStatesStartWithCurrentStateForLateSubscribersAndCompleteAfterTerminal() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
 		Room r = t.getOrCreate(3, Room::new);
-		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
-		t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+		t.advance(r, KVPoll.BOOTSTRAPPING);
+		t.advance(r, KVPoll.WAITING_FOR_INPUT);
 		StepVerifier.create(states(r))
 				.expectNext(KVPoll.WAITING_FOR_INPUT)
-				.then(() -> t.update(r, KVPoll.SUCCESS, "", false))
+				.then(() -> t.advance(r, KVPoll.SUCCESS))
 				.expectNext(KVPoll.SUCCESS)
 				.verifyComplete();
 		StepVerifier.create(states(r)).expectNext(KVPoll.SUCCESS).verifyComplete();
@@ -143,13 +144,13 @@ class RoomTableTest {
 	void slowRoomSubscriberNeverBlocksEmittersAndStillGetsTheTerminalState() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
 		Room r = t.getOrCreate(4, Room::new);
-		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+		t.advance(r, KVPoll.BOOTSTRAPPING);
 		StepVerifier.create(states(r), 0)
 				.then(() -> {
 					// No demand at all: the emitter must still run to the end.
-					t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
-					t.update(r, KVPoll.TRANSFERRING, "", false);
-					t.update(r, KVPoll.FAILED, "peer gone", true);
+					t.advance(r, KVPoll.WAITING_FOR_INPUT);
+					t.advance(r, KVPoll.TRANSFERRING);
+					t.fail(r, FailureCause.OTHER, "peer gone", true);
 				})
 				.thenRequest(10)
 				.expectNext(KVPoll.BOOTSTRAPPING, KVPoll.WAITING_FOR_INPUT, KVPoll.TRANSFERRING, KVPoll.FAILED)
@@ -168,8 +169,8 @@ class RoomTableTest {
 				.then(() -> {
 					for (long id = 1; id <= 100; id++) {
 						Room r = t.getOrCreate(id, Room::new);
-						t.update(r, KVPoll.BOOTSTRAPPING, "", false);
-						t.update(r, KVPoll.SUCCESS, "", false);
+						t.advance(r, KVPoll.BOOTSTRAPPING);
+						t.advance(r, KVPoll.SUCCESS);
 					}
 					t.complete();
 				})
@@ -184,11 +185,11 @@ class RoomTableTest {
 	void eventsAreHot() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
 		Room a = t.getOrCreate(1, Room::new);
-		t.update(a, KVPoll.BOOTSTRAPPING, "", false);
+		t.advance(a, KVPoll.BOOTSTRAPPING);
 		Flux<KVStatusEvent> events = t.events();
 		StepVerifier.create(events.map(KVStatusEvent::room))
 				.then(() -> {
-					t.update(t.getOrCreate(2, Room::new), KVPoll.BOOTSTRAPPING, "", false);
+					t.advance(t.getOrCreate(2, Room::new), KVPoll.BOOTSTRAPPING);
 					t.complete();
 				})
 				.expectNext(2L)
@@ -202,9 +203,9 @@ class RoomTableTest {
 		Room boot = t.getOrCreate(1, Room::new);
 		Room wait = t.getOrCreate(2, Room::new);
 		Room xfer = t.getOrCreate(3, Room::new);
-		t.update(boot, KVPoll.BOOTSTRAPPING, "", false);
-		t.update(wait, KVPoll.WAITING_FOR_INPUT, "", false);
-		t.update(xfer, KVPoll.TRANSFERRING, "", false);
+		t.advance(boot, KVPoll.BOOTSTRAPPING);
+		t.advance(wait, KVPoll.WAITING_FOR_INPUT);
+		t.advance(xfer, KVPoll.TRANSFERRING);
 		vts.advanceTimeBy(Duration.ofSeconds(99));
 		assertThat(xfer.state()).isEqualTo(KVPoll.TRANSFERRING);
 		vts.advanceTimeBy(Duration.ofSeconds(1));
@@ -222,12 +223,12 @@ class RoomTableTest {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		RoomTable<Room> t = table(vts, 16);
 		Room r = t.getOrCreate(1, Room::new);
-		t.update(r, KVPoll.BOOTSTRAPPING, "", false);
+		t.advance(r, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(299));
-		t.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+		t.advance(r, KVPoll.WAITING_FOR_INPUT);
 		vts.advanceTimeBy(Duration.ofSeconds(199));
 		assertThat(r.state()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
-		t.update(r, KVPoll.SUCCESS, "", false);
+		t.advance(r, KVPoll.SUCCESS);
 		vts.advanceTimeBy(Duration.ofDays(1));
 		assertThat(r.state()).isEqualTo(KVPoll.SUCCESS);
 	}

@@ -11,7 +11,10 @@ import java.util.function.BiConsumer;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -53,14 +56,14 @@ class SuccessAndReleaseTest {
 	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
 	private final int itemLen = prefillMem.kvArgs().kvRegions().get(0).itemLen();
 	private KVTransport.Listener rogue;
-	private KVManager prefill;
-	private KVManager decode;
+	private PrefillKVManager prefill;
+	private DecodeKVManager decode;
 
 	@AfterEach
 	void close() {
 		for (KVManager m : new KVManager[] { prefill, decode }) {
 			if (m != null) {
-				m.disposeLater().block(T);
+				m.disposeNow(T);
 			}
 		}
 		if (rogue != null) {
@@ -68,13 +71,13 @@ class SuccessAndReleaseTest {
 		}
 	}
 
-	private KVManagerSpec decodeSpec() {
-		return KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMem.kvArgs()).transport(transport)
+	private DecodeSpec decodeSpec() {
+		return KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap);
 	}
 
-	private void startPrefill(KVManagerSpec decodeSpec) {
-		prefill = KVManagerSpec.create().mode(DisaggregationMode.PREFILL).kvArgs(prefillMem.kvArgs())
+	private void startPrefill(DecodeSpec decodeSpec) {
+		prefill = KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs())
 				.transport(transport).bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP)
 				.bindAddress(new HostPort("127.0.0.1", 0)).startNow();
 		decode = decodeSpec.startNow();
@@ -111,7 +114,7 @@ class SuccessAndReleaseTest {
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", 2L * itemLen, KVMessage.NO_CHECKSUM));
 		});
 		decode = decodeSpec().startNow();
-		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 1, null);
+		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 1);
 		r.sendMetadata(new int[] { 4, 5 }, -1, new int[0]);
 		StepVerifier.create(r.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
@@ -127,7 +130,7 @@ class SuccessAndReleaseTest {
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, 0x1234L));
 		});
 		decode = decodeSpec().checksums(true).startNow();
-		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 2, null);
+		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 2);
 		r.sendMetadata(new int[] { 6 }, -1, new int[0]);
 		StepVerifier.create(r.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
@@ -144,10 +147,10 @@ class SuccessAndReleaseTest {
 			c.sendData(onePage(req));
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, KVMessage.NO_CHECKSUM));
 		});
-		KVReceiver honest = decode.receiver(BOOTSTRAP, 10, null);
+		KVReceiver honest = decode.receiver(BOOTSTRAP, 10);
 		honest.sendMetadata(new int[] { 3 }, 1, new int[0]);
 		KVSender sender = prefill.sender(10);
-		KVReceiver other = decode.receiver(ROGUE_BOOTSTRAP, 11, null);
+		KVReceiver other = decode.receiver(ROGUE_BOOTSTRAP, 11);
 		other.sendMetadata(new int[] { 4 }, -1, new int[0]);
 		// Room 11 done: the stray Status before it on the same connection was seen too.
 		StepVerifier.create(other.completion()).verifyComplete();
@@ -167,12 +170,12 @@ class SuccessAndReleaseTest {
 			c.sendData(new DataBlock(new DataHeader(12, RegionKind.KV, 0, 3L * itemLen, itemLen, 0, 1),
 					prefillMem.kvArgs().kvRegions().get(0).address(), 0));
 		});
-		KVReceiver victim = decode.receiver(BOOTSTRAP, 12, null);
+		KVReceiver victim = decode.receiver(BOOTSTRAP, 12);
 		victim.sendMetadata(new int[] { 3 }, -1, new int[0]);
 		StepVerifier.create(victim.states()).thenConsumeWhile(st -> st != KVPoll.WAITING_FOR_INPUT)
 				.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
 		prefillMem.fill(13, new int[] { 0 }, 0, new int[0]);
-		decode.receiver(ROGUE_BOOTSTRAP, 13, null).sendMetadata(new int[] { 9 }, -1, new int[0]);
+		decode.receiver(ROGUE_BOOTSTRAP, 13).sendMetadata(new int[] { 9 }, -1, new int[0]);
 		StepVerifier.create(victim.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
 						.contains("wrote outside room 12: the room asked this prefill rank for nothing"))
@@ -185,7 +188,7 @@ class SuccessAndReleaseTest {
 		startPrefill(decodeSpec().checksums(true));
 		int[] src = { 1, 2, 3 };
 		prefillMem.fill(3, src, 0, new int[0]);
-		KVReceiver r = decode.receiver(BOOTSTRAP, 3, null);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 3);
 		r.sendMetadata(new int[] { 10, 11, 30 }, 2, new int[0]);
 		KVSender s = prefill.sender(3);
 		s.init(3, 0);
@@ -203,7 +206,7 @@ class SuccessAndReleaseTest {
 				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
 		bootstrap.register(stale, PrefillRegistration.prefill(ParallelLayout.tp(2, 1), "127.0.0.1",
 				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
-		KVReceiver r = decode.receiver(stale, 4, null);
+		KVReceiver r = decode.receiver(stale, 4);
 		StepVerifier.create(r.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
 						.contains("runs attn_tp_size=1 dp_size=1 pp_size=1 page_size=4")
@@ -214,7 +217,7 @@ class SuccessAndReleaseTest {
 		bootstrap.register(stale, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
 				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
 		prefillMem.fill(5, new int[] { 7 }, 0, new int[0]);
-		KVReceiver again = decode.receiver(stale, 5, null);
+		KVReceiver again = decode.receiver(stale, 5);
 		again.sendMetadata(new int[] { 8 }, 1, new int[0]);
 		KVSender s = prefill.sender(5);
 		s.init(1, 0);
@@ -230,7 +233,7 @@ class SuccessAndReleaseTest {
 		Runnable deliver = () -> drain(deliveries);
 		transport = InMemoryKVTransport.create(Schedulers.fromExecutor(deliveries::add));
 		startPrefill(decodeSpec().callbackScheduler(Schedulers.fromExecutor(callbacks::add)));
-		KVReceiver r = decode.receiver(BOOTSTRAP, 6, null);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 6);
 		r.sendMetadata(new int[] { 1, 2 }, -1, new int[0]);
 		KVSender s = prefill.sender(6);
 		CompletableFuture<Mono<Void>> fromCallback = new CompletableFuture<>();
@@ -274,17 +277,17 @@ class SuccessAndReleaseTest {
 		ModelShape shape = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
 		List<RankMemory> mems = List.of(RankMemory.prefill(shape, ParallelLayout.tp(2, 0), 16, 4, 4),
 				RankMemory.prefill(shape, ParallelLayout.tp(2, 1), 16, 4, 4));
-		KVManager[] ranks = new KVManager[2];
+		PrefillKVManager[] ranks = new PrefillKVManager[2];
 		for (int i = 0; i < 2; i++) {
-			ranks[i] = KVManagerSpec.create().mode(DisaggregationMode.PREFILL).kvArgs(mems.get(i).kvArgs())
+			ranks[i] = KVManagerSpec.prefill().kvArgs(mems.get(i).kvArgs())
 					.layout(ParallelLayout.tp(2, i)).transport(transport).bootstrapClient(bootstrap)
 					.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
 		}
 		try {
-			decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE)
+			decode = KVManagerSpec.decode()
 					.kvArgs(RankMemory.decode(shape, ParallelLayout.SINGLE, 16, 4, 4).kvArgs()).transport(transport)
 					.bootstrapClient(bootstrap).startNow();
-			KVReceiver r = decode.receiver(BOOTSTRAP, 7, null);
+			KVReceiver r = decode.receiver(BOOTSTRAP, 7);
 			r.sendMetadata(new int[] { 1 }, 0, new int[0]);
 			KVSender failing = ranks[0].sender(7);
 			KVSender streaming = ranks[1].sender(7);
@@ -301,7 +304,7 @@ class SuccessAndReleaseTest {
 		}
 		finally {
 			for (KVManager m : ranks) {
-				m.disposeLater().block(T);
+				m.disposeNow(T);
 			}
 		}
 	}
@@ -317,7 +320,7 @@ class SuccessAndReleaseTest {
 		};
 		transport = InMemoryKVTransport.create(Schedulers.fromExecutor(pending::add));
 		startPrefill(decodeSpec());
-		KVReceiver r = decode.receiver(BOOTSTRAP, 8, null);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 8);
 		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		KVSender s = prefill.sender(8);
 		for (int i = 0; i < 10 && s.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
@@ -336,7 +339,7 @@ class SuccessAndReleaseTest {
 
 	/** Closing waits for the connections' ends, which are deliveries on the flushed scheduler too. */
 	private void closeFlushing(Runnable flush) {
-		CompletableFuture<Void> closed = Mono.when(prefill.disposeLater(), decode.disposeLater()).toFuture();
+		CompletableFuture<Void> closed = KVManagerBehaviourTest.closing(prefill, decode).toFuture();
 		assertThat(closed).as("disposal waits until the connections closed").isNotDone();
 		for (int i = 0; i < 10 && !closed.isDone(); i++) {
 			flush.run();

@@ -1,5 +1,6 @@
 package io.kvferry.test;
 
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -24,6 +25,6 @@ public class NoopConnectionHandler implements ConnectionHandler {
 	}
 
 	@Override
-	public void onClose(KVConnection connection, String reason) {
+	public void onClose(KVConnection connection, CloseReason reason) {
 	}
 }

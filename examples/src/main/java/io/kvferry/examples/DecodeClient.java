@@ -8,7 +8,8 @@ import java.util.stream.Collectors;
 
 import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
@@ -37,7 +38,7 @@ final class DecodeClient {
 
 	private final ModelShape shape;
 	private final List<RankMemory> memory = new ArrayList<>();
-	private final List<KVManager> managers = new ArrayList<>();
+	private final List<DecodeKVManager> managers = new ArrayList<>();
 	private final PageAllocator pages;
 	private final PageAllocator rows;
 
@@ -61,10 +62,10 @@ final class DecodeClient {
 	 * @return the started client
 	 */
 	static Mono<DecodeClient> start(ModelShape shape, int tp, int pp, int poolPages, int auxRows, KVTransport transport,
-			BootstrapClient client, UnaryOperator<KVManagerSpec> customizer) {
+			BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
 		return Mono.defer(() -> {
 			DecodeClient c = new DecodeClient(shape, poolPages, auxRows);
-			List<Mono<KVManager>> starts = new ArrayList<>();
+			List<Mono<DecodeKVManager>> starts = new ArrayList<>();
 			for (int t = 0; t < tp; t++) {
 				for (int p = 0; p < pp; p++) {
 					ParallelLayout layout = new ParallelLayout(tp, t, 1, 0, 1, 0, pp, p);
@@ -72,8 +73,8 @@ final class DecodeClient {
 					c.memory.add(mem);
 					c.managers.add(null);
 					int slot = c.managers.size() - 1;
-					starts.add(customizer.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE)
-							.kvArgs(mem.kvArgs()).layout(layout).transport(transport).bootstrapClient(client))
+					starts.add(((DecodeSpec) customizer.apply(KVManagerSpec.decode()
+							.kvArgs(mem.kvArgs()).layout(layout).transport(transport).bootstrapClient(client)))
 							.start().doOnNext(m -> c.managers.set(slot, m)));
 				}
 			}
@@ -104,8 +105,8 @@ final class DecodeClient {
 			long start = System.nanoTime();
 			List<KVReceiver> receivers = new ArrayList<>(managers.size());
 			try {
-				for (KVManager m : managers) {
-					KVReceiver r = m.receiver(bootstrap, room, null);
+				for (DecodeKVManager m : managers) {
+					KVReceiver r = m.receiver(bootstrap, room);
 					receivers.add(r);
 					r.sendMetadata(dst, row[0], NO_STATE);
 				}
@@ -164,13 +165,16 @@ final class DecodeClient {
 	}
 
 	/** @return the managers, one per rank */
-	List<KVManager> managers() {
+	List<DecodeKVManager> managers() {
 		return managers;
 	}
 
 	/** Closes every manager (not the transport nor the bootstrap client). */
 	Mono<Void> close() {
 		return Mono.defer(() -> Mono.whenDelayError(managers.stream().filter(m -> m != null)
-				.map(KVManager::disposeLater).toList()));
+				.map(m -> {
+					m.dispose();
+					return m.onDispose();
+				}).toList()));
 	}
 }

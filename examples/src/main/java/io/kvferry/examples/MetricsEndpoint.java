@@ -35,7 +35,7 @@ final class MetricsEndpoint implements Disposable {
 	 * @param managers the ranks to publish
 	 * @return the running endpoint
 	 */
-	static MetricsEndpoint start(String host, int port, List<KVManager> managers) {
+	static MetricsEndpoint start(String host, int port, List<? extends KVManager> managers) {
 		Objects.requireNonNull(host, "host");
 		PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
 		List<KVManagerMetrics> bindings = new ArrayList<>();

@@ -8,7 +8,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.stream.Collectors;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
@@ -109,7 +109,7 @@ final class PrefillCommand implements Callable<Integer> {
 			client.dispose();
 			throw e;
 		}
-		String endpoints = engine.managers().stream().map(KVManager::endpoint).map(HostPort::toString)
+		String endpoints = engine.managers().stream().map(PrefillKVManager::endpoint).map(HostPort::toString)
 				.collect(Collectors.joining(", "));
 		out.printf(Locale.ROOT, "kvferry prefill: ready, %d ranks (TP%d PP%d DP%d) registered with %s, listening on "
 				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, bootstrap, endpoints);

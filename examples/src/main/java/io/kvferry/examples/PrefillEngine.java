@@ -16,7 +16,8 @@ import java.util.function.UnaryOperator;
 
 import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
@@ -61,7 +62,7 @@ final class PrefillEngine {
 	}
 
 	/** One rank: its manager and its registered memory. */
-	private record Rank(KVManager manager, RankMemory memory) {
+	private record Rank(PrefillKVManager manager, RankMemory memory) {
 	}
 
 	/**
@@ -74,7 +75,7 @@ final class PrefillEngine {
 		return Mono.defer(() -> {
 			int chunkPages = Math.max(1, config.chunkTokens() / config.shape().pageSize());
 			PrefillEngine engine = new PrefillEngine(chunkPages);
-			List<Mono<KVManager>> starts = new ArrayList<>();
+			List<Mono<PrefillKVManager>> starts = new ArrayList<>();
 			int rows = config.auxRows();
 			for (int g = 0; g < config.dp(); g++) {
 				Group group = engine.new Group(g, config.tp() * config.pp(), config.poolPages(), rows);
@@ -84,10 +85,10 @@ final class PrefillEngine {
 						ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0, config.pp(),
 								pp);
 						RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows, rows);
-						KVManagerSpec spec = config.customizer().apply(KVManagerSpec.create()
-								.mode(DisaggregationMode.PREFILL).kvArgs(memory.kvArgs()).layout(layout)
-								.transport(config.transport()).bootstrapClient(config.client())
-								.bootstrapAddress(config.bootstrap()).bindAddress(new HostPort(config.bindHost(), 0)));
+						PrefillSpec spec = (PrefillSpec) config.customizer().apply(KVManagerSpec.prefill()
+								.kvArgs(memory.kvArgs()).layout(layout).transport(config.transport())
+								.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
+								.bindAddress(new HostPort(config.bindHost(), 0)));
 						if (config.advertiseHost() != null) {
 							spec = spec.advertiseHost(config.advertiseHost());
 						}
@@ -108,8 +109,8 @@ final class PrefillEngine {
 	}
 
 	/** @return every rank's manager, DP group by group */
-	synchronized List<KVManager> managers() {
-		List<KVManager> all = new ArrayList<>();
+	synchronized List<PrefillKVManager> managers() {
+		List<PrefillKVManager> all = new ArrayList<>();
 		groups.forEach(g -> g.ranks.forEach(r -> all.add(r.manager)));
 		return all;
 	}
@@ -135,7 +136,10 @@ final class PrefillEngine {
 			List<Mono<Void>> closing = new ArrayList<>();
 			synchronized (this) {
 				subscriptions.forEach(Disposable::dispose);
-				groups.forEach(g -> g.ranks.forEach(r -> closing.add(r.manager.disposeLater())));
+				groups.forEach(g -> g.ranks.forEach(r -> {
+					r.manager.dispose();
+					closing.add(r.manager.onDispose());
+				}));
 			}
 			// Workers last: failing rooms still hand their pages back through them.
 			return Mono.whenDelayError(closing).doFinally(s -> groups.forEach(g -> g.worker.dispose()));
@@ -295,6 +299,6 @@ final class PrefillEngine {
 	 */
 	record Config(ModelShape shape, int tp, int pp, int dp, int poolPages, int auxRows, int chunkTokens,
 			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
-			UnaryOperator<KVManagerSpec> customizer) {
+			UnaryOperator<KVManagerSpec<?, ?>> customizer) {
 	}
 }

@@ -29,7 +29,7 @@ class PrefillEngineTest {
 
 	private static final Duration TIMEOUT = Duration.ofSeconds(30);
 	private static final ModelShape SHAPE = new ModelShape(4, 4, 16, 2, 4, false, 0, 64, 0);
-	private static final UnaryOperator<KVManagerSpec> TIMEOUTS = s -> s.bootstrapTimeout(TIMEOUT)
+	private static final UnaryOperator<KVManagerSpec<?, ?>> TIMEOUTS = s -> s.bootstrapTimeout(TIMEOUT)
 			.waitingTimeout(TIMEOUT).transferTimeout(TIMEOUT);
 
 	private DisposableBootstrapServer server;

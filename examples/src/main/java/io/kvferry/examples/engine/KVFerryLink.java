@@ -7,7 +7,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
-import io.kvferry.DisaggregationMode;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
@@ -16,6 +17,8 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
 import org.slf4j.Logger;
@@ -48,11 +51,13 @@ public final class KVFerryLink implements AutoCloseable {
 	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int[] NO_STATE = new int[0];
 
-	private final List<KVManager> managers;
+	private final List<PrefillKVManager> prefill;
+	private final List<DecodeKVManager> decode;
 	private final HostPort prefillBootstrap;
 
-	private KVFerryLink(List<KVManager> managers, HostPort prefillBootstrap) {
-		this.managers = List.copyOf(managers);
+	private KVFerryLink(List<PrefillKVManager> prefill, List<DecodeKVManager> decode, HostPort prefillBootstrap) {
+		this.prefill = List.copyOf(prefill);
+		this.decode = List.copyOf(decode);
 		this.prefillBootstrap = prefillBootstrap;
 	}
 
@@ -69,9 +74,15 @@ public final class KVFerryLink implements AutoCloseable {
 	 */
 	public static KVFerryLink prefill(List<KVArgs> ranks, String host, HostPort bootstrap, KVTransport transport,
 			BootstrapClient client, Duration stateTimeout) {
-		return new KVFerryLink(start(DisaggregationMode.PREFILL, ranks, transport, client, stateTimeout,
-				spec -> spec.bootstrapAddress(bootstrap)
-						.bindAddress(new HostPort(host, 0))), null);
+		List<PrefillSpec> specs = new ArrayList<>();
+		for (int r = 0; r < ranks.size(); r++) {
+			specs.add(common(KVManagerSpec.prefill(), ranks, r, transport, client, stateTimeout)
+					.bootstrapAddress(bootstrap).bindAddress(new HostPort(host, 0)));
+		}
+		List<PrefillKVManager> managers = start(specs);
+		log.info("{} prefill ranks listening on {}", managers.size(), managers.stream()
+				.map(PrefillKVManager::endpoint).toList());
+		return new KVFerryLink(managers, List.of(), null);
 	}
 
 	/**
@@ -86,39 +97,34 @@ public final class KVFerryLink implements AutoCloseable {
 	 */
 	public static KVFerryLink decode(List<KVArgs> ranks, HostPort prefillBootstrap, KVTransport transport,
 			BootstrapClient client, Duration stateTimeout) {
-		return new KVFerryLink(start(DisaggregationMode.DECODE, ranks, transport, client, stateTimeout, spec -> spec),
-				prefillBootstrap);
+		List<DecodeSpec> specs = new ArrayList<>();
+		for (int r = 0; r < ranks.size(); r++) {
+			specs.add(common(KVManagerSpec.decode(), ranks, r, transport, client, stateTimeout));
+		}
+		List<DecodeKVManager> managers = start(specs);
+		log.info("{} decode ranks started", managers.size());
+		return new KVFerryLink(List.of(), managers, prefillBootstrap);
 	}
 
-	private static List<KVManager> start(DisaggregationMode mode, List<KVArgs> ranks, KVTransport transport,
-			BootstrapClient client, Duration stateTimeout, Function<KVManagerSpec, KVManagerSpec> role) {
-		List<KVManagerSpec> specs = new ArrayList<>();
-		for (int r = 0; r < ranks.size(); r++) {
-			specs.add(role.apply(KVManagerSpec.create()
-					.mode(mode)
-					.kvArgs(ranks.get(r))
-					.layout(ParallelLayout.tp(ranks.size(), r))
-					.transport(transport)
-					.bootstrapClient(client)
-					.bootstrapTimeout(stateTimeout)
-					.waitingTimeout(stateTimeout)
-					.transferTimeout(stateTimeout)));
-		}
-		List<KVManager> started = new CopyOnWriteArrayList<>();
+	private static <S extends KVManagerSpec<S, ?>> S common(S spec, List<KVArgs> ranks, int r, KVTransport transport,
+			BootstrapClient client, Duration stateTimeout) {
+		return spec.kvArgs(ranks.get(r))
+				.layout(ParallelLayout.tp(ranks.size(), r))
+				.transport(transport)
+				.bootstrapClient(client)
+				.bootstrapTimeout(stateTimeout)
+				.waitingTimeout(stateTimeout)
+				.transferTimeout(stateTimeout);
+	}
+
+	private static <M extends KVManager> List<M> start(List<? extends KVManagerSpec<?, M>> specs) {
+		List<M> started = new CopyOnWriteArrayList<>();
 		try {
-			List<KVManager> managers = Flux.fromIterable(specs)
+			return Flux.fromIterable(specs)
 					.flatMapSequential(KVManagerSpec::start)
 					.doOnNext(started::add)
 					.collectList()
 					.block(START_TIMEOUT);
-			if (mode == DisaggregationMode.PREFILL) {
-				log.info("{} prefill ranks listening on {}", managers.size(), managers.stream().map(KVManager::endpoint)
-						.toList());
-			}
-			else {
-				log.info("{} decode ranks started", managers.size());
-			}
-			return managers;
 		}
 		catch (RuntimeException e) {
 			started.forEach(KVManager::dispose);
@@ -126,9 +132,9 @@ public final class KVFerryLink implements AutoCloseable {
 		}
 	}
 
-	/** @return each rank's endpoint (prefill: where decode connects), by attention TP rank */
+	/** @return each prefill rank's endpoint (where decode connects), by attention TP rank */
 	public List<HostPort> endpoints() {
-		return managers.stream().map(KVManager::endpoint).toList();
+		return prefill.stream().map(PrefillKVManager::endpoint).toList();
 	}
 
 	/**
@@ -142,7 +148,10 @@ public final class KVFerryLink implements AutoCloseable {
 	public Room send(long room, int numPages, int auxRow) {
 		List<RankRoom> ranks = new ArrayList<>();
 		List<KVSender> senders = new ArrayList<>();
-		for (KVManager m : managers) {
+		if (prefill.isEmpty()) {
+			throw new IllegalStateException("send : on a decode link (expected: a prefill link)");
+		}
+		for (PrefillKVManager m : prefill) {
 			KVSender sender = m.sender(room);
 			sender.init(numPages, auxRow);
 			senders.add(sender);
@@ -160,12 +169,12 @@ public final class KVFerryLink implements AutoCloseable {
 	 * @return the room
 	 */
 	public Room receive(long room, int[] pages, int auxRow) {
-		if (prefillBootstrap == null) {
+		if (decode.isEmpty()) {
 			throw new IllegalStateException("receive : on a prefill link (expected: a decode link)");
 		}
 		List<RankRoom> ranks = new ArrayList<>();
-		for (KVManager m : managers) {
-			KVReceiver receiver = m.receiver(prefillBootstrap, room, null);
+		for (DecodeKVManager m : decode) {
+			KVReceiver receiver = m.receiver(prefillBootstrap, room);
 			receiver.sendMetadata(pages, auxRow, NO_STATE);
 			ranks.add(new RankRoom(receiver::poll, receiver::states, receiver::completion, receiver::abort));
 		}
@@ -175,7 +184,10 @@ public final class KVFerryLink implements AutoCloseable {
 	/** Disposes every rank's manager (failing its live rooms), bounded. */
 	@Override
 	public void close() {
-		Flux.fromIterable(managers).flatMap(KVManager::disposeLater).then().block(CLOSE_TIMEOUT);
+		List<KVManager> all = new ArrayList<>(prefill);
+		all.addAll(decode);
+		all.forEach(KVManager::dispose);
+		Flux.fromIterable(all).flatMap(KVManager::onDispose).then().block(CLOSE_TIMEOUT);
 	}
 
 	// One rank's side of a room, sender or receiver alike.

@@ -132,8 +132,8 @@ public record TinyEngine(TinyConfig model, int prefillTp, int decodeTp, int page
 			return results;
 		}
 		finally {
-			prefillTransport.disposeLater().block(TIMEOUT);
-			decodeTransport.disposeLater().block(TIMEOUT);
+			prefillTransport.disposeNow(TIMEOUT);
+			decodeTransport.disposeNow(TIMEOUT);
 			client.dispose();
 			server.disposeNow();
 		}

@@ -38,7 +38,7 @@ class DecodeWorkerTest {
 			});
 		}
 		finally {
-			transport.disposeLater().block(TinyEngine.TIMEOUT);
+			transport.disposeNow(TinyEngine.TIMEOUT);
 			client.dispose();
 			server.disposeNow();
 		}

@@ -13,6 +13,7 @@ import java.util.function.Function;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
@@ -41,6 +42,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -92,6 +94,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	private final ConnectionRegistry connections = new ConnectionRegistry();
 	private final Set<NettyListener> listeners = ConcurrentHashMap.newKeySet();
 	private volatile boolean disposed;
+	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
 
 	private NettyKVTransport(TransportSettings settings) {
 		this.settings = settings;
@@ -444,8 +447,9 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 			return;
 		}
 		disposed = true;
+		disposedSignal.tryEmitEmpty();
 		listeners.forEach(NettyListener::dispose);
-		connections.closeAll("transport disposed");
+		connections.closeAll(new CloseReason(CloseReason.Kind.DISPOSED, "transport disposed"));
 		EventLoopResources res = resources.get();
 		if (res != null) {
 			res.shutdown(settings.heartbeatInterval().plusSeconds(1));
@@ -453,19 +457,35 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
-	 * Disposes the transport and signals when its threads ended.
-	 *
-	 * @return completes once the event loop group terminated (at once if it was never created)
+	 * @return completes once the transport is disposed and its event loop threads ended (at once after disposal if
+	 *         they were never created); never errors
 	 */
-	public Mono<Void> disposeLater() {
+	public Mono<Void> onDispose() {
 		return Mono.defer(() -> {
-			dispose();
+			if (!disposed) {
+				return disposedSignal.asMono().then(onDispose());
+			}
 			EventLoopResources res = resources.get();
 			if (res == null) {
 				return Mono.empty();
 			}
 			return Mono.create(sink -> res.group().terminationFuture().addListener(f -> sink.success()));
 		});
+	}
+
+	/**
+	 * Disposes the transport and waits until {@link #onDispose()} completes.
+	 *
+	 * @throws KVFerryException when that takes longer than {@code timeout}
+	 */
+	public void disposeNow(Duration timeout) {
+		dispose();
+		try {
+			onDispose().block(timeout);
+		}
+		catch (IllegalStateException e) {
+			throw new KVFerryException("transport did not stop within " + timeout, e);
+		}
 	}
 
 	@Override

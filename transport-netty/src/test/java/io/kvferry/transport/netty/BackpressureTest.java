@@ -150,7 +150,7 @@ class BackpressureTest {
 			assertThat(Samples.read(first, 0, MIB)).isEqualTo(Samples.read(src, 0, MIB));
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 
@@ -186,7 +186,7 @@ class BackpressureTest {
 			assertThat(sender.isActive()).isFalse();
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 }

@@ -52,7 +52,7 @@ class HeartbeatTest {
 			}
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 
@@ -78,7 +78,7 @@ class HeartbeatTest {
 			}
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 

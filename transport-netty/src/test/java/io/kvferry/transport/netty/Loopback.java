@@ -44,7 +44,7 @@ final class Loopback implements AutoCloseable {
 
 	@Override
 	public void close() {
-		connecting.disposeLater().block(TIMEOUT);
-		listening.disposeLater().block(TIMEOUT);
+		connecting.disposeNow(TIMEOUT);
+		listening.disposeNow(TIMEOUT);
 	}
 }

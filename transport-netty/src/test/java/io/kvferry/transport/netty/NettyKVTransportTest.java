@@ -76,7 +76,8 @@ class NettyKVTransportTest {
 		});
 		transport.connect(new HostPort("127.0.0.1", 1), new RecordingHandler());
 		assertThat(transport.hasEventLoopGroup()).isFalse();
-		StepVerifier.create(transport.disposeLater()).expectComplete().verify(TIMEOUT);
+		transport.dispose();
+		StepVerifier.create(transport.onDispose()).expectComplete().verify(TIMEOUT);
 	}
 
 	@Test
@@ -94,7 +95,7 @@ class NettyKVTransportTest {
 					.verify(TIMEOUT);
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 
@@ -109,7 +110,7 @@ class NettyKVTransportTest {
 					.verify(TIMEOUT);
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 
@@ -300,7 +301,7 @@ class NettyKVTransportTest {
 					.verify(TIMEOUT);
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 
@@ -341,7 +342,7 @@ class NettyKVTransportTest {
 			assertThat(accepted).hasValue(0);
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 
@@ -371,7 +372,7 @@ class NettyKVTransportTest {
 			}
 		}
 		finally {
-			transport.disposeLater().block(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
 		}
 	}
 

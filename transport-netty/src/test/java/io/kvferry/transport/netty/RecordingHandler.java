@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.LongPredicate;
 
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -59,8 +60,8 @@ public class RecordingHandler implements ConnectionHandler {
 	}
 
 	@Override
-	public void onClose(KVConnection connection, String reason) {
-		closeReasons.add(reason);
+	public void onClose(KVConnection connection, CloseReason reason) {
+		closeReasons.add(reason.message());
 		closed.countDown();
 	}
 

@@ -89,8 +89,8 @@ class SharedSecretTransportTest {
 					.noneMatch(line -> line.contains("prefill-secret") || line.contains("decode-secret"));
 		}
 		finally {
-			connecting.disposeLater().block(TIMEOUT);
-			listening.disposeLater().block(TIMEOUT);
+			connecting.disposeNow(TIMEOUT);
+			listening.disposeNow(TIMEOUT);
 		}
 	}
 }

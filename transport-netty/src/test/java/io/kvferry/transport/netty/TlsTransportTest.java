@@ -134,8 +134,8 @@ class TlsTransportTest {
 				assertThat(accepted).hasValue(0);
 			}
 			finally {
-				plain.disposeLater().block(TIMEOUT);
-				listening.disposeLater().block(TIMEOUT);
+				plain.disposeNow(TIMEOUT);
+				listening.disposeNow(TIMEOUT);
 			}
 		}
 	}
@@ -156,8 +156,8 @@ class TlsTransportTest {
 						&& line.contains("(a TLS handshake: the peer uses TLS, this side does not)"), TIMEOUT);
 			}
 			finally {
-				tls.disposeLater().block(TIMEOUT);
-				listening.disposeLater().block(TIMEOUT);
+				tls.disposeNow(TIMEOUT);
+				listening.disposeNow(TIMEOUT);
 			}
 		}
 	}
@@ -194,8 +194,8 @@ class TlsTransportTest {
 					.block(TIMEOUT);
 		}
 		finally {
-			connecting.disposeLater().block(TIMEOUT);
-			listening.disposeLater().block(TIMEOUT);
+			connecting.disposeNow(TIMEOUT);
+			listening.disposeNow(TIMEOUT);
 		}
 	}
 }

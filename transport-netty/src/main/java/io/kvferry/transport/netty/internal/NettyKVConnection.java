@@ -19,6 +19,7 @@ import javax.net.ssl.SSLException;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -108,7 +109,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private final Promise<NettyKVConnection> handshake;
 	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
 	private final AtomicBoolean drainScheduled = new AtomicBoolean();
-	private final AtomicReference<String> closeReason = new AtomicReference<>();
+	private final AtomicReference<CloseReason> closeReason = new AtomicReference<>();
 	private final AtomicLong queuedBytes = new AtomicLong();
 	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
 	private final AtomicBoolean closing = new AtomicBoolean();
@@ -266,6 +267,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	@Override
 	public void close(String reason) {
 		Objects.requireNonNull(reason, "reason");
+		close(new CloseReason(CloseReason.Kind.LOCAL, reason));
+	}
+
+	/** Closes in order, as {@link #close(String)}, with a reason of any kind (a disposed transport's). */
+	public void close(CloseReason reason) {
 		closeReason.compareAndSet(null, reason);
 		if (!closing.compareAndSet(false, true)) {
 			return;
@@ -311,7 +317,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	/** @return the reason the connection closed or is closing, or {@code null} while open */
 	public String closeReason() {
-		return closeReason.get();
+		CloseReason reason = closeReason.get();
+		return reason == null ? null : reason.message();
 	}
 
 	@Override
@@ -487,7 +494,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	}
 
 	private KVFerryException closedException(String when, Throwable cause) {
-		String reason = closeReason.get();
+		String reason = closeReason();
 		return new KVFerryException("connection " + id + " to " + remoteAddress() + " closed " + when
 				+ (reason == null ? "" : ": " + reason), cause);
 	}
@@ -595,8 +602,9 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		if (!handshake.isDone() && protocol) {
 			handshakeFailure = (ProtocolException) cause;
 		}
-		if (!closeReason.compareAndSet(null, reason)) {
-			log.debug("{} after close ({}): {}", prefix, closeReason.get(), reason);
+		if (!closeReason.compareAndSet(null, new CloseReason(protocol ? CloseReason.Kind.PROTOCOL
+				: CloseReason.Kind.IO, reason))) {
+			log.debug("{} after close ({}): {}", prefix, closeReason(), reason);
 		}
 		else if (protocol) {
 			log.warn("{} closing: {}", prefix, reason);
@@ -630,7 +638,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			handshakeTimer = ctx.executor().schedule(() -> {
 				if (!handshake.isDone()) {
 					String reason = "handshake not completed within " + TransportSettings.format(timeout);
-					if (closeReason.compareAndSet(null, reason)) {
+					if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, reason))) {
 						log.warn("{} closing: {}", prefix, reason);
 					}
 					channel.close();
@@ -663,7 +671,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				if (!handshake.isDone()) {
 					handshakeFailure = failure;
 				}
-				if (closeReason.compareAndSet(null, failure.getMessage())) {
+				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, failure.getMessage()))) {
 					log.warn("{} closing: {}", prefix, failure.getMessage());
 				}
 				ctx.close();
@@ -674,7 +682,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			if (e.state() == IdleState.READER_IDLE) {
 				String reason = "no heartbeat from " + remoteAddress() + " for 2 intervals ("
 						+ TransportSettings.format(settings.deadPeerTimeout()) + ")";
-				if (closeReason.compareAndSet(null, reason)) {
+				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.SILENT_PEER, reason))) {
 					log.warn("{} closing: {}", prefix, reason);
 				}
 				ctx.close();
@@ -693,7 +701,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				? cause.getCause() : cause instanceof SSLException ? cause : null;
 		String reason = tls != null ? "TLS error: " + describeTls(tls)
 				: cause instanceof IOException ? "I/O error: " + cause.getMessage() : "pipeline error: " + cause;
-		if (closeReason.compareAndSet(null, reason)) {
+		if (closeReason.compareAndSet(null, new CloseReason(tls != null ? CloseReason.Kind.PROTOCOL
+				: CloseReason.Kind.IO, reason))) {
 			if (tls != null) {
 				log.warn("{} closing: {}", prefix, reason);
 			}
@@ -713,11 +722,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		if (handshakeTimer != null) {
 			handshakeTimer.cancel(false);
 		}
-		closeReason.compareAndSet(null, "connection closed by peer " + remoteAddress() + (prefaceReceived ? ""
-				: " before it sent a kvferry preface" + (settings.tls() == null
-						? " (a listener that requires TLS closes plain connections this way)"
-						: "")));
-		String reason = closeReason.get();
+		closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PEER_CLOSED, "connection closed by peer "
+				+ remoteAddress() + (prefaceReceived ? ""
+						: " before it sent a kvferry preface" + (settings.tls() == null
+								? " (a listener that requires TLS closes plain connections this way)"
+								: ""))));
+		CloseReason reason = closeReason.get();
 		log.debug("{} closed: {}", prefix, reason);
 		failQueued();
 		if (!handshake.isDone()) {

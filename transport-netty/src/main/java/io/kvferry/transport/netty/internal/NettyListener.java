@@ -3,6 +3,7 @@ package io.kvferry.transport.netty.internal;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.kvferry.HostPort;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.KVTransport;
 import io.netty.channel.Channel;
 import org.slf4j.Logger;
@@ -52,7 +53,7 @@ public final class NettyListener implements KVTransport.Listener {
 		if (disposed.compareAndSet(false, true)) {
 			log.debug("[{}] disposing listener on {}", serverChannel.id().asShortText(), address);
 			serverChannel.close();
-			connections.closeAll("listener on " + address + " disposed");
+			connections.closeAll(new CloseReason(CloseReason.Kind.DISPOSED, "listener on " + address + " disposed"));
 		}
 	}
 

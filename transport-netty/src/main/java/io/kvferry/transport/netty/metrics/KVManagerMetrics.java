@@ -5,10 +5,10 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
+import io.kvferry.FailureCause;
 import io.kvferry.KVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
-import io.kvferry.KVStats;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -24,8 +24,8 @@ import reactor.core.Disposable;
  * <li>{@code kvferry.heartbeats.missed} — connections closed because the peer went silent;</li>
  * <li>{@code kvferry.rooms.live{state}} and {@code kvferry.connections} — gauges;</li>
  * <li>{@code kvferry.room.duration{outcome}} — a timer with percentiles from a room's first state to its last;</li>
- * <li>{@code kvferry.room.failures{category}} — failed rooms by {@link KVStats#failureCategory(String)}, function
- * counters over {@link KVManager#stats()} (so a failure is counted before anyone sees the room fail).</li>
+ * <li>{@code kvferry.room.failures{cause}} — failed rooms by {@link FailureCause} (its {@link FailureCause#tag()}),
+ * function counters over {@link KVManager#stats()} (so a failure is counted before anyone sees the room fail).</li>
  * </ul>
  * Every meter carries the tags {@code manager} (its name) and {@code mode}.
  *
@@ -68,11 +68,9 @@ public final class KVManagerMetrics implements Disposable {
 						.register(registry);
 			}
 		}
-		for (String category : KVStats.FAILURE_CATEGORIES) {
-			FunctionCounter.builder("kvferry.room.failures", manager,
-					m -> m.stats().failuresByCategory().getOrDefault(category, 0L))
-					.description("failed rooms by reason category").tags(tags.and("category", category))
-					.register(registry);
+		for (FailureCause cause : FailureCause.values()) {
+			FunctionCounter.builder("kvferry.room.failures", manager, m -> m.stats().failures().get(cause))
+					.description("failed rooms by cause").tags(tags.and("cause", cause.tag())).register(registry);
 		}
 		Gauge.builder("kvferry.connections", manager, m -> m.stats().connections())
 				.description("open peer connections").tags(tags).register(registry);

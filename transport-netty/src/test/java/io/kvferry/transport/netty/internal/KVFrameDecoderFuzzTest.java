@@ -19,6 +19,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import com.sun.management.ThreadMXBean;
 import io.kvferry.ProtocolException;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -454,7 +455,7 @@ class KVFrameDecoderFuzzTest {
 		}
 
 		@Override
-		public void onClose(KVConnection connection, String reason) {
+		public void onClose(KVConnection connection, CloseReason reason) {
 			closes++;
 		}
 	}

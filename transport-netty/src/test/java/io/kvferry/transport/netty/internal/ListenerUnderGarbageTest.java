@@ -106,8 +106,8 @@ class ListenerUnderGarbageTest {
 					SPRAYERS, acceptedGarbage.get());
 		}
 		finally {
-			connecting.disposeLater().block(TIMEOUT);
-			listening.disposeLater().block(TIMEOUT);
+			connecting.disposeNow(TIMEOUT);
+			listening.disposeNow(TIMEOUT);
 		}
 	}
 

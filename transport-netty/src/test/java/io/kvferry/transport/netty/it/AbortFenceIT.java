@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.MemoryRegion;
@@ -50,7 +51,7 @@ class AbortFenceIT {
 	private ReactorBootstrapClient client;
 	private NettyKVTransport transport;
 	private RankMemory decodeMemory;
-	private KVManager decode;
+	private DecodeKVManager decode;
 
 	@BeforeEach
 	void start() {
@@ -58,14 +59,14 @@ class AbortFenceIT {
 		client = ReactorBootstrapClient.create();
 		transport = NettyKVTransport.create();
 		decodeMemory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 2 * PAGES, 4, 4);
-		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(decodeMemory.kvArgs())
+		decode = KVManagerSpec.decode().kvArgs(decodeMemory.kvArgs())
 				.transport(transport).bootstrapClient(client).handshakeTimeout(Duration.ofSeconds(3)).startNow(T);
 	}
 
 	@AfterEach
 	void stop() {
-		decode.disposeLater().block(T);
-		transport.disposeLater().block(T);
+		decode.disposeNow(T);
+		transport.disposeNow(T);
 		client.dispose();
 		server.disposeNow();
 	}
@@ -107,7 +108,7 @@ class AbortFenceIT {
 			StepVerifier.create(client.register(server.address(), PrefillRegistration.prefill(ParallelLayout.SINGLE,
 					"127.0.0.1", peer.address().port(), SHAPE.pageSize()))).expectComplete().verify(T);
 
-			KVReceiver receiver = decode.receiver(server.address(), victim, null);
+			KVReceiver receiver = decode.receiver(server.address(), victim);
 			receiver.sendMetadata(range(0, PAGES), 0, new int[0]);
 			StepVerifier.create(receiver.states()).thenConsumeWhile(s -> s != KVPoll.TRANSFERRING)
 					.expectNext(KVPoll.TRANSFERRING).thenCancel().verify(T);
@@ -116,7 +117,7 @@ class AbortFenceIT {
 			CompletableFuture<Void> released = receiver.abort("client went away").toFuture();
 			assertThat(abortSeen).succeedsWithin(T);
 			// Once the control room succeeded, decode has read every byte the rogue wrote for the victim after the abort.
-			KVReceiver check = decode.receiver(server.address(), control, null);
+			KVReceiver check = decode.receiver(server.address(), control);
 			check.sendMetadata(new int[] { PAGES + 1 }, 1, new int[0]);
 			StepVerifier.create(check.completion()).expectComplete().verify(T);
 

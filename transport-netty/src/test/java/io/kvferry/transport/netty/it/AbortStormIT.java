@@ -10,7 +10,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 
-import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -71,8 +72,8 @@ class AbortStormIT {
 	void everyRoomEndsAbortedRoomsStayFencedAndTheOthersLandByteExact() {
 		try (FaultRig rig = FaultRig.start(SHAPE, 2, 1, ROOMS * MAX_PAGES, ROOMS, NettyKVTransport.create(),
 				spec -> spec.bootstrapTimeout(BOOTSTRAP_TIMEOUT))) {
-			List<KVManager> prefill = rig.cluster.prefillManagers().get(0);
-			KVManager decode = rig.cluster.decodeManagers().get(0);
+			List<PrefillKVManager> prefill = rig.cluster.prefillManagers().get(0);
+			DecodeKVManager decode = rig.cluster.decodeManagers().get(0);
 			Map<Long, Outcome> outcomes = new ConcurrentHashMap<>();
 			long start = System.nanoTime();
 			Flux.range(0, ROOMS)
@@ -137,7 +138,7 @@ class AbortStormIT {
 				if (decode.status(id) != null) {
 					problems.add(room + "decode still knows it");
 				}
-				for (KVManager p : prefill) {
+				for (PrefillKVManager p : prefill) {
 					if (p.status(id) != null) {
 						problems.add(room + p + " still knows it");
 					}
@@ -163,7 +164,7 @@ class AbortStormIT {
 	 * One room: senders then receiver, the first chunk at once, the rest after a random pause, and for aborted rooms
 	 * an abort after another random pause (or right away, or once bytes are flowing).
 	 */
-	private static Mono<Void> room(FaultRig rig, List<KVManager> prefill, KVManager decode, int i, Random random,
+	private static Mono<Void> room(FaultRig rig, List<PrefillKVManager> prefill, DecodeKVManager decode, int i, Random random,
 			Map<Long, Outcome> outcomes) {
 		return Mono.defer(() -> {
 			long id = 1 + i;

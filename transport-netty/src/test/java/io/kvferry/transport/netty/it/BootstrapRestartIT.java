@@ -8,7 +8,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 
-import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillSpec;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.testing.ModelShape;
@@ -34,7 +35,7 @@ class BootstrapRestartIT {
 	@Test
 	void prefillRanksReRegisterWithARestartedServerAndAFreshDecodeResolvesThem() {
 		try (FaultRig rig = FaultRig.start(SHAPE, 2, 2, 128, 16, NettyKVTransport.create(),
-				spec -> spec.reregisterInterval(REREGISTER))) {
+				spec -> spec instanceof PrefillSpec p ? p.reregisterInterval(REREGISTER) : spec)) {
 			Random random = new Random(2);
 			RoomResult before = rig.cluster.run(1, 40 * SHAPE.pageSize(), 3, random).block(T);
 			assertThat(before.failure()).isNull();
@@ -67,7 +68,7 @@ class BootstrapRestartIT {
 
 			// A decode instance that never saw this prefill instance (TP 2, two fresh managers) resolves it anew.
 			List<RankMemory> memory = List.of(rig.decodeMemory(2, 0), rig.decodeMemory(2, 1));
-			List<KVManager> fresh = List.of(
+			List<DecodeKVManager> fresh = List.of(
 					rig.startDecode(memory.get(0), new ParallelLayout(2, 0, 1, 0, 1, 0, 1, 0), "fresh-decode-0"),
 					rig.startDecode(memory.get(1), new ParallelLayout(2, 1, 1, 0, 1, 0, 1, 0), "fresh-decode-1"));
 			for (long id = 2; id <= 4; id++) {

@@ -11,7 +11,10 @@ import java.util.Random;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
+import io.kvferry.PrefillSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.bootstrap.PrefillRegistration;
@@ -40,9 +43,9 @@ class ConnectionCutIT {
 	void cutLinkFailsLiveRoomsOnBothSidesAndRestoredLinkServesNewRoomsByteExact() {
 		// Prefill ranks must not register their real port again over the proxy's (re-registration overwrites).
 		try (FaultRig rig = FaultRig.start(SHAPE, 2, 1, 256, 16, NettyKVTransport.create(),
-				spec -> spec.reregisterInterval(Duration.ZERO))) {
-			List<KVManager> prefill = rig.cluster.prefillManagers().get(0);
-			KVManager decode = rig.cluster.decodeManagers().get(0);
+				spec -> spec instanceof PrefillSpec p ? p.reregisterInterval(Duration.ZERO) : spec)) {
+			List<PrefillKVManager> prefill = rig.cluster.prefillManagers().get(0);
+			DecodeKVManager decode = rig.cluster.decodeManagers().get(0);
 			try (TcpProxy proxy = TcpProxy.start(prefill.get(0).endpoint())) {
 				HostPort proxied = proxy.address();
 				StepVerifier.create(rig.client.register(rig.bootstrap(), PrefillRegistration.prefill(
@@ -95,7 +98,7 @@ class ConnectionCutIT {
 				proxy.refuse(true);
 				int acceptedBefore = proxy.accepted();
 				long askedAt = System.nanoTime();
-				KVReceiver unreachable = decode.receiver(rig.bootstrap(), 20, null);
+				KVReceiver unreachable = decode.receiver(rig.bootstrap(), 20);
 				unreachable.sendMetadata(range(200, 208), 15, new int[0]);
 				StepVerifier.create(unreachable.completion())
 						.expectErrorSatisfies(e -> assertThat(e.getMessage()).contains("Could not bootstrap room 20")

@@ -7,7 +7,8 @@ import java.util.function.UnaryOperator;
 
 import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.server.BootstrapServer;
@@ -39,12 +40,12 @@ final class FaultRig implements AutoCloseable {
 	final ModelShape shape;
 	private final int pages;
 	private final int rows;
-	private final UnaryOperator<KVManagerSpec> customize;
-	private final List<KVManager> extra = new CopyOnWriteArrayList<>();
+	private final UnaryOperator<KVManagerSpec<?, ?>> customize;
+	private final List<DecodeKVManager> extra = new CopyOnWriteArrayList<>();
 
 	private FaultRig(DisposableBootstrapServer server, ReactorBootstrapClient client, NettyKVTransport netty,
 			RecordingTransport transport, KVCluster cluster, ModelShape shape, int pages, int rows,
-			UnaryOperator<KVManagerSpec> customize) {
+			UnaryOperator<KVManagerSpec<?, ?>> customize) {
 		this.server = server;
 		this.client = client;
 		this.netty = netty;
@@ -66,7 +67,7 @@ final class FaultRig implements AutoCloseable {
 	 * @param customize applied to every manager's spec
 	 */
 	static FaultRig start(ModelShape shape, int prefillTp, int decodeTp, int pages, int rows, NettyKVTransport netty,
-			UnaryOperator<KVManagerSpec> customize) {
+			UnaryOperator<KVManagerSpec<?, ?>> customize) {
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		RecordingTransport transport = new RecordingTransport(netty);
@@ -77,7 +78,7 @@ final class FaultRig implements AutoCloseable {
 					.bootstrapAddress(server.address()).customize(customize).startNow(T);
 		}
 		catch (RuntimeException e) {
-			netty.disposeLater().block(T);
+			netty.disposeNow(T);
 			client.dispose();
 			server.disposeNow();
 			throw e;
@@ -116,9 +117,9 @@ final class FaultRig implements AutoCloseable {
 	/**
 	 * @return a new decode manager with this rig's transport and client and its own memory, closed with the rig
 	 */
-	KVManager startDecode(RankMemory memory, ParallelLayout layout, String name) {
-		KVManager m = customize.apply(KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(memory.kvArgs())
-				.layout(layout).transport(transport).bootstrapClient(client).name(name)).startNow(T);
+	DecodeKVManager startDecode(RankMemory memory, ParallelLayout layout, String name) {
+		DecodeKVManager m = ((DecodeSpec) customize.apply(KVManagerSpec.decode().kvArgs(memory.kvArgs())
+				.layout(layout).transport(transport).bootstrapClient(client).name(name))).startNow(T);
 		extra.add(m);
 		return m;
 	}
@@ -130,9 +131,9 @@ final class FaultRig implements AutoCloseable {
 
 	@Override
 	public void close() {
-		Flux.fromIterable(extra).flatMap(KVManager::disposeLater).then().block(T);
+		extra.forEach(m -> m.disposeNow(T));
 		cluster.close().block(T);
-		netty.disposeLater().block(T);
+		netty.disposeNow(T);
 		client.dispose();
 		server.disposeNow();
 	}

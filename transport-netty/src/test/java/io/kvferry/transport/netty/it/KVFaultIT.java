@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.KVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -38,7 +39,7 @@ class KVFaultIT {
 
 	/** Starts a room and sends its first half; returns once decode has received bytes. */
 	private static KVSender startRoom(LoopbackCluster c, long room, KVReceiver receiver) {
-		KVManager prefill = c.cluster.prefillManagers().get(0).get(0);
+		PrefillKVManager prefill = c.cluster.prefillManagers().get(0).get(0);
 		RankMemory mem = c.cluster.prefillMemory().get(0).get(0);
 		mem.fill(room, SRC, 0, new int[0]);
 		receiver.sendMetadata(DST, 0, new int[0]);
@@ -52,9 +53,9 @@ class KVFaultIT {
 	@Test
 	void prefillGoneMidTransferFailsDecodesRoomWithAReason() {
 		try (LoopbackCluster c = cluster()) {
-			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 1, null);
+			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 1);
 			startRoom(c, 1, receiver);
-			c.cluster.prefillManagers().get(0).get(0).disposeLater().block(T);
+			c.cluster.prefillManagers().get(0).get(0).disposeNow(T);
 			StepVerifier.create(receiver.completion())
 					.expectErrorSatisfies(e -> assertThat(e.getMessage()).containsAnyOf("Lost connection with prefill",
 							"was closed"))
@@ -65,9 +66,9 @@ class KVFaultIT {
 	@Test
 	void decodeGoneMidTransferFailsPrefillsRoom() {
 		try (LoopbackCluster c = cluster()) {
-			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 2, null);
+			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 2);
 			KVSender sender = startRoom(c, 2, receiver);
-			c.cluster.decodeManagers().get(0).disposeLater().block(T);
+			c.cluster.decodeManagers().get(0).disposeNow(T);
 			StepVerifier.create(sender.completion())
 					.expectErrorSatisfies(e -> assertThat(e.getMessage()).contains("decode"))
 					.verify(Duration.ofSeconds(10));
@@ -79,7 +80,7 @@ class KVFaultIT {
 	@Test
 	void abortMidTransferStopsPrefillAndTheRestOfTheRoomNeverLands() {
 		try (LoopbackCluster c = cluster()) {
-			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 3, null);
+			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 3);
 			KVSender sender = startRoom(c, 3, receiver);
 			StepVerifier.create(receiver.abort("request cancelled")).expectComplete().verify(T);
 			RankMemory decodeMem = c.cluster.decodeMemory().get(0);

@@ -5,7 +5,8 @@ import java.util.Arrays;
 import java.util.List;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.testing.RankMemory;
@@ -47,19 +48,19 @@ final class LiveRoom {
 	 * @param srcRow source aux row, or -1 for none
 	 * @param dstRow destination aux row, or -1 for none
 	 */
-	static LiveRoom open(HostPort bootstrap, long id, List<KVManager> prefill, List<RankMemory> prefillMemory,
-			List<KVManager> decode, List<RankMemory> decodeMemory, int[] src, int[] dst, int srcRow, int dstRow) {
+	static LiveRoom open(HostPort bootstrap, long id, List<PrefillKVManager> prefill, List<RankMemory> prefillMemory,
+			List<DecodeKVManager> decode, List<RankMemory> decodeMemory, int[] src, int[] dst, int srcRow, int dstRow) {
 		LiveRoom room = new LiveRoom(id, src, dst, srcRow, dstRow, decodeMemory);
 		for (RankMemory mem : prefillMemory) {
 			mem.fill(id, src, srcRow, NONE);
 		}
-		for (KVManager p : prefill) {
+		for (PrefillKVManager p : prefill) {
 			KVSender sender = p.sender(id);
 			sender.init(src.length, srcRow);
 			room.senders.add(sender);
 		}
-		for (KVManager d : decode) {
-			KVReceiver receiver = d.receiver(bootstrap, id, null);
+		for (DecodeKVManager d : decode) {
+			KVReceiver receiver = d.receiver(bootstrap, id);
 			receiver.sendMetadata(dst, dstRow, NONE);
 			room.receivers.add(receiver);
 		}

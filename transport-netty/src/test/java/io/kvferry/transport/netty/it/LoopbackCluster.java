@@ -45,7 +45,7 @@ final class LoopbackCluster implements AutoCloseable {
 	@Override
 	public void close() {
 		cluster.close().block(T);
-		transport.disposeLater().block(T);
+		transport.disposeNow(T);
 		client.dispose();
 		server.disposeNow();
 	}

@@ -9,7 +9,10 @@ import java.util.List;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
+import io.kvferry.PrefillSpec;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
@@ -32,9 +35,9 @@ class PrefillAbortIT {
 	void prefillAbortAfterTheLastChunkWasQueuedFailsTheRoomOnDecode() {
 		NettyKVTransport netty = NettyKVTransport.create().writeBufferWaterMark(64 * 1024, 128 * 1024)
 				.socketBufferSize(64 * 1024);
-		try (FaultRig rig = FaultRig.start(SHAPE, 1, 1, 64, 4, netty, spec -> spec.reregisterInterval(Duration.ZERO))) {
-			KVManager prefill = rig.cluster.prefillManagers().get(0).get(0);
-			KVManager decode = rig.cluster.decodeManagers().get(0);
+		try (FaultRig rig = FaultRig.start(SHAPE, 1, 1, 64, 4, netty, spec -> spec instanceof PrefillSpec p ? p.reregisterInterval(Duration.ZERO) : spec)) {
+			PrefillKVManager prefill = rig.cluster.prefillManagers().get(0).get(0);
+			DecodeKVManager decode = rig.cluster.decodeManagers().get(0);
 			// About 8 MiB/s towards decode: the room would need two seconds, the abort comes at once.
 			try (TcpProxy proxy = TcpProxy.throttled(prefill.endpoint(), 16 * 1024, Duration.ofMillis(2))) {
 				HostPort proxied = proxy.address();

@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
@@ -48,7 +49,7 @@ class SilentPeerIT {
 	private DisposableBootstrapServer server;
 	private ReactorBootstrapClient client;
 	private NettyKVTransport transport;
-	private KVManager decode;
+	private DecodeKVManager decode;
 
 	@BeforeEach
 	void start() {
@@ -56,14 +57,14 @@ class SilentPeerIT {
 		client = ReactorBootstrapClient.create();
 		transport = NettyKVTransport.create().heartbeatInterval(HEARTBEAT);
 		RankMemory memory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 32, 4, 4);
-		decode = KVManagerSpec.create().mode(DisaggregationMode.DECODE).kvArgs(memory.kvArgs())
+		decode = KVManagerSpec.decode().kvArgs(memory.kvArgs())
 				.layout(ParallelLayout.SINGLE).transport(transport).bootstrapClient(client).startNow(T);
 	}
 
 	@AfterEach
 	void stop() {
-		decode.disposeLater().block(T);
-		transport.disposeLater().block(T);
+		decode.disposeNow(T);
+		transport.disposeNow(T);
 		client.dispose();
 		server.disposeNow();
 	}
@@ -104,7 +105,7 @@ class SilentPeerIT {
 	void peerSilentFromTheStartFailsTheHandshakeOnMissingHeartbeatsWithinTwoIntervals() {
 		try (RawPrefillPeer peer = registeredPeer(silentAfterPreface)) {
 			AtomicLong failedAt = new AtomicLong();
-			KVReceiver receiver = decode.receiver(server.address(), 1, null);
+			KVReceiver receiver = decode.receiver(server.address(), 1);
 			receiver.sendMetadata(new int[] { 0, 1 }, 0, new int[0]);
 			StepVerifier.create(receiver.completion().doOnError(e -> failedAt.set(System.nanoTime())))
 					.expectErrorSatisfies(e -> assertThat(e.getMessage())
@@ -122,7 +123,7 @@ class SilentPeerIT {
 	void peerSilentMidTransferFailsTheRoomAsALostConnectionWithinTwoIntervals() {
 		try (RawPrefillPeer peer = registeredPeer(silentAfterFirstBlock)) {
 			AtomicLong failedAt = new AtomicLong();
-			KVReceiver receiver = decode.receiver(server.address(), 2, null);
+			KVReceiver receiver = decode.receiver(server.address(), 2);
 			receiver.sendMetadata(new int[] { 5, 6, 7 }, 1, new int[0]);
 			StepVerifier.create(receiver.states().doOnComplete(() -> failedAt.set(System.nanoTime())))
 					.thenConsumeWhile(s -> s != KVPoll.TRANSFERRING && !s.isTerminal())

@@ -10,7 +10,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
+import io.kvferry.PrefillSpec;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
@@ -48,8 +50,8 @@ class SlowDecodeIT {
 		NettyKVTransport netty = NettyKVTransport.create().writeBufferWaterMark(LOW, HIGH).maxFrameLength(MAX_FRAME)
 				.socketBufferSize(128 * KIB);
 		try (FaultRig rig = FaultRig.start(SHAPE, 1, 2, PAGES, 4, netty,
-				spec -> spec.reregisterInterval(Duration.ZERO))) {
-			KVManager prefill = rig.cluster.prefillManagers().get(0).get(0);
+				spec -> spec instanceof PrefillSpec p ? p.reregisterInterval(Duration.ZERO) : spec)) {
+			PrefillKVManager prefill = rig.cluster.prefillManagers().get(0).get(0);
 			// 16 KiB per 1 ms tick per connection at most: far slower than prefill can write on loopback.
 			try (TcpProxy proxy = TcpProxy.throttled(prefill.endpoint(), 16 * KIB, Duration.ofMillis(1))) {
 				HostPort proxied = proxy.address();

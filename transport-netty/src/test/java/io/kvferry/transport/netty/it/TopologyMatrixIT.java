@@ -26,7 +26,7 @@ class TopologyMatrixIT {
 
 	@AfterAll
 	static void close() {
-		TRANSPORT.disposeLater().block(Duration.ofSeconds(30));
+		TRANSPORT.disposeNow(Duration.ofSeconds(30));
 		CLIENT.dispose();
 	}
 

@@ -9,6 +9,8 @@ import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.internal.InMemoryKVTransport;
 import io.kvferry.testing.InMemoryBootstrap;
 import io.kvferry.testing.KVCluster;
@@ -48,8 +50,8 @@ class KVManagerMetricsTest {
 				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(new HostPort("127.0.0.1", 8998))
 				.startNow(Duration.ofSeconds(10));
 		SignallingRegistry registry = new SignallingRegistry();
-		KVManager prefill = c.prefillManagers().get(0).get(0);
-		KVManager decode = c.decodeManagers().get(0);
+		PrefillKVManager prefill = c.prefillManagers().get(0).get(0);
+		DecodeKVManager decode = c.decodeManagers().get(0);
 		KVManagerMetrics p = KVManagerMetrics.bind(prefill, registry);
 		KVManagerMetrics d = KVManagerMetrics.bind(decode, registry);
 		assertThat(c.run(1, 40, 2, new Random(1)).block(Duration.ofSeconds(10)).ok()).isTrue();
@@ -63,8 +65,8 @@ class KVManagerMetricsTest {
 		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
 		assertThat(registry.get("kvferry.heartbeats.missed").tag("mode", "decode").functionCounter().count()).isZero();
 
-		decode.receiver(new HostPort("127.0.0.1", 8998), 2, null).abort("client gone").block(Duration.ofSeconds(10));
-		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("category", "aborted").functionCounter()
+		decode.receiver(new HostPort("127.0.0.1", 8998), 2).abort("client gone").block(Duration.ofSeconds(10));
+		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("cause", "aborted").functionCounter()
 				.count()).isEqualTo(1);
 		p.dispose();
 		d.dispose();

@@ -14,18 +14,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVManagerSpec;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.FailureCause;
+import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
-import io.kvferry.KVSender;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
-import io.kvferry.RoomRequest;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.RegistryChange;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -52,9 +53,9 @@ import reactor.util.retry.Retry;
  * failure once every prefill rank that was asked to write for the room acknowledged the abort, reported the room
  * ended, or lost its connection.
  */
-final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
+final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.DecodeRoom> implements DecodeKVManager {
 
-	private static final Logger log = LoggerFactory.getLogger(DecodeKVManager.class);
+	private static final Logger log = LoggerFactory.getLogger(DefaultDecodeKVManager.class);
 	// SGLang retries the parallel-info fetch at least 1 s apart, 15 times.
 	private static final int PARALLEL_INFO_ATTEMPTS = 15;
 	private static final Duration PARALLEL_INFO_DELAY = Duration.ofSeconds(1);
@@ -66,9 +67,9 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 	private final Disposable registryWatch;
 
-	DecodeKVManager(KVManagerSpec spec) {
-		super(spec);
-		this.registryWatch = spec.bootstrapClient().changes().subscribe(this::onRegistryChange,
+	DefaultDecodeKVManager(KVManagerConfig config) {
+		super(config);
+		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
 						+ "until a handshake shows them stale", name, describe(e)));
 	}
@@ -90,23 +91,19 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	}
 
 	@Override
-	public HostPort endpoint() {
-		return null;
+	public KVReceiver receiver(HostPort bootstrapAddr, long room) {
+		return open(bootstrapAddr, room, null);
 	}
 
 	@Override
-	public KVSender sender(long room) {
-		throw new IllegalStateException("sender() is for prefill managers; " + name + " is a decode manager");
+	public KVReceiver receiver(HostPort bootstrapAddr, long room, int prefillDpRank) {
+		if (prefillDpRank < 0) {
+			throw new IllegalArgumentException("prefillDpRank : " + prefillDpRank + " (expected: >= 0)");
+		}
+		return open(bootstrapAddr, room, prefillDpRank);
 	}
 
-	@Override
-	public Flux<RoomRequest> roomRequests() {
-		return Flux.error(new IllegalStateException("roomRequests() is for prefill managers; " + name
-				+ " is a decode manager"));
-	}
-
-	@Override
-	public KVReceiver receiver(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
+	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
 		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
@@ -115,17 +112,18 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
-		table.update(r, KVPoll.BOOTSTRAPPING, "", false);
+		table.advance(r, KVPoll.BOOTSTRAPPING);
 		resolve(r, prefillDpRank).subscribe(resolved -> onResolved(r, resolved),
-				e -> table.update(r, KVPoll.FAILED, "Could not bootstrap room " + room + " from " + bootstrapAddr
-						+ ": " + describe(e), e instanceof BootstrapException));
+				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE : FailureCause.BOOTSTRAP,
+						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
+						e instanceof BootstrapException));
 		return new Receiver(r);
 	}
 
 	private Mono<Resolved> resolve(DecodeRoom r, Integer dpHint) {
 		return parallelInfo(r.bootstrap).flatMap(info -> {
-			RankMapping mapping = RankMapping.plan(info, spec.layout(), spec.kvArgs().engineRank(),
-					spec.kvArgs().pageSize(), spec.kvArgs().isMla());
+			RankMapping mapping = RankMapping.plan(info, config.layout(), config.kvArgs().engineRank(),
+					config.kvArgs().pageSize(), config.kvArgs().isMla());
 			int dp = RankMapping.prefillDpRank(r.id, dpHint, info.dpSize());
 			return Flux.fromIterable(mapping.targets())
 					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank()), info))
@@ -135,10 +133,10 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	}
 
 	private Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
-		return instances.computeIfAbsent(bootstrap, b -> spec.bootstrapClient().parallelInfo(b)
+		return instances.computeIfAbsent(bootstrap, b -> config.bootstrapClient().parallelInfo(b)
 				.retryWhen(Retry.fixedDelay(PARALLEL_INFO_ATTEMPTS - 1, PARALLEL_INFO_DELAY)
 						.filter(e -> e instanceof BootstrapException be && be.isRetryable())
-						.scheduler(spec.timer())
+						.scheduler(config.timer())
 						.onRetryExhaustedThrow((spec, signal) -> signal.failure()))
 				.doOnError(e -> instances.remove(b))
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
@@ -153,7 +151,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		return sessions.computeIfAbsent(key, k -> {
 			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
 			AtomicReference<Mono<Session>> entry = new AtomicReference<>();
-			Mono<Session> mono = spec.bootstrapClient()
+			Mono<Session> mono = config.bootstrapClient()
 					.rankEndpoint(k.bootstrap, k.dp, k.tp, k.pp)
 					.flatMap(endpoint -> connect(k, endpoint, info, entry.get()))
 					.doOnError(e -> sessions.remove(k, entry.get()))
@@ -165,15 +163,15 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 	private Mono<Session> connect(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
 		Session s = new Session(key, endpoint, info, entry);
-		return spec.transport().connect(endpoint, s).flatMap(conn -> {
+		return config.transport().connect(endpoint, s).flatMap(conn -> {
 			s.conn = conn;
 			open.add(s);
-			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, spec.checksums()))
+			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums()))
 					.subscribe(null, e -> conn.close("could not send the handshake: " + describe(e)));
 			return s.handshake.asMono()
-					.timeout(spec.handshakeTimeout(), Mono.error(() -> new ProtocolException("prefill rank "
-							+ endpoint + " did not answer the handshake within " + spec.handshakeTimeout())),
-							spec.timer())
+					.timeout(config.handshakeTimeout(), Mono.error(() -> new ProtocolException("prefill rank "
+							+ endpoint + " did not answer the handshake within " + config.handshakeTimeout())),
+							config.timer())
 					.doOnError(e -> conn.close(describe(e)))
 					.thenReturn(s);
 		});
@@ -193,11 +191,12 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 			for (Session s : resolved.sessions) {
 				s.rooms.add(r);
 				if (!s.conn.isActive()) {
-					table.update(r, KVPoll.FAILED, "Lost connection with prefill rank " + s.endpoint, false);
+					table.fail(r, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint,
+							false);
 					return;
 				}
 			}
-			table.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+			table.advance(r, KVPoll.WAITING_FOR_INPUT);
 			if (r.pages != null) {
 				sendRequests(r);
 			}
@@ -222,7 +221,8 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
 				String what = s.conn.isActive() ? "Failed to send room " + r.id + " to prefill rank " + s.endpoint
 						: "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id;
-				table.update(r, KVPoll.FAILED, what + ": " + describe(e), false);
+				table.fail(r, s.conn.isActive() ? FailureCause.OTHER : FailureCause.CONNECTION_LOST,
+						what + ": " + describe(e), false);
 			});
 		}
 	}
@@ -269,7 +269,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		AbortWait wait = new AbortWait(r, pending);
 		if (!pending.isEmpty()) {
 			aborts.put(r.id, wait);
-			spec.timer().schedule(wait::expire, spec.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+			config.timer().schedule(wait::expire, config.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
 		}
 		for (Session s : targets) {
 			if (!s.sendAbort(r.id, r.reason())) {
@@ -340,7 +340,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		void expire() {
 			for (Session s : waiting) {
 				s.conn.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room.id
-						+ " within " + spec.handshakeTimeout() + "; closing so that no byte of the room can land");
+						+ " within " + config.handshakeTimeout() + "; closing so that no byte of the room can land");
 			}
 		}
 	}
@@ -348,7 +348,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 	private final class Receiver extends RoomHandle<DecodeRoom> implements KVReceiver {
 
 		Receiver(DecodeRoom room) {
-			super(room, spec.callbackScheduler());
+			super(room, config.callbackScheduler());
 		}
 
 		@Override
@@ -362,12 +362,12 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		public void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices) {
 			int[] pages = pageIndices.clone();
 			int[] states = stateIndices.clone();
-			checkIndices("page index", pages, spec.kvArgs().kvRegions());
-			checkIndices("state index", states, spec.kvArgs().stateRegions());
+			checkIndices("page index", pages, config.kvArgs().kvRegions());
+			checkIndices("state index", states, config.kvArgs().stateRegions());
 			if (auxIndex != -1) {
-				checkIndices("auxIndex", new int[] { auxIndex }, spec.kvArgs().auxRegions());
+				checkIndices("auxIndex", new int[] { auxIndex }, config.kvArgs().auxRegions());
 			}
-			WriteGrant grant = WriteGrant.of(spec.kvArgs(), pages, auxIndex, states);
+			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, states);
 			synchronized (room) {
 				if (room.pages != null) {
 					throw new IllegalStateException("room " + room.id + ": sendMetadata called twice");
@@ -384,7 +384,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 
 		@Override
 		public Mono<Void> abort(String reason) {
-			table.update(room, KVPoll.FAILED, abortReason(reason), false);
+			table.fail(room, FailureCause.ABORTED, abortReason(reason), false);
 			return room.released.asMono().publishOn(callbacks);
 		}
 
@@ -442,7 +442,8 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				onHelloAck(ack.layout());
 			}
 			else if (message instanceof KVMessage.Reject reject) {
-				handshake.tryEmitError(new ProtocolException(reject.reason()));
+				// A rejected handshake names the incompatible values: the two layouts cannot work together.
+				handshake.tryEmitError(new TopologyException(reject.reason()));
 			}
 			else if (message instanceof KVMessage.Status status) {
 				onStatus(status);
@@ -505,7 +506,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				}
 				r.finished.add(this);
 				if (status.status() == KVPoll.FAILED) {
-					table.update(r, KVPoll.FAILED, "Prefill rank " + endpoint + " failed room " + r.id + ": "
+					table.fail(r, FailureCause.PEER_FAILED, "Prefill rank " + endpoint + " failed room " + r.id + ": "
 							+ status.reason(), true);
 					return;
 				}
@@ -514,12 +515,12 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				}
 				String short_ = shortfall(r, status);
 				if (short_ != null) {
-					table.update(r, KVPoll.FAILED, short_, false);
+					table.fail(r, FailureCause.INCOMPLETE, short_, false);
 					return;
 				}
 				r.responders.add(status.prefillRank());
 				if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
-					table.update(r, KVPoll.SUCCESS, "", false);
+					table.advance(r, KVPoll.SUCCESS);
 				}
 			}
 		}
@@ -532,7 +533,7 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 				return "prefill rank " + endpoint + " reported Success for room " + r.id + " with " + status.bytes()
 						+ " bytes sent, but " + bytes + " landed";
 			}
-			if (spec.checksums()) {
+			if (config.checksums()) {
 				long crc = landed == null ? new Tally(true).checksum() : landed.checksum();
 				if (status.checksum() != crc) {
 					return "prefill rank " + endpoint + " reported Success for room " + r.id + " with CRC32C "
@@ -558,14 +559,14 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 					destination = r.grant.destination(h);
 				}
 				catch (WriteGrant.Refused refused) {
-					table.update(r, KVPoll.FAILED, "prefill rank " + endpoint + " wrote outside room " + r.id + ": "
-							+ refused.getMessage(), false);
+					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " wrote outside room " + r.id
+							+ ": " + refused.getMessage(), false);
 					return null;
 				}
-				tally = r.tallies.computeIfAbsent(this, s -> new Tally(spec.checksums()));
+				tally = r.tallies.computeIfAbsent(this, s -> new Tally(config.checksums()));
 				if (!r.transferring) {
 					r.transferring = true;
-					table.update(r, KVPoll.TRANSFERRING, "", false);
+					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
 			return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
@@ -577,14 +578,14 @@ final class DecodeKVManager extends BaseKVManager<DecodeKVManager.DecodeRoom> {
 		}
 
 		@Override
-		public void onClose(KVConnection c, String reason) {
+		public void onClose(KVConnection c, CloseReason reason) {
 			open.remove(this);
 			connectionClosed(reason);
 			sessions.remove(key, entry);
 			handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: "
 					+ reason));
 			for (DecodeRoom r : rooms) {
-				table.update(r, KVPoll.FAILED, "Lost connection with prefill rank " + endpoint + ": " + reason, false);
+				table.fail(r, lostWith(reason), "Lost connection with prefill rank " + endpoint + ": " + reason, false);
 			}
 			rooms.clear();
 			// Nothing more can land from this rank: every abort waiting for it is answered.

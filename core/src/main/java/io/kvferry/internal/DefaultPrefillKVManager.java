@@ -9,15 +9,16 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
-import io.kvferry.KVManagerSpec;
+import io.kvferry.FailureCause;
+import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
-import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomRequest;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -39,9 +40,9 @@ import reactor.core.publisher.Sinks;
  * The prefill side: listens for decode ranks, records which decode ranks wait for which room, and moves a room's
  * pages chunk by chunk as its sender is fed, then state, aux and Success, in that order on each connection.
  */
-final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom> {
+final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManager.PrefillRoom> implements PrefillKVManager {
 
-	private static final Logger log = LoggerFactory.getLogger(PrefillKVManager.class);
+	private static final Logger log = LoggerFactory.getLogger(DefaultPrefillKVManager.class);
 
 	private final int uniqueRank;
 	private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
@@ -51,48 +52,50 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	private volatile Disposable reregistration = Disposables.disposed();
 	private volatile PrefillRegistration registration;
 
-	private PrefillKVManager(KVManagerSpec spec) {
-		super(spec);
-		this.requests = new HotStream<>(spec.callbackScheduler(), spec.eventBufferSize(),
+	private DefaultPrefillKVManager(KVManagerConfig config) {
+		super(config);
+		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
-				dropped -> spec.timer().schedule(() -> requestDropped(dropped)));
-		this.uniqueRank = RankMapping.prefillUniqueRank(spec.layout().attnTpRank(), spec.layout().ppSize(),
-				spec.layout().ppRank());
+				dropped -> config.timer().schedule(() -> requestDropped(dropped)));
+		this.uniqueRank = RankMapping.prefillUniqueRank(config.layout().attnTpRank(), config.layout().ppSize(),
+				config.layout().ppRank());
 	}
 
-	static Mono<KVManager> start(KVManagerSpec spec) {
-		PrefillKVManager m = new PrefillKVManager(spec);
-		return spec.transport().listen(spec.bindAddress(), m::accept).flatMap(l -> {
+	static Mono<PrefillKVManager> start(KVManagerConfig config) {
+		DefaultPrefillKVManager m = new DefaultPrefillKVManager(config);
+		return config.transport().listen(config.bindAddress(), m::accept).flatMap(l -> {
 			m.listener = l;
 			m.endpoint = new HostPort(m.advertiseHost(l.address()), l.address().port());
-			PrefillRegistration registration = PrefillRegistration.prefill(spec.layout(), m.endpoint.host(),
-					m.endpoint.port(), spec.kvArgs().pageSize());
+			PrefillRegistration registration = PrefillRegistration.prefill(config.layout(), m.endpoint.host(),
+					m.endpoint.port(), config.kvArgs().pageSize());
 			log.info("[{}] listening on {} (advertised {}), registering with {}", m.name, l.address(), m.endpoint,
-					spec.bootstrapAddress());
-			return spec.bootstrapClient().register(spec.bootstrapAddress(), registration)
-					.onErrorResume(e -> m.disposeLater().then(Mono.error(e)))
+					config.bootstrapAddress());
+			return config.bootstrapClient().register(config.bootstrapAddress(), registration)
+					.onErrorResume(e -> {
+						m.dispose();
+						return m.onDispose().then(Mono.error(e));
+					})
 					.doOnSuccess(v -> {
 						m.registration = registration;
 						m.keepRegistered(registration);
 					})
-					.thenReturn((KVManager) m);
+					.thenReturn((PrefillKVManager) m);
 		})
 				// Given up before it started (a start timeout, a cancelled subscriber): nobody else will close it.
-				.doOnCancel(() -> m.disposeLater().subscribe(null, e -> log.warn("[{}] closing a manager that did "
-						+ "not start failed: {}", m.name, describe(e))));
+				.doOnCancel(m::dispose);
 	}
 
 	/** Registers again now and then: a restarted bootstrap server keeps no table, and overwriting is harmless. */
 	private void keepRegistered(PrefillRegistration registration) {
-		Duration every = spec.reregisterInterval();
+		Duration every = config.reregisterInterval();
 		if (every.isZero() || every.isNegative()) {
 			return;
 		}
-		reregistration = Flux.interval(every, every, spec.timer())
+		reregistration = Flux.interval(every, every, config.timer())
 				.onBackpressureDrop()
-				.concatMap(i -> spec.bootstrapClient().register(spec.bootstrapAddress(), registration)
+				.concatMap(i -> config.bootstrapClient().register(config.bootstrapAddress(), registration)
 						.onErrorResume(e -> {
-							log.warn("[{}] re-registration with {} failed: {}", name, spec.bootstrapAddress(),
+							log.warn("[{}] re-registration with {} failed: {}", name, config.bootstrapAddress(),
 									describe(e));
 							return Mono.empty();
 						}), 1)
@@ -100,8 +103,8 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	}
 
 	private String advertiseHost(HostPort bound) {
-		if (spec.advertiseHost() != null) {
-			return spec.advertiseHost();
+		if (config.advertiseHost() != null) {
+			return config.advertiseHost();
 		}
 		String host = bound.host();
 		boolean wildcard = host.equals("0.0.0.0") || host.equals("::") || host.equals("0:0:0:0:0:0:0:0");
@@ -122,8 +125,8 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		}
 		synchronized (r) {
 			if (!r.hasSender) {
-				table.update(r, KVPoll.FAILED, "the request for room " + r.id + " was dropped: a roomRequests() "
-						+ "subscriber fell more than " + spec.eventBufferSize() + " requests behind", false);
+				table.fail(r, FailureCause.OVERLOAD, "the request for room " + r.id + " was dropped: a roomRequests() "
+						+ "subscriber fell more than " + config.eventBufferSize() + " requests behind", false);
 			}
 		}
 	}
@@ -146,8 +149,8 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			// rather than after the bootstrap timeout.
 			PrefillRoom ended = new PrefillRoom(room);
 			ended.hasSender = true;
-			table.update(ended, KVPoll.BOOTSTRAPPING, "", false);
-			table.update(ended, KVPoll.FAILED, early, true);
+			table.advance(ended, KVPoll.BOOTSTRAPPING);
+			table.fail(ended, FailureCause.ABORTED, early, true);
 			return new Sender(ended);
 		}
 		synchronized (r) {
@@ -156,15 +159,10 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			}
 			r.hasSender = true;
 			if (r.state() == null) {
-				table.update(r, KVPoll.BOOTSTRAPPING, "", false);
+				table.advance(r, KVPoll.BOOTSTRAPPING);
 			}
 		}
 		return new Sender(r);
-	}
-
-	@Override
-	public KVReceiver receiver(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
-		throw new IllegalStateException("receiver() is for decode managers; " + name + " is a prefill manager");
 	}
 
 	@Override
@@ -185,9 +183,9 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		PrefillRegistration registered = registration;
 		if (registered != null) {
 			// First, so that no decode rank picks this rank while it closes.
-			closed.add(spec.bootstrapClient().deregister(spec.bootstrapAddress(), registered)
+			closed.add(config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
 					.onErrorResume(e -> {
-						log.warn("[{}] withdrawing the registration from {} failed: {}", name, spec.bootstrapAddress(),
+						log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
 								describe(e));
 						return Mono.empty();
 					}));
@@ -218,11 +216,11 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 				return;
 			}
 			if (r.state() == null) {
-				table.update(r, KVPoll.BOOTSTRAPPING, "", false);
+				table.advance(r, KVPoll.BOOTSTRAPPING);
 			}
 			String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(), req.stateIndices());
 			if (bad != null) {
-				table.update(r, KVPoll.FAILED, "decode " + s.conn.remoteAddress() + " asked room " + req.room()
+				table.fail(r, FailureCause.PROTOCOL, "decode " + s.conn.remoteAddress() + " asked room " + req.room()
 						+ " for " + bad, false);
 				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()))
 						.subscribe(null, e -> { });
@@ -232,7 +230,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 				r.required = req.requiredDstInfoNum();
 			}
 			if (req.requiredDstInfoNum() != r.required || r.destinations.size() >= r.required) {
-				table.update(r, KVPoll.FAILED, "room " + req.room() + " got " + (r.destinations.size() + 1)
+				table.fail(r, FailureCause.PROTOCOL, "room " + req.room() + " got " + (r.destinations.size() + 1)
 						+ " decode destinations (expected " + r.required + ")", false);
 				return;
 			}
@@ -240,7 +238,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			s.rooms.add(r);
 			if (r.destinations.size() == r.required) {
 				r.ready = true;
-				table.update(r, KVPoll.WAITING_FOR_INPUT, "", false);
+				table.advance(r, KVPoll.WAITING_FOR_INPUT);
 				publish(r);
 				List<Chunk> queued = new ArrayList<>(r.pending);
 				r.pending.clear();
@@ -263,20 +261,20 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		if (r.isTerminal()) {
 			return;
 		}
-		table.update(r, KVPoll.TRANSFERRING, "", false);
+		table.advance(r, KVPoll.TRANSFERRING);
 		for (Destination d : r.destinations) {
 			if (d.request.dummy()) {
 				continue;
 			}
 			int[] dstAll = d.request.dstPages();
 			if (c.offset + c.pages.length > dstAll.length) {
-				table.update(r, KVPoll.FAILED, "decode " + d.session.conn.remoteAddress() + " asked for "
+				table.fail(r, FailureCause.INCOMPATIBLE, "decode " + d.session.conn.remoteAddress() + " asked for "
 						+ dstAll.length + " pages of room " + r.id + " but prefill sends "
 						+ (c.offset + c.pages.length), false);
 				return;
 			}
 			if (c.last && d.request.stateIndices().length != c.stateIndices.length && d.session.plan.hasState()) {
-				table.update(r, KVPoll.FAILED, "state slot count mismatch for room " + r.id + ": prefill "
+				table.fail(r, FailureCause.INCOMPATIBLE, "state slot count mismatch for room " + r.id + ": prefill "
 						+ c.stateIndices.length + ", decode " + d.request.stateIndices().length, false);
 				return;
 			}
@@ -307,18 +305,18 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			}
 		}
 		if (real.isEmpty()) {
-			table.update(r, KVPoll.SUCCESS, "", false);
+			table.advance(r, KVPoll.SUCCESS);
 			return;
 		}
 		AtomicInteger remaining = new AtomicInteger(real.size());
 		for (Destination d : real) {
 			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "", d.tally.bytes(),
 					d.tally.checksum())).subscribe(null,
-					e -> table.update(r, KVPoll.FAILED, "Failed to send kv chunk of " + r.id + " to "
+					e -> table.fail(r, FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + r.id + " to "
 							+ d.session.conn.remoteAddress() + ": " + describe(e), false),
 					() -> {
 						if (remaining.decrementAndGet() == 0) {
-							table.update(r, KVPoll.SUCCESS, "", false);
+							table.advance(r, KVPoll.SUCCESS);
 						}
 					});
 		}
@@ -333,7 +331,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		if (r != null) {
 			synchronized (r) {
 				r.abortedBy = s;
-				table.update(r, KVPoll.FAILED, reason, true);
+				table.fail(r, FailureCause.ABORTED, reason, true);
 			}
 		}
 		// Everything queued for the room before this point is now dropped by isSendable; the ack goes after it.
@@ -417,7 +415,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 	private final class Sender extends RoomHandle<PrefillRoom> implements KVSender {
 
 		Sender(PrefillRoom room) {
-			super(room, spec.callbackScheduler());
+			super(room, config.callbackScheduler());
 		}
 
 		@Override
@@ -425,7 +423,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			if (numPages < 0) {
 				throw new IllegalArgumentException("numPages : " + numPages + " (expected: >= 0)");
 			}
-			checkIndex("auxIndex", auxIndex, spec.kvArgs().auxRegions().isEmpty() ? -1 : minItems(true), true);
+			checkIndex("auxIndex", auxIndex, config.kvArgs().auxRegions().isEmpty() ? -1 : minItems(true), true);
 			synchronized (room) {
 				if (room.numPages >= 0) {
 					throw new IllegalStateException("room " + room.id + ": init called twice");
@@ -443,8 +441,8 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			for (int p : pages) {
 				checkIndex("page index", p, kvItems, false);
 			}
-			if (!spec.kvArgs().stateRegions().isEmpty()) {
-				long stateItems = spec.kvArgs().stateRegions().stream().mapToLong(x -> x.itemCount()).min().orElse(0);
+			if (!config.kvArgs().stateRegions().isEmpty()) {
+				long stateItems = config.kvArgs().stateRegions().stream().mapToLong(x -> x.itemCount()).min().orElse(0);
 				for (int st : states) {
 					checkIndex("state index", st, stateItems, false);
 				}
@@ -474,12 +472,12 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 
 		@Override
 		public Mono<Void> abort(String reason) {
-			table.update(room, KVPoll.FAILED, abortReason(reason), false);
+			table.fail(room, FailureCause.ABORTED, abortReason(reason), false);
 			return room.handedOff.asMono().publishOn(callbacks);
 		}
 
 		private long minItems(boolean aux) {
-			return (aux ? spec.kvArgs().auxRegions() : spec.kvArgs().kvRegions()).stream()
+			return (aux ? config.kvArgs().auxRegions() : config.kvArgs().kvRegions()).stream()
 					.mapToLong(x -> x.itemCount()).min().orElse(0);
 		}
 
@@ -524,7 +522,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 							+ ": " + describe(e);
 					log.warn("[{}] {}", name, why, e);
 					if (r != null) {
-						table.update(r, KVPoll.FAILED, why, false);
+						table.fail(r, FailureCause.PROTOCOL, why, false);
 					}
 				}
 			}
@@ -548,7 +546,7 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 			}
 			else {
 				try {
-					plan = TransferPlan.of(spec.kvArgs(), spec.layout(), hello.layout());
+					plan = TransferPlan.of(config.kvArgs(), config.layout(), hello.layout());
 				}
 				catch (TopologyException e) {
 					reason = e.getMessage();
@@ -577,11 +575,11 @@ final class PrefillKVManager extends BaseKVManager<PrefillKVManager.PrefillRoom>
 		}
 
 		@Override
-		public void onClose(KVConnection c, String reason) {
+		public void onClose(KVConnection c, CloseReason reason) {
 			sessions.remove(this);
 			connectionClosed(reason);
 			for (PrefillRoom r : rooms) {
-				table.update(r, KVPoll.FAILED, "Lost connection with decode " + c.remoteAddress() + ": " + reason,
+				table.fail(r, lostWith(reason), "Lost connection with decode " + c.remoteAddress() + ": " + reason,
 						false);
 			}
 			rooms.clear();

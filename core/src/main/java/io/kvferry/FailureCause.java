@@ -1,0 +1,34 @@
+package io.kvferry;
+
+import java.util.Locale;
+
+/** Why a room failed, as a small fixed set (reasons themselves name rooms and addresses, too many values for a tag). */
+public enum FailureCause {
+	/** A state lasted longer than its timeout. */
+	TIMEOUT,
+	/** An abort, on this side or sent by the other. */
+	ABORTED,
+	/** The connection to the peer rank closed or went silent. */
+	CONNECTION_LOST,
+	/** The two sides' layouts cannot work together (sizes, page size, dtype, item lengths). */
+	INCOMPATIBLE,
+	/** The prefill instance could not be resolved through its bootstrap server or registry. */
+	BOOTSTRAP,
+	/** The peer rank reported the room failed. */
+	PEER_FAILED,
+	/** The manager was closed. */
+	CLOSED,
+	/** The peer broke the protocol for this room (a write outside its pages, a request it cannot serve). */
+	PROTOCOL,
+	/** A Success whose bytes did not all land (count or checksum). */
+	INCOMPLETE,
+	/** The room was dropped because a subscriber fell behind. */
+	OVERLOAD,
+	/** Anything else. */
+	OTHER;
+
+	/** @return the lower-case name, for metric tags ({@code connection_lost}) */
+	public String tag() {
+		return name().toLowerCase(Locale.ROOT);
+	}
+}

@@ -1,0 +1,94 @@
+package io.kvferry;
+
+import java.time.Duration;
+import java.util.function.Consumer;
+
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * The read-only configuration of one manager, as {@link KVManagerSpec} assembled it: what an implementation reads,
+ * with every default already applied. Role-specific settings hold their defaults on the other role.
+ *
+ * @param mode the role
+ * @param kvArgs the rank's registered memory
+ * @param layout the rank's parallel layout
+ * @param transport moves messages and bytes (shared; not disposed with the manager)
+ * @param bootstrapClient talks to bootstrap servers or a registry (shared; not disposed with the manager)
+ * @param bootstrapTimeout limit of Bootstrapping (zero: none)
+ * @param waitingTimeout limit of WaitingForInput (zero: none)
+ * @param transferTimeout limit of Transferring (zero: none)
+ * @param handshakeTimeout bound of one handshake with a prefill rank, and of an abort's acknowledgement
+ * @param timer runs timeouts and retries (virtual time in tests)
+ * @param callbackScheduler where subscribers of states, completions, events and room requests are called
+ * @param eventBufferSize per-subscriber buffer of the hot streams
+ * @param name the name log lines and metrics carry
+ * @param checksums decode: ask prefill for a CRC32C of each room's bytes and compare
+ * @param bootstrapAddress prefill: where the rank registers (null on decode)
+ * @param bindAddress prefill: where it listens
+ * @param advertiseHost prefill: the host decode ranks dial, or null for the bind host (or the detected address)
+ * @param reregisterInterval prefill: how often it registers again (zero: never)
+ */
+public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLayout layout, KVTransport transport,
+		BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
+		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, String name,
+		boolean checksums, HostPort bootstrapAddress, HostPort bindAddress, String advertiseHost,
+		Duration reregisterInterval) {
+
+	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
+	KVManagerConfig with(Consumer<Draft> edit) {
+		Draft d = new Draft(this);
+		edit.accept(d);
+		return d.build();
+	}
+
+	/** A mutable copy, for {@link #with} only. */
+	static final class Draft {
+		DisaggregationMode mode;
+		KVArgs kvArgs;
+		ParallelLayout layout;
+		KVTransport transport;
+		BootstrapClient bootstrapClient;
+		Duration bootstrapTimeout;
+		Duration waitingTimeout;
+		Duration transferTimeout;
+		Duration handshakeTimeout;
+		Scheduler timer;
+		Scheduler callbackScheduler;
+		int eventBufferSize;
+		String name;
+		boolean checksums;
+		HostPort bootstrapAddress;
+		HostPort bindAddress;
+		String advertiseHost;
+		Duration reregisterInterval;
+
+		private Draft(KVManagerConfig c) {
+			mode = c.mode;
+			kvArgs = c.kvArgs;
+			layout = c.layout;
+			transport = c.transport;
+			bootstrapClient = c.bootstrapClient;
+			bootstrapTimeout = c.bootstrapTimeout;
+			waitingTimeout = c.waitingTimeout;
+			transferTimeout = c.transferTimeout;
+			handshakeTimeout = c.handshakeTimeout;
+			timer = c.timer;
+			callbackScheduler = c.callbackScheduler;
+			eventBufferSize = c.eventBufferSize;
+			name = c.name;
+			checksums = c.checksums;
+			bootstrapAddress = c.bootstrapAddress;
+			bindAddress = c.bindAddress;
+			advertiseHost = c.advertiseHost;
+			reregisterInterval = c.reregisterInterval;
+		}
+
+		private KVManagerConfig build() {
+			return new KVManagerConfig(mode, kvArgs, layout, transport, bootstrapClient, bootstrapTimeout,
+					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
+					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval);
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package io.kvferry;
+
+import reactor.core.publisher.Flux;
+
+/**
+ * A prefill rank's manager: listens for decode ranks, is registered with its bootstrap server, and sends each room's
+ * pages through a {@link KVSender}. Built by {@link KVManagerSpec#prefill()}.
+ */
+public interface PrefillKVManager extends KVManager {
+
+	/** @return the endpoint decode ranks connect to, as registered with the bootstrap server */
+	HostPort endpoint();
+
+	/**
+	 * @param room the room
+	 * @return a new sender in Bootstrapping (or further, if decode already asked for the room); born failed when
+	 *         decode gave the room up before
+	 * @throws IllegalStateException for a room that already has a sender, or when the manager is closed
+	 */
+	KVSender sender(long room);
+
+	/**
+	 * Rooms decode is ready for, hot, on the callback scheduler, with a per-subscriber buffer of the spec's
+	 * {@code eventBufferSize}: a request a slow subscriber loses fails its room (when it has no sender yet) rather
+	 * than leaving it waiting. Subscribe before the first decode rank can ask (right after start).
+	 */
+	Flux<RoomRequest> roomRequests();
+}
