@@ -32,6 +32,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.SendGate;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.topology.RankMapping;
 import io.kvferry.topology.RankTarget;
@@ -166,8 +167,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		return config.transport().connect(endpoint, s).flatMap(conn -> {
 			s.conn = conn;
 			open.add(s);
-			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums()))
-					.subscribe(null, e -> conn.close("could not send the handshake: " + describe(e)));
+			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums()), SendGate.OPEN,
+					Sends.ifFailed(e -> conn.close("could not send the handshake: " + describe(e))));
 			return s.handshake.asMono()
 					.timeout(config.handshakeTimeout(), Mono.error(() -> new ProtocolException("prefill rank "
 							+ endpoint + " did not answer the handshake within " + config.handshakeTimeout())),
@@ -217,13 +218,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				// From here on this rank may write the room's pages: a failure must wait for it before release.
 				r.writers.add(s);
 			}
-			s.conn.send(req).subscribe(null, e -> {
+			s.conn.send(req, SendGate.OPEN, Sends.ifFailed(e -> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
 				String what = s.conn.isActive() ? "Failed to send room " + r.id + " to prefill rank " + s.endpoint
 						: "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id;
 				table.fail(r, s.conn.isActive() ? FailureCause.OTHER : FailureCause.CONNECTION_LOST,
 						what + ": " + describe(e), false);
-			});
+			}));
 		}
 	}
 
@@ -427,12 +428,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			if (conn == null || !conn.isActive()) {
 				return false;
 			}
-			conn.send(new KVMessage.Abort(room, reason)).subscribe(null, e -> {
+			conn.send(new KVMessage.Abort(room, reason), SendGate.OPEN, Sends.ifFailed(e -> {
 				AbortWait w = aborts.get(room);
 				if (w != null) {
 					w.acknowledged(this);
 				}
-			});
+			}));
 			return true;
 		}
 
@@ -570,11 +571,6 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				}
 			}
 			return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
-		}
-
-		@Override
-		public boolean isSendable(long room) {
-			return true;
 		}
 
 		@Override

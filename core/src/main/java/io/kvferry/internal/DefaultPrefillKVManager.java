@@ -26,6 +26,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.SendGate;
 import io.kvferry.topology.LocalAddress;
 import io.kvferry.topology.RankMapping;
 import org.slf4j.Logger;
@@ -206,13 +207,12 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		PrefillRoom r = table.getOrCreate(req.room(), PrefillRoom::new);
 		if (r == null) {
 			s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
-					"room " + req.room() + " already ended on prefill rank " + name)).subscribe(null, e -> { });
+					"room " + req.room() + " already ended on prefill rank " + name));
 			return;
 		}
 		synchronized (r) {
 			if (r.isTerminal()) {
-				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()))
-						.subscribe(null, e -> { });
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()));
 				return;
 			}
 			if (r.state() == null) {
@@ -222,8 +222,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (bad != null) {
 				table.fail(r, FailureCause.PROTOCOL, "decode " + s.conn.remoteAddress() + " asked room " + req.room()
 						+ " for " + bad, false);
-				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()))
-						.subscribe(null, e -> { });
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()));
 				return;
 			}
 			if (r.required < 0) {
@@ -234,7 +233,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 						+ " decode destinations (expected " + r.required + ")", false);
 				return;
 			}
-			r.destinations.add(new Destination(s, req, new Tally(s.checksums)));
+			r.destinations.add(new Destination(r, s, req, new Tally(s.checksums)));
 			s.rooms.add(r);
 			if (r.destinations.size() == r.required) {
 				r.ready = true;
@@ -310,15 +309,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 		AtomicInteger remaining = new AtomicInteger(real.size());
 		for (Destination d : real) {
+			// Gated like the room's data: a room stopped meanwhile sends neither its blocks nor this.
 			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "", d.tally.bytes(),
-					d.tally.checksum())).subscribe(null,
-					e -> table.fail(r, FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + r.id + " to "
-							+ d.session.conn.remoteAddress() + ": " + describe(e), false),
-					() -> {
+					d.tally.checksum()), r.gate, Sends.of(() -> {
 						if (remaining.decrementAndGet() == 0) {
 							table.advance(r, KVPoll.SUCCESS);
 						}
-					});
+					}, e -> table.fail(r, FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + r.id + " to "
+							+ d.session.conn.remoteAddress() + ": " + describe(e), false)));
 		}
 	}
 
@@ -334,8 +332,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				table.fail(r, FailureCause.ABORTED, reason, true);
 			}
 		}
-		// Everything queued for the room before this point is now dropped by isSendable; the ack goes after it.
-		s.conn.send(new KVMessage.AbortAck(abort.room())).subscribe(null, e -> { });
+		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it.
+		s.conn.send(new KVMessage.AbortAck(abort.room()));
 	}
 
 	/** Tells the other destinations of a failed room, and forgets it in every session. */
@@ -347,16 +345,25 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			destinations = new ArrayList<>(r.destinations);
 			r.pending.clear();
 		}
-		List<Mono<Void>> told = new ArrayList<>();
+		List<Destination> toTell = new ArrayList<>();
 		for (Destination d : destinations) {
 			d.session.rooms.remove(r);
 			if (failed && d.session != r.abortedBy && d.session.conn.isActive()) {
-				// Written, or its connection is gone (decode then fails the room itself): either way handed off.
-				told.add(d.session.conn.send(new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank,
-						r.failure().reason())).onErrorResume(e -> Mono.empty()));
+				toTell.add(d);
 			}
 		}
-		Mono.when(told).subscribe(null, e -> { }, () -> r.handedOff.tryEmitEmpty());
+		AtomicInteger untold = new AtomicInteger(toTell.size() + 1);
+		// Written, or its connection is gone (decode then fails the room itself): either way handed off.
+		Runnable told = () -> {
+			if (untold.decrementAndGet() == 0) {
+				r.handedOff.tryEmitEmpty();
+			}
+		};
+		for (Destination d : toTell) {
+			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank, r.failure().reason()),
+					SendGate.OPEN, Sends.either(told));
+		}
+		told.run();
 	}
 
 	static final class PrefillRoom extends Room {
@@ -372,6 +379,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		volatile Session abortedBy;
 		// Completes once the room ended and every destination was told (or its connection was gone).
 		final Sinks.Empty<Void> handedOff = Sinks.empty();
+		// What the room's blocks and its Success are sent behind: closed once the room ended.
+		final SendGate gate = this::isLive;
 
 		PrefillRoom(long id) {
 			super(id);
@@ -383,11 +392,13 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	 * Success reports it). Fed under the room's monitor.
 	 */
 	private static final class Destination implements TransferPlan.Outlet {
+		final PrefillRoom room;
 		final Session session;
 		final KVMessage.TransferRequest request;
 		final Tally tally;
 
-		Destination(Session session, KVMessage.TransferRequest request, Tally tally) {
+		Destination(PrefillRoom room, Session session, KVMessage.TransferRequest request, Tally tally) {
+			this.room = room;
 			this.session = session;
 			this.request = request;
 			this.tally = tally;
@@ -406,6 +417,11 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			}
 			tally.count(h.payloadLength());
 			session.conn.sendData(block);
+		}
+
+		@Override
+		public SendGate gate() {
+			return room.gate;
 		}
 	}
 
@@ -555,23 +571,17 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (reason != null) {
 				String why = "prefill rank " + name + " rejected decode " + conn.remoteAddress() + ": " + reason;
 				log.warn("[{}] {}", name, why);
-				conn.send(new KVMessage.Reject(why)).subscribe(null, e -> { }, () -> conn.close(why));
+				conn.send(new KVMessage.Reject(why), SendGate.OPEN, Sends.either(() -> conn.close(why)));
 				return;
 			}
 			checksums = hello.checksums();
 			log.debug("[{}] decode {} registered: {}", name, conn.remoteAddress(), plan);
-			conn.send(new KVMessage.HelloAck(ownLayout)).subscribe(null, e -> { });
+			conn.send(new KVMessage.HelloAck(ownLayout));
 		}
 
 		@Override
 		public PayloadSink onData(KVConnection c, DataHeader header) {
 			throw new ProtocolException("decode " + c.remoteAddress() + " sent a data frame; prefill never receives KV");
-		}
-
-		@Override
-		public boolean isSendable(long room) {
-			PrefillRoom r = table.get(room);
-			return r != null && r.isLive();
 		}
 
 		@Override

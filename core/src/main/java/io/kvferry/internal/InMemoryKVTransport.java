@@ -20,6 +20,8 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
 import io.netty.buffer.ByteBuf;
 import io.kvferry.NativeMemory;
 import org.slf4j.Logger;
@@ -174,29 +176,27 @@ public final class InMemoryKVTransport implements KVTransport {
 		}
 
 		@Override
-		public Mono<Void> send(KVMessage message) {
+		public void send(KVMessage message, SendGate gate, SendListener listener) {
 			Objects.requireNonNull(message, "message");
-			Sinks.Empty<Void> written = Sinks.empty();
+			Objects.requireNonNull(gate, "gate");
+			Objects.requireNonNull(listener, "listener");
 			End to = peer;
 			if (closed.get()) {
-				written.tryEmitError(new KVFerryException("connection " + id + " is closed"));
-				return written.asMono();
+				listener.failed(new KVFerryException("connection " + id + " is closed"));
+				return;
 			}
 			to.post(() -> {
 				if (to.closed.get()) {
-					written.tryEmitError(new KVFerryException("connection " + id + " is closed"));
+					listener.failed(new KVFerryException("connection " + id + " is closed"));
 					return;
 				}
-				long gate = message.gatingRoom();
-				if (gate >= 0 && !handler.isSendable(gate)) {
-					written.tryEmitError(new KVFerryException("room " + gate + " stopped before its " + message
-							+ " was written"));
+				if (!gate.isOpen()) {
+					listener.failed(new KVFerryException("the room of " + message + " stopped before it was written"));
 					return;
 				}
-				written.tryEmitEmpty();
+				listener.written();
 				to.handler.onMessage(to, message);
 			});
-			return written.asMono();
 		}
 
 		@Override
@@ -208,7 +208,7 @@ public final class InMemoryKVTransport implements KVTransport {
 			}
 			to.post(() -> {
 				DataHeader h = block.header();
-				if (to.closed.get() || !handler.isSendable(h.room())) {
+				if (to.closed.get() || !block.gate().isOpen()) {
 					return;
 				}
 				PayloadSink sink = to.handler.onData(to, h);

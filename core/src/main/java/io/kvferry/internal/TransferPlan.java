@@ -12,6 +12,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
+import io.kvferry.spi.SendGate;
 import io.kvferry.topology.HeadSlice;
 import io.kvferry.topology.HeadSlicing;
 import io.kvferry.topology.LayerPairing;
@@ -160,9 +161,12 @@ final class TransferPlan {
 		return null;
 	}
 
-	/** Where a plan's blocks go: one destination's connection, in order. */
+	/** Where a plan's blocks go: one destination's connection, in order, behind the room's gate. */
 	interface Outlet {
 		void send(DataBlock block);
+
+		/** @return the gate the room's blocks are sent behind */
+		SendGate gate();
 	}
 
 	/**
@@ -198,7 +202,7 @@ final class TransferPlan {
 			DataBlock block;
 			if (wholeTokens) {
 				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstPage * dstLen,
-						Math.toIntExact((long) n * srcLen), 0, 1), s.itemAddress(srcPage), 0);
+						Math.toIntExact((long) n * srcLen), 0, 1), s.itemAddress(srcPage), 0, conn.gate());
 			}
 			else {
 				long headOffSrc = (long) slice.srcHeadOffset() * slice.headBytes();
@@ -206,7 +210,7 @@ final class TransferPlan {
 				// Pages of a run are adjacent, so every token of the run sits one token stride after the previous.
 				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstPage * dstLen + headOffDst,
 						slice.sliceBytes(), dstLen / pageSize, n * pageSize), s.itemAddress(srcPage) + headOffSrc,
-						srcLen / pageSize);
+						srcLen / pageSize, conn.gate());
 			}
 			conn.send(block);
 			bytes += block.header().payloadLength();
@@ -226,7 +230,8 @@ final class TransferPlan {
 			for (int j = 0; j < srcSlots.length; j++) {
 				bytes += s.itemLen();
 				conn.send(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
-						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0));
+						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0,
+						conn.gate()));
 			}
 		}
 		return bytes;
@@ -246,7 +251,7 @@ final class TransferPlan {
 			MemoryRegion s = srcAux.get(i);
 			bytes += s.itemLen();
 			conn.send(new DataBlock(new DataHeader(room, RegionKind.AUX, i, (long) dstRow * dstAux.get(i).itemLen(),
-					s.itemLen(), 0, 1), s.itemAddress(srcRow), 0));
+					s.itemLen(), 0, 1), s.itemAddress(srcRow), 0, conn.gate()));
 		}
 		return bytes;
 	}

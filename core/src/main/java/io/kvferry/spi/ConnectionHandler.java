@@ -17,12 +17,6 @@ public interface ConnectionHandler {
 	 */
 	PayloadSink onData(KVConnection connection, DataHeader header);
 
-	/**
-	 * Consulted just before a queued data block of {@code room}, or a message whose
-	 * {@link KVMessage#gatingRoom()} is {@code room}, is written: a room aborted meanwhile sends nothing more.
-	 */
-	boolean isSendable(long room);
-
 	/** The connection closed (either side, heartbeat loss, malformed input); called once. */
 	void onClose(KVConnection connection, CloseReason reason);
 }

@@ -9,11 +9,18 @@ import java.util.Objects;
  * @param header what the receiver is told
  * @param srcAddress address of the first source chunk
  * @param srcStride bytes between source chunk starts (ignored when one chunk)
+ * @param gate asked before each frame: once closed, the rest of the block is dropped
  */
-public record DataBlock(DataHeader header, long srcAddress, long srcStride) {
+public record DataBlock(DataHeader header, long srcAddress, long srcStride, SendGate gate) {
 
 	public DataBlock {
 		Objects.requireNonNull(header, "header");
+		Objects.requireNonNull(gate, "gate");
+	}
+
+	/** A block that is always sent (tests, tools). */
+	public DataBlock(DataHeader header, long srcAddress, long srcStride) {
+		this(header, srcAddress, srcStride, SendGate.OPEN);
 	}
 
 	/** @return whether the source bytes are one contiguous run */

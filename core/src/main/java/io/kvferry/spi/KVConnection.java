@@ -5,7 +5,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * One connection between a decode rank and a prefill rank. Messages and data blocks are written in the order they are
- * handed over, whatever thread hands them over. Methods never block.
+ * handed over, whatever thread hands them over. No method blocks; sending is fire-and-forget, and what is lost shows
+ * through the connection's close (or through a {@link SendListener} where a result matters).
  */
 public interface KVConnection {
 
@@ -15,18 +16,34 @@ public interface KVConnection {
 	/** @return the peer's address */
 	HostPort remoteAddress();
 
-	/**
-	 * Queues a control message. Queued at once, whether or not the result is subscribed. A message with a
-	 * {@link KVMessage#gatingRoom()} is dropped, like data blocks, when its room is no longer sendable at write time.
-	 *
-	 * @return completes when the message was written to the network, errors if the connection closed first or the
-	 *         message was dropped
-	 */
-	Mono<Void> send(KVMessage message);
+	/** Queues a control message, always written unless the connection closes first. */
+	default void send(KVMessage message) {
+		send(message, SendGate.OPEN, SendListener.NONE);
+	}
 
 	/**
-	 * Queues a data block. Before writing it the transport asks {@link ConnectionHandler#isSendable(long)} and drops it
-	 * when false. The source memory must stay valid until the room ends.
+	 * Queues a control message.
+	 *
+	 * @param message the message
+	 * @param gate asked just before writing: a closed gate drops the message (a Success whose room stopped meanwhile);
+	 *        a connection that is closing drops every message not sent with {@link SendGate#OPEN}, as it drops
+	 *        queued data blocks
+	 * @param listener told whether the message was written
+	 */
+	void send(KVMessage message, SendGate gate, SendListener listener);
+
+	/**
+	 * Lazily queues a message: nothing is sent before subscription.
+	 *
+	 * @return completes when the message was written, errors when it was not
+	 */
+	default Mono<Void> write(KVMessage message) {
+		return Mono.create(sink -> send(message, SendGate.OPEN, SendListener.of(sink)));
+	}
+
+	/**
+	 * Queues a data block. Before writing each of its frames the transport asks the block's gate and drops the rest
+	 * of the block when it closed. The source memory must stay valid until the room ends.
 	 */
 	void sendData(DataBlock block);
 

@@ -19,17 +19,6 @@ public sealed interface KVMessage {
 	long NO_CHECKSUM = -1;
 
 	/**
-	 * A message that reports a room's data complete must not outrun a decision to stop the room: transports check
-	 * {@link ConnectionHandler#isSendable(long)} for this room just before writing the message, as they do for data
-	 * blocks, and drop it (erroring its {@code send} result) when the room may no longer send.
-	 *
-	 * @return the room gating this message, or -1 when the message is always written
-	 */
-	default long gatingRoom() {
-		return -1;
-	}
-
-	/**
 	 * First message on a connection, decode → prefill: the decode rank's layout (SGLang's KV-args registration).
 	 *
 	 * @param protocolVersion {@link #PROTOCOL_VERSION} of the sender
@@ -133,12 +122,6 @@ public sealed interface KVMessage {
 		/** A status that reports no bytes and no checksum (a failure, or a rank that moved nothing). */
 		public Status(long room, KVPoll status, int prefillRank, String reason) {
 			this(room, status, prefillRank, reason, 0, NO_CHECKSUM);
-		}
-
-		/** Success follows the room's data, so it is dropped with them when the room stopped meanwhile. */
-		@Override
-		public long gatingRoom() {
-			return status == KVPoll.SUCCESS ? room : -1;
 		}
 	}
 

@@ -191,7 +191,7 @@ public final class KVCluster {
 			}
 			for (KVSender sender : senders) {
 				done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
-						+ describe(e)).subscribe(null, err -> { }))));
+						+ describe(e)).subscribe())));
 			}
 			return Mono.whenDelayError(done)
 					.then(Mono.fromCallable(() -> {

@@ -365,10 +365,10 @@ class KVManagerBehaviourTest {
 				got.add(m);
 			}
 		}).block(T);
-		c.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, PeerLayout.of(decodeMem.kvArgs(),
+		c.write(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, PeerLayout.of(decodeMem.kvArgs(),
 				ParallelLayout.SINGLE))).block(T);
 		assertThat(got.poll(T.toMillis(), TimeUnit.MILLISECONDS)).isInstanceOf(KVMessage.HelloAck.class);
-		c.send(new KVMessage.Abort(31, "client went away")).block(T);
+		c.write(new KVMessage.Abort(31, "client went away")).block(T);
 		assertThat(got.poll(T.toMillis(), TimeUnit.MILLISECONDS)).isEqualTo(new KVMessage.AbortAck(31));
 
 		KVSender s = prefill.sender(31);

@@ -127,9 +127,9 @@ class PublishersTest {
 				.expectErrorMessage("address already in use: " + listener.address())
 				.verify(T);
 		KVConnection conn = transport.connect(listener.address(), new NoopConnectionHandler()).block(T);
-		StepVerifier.create(conn.send(new KVMessage.AbortAck(1))).expectComplete().verify(T);
+		StepVerifier.create(conn.write(new KVMessage.AbortAck(1))).expectComplete().verify(T);
 		conn.close("done");
-		StepVerifier.create(conn.send(new KVMessage.AbortAck(2))).expectError(KVFerryException.class).verify(T);
+		StepVerifier.create(conn.write(new KVMessage.AbortAck(2))).expectError(KVFerryException.class).verify(T);
 		listener.dispose();
 	}
 

@@ -92,7 +92,17 @@ class TransferPlanTest {
 			src[i] = 10 + i;
 			dst[i] = 200 + i;
 		}
-		long bytes = plan.sendKv(blocks::add, 1, src, dst);
+		long bytes = plan.sendKv(new TransferPlan.Outlet() {
+			@Override
+			public void send(DataBlock block) {
+				blocks.add(block);
+			}
+
+			@Override
+			public io.kvferry.spi.SendGate gate() {
+				return io.kvferry.spi.SendGate.OPEN;
+			}
+		}, 1, src, dst);
 		int perBlock = (int) (TransferPlan.MAX_BLOCK_BYTES / ITEM);
 		assertThat(bytes).isEqualTo(4L * pages * ITEM);
 		// Per layer buffer: 128 + 128 + 44 pages, each block where the previous one stopped, on both sides.

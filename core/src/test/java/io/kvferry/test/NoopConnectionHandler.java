@@ -20,11 +20,6 @@ public class NoopConnectionHandler implements ConnectionHandler {
 	}
 
 	@Override
-	public boolean isSendable(long room) {
-		return true;
-	}
-
-	@Override
 	public void onClose(KVConnection connection, CloseReason reason) {
 	}
 }

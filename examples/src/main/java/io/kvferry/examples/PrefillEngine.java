@@ -214,7 +214,7 @@ final class PrefillEngine {
 			failed.incrementAndGet();
 			for (Rank r : ranks) {
 				try {
-					r.manager.sender(request.room()).abort(reason).subscribe(null, e -> { });
+					r.manager.sender(request.room()).abort(reason).subscribe();
 				}
 				catch (IllegalStateException e) {
 					log.debug("[prefill dp{}] room {} already ended: {}", index, request.room(), e.getMessage());
@@ -235,7 +235,7 @@ final class PrefillEngine {
 				// Decode gave up on the room (timeout, abort) before it was served.
 				log.info("[prefill dp{}] room {} not served: {}", index, room, e.getMessage());
 				senders.forEach(s -> s.abort("prefill could not serve room " + room + ": " + e.getMessage())
-						.subscribe(null, x -> { }));
+						.subscribe());
 				failed.incrementAndGet();
 				release(room, src, row);
 				return;

@@ -10,6 +10,8 @@ import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -29,6 +31,8 @@ import reactor.core.scheduler.Schedulers;
  */
 public record TinyEngine(TinyConfig model, int prefillTp, int decodeTp, int pageSize, int chunkTokens,
 		int newTokens) {
+
+	private static final Logger log = LoggerFactory.getLogger(TinyEngine.class);
 
 	/** Bound of each state of a room, and of a whole run's decode loop. */
 	public static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -125,7 +129,8 @@ public record TinyEngine(TinyConfig model, int prefillTp, int decodeTp, int page
 					.subscribeOn(Schedulers.boundedElastic())
 					.cache();
 			// Failures show in decode's results; waiting here only keeps prefill's pages alive until it is done.
-			prefilled.subscribe(null, e -> { });
+			prefilled.subscribe(null, e -> log.debug("prefill ended with a failure, reported by decode: {}",
+					e.toString()));
 			List<Generation> results = new ArrayList<>(decode.run(TIMEOUT));
 			prefilled.onErrorResume(e -> Mono.empty()).block(TIMEOUT);
 			results.sort(Comparator.comparingLong(Generation::room));

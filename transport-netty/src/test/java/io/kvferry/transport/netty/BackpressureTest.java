@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
@@ -130,7 +131,7 @@ class BackpressureTest {
 			for (int i = 0; i < 256; i++) {
 				sender.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(), MIB));
 			}
-			CompletableFuture<Void> last = sender.send(new KVMessage.AbortAck(1)).toFuture();
+			CompletableFuture<Void> last = Sent.now(sender, new KVMessage.AbortAck(1)).toFuture();
 
 			assertThat(unwritable.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).as("sender became unwritable")
 					.isTrue();
@@ -173,7 +174,7 @@ class BackpressureTest {
 					sender.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
 							MIB));
 				}
-				pending = sender.send(new KVMessage.Status(1, KVPoll.FAILED, 0, "late"));
+				pending = Sent.now(sender, new KVMessage.Status(1, KVPoll.FAILED, 0, "late"));
 				// The receiver goes away with unread bytes: the sender sees a reset or a close mid-stream.
 			}
 			StepVerifier.create(pending)

@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.MemoryRegion;
@@ -118,11 +119,11 @@ class NettyKVTransportTest {
 	void handshakeThenMessagesFlowBothWays() throws Exception {
 		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
 			KVMessage.Hello hello = new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, Samples.layout(1));
-			StepVerifier.create(lo.connected.send(hello)).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.connected, hello)).expectComplete().verify(TIMEOUT);
 			assertThat(lo.acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(hello);
 
 			KVMessage.HelloAck ack = new KVMessage.HelloAck(Samples.layout(0));
-			StepVerifier.create(lo.accepted.send(ack)).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.accepted, ack)).expectComplete().verify(TIMEOUT);
 			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(ack);
 
 			assertThat(lo.connected.isActive()).isTrue();
@@ -149,7 +150,7 @@ class NettyKVTransportTest {
 				expected.add(header);
 			}
 			KVMessage.AbortAck last = new KVMessage.AbortAck(99);
-			StepVerifier.create(lo.accepted.send(last)).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.accepted, last)).expectComplete().verify(TIMEOUT);
 			expected.add(last);
 			lo.connectedHandler.nextMessages(17, TIMEOUT);
 			assertThat(lo.connectedHandler.events).containsExactlyElementsOf(expected);
@@ -187,7 +188,7 @@ class NettyKVTransportTest {
 			Transfer transfer = new Transfer(dst, size);
 			lo.connectedHandler.sinks = transfer::sink;
 			send(lo.accepted, src, 0, size);
-			StepVerifier.create(lo.accepted.send(new KVMessage.AbortAck(1))).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.accepted, new KVMessage.AbortAck(1))).expectComplete().verify(TIMEOUT);
 			transfer.await();
 			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
 			assertThat(Samples.read(dst, 0, size)).isEqualTo(Samples.read(src, 0, size));
@@ -243,14 +244,13 @@ class NettyKVTransportTest {
 	}
 
 	@Test
-	void blocksOfRoomsNoLongerSendableAreDropped() throws Exception {
+	void blocksBehindAClosedGateAreDropped() throws Exception {
 		try (Loopback lo = Loopback.open(NettyKVTransport.create())) {
 			MemoryRegion src = Samples.randomRegion(1024, 17);
-			lo.acceptedHandler.sendable = room -> room != 7;
 			DataHeader dropped = new DataHeader(7, RegionKind.KV, 0, 0, 1024, 1024, 1);
 			DataHeader kept = new DataHeader(8, RegionKind.KV, 0, 0, 1024, 1024, 1);
-			lo.accepted.sendData(new DataBlock(dropped, src.address(), 1024));
-			lo.accepted.sendData(new DataBlock(kept, src.address(), 1024));
+			lo.accepted.sendData(new DataBlock(dropped, src.address(), 1024, () -> false));
+			lo.accepted.sendData(new DataBlock(kept, src.address(), 1024, () -> true));
 			lo.accepted.send(new KVMessage.AbortAck(7));
 			lo.connectedHandler.nextMessage(TIMEOUT);
 			assertThat(lo.connectedHandler.events).containsExactly(kept, new KVMessage.AbortAck(7));
@@ -267,7 +267,7 @@ class NettyKVTransportTest {
 			assertThat(lo.acceptedHandler.awaitClose(TIMEOUT)).startsWith("connection closed by peer 127.0.0.1:");
 			// The message queued before close() was still delivered.
 			assertThat(lo.acceptedHandler.events).containsExactly(new KVMessage.Abort(1, "bye"));
-			StepVerifier.create(lo.connected.send(new KVMessage.AbortAck(1)))
+			StepVerifier.create(Sent.now(lo.connected, new KVMessage.AbortAck(1)))
 					.expectErrorMatches(e -> e instanceof KVFerryException && e.getMessage()
 							.endsWith("closed before the message was queued: decode shutting down"))
 					.verify(TIMEOUT);

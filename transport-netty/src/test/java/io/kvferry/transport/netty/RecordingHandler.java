@@ -8,9 +8,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
-import java.util.function.LongPredicate;
 
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
@@ -29,13 +27,11 @@ public class RecordingHandler implements ConnectionHandler {
 	public final Queue<Object> events = new ConcurrentLinkedQueue<>();
 	public final Queue<String> closeReasons = new ConcurrentLinkedQueue<>();
 	public final CountDownLatch closed = new CountDownLatch(1);
-	public final AtomicInteger sendableChecks = new AtomicInteger();
 
 	private final Queue<KVMessage> messages = new ConcurrentLinkedQueue<>();
 	private final Semaphore messageCount = new Semaphore(0);
 
 	public volatile Function<DataHeader, PayloadSink> sinks = h -> null;
-	public volatile LongPredicate sendable = room -> true;
 	public volatile KVConnection connection;
 
 	@Override
@@ -51,12 +47,6 @@ public class RecordingHandler implements ConnectionHandler {
 		this.connection = connection;
 		events.add(header);
 		return sinks.apply(header);
-	}
-
-	@Override
-	public boolean isSendable(long room) {
-		sendableChecks.incrementAndGet();
-		return sendable.test(room);
 	}
 
 	@Override

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ProtocolException;
@@ -24,7 +25,7 @@ class SharedSecretTransportTest {
 	void sidesWithTheSameSecretConnectAndCarryMessagesAndData() throws Exception {
 		try (Loopback lo = Loopback.open(NettyKVTransport.create().sharedSecret("0123456789abcdef0123456789abcdef"))) {
 			KVMessage.Hello hello = new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, Samples.layout(1));
-			StepVerifier.create(lo.connected.send(hello)).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.connected, hello)).expectComplete().verify(TIMEOUT);
 			assertThat(lo.acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(hello);
 
 			MemoryRegion src = Samples.randomRegion(1 << 20, 41);

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
@@ -51,7 +52,7 @@ class TlsTransportTest {
 					size / MIB, nanos / 1_000_000, size / (nanos / 1e9) / 1e6);
 
 			KVMessage.Status status = new KVMessage.Status(1, KVPoll.SUCCESS, 0, "");
-			StepVerifier.create(lo.accepted.send(status)).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.accepted, status)).expectComplete().verify(TIMEOUT);
 			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(status);
 		}
 	}
@@ -90,7 +91,7 @@ class TlsTransportTest {
 	@Test
 	void tlsAndASharedSecretWorkTogether() throws Exception {
 		try (Loopback lo = Loopback.open(secure().sharedSecret("tls-and-secret"))) {
-			StepVerifier.create(lo.connected.send(new KVMessage.AbortAck(3))).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.connected, new KVMessage.AbortAck(3))).expectComplete().verify(TIMEOUT);
 			assertThat(lo.acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(3));
 		}
 	}
@@ -101,7 +102,7 @@ class TlsTransportTest {
 				.secure(TestTls.serverRequiringClientCertificates(), TestTls.client());
 		try (Loopback lo = Loopback.open(NettyKVTransport.create()
 				.secure(TestTls.serverRequiringClientCertificates(), TestTls.clientWithCertificate()))) {
-			StepVerifier.create(lo.connected.send(new KVMessage.AbortAck(4))).expectComplete().verify(TIMEOUT);
+			StepVerifier.create(Sent.now(lo.connected, new KVMessage.AbortAck(4))).expectComplete().verify(TIMEOUT);
 			assertThat(lo.acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(4));
 		}
 		Throwable error = connectError(listening, secure());

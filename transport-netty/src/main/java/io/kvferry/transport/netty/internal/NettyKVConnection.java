@@ -26,6 +26,8 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -68,7 +70,7 @@ import reactor.core.publisher.Sinks;
  * channel is writable (its write buffer below the high watermark) and flushes once per pass; it resumes when the
  * channel turns writable again. A slow peer therefore holds back queued items (small descriptors), never unbounded
  * buffers. Data blocks are cut into frames of at most {@code maxFrameLength} payload bytes by {@link DataFrameCursor},
- * writability is checked before each frame, and {@link ConnectionHandler#isSendable} before each frame too (an
+ * writability is checked before each frame, and the block's {@link SendGate} before each frame too (an
  * aborted room stops mid-block).
  *
  * <p><b>Inbound.</b> {@link KVFrameDecoder} reports to this connection, which forwards to the {@link ConnectionHandler}
@@ -78,7 +80,7 @@ import reactor.core.publisher.Sinks;
  * idleness after two (the connection closes with "no heartbeat from ...").
  *
  * <p><b>Closing.</b> {@link #close(String)} is ordered: control messages queued before it are still written, queued
- * data blocks are dropped, and so are messages that report a room's data complete ({@link KVMessage#gatingRoom()}):
+ * data blocks are dropped, and so are messages sent behind a room's gate (a Success that reports the room's data):
  * their data may have been among the dropped blocks. The channel closes after the flush, or after one heartbeat
  * interval if the peer does not take the bytes. Whoever closes first names the reason; {@link ConnectionHandler#onClose} is called exactly once, on
  * the event loop, after every other handler call, and only for connections whose handshake completed. Messages still
@@ -215,27 +217,29 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	}
 
 	@Override
-	public Mono<Void> send(KVMessage message) {
+	public void send(KVMessage message, SendGate gate, SendListener listener) {
 		Objects.requireNonNull(message, "message");
+		Objects.requireNonNull(gate, "gate");
+		Objects.requireNonNull(listener, "listener");
 		ChannelPromise promise = channel.newPromise();
+		promise.addListener(f -> {
+			if (f.isSuccess()) {
+				listener.written();
+			}
+			else {
+				listener.failed(f.cause() instanceof KVFerryException ? f.cause()
+						: closedException("before the message was written", f.cause()));
+			}
+		});
 		if (closing.get() || closed) {
 			promise.setFailure(closedException("before the message was queued"));
 		}
 		else {
-			queue.offer(new Outbound(message, promise));
+			queue.offer(new Outbound(message, gate, promise));
 			if (!scheduleDrain()) {
 				promise.tryFailure(closedException("before the message was written"));
 			}
 		}
-		return Mono.create(sink -> promise.addListener(f -> {
-			if (f.isSuccess()) {
-				sink.success();
-			}
-			else {
-				sink.error(f.cause() instanceof KVFerryException ? f.cause()
-						: closedException("before the message was written", f.cause()));
-			}
-		}));
 	}
 
 	@Override
@@ -403,16 +407,16 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	}
 
 	private boolean writeMessage(Outbound m) {
-		long gate = m.message.gatingRoom();
-		if (gate >= 0 && closing.get()) {
+		boolean gated = m.gate != SendGate.OPEN;
+		if (gated && closing.get()) {
 			// Closing drops the data still queued, so a message that reports a room's data complete goes with it.
 			m.promise.tryFailure(closedException("before " + m.message + " was written (the room's queued data was "
 					+ "dropped with the close)"));
 			return false;
 		}
-		if (gate >= 0 && !sendable(gate)) {
+		if (gated && !isOpen(m.gate)) {
 			// A Success must not outrun the data it reports: they were dropped, so it is too.
-			m.promise.tryFailure(new KVFerryException("room " + gate + " stopped before " + m.message + " was written"));
+			m.promise.tryFailure(new KVFerryException("the room of " + m.message + " stopped before it was written"));
 			return false;
 		}
 		ByteBuf frame;
@@ -429,8 +433,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	private boolean writeDataFrame() {
 		DataFrameCursor cursor = current;
-		DataHeader header = cursor.block().header();
-		if (!sendable(header.room())) {
+		if (!isOpen(cursor.block().gate())) {
 			blocksDropped++;
 			dropCurrent();
 			return false;
@@ -448,12 +451,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		return true;
 	}
 
-	private boolean sendable(long room) {
+	private boolean isOpen(SendGate gate) {
 		try {
-			return handler.isSendable(room);
+			return gate.isOpen();
 		}
 		catch (RuntimeException e) {
-			log.error("{} isSendable({}) failed; dropping the block", prefix, room, e);
+			log.error("{} a send gate failed; dropping what it guards", prefix, e);
 			return false;
 		}
 	}
@@ -768,7 +771,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		return new HostPort(String.valueOf(address), 0);
 	}
 
-	/** A queued control message and the promise its {@code send} result observes. */
-	private record Outbound(KVMessage message, ChannelPromise promise) {
+	/** A queued control message, the gate it is written behind, and the promise its listener observes. */
+	private record Outbound(KVMessage message, SendGate gate, ChannelPromise promise) {
 	}
 }

@@ -449,10 +449,6 @@ class KVFrameDecoderFuzzTest {
 			};
 		}
 
-		@Override
-		public boolean isSendable(long room) {
-			return true;
-		}
 
 		@Override
 		public void onClose(KVConnection connection, CloseReason reason) {

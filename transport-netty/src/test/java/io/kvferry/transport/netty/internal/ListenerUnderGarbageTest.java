@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.MemoryRegion;
 import io.kvferry.spi.DataBlock;
@@ -180,7 +181,7 @@ class ListenerUnderGarbageTest {
 	private static void exchange(KVConnection client, KVConnection server, RecordingHandler clientSide,
 			RecordingHandler serverSide, MemoryRegion src, MemoryRegion dst, long round) throws Exception {
 		KVMessage.Abort abort = new KVMessage.Abort(round, "round " + round);
-		StepVerifier.create(client.send(abort)).expectComplete().verify(TIMEOUT);
+		StepVerifier.create(Sent.now(client, abort)).expectComplete().verify(TIMEOUT);
 		assertThat(serverSide.nextMessage(TIMEOUT)).isEqualTo(abort);
 
 		PlatformDependent.setMemory(dst.address(), 4L * MIB, (byte) 0);
@@ -194,7 +195,7 @@ class ListenerUnderGarbageTest {
 		server.sendData(new DataBlock(new DataHeader(round, RegionKind.KV, 0, 0, 4 * MIB, 4 * MIB, 1), src.address(),
 				4 * MIB));
 		KVMessage.AbortAck ack = new KVMessage.AbortAck(round);
-		StepVerifier.create(server.send(ack)).expectComplete().verify(TIMEOUT);
+		StepVerifier.create(Sent.now(server, ack)).expectComplete().verify(TIMEOUT);
 		done.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
 		assertThat(clientSide.nextMessage(TIMEOUT)).isEqualTo(ack);
 		assertThat(Samples.read(dst, 0, 4 * MIB)).isEqualTo(Samples.read(src, 0, 4 * MIB));

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.kvferry.test.Sent;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
@@ -302,7 +303,7 @@ class NettyKVConnectionTest {
 		List<KVMessage> sent = Samples.everyMessage();
 		List<reactor.core.publisher.Mono<Void>> results = new ArrayList<>();
 		for (KVMessage m : sent) {
-			results.add(connection.send(m));
+			results.add(Sent.now(connection, m));
 		}
 		ByteBuf out = drainOutbound();
 		try {
@@ -320,8 +321,8 @@ class NettyKVConnectionTest {
 	void messageTooLargeForTheFrameLimitFailsItsResultOnly() {
 		open(false);
 		handshake();
-		var big = connection.send(new KVMessage.TransferRequest(1, new int[2000], 0, new int[0], 1, false));
-		var small = connection.send(new KVMessage.AbortAck(1));
+		var big = Sent.now(connection, new KVMessage.TransferRequest(1, new int[2000], 0, new int[0], 1, false));
+		var small = Sent.now(connection, new KVMessage.AbortAck(1));
 		ByteBuf out = drainOutbound();
 		try {
 			assertThat(decodeFrames(out)).containsExactly(new KVMessage.AbortAck(1));
@@ -335,12 +336,14 @@ class NettyKVConnectionTest {
 	}
 
 	@Test
-	void dataBlockOfARoomNoLongerSendableIsDropped() {
+	void dataBlockBehindAClosedGateIsDroppedAndSoIsAMessageBehindIt() {
 		open(false);
 		handshake();
-		handler.sendable = room -> room != 7;
 		MemoryRegion src = Samples.randomRegion(64, 1);
-		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64,
+				() -> false));
+		var success = Sent.now(connection, new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 64, KVMessage.NO_CHECKSUM),
+				() -> false);
 		connection.sendData(new DataBlock(new DataHeader(8, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
 		ByteBuf out = drainOutbound();
 		try {
@@ -355,6 +358,9 @@ class NettyKVConnectionTest {
 		}
 		assertThat(connection.blocksDropped()).isEqualTo(1);
 		assertThat(connection.queuedBytes()).isZero();
+		StepVerifier.create(success)
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("stopped before it was written"))
+				.verify(TIMEOUT);
 	}
 
 	@Test
@@ -374,10 +380,10 @@ class NettyKVConnectionTest {
 		open(false);
 		handshake();
 		MemoryRegion src = Samples.randomRegion(64, 2);
-		var before = connection.send(new KVMessage.Reject("incompatible page size"));
+		var before = Sent.now(connection, new KVMessage.Reject("incompatible page size"));
 		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
 		connection.close("handshake rejected");
-		var after = connection.send(new KVMessage.AbortAck(1));
+		var after = Sent.now(connection, new KVMessage.AbortAck(1));
 		ByteBuf out = drainOutbound();
 		try {
 			assertThat(decodeFrames(out)).containsExactly(new KVMessage.Reject("incompatible page size"));
@@ -403,8 +409,10 @@ class NettyKVConnectionTest {
 		// A room's data and the Success that reports it, queued behind a slow socket when the connection closes.
 		MemoryRegion src = Samples.randomRegion(4096, 5);
 		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 4096, 0, 1), src.address(), 0));
-		var success = connection.send(new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 4096, KVMessage.NO_CHECKSUM));
-		var failure = connection.send(new KVMessage.Status(8, KVPoll.FAILED, 0, "gone"));
+		// Behind the room's gate, as the engine sends a Success: still open, the room did not stop.
+		var success = Sent.now(connection, new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 4096, KVMessage.NO_CHECKSUM),
+				() -> true);
+		var failure = Sent.now(connection, new KVMessage.Status(8, KVPoll.FAILED, 0, "gone"));
 		connection.close("transport disposed");
 		setWritable(true);
 		ByteBuf out = drainOutbound();
@@ -429,7 +437,7 @@ class NettyKVConnectionTest {
 				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], TransportSettings.MIN_FRAME_LENGTH)));
 		MemoryRegion src = Samples.randomRegion(3000, 9);
 		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 3000, 0, 1), src.address(), 0));
-		var tooLarge = connection.send(new KVMessage.Reject("x".repeat(2000)));
+		var tooLarge = Sent.now(connection, new KVMessage.Reject("x".repeat(2000)));
 		ByteBuf out = drainOutbound();
 		List<Long> payloads = new ArrayList<>();
 		try {
@@ -454,7 +462,7 @@ class NettyKVConnectionTest {
 		open(false);
 		handshake();
 		setWritable(false);
-		var pending = connection.send(new KVMessage.AbortAck(1));
+		var pending = Sent.now(connection, new KVMessage.AbortAck(1));
 		channel.runPendingTasks();
 		assertThat(channel.<Object>readOutbound()).isNull();
 		channel.close();
@@ -473,9 +481,9 @@ class NettyKVConnectionTest {
 		handshake();
 		MemoryRegion src = Samples.randomRegion(64, 4);
 		setWritable(false);
-		var first = connection.send(new KVMessage.Abort(1, "a"));
+		var first = Sent.now(connection, new KVMessage.Abort(1, "a"));
 		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
-		var last = connection.send(new KVMessage.AbortAck(1));
+		var last = Sent.now(connection, new KVMessage.AbortAck(1));
 		channel.runPendingTasks();
 		assertThat(channel.<Object>readOutbound()).isNull();
 		assertThat(connection.queuedBytes()).isEqualTo(64);
