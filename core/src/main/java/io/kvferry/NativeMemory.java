@@ -108,8 +108,7 @@ public final class NativeMemory {
 
 	/**
 	 * Copies bytes of a buffer to a native address, whatever the buffer's memory (direct, heap, composite), without
-	 * an intermediate copy; bytes already at {@code dst} (a buffer over the destination itself) are left in place.
-	 * The buffer's indices are not changed.
+	 * an intermediate copy. The buffer's indices are not changed.
 	 *
 	 * @param src the buffer
 	 * @param index its first byte to copy
@@ -118,10 +117,7 @@ public final class NativeMemory {
 	 */
 	public static void copy(ByteBuf src, int index, long dst, int length) {
 		if (src.hasMemoryAddress()) {
-			long from = src.memoryAddress() + index;
-			if (from != dst) {
-				PlatformDependent.copyMemory(from, dst, length);
-			}
+			PlatformDependent.copyMemory(src.memoryAddress() + index, dst, length);
 		}
 		else if (src.hasArray()) {
 			PlatformDependent.copyMemory(src.array(), src.arrayOffset() + index, dst, length);

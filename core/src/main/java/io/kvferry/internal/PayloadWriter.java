@@ -25,6 +25,8 @@ final class PayloadWriter implements PayloadSink {
 	private final LongConsumer onComplete;
 	private long position;
 	private boolean fenced;
+	// Bytes of the landing zone offered last and not yet reported by landed(); -1 when none is outstanding.
+	private int zone = -1;
 
 	/**
 	 * @param base address of the first chunk's destination
@@ -45,6 +47,8 @@ final class PayloadWriter implements PayloadSink {
 
 	@Override
 	public void write(ByteBuf segment) {
+		// A zone offered and then not read into (the read came through another buffer) is simply not outstanding.
+		zone = -1;
 		int remaining = segment.readableBytes();
 		if (fenced || remaining == 0) {
 			return;
@@ -83,7 +87,29 @@ final class PayloadWriter implements PayloadSink {
 			return null;
 		}
 		int n = (int) Math.min(contiguous, maxBytes);
+		zone = n;
 		return NativeMemory.wrap(base + chunk * stride + within, n).clear();
+	}
+
+	@Override
+	public void landed(int n) {
+		if (zone < 0 || n < 1 || n > zone) {
+			throw new IllegalStateException("landed(" + n + ") : " + (zone < 0 ? "no landing zone outstanding"
+					: "more than the zone's " + zone + " bytes"));
+		}
+		zone = -1;
+		if (fenced) {
+			return;
+		}
+		if (!live.getAsBoolean()) {
+			// In place already: the fence stops everything after this read.
+			fenced = true;
+			return;
+		}
+		long chunk = position / chunkLen;
+		int within = (int) (position - chunk * chunkLen);
+		tally.checksum(base + chunk * stride + within, n);
+		position += n;
 	}
 
 	@Override

@@ -21,8 +21,8 @@ public interface PayloadSink {
 
 	/**
 	 * Offers the destination of the payload's next bytes so that a transport can read them from the socket straight
-	 * into it, saving the copy from its read buffer. The transport then passes the bytes it read to {@link #write} as
-	 * usual, in a buffer over that same memory; the sink sees they are already in place and only counts them.
+	 * into it, saving the copy from its read buffer. The transport then reports how many bytes it read there with
+	 * {@link #landed}, instead of passing them to {@link #write}.
 	 *
 	 * <p>Called on the connection's thread, between {@link #write} calls. The default offers nothing.
 	 *
@@ -35,5 +35,16 @@ public interface PayloadSink {
 	 */
 	default ByteBuf landingZone(int minBytes, int maxBytes) {
 		return null;
+	}
+
+	/**
+	 * The transport read {@code n} bytes of the payload straight into the landing zone this sink offered last: they
+	 * are the payload's next {@code n} bytes, already in place.
+	 *
+	 * @param n at least 1, at most the zone's length
+	 * @throws IllegalStateException when no zone is outstanding or {@code n} exceeds it
+	 */
+	default void landed(int n) {
+		throw new IllegalStateException("landed(" + n + ") : no landing zone was offered");
 	}
 }

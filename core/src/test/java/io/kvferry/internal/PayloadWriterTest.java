@@ -77,9 +77,9 @@ class PayloadWriterTest {
 		assertThat(zone.memoryAddress()).isEqualTo(dest.address() + 256 + 100);
 		assertThat(zone.readableBytes()).isZero();
 		assertThat(zone.writableBytes()).isEqualTo(600);
-		// What a socket read does: the bytes land in place, then go through write() as a segment over that memory.
+		// What a socket read does: the bytes land in place, and the transport reports how many.
 		zone.writeBytes(payload, 100, 600);
-		w.write(zone);
+		w.landed(600);
 		zone.release();
 
 		assertThat(w.landingZone(64, 4096).writableBytes()).as("never past the payload's end").isEqualTo(300);
@@ -102,9 +102,22 @@ class PayloadWriterTest {
 		assertThat(zone.memoryAddress()).isEqualTo(dest.address() + 300 + 30);
 		assertThat(zone.writableBytes()).isEqualTo(70);
 		zone.writeBytes(payload, 130, 70);
-		w.write(zone);
+		w.landed(70);
 		w.write(Unpooled.wrappedBuffer(payload, 200, 200));
 		assertChunks(payload, 0, 100, 300);
+	}
+
+	@Test
+	void landedIsOnlyForTheZoneOfferedLast() {
+		PayloadWriter w = writer(new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1));
+		assertThatThrownBy(() -> w.landed(10)).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("no landing zone outstanding");
+		w.landingZone(1, 100).release();
+		assertThatThrownBy(() -> w.landed(101)).hasMessageContaining("more than the zone's 100 bytes");
+		w.landingZone(1, 100).release();
+		// The read came through another buffer after all: the zone is no longer outstanding.
+		w.write(Unpooled.wrappedBuffer(pattern(10)));
+		assertThatThrownBy(() -> w.landed(10)).hasMessageContaining("no landing zone outstanding");
 	}
 
 	@Test

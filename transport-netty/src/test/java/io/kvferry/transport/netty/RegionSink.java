@@ -67,13 +67,6 @@ public final class RegionSink implements PayloadSink {
 			throw new IllegalStateException("overrun: " + (position + remaining) + " > " + header.payloadLength());
 		}
 		int index = segment.readerIndex();
-		if (landed != null && segment.hasMemoryAddress()
-				&& segment.memoryAddress() + index == region.address() + header.dstOffset() + position) {
-			landed.addAndGet(remaining);
-			position += remaining;
-			received.addAndGet(remaining);
-			return;
-		}
 		while (remaining > 0) {
 			long chunk = position / header.chunkLen();
 			int within = (int) (position - chunk * header.chunkLen());
@@ -85,6 +78,17 @@ public final class RegionSink implements PayloadSink {
 			remaining -= n;
 		}
 		received.addAndGet(segment.readableBytes());
+	}
+
+	@Override
+	public void landed(int n) {
+		if (landed == null || position + n > header.payloadLength()) {
+			throw new IllegalStateException("landed(" + n + ") at " + position + " of " + header.payloadLength()
+					+ (landed == null ? " without a zone offered" : ""));
+		}
+		landed.addAndGet(n);
+		position += n;
+		received.addAndGet(n);
 	}
 
 	@Override

@@ -75,6 +75,8 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private int bodyLength;
 	private long payloadRemaining;
 	private PayloadSink sink;
+	// The landing zone handed out for the coming read, if any: a read into it reaches decode() as this very buffer.
+	private ByteBuf offered;
 
 	/**
 	 * @param expectedVersion the protocol version the peer must announce
@@ -85,6 +87,40 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		this.expectedVersion = expectedVersion;
 		this.maxFrameLength = maxFrameLength;
 		this.listener = listener;
+	}
+
+	/**
+	 * A read into the landing zone offered for it holds only payload bytes already in place: it is reported to the
+	 * sink and released here, never cumulated (cumulating could copy it, and nothing is left to decode in it).
+	 */
+	@Override
+	public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+		if (msg != offered || offered == null) {
+			super.channelRead(ctx, msg);
+			return;
+		}
+		offered = null;
+		ByteBuf zone = (ByteBuf) msg;
+		try {
+			int n = zone.readableBytes();
+			if (n > 0 && state == State.DATA_PAYLOAD && sink != null && n <= payloadRemaining) {
+				sink.landed(n);
+				payloadRemaining -= n;
+				if (payloadRemaining == 0) {
+					finishPayload();
+				}
+			}
+			else if (n > 0) {
+				throw new IllegalStateException("a read of " + n + " bytes into a landing zone that is no longer "
+						+ "the payload's (" + state + ", " + payloadRemaining + " payload bytes left)");
+			}
+		}
+		catch (Exception e) {
+			fail(ctx, zone, e);
+		}
+		finally {
+			zone.release();
+		}
 	}
 
 	@Override
@@ -114,8 +150,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	/**
 	 * The destination of the current data payload's next bytes when the socket may read straight into it: only between
 	 * reads, mid-payload, with nothing buffered and a sink that offers its memory ({@link PayloadSink#landingZone}).
-	 * The buffer then reaches {@link #channelRead} like any read and its bytes go through the sink, which finds them in
-	 * place. Never offer one when another handler (TLS) transforms the bytes before this decoder.
+	 * The buffer then reaches {@link #channelRead} like any read, and its bytes are reported to the sink with
+	 * {@link PayloadSink#landed} instead of being written. Never offer one when another handler (TLS) transforms the
+	 * bytes before this decoder.
 	 *
 	 * @param minBytes fewest contiguous destination bytes worth a direct read
 	 * @param maxBytes most bytes the read may take
@@ -123,11 +160,13 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	 *         {@code null}
 	 */
 	public ByteBuf landingZone(int minBytes, int maxBytes) {
+		offered = null;
 		if (state != State.DATA_PAYLOAD || sink == null || payloadRemaining < minBytes
 				|| internalBuffer().isReadable()) {
 			return null;
 		}
-		return sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
+		offered = sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
+		return offered;
 	}
 
 	private void decodeAvailable(ByteBuf in) {
@@ -291,13 +330,17 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 				return false;
 			}
 		}
+		finishPayload();
+		return true;
+	}
+
+	private void finishPayload() {
 		PayloadSink done = sink;
 		sink = null;
 		state = State.FRAME_PREFIX;
 		if (done != null) {
 			done.complete();
 		}
-		return true;
 	}
 
 	private void fail(ChannelHandlerContext ctx, ByteBuf in, Throwable cause) {
