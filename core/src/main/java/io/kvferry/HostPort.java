@@ -82,12 +82,12 @@ public record HostPort(String host, int port) {
 	}
 
 	/**
-	 * The bootstrap server's host taken from SGLang's {@code --dist-init-addr} ({@code host:port}), as the seed's
+	 * The bootstrap server's host taken from SGLang's {@code --dist-init-addr} ({@code host:port}), as SGLang's
 	 * {@code _register_to_bootstrap} does: {@code [v6]:port} and {@code [v6]} give the IPv6 literal (returned without
 	 * brackets, as {@link HostPort} keeps it); anything else gives the text before the last {@code ':'} (all of it
 	 * when there is none). The port is ignored: the bootstrap server has its own.
 	 *
-	 * <p>The seed resolves a hostname to an IPv4 address here ({@code gethostbyname}); this method does not, so it
+	 * <p>SGLang resolves a hostname to an IPv4 address here ({@code gethostbyname}); this method does not, so it
 	 * never blocks on DNS. A hostname is returned as it is and resolved by the non-blocking HTTP client when it
 	 * connects.
 	 *

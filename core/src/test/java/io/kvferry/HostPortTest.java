@@ -128,7 +128,7 @@ class HostPortTest {
 		assertThat(HostPort.distInitBootstrapHost("10.0.0.1:5000")).isEqualTo("10.0.0.1");
 		assertThat(HostPort.distInitBootstrapHost(" 192.168.1.10:20000 ")).isEqualTo("192.168.1.10");
 		assertThat(HostPort.distInitBootstrapHost("10.0.0.1")).isEqualTo("10.0.0.1");
-		// The seed ignores the port: whatever follows the last ':' is dropped.
+		// SGLang ignores the port: whatever follows the last ':' is dropped.
 		assertThat(HostPort.distInitBootstrapHost("10.0.0.1:")).isEqualTo("10.0.0.1");
 		assertThat(HostPort.distInitBootstrapHost("10.0.0.1:notaport")).isEqualTo("10.0.0.1");
 	}

@@ -86,7 +86,7 @@ final class TransferPlan {
 			throw new TopologyException("decode PP size " + decodePp + " must equal prefill PP size " + own.ppSize()
 					+ " or be 1");
 		}
-		// Pairs by model layer: right for any PP split and any draft layers (the seed's positional rule is not).
+		// Pairs by model layer: right for any PP split and any draft layers (SGLang's positional rule is not: it mis-pairs V buffers of uneven stage splits).
 		List<RegionPair> pairs = LayerPairing.pairByLayer(
 				new LayerSpan(args.kvRegions().size(), args.prefillStartLayer(), args.draftLayers()),
 				new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers()), args.isMla());

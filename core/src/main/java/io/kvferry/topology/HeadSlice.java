@@ -1,8 +1,7 @@
 package io.kvferry.topology;
 
 /**
- * Which KV heads of each token a prefill rank sends to a decode rank when their attention TP sizes differ (non-MLA,
- * SPEC §4.4): {@code numHeads} consecutive heads starting at head {@code srcHeadOffset} of each source token land at
+ * Which KV heads of each token a prefill rank sends to a decode rank when their attention TP sizes differ (non-MLA): {@code numHeads} consecutive heads starting at head {@code srcHeadOffset} of each source token land at
  * head {@code dstHeadOffset} of the destination token. Planned by {@link HeadSlicing#plan}. Immutable.
  *
  * @param srcHeadOffset first head sent, within a source (prefill) token

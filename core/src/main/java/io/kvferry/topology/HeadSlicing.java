@@ -4,7 +4,7 @@ import io.kvferry.TopologyException;
 
 /**
  * Plans which heads of each token a prefill rank sends to a decode rank when their attention TP sizes differ
- * (non-MLA; SGLang's {@code send_kvcache_slice}, sglang-pd-notes §3.11). Stateless and thread-safe.
+ * (non-MLA; SGLang's {@code send_kvcache_slice}). Stateless and thread-safe.
  *
  * <p>With H model KV heads and TP size T, a rank holds {@code max(1, H/T)} heads: when T ≤ H rank r holds heads
  * {@code r·H/T …}; when T &gt; H each head is replicated on T/H consecutive ranks and rank r holds head

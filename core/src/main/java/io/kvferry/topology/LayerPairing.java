@@ -7,7 +7,7 @@ import java.util.Objects;
 import io.kvferry.TopologyException;
 
 /**
- * Pairs the positions of a prefill rank's KV regions with the decode rank's (SPEC §3.4), as SGLang's
+ * Pairs the positions of a prefill rank's KV regions with the decode rank's, as SGLang's
  * {@code get_mha_kv_ptrs_with_pp} and {@code get_mla_kv_ptrs_with_pp} do. Positions, not addresses: the caller adds
  * page offsets to each region's 64-bit base (see {@link PageRun#srcOffset(int)}). Stateless and thread-safe.
  *

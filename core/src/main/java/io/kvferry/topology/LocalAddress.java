@@ -17,8 +17,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The address a rank advertises to its peers ({@code rank_ip}), found as SGLang's {@code get_local_ip_auto} does
- * (SPEC §3.6): the {@code SGLANG_HOST_IP} or {@code HOST_IP} environment variable (containers set it); else the first
+ * The address a rank advertises to its peers ({@code rank_ip}), found as SGLang's {@code get_local_ip_auto} does,
+ * so that a rank in a container or on a multi-homed host is reachable: the {@code SGLANG_HOST_IP} or {@code HOST_IP} environment variable (containers set it); else the first
  * usable address of the interface named by {@code SGLANG_LOCAL_IP_NIC}; else the first usable address of any
  * interface that is up; else {@code 127.0.0.1}. Usable means not loopback, link-local, wildcard or multicast; IPv4
  * addresses win over IPv6 ones, and an IPv6 zone ({@code %eth0}) is dropped.

@@ -1,7 +1,7 @@
 package io.kvferry.topology;
 
 /**
- * A maximal run of pages where the source and the destination page indices both advance by one (SPEC §3.5): it moves
+ * A maximal run of pages where the source and the destination page indices both advance by one: it moves
  * as one block per layer buffer. Byte offsets are computed in 64 bits. Immutable.
  *
  * @param srcStart first source (prefill) page index

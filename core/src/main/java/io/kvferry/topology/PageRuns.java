@@ -5,8 +5,8 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * Splits paired source and destination page lists into maximal runs where both advance by one (SPEC §3.5, SGLang's
- * page grouping). Stateless and thread-safe.
+ * Splits paired source and destination page lists into maximal runs where both advance by one (SGLang's page
+ * grouping), so that each run moves as one block per layer buffer. Stateless and thread-safe.
  *
  * <pre>{@code
  * PageRuns.group(new int[] {4, 5, 6, 9}, new int[] {0, 1, 2, 3})

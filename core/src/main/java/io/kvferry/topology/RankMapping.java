@@ -9,7 +9,7 @@ import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 
 /**
- * The decode side's plan for one prefill instance (SPEC §3.3): which prefill ranks a decode rank talks to for each
+ * The decode side's plan for one prefill instance: which prefill ranks a decode rank talks to for each
  * room, how many decode ranks each prefill rank waits for, and how many distinct prefill ranks must report Success.
  * Computed once per prefill instance; immutable and thread-safe.
  *

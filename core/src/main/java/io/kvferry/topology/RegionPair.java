@@ -2,7 +2,7 @@ package io.kvferry.topology;
 
 /**
  * A prefill KV region paired with the decode KV region its pages go to, both given as positions in the sides' KV
- * region lists (SPEC §3.4). Immutable.
+ * region lists. Immutable.
  *
  * @param src position in the prefill rank's KV region list
  * @param dst position in the decode rank's KV region list

@@ -15,7 +15,7 @@ import io.kvferry.testing.ModelShape;
 import io.kvferry.testing.RoomResult;
 
 /**
- * The topology matrix every transport must pass (issue #4): prefill TP × decode TP in {1,2,4}², MHA with KV heads
+ * The topology matrix every transport must pass: prefill TP × decode TP in {1,2,4}², MHA with KV heads
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
  * state slots. Each case moves rooms with scattered and contiguous pages in several chunks and checks every byte.
  */

@@ -33,7 +33,7 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * {@code kvferry bench}: kvferry on loopback against baselines the benchmark runs itself in the same JVM with the same
- * bytes (SPEC §6): bulk throughput versus a blocking NIO socket pump, small-request latency versus a TCP ping-pong,
+ * bytes: bulk throughput versus a blocking NIO socket pump, small-request latency versus a TCP ping-pong,
  * 1,000 concurrent rooms across 2↔2 ranks, and heap bytes allocated per MB moved.
  */
 @Command(name = "bench", sortOptions = false, mixinStandardHelpOptions = true,

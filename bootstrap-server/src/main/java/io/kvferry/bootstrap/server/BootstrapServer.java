@@ -39,7 +39,7 @@ import reactor.netty.http.server.HttpServer;
  * server.disposeNow();
  * }</pre>
  * Prefill ranks register with {@code PUT /route}; decode ranks read the instance's sizes and each rank's endpoint with
- * {@code GET /route}, in the seed's protocol ({@code engine_rank}, {@code target_dp_group}, {@code target_pp_rank}) or
+ * {@code GET /route}, in SGLang's older protocol ({@code engine_rank}, {@code target_dp_group}, {@code target_pp_rank}) or
  * today's SGLang protocol ({@code prefill_dp_rank}, {@code prefill_cp_rank}, {@code target_tp_rank},
  * {@code target_pp_rank}); {@code POST /register_dp_rank} and {@code POST /query_dp_ranks} keep the room → DP rank
  * table; {@code GET /health} answers {@code OK}. Every bound server has its own tables.

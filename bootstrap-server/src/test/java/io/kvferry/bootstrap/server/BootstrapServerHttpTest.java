@@ -17,7 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Drives a real server on 127.0.0.1 with the JDK's HTTP client: the seed's protocol end to end and every error
+ * Drives a real server on 127.0.0.1 with the JDK's HTTP client: SGLang's older protocol end to end and every error
  * status.
  */
 class BootstrapServerHttpTest {

@@ -63,7 +63,7 @@ class SglangCurrentProtocolTest {
 		assertThat(http.get(lookup(0, 1, 5, 0)).statusCode()).isEqualTo(404);
 		assertThat(http.get(lookup(0, 1, 5, 0)).body())
 				.isEqualTo("Bootstrap info not found for dp_rank=0 cp_rank=1 tp_rank=5 pp_rank=0");
-		// The seed's protocol reads the same table at CP rank 0.
+		// The older protocol reads the same table at CP rank 0.
 		assertThat(http.get("/route?engine_rank=1&target_dp_group=0&target_pp_rank=0").body())
 				.isEqualTo("{\"rank_ip\": \"fd00::0\", \"rank_port\": 6001}");
 		assertThat(http.get("/route?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1").body())

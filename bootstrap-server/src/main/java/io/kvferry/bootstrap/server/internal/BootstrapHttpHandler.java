@@ -29,7 +29,7 @@ import reactor.netty.http.server.HttpServerResponse;
  * The bootstrap server's HTTP routes, SGLang-compatible:
  * <ul>
  * <li>{@code PUT /route}: a prefill rank registers ({@link Registration}); 200 {@code OK}.</li>
- * <li>{@code GET /route?engine_rank=&target_dp_group=&target_pp_rank=} (the seed's protocol) and
+ * <li>{@code GET /route?engine_rank=&target_dp_group=&target_pp_rank=} (SGLang's older protocol) and
  * {@code GET /route?prefill_dp_rank=&prefill_cp_rank=&target_tp_rank=&target_pp_rank=} (today's): all −1 asks for the
  * instance's sizes (503 until every rank registered), otherwise for one rank's endpoint (404 when unknown).</li>
  * <li>{@code POST /register_dp_rank} and {@code POST /query_dp_ranks}: the room → DP rank table.</li>

@@ -17,7 +17,7 @@ import com.fasterxml.jackson.databind.JsonNode;
  * first registration that carries a value fixes ({@link #fillMissing}).
  *
  * @param attnTpSize attention TP size
- * @param attnCpSize attention CP size (1 for the seed's protocol)
+ * @param attnCpSize attention CP size (1 in SGLang's older protocol, which has no CP)
  * @param dpSize DP size
  * @param ppSize pipeline size
  * @param pageSize KV page size in tokens
@@ -86,7 +86,7 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 				enableDsaCacheLayerSplit, httpPort, passedThrough);
 	}
 
-	/** @return the seed's parallel-info answer ({@code GET /route} with engine_rank, target_dp_group, pp all −1) */
+	/** @return the older protocol's parallel-info answer ({@code GET /route} with engine_rank, target_dp_group, pp all −1) */
 	public Map<String, Object> toLegacyJson() {
 		Map<String, Object> json = new LinkedHashMap<>();
 		json.put("prefill_attn_tp_size", attnTpSize);

@@ -10,7 +10,7 @@ import java.util.Set;
 import com.fasterxml.jackson.databind.JsonNode;
 
 /**
- * One validated {@code PUT /route} body: a rank publishing its endpoint. Accepts the seed's fields (with {@code role})
+ * One validated {@code PUT /route} body: a rank publishing its endpoint. Accepts the older protocol's fields (with {@code role})
  * and today's SGLang fields ({@code attn_cp_size}, {@code attn_cp_rank}, {@code kv_cache_dtype},
  * {@code load_balance_method}, {@code enable_dsa_cache_layer_split}, {@code prefill_http_port}, no {@code role}).
  * <p>

@@ -46,7 +46,7 @@ public final class RouteTable {
 	public Outcome register(Registration registration) {
 		Objects.requireNonNull(registration, "registration");
 		if (!registration.isPrefill()) {
-			// Only prefill ranks publish KV endpoints; the seed let any role fix the prefill sizes, which is wrong.
+			// Only prefill ranks publish KV endpoints; SGLang's older server let any role fix the prefill sizes, which is wrong.
 			log.debug("Ignored registration with role {} from {}", registration.role(), registration.endpoint());
 			return Outcome.IGNORED;
 		}

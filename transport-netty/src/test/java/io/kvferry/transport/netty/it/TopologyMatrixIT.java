@@ -14,7 +14,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** The whole topology matrix (issue #4) over real sockets, with the real bootstrap server and client. */
+/** The whole topology matrix over real sockets, with the real bootstrap server and client. */
 class TopologyMatrixIT {
 
 	private static final NettyKVTransport TRANSPORT = NettyKVTransport.create();
