@@ -3,14 +3,8 @@ package io.kvferry.transport.netty.internal;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.time.Duration;
 import java.util.Objects;
-import java.util.Queue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
@@ -28,12 +22,8 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundBuffer;
@@ -47,7 +37,6 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
-import io.netty.util.internal.PlatformDependent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -57,34 +46,21 @@ import reactor.core.publisher.Sinks;
  * One kvferry TCP connection: the {@link KVConnection} the engine uses and the last handler of the channel's pipeline
  * ({@link SslHandler} when TLS is on, {@link IdleStateHandler}, {@link KVFrameDecoder}, this).
  *
- * <p><b>Handshake.</b> On connect each side writes its preface and an {@code AUTH} frame; with a shared secret on both
- * sides each then proves it (see {@link KVFrameCodec} and {@link SharedSecret}). The handshake completes when the
- * peer's preface is valid and the peer's {@code AUTH} (and, with secrets, its proof) checked out; only then does the
- * accepting side ask the acceptor for a handler and the connecting side's {@code connect} succeed. A failure closes
- * the connection with a reason logged on each side, and fails {@link #handshakeFuture()} with a
- * {@link ProtocolException}. A handshake (TLS included) that has not completed within
- * {@link TransportSettings#handshakeTimeout()} is closed.
- *
- * <p><b>Outbound.</b> {@link #send} and {@link #sendData} may be called from any thread: they append to one FIFO
- * multi-producer queue and schedule a drain on the channel's event loop. The drain writes queued items only while the
- * channel is writable (its write buffer below the high watermark) and flushes once per pass; it resumes when the
- * channel turns writable again. A slow peer therefore holds back queued items (small descriptors), never unbounded
- * buffers. Data blocks are cut into frames of at most {@code maxFrameLength} payload bytes by {@link DataFrameCursor},
- * writability is checked before each frame, and the block's {@link SendGate} before each frame too (an
- * aborted room stops mid-block).
- *
- * <p><b>Inbound.</b> {@link KVFrameDecoder} reports to this connection, which forwards to the {@link ConnectionHandler}
- * on the event loop. The accepting side learns its handler from the acceptor once the peer's preface is valid.
+ * <p>It joins three parts: the {@link Handshake} (preface, {@code AUTH}, shared-secret proofs, timeout), the
+ * {@link OutboundQueue} (any thread sends; writes drain on the event loop only while the channel is writable; ordered
+ * close) and the inbound side: {@link KVFrameDecoder} reports to this connection, which forwards to the
+ * {@link ConnectionHandler} on the event loop once the handshake completed. Only then does the accepting side ask the
+ * acceptor for a handler and the connecting side's {@code connect} succeed. A handshake failure closes the connection
+ * with a reason logged on each side, and fails {@link #handshakeFuture()} with a {@link ProtocolException}.
  *
  * <p><b>Heartbeats.</b> The idle handler reports writer idleness after one interval (a heartbeat is written) and reader
  * idleness after two (the connection closes with "no heartbeat from ...").
  *
- * <p><b>Closing.</b> {@link #close(String)} is ordered: control messages queued before it are still written, queued
- * data blocks are dropped, and so are messages sent behind a room's gate (a Success that reports the room's data):
- * their data may have been among the dropped blocks. The channel closes after the flush, or after one heartbeat
- * interval if the peer does not take the bytes. Whoever closes first names the reason; {@link ConnectionHandler#onClose} is called exactly once, on
- * the event loop, after every other handler call, and only for connections whose handshake completed. Messages still
- * queued then fail their {@code send} result with a {@link KVFerryException} saying the connection closed.
+ * <p><b>Closing.</b> {@link #close(String)} is ordered as {@link OutboundQueue} describes; the channel closes after
+ * the flush, or after one heartbeat interval if the peer does not take the bytes. Whoever closes first names the
+ * reason; {@link ConnectionHandler#onClose} is called exactly once, on the event loop, after every other handler call,
+ * and only for connections whose handshake completed. Messages still queued then fail their {@code send} result with
+ * a {@link KVFerryException} saying the connection closed.
  */
 public final class NettyKVConnection extends ChannelInboundHandlerAdapter implements KVConnection,
 		KVFrameDecoder.Listener {
@@ -99,8 +75,6 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	private static final Logger log = LoggerFactory.getLogger(NettyKVConnection.class);
 
-	private static final Object CLOSE = new Object();
-
 	/** Longest excerpt of a TLS error message in a close reason (Netty's can hex-dump a whole read). */
 	private static final int MAX_TLS_DETAIL = 160;
 
@@ -109,38 +83,23 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private final String id;
 	private final Function<KVConnection, ConnectionHandler> acceptor;
 	private final Promise<NettyKVConnection> handshake;
-	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
-	private final AtomicBoolean drainScheduled = new AtomicBoolean();
 	private final AtomicReference<CloseReason> closeReason = new AtomicReference<>();
-	private final AtomicLong queuedBytes = new AtomicLong();
-	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
-	private final AtomicBoolean closing = new AtomicBoolean();
-	private final Runnable drainTask = this::runDrain;
-	private final SharedSecret.Role role;
-	private final SharedSecret secret;
+	private final OutboundQueue outbound;
 
 	private final Sinks.Empty<Void> onClose = Sinks.empty();
 
 	private volatile ConnectionHandler handler;
 	private volatile HostPort remote;
-	// The peer's frame limit, learnt from its AUTH: what this side sends is cut to it.
-	private volatile int peerMaxFrameLength;
 	private volatile boolean closed;
 	private volatile long heartbeatsReceived;
-	private volatile long blocksDropped;
 	// "[id, L:local - R:remote]" once active; read by log lines on any thread.
 	private volatile String prefix;
 
 	// Event-loop confined.
+	private final Handshake steps;
 	private ChannelHandlerContext ctx;
 	private boolean activated;
 	private boolean closeNotified;
-	private ProtocolException handshakeFailure;
-	private DataFrameCursor current;
-	private boolean prefaceReceived;
-	private byte[] ownNonce;
-	private KVFrameCodec.Auth peerAuth;
-	private ScheduledFuture<?> handshakeTimer;
 
 	/**
 	 * @param channel the channel, registered with its event loop
@@ -162,9 +121,10 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		this.id = channel.id().asShortText();
 		this.handshake = channel.eventLoop().newPromise();
 		this.prefix = "[" + id + "]";
-		this.role = acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING;
-		this.secret = settings.sharedSecret();
-		this.peerMaxFrameLength = settings.maxFrameLength();
+		this.steps = new Handshake(settings,
+				acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING);
+		this.outbound = new OutboundQueue(channel, settings.maxFrameLength(), settings.heartbeatInterval(),
+				this::closedException);
 		// Run after the close's own task, in which Netty fails and releases what was still queued for the socket.
 		channel.closeFuture().addListener(f -> channel.eventLoop().execute(onClose::tryEmitEmpty));
 	}
@@ -231,15 +191,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 						: closedException("before the message was written", f.cause()));
 			}
 		});
-		if (closing.get() || closed) {
-			promise.setFailure(closedException("before the message was queued"));
-		}
-		else {
-			queue.offer(new Outbound(message, gate, promise));
-			if (!scheduleDrain()) {
-				promise.tryFailure(closedException("before the message was written"));
-			}
-		}
+		outbound.offer(message, gate, promise);
 	}
 
 	@Override
@@ -249,18 +201,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		if (h.chunkLen() < 0 || h.count() < 0 || h.dstOffset() < 0 || h.dstStride() < 0 || h.region() < 0) {
 			throw new IllegalArgumentException("data header : " + h + " (expected: no negative field)");
 		}
-		if (closing.get() || closed) {
-			log.debug("{} dropping {}: connection closing", prefix, h);
-			return;
-		}
-		queuedBytes.addAndGet(h.payloadLength());
-		queue.offer(block);
-		scheduleDrain();
+		outbound.offer(block);
 	}
 
 	@Override
 	public boolean isActive() {
-		return !closing.get() && !closed && channel.isActive();
+		return !outbound.isClosing() && channel.isActive();
 	}
 
 	@Override
@@ -277,13 +223,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	/** Closes in order, as {@link #close(String)}, with a reason of any kind (a disposed transport's). */
 	public void close(CloseReason reason) {
 		closeReason.compareAndSet(null, reason);
-		if (!closing.compareAndSet(false, true)) {
-			return;
-		}
-		queue.offer(CLOSE);
-		if (!scheduleDrain()) {
-			channel.close();
-		}
+		outbound.close();
 	}
 
 	// ---- diagnostics --------------------------------------------------------------------------------------------
@@ -300,7 +240,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	/** @return payload bytes of data blocks queued but not yet handed to Netty */
 	public long queuedBytes() {
-		return queuedBytes.get();
+		return outbound.queuedBytes();
 	}
 
 	/** @return bytes handed to Netty and not yet written to the socket (0 once closed) */
@@ -316,7 +256,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	/** @return data blocks dropped because their room was no longer sendable */
 	public long blocksDropped() {
-		return blocksDropped;
+		return outbound.blocksDropped();
 	}
 
 	/** @return the reason the connection closed or is closing, or {@code null} while open */
@@ -330,171 +270,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		return "NettyKVConnection" + prefix;
 	}
 
-	// ---- outbound -----------------------------------------------------------------------------------------------
-
-	/** @return false when the event loop refused the task (the transport is shutting down) */
-	private boolean scheduleDrain() {
-		if (drainScheduled.compareAndSet(false, true)) {
-			try {
-				channel.eventLoop().execute(drainTask);
-			}
-			catch (RejectedExecutionException e) {
-				drainScheduled.set(false);
-				return false;
-			}
-		}
-		return true;
-	}
-
-	private void runDrain() {
-		drainScheduled.set(false);
-		drain();
-	}
-
-	private void drain() {
-		if (ctx == null) {
-			// Not in a pipeline yet: channelActive drains.
-			return;
-		}
-		if (closed) {
-			failQueued();
-			return;
-		}
-		boolean wrote = false;
-		try {
-			for (;;) {
-				if (current != null) {
-					if (closing.get()) {
-						dropCurrent();
-						continue;
-					}
-					if (!channel.isWritable()) {
-						return;
-					}
-					wrote |= writeDataFrame();
-					continue;
-				}
-				if (!closing.get() && !channel.isWritable()) {
-					return;
-				}
-				Object item = queue.poll();
-				if (item == null) {
-					return;
-				}
-				if (item instanceof Outbound m) {
-					wrote |= writeMessage(m);
-				}
-				else if (item instanceof DataBlock b) {
-					if (closing.get()) {
-						queuedBytes.addAndGet(-b.header().payloadLength());
-					}
-					else {
-						current = new DataFrameCursor(b, peerMaxFrameLength);
-					}
-				}
-				else {
-					wrote = false;
-					closeAfterFlush();
-					return;
-				}
-			}
-		}
-		finally {
-			if (wrote) {
-				ctx.flush();
-			}
-		}
-	}
-
-	private boolean writeMessage(Outbound m) {
-		boolean gated = m.gate != SendGate.OPEN;
-		if (gated && closing.get()) {
-			// Closing drops the data still queued, so a message that reports a room's data complete goes with it.
-			m.promise.tryFailure(closedException("before " + m.message + " was written (the room's queued data was "
-					+ "dropped with the close)"));
-			return false;
-		}
-		if (gated && !isOpen(m.gate)) {
-			// A Success must not outrun the data it reports: they were dropped, so it is too.
-			m.promise.tryFailure(new KVFerryException("the room of " + m.message + " stopped before it was written"));
-			return false;
-		}
-		ByteBuf frame;
-		try {
-			frame = KVFrameCodec.encode(ctx.alloc(), m.message, peerMaxFrameLength);
-		}
-		catch (RuntimeException e) {
-			m.promise.tryFailure(e);
-			return false;
-		}
-		ctx.write(frame, m.promise);
-		return true;
-	}
-
-	private boolean writeDataFrame() {
-		DataFrameCursor cursor = current;
-		if (!isOpen(cursor.block().gate())) {
-			blocksDropped++;
-			dropCurrent();
-			return false;
-		}
-		DataHeader frame = cursor.next();
-		if (!cursor.hasNext()) {
-			current = null;
-		}
-		ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
-		ByteBuf payload = cursor.payload(ctx.alloc());
-		if (payload != null) {
-			ctx.write(payload, ctx.voidPromise());
-		}
-		queuedBytes.addAndGet(-frame.payloadLength());
-		return true;
-	}
-
-	private boolean isOpen(SendGate gate) {
-		try {
-			return gate.isOpen();
-		}
-		catch (RuntimeException e) {
-			log.error("{} a send gate failed; dropping what it guards", prefix, e);
-			return false;
-		}
-	}
-
-	private void dropCurrent() {
-		queuedBytes.addAndGet(-current.remainingBytes());
-		current = null;
-	}
-
-	private void closeAfterFlush() {
-		ChannelFuture flushed = ctx.writeAndFlush(Unpooled.EMPTY_BUFFER);
-		flushed.addListener(ChannelFutureListener.CLOSE);
-		if (!flushed.isDone()) {
-			// The peer does not take the bytes: give it one interval, then close anyway.
-			ctx.executor().schedule(() -> {
-				channel.close();
-			}, settings.heartbeatInterval().toNanos(), TimeUnit.NANOSECONDS);
-		}
-	}
-
-	private void failQueued() {
-		if (current != null) {
-			dropCurrent();
-		}
-		Object item;
-		while ((item = queue.poll()) != null) {
-			if (item instanceof Outbound m) {
-				m.promise.tryFailure(closedException("before the message was written"));
-			}
-			else if (item instanceof DataBlock b) {
-				queuedBytes.addAndGet(-b.header().payloadLength());
-			}
-		}
-	}
-
-	private KVFerryException closedException(String when) {
-		return closedException(when, null);
-	}
+	// ---- inbound (KVFrameDecoder.Listener) ---------------------------------------------------------------------
 
 	private KVFerryException closedException(String when, Throwable cause) {
 		String reason = closeReason();
@@ -502,57 +278,29 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				+ (reason == null ? "" : ": " + reason), cause);
 	}
 
-	// ---- inbound (KVFrameDecoder.Listener) ---------------------------------------------------------------------
-
 	@Override
 	public void onPreface(int version) {
-		prefaceReceived = true;
+		steps.onPreface();
 		log.trace("{} peer preface ok (protocol version {})", prefix, version);
 	}
 
 	@Override
 	public void onAuth(KVFrameCodec.Auth auth) {
-		if (peerAuth != null) {
-			throw new ProtocolException("unexpected second AUTH frame");
-		}
-		peerAuth = auth;
-		peerMaxFrameLength = auth.maxFrameLength();
-		if (secret == null) {
-			if (auth.hasSecret()) {
-				throw new ProtocolException("shared secret mismatch: the peer requires a shared secret and none is "
-						+ "configured here (configure the same sharedSecret on both sides)");
-			}
+		boolean complete = steps.onAuth(ctx, auth);
+		outbound.maxFrameLength(auth.maxFrameLength());
+		if (complete) {
 			completeHandshake();
-			return;
 		}
-		if (!auth.hasSecret()) {
-			throw new ProtocolException("peer did not prove the shared secret: it has none configured (configure the "
-					+ "same sharedSecret on both sides)");
-		}
-		byte[] proof = secret.proof(role, auth.nonce(), ownNonce);
-		ctx.writeAndFlush(KVFrameCodec.encodeAuthProof(ctx.alloc(), proof));
 	}
 
 	@Override
 	public void onAuthProof(byte[] proof) {
-		if (secret == null || peerAuth == null || handshake.isDone()) {
-			throw new ProtocolException("unexpected AUTH_PROOF frame ("
-					+ (secret == null ? "no shared secret is configured here"
-							: peerAuth == null ? "before the peer's AUTH" : "after the handshake")
-					+ ")");
+		if (steps.onAuthProof(proof)) {
+			completeHandshake();
 		}
-		if (!secret.verify(role.peer(), proof, ownNonce, peerAuth.nonce())) {
-			throw new ProtocolException("shared secret mismatch: the peer's proof does not verify (the two sides have "
-					+ "different secrets)");
-		}
-		completeHandshake();
 	}
 
 	private void completeHandshake() {
-		if (!prefaceReceived) {
-			// The decoder reports AUTH only after a valid preface; kept as a guard for the ordering it relies on.
-			throw new ProtocolException("AUTH before the preface");
-		}
 		if (acceptor != null) {
 			ConnectionHandler h = acceptor.apply(this);
 			if (h == null) {
@@ -560,29 +308,15 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 			handler = h;
 		}
-		if (handshakeTimer != null) {
-			handshakeTimer.cancel(false);
-			handshakeTimer = null;
-		}
 		log.debug("{} handshake complete (protocol version {}, {}{})", prefix, KVMessage.PROTOCOL_VERSION,
-				secret != null ? "shared secret verified" : "no shared secret",
+				settings.sharedSecret() != null ? "shared secret verified" : "no shared secret",
 				channel.pipeline().get(SslHandler.class) != null ? ", TLS" : "");
 		handshake.trySuccess(this);
 	}
 
-	/** Rejects engine traffic from a peer that has not completed the handshake. */
-	private void requireHandshake(String what) {
-		if (handshake.isDone()) {
-			return;
-		}
-		throw new ProtocolException(secret != null
-				? "peer did not prove the shared secret: " + what + " arrived before the handshake completed"
-				: "handshake incomplete: " + what + " arrived before the peer's AUTH frame");
-	}
-
 	@Override
 	public void onMessage(KVMessage message) {
-		requireHandshake(message.getClass().getSimpleName());
+		steps.requireDone(message.getClass().getSimpleName());
 		handler.onMessage(this, message);
 	}
 
@@ -594,7 +328,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public PayloadSink onData(DataHeader header) {
-		requireHandshake("DATA");
+		steps.requireDone("DATA");
 		return handler.onData(this, header);
 	}
 
@@ -603,7 +337,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		boolean protocol = cause instanceof ProtocolException;
 		String reason = protocol ? cause.getMessage() : "handler failed: " + cause;
 		if (!handshake.isDone() && protocol) {
-			handshakeFailure = (ProtocolException) cause;
+			steps.failed((ProtocolException) cause);
 		}
 		if (!closeReason.compareAndSet(null, new CloseReason(protocol ? CloseReason.Kind.PROTOCOL
 				: CloseReason.Kind.IO, reason))) {
@@ -633,21 +367,14 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 			prefix = "[" + id + ", L:" + channel.localAddress() + " - R:" + channel.remoteAddress() + "]";
 			log.debug("{} open", prefix);
-			ownNonce = secret != null ? secret.newNonce() : new byte[SharedSecret.NONCE_LENGTH];
-			ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
-			ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(),
-					new KVFrameCodec.Auth(secret != null, ownNonce, settings.maxFrameLength())));
-			Duration timeout = settings.handshakeTimeout();
-			handshakeTimer = ctx.executor().schedule(() -> {
-				if (!handshake.isDone()) {
-					String reason = "handshake not completed within " + TransportSettings.format(timeout);
-					if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, reason))) {
-						log.warn("{} closing: {}", prefix, reason);
-					}
-					channel.close();
+			steps.start(ctx, () -> {
+				String reason = "handshake not completed within " + TransportSettings.format(steps.timeout());
+				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, reason))) {
+					log.warn("{} closing: {}", prefix, reason);
 				}
-			}, timeout.toNanos(), TimeUnit.NANOSECONDS);
-			drain();
+				channel.close();
+			});
+			outbound.start(ctx, prefix);
 		}
 		ctx.fireChannelActive();
 	}
@@ -655,7 +382,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	@Override
 	public void channelWritabilityChanged(ChannelHandlerContext ctx) {
 		if (channel.isWritable()) {
-			scheduleDrain();
+			outbound.writable();
 		}
 		ctx.fireChannelWritabilityChanged();
 	}
@@ -672,7 +399,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				ProtocolException failure = new ProtocolException("TLS handshake failed: " + describeTls(e.cause()),
 						e.cause());
 				if (!handshake.isDone()) {
-					handshakeFailure = failure;
+					steps.failed(failure);
 				}
 				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, failure.getMessage()))) {
 					log.warn("{} closing: {}", prefix, failure.getMessage());
@@ -722,17 +449,16 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	@Override
 	public void channelInactive(ChannelHandlerContext ctx) {
 		closed = true;
-		if (handshakeTimer != null) {
-			handshakeTimer.cancel(false);
-		}
+		steps.stop();
 		closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PEER_CLOSED, "connection closed by peer "
-				+ remoteAddress() + (prefaceReceived ? ""
+				+ remoteAddress() + (steps.prefaceReceived() ? ""
 						: " before it sent a kvferry preface" + (settings.tls() == null
 								? " (a listener that requires TLS closes plain connections this way)"
 								: ""))));
 		CloseReason reason = closeReason.get();
 		log.debug("{} closed: {}", prefix, reason);
-		failQueued();
+		outbound.closed();
+		ProtocolException handshakeFailure = steps.failure();
 		if (!handshake.isDone()) {
 			handshake.tryFailure(handshakeFailure != null
 					? new ProtocolException("handshake with " + remoteAddress() + " failed: "
@@ -769,9 +495,5 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			return new HostPort(inet.getHostString(), inet.getPort());
 		}
 		return new HostPort(String.valueOf(address), 0);
-	}
-
-	/** A queued control message, the gate it is written behind, and the promise its listener observes. */
-	private record Outbound(KVMessage message, SendGate gate, ChannelPromise promise) {
 	}
 }

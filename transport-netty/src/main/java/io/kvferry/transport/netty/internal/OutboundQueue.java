@@ -1,0 +1,328 @@
+package io.kvferry.transport.netty.internal;
+
+import java.time.Duration;
+import java.util.Queue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiFunction;
+
+import io.kvferry.KVFerryException;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.SendGate;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.internal.PlatformDependent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The outbound side of one connection: a FIFO multi-producer queue of control messages and data blocks, drained on
+ * the channel's event loop only while the channel is writable.
+ *
+ * <p>Any thread may offer; one drain pass at a time runs on the event loop, writes queued items until the channel's
+ * write buffer reaches the high watermark, and flushes once. A slow peer therefore holds back queued items (small
+ * descriptors), never unbounded buffers. Data blocks are cut into frames of at most the peer's frame limit by
+ * {@link DataFrameCursor}; writability and the block's {@link SendGate} are checked before each frame, so an aborted
+ * room stops mid-block.
+ *
+ * <p>Closing is ordered: control messages queued before the close are still written, queued data blocks are dropped,
+ * and so are messages behind a room's gate (a Success that reports the room's data), since their data may have been
+ * among the dropped blocks. The channel closes after the flush, or after a grace period if the peer does not take the
+ * bytes. Once the channel is closed, what is still queued is failed (messages) or forgotten (blocks).
+ *
+ * <p>Owns nothing it must release: data blocks reference engine memory that outlives them, and frames are handed to
+ * Netty as they are written.
+ */
+final class OutboundQueue {
+
+	private static final Logger log = LoggerFactory.getLogger(OutboundQueue.class);
+
+	private static final Object CLOSE = new Object();
+
+	private final Channel channel;
+	private final Duration closeGrace;
+	// Builds the error a message fails with when the connection closed before it went out: "closed <when>: <reason>".
+	private final BiFunction<String, Throwable, KVFerryException> closedError;
+	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
+	private final AtomicBoolean drainScheduled = new AtomicBoolean();
+	private final AtomicLong queuedBytes = new AtomicLong();
+	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
+	private final AtomicBoolean closing = new AtomicBoolean();
+	private final Runnable drainTask = this::runDrain;
+
+	private volatile int maxFrameLength;
+	private volatile long blocksDropped;
+	private volatile String prefix;
+
+	// Event-loop confined.
+	private ChannelHandlerContext ctx;
+	private boolean closed;
+	private DataFrameCursor current;
+
+	/**
+	 * @param channel the connection's channel
+	 * @param maxFrameLength payload bytes per data frame until the peer says otherwise
+	 * @param closeGrace how long a close waits for the peer to take the last bytes
+	 * @param closedError the error of a message the connection could not write, given when and the Netty cause
+	 */
+	OutboundQueue(Channel channel, int maxFrameLength, Duration closeGrace,
+			BiFunction<String, Throwable, KVFerryException> closedError) {
+		this.channel = channel;
+		this.maxFrameLength = maxFrameLength;
+		this.closeGrace = closeGrace;
+		this.closedError = closedError;
+		this.prefix = "[" + channel.id().asShortText() + "]";
+	}
+
+	/** Starts writing: items offered before the channel was in a pipeline wait for this. On the event loop. */
+	void start(ChannelHandlerContext ctx, String logPrefix) {
+		this.ctx = ctx;
+		this.prefix = logPrefix;
+		drain();
+	}
+
+	/** The peer's frame limit, learnt in the handshake: frames written from now on are cut to it. */
+	void maxFrameLength(int length) {
+		this.maxFrameLength = length;
+	}
+
+	/** @return whether {@link #close} was called or the channel closed */
+	boolean isClosing() {
+		return closing.get() || closed;
+	}
+
+	/**
+	 * Queues a control message; {@code promise} completes when it was written, or fails when it was not.
+	 */
+	void offer(KVMessage message, SendGate gate, ChannelPromise promise) {
+		if (isClosing()) {
+			promise.setFailure(closedError.apply("before the message was queued", null));
+			return;
+		}
+		queue.offer(new Outbound(message, gate, promise));
+		if (!scheduleDrain()) {
+			promise.tryFailure(closedError.apply("before the message was written", null));
+		}
+	}
+
+	/** Queues a data block; dropped (and logged at debug) once the connection is closing. */
+	void offer(DataBlock block) {
+		if (isClosing()) {
+			log.debug("{} dropping {}: connection closing", prefix, block.header());
+			return;
+		}
+		queuedBytes.addAndGet(block.header().payloadLength());
+		queue.offer(block);
+		scheduleDrain();
+	}
+
+	/**
+	 * Closes in order: what was queued before is handled as described on the class, then the channel closes.
+	 *
+	 * @return false when it was closing already
+	 */
+	boolean close() {
+		if (!closing.compareAndSet(false, true)) {
+			return false;
+		}
+		queue.offer(CLOSE);
+		if (!scheduleDrain()) {
+			channel.close();
+		}
+		return true;
+	}
+
+	/** The channel became writable again: resume. */
+	void writable() {
+		scheduleDrain();
+	}
+
+	/** The channel closed: fail what is left. On the event loop. */
+	void closed() {
+		closed = true;
+		failQueued();
+	}
+
+	/** @return payload bytes of data blocks queued but not yet handed to Netty */
+	long queuedBytes() {
+		return queuedBytes.get();
+	}
+
+	/** @return data blocks dropped because their gate closed */
+	long blocksDropped() {
+		return blocksDropped;
+	}
+
+	/** @return false when the event loop refused the task (the transport is shutting down) */
+	private boolean scheduleDrain() {
+		if (drainScheduled.compareAndSet(false, true)) {
+			try {
+				channel.eventLoop().execute(drainTask);
+			}
+			catch (RejectedExecutionException e) {
+				drainScheduled.set(false);
+				return false;
+			}
+		}
+		return true;
+	}
+
+	private void runDrain() {
+		drainScheduled.set(false);
+		drain();
+	}
+
+	private void drain() {
+		if (ctx == null) {
+			// Not started yet: start() drains.
+			return;
+		}
+		if (closed) {
+			failQueued();
+			return;
+		}
+		boolean wrote = false;
+		try {
+			for (;;) {
+				if (current != null) {
+					if (closing.get()) {
+						dropCurrent();
+						continue;
+					}
+					if (!channel.isWritable()) {
+						return;
+					}
+					wrote |= writeDataFrame();
+					continue;
+				}
+				if (!closing.get() && !channel.isWritable()) {
+					return;
+				}
+				Object item = queue.poll();
+				if (item == null) {
+					return;
+				}
+				if (item instanceof Outbound m) {
+					wrote |= writeMessage(m);
+				}
+				else if (item instanceof DataBlock b) {
+					if (closing.get()) {
+						queuedBytes.addAndGet(-b.header().payloadLength());
+					}
+					else {
+						current = new DataFrameCursor(b, maxFrameLength);
+					}
+				}
+				else {
+					wrote = false;
+					closeAfterFlush();
+					return;
+				}
+			}
+		}
+		finally {
+			if (wrote) {
+				ctx.flush();
+			}
+		}
+	}
+
+	private boolean writeMessage(Outbound m) {
+		boolean gated = m.gate != SendGate.OPEN;
+		if (gated && closing.get()) {
+			// Closing drops the data still queued, so a message that reports a room's data complete goes with it.
+			m.promise.tryFailure(closedError.apply("before " + m.message + " was written (the room's queued data was "
+					+ "dropped with the close)", null));
+			return false;
+		}
+		if (gated && !isOpen(m.gate)) {
+			// A Success must not outrun the data it reports: they were dropped, so it is too.
+			m.promise.tryFailure(new KVFerryException("the room of " + m.message + " stopped before it was written"));
+			return false;
+		}
+		ByteBuf frame;
+		try {
+			frame = KVFrameCodec.encode(ctx.alloc(), m.message, maxFrameLength);
+		}
+		catch (RuntimeException e) {
+			m.promise.tryFailure(e);
+			return false;
+		}
+		ctx.write(frame, m.promise);
+		return true;
+	}
+
+	private boolean writeDataFrame() {
+		DataFrameCursor cursor = current;
+		if (!isOpen(cursor.block().gate())) {
+			blocksDropped++;
+			dropCurrent();
+			return false;
+		}
+		DataHeader frame = cursor.next();
+		if (!cursor.hasNext()) {
+			current = null;
+		}
+		ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
+		ByteBuf payload = cursor.payload(ctx.alloc());
+		if (payload != null) {
+			ctx.write(payload, ctx.voidPromise());
+		}
+		queuedBytes.addAndGet(-frame.payloadLength());
+		return true;
+	}
+
+	private boolean isOpen(SendGate gate) {
+		try {
+			return gate.isOpen();
+		}
+		catch (RuntimeException e) {
+			log.error("{} a send gate failed; dropping what it guards", prefix, e);
+			return false;
+		}
+	}
+
+	private void dropCurrent() {
+		queuedBytes.addAndGet(-current.remainingBytes());
+		current = null;
+	}
+
+	private void closeAfterFlush() {
+		ChannelFuture flushed = ctx.writeAndFlush(Unpooled.EMPTY_BUFFER);
+		flushed.addListener(ChannelFutureListener.CLOSE);
+		if (!flushed.isDone()) {
+			// The peer does not take the bytes: give it the grace period, then close anyway.
+			ctx.executor().schedule(() -> {
+				channel.close();
+			}, closeGrace.toNanos(), TimeUnit.NANOSECONDS);
+		}
+	}
+
+	private void failQueued() {
+		if (current != null) {
+			dropCurrent();
+		}
+		Object item;
+		while ((item = queue.poll()) != null) {
+			if (item instanceof Outbound m) {
+				m.promise.tryFailure(closedError.apply("before the message was written", null));
+			}
+			else if (item instanceof DataBlock b) {
+				queuedBytes.addAndGet(-b.header().payloadLength());
+			}
+		}
+	}
+
+	/** A queued control message, the gate it is written behind, and the promise its listener observes. */
+	private record Outbound(KVMessage message, SendGate gate, ChannelPromise promise) {
+	}
+}
