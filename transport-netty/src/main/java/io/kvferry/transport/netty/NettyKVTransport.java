@@ -34,6 +34,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoopGroup;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.ssl.SslContext;
@@ -47,7 +48,8 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * The TCP {@link KVTransport}: plain Netty, Epoll when available, one event loop group shared by every listener and
- * connection of this transport (created on first use, released by {@link #dispose()}).
+ * connection of this transport: the caller's ({@link #runOn}), or by default one of its own, created on first use
+ * and released by {@link #dispose()}.
  *
  * <p>Configured as an immutable builder: every setter returns a new transport with the changed setting and no event
  * loop group of its own yet, so configure first and then use one instance.
@@ -90,13 +92,16 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	private static final ByteBufAllocator ALLOCATOR = PooledByteBufAllocator.DEFAULT;
 
 	private final TransportSettings settings;
+	// The caller's event loop group (runOn), or null: the transport makes and owns one.
+	private final EventLoopGroup external;
 	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
 	private final ConnectionRegistry connections = new ConnectionRegistry();
 	private final Set<NettyListener> listeners = ConcurrentHashMap.newKeySet();
 	private volatile boolean disposed;
 	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
 
-	private NettyKVTransport(TransportSettings settings) {
+	private NettyKVTransport(EventLoopGroup external, TransportSettings settings) {
+		this.external = external;
 		this.settings = settings;
 	}
 
@@ -105,7 +110,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 *         shared secret, no TLS)
 	 */
 	public static NettyKVTransport create() {
-		return new NettyKVTransport(TransportSettings.DEFAULT);
+		return new NettyKVTransport(null, TransportSettings.DEFAULT);
 	}
 
 	/**
@@ -117,7 +122,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 */
 	public NettyKVTransport heartbeatInterval(Duration interval) {
 		Objects.requireNonNull(interval, "interval");
-		return new NettyKVTransport(settings.withHeartbeatInterval(interval));
+		return new NettyKVTransport(external, settings.withHeartbeatInterval(interval));
 	}
 
 	/**
@@ -128,7 +133,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport maxFrameLength(int length) {
-		return new NettyKVTransport(settings.withMaxFrameLength(length));
+		return new NettyKVTransport(external, settings.withMaxFrameLength(length));
 	}
 
 	/**
@@ -140,7 +145,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport writeBufferWaterMark(int low, int high) {
-		return new NettyKVTransport(settings.withWriteBufferWaterMark(low, high));
+		return new NettyKVTransport(external, settings.withWriteBufferWaterMark(low, high));
 	}
 
 	/**
@@ -149,7 +154,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 */
 	public NettyKVTransport connectTimeout(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return new NettyKVTransport(settings.withConnectTimeout(timeout));
+		return new NettyKVTransport(external, settings.withConnectTimeout(timeout));
 	}
 
 	/**
@@ -166,7 +171,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 */
 	public NettyKVTransport sharedSecret(byte[] secret) {
 		Objects.requireNonNull(secret, "secret");
-		return new NettyKVTransport(settings.withSharedSecret(SharedSecret.of(secret)));
+		return new NettyKVTransport(external, settings.withSharedSecret(SharedSecret.of(secret)));
 	}
 
 	/**
@@ -200,7 +205,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	public NettyKVTransport secure(SslContext serverContext, SslContext clientContext) {
 		Objects.requireNonNull(serverContext, "serverContext");
 		Objects.requireNonNull(clientContext, "clientContext");
-		return new NettyKVTransport(settings.withTls(new TransportSettings.Tls(serverContext, clientContext)));
+		return new NettyKVTransport(external, settings.withTls(new TransportSettings.Tls(serverContext, clientContext)));
 	}
 
 	/**
@@ -208,7 +213,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport preferNative(boolean prefer) {
-		return new NettyKVTransport(settings.withPreferNative(prefer));
+		return new NettyKVTransport(external, settings.withPreferNative(prefer));
 	}
 
 	/**
@@ -216,7 +221,27 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport socketBufferSize(int bytes) {
-		return new NettyKVTransport(settings.withSocketBufferSize(bytes));
+		return new NettyKVTransport(external, settings.withSocketBufferSize(bytes));
+	}
+
+	/**
+	 * Runs every listener and connection of the transport on the caller's event loop group instead of one of its own,
+	 * as Reactor Netty's {@code runOn} does: several transports (or a transport and the application's own Netty
+	 * servers) can then share threads. The caller owns the group: {@link #dispose()} closes the transport's listeners
+	 * and connections but never shuts the group down, and {@link #onDispose()} does not wait for its threads. The
+	 * group's I/O type picks the channels: Epoll for an Epoll group, NIO otherwise; {@link #preferNative} and
+	 * {@link #eventLoopThreads} no longer apply.
+	 *
+	 * <p>By default (without {@code runOn}) the transport creates a group of its own, of {@link #eventLoopThreads}
+	 * daemon threads named {@code kvferry-transport-N-M}, when it first listens or connects (so that configuring a
+	 * transport costs no threads), and shuts it down when disposed.
+	 *
+	 * @param group a {@link io.netty.channel.MultiThreadIoEventLoopGroup} with an Epoll or NIO I/O handler
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport runOn(EventLoopGroup group) {
+		Objects.requireNonNull(group, "group");
+		return new NettyKVTransport(group, settings);
 	}
 
 	/**
@@ -224,7 +249,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport eventLoopThreads(int threads) {
-		return new NettyKVTransport(settings.withEventLoopThreads(threads));
+		return new NettyKVTransport(external, settings.withEventLoopThreads(threads));
 	}
 
 	/** @return the settings, for tests in this package */
@@ -424,7 +449,8 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		if (res != null) {
 			return res;
 		}
-		EventLoopResources created = EventLoopResources.create(settings);
+		EventLoopResources created = external != null ? EventLoopResources.of(external)
+				: EventLoopResources.create(settings);
 		if (!resources.compareAndSet(null, created)) {
 			created.shutdown(Duration.ZERO);
 			return resources.get();
@@ -466,7 +492,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 				return disposedSignal.asMono().then(onDispose());
 			}
 			EventLoopResources res = resources.get();
-			if (res == null) {
+			if (res == null || !res.isOwned()) {
 				return Mono.empty();
 			}
 			return Mono.create(sink -> res.group().terminationFuture().addListener(f -> sink.success()));

@@ -32,6 +32,10 @@ import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.transport.netty.internal.SharedSecret;
 import io.kvferry.transport.netty.internal.TransportSettings;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.local.LocalIoHandler;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -192,6 +196,46 @@ class NettyKVTransportTest {
 			transfer.await();
 			assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
 			assertThat(Samples.read(dst, 0, size)).isEqualTo(Samples.read(src, 0, size));
+		}
+	}
+
+	@Test
+	void runsOnTheCallersEventLoopGroupAndLeavesItRunningWhenDisposed() throws Exception {
+		MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
+				new DefaultThreadFactory("caller-loop", true), NioIoHandler.newFactory());
+		try {
+			NettyKVTransport transport = NettyKVTransport.create().runOn(group);
+			try (Loopback lo = Loopback.open(transport)) {
+				assertThat(lo.accepted.channel()).isInstanceOf(io.netty.channel.socket.nio.NioSocketChannel.class);
+				assertThat(lo.connected.channel().eventLoop().parent()).isSameAs(group);
+				assertThat(lo.accepted.channel().eventLoop().parent()).isSameAs(group);
+				KVMessage.AbortAck ack = new KVMessage.AbortAck(3);
+				StepVerifier.create(Sent.now(lo.accepted, ack)).expectComplete().verify(TIMEOUT);
+				assertThat(lo.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(ack);
+			}
+			StepVerifier.create(transport.onDispose()).expectComplete().verify(TIMEOUT);
+			assertThat(transport.isDisposed()).isTrue();
+			assertThat(group.isShuttingDown()).as("the caller's group is the caller's to stop").isFalse();
+		}
+		finally {
+			group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+		}
+	}
+
+	@Test
+	void aGroupThatCannotRunChannelsIsRefusedWhenTheTransportFirstListens() {
+		// An in-JVM (local channel) group: an I/O event loop group, but not one that runs sockets.
+		MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, LocalIoHandler.newFactory());
+		try {
+			NettyKVTransport transport = NettyKVTransport.create().runOn(group);
+			StepVerifier.create(transport.listen(new HostPort("127.0.0.1", 0), c -> new RecordingHandler()))
+					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(IllegalArgumentException.class)
+							.hasMessageContaining("expected: an Epoll or NIO I/O handler"))
+					.verify(TIMEOUT);
+			transport.disposeNow(TIMEOUT);
+		}
+		finally {
+			group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
 		}
 	}
 

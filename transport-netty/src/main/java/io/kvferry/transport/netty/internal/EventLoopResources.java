@@ -5,6 +5,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoEventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
@@ -17,12 +18,14 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.ImmediateEventExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The event loop group of one transport and the channel classes that go with it: Epoll when it is preferred and
- * available, NIO otherwise. Threads are daemons named {@code kvferry-transport-N-M}.
+ * available, NIO otherwise. Threads are daemons named {@code kvferry-transport-N-M}. A group the caller gave
+ * ({@link #of}) is used as it is and never shut down here.
  */
 public final class EventLoopResources {
 
@@ -30,10 +33,30 @@ public final class EventLoopResources {
 
 	private final EventLoopGroup group;
 	private final boolean epoll;
+	private final boolean owned;
 
-	private EventLoopResources(EventLoopGroup group, boolean epoll) {
+	private EventLoopResources(EventLoopGroup group, boolean epoll, boolean owned) {
 		this.group = group;
 		this.epoll = epoll;
+		this.owned = owned;
+	}
+
+	/**
+	 * @param group the caller's group, which keeps it
+	 * @return resources over it: Epoll channels when it is an Epoll group, NIO channels otherwise
+	 * @throws IllegalArgumentException when the group can run neither
+	 */
+	public static EventLoopResources of(EventLoopGroup group) {
+		if (!(group instanceof IoEventLoopGroup io)) {
+			throw new IllegalArgumentException("event loop group : " + group.getClass().getName()
+					+ " (expected: an IoEventLoopGroup with an Epoll or NIO handler, such as MultiThreadIoEventLoopGroup)");
+		}
+		boolean epoll = Epoll.isAvailable() && io.isIoType(EpollIoHandler.class);
+		if (!epoll && !io.isIoType(NioIoHandler.class)) {
+			throw new IllegalArgumentException("event loop group : " + group + " (expected: an Epoll or NIO I/O "
+					+ "handler)");
+		}
+		return new EventLoopResources(group, epoll, false);
 	}
 
 	/** @return a new group sized and typed by {@code settings} */
@@ -45,12 +68,17 @@ public final class EventLoopResources {
 		IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
 		EventLoopGroup group = new MultiThreadIoEventLoopGroup(settings.eventLoopThreads(),
 				new DefaultThreadFactory("kvferry-transport", true), factory);
-		return new EventLoopResources(group, epoll);
+		return new EventLoopResources(group, epoll, true);
 	}
 
 	/** @return the group */
 	public EventLoopGroup group() {
 		return group;
+	}
+
+	/** @return whether this transport made the group (and shuts it down) */
+	public boolean isOwned() {
+		return owned;
 	}
 
 	/** @return whether the group is Epoll */
@@ -69,12 +97,15 @@ public final class EventLoopResources {
 	}
 
 	/**
-	 * Shuts the group down without waiting.
+	 * Shuts the group down without waiting, when this transport made it.
 	 *
 	 * @param timeout upper bound of the shutdown
 	 * @return completes when every thread ended
 	 */
 	public Future<?> shutdown(Duration timeout) {
+		if (!owned) {
+			return ImmediateEventExecutor.INSTANCE.newSucceededFuture(null);
+		}
 		return group.shutdownGracefully(0, timeout.toMillis(), TimeUnit.MILLISECONDS);
 	}
 }
