@@ -25,6 +25,7 @@ import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServer;
+import reactor.netty.resources.LoopResources;
 
 /**
  * An SGLang-compatible bootstrap server, configured immutably: every setter returns a new {@code BootstrapServer} and
@@ -58,8 +59,10 @@ import reactor.netty.http.server.HttpServer;
  *         .bindNow();
  * }</pre>
  * <p>
- * Thread-safe. The server runs on Reactor Netty's shared event loops and never blocks them; {@link #bindNow()} blocks
- * the caller and is meant for {@code main} and tests.
+ * Thread-safe. Each bound server runs on event loops of its own ({@link #ioThreads}, one by default), never on Reactor
+ * Netty's shared ones: HTTP clients and any other code in the same JVM run there, and whatever stalls them must not
+ * silence the registry every rank depends on. The server never blocks its loops; {@link #bindNow()} blocks the caller
+ * and is meant for {@code main} and tests.
  *
  * @since 0.1
  */
@@ -100,6 +103,9 @@ public final class BootstrapServer {
 	 * seconds, enough to tell clients why during an ordinary overload.
 	 */
 	public static final int DEFAULT_MAX_LINGERING_REFUSALS = 64;
+
+	/** Default number of event loop threads of a bound server. */
+	public static final int DEFAULT_IO_THREADS = 1;
 
 	/** How long {@link #bindNow()} waits for the socket to be bound. */
 	public static final Duration DEFAULT_BIND_TIMEOUT = Duration.ofSeconds(45);
@@ -300,6 +306,27 @@ public final class BootstrapServer {
 	}
 
 	/** @return most refused connections kept open at once to deliver their answer */
+	/** @return event loop threads of each bound server */
+	public int ioThreads() {
+		return settings.ioThreads;
+	}
+
+	/**
+	 * Sets how many event loop threads each bound server has. They are the server's own, created when it binds and
+	 * shut down with it. One thread serves tens of thousands of look-ups per second; more only help on a host with
+	 * cores to spare for the registry.
+	 *
+	 * @param ioThreads at least 1 (default {@value #DEFAULT_IO_THREADS})
+	 * @return a new {@code BootstrapServer}
+	 */
+	public BootstrapServer ioThreads(int ioThreads) {
+		if (ioThreads < 1) {
+			throw new IllegalArgumentException("ioThreads : " + ioThreads + " (expected: >= 1)");
+		}
+		return with(s -> s.ioThreads = ioThreads);
+	}
+
+	/** @return how many refused connections may linger to deliver their 503 */
 	public int maxLingeringRefusals() {
 		return settings.maxLingeringRefusals;
 	}
@@ -377,7 +404,9 @@ public final class BootstrapServer {
 			// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 			ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
 			ConnectionLimit limit = new ConnectionLimit(settings.maxConnections, settings.maxLingeringRefusals);
+			LoopResources loops = LoopResources.create("kvferry-bootstrap", 1, settings.ioThreads, true);
 			HttpServer http = HttpServer.create()
+					.runOn(loops)
 					.host(settings.host)
 					.port(settings.port)
 					.channelGroup(connections)
@@ -394,6 +423,7 @@ public final class BootstrapServer {
 				http = http.secure(spec -> spec.sslContext(settings.sslContext).handshakeTimeout(handshakeTimeout));
 			}
 			return http.bind()
+					.onErrorResume(e -> loops.disposeLater().then(Mono.error(e)))
 					.map(server -> {
 						Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
 								settings.dpRankEntryLifetime.toMillis(), settings.dpRankEntryLifetime.toMillis(),
@@ -403,7 +433,7 @@ public final class BootstrapServer {
 						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
 								routes, address, settings.sslContext != null, Disposables.composite(sweeper, gauges),
-								limit);
+								limit, loops);
 					});
 		});
 	}
@@ -474,6 +504,7 @@ public final class BootstrapServer {
 		private MeterRegistry meterRegistry;
 		private int maxConnections = DEFAULT_MAX_CONNECTIONS;
 		private int maxLingeringRefusals = DEFAULT_MAX_LINGERING_REFUSALS;
+		private int ioThreads = DEFAULT_IO_THREADS;
 
 		Settings copy() {
 			Settings copy = new Settings();
@@ -489,6 +520,7 @@ public final class BootstrapServer {
 			copy.meterRegistry = meterRegistry;
 			copy.maxConnections = maxConnections;
 			copy.maxLingeringRefusals = maxLingeringRefusals;
+			copy.ioThreads = ioThreads;
 			return copy;
 		}
 	}

@@ -26,7 +26,6 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
-import reactor.netty.ReactorNetty;
 import reactor.netty.http.HttpResources;
 
 /**
@@ -145,7 +144,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ "connection is closed at once without an answer (default: ${DEFAULT-VALUE}).")
 	private int maxLingeringRefusals;
 
-	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "1",
+	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "" + BootstrapServer.DEFAULT_IO_THREADS,
 			description = "Event loop threads (default: ${DEFAULT-VALUE}). One serves tens of thousands of look-ups a "
 					+ "second; more only contend for the CPUs with the engines on the same host.")
 	private int ioThreads;
@@ -213,10 +212,6 @@ public final class BootstrapServerMain implements Callable<Integer> {
 	@Override
 	public Integer call() {
 		BootstrapServer config = configure();
-		// Read once, when Reactor Netty makes its event loops: at the first bind in this JVM, which comes next.
-		if (System.getProperty(ReactorNetty.IO_WORKER_COUNT) == null) {
-			System.setProperty(ReactorNetty.IO_WORKER_COUNT, Integer.toString(ioThreads));
-		}
 		DisposableBootstrapServer server;
 		try {
 			server = config.bindNow();
@@ -263,6 +258,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: --io-threads : " + ioThreads
 					+ " (expected: >= 1)");
 		}
+		config = config.ioThreads(ioThreads);
 		SslContext tls = tlsContext();
 		if (tls != null) {
 			config = config.secure(tls);

@@ -9,12 +9,17 @@ import io.netty.channel.group.ChannelGroup;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
+import reactor.netty.resources.LoopResources;
 
 /**
  * A running bootstrap server: Reactor Netty's server, its connections, the tables it serves, the periodic room-table
- * sweep and its gauges, disposed together. Thread-safe.
+ * sweep and its gauges, and its own event loops, disposed together (the loops last, once the connections closed).
+ * Thread-safe.
  */
 public final class DefaultDisposableBootstrapServer implements DisposableBootstrapServer {
+
+	// Its connections are closed by then: the loops have nothing left to finish.
+	private static final Duration LOOP_SHUTDOWN = Duration.ofSeconds(2);
 
 	private final DisposableServer server;
 	private final ChannelGroup connections;
@@ -23,6 +28,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	private final boolean secure;
 	private final Disposable sweeper;
 	private final ConnectionLimit connectionLimit;
+	private final LoopResources loops;
 
 	/**
 	 * @param server the bound HTTP server
@@ -32,9 +38,11 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	 * @param secure whether it speaks HTTPS
 	 * @param sweeper what stops with the server: the periodic room-table sweep, the gauges
 	 * @param connectionLimit the cap on its connections
+	 * @param loops the server's own event loops
 	 */
 	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteTable routes,
-			HostPort address, boolean secure, Disposable sweeper, ConnectionLimit connectionLimit) {
+			HostPort address, boolean secure, Disposable sweeper, ConnectionLimit connectionLimit,
+			LoopResources loops) {
 		this.server = Objects.requireNonNull(server, "server");
 		this.connections = Objects.requireNonNull(connections, "connections");
 		this.routes = Objects.requireNonNull(routes, "routes");
@@ -42,6 +50,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 		this.secure = secure;
 		this.sweeper = Objects.requireNonNull(sweeper, "sweeper");
 		this.connectionLimit = Objects.requireNonNull(connectionLimit, "connectionLimit");
+		this.loops = Objects.requireNonNull(loops, "loops");
 		// However the channel closes (dispose, error), the sweep stops with it.
 		server.onDispose(sweeper);
 	}
@@ -76,7 +85,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 		sweeper.dispose();
 		server.dispose();
 		// Reactor Netty's dispose() closes only the listening socket; kept-alive connections would go on serving.
-		connections.close();
+		connections.close().addListener(f -> loops.disposeLater(Duration.ZERO, LOOP_SHUTDOWN).subscribe());
 	}
 
 	@Override
@@ -95,7 +104,8 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 		sweeper.dispose();
 		// With a channel group Reactor Netty lets in-flight requests finish (up to the timeout), then closes.
 		server.disposeNow(timeout);
-		connections.close();
+		connections.close().awaitUninterruptibly(timeout.toMillis());
+		loops.disposeLater(Duration.ZERO, LOOP_SHUTDOWN).subscribe();
 	}
 
 	@Override
