@@ -2,6 +2,7 @@ package io.kvferry.transport.netty.it;
 
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
@@ -44,6 +45,14 @@ final class RawPrefillPeer implements AutoCloseable {
 
 		default void onAbort(Wire wire, KVMessage.Abort abort) {
 		}
+
+		/**
+		 * @return whether the peer answers decode's heartbeats (a silent peer does not; a rogue one that must stay
+		 *         connected however slow the machine makes the test does)
+		 */
+		default boolean answersHeartbeats() {
+			return false;
+		}
 	}
 
 	/** The peer's side of one connection. */
@@ -77,6 +86,7 @@ final class RawPrefillPeer implements AutoCloseable {
 	private final PeerLayout layout;
 	private final Script script;
 	private final boolean handshake;
+	private final CompletableFuture<Void> disconnected = new CompletableFuture<>();
 
 	/**
 	 * @param layout the layout its HELLO_ACK announces
@@ -100,6 +110,11 @@ final class RawPrefillPeer implements AutoCloseable {
 				.bind("127.0.0.1", 0)
 				.syncUninterruptibly()
 				.channel();
+	}
+
+	/** @return completes when a connection to the peer closed, from either side */
+	CompletableFuture<Void> disconnected() {
+		return disconnected;
 	}
 
 	HostPort address() {
@@ -130,6 +145,12 @@ final class RawPrefillPeer implements AutoCloseable {
 		}
 
 		@Override
+		public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+			disconnected.complete(null);
+			super.channelInactive(ctx);
+		}
+
+		@Override
 		protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
 			if (!prefaceRead) {
 				if (in.readableBytes() < KVFrameCodec.PREFACE_LENGTH) {
@@ -146,8 +167,11 @@ final class RawPrefillPeer implements AutoCloseable {
 				in.skipBytes(4);
 				int type = in.readUnsignedByte();
 				ByteBuf body = in.readSlice(length - 1);
-				// Decode's AUTH and heartbeats need no answer.
-				if (KVFrameCodec.isControlType(type)) {
+				// Decode's AUTH needs no answer; a heartbeat one only if the script wants the peer to look alive.
+				if (type == KVFrameCodec.TYPE_HEARTBEAT && script.answersHeartbeats()) {
+					ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
+				}
+				else if (KVFrameCodec.isControlType(type)) {
 					KVMessage message = KVFrameCodec.decode(type, body);
 					if (message instanceof KVMessage.Hello hello) {
 						script.onHello(this, hello);
