@@ -77,11 +77,19 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
 	private void onRegistryChange(RegistryChange change) {
+		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
+		if (change.kind() == RegistryChange.Kind.RANK_REMOVED
+				&& open.stream().anyMatch(s -> s.key.equals(key) && s.draining != null)) {
+			// A draining rank left on purpose: it finishes the rooms it holds, and its connection keeps refusing new
+			// ones with its reason (rather than decode retrying an instance that is going away) until it closes.
+			log.debug("[{}] draining prefill rank dp {} tp {} pp {} of {} left the registry", name, key.dp, key.tp,
+					key.pp, key.bootstrap);
+			return;
+		}
 		forgetInstance(change.bootstrap());
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
 		}
-		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
 		for (Session s : open) {
 			if (s.key.equals(key)) {
 				s.conn.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
@@ -109,6 +117,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		checkOpen();
 		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
+		String draining = table.drainReason();
+		if (r == null && draining != null && !table.isTombstoned(room)) {
+			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
+			table.advance(fresh, KVPoll.BOOTSTRAPPING);
+			table.fail(fresh, FailureCause.DRAINING, draining, false);
+			return new Receiver(fresh);
+		}
 		if (r != fresh) {
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
@@ -194,6 +209,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				if (!s.conn.isActive()) {
 					table.fail(r, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint,
 							false);
+					return;
+				}
+				String draining = s.draining;
+				if (draining != null) {
+					// Asking would only get the refusal back: the rank admits no new rooms.
+					table.fail(r, FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + r.id
+							+ ": " + draining, true);
 					return;
 				}
 			}
@@ -415,6 +437,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
+		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
+		volatile String draining;
 
 		Session(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
 			this.key = key;
@@ -448,6 +472,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			}
 			else if (message instanceof KVMessage.Status status) {
 				onStatus(status);
+			}
+			else if (message instanceof KVMessage.Draining d) {
+				log.info("[{}] prefill rank {} drains: {}", name, endpoint, d.reason());
+				draining = d.reason();
 			}
 			else if (message instanceof KVMessage.AbortAck ack) {
 				AbortWait w = aborts.get(ack.room());
@@ -507,8 +535,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				}
 				r.finished.add(this);
 				if (status.status() == KVPoll.FAILED) {
-					table.fail(r, FailureCause.PEER_FAILED, "Prefill rank " + endpoint + " failed room " + r.id + ": "
-							+ status.reason(), true);
+					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
+					table.fail(r, draining != null ? FailureCause.DRAINING : FailureCause.PEER_FAILED,
+							"Prefill rank " + endpoint + " failed room " + r.id + ": " + status.reason(), true);
 					return;
 				}
 				if (status.status() != KVPoll.SUCCESS) {

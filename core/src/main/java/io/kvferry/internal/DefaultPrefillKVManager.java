@@ -52,6 +52,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private volatile HostPort endpoint;
 	private volatile Disposable reregistration = Disposables.disposed();
 	private volatile PrefillRegistration registration;
+	private volatile Mono<Void> withdrawn = Mono.empty();
 
 	private DefaultPrefillKVManager(KVManagerConfig config) {
 		super(config);
@@ -143,15 +144,21 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		PrefillRoom r = table.getOrCreate(room, PrefillRoom::new);
 		if (r == null) {
 			String early = table.endedBeforeKnown(room);
-			if (early == null) {
+			String draining = table.drainReason();
+			if (early == null && (draining == null || table.isTombstoned(room))) {
 				throw new IllegalStateException("room " + room + " already ended on " + name + "; rooms are not reused");
 			}
-			// Decode gave up before the engine got here: the sender is born failed, so the engine frees its pages now
-			// rather than after the bootstrap timeout.
+			// Decode gave up before the engine got here, or this rank drains: the sender is born failed, so the engine
+			// frees its pages now rather than after the bootstrap timeout.
 			PrefillRoom ended = new PrefillRoom(room);
 			ended.hasSender = true;
 			table.advance(ended, KVPoll.BOOTSTRAPPING);
-			table.fail(ended, FailureCause.ABORTED, early, true);
+			if (early != null) {
+				table.fail(ended, FailureCause.ABORTED, early, true);
+			}
+			else {
+				table.fail(ended, FailureCause.DRAINING, draining, false);
+			}
 			return new Sender(ended);
 		}
 		synchronized (r) {
@@ -177,20 +184,63 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	}
 
 	@Override
-	Mono<Void> closeResources() {
+	String drainingReason() {
+		return "prefill rank " + name + " (" + endpoint + ") is draining and admits no new rooms";
+	}
+
+	/**
+	 * Tells every connected decode rank, then withdraws the registration: in that order, so that a decode rank that
+	 * watches the registry learns that this rank drains (and keeps its rooms in flight) before it sees the rank leave.
+	 */
+	@Override
+	void onDraining(String reason) {
+		Sinks.Empty<Void> done = Sinks.empty();
+		withdrawn = done.asMono();
+		List<Session> handshaken = new ArrayList<>();
+		for (Session s : sessions) {
+			if (s.plan != null) {
+				handshaken.add(s);
+			}
+		}
+		AtomicInteger untold = new AtomicInteger(handshaken.size() + 1);
+		Runnable told = () -> {
+			if (untold.decrementAndGet() == 0) {
+				withdrawRegistration().doFinally(signal -> done.tryEmitEmpty()).subscribe();
+			}
+		};
+		for (Session s : handshaken) {
+			s.conn.send(new KVMessage.Draining(reason), SendGate.OPEN, Sends.either(told));
+		}
+		told.run();
+	}
+
+	@Override
+	Mono<Void> drainResources() {
+		return withdrawn;
+	}
+
+	/** @return withdraws the registration, once (re-registration stops first); never errors */
+	private synchronized Mono<Void> withdrawRegistration() {
 		reregistration.dispose();
+		PrefillRegistration registered = registration;
+		registration = null;
+		if (registered == null) {
+			return Mono.empty();
+		}
+		return config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
+				.onErrorResume(e -> {
+					log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
+							describe(e));
+					return Mono.empty();
+				});
+	}
+
+	@Override
+	Mono<Void> closeResources() {
 		requests.complete();
 		List<Mono<Void>> closed = new ArrayList<>();
-		PrefillRegistration registered = registration;
-		if (registered != null) {
-			// First, so that no decode rank picks this rank while it closes.
-			closed.add(config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
-					.onErrorResume(e -> {
-						log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
-								describe(e));
-						return Mono.empty();
-					}));
-		}
+		// First, so that no decode rank picks this rank while it closes.
+		closed.add(withdrawRegistration());
 		for (Session s : sessions) {
 			s.conn.close("KV manager " + name + " closed");
 			// Until then queued blocks may still be read from the engine's memory.
@@ -206,8 +256,10 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private void onTransferRequest(Session s, KVMessage.TransferRequest req) {
 		PrefillRoom r = table.getOrCreate(req.room(), PrefillRoom::new);
 		if (r == null) {
+			String draining = table.drainReason();
 			s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
-					"room " + req.room() + " already ended on prefill rank " + name));
+					draining != null && !table.isTombstoned(req.room()) ? draining
+							: "room " + req.room() + " already ended on prefill rank " + name));
 			return;
 		}
 		synchronized (r) {
@@ -577,6 +629,10 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			checksums = hello.checksums();
 			log.debug("[{}] decode {} registered: {}", name, conn.remoteAddress(), plan);
 			conn.send(new KVMessage.HelloAck(ownLayout));
+			String draining = table.drainReason();
+			if (draining != null) {
+				conn.send(new KVMessage.Draining(draining));
+			}
 		}
 
 		@Override

@@ -17,6 +17,8 @@ import reactor.core.scheduler.Scheduler;
 class Room {
 
 	final long id;
+	// Set once, when the table admitted the room: only such rooms count towards a drain.
+	volatile boolean admitted;
 	// Emitted under this room's monitor, which serializes emissions; subscribers only ever see it through
 	// states(Scheduler), so no subscriber code runs there.
 	private final Sinks.Many<KVPoll> states = Sinks.unsafe().many().replay().latest();
