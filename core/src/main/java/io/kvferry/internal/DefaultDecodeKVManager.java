@@ -242,10 +242,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			}
 			s.conn.send(req, SendGate.OPEN, Sends.ifFailed(e -> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
-				String what = s.conn.isActive() ? "Failed to send room " + r.id + " to prefill rank " + s.endpoint
-						: "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id;
-				table.fail(r, s.conn.isActive() ? FailureCause.OTHER : FailureCause.CONNECTION_LOST,
-						what + ": " + describe(e), false);
+				if (!s.conn.isActive()) {
+					s.lost(r, "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id + ": "
+							+ describe(e), FailureCause.CONNECTION_LOST);
+					return;
+				}
+				table.fail(r, FailureCause.OTHER, "Failed to send room " + r.id + " to prefill rank " + s.endpoint
+						+ ": " + describe(e), false);
 			}));
 		}
 	}
@@ -447,6 +450,20 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			this.entry = entry;
 		}
 
+		/**
+		 * Fails a room whose connection went. A rank that said it drains closes once it served what it held: a room
+		 * it had not taken yet fails because the rank drained, and says so.
+		 */
+		void lost(DecodeRoom r, String what, FailureCause cause) {
+			String reason = draining;
+			if (reason == null) {
+				table.fail(r, cause, what, false);
+			}
+			else {
+				table.fail(r, FailureCause.DRAINING, what + " (" + reason + ")", true);
+			}
+		}
+
 		/** @return whether an abort went out (false when the connection is gone: then nothing more can come) */
 		boolean sendAbort(long room, String reason) {
 			if (conn == null || !conn.isActive()) {
@@ -610,7 +627,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: "
 					+ reason));
 			for (DecodeRoom r : rooms) {
-				table.fail(r, lostWith(reason), "Lost connection with prefill rank " + endpoint + ": " + reason, false);
+				lost(r, "Lost connection with prefill rank " + endpoint + ": " + reason, lostWith(reason));
 			}
 			rooms.clear();
 			// Nothing more can land from this rank: every abort waiting for it is answered.

@@ -257,9 +257,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		PrefillRoom r = table.getOrCreate(req.room(), PrefillRoom::new);
 		if (r == null) {
 			String draining = table.drainReason();
+			if (draining != null && !table.isTombstoned(req.room())) {
+				// The notice may not have gone out on this connection yet: decode must read it before the refusal.
+				s.conn.send(new KVMessage.Draining(draining));
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, draining));
+				return;
+			}
 			s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
-					draining != null && !table.isTombstoned(req.room()) ? draining
-							: "room " + req.room() + " already ended on prefill rank " + name));
+					"room " + req.room() + " already ended on prefill rank " + name));
 			return;
 		}
 		synchronized (r) {
