@@ -17,6 +17,7 @@ import io.kvferry.KVStatusEvent;
 import io.kvferry.KVStats;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
+import io.kvferry.RoomTrace;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
@@ -52,7 +53,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		}
 		this.table = new RoomTable<>(name, config.timer(), config.callbackScheduler(), config.bootstrapTimeout(),
 				config.waitingTimeout(), config.transferTimeout(), config.eventBufferSize(), this::count,
-				this::onTerminal);
+				this::ended);
 	}
 
 	@Override
@@ -199,6 +200,21 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	static FailureCause lostWith(CloseReason reason) {
 		return reason.kind() == CloseReason.Kind.LOCAL || reason.kind() == CloseReason.Kind.DISPOSED
 				? FailureCause.CLOSED : FailureCause.CONNECTION_LOST;
+	}
+
+	private void ended(R room) {
+		traceAtEnd(room).end(room.state(), room.cause(), room.reason());
+		onTerminal(room);
+	}
+
+	/** @return the trace to end for a room that just ended */
+	RoomTrace traceAtEnd(R room) {
+		return room.trace;
+	}
+
+	/** @return now, in nanoseconds since the epoch, for a trace's start (millisecond precision, no allocation) */
+	static long epochNanos() {
+		return System.currentTimeMillis() * 1_000_000L;
 	}
 
 	/** @return open peer connections */

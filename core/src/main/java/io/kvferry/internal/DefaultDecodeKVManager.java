@@ -22,6 +22,8 @@ import io.kvferry.KVReceiver;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
+import io.kvferry.DisaggregationMode;
+import io.kvferry.RoomTrace;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
@@ -120,6 +122,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
 			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
+			fresh.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
 			table.advance(fresh, KVPoll.BOOTSTRAPPING);
 			table.fail(fresh, FailureCause.DRAINING, draining, false);
 			return new Receiver(fresh);
@@ -128,6 +131,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
+		r.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		resolve(r, prefillDpRank).subscribe(resolved -> onResolved(r, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE : FailureCause.BOOTSTRAP,
@@ -138,13 +142,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private Mono<Resolved> resolve(DecodeRoom r, Integer dpHint) {
 		return parallelInfo(r.bootstrap).flatMap(info -> {
+			r.trace.event(RoomTrace.Event.BOOTSTRAP_RESOLVED, 0);
 			RankMapping mapping = RankMapping.plan(info, config.layout(), config.kvArgs().engineRank(),
 					config.kvArgs().pageSize(), config.kvArgs().isMla());
 			int dp = RankMapping.prefillDpRank(r.id, dpHint, info.dpSize());
 			return Flux.fromIterable(mapping.targets())
 					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank()), info))
 					.collectList()
-					.map(list -> new Resolved(mapping, list));
+					.map(list -> {
+						r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, list.size());
+						return new Resolved(mapping, list);
+					});
 		});
 	}
 
@@ -229,13 +237,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	/** Sends the room's destinations to every target; the caller holds the room's monitor. */
 	private void sendRequests(DecodeRoom r) {
 		List<RankTarget> targets = r.mapping.targets();
+		String traceContext = r.trace.context();
 		for (int i = 0; i < targets.size(); i++) {
 			Session s = r.sessions.get(i);
 			boolean dummy = targets.get(i).dummy();
 			KVMessage.TransferRequest req = dummy
-					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true)
+					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true,
+							traceContext)
 					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, r.stateSlots,
-							r.mapping.requiredDstInfoNum(), false);
+							r.mapping.requiredDstInfoNum(), false, traceContext);
 			if (!dummy) {
 				// From here on this rank may write the room's pages: a failure must wait for it before release.
 				r.writers.add(s);
@@ -251,6 +261,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ ": " + describe(e), false);
 			}));
 		}
+		r.trace.event(RoomTrace.Event.REQUEST_SENT, r.pages.length);
 	}
 
 	@Override
@@ -565,6 +576,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.fail(r, FailureCause.INCOMPLETE, short_, false);
 					return;
 				}
+				r.trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
 				r.responders.add(status.prefillRank());
 				if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
 					table.advance(r, KVPoll.SUCCESS);
@@ -613,6 +625,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				tally = r.tallies.computeIfAbsent(this, s -> new Tally(config.checksums()));
 				if (!r.transferring) {
 					r.transferring = true;
+					r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}

@@ -16,6 +16,8 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomRequest;
+import io.kvferry.RoomTrace;
+import io.kvferry.DisaggregationMode;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.spi.CloseReason;
@@ -290,6 +292,13 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 						+ " decode destinations (expected " + r.required + ")", false);
 				return;
 			}
+			if (!r.traced) {
+				// The first request names decode's trace: the room's trace here is its child.
+				r.traced = true;
+				r.trace = config.tracer().start(DisaggregationMode.PREFILL, name, r.id, req.traceContext(),
+						r.openedEpochNanos);
+			}
+			r.trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
 			r.destinations.add(new Destination(r, s, req, new Tally(s.checksums)));
 			s.rooms.add(r);
 			if (r.destinations.size() == r.required) {
@@ -318,6 +327,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			return;
 		}
 		table.advance(r, KVPoll.TRANSFERRING);
+		if (c.offset == 0) {
+			r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
+		}
 		for (Destination d : r.destinations) {
 			if (d.request.dummy()) {
 				continue;
@@ -347,6 +359,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				bytesSent.add(d.session.plan.sendAux(d, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
+		r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
 		if (c.last) {
 			finish(r);
 		}
@@ -393,6 +406,18 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		s.conn.send(new KVMessage.AbortAck(abort.room()));
 	}
 
+	/** A room no decode rank asked for still gets its trace, without a parent. */
+	@Override
+	RoomTrace traceAtEnd(PrefillRoom r) {
+		synchronized (r) {
+			if (!r.traced) {
+				r.traced = true;
+				r.trace = config.tracer().start(DisaggregationMode.PREFILL, name, r.id, "", r.openedEpochNanos);
+			}
+			return r.trace;
+		}
+	}
+
 	/** Tells the other destinations of a failed room, and forgets it in every session. */
 	@Override
 	void onTerminal(PrefillRoom r) {
@@ -433,6 +458,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		int numPages = -1;
 		int auxIndex = -1;
 		int cursor;
+		boolean traced;
+		final long openedEpochNanos = epochNanos();
 		volatile Session abortedBy;
 		// Completes once the room ended and every destination was told (or its connection was gone).
 		final Sinks.Empty<Void> handedOff = Sinks.empty();
