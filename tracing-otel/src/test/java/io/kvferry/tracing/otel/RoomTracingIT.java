@@ -9,6 +9,7 @@ import java.util.function.Predicate;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.KVTransferException;
@@ -98,7 +99,7 @@ class RoomTracingIT {
 			request.end();
 		}
 		receiver.sendMetadata(new int[] { 5, 6, 7 }, 1, NONE);
-		StepVerifier.create(sender.states().filter(s -> s == io.kvferry.KVPoll.WAITING_FOR_INPUT).take(1))
+		StepVerifier.create(sender.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).take(1))
 				.expectNextCount(1).expectComplete().verify(T);
 		sender.send(new int[] { 0, 1 }, NONE);
 		sender.send(new int[] { 2 }, NONE);
@@ -110,7 +111,7 @@ class RoomTracingIT {
 		sender2.init(1, -1);
 		KVReceiver receiver2 = decode.receiver(bootstrap, 2);
 		receiver2.sendMetadata(new int[] { 3 }, -1, NONE);
-		StepVerifier.create(sender2.states().filter(s -> s == io.kvferry.KVPoll.WAITING_FOR_INPUT).take(1))
+		StepVerifier.create(sender2.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).take(1))
 				.expectNextCount(1).expectComplete().verify(T);
 		StepVerifier.create(receiver2.abort("decode gave up")).expectComplete().verify(T);
 		StepVerifier.create(sender2.completion()).expectError(KVTransferException.class).verify(T);
