@@ -24,6 +24,11 @@ public enum FailureCause {
 	INCOMPLETE,
 	/** The room was dropped because a subscriber fell behind. */
 	OVERLOAD,
+	/**
+	 * A draining manager (this one, or the peer rank) admits no new rooms, or its drain deadline passed before the
+	 * room ended.
+	 */
+	DRAINING,
 	/** Anything else. */
 	OTHER;
 

@@ -13,7 +13,7 @@ import reactor.core.publisher.Mono;
  *
  * <p>Lifecycle: {@link #dispose()} starts closing without waiting (every live room fails, connections and the
  * listener close); {@link #onDispose()} completes once everything is released; {@link #disposeNow(Duration)} does both
- * and waits.
+ * and waits. {@link #drain(Duration)} lets the rooms in flight end first, for a restart that fails no room it holds.
  */
 public interface KVManager extends Disposable {
 
@@ -36,6 +36,24 @@ public interface KVManager extends Disposable {
 
 	/** @return the manager's counters since it started */
 	KVStats stats();
+
+	/**
+	 * Drains the manager, lazily: on subscription it stops admitting new rooms and completes once every room it held
+	 * ended. A new room fails at once with {@link FailureCause#DRAINING} and a reason that names this manager (a
+	 * prefill manager also withdraws its registration and tells every connected decode rank, which then fails new
+	 * rooms for this rank with the same cause instead of waiting for a timeout). Rooms still live when
+	 * {@code deadline} passes are aborted with {@link FailureCause#DRAINING}; the Mono completes once they ended.
+	 * Draining does not close the manager: {@link #dispose()} it afterwards. Subscribing again (or to another drain)
+	 * keeps draining and waits again, with its own deadline. Never errors.
+	 *
+	 * @param deadline how long rooms in flight may take before they are aborted; zero aborts them at once
+	 * @return completes when the last room ended, on the callback scheduler
+	 * @throws IllegalArgumentException for a negative deadline
+	 */
+	Mono<Void> drain(Duration deadline);
+
+	/** @return whether {@link #drain(Duration)} was subscribed: new rooms fail with {@link FailureCause#DRAINING} */
+	boolean isDraining();
 
 	/**
 	 * @return completes once the manager is closed and released everything: connections closed (no transport reads or

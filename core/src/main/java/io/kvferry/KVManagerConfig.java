@@ -29,12 +29,13 @@ import reactor.core.scheduler.Scheduler;
  * @param bindAddress prefill: where it listens
  * @param advertiseHost prefill: the host decode ranks dial, or null for the bind host (or the detected address)
  * @param reregisterInterval prefill: how often it registers again (zero: never)
+ * @param tracer opens a trace of each room ({@link RoomTracer#NONE}: none)
  */
 public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLayout layout, KVTransport transport,
 		BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
 		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, String name,
 		boolean checksums, HostPort bootstrapAddress, HostPort bindAddress, String advertiseHost,
-		Duration reregisterInterval) {
+		Duration reregisterInterval, RoomTracer tracer) {
 
 	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
 	KVManagerConfig with(Consumer<Draft> edit) {
@@ -63,6 +64,7 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 		HostPort bindAddress;
 		String advertiseHost;
 		Duration reregisterInterval;
+		RoomTracer tracer;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -83,12 +85,13 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 			bindAddress = c.bindAddress;
 			advertiseHost = c.advertiseHost;
 			reregisterInterval = c.reregisterInterval;
+			tracer = c.tracer;
 		}
 
 		private KVManagerConfig build() {
 			return new KVManagerConfig(mode, kvArgs, layout, transport, bootstrapClient, bootstrapTimeout,
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
-					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval);
+					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer);
 		}
 	}
 }

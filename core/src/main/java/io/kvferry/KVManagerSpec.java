@@ -64,7 +64,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
 				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
 				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
-				DEFAULT_REREGISTER_INTERVAL);
+				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE);
 	}
 
 	/** @return a spec of this role over {@code config} */
@@ -152,6 +152,16 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 			throw new IllegalArgumentException("eventBufferSize : " + size + " (expected: >= 1)");
 		}
 		return edit(d -> d.eventBufferSize = size);
+	}
+
+	/**
+	 * @param tracer opens a trace of each room, e.g. {@code OpenTelemetryRoomTracer} of {@code kvferry-tracing-otel};
+	 *        default {@link RoomTracer#NONE}, which costs no allocation
+	 * @return a new spec
+	 */
+	public S tracer(RoomTracer tracer) {
+		Objects.requireNonNull(tracer, "tracer");
+		return edit(d -> d.tracer = tracer);
 	}
 
 	/** @return a new spec whose log lines carry that name (default: role and ranks, e.g. {@code prefill-dp0-tp1-pp0}) */

@@ -1,7 +1,9 @@
 package io.kvferry.internal;
 
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -15,6 +17,7 @@ import io.kvferry.KVStatusEvent;
 import io.kvferry.KVStats;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
+import io.kvferry.RoomTrace;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
@@ -50,7 +53,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		}
 		this.table = new RoomTable<>(name, config.timer(), config.callbackScheduler(), config.bootstrapTimeout(),
 				config.waitingTimeout(), config.transferTimeout(), config.eventBufferSize(), this::count,
-				this::onTerminal);
+				this::ended);
 	}
 
 	@Override
@@ -100,6 +103,59 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	}
 
 	@Override
+	public Mono<Void> drain(Duration deadline) {
+		Objects.requireNonNull(deadline, "deadline");
+		if (deadline.isNegative()) {
+			throw new IllegalArgumentException("deadline : " + deadline + " (expected: >= 0)");
+		}
+		return Mono.defer(() -> {
+			String reason = drainingReason();
+			boolean first = table.drainReason() == null;
+			table.drain(reason);
+			if (first) {
+				log.info("[{}] draining: admitting no new rooms, {} in flight may take up to {}", name,
+						table.all().size(), deadline);
+				onDraining(table.drainReason());
+			}
+			Mono<Void> ended = table.drained()
+					.timeout(deadline, Mono.defer(() -> abortUndrained(deadline)), config.timer());
+			return Mono.when(ended, drainResources());
+		}).publishOn(config.callbackScheduler());
+	}
+
+	@Override
+	public boolean isDraining() {
+		return table.drainReason() != null;
+	}
+
+	/** Aborts every room still live when a drain's deadline passed; completes once they ended. */
+	private Mono<Void> abortUndrained(Duration deadline) {
+		int aborted = 0;
+		for (R r : table.all()) {
+			if (table.fail(r, FailureCause.DRAINING, "KV manager " + name + " was draining and room " + r.id
+					+ " did not end within the drain deadline of " + deadline + "; aborted", false)) {
+				aborted++;
+			}
+		}
+		log.warn("[{}] drain deadline of {} passed: aborted {} rooms", name, deadline, aborted);
+		return table.drained();
+	}
+
+	/** @return why a draining manager refuses new rooms: it names this manager */
+	String drainingReason() {
+		return "KV manager " + name + " is draining and admits no new rooms";
+	}
+
+	/** Role-specific steps when a drain starts (called once, before waiting for the rooms). */
+	void onDraining(String reason) {
+	}
+
+	/** @return what a drain waits for besides the rooms (a prefill manager's withdrawn registration) */
+	Mono<Void> drainResources() {
+		return Mono.empty();
+	}
+
+	@Override
 	public Mono<Void> onDispose() {
 		return released.asMono();
 	}
@@ -144,6 +200,21 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	static FailureCause lostWith(CloseReason reason) {
 		return reason.kind() == CloseReason.Kind.LOCAL || reason.kind() == CloseReason.Kind.DISPOSED
 				? FailureCause.CLOSED : FailureCause.CONNECTION_LOST;
+	}
+
+	private void ended(R room) {
+		traceAtEnd(room).end(room.state(), room.cause(), room.reason());
+		onTerminal(room);
+	}
+
+	/** @return the trace to end for a room that just ended */
+	RoomTrace traceAtEnd(R room) {
+		return room.trace;
+	}
+
+	/** @return now, in nanoseconds since the epoch, for a trace's start (millisecond precision, no allocation) */
+	static long epochNanos() {
+		return System.currentTimeMillis() * 1_000_000L;
 	}
 
 	/** @return open peer connections */

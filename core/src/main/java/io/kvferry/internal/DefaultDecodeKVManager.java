@@ -22,6 +22,8 @@ import io.kvferry.KVReceiver;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
+import io.kvferry.DisaggregationMode;
+import io.kvferry.RoomTrace;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
@@ -77,11 +79,19 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
 	private void onRegistryChange(RegistryChange change) {
+		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
+		if (change.kind() == RegistryChange.Kind.RANK_REMOVED
+				&& open.stream().anyMatch(s -> s.key.equals(key) && s.draining != null)) {
+			// A draining rank left on purpose: it finishes the rooms it holds, and its connection keeps refusing new
+			// ones with its reason (rather than decode retrying an instance that is going away) until it closes.
+			log.debug("[{}] draining prefill rank dp {} tp {} pp {} of {} left the registry", name, key.dp, key.tp,
+					key.pp, key.bootstrap);
+			return;
+		}
 		forgetInstance(change.bootstrap());
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
 		}
-		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
 		for (Session s : open) {
 			if (s.key.equals(key)) {
 				s.conn.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
@@ -109,10 +119,19 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		checkOpen();
 		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
+		String draining = table.drainReason();
+		if (r == null && draining != null && !table.isTombstoned(room)) {
+			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
+			fresh.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
+			table.advance(fresh, KVPoll.BOOTSTRAPPING);
+			table.fail(fresh, FailureCause.DRAINING, draining, false);
+			return new Receiver(fresh);
+		}
 		if (r != fresh) {
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
+		r.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		resolve(r, prefillDpRank).subscribe(resolved -> onResolved(r, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE : FailureCause.BOOTSTRAP,
@@ -123,13 +142,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private Mono<Resolved> resolve(DecodeRoom r, Integer dpHint) {
 		return parallelInfo(r.bootstrap).flatMap(info -> {
+			r.trace.event(RoomTrace.Event.BOOTSTRAP_RESOLVED, 0);
 			RankMapping mapping = RankMapping.plan(info, config.layout(), config.kvArgs().engineRank(),
 					config.kvArgs().pageSize(), config.kvArgs().isMla());
 			int dp = RankMapping.prefillDpRank(r.id, dpHint, info.dpSize());
 			return Flux.fromIterable(mapping.targets())
 					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank()), info))
 					.collectList()
-					.map(list -> new Resolved(mapping, list));
+					.map(list -> {
+						r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, list.size());
+						return new Resolved(mapping, list);
+					});
 		});
 	}
 
@@ -196,6 +219,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 							false);
 					return;
 				}
+				String draining = s.draining;
+				if (draining != null) {
+					// Asking would only get the refusal back: the rank admits no new rooms.
+					table.fail(r, FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + r.id
+							+ ": " + draining, true);
+					return;
+				}
 			}
 			table.advance(r, KVPoll.WAITING_FOR_INPUT);
 			if (r.pages != null) {
@@ -207,25 +237,31 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	/** Sends the room's destinations to every target; the caller holds the room's monitor. */
 	private void sendRequests(DecodeRoom r) {
 		List<RankTarget> targets = r.mapping.targets();
+		String traceContext = r.trace.context();
 		for (int i = 0; i < targets.size(); i++) {
 			Session s = r.sessions.get(i);
 			boolean dummy = targets.get(i).dummy();
 			KVMessage.TransferRequest req = dummy
-					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true)
+					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true,
+							traceContext)
 					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, r.stateSlots,
-							r.mapping.requiredDstInfoNum(), false);
+							r.mapping.requiredDstInfoNum(), false, traceContext);
 			if (!dummy) {
 				// From here on this rank may write the room's pages: a failure must wait for it before release.
 				r.writers.add(s);
 			}
 			s.conn.send(req, SendGate.OPEN, Sends.ifFailed(e -> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
-				String what = s.conn.isActive() ? "Failed to send room " + r.id + " to prefill rank " + s.endpoint
-						: "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id;
-				table.fail(r, s.conn.isActive() ? FailureCause.OTHER : FailureCause.CONNECTION_LOST,
-						what + ": " + describe(e), false);
+				if (!s.conn.isActive()) {
+					s.lost(r, "Lost connection with prefill rank " + s.endpoint + " while sending room " + r.id + ": "
+							+ describe(e), FailureCause.CONNECTION_LOST);
+					return;
+				}
+				table.fail(r, FailureCause.OTHER, "Failed to send room " + r.id + " to prefill rank " + s.endpoint
+						+ ": " + describe(e), false);
 			}));
 		}
+		r.trace.event(RoomTrace.Event.REQUEST_SENT, r.pages.length);
 	}
 
 	@Override
@@ -415,12 +451,28 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
+		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
+		volatile String draining;
 
 		Session(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
 			this.key = key;
 			this.endpoint = endpoint;
 			this.info = info;
 			this.entry = entry;
+		}
+
+		/**
+		 * Fails a room whose connection went. A rank that said it drains closes once it served what it held: a room
+		 * it had not taken yet fails because the rank drained, and says so.
+		 */
+		void lost(DecodeRoom r, String what, FailureCause cause) {
+			String reason = draining;
+			if (reason == null) {
+				table.fail(r, cause, what, false);
+			}
+			else {
+				table.fail(r, FailureCause.DRAINING, what + " (" + reason + ")", true);
+			}
 		}
 
 		/** @return whether an abort went out (false when the connection is gone: then nothing more can come) */
@@ -448,6 +500,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			}
 			else if (message instanceof KVMessage.Status status) {
 				onStatus(status);
+			}
+			else if (message instanceof KVMessage.Draining d) {
+				log.info("[{}] prefill rank {} drains: {}", name, endpoint, d.reason());
+				draining = d.reason();
 			}
 			else if (message instanceof KVMessage.AbortAck ack) {
 				AbortWait w = aborts.get(ack.room());
@@ -507,8 +563,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				}
 				r.finished.add(this);
 				if (status.status() == KVPoll.FAILED) {
-					table.fail(r, FailureCause.PEER_FAILED, "Prefill rank " + endpoint + " failed room " + r.id + ": "
-							+ status.reason(), true);
+					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
+					table.fail(r, draining != null ? FailureCause.DRAINING : FailureCause.PEER_FAILED,
+							"Prefill rank " + endpoint + " failed room " + r.id + ": " + status.reason(), true);
 					return;
 				}
 				if (status.status() != KVPoll.SUCCESS) {
@@ -519,6 +576,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.fail(r, FailureCause.INCOMPLETE, short_, false);
 					return;
 				}
+				r.trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
 				r.responders.add(status.prefillRank());
 				if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
 					table.advance(r, KVPoll.SUCCESS);
@@ -567,6 +625,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				tally = r.tallies.computeIfAbsent(this, s -> new Tally(config.checksums()));
 				if (!r.transferring) {
 					r.transferring = true;
+					r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
@@ -581,7 +640,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: "
 					+ reason));
 			for (DecodeRoom r : rooms) {
-				table.fail(r, lostWith(reason), "Lost connection with prefill rank " + endpoint + ": " + reason, false);
+				lost(r, "Lost connection with prefill rank " + endpoint + ": " + reason, lostWith(reason));
 			}
 			rooms.clear();
 			// Nothing more can land from this rank: every abort waiting for it is answered.

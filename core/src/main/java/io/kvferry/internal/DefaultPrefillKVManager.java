@@ -16,6 +16,8 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomRequest;
+import io.kvferry.RoomTrace;
+import io.kvferry.DisaggregationMode;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.spi.CloseReason;
@@ -52,6 +54,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private volatile HostPort endpoint;
 	private volatile Disposable reregistration = Disposables.disposed();
 	private volatile PrefillRegistration registration;
+	private volatile Mono<Void> withdrawn = Mono.empty();
 
 	private DefaultPrefillKVManager(KVManagerConfig config) {
 		super(config);
@@ -143,15 +146,21 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		PrefillRoom r = table.getOrCreate(room, PrefillRoom::new);
 		if (r == null) {
 			String early = table.endedBeforeKnown(room);
-			if (early == null) {
+			String draining = table.drainReason();
+			if (early == null && (draining == null || table.isTombstoned(room))) {
 				throw new IllegalStateException("room " + room + " already ended on " + name + "; rooms are not reused");
 			}
-			// Decode gave up before the engine got here: the sender is born failed, so the engine frees its pages now
-			// rather than after the bootstrap timeout.
+			// Decode gave up before the engine got here, or this rank drains: the sender is born failed, so the engine
+			// frees its pages now rather than after the bootstrap timeout.
 			PrefillRoom ended = new PrefillRoom(room);
 			ended.hasSender = true;
 			table.advance(ended, KVPoll.BOOTSTRAPPING);
-			table.fail(ended, FailureCause.ABORTED, early, true);
+			if (early != null) {
+				table.fail(ended, FailureCause.ABORTED, early, true);
+			}
+			else {
+				table.fail(ended, FailureCause.DRAINING, draining, false);
+			}
 			return new Sender(ended);
 		}
 		synchronized (r) {
@@ -177,20 +186,63 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	}
 
 	@Override
-	Mono<Void> closeResources() {
+	String drainingReason() {
+		return "prefill rank " + name + " (" + endpoint + ") is draining and admits no new rooms";
+	}
+
+	/**
+	 * Tells every connected decode rank, then withdraws the registration: in that order, so that a decode rank that
+	 * watches the registry learns that this rank drains (and keeps its rooms in flight) before it sees the rank leave.
+	 */
+	@Override
+	void onDraining(String reason) {
+		Sinks.Empty<Void> done = Sinks.empty();
+		withdrawn = done.asMono();
+		List<Session> handshaken = new ArrayList<>();
+		for (Session s : sessions) {
+			if (s.plan != null) {
+				handshaken.add(s);
+			}
+		}
+		AtomicInteger untold = new AtomicInteger(handshaken.size() + 1);
+		Runnable told = () -> {
+			if (untold.decrementAndGet() == 0) {
+				withdrawRegistration().doFinally(signal -> done.tryEmitEmpty()).subscribe();
+			}
+		};
+		for (Session s : handshaken) {
+			s.conn.send(new KVMessage.Draining(reason), SendGate.OPEN, Sends.either(told));
+		}
+		told.run();
+	}
+
+	@Override
+	Mono<Void> drainResources() {
+		return withdrawn;
+	}
+
+	/** @return withdraws the registration, once (re-registration stops first); never errors */
+	private synchronized Mono<Void> withdrawRegistration() {
 		reregistration.dispose();
+		PrefillRegistration registered = registration;
+		registration = null;
+		if (registered == null) {
+			return Mono.empty();
+		}
+		return config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
+				.onErrorResume(e -> {
+					log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
+							describe(e));
+					return Mono.empty();
+				});
+	}
+
+	@Override
+	Mono<Void> closeResources() {
 		requests.complete();
 		List<Mono<Void>> closed = new ArrayList<>();
-		PrefillRegistration registered = registration;
-		if (registered != null) {
-			// First, so that no decode rank picks this rank while it closes.
-			closed.add(config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
-					.onErrorResume(e -> {
-						log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
-								describe(e));
-						return Mono.empty();
-					}));
-		}
+		// First, so that no decode rank picks this rank while it closes.
+		closed.add(withdrawRegistration());
 		for (Session s : sessions) {
 			s.conn.close("KV manager " + name + " closed");
 			// Until then queued blocks may still be read from the engine's memory.
@@ -206,6 +258,13 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private void onTransferRequest(Session s, KVMessage.TransferRequest req) {
 		PrefillRoom r = table.getOrCreate(req.room(), PrefillRoom::new);
 		if (r == null) {
+			String draining = table.drainReason();
+			if (draining != null && !table.isTombstoned(req.room())) {
+				// The notice may not have gone out on this connection yet: decode must read it before the refusal.
+				s.conn.send(new KVMessage.Draining(draining));
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, draining));
+				return;
+			}
 			s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
 					"room " + req.room() + " already ended on prefill rank " + name));
 			return;
@@ -233,6 +292,13 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 						+ " decode destinations (expected " + r.required + ")", false);
 				return;
 			}
+			if (!r.traced) {
+				// The first request names decode's trace: the room's trace here is its child.
+				r.traced = true;
+				r.trace = config.tracer().start(DisaggregationMode.PREFILL, name, r.id, req.traceContext(),
+						r.openedEpochNanos);
+			}
+			r.trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
 			r.destinations.add(new Destination(r, s, req, new Tally(s.checksums)));
 			s.rooms.add(r);
 			if (r.destinations.size() == r.required) {
@@ -261,6 +327,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			return;
 		}
 		table.advance(r, KVPoll.TRANSFERRING);
+		if (c.offset == 0) {
+			r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
+		}
 		for (Destination d : r.destinations) {
 			if (d.request.dummy()) {
 				continue;
@@ -290,6 +359,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				bytesSent.add(d.session.plan.sendAux(d, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
+		r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
 		if (c.last) {
 			finish(r);
 		}
@@ -336,6 +406,18 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		s.conn.send(new KVMessage.AbortAck(abort.room()));
 	}
 
+	/** A room no decode rank asked for still gets its trace, without a parent. */
+	@Override
+	RoomTrace traceAtEnd(PrefillRoom r) {
+		synchronized (r) {
+			if (!r.traced) {
+				r.traced = true;
+				r.trace = config.tracer().start(DisaggregationMode.PREFILL, name, r.id, "", r.openedEpochNanos);
+			}
+			return r.trace;
+		}
+	}
+
 	/** Tells the other destinations of a failed room, and forgets it in every session. */
 	@Override
 	void onTerminal(PrefillRoom r) {
@@ -376,6 +458,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		int numPages = -1;
 		int auxIndex = -1;
 		int cursor;
+		boolean traced;
+		final long openedEpochNanos = epochNanos();
 		volatile Session abortedBy;
 		// Completes once the room ended and every destination was told (or its connection was gone).
 		final Sinks.Empty<Void> handedOff = Sinks.empty();
@@ -577,6 +661,10 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			checksums = hello.checksums();
 			log.debug("[{}] decode {} registered: {}", name, conn.remoteAddress(), plan);
 			conn.send(new KVMessage.HelloAck(ownLayout));
+			String draining = table.drainReason();
+			if (draining != null) {
+				conn.send(new KVMessage.Draining(draining));
+			}
 		}
 
 		@Override

@@ -194,8 +194,13 @@ public final class InMemoryKVTransport implements KVTransport {
 					listener.failed(new KVFerryException("the room of " + message + " stopped before it was written"));
 					return;
 				}
-				listener.written();
-				to.handler.onMessage(to, message);
+				// Written once the peer has it, as a socket write precedes the peer's read.
+				try {
+					to.handler.onMessage(to, message);
+				}
+				finally {
+					listener.written();
+				}
 			});
 		}
 

@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
+import io.kvferry.RoomTrace;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
@@ -17,6 +18,10 @@ import reactor.core.scheduler.Scheduler;
 class Room {
 
 	final long id;
+	// Set once, when the table admitted the room: only such rooms count towards a drain.
+	volatile boolean admitted;
+	// The room's trace on this manager; ended once, after the terminal state was published.
+	volatile RoomTrace trace = RoomTrace.NONE;
 	// Emitted under this room's monitor, which serializes emissions; subscribers only ever see it through
 	// states(Scheduler), so no subscriber code runs there.
 	private final Sinks.Many<KVPoll> states = Sinks.unsafe().many().replay().latest();

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 
@@ -15,6 +16,8 @@ import io.kvferry.KVStatusEvent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -45,6 +48,11 @@ final class RoomTable<R extends Room> {
 	private final Duration[] timeouts;
 	private final Consumer<R> onEnding;
 	private final Consumer<R> onTerminal;
+	// Admitted rooms whose end was not fully handled yet (terminal state published and the engine's cleanup done).
+	private final AtomicInteger unfinished = new AtomicInteger();
+	private final Sinks.Empty<Void> drained = Sinks.empty();
+	// Guarded by tombstones (so that an admission and the start of a drain never cross); read without it.
+	private volatile String drainReason;
 
 	/**
 	 * @param name manager name for log lines
@@ -103,19 +111,63 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
-	 * @return the live room, creating it with {@code factory} when unknown; null when it ended recently
+	 * @return the live room, creating it with {@code factory} when unknown; null when it ended recently, or when it
+	 *         is unknown and the table is draining ({@link #drainReason()} tells)
 	 */
 	R getOrCreate(long room, LongFunction<R> factory) {
 		R existing = rooms.get(room);
 		if (existing != null) {
 			return existing;
 		}
-		// Created under the tombstones' monitor so that an early end (endBeforeKnown) and a creation never cross.
+		// Created under the tombstones' monitor so that an early end (endBeforeKnown), the start of a drain and a
+		// creation never cross.
 		synchronized (tombstones) {
 			if (tombstones.containsKey(room)) {
 				return null;
 			}
-			return rooms.computeIfAbsent(room, factory::apply);
+			R live = rooms.get(room);
+			if (live != null || drainReason != null) {
+				return live;
+			}
+			R created = factory.apply(room);
+			created.admitted = true;
+			unfinished.incrementAndGet();
+			rooms.put(room, created);
+			return created;
+		}
+	}
+
+	/**
+	 * Stops admitting rooms: from now on {@link #getOrCreate} returns only rooms already known. Idempotent (the first
+	 * reason stays).
+	 *
+	 * @param reason why new rooms are refused, naming the manager
+	 */
+	void drain(String reason) {
+		synchronized (tombstones) {
+			if (drainReason == null) {
+				drainReason = reason;
+			}
+		}
+		checkDrained();
+	}
+
+	/** @return why new rooms are refused, or null while the table admits them */
+	String drainReason() {
+		return drainReason;
+	}
+
+	/**
+	 * @return completes once the table drains and every room it admitted ended and was cleaned up; completes on the
+	 *         thread that ended the last room, possibly under that room's monitor (subscribers move elsewhere)
+	 */
+	Mono<Void> drained() {
+		return drained.asMono();
+	}
+
+	private void checkDrained() {
+		if (drainReason != null && unfinished.get() == 0) {
+			drained.tryEmitEmpty();
 		}
 	}
 
@@ -189,6 +241,9 @@ final class RoomTable<R extends Room> {
 		if (next.isTerminal()) {
 			room.replaceTimeout(null);
 			onTerminal.accept(room);
+			if (room.admitted && unfinished.decrementAndGet() == 0) {
+				checkDrained();
+			}
 		}
 		else {
 			armTimeout(room, next);

@@ -7,13 +7,16 @@ import io.kvferry.KVPoll;
 
 /**
  * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link TransferRequest} and {@link Abort};
- * prefill sends {@link HelloAck}, {@link Reject}, {@link Status} and {@link AbortAck}. On one connection messages and
+ * prefill sends {@link HelloAck}, {@link Reject}, {@link Status}, {@link AbortAck} and {@link Draining}. On one connection messages and
  * data blocks arrive in the order they were sent.
  */
 public sealed interface KVMessage {
 
 	/** Version of the message set; a peer with another version is rejected in the handshake. */
-	int PROTOCOL_VERSION = 2;
+	int PROTOCOL_VERSION = 3;
+
+	/** {@link TransferRequest#traceContext()} when the room is not traced. */
+	String NO_TRACE_CONTEXT = "";
 
 	/** {@link Status#checksum()} when the sender computed none. */
 	long NO_CHECKSUM = -1;
@@ -67,32 +70,42 @@ public sealed interface KVMessage {
 	 * @param stateIndices destination state slots (empty when none)
 	 * @param requiredDstInfoNum how many decode ranks ask the same prefill rank for this room
 	 * @param dummy true when this prefill rank only has to acknowledge (MLA fan-in)
+	 * @param traceContext decode's trace context for the room, opaque to the library (a W3C {@code traceparent} with
+	 *        the tracer of {@code kvferry-tracing-otel}), or {@link #NO_TRACE_CONTEXT}
 	 */
 	record TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
-			boolean dummy) implements KVMessage {
+			boolean dummy, String traceContext) implements KVMessage {
 		public TransferRequest {
 			Objects.requireNonNull(dstPages, "dstPages");
 			Objects.requireNonNull(stateIndices, "stateIndices");
+			Objects.requireNonNull(traceContext, "traceContext");
+		}
+
+		/** A request that carries no trace context. */
+		public TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
+				boolean dummy) {
+			this(room, dstPages, auxIndex, stateIndices, requiredDstInfoNum, dummy, NO_TRACE_CONTEXT);
 		}
 
 		@Override
 		public boolean equals(Object o) {
 			return o instanceof TransferRequest t && t.room == room && Arrays.equals(t.dstPages, dstPages)
 					&& t.auxIndex == auxIndex && Arrays.equals(t.stateIndices, stateIndices)
-					&& t.requiredDstInfoNum == requiredDstInfoNum && t.dummy == dummy;
+					&& t.requiredDstInfoNum == requiredDstInfoNum && t.dummy == dummy
+					&& t.traceContext.equals(traceContext);
 		}
 
 		@Override
 		public int hashCode() {
 			return Objects.hash(room, Arrays.hashCode(dstPages), auxIndex, Arrays.hashCode(stateIndices),
-					requiredDstInfoNum, dummy);
+					requiredDstInfoNum, dummy, traceContext);
 		}
 
 		@Override
 		public String toString() {
 			return "TransferRequest{room=" + room + ", dstPages=" + dstPages.length + ", auxIndex=" + auxIndex
 					+ ", stateIndices=" + Arrays.toString(stateIndices) + ", requiredDstInfoNum=" + requiredDstInfoNum
-					+ ", dummy=" + dummy + '}';
+					+ ", dummy=" + dummy + (traceContext.isEmpty() ? "" : ", traceContext=" + traceContext) + '}';
 		}
 	}
 
@@ -143,5 +156,18 @@ public sealed interface KVMessage {
 	 * @param room the room
 	 */
 	record AbortAck(long room) implements KVMessage {
+	}
+
+	/**
+	 * Prefill drains, prefill → decode: from now on it refuses every room it does not hold yet (each with a
+	 * {@link Status} {@link KVPoll#FAILED} carrying {@code reason}), and finishes the rooms it holds. Decode then fails
+	 * new rooms for this rank at once instead of asking.
+	 *
+	 * @param reason names the draining rank
+	 */
+	record Draining(String reason) implements KVMessage {
+		public Draining {
+			Objects.requireNonNull(reason, "reason");
+		}
 	}
 }

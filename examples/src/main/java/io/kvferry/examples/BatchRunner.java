@@ -22,7 +22,7 @@ final class BatchRunner {
 	 * The batch's outcome.
 	 *
 	 * @param results every room that ran, in completion order
-	 * @param skipped requests never started (after a failure with stop-on-failure)
+	 * @param skipped requests never started (after a failure with stop-on-failure, or {@link #stop()})
 	 * @param elapsedNanos from the first start to the last completion
 	 */
 	record Outcome(List<RoomResult> results, int skipped, long elapsedNanos) {
@@ -74,6 +74,14 @@ final class BatchRunner {
 			pump();
 			return done.asMono();
 		});
+	}
+
+	/** Starts no new room; the outcome comes once the rooms in flight ended (their results included). */
+	void stop() {
+		synchronized (this) {
+			stopped = true;
+		}
+		pump();
 	}
 
 	private void pump() {

@@ -46,6 +46,8 @@ import reactor.core.scheduler.Schedulers;
 						+ "warm-up, a room and a round trip in turn",
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages)",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
+				"With --tracing it measures only what room tracing costs: rooms per second and heap bytes per room, "
+						+ "tracing off vs on (OpenTelemetry SDK, batch span processor), in alternating rounds.",
 				"Every room's bytes are verified. Figures depend on the machine: compare ratios, not absolutes.",
 				"" },
 		footer = { "", "Exit status: 0 measured and every byte matched; 1 a room failed; 2 bad usage; "
@@ -79,6 +81,14 @@ final class BenchCommand implements Callable<Integer> {
 			description = "Concurrent rooms of the many test (default: ${DEFAULT-VALUE}).")
 	int manyRooms;
 
+	@Option(names = "--tracing", description = "Measure only the cost of room tracing: --tracing-rooms 1-page rooms "
+			+ "(16 concurrent) per round, tracing off and on in turn, --rounds rounds each after a warm-up round.")
+	boolean tracing;
+
+	@Option(names = "--tracing-rooms", defaultValue = "2000", paramLabel = "N",
+			description = "Rooms per round of the tracing comparison (default: ${DEFAULT-VALUE}).")
+	int tracingRooms;
+
 	@Mixin
 	ModelOptions model;
 
@@ -100,6 +110,10 @@ final class BenchCommand implements Callable<Integer> {
 		ModelOptions.positive(cl, "--small-iterations", smallIterations);
 		ModelOptions.positive(cl, "--many-rooms", manyRooms);
 		ModelShape shape = model.shape(cl);
+		if (tracing) {
+			ModelOptions.positive(cl, "--tracing-rooms", tracingRooms);
+			return TracingBench.run(shape, tracingRooms, rounds, json, cl.getOut(), cl.getErr());
+		}
 		long pageBytes = DirectMemory.instanceBytes(shape, 1, 1, 1, 1);
 		int bulkPages = (int) Math.max(8, ((long) bulkMib << 20) / pageBytes);
 		long bulkBytes = bulkPages * pageBytes;

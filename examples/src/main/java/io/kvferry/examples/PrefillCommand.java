@@ -4,10 +4,10 @@ import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import java.util.stream.Collectors;
 
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
@@ -20,11 +20,13 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
  * {@code kvferry prefill}: a prefill instance in its own process. Registers every rank with the bootstrap server and
- * serves every room decode asks for (pattern-filled pages, chunked sends) until stopped (SIGINT or SIGTERM).
+ * serves every room decode asks for (pattern-filled pages, chunked sends) until stopped (SIGINT or SIGTERM), then
+ * drains: no new room, rooms in flight served for up to {@code --drain-timeout}, the rest aborted with the reason.
  */
 @Command(name = "prefill", sortOptions = false, mixinStandardHelpOptions = true,
 		description = {
@@ -32,8 +34,11 @@ import reactor.core.scheduler.Schedulers;
 						+ "for each room a decode instance asks for allocates pages, fills them with the room's "
 						+ "verifiable pattern and sends them in chunks. Prints one line when ready.",
 				"" },
-		footer = { "", "Exit status: 0 after SIGINT/SIGTERM (143 from the JVM on SIGTERM); 2 bad usage; 3 could not "
-				+ "start (e.g. the bootstrap server is unreachable)." })
+		footer = { "", "On SIGTERM or SIGINT it drains: it admits no new room (decode ranks are told and fail new rooms "
+				+ "at once with the reason), serves the rooms in flight for up to --drain-timeout, aborts the rest "
+				+ "with the reason, and exits.",
+				"", "Exit status: 0 after SIGINT/SIGTERM (drained, or the rest aborted at the deadline); 2 bad usage; 3 "
+						+ "could not start (e.g. the bootstrap server is unreachable)." })
 final class PrefillCommand implements Callable<Integer> {
 
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(90);
@@ -80,14 +85,18 @@ final class PrefillCommand implements Callable<Integer> {
 	TimeoutOptions timeouts;
 
 	@Mixin
+	DrainOptions drain;
+
+	@Mixin
 	LoggingOptions logging;
 
 	@Override
-	public Integer call() throws InterruptedException {
+	public Integer call() {
 		CommandLine cl = spec.commandLine();
 		ModelShape shape = model.shape(cl);
 		prefill.validate(cl, shape);
 		timeouts.validate(cl);
+		drain.validate(cl);
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
 		int poolPages = (poolTokens + shape.pageSize() - 1) / shape.pageSize();
@@ -95,6 +104,8 @@ final class PrefillCommand implements Callable<Integer> {
 				"lower --pool-tokens");
 
 		PrintWriter out = cl.getOut();
+		// Before start: a signal from then on drains instead of killing the JVM mid-room.
+		Mono<String> stop = StopSignal.install();
 		NettyKVTransport transport = timeouts.transport();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
@@ -129,9 +140,20 @@ final class PrefillCommand implements Callable<Integer> {
 					out.println(line);
 					out.flush();
 				});
-		CountDownLatch stopped = new CountDownLatch(1);
-		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-			reports.dispose();
+		String signal = stop.block();
+		reports.dispose();
+		long start = System.nanoTime();
+		out.printf(Locale.ROOT, "kvferry prefill: %s: draining, %d rooms in flight, deadline %s%n", signal,
+				engine.roomsInFlight(), drain.drainTimeout);
+		out.flush();
+		try {
+			// The deadline bounds the drain; the margin covers withdrawing the registration.
+			engine.drain(drain.drainTimeout).block(drain.drainTimeout.plus(CLOSE_TIMEOUT));
+			out.printf(Locale.ROOT, "kvferry prefill: drained in %d ms; %d rooms aborted by the drain%n",
+					(System.nanoTime() - start) / 1_000_000, engine.drainFailures());
+			out.flush();
+		}
+		finally {
 			if (metrics != null) {
 				metrics.dispose();
 			}
@@ -143,10 +165,8 @@ final class PrefillCommand implements Callable<Integer> {
 				client.dispose();
 				out.println("kvferry prefill: stopped; " + report(engine));
 				out.flush();
-				stopped.countDown();
 			}
-		}, "kvferry-prefill-shutdown"));
-		stopped.await();
+		}
 		return 0;
 	}
 

@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.DisaggregationMode;
+import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
@@ -128,6 +129,27 @@ final class PrefillEngine {
 	/** @return KV bytes sent by rooms that succeeded, all ranks */
 	long bytes() {
 		return bytes.get();
+	}
+
+	/**
+	 * Drains every rank: no new room is admitted (decode is told), rooms in flight are served, and those still running
+	 * after {@code deadline} are aborted with the reason.
+	 *
+	 * @return completes when every rank's last room ended
+	 */
+	Mono<Void> drain(Duration deadline) {
+		return Mono.defer(() -> Mono.when(managers().stream().map(m -> m.drain(deadline)).toList()));
+	}
+
+	/** @return rooms that were aborted because a drain's deadline passed or that a draining rank refused, all ranks */
+	long drainFailures() {
+		return managers().stream().mapToLong(m -> m.stats().failures().get(FailureCause.DRAINING)).sum();
+	}
+
+	/** @return rooms live on some rank now */
+	int roomsInFlight() {
+		return managers().stream().mapToInt(m -> m.stats().liveRooms().values().stream().mapToInt(Integer::intValue).sum())
+				.max().orElse(0);
 	}
 
 	/** Stops serving and closes every manager (failing live rooms). */

@@ -46,4 +46,25 @@ class BenchCommandTest {
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
 	}
+
+	@Test
+	void tracingComparisonReportsBothSidesAndExportsTwoSpansPerTracedRoom() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--tracing", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim",
+				"64", "--tracing-rooms", "20", "--rounds", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("rooms_per_round").asInt()).isEqualTo(20);
+		assertThat(j.get("off_rooms_per_second").asLong()).isPositive();
+		assertThat(j.get("on_rooms_per_second").asLong()).isPositive();
+		assertThat(j.get("off_bytes_per_room").asLong()).isPositive();
+		assertThat(j.get("on_bytes_per_room").asLong()).isPositive();
+		// A decode and a prefill span per traced room: the warm-up round and the timed one.
+		assertThat(j.get("spans_exported").asLong()).isEqualTo(2 * 2 * 20);
+		assertThat(j.get("failures").asInt()).isZero();
+	}
 }

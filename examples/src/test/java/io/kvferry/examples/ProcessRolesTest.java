@@ -3,6 +3,8 @@ package io.kvferry.examples;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -78,6 +80,115 @@ class ProcessRolesTest {
 							.containsPattern("Lost connection with prefill|Connection refused");
 					assertThat(decode.stderr()).contains("kvferry decode: failed: ")
 							.containsPattern("Lost connection|Connection refused");
+				}
+			}
+		}
+	}
+
+	@Test
+	void prefillDrainsOnSigtermMidBatchAndDecodeLosesNoRoomWithoutAReason() throws Exception {
+		drainPrefillMidBatch(Duration.ofSeconds(20), true);
+	}
+
+	@Test
+	void pastItsDeadlinePrefillAbortsTheRoomsInFlightWithTheReasonAndStillExitsZero() throws Exception {
+		// A deadline of zero aborts whatever prefill holds at once.
+		drainPrefillMidBatch(Duration.ZERO, false);
+	}
+
+	private void drainPrefillMidBatch(Duration deadline, boolean stopBootstrap) throws Exception {
+		try (Child bootstrap = Child.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
+			String address = startBootstrap(bootstrap);
+			// A pool of one room's pages makes prefill serve rooms one by one: decode always has rooms waiting.
+			try (Child prefill = Child.start("prefill", args("prefill", "--bootstrap", address, "--host", "127.0.0.1",
+					"--pool-tokens", "512", "--drain-timeout", deadline.toSeconds() + "s", "--verbose"))) {
+				prefill.awaitLine("kvferry prefill: ready", START);
+				try (Child decode = Child.start("decode", args("decode", "--bootstrap", address, "--requests", "2000",
+						"--concurrency", "4", "--min-tokens", "16", "--max-tokens", "512", "--json"))) {
+					// Mid-batch: a few rooms served, decode keeps asking for more.
+					for (int served = 0; served < 3; served++) {
+						prefill.awaitLine("room \\d+: \\d+ pages", START);
+					}
+					long signalled = System.nanoTime();
+					prefill.terminate();
+					int prefillStatus = prefill.awaitExit(deadline.plusSeconds(15));
+					Duration prefillTook = Duration.ofNanos(System.nanoTime() - signalled);
+					int decodeStatus = decode.awaitExit(START);
+					Duration decodeTook = Duration.ofNanos(System.nanoTime() - signalled);
+
+					assertThat(prefillStatus).as(prefill.output()).isZero();
+					// Within the deadline; a zero deadline leaves the time to close (bounded by the command).
+					assertThat(prefillTook).as("prefill exits within its drain deadline")
+							.isLessThan(deadline.isZero() ? Duration.ofSeconds(10) : deadline);
+					Matcher drained = Pattern
+							.compile("kvferry prefill: drained in (\\d+) ms; (\\d+) rooms aborted by the drain")
+							.matcher(prefill.stdout());
+					assertThat(drained.find()).as(prefill.output()).isTrue();
+					Matcher inFlight = Pattern.compile("kvferry prefill: SIGTERM: draining, (\\d+) rooms in flight")
+							.matcher(prefill.stdout());
+					assertThat(inFlight.find()).as(prefill.output()).isTrue();
+
+					JsonNode j = JSON.readTree(decode.stdout());
+					int failures = j.get("failures").asInt();
+					int completed = j.get("completed").asInt();
+					assertThat(completed).as("rooms served before and during the drain").isPositive();
+					assertThat(completed + failures + j.get("skipped").asInt()).isEqualTo(2000);
+					// Every failed room has the draining rank's reason: none lost without one, none by a timeout.
+					int explained = 0;
+					for (JsonNode reason : j.get("failure_reasons")) {
+						Matcher n = Pattern.compile("^(\\d+) rooms: ").matcher(reason.asText());
+						// Refused while draining, or aborted at the deadline: either way the reason says it drained.
+						assertThat(reason.asText()).as(decode.output()).containsPattern(
+								"is draining and admits no new rooms|was draining and room N did not end within the "
+										+ "drain deadline");
+						explained += n.find() ? Integer.parseInt(n.group(1)) : 1;
+					}
+					assertThat(explained).as(decode.output()).isEqualTo(failures);
+					assertThat(decodeStatus).as("decode stopped on the first refused room").isEqualTo(failures > 0
+							? 1 : 0);
+					System.out.printf("kvferry drain on SIGTERM: prefill had %s rooms in flight, drained in %s ms (%s "
+							+ "aborted by the drain) and exited 0 after %d ms (deadline %d ms); decode: %d rooms "
+							+ "verified, %d failed with the draining reason, %d not started, exited %d after %d ms%n",
+							inFlight.group(1), drained.group(1), drained.group(2), prefillTook.toMillis(),
+							deadline.toMillis(), completed, failures, j.get("skipped").asInt(), decodeStatus,
+							decodeTook.toMillis());
+				}
+			}
+			if (!stopBootstrap) {
+				return;
+			}
+			long signalled = System.nanoTime();
+			bootstrap.terminate();
+			assertThat(bootstrap.awaitExit(Duration.ofSeconds(30))).as(bootstrap.output()).isZero();
+			assertThat(bootstrap.stdout()).contains("kvferry bootstrap: SIGTERM, drained in ");
+			System.out.printf("kvferry drain on SIGTERM: the bootstrap server exited 0 after %d ms%n",
+					(System.nanoTime() - signalled) / 1_000_000);
+		}
+	}
+
+	@Test
+	void decodeStopsStartingRoomsOnSigtermFinishesThoseInFlightAndExitsZero() throws Exception {
+		try (Child bootstrap = Child.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
+			String address = startBootstrap(bootstrap);
+			try (Child prefill = Child.start("prefill", args("prefill", "--bootstrap", address, "--host", "127.0.0.1",
+					"--pool-tokens", "512", "--verbose"))) {
+				prefill.awaitLine("kvferry prefill: ready", START);
+				try (Child decode = Child.start("decode", args("decode", "--bootstrap", address, "--requests", "2000",
+						"--concurrency", "4", "--min-tokens", "16", "--max-tokens", "512", "--drain-timeout", "20s",
+						"--json"))) {
+					prefill.awaitLine("room \\d+: \\d+ pages", START);
+					long signalled = System.nanoTime();
+					decode.terminate();
+					int status = decode.awaitExit(Duration.ofSeconds(35));
+					long took = (System.nanoTime() - signalled) / 1_000_000;
+					assertThat(status).as(decode.output()).isZero();
+					assertThat(decode.stderr()).contains("kvferry decode: SIGTERM: starting no new room");
+					JsonNode j = JSON.readTree(decode.stdout());
+					assertThat(j.get("failures").asInt()).as(decode.output()).isZero();
+					assertThat(j.get("completed").asInt()).isPositive();
+					assertThat(j.get("skipped").asInt()).isPositive();
+					System.out.printf("kvferry drain on SIGTERM: decode verified %d rooms, left %d unstarted and exited 0"
+							+ " after %d ms%n", j.get("completed").asInt(), j.get("skipped").asInt(), took);
 				}
 			}
 		}

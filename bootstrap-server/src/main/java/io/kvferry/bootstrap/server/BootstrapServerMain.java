@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
@@ -26,6 +27,7 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
+import reactor.core.publisher.Mono;
 import reactor.netty.http.HttpResources;
 
 /**
@@ -39,8 +41,9 @@ import reactor.netty.http.HttpResources;
  * server's, the JVM's and the process') and serves them to Prometheus on {@code GET /metrics} unless
  * {@code --no-metrics} is given.
  * <p>
- * Logs one INFO line with the bound URL when ready, then serves until the JVM is asked to stop; on SIGTERM (or
- * Ctrl-C) a shutdown hook closes the server and its event loops before the JVM exits. Exits with status 2 and a message
+ * Logs one INFO line with the bound URL when ready, then serves until SIGTERM (or Ctrl-C): then it drains, that is stops
+ * listening, lets requests in flight finish for up to {@code --drain-timeout-seconds}, closes what is left, and exits
+ * with status 0. Exits with status 2 and a message
  * on standard error for bad options or an address that cannot be bound.
  * <p>
  * Unless {@code -Dlogback.configurationFile} is given, logging uses the jar's {@value #LOGBACK_CONFIG} (console,
@@ -149,6 +152,11 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ "second; more only contend for the CPUs with the engines on the same host.")
 	private int ioThreads;
 
+	@Option(names = "--drain-timeout-seconds", paramLabel = "SECONDS", defaultValue = "10",
+			description = "On SIGTERM or SIGINT stop listening and let requests in flight finish for up to this long "
+					+ "before closing their connections (default: ${DEFAULT-VALUE}).")
+	private int drainTimeoutSeconds;
+
 	@Option(names = { "-h", "--help" }, usageHelp = true, description = "Show this help and exit.")
 	private boolean help;
 
@@ -224,15 +232,16 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			err.flush();
 			return EXIT_USAGE;
 		}
-		Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(server), "kvferry-bootstrap-shutdown"));
+		Mono<String> stop = StopSignal.install();
 		List<String> notes = new ArrayList<>();
 		if (config.hasMetrics()) {
 			notes.add("Prometheus metrics on GET /metrics");
 		}
 		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.baseUrl(),
 				notes.isEmpty() ? "" : " (" + String.join("; ", notes) + ")");
-		// Serve until the shutdown hook (or anything else) closes the server.
-		server.onDispose().block();
+		// Serve until a stop signal, or until anything else closes the server.
+		String signal = Mono.firstWithSignal(stop, server.onDispose().thenReturn("")).block();
+		shutdown(server, signal);
 		return 0;
 	}
 
@@ -253,6 +262,10 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 		catch (IllegalArgumentException e) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: " + e.getMessage(), e);
+		}
+		if (drainTimeoutSeconds < 0) {
+			throw new ParameterException(spec.commandLine(), "Invalid option value: --drain-timeout-seconds : "
+					+ drainTimeoutSeconds + " (expected: >= 0)");
 		}
 		if (ioThreads < 1) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: --io-threads : " + ioThreads
@@ -349,12 +362,22 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 	}
 
-	private void shutdown(DisposableBootstrapServer server) {
-		Log.LOG.info("Stopping kvferry bootstrap server on {}", server.baseUrl());
+	private void shutdown(DisposableBootstrapServer server, String signal) {
+		Duration drain = Duration.ofSeconds(drainTimeoutSeconds);
+		long start = System.nanoTime();
+		Log.LOG.info("{}: draining kvferry bootstrap server on {} (requests in flight may take up to {})",
+				signal.isEmpty() ? "closed" : signal, server.baseUrl(), drain);
 		try {
-			server.disposeNow(SHUTDOWN_TIMEOUT);
+			try {
+				server.disposeNow(drain.isZero() ? Duration.ofMillis(1) : drain);
+			}
+			catch (IllegalStateException e) {
+				Log.LOG.warn("requests in flight did not finish within {}; closing their connections", drain);
+				server.dispose();
+				server.onDispose().block(SHUTDOWN_TIMEOUT);
+			}
 			HttpResources.disposeLoopsAndConnectionsLater(Duration.ZERO, SHUTDOWN_TIMEOUT).block(SHUTDOWN_TIMEOUT);
-			Log.LOG.info("kvferry bootstrap server stopped");
+			Log.LOG.info("kvferry bootstrap server stopped after {} ms", (System.nanoTime() - start) / 1_000_000);
 		}
 		catch (RuntimeException e) {
 			Log.LOG.warn("kvferry bootstrap server did not stop cleanly", e);

@@ -351,9 +351,10 @@ class NettyKVTransportTest {
 
 	@Test
 	void peerWithAnotherProtocolVersionFailsTheConnectNamingBothVersions() throws Exception {
-		assertThat(connectToRawPeer(new byte[] { 'K', 'V', 'F', 'R', 0, 1 }))
+		assertThat(connectToRawPeer(new byte[] { 'K', 'V', 'F', 'R', 0, 2 }))
 				.isInstanceOf(ProtocolException.class)
-				.hasMessageContaining("incompatible kvferry protocol version : 1 (expected: 2)");
+				.hasMessageContaining("incompatible kvferry protocol version : 2 (expected: "
+						+ KVMessage.PROTOCOL_VERSION + ")");
 	}
 
 	@Test

@@ -34,10 +34,13 @@ public final class Samples {
 				new KVMessage.TransferRequest(Long.MAX_VALUE, new int[] { 0, 7, Integer.MAX_VALUE }, -1,
 						new int[] { 3 }, 2, false),
 				new KVMessage.TransferRequest(-5, new int[0], 4, new int[0], 1, true),
+				new KVMessage.TransferRequest(9, new int[] { 1 }, 0, new int[0], 1, false,
+						"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
 				new KVMessage.Status(42, KVPoll.SUCCESS, 5, ""),
 				new KVMessage.Status(43, KVPoll.FAILED, 0, "kv transfer failed: boom"),
 				new KVMessage.Abort(44, "decode aborted"),
-				new KVMessage.AbortAck(Long.MIN_VALUE));
+				new KVMessage.AbortAck(Long.MIN_VALUE),
+				new KVMessage.Draining("prefill rank prefill-dp0-tp0-pp0 (10.0.0.5:4000) is draining — bye"));
 	}
 
 	/** @return a region of {@code bytes} bytes filled with seeded random data */

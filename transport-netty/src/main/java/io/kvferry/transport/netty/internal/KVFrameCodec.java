@@ -77,11 +77,12 @@ import io.netty.buffer.ByteBufUtil;
  * 0x02 HELLO_ACK         layout
  * 0x03 REJECT            string reason
  * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
- *                        bool dummy
+ *                        bool dummy, string traceContext (empty: not traced; since version 3)
  * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
  *                        i64 checksum (CRC32C, or -1 for none)
  * 0x06 ABORT             i64 room, string reason
  * 0x07 ABORT_ACK         i64 room
+ * 0x08 DRAINING          string reason (since version 3)
  * 0x10 HEARTBEAT         (empty body)
  * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
  *                        i32 maxFrameLength (1 KiB..1 GiB)
@@ -128,6 +129,7 @@ public final class KVFrameCodec {
 	public static final int TYPE_STATUS = 0x05;
 	public static final int TYPE_ABORT = 0x06;
 	public static final int TYPE_ABORT_ACK = 0x07;
+	public static final int TYPE_DRAINING = 0x08;
 	public static final int TYPE_HEARTBEAT = 0x10;
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;
@@ -148,7 +150,7 @@ public final class KVFrameCodec {
 
 	/** @return whether {@code type} is a control message type (not heartbeat, not data) */
 	public static boolean isControlType(int type) {
-		return type >= TYPE_HELLO && type <= TYPE_ABORT_ACK;
+		return type >= TYPE_HELLO && type <= TYPE_DRAINING;
 	}
 
 	/** @return a name for log lines and errors, {@code "0x7f"} for unknown types */
@@ -168,6 +170,8 @@ public final class KVFrameCodec {
 				return "ABORT";
 			case TYPE_ABORT_ACK:
 				return "ABORT_ACK";
+			case TYPE_DRAINING:
+				return "DRAINING";
 			case TYPE_HEARTBEAT:
 				return "HEARTBEAT";
 			case TYPE_AUTH:
@@ -341,13 +345,17 @@ public final class KVFrameCodec {
 			return stringLength(r.reason());
 		}
 		if (message instanceof KVMessage.TransferRequest t) {
-			return 8 + 4 + 4L * t.dstPages().length + 4 + 4 + 4L * t.stateIndices().length + 4 + 1;
+			return 8 + 4 + 4L * t.dstPages().length + 4 + 4 + 4L * t.stateIndices().length + 4 + 1
+					+ stringLength(t.traceContext());
 		}
 		if (message instanceof KVMessage.Status s) {
 			return 8 + 1 + 4 + stringLength(s.reason()) + 8 + 8;
 		}
 		if (message instanceof KVMessage.Abort a) {
 			return 8 + stringLength(a.reason());
+		}
+		if (message instanceof KVMessage.Draining d) {
+			return stringLength(d.reason());
 		}
 		return 8;
 	}
@@ -388,6 +396,7 @@ public final class KVFrameCodec {
 			writeInts(buf, t.stateIndices());
 			buf.writeInt(t.requiredDstInfoNum());
 			buf.writeBoolean(t.dummy());
+			writeString(buf, t.traceContext());
 		}
 		else if (message instanceof KVMessage.Status s) {
 			buf.writeByte(TYPE_STATUS);
@@ -402,6 +411,10 @@ public final class KVFrameCodec {
 			buf.writeByte(TYPE_ABORT);
 			buf.writeLong(a.room());
 			writeString(buf, a.reason());
+		}
+		else if (message instanceof KVMessage.Draining d) {
+			buf.writeByte(TYPE_DRAINING);
+			writeString(buf, d.reason());
 		}
 		else {
 			KVMessage.AbortAck a = (KVMessage.AbortAck) message;
@@ -493,7 +506,8 @@ public final class KVFrameCodec {
 				int[] stateIndices = r.ints("stateIndices");
 				int required = r.i32("requiredDstInfoNum");
 				boolean dummy = r.bool("dummy");
-				return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy);
+				return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy,
+						r.string("traceContext"));
 			}
 			case TYPE_STATUS: {
 				long room = r.i64("room");
@@ -509,6 +523,8 @@ public final class KVFrameCodec {
 			}
 			case TYPE_ABORT_ACK:
 				return new KVMessage.AbortAck(r.i64("room"));
+			case TYPE_DRAINING:
+				return new KVMessage.Draining(r.string("reason"));
 			default:
 				throw new ProtocolException("unknown frame type " + typeName(type));
 		}

@@ -115,6 +115,29 @@ class KVFrameCodecTest {
 	}
 
 	@Test
+	void transferRequestEndsWithItsTraceContextAndDrainingCarriesItsReason() {
+		ByteBuf traced = KVFrameCodec.encode(ALLOC, new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0],
+				1, false, "00-ab"), 1024);
+		ByteBuf untraced = KVFrameCodec.encode(ALLOC, new KVMessage.TransferRequest(1, new int[] { 2 }, -1,
+				new int[0], 1, false), 1024);
+		ByteBuf draining = KVFrameCodec.encode(ALLOC, new KVMessage.Draining("x"), 1024);
+		try {
+			String common = "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000" + "00000001"
+					+ "00";
+			assertThat(ByteBufUtil.hexDump(traced)).isEqualTo("00000027" + common + "00000005" + "30302d6162");
+			assertThat(ByteBufUtil.hexDump(untraced)).isEqualTo("00000022" + common + "00000000");
+			assertThat(ByteBufUtil.hexDump(draining)).isEqualTo("00000006" + "08" + "00000001" + "78");
+			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_DRAINING)).isEqualTo("DRAINING");
+			assertThat(KVFrameCodec.isControlType(KVFrameCodec.TYPE_DRAINING)).isTrue();
+		}
+		finally {
+			traced.release();
+			untraced.release();
+			draining.release();
+		}
+	}
+
+	@Test
 	void dataHeaderRoundTripsWithTheDocumentedLayout() {
 		DataHeader header = new DataHeader(7, RegionKind.STATE, 3, 1L << 40, 256, 1024, 4);
 		ByteBuf buf = KVFrameCodec.encodeDataHeader(ALLOC, header);

@@ -1,0 +1,54 @@
+package io.kvferry;
+
+/**
+ * The trace of one room on one manager, opened by a {@link RoomTracer}: the steps of its transfer as they happen, then
+ * its outcome. Every method has an empty default; {@link #NONE} is the trace of an untraced room.
+ */
+public interface RoomTrace {
+
+	/** The trace of a room nobody traces. */
+	RoomTrace NONE = new RoomTrace() {
+	};
+
+	/** A step of a room's transfer. */
+	enum Event {
+		/** Decode: the prefill instance's sizes are known (bootstrap server or registry answered, or cached). */
+		BOOTSTRAP_RESOLVED,
+		/** Decode: every prefill rank of the room is connected and its handshake done; value: how many ranks. */
+		HANDSHAKE_DONE,
+		/** Decode: the room's destinations went to its prefill ranks; value: destination pages. */
+		REQUEST_SENT,
+		/** Prefill: a decode rank's destinations arrived; value: destination pages. */
+		REQUEST_RECEIVED,
+		/** The first byte of the room was sent (prefill) or landed (decode). */
+		FIRST_BYTE,
+		/** Prefill: a chunk of pages went to every destination; value: the chunk's pages. */
+		CHUNK_SENT,
+		/** Decode: a prefill rank reported the room done; value: the bytes it sent. */
+		RANK_DONE
+	}
+
+	/** @return the context decode sends with the room to prefill ranks, opaque to the library; empty for none */
+	default String context() {
+		return "";
+	}
+
+	/**
+	 * Records a step.
+	 *
+	 * @param event what happened
+	 * @param value the event's figure (see {@link Event}), 0 when it has none
+	 */
+	default void event(Event event, long value) {
+	}
+
+	/**
+	 * Ends the trace, once.
+	 *
+	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
+	 * @param cause why it failed, or null on success
+	 * @param reason why it failed; empty on success
+	 */
+	default void end(KVPoll outcome, FailureCause cause, String reason) {
+	}
+}

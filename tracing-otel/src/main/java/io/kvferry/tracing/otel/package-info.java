@@ -1,0 +1,5 @@
+/**
+ * OpenTelemetry traces of kvferry rooms: {@link io.kvferry.tracing.otel.OpenTelemetryRoomTracer} plugs into
+ * {@link io.kvferry.KVManagerSpec#tracer(io.kvferry.RoomTracer)}.
+ */
+package io.kvferry.tracing.otel;
