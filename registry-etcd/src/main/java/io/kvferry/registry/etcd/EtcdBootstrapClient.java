@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -102,6 +103,10 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
 	/** etcd refuses shorter leases (its minimum is 1.5 election timeouts, rounded up to whole seconds). */
 	static final Duration MIN_LEASE_TTL = Duration.ofSeconds(2);
+
+	/** First and longest pause before a call that failed transiently is tried again. */
+	private static final Duration RETRY_FIRST_DELAY = Duration.ofMillis(50);
+	private static final Duration RETRY_MAX_DELAY = Duration.ofSeconds(1);
 
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdBootstrapClient.class);
 
@@ -278,6 +283,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				lease.stop();
 				return future(() -> client.getLeaseClient().revoke(lease.id))
 						.doOnNext(r -> LOG.debug("Revoked lease {} of {}", Long.toHexString(lease.id), rankKey))
+						// Already ended (expired, or an earlier try of this revoke went through): the key is gone.
+						.onErrorResume(EtcdErrors::isLeaseNotFound, e -> Mono.empty())
 						.then();
 			}
 			return future(() -> client.getKVClient().txn()
@@ -534,12 +541,26 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		}
 	}
 
-	/** Runs one call on the connection, bounded by the timeout, with failures typed. */
+	/**
+	 * Runs one call on the connection, bounded by the timeout, with failures typed. Building the client on the first
+	 * call is local work (no network) and is not counted against the timeout.
+	 */
 	private <T> Mono<T> bounded(String call, Function<Client, Mono<T>> body) {
-		return connection()
-				.flatMap(body)
-				.timeout(timeout, Schedulers.parallel())
-				.onErrorMap(e -> EtcdErrors.map(call, endpoints.toString(), timeout, e));
+		return connection().flatMap(client -> Mono.defer(() -> {
+			// What etcd answers while it elects a leader or a member is down passes: such calls are tried again
+			// (every call here is idempotent) until the timeout, which then reports the last such failure.
+			AtomicReference<Throwable> transientFailure = new AtomicReference<>();
+			return body.apply(client)
+					.retryWhen(Retry.backoff(Long.MAX_VALUE, RETRY_FIRST_DELAY).maxBackoff(RETRY_MAX_DELAY)
+							.filter(e -> EtcdErrors.isTransient(e) && !isDisposed())
+							.doBeforeRetry(s -> {
+								transientFailure.set(s.failure());
+								LOG.debug("{}: retrying after {}", call, EtcdErrors.describe(s.failure()));
+							}))
+					.timeout(timeout, Schedulers.parallel())
+					.onErrorMap(TimeoutException.class, e -> transientFailure.get() == null ? e
+							: EtcdErrors.gaveUp(transientFailure.get(), timeout));
+		})).onErrorMap(e -> EtcdErrors.map(call, endpoints.toString(), timeout, e));
 	}
 
 	/** The etcd client, created on first use off the caller's thread (building it starts Vert.x). */

@@ -28,10 +28,11 @@ final class EtcdErrors {
 	 */
 	static BootstrapException map(String call, String endpoints, Duration timeout, Throwable error) {
 		Throwable e = unwrap(error);
-		if (e instanceof BootstrapException b) {
-			return b;
-		}
 		String where = call + " on etcd " + endpoints + ": ";
+		if (e instanceof BootstrapException b) {
+			return b.getMessage().startsWith(call) ? b
+					: new BootstrapException(b.kind(), b.status(), where + b.getMessage(), b.getCause());
+		}
 		if (e instanceof TimeoutException) {
 			return new BootstrapException(BootstrapException.Kind.TIMEOUT, 0, where + "no answer within "
 					+ timeout.toMillis() + " ms (is a quorum of etcd members running and reachable?)", e);
@@ -41,6 +42,32 @@ final class EtcdErrors {
 					+ describe(e) + ")", e);
 		}
 		return new BootstrapException(BootstrapException.Kind.OTHER, 0, where + describe(e), e);
+	}
+
+	/**
+	 * @return whether the failure passes by itself: no member reachable, no leader, a leader change or a proposal that
+	 * timed out while a member was lost
+	 */
+	static boolean isTransient(Throwable error) {
+		Throwable e = unwrap(error);
+		if (isUnreachable(e)) {
+			return true;
+		}
+		String message = String.valueOf(e.getMessage());
+		return message.contains("leader changed") || message.contains("no leader")
+				|| message.contains("request timed out") || message.contains("too many requests");
+	}
+
+	/** @return whether etcd answered that the lease does not exist (any more) */
+	static boolean isLeaseNotFound(Throwable error) {
+		return String.valueOf(unwrap(error).getMessage()).contains("requested lease not found");
+	}
+
+	/** @return the failure of a call that failed transiently until its timeout */
+	static BootstrapException gaveUp(Throwable last, Duration timeout) {
+		return new BootstrapException(isUnreachable(unwrap(last)) ? BootstrapException.Kind.UNREACHABLE
+				: BootstrapException.Kind.TIMEOUT, 0, "etcd did not answer within " + timeout.toMillis()
+						+ " ms; last failure: " + describe(unwrap(last)), last);
 	}
 
 	private static boolean isUnreachable(Throwable e) {

@@ -46,6 +46,7 @@ class EtcdBootstrapClientIT {
 	void createClient() {
 		// A prefix per test keeps the tests' keys apart in the shared member.
 		client = EtcdBootstrapClient.create(etcd.endpoints()).leaseTtl(Duration.ofSeconds(2))
+				.timeout(Duration.ofSeconds(15))
 				.prefix("t-" + UUID.randomUUID());
 	}
 
@@ -60,19 +61,19 @@ class EtcdBootstrapClientIT {
 
 	@Test
 	void registersResolvesAndWithdrawsRanks() {
-		StepVerifier.create(client.register(A, rank(2, 0, 17000))).verifyComplete();
+		StepVerifier.create(client.register(A, rank(2, 0, 17000))).expectComplete().verify(T);
 		StepVerifier.create(client.parallelInfo(A))
 				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(BootstrapException.class)
 						.hasMessageContaining("1 of 2 ranks registered")
 						.extracting(x -> ((BootstrapException) x).kind()).isEqualTo(BootstrapException.Kind.NOT_READY))
 				.verify(T);
-		StepVerifier.create(client.register(A, rank(2, 1, 17001))).verifyComplete();
-		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).verifyComplete();
+		StepVerifier.create(client.register(A, rank(2, 1, 17001))).expectComplete().verify(T);
+		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete().verify(T);
 		StepVerifier.create(client.rankEndpoint(A, 0, 1, 0)).expectNext(new HostPort("10.0.0.2", 17001))
-				.verifyComplete();
-		StepVerifier.create(client.health(A)).verifyComplete();
+				.expectComplete().verify(T);
+		StepVerifier.create(client.health(A)).expectComplete().verify(T);
 
-		StepVerifier.create(client.deregister(A, rank(2, 1, 17001))).verifyComplete();
+		StepVerifier.create(client.deregister(A, rank(2, 1, 17001))).expectComplete().verify(T);
 		StepVerifier.create(client.rankEndpoint(A, 0, 1, 0))
 				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(BootstrapException.class)
 						.hasMessageContaining("not registered in etcd")
@@ -80,21 +81,21 @@ class EtcdBootstrapClientIT {
 				.verify(T);
 		StepVerifier.create(client.parallelInfo(A)).expectError(BootstrapException.class).verify(T);
 		StepVerifier.create(client.rankEndpoint(A, 0, 0, 0)).expectNext(new HostPort("10.0.0.1", 17000))
-				.verifyComplete();
+				.expectComplete().verify(T);
 	}
 
 	@Test
 	void nothingHappensBeforeSubscription() {
 		Mono<Void> register = client.register(A, rank(1, 0, 17000));
 		StepVerifier.create(client.rankEndpoint(A, 0, 0, 0)).expectError(BootstrapException.class).verify(T);
-		StepVerifier.create(register).verifyComplete();
+		StepVerifier.create(register).expectComplete().verify(T);
 		StepVerifier.create(client.rankEndpoint(A, 0, 0, 0)).expectNext(new HostPort("10.0.0.1", 17000))
-				.verifyComplete();
+				.expectComplete().verify(T);
 	}
 
 	@Test
 	void theFirstRegistrationFixesTheSizes() {
-		StepVerifier.create(client.register(A, rank(2, 0, 17000))).verifyComplete();
+		StepVerifier.create(client.register(A, rank(2, 0, 17000))).expectComplete().verify(T);
 		StepVerifier.create(client.register(A, rank(4, 3, 17003)))
 				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(BootstrapException.class)
 						.hasMessageContaining("attn_tp_rank : 3 (expected: 0..1 for the attn_tp_size 2 fixed by the "
@@ -102,44 +103,50 @@ class EtcdBootstrapClientIT {
 						.extracting(x -> ((BootstrapException) x).kind())
 						.isEqualTo(BootstrapException.Kind.BAD_REQUEST))
 				.verify(T);
-		StepVerifier.create(client.register(A, rank(4, 1, 17001))).verifyComplete();
-		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).verifyComplete();
+		StepVerifier.create(client.register(A, rank(4, 1, 17001))).expectComplete().verify(T);
+		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete().verify(T);
 	}
 
 	@Test
 	void anInstanceWithNoRankLeftMayComeBackWithOtherSizes() {
-		StepVerifier.create(client.register(A, rank(1, 0, 17000))).verifyComplete();
+		StepVerifier.create(client.register(A, rank(1, 0, 17000))).expectComplete().verify(T);
+		Mono<Void> restart = client.deregister(A, rank(1, 0, 17000)).then(client.register(A, rank(2, 0, 17000)))
+				.cache();
 		StepVerifier.create(client.changes().next())
-				.then(() -> client.deregister(A, rank(1, 0, 17000)).then(client.register(A, rank(2, 0, 17000)))
-						.subscribe())
+				.then(() -> restart.subscribe(null, e -> { }))
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_REMOVED, 0, 0, 0))
-				.verifyComplete();
+				.expectComplete()
+				.verify(T);
+		StepVerifier.create(restart).expectComplete().verify(T);
 		StepVerifier.create(client.register(A, rank(2, 1, 17001)).then(client.parallelInfo(A)))
-				.expectNext(new PrefillParallelInfo(2, 1, 1, 16)).verifyComplete();
+				.expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete().verify(T);
 	}
 
 	@Test
 	void theWatchReportsMovedAndRemovedRanksAndResizedInstances() {
-		StepVerifier.create(client.register(A, rank(1, 0, 17000))).verifyComplete();
+		StepVerifier.create(client.register(A, rank(1, 0, 17000))).expectComplete().verify(T);
+		Mono<Void> steps = client.register(A, rank(1, 0, 17000)) // the same endpoint again: no change
+				.then(client.register(A, rank(1, 0, 17009)))
+				.then(client.deregister(A, rank(1, 0, 17009)))
+				.then(client.register(A, rank(2, 0, 17000)))
+				.cache();
 		StepVerifier.create(client.changes().take(3))
-				.then(() -> client.register(A, rank(1, 0, 17000)) // the same endpoint again: no change
-						.then(client.register(A, rank(1, 0, 17009)))
-						.then(client.deregister(A, rank(1, 0, 17009)))
-						.then(client.register(A, rank(2, 0, 17000)))
-						.subscribe())
+				.then(() -> steps.subscribe(null, e -> { }))
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_MOVED, 0, 0, 0))
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_REMOVED, 0, 0, 0))
 				.expectNext(RegistryChange.instance(A))
-				.verifyComplete();
+				.expectComplete()
+				.verify(T);
+		StepVerifier.create(steps).expectComplete().verify(T);
 	}
 
 	@Test
 	void renewedLeasesOutliveTheirTtl() {
-		StepVerifier.create(client.register(A, rank(1, 0, 17000))).verifyComplete();
+		StepVerifier.create(client.register(A, rank(1, 0, 17000))).expectComplete().verify(T);
 		// Three TTLs later the key is still there: the client renewed its lease.
 		StepVerifier.create(Mono.delay(Duration.ofSeconds(6)).then(client.rankEndpoint(A, 0, 0, 0)))
 				.expectNext(new HostPort("10.0.0.1", 17000))
-				.verifyComplete();
+				.expectComplete().verify(T);
 	}
 
 	@Test

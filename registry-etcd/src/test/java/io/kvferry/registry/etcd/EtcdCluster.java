@@ -19,6 +19,8 @@ import java.util.UUID;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.HostPort;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
@@ -103,6 +105,39 @@ final class EtcdCluster implements AutoCloseable {
 	/** @return {@code etcd://host:port,...} for every member */
 	String uri() {
 		return "etcd://" + endpoints().stream().map(HostPort::toString).collect(Collectors.joining(","));
+	}
+
+	/**
+	 * @return the index of the member that leads the cluster now, as member 0 sees it (asked over etcd's HTTP gateway)
+	 */
+	int leader() {
+		HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+		long leader = -1;
+		List<Long> ids = new ArrayList<>();
+		for (Member m : members) {
+			HttpRequest status = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.clientPort
+					+ "/v3/maintenance/status")).timeout(Duration.ofSeconds(5))
+					.POST(HttpRequest.BodyPublishers.ofString("{}")).build();
+			try {
+				JsonNode answer = new ObjectMapper().readTree(http.send(status,
+						HttpResponse.BodyHandlers.ofString()).body());
+				ids.add(Long.parseUnsignedLong(answer.path("header").path("member_id").asText()));
+				leader = Long.parseUnsignedLong(answer.path("leader").asText());
+			}
+			catch (IOException e) {
+				throw new UncheckedIOException(e);
+			}
+			catch (InterruptedException e) {
+				Thread.currentThread().interrupt();
+				throw new IllegalStateException(e);
+			}
+		}
+		int index = ids.indexOf(leader);
+		if (index < 0) {
+			throw new IllegalStateException("no member leads: leader id " + Long.toHexString(leader) + ", members "
+					+ ids);
+		}
+		return index;
 	}
 
 	/** Kills member {@code i} as {@code kill -9} does and waits for it to be gone. */
