@@ -360,6 +360,21 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	}
 
 	/**
+	 * Runs a call of its own on this client's etcd connection, with this client's timeout, its retries of what passes
+	 * by itself (so {@code body} must be idempotent) and its typed failures. For stores that share this registry's
+	 * keys, as the bootstrap server's etcd store does.
+	 *
+	 * @param call what is asked, for failure messages
+	 * @param body the call on jetcd's client; its future-returning methods go in {@link Mono#fromFuture(Supplier)}
+	 * @return the call's result; lazy
+	 */
+	public <T> Mono<T> call(String call, Function<Client, Mono<T>> body) {
+		Objects.requireNonNull(call, "call");
+		Objects.requireNonNull(body, "body");
+		return bounded(call, body);
+	}
+
+	/**
 	 * Stops renewing this client's leases and closes its etcd connection, without waiting. Keys of ranks not
 	 * deregistered expire within the lease TTL. Later calls fail; idempotent, any thread.
 	 */

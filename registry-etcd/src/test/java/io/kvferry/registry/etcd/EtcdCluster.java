@@ -35,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * <p>Needs Debian's {@code etcd-server} ({@code /usr/bin/etcd}) or {@code ETCD_BIN}. Without it a test is skipped with
  * a message, except in CI ({@code CI} or {@code KVFERRY_REQUIRE_ETCD} set), where it fails.
  */
-final class EtcdCluster implements AutoCloseable {
+public final class EtcdCluster implements AutoCloseable {
 
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdCluster.class);
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
@@ -63,7 +63,7 @@ final class EtcdCluster implements AutoCloseable {
 	 * @param size members (1 or 3 in these tests)
 	 * @return the running cluster
 	 */
-	static EtcdCluster start(int size) {
+	public static EtcdCluster start(int size) {
 		String etcd = etcdBinary();
 		Path dir;
 		try {
@@ -98,19 +98,19 @@ final class EtcdCluster implements AutoCloseable {
 	}
 
 	/** @return every member's client endpoint */
-	List<HostPort> endpoints() {
+	public List<HostPort> endpoints() {
 		return members.stream().map(Member::client).toList();
 	}
 
 	/** @return {@code etcd://host:port,...} for every member */
-	String uri() {
+	public String uri() {
 		return "etcd://" + endpoints().stream().map(HostPort::toString).collect(Collectors.joining(","));
 	}
 
 	/**
 	 * @return the index of the member that leads the cluster now, as member 0 sees it (asked over etcd's HTTP gateway)
 	 */
-	int leader() {
+	public int leader() {
 		HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 		long leader = -1;
 		List<Long> ids = new ArrayList<>();
@@ -141,7 +141,7 @@ final class EtcdCluster implements AutoCloseable {
 	}
 
 	/** Kills member {@code i} as {@code kill -9} does and waits for it to be gone. */
-	void kill(int i) {
+	public void kill(int i) {
 		Process p = members.get(i).process[0];
 		p.destroyForcibly();
 		try {

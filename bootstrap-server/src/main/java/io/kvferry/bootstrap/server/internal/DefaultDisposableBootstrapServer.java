@@ -18,7 +18,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 
 	private final DisposableServer server;
 	private final ChannelGroup connections;
-	private final RouteTable routes;
+	private final RouteStore routes;
 	private final HostPort address;
 	private final boolean secure;
 	private final Disposable sweeper;
@@ -33,7 +33,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	 * @param sweeper what stops with the server: the periodic room-table sweep, the gauges
 	 * @param connectionLimit the cap on its connections
 	 */
-	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteTable routes,
+	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteStore routes,
 			HostPort address, boolean secure, Disposable sweeper, ConnectionLimit connectionLimit) {
 		this.server = Objects.requireNonNull(server, "server");
 		this.connections = Objects.requireNonNull(connections, "connections");

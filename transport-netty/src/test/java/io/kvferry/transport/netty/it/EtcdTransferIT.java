@@ -1,4 +1,4 @@
-package io.kvferry.registry.etcd;
+package io.kvferry.transport.netty.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,6 +10,8 @@ import io.kvferry.HostPort;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.RegistryChange;
+import io.kvferry.registry.etcd.EtcdBootstrapClient;
+import io.kvferry.registry.etcd.EtcdCluster;
 import io.kvferry.testing.KVCluster;
 import io.kvferry.testing.ModelShape;
 import io.kvferry.testing.RoomResult;
