@@ -22,6 +22,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
@@ -107,6 +108,9 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	/** First and longest pause before a call that failed transiently is tried again. */
 	private static final Duration RETRY_FIRST_DELAY = Duration.ofMillis(50);
 	private static final Duration RETRY_MAX_DELAY = Duration.ofSeconds(1);
+
+	/** Longest wait for one try of a call before it is tried again, within the call's timeout. */
+	private static final Duration MAX_ATTEMPT_TIMEOUT = Duration.ofSeconds(2);
 
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdBootstrapClient.class);
 
@@ -497,6 +501,12 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		AtomicLong seen = new AtomicLong();
 		return connection()
 				.flatMapMany(client -> Flux.<RegistryChange>create(sink -> open(client, seen, sink)))
+				.doOnError(CompactedException.class, e -> {
+					// The revisions after the last one seen are gone: changes in between may be lost; watch from now.
+					LOG.warn("etcd compacted the revisions after {} before the watch resumed; changes in between may "
+							+ "not be reported", seen.get());
+					seen.set(0);
+				})
 				.retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(100)).maxBackoff(Duration.ofSeconds(2))
 						.filter(e -> !isDisposed())
 						.doBeforeRetry(s -> LOG.warn("etcd watch on {} failed, resuming after revision {}: {}",
@@ -566,6 +576,9 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			// (every call here is idempotent) until the timeout, which then reports the last such failure.
 			AtomicReference<Throwable> transientFailure = new AtomicReference<>();
 			return body.apply(client)
+					// A member that died with the call in flight answers nothing (or, as a follower that lost its
+					// leader, only after etcd's own request timeout, 7 s by default): ask again instead.
+					.timeout(attemptTimeout(), Schedulers.parallel())
 					.retryWhen(Retry.backoff(Long.MAX_VALUE, RETRY_FIRST_DELAY).maxBackoff(RETRY_MAX_DELAY)
 							.filter(e -> EtcdErrors.isTransient(e) && !isDisposed())
 							.doBeforeRetry(s -> {
@@ -576,6 +589,10 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 					.onErrorMap(TimeoutException.class, e -> transientFailure.get() == null ? e
 							: EtcdErrors.gaveUp(transientFailure.get(), timeout));
 		})).onErrorMap(e -> EtcdErrors.map(call, endpoints.toString(), timeout, e));
+	}
+
+	private Duration attemptTimeout() {
+		return timeout.compareTo(MAX_ATTEMPT_TIMEOUT) < 0 ? timeout : MAX_ATTEMPT_TIMEOUT;
 	}
 
 	/** The etcd client, created on first use off the caller's thread (building it starts Vert.x). */

@@ -50,7 +50,7 @@ final class EtcdErrors {
 	 */
 	static boolean isTransient(Throwable error) {
 		Throwable e = unwrap(error);
-		if (isUnreachable(e)) {
+		if (isUnreachable(e) || e instanceof TimeoutException) {
 			return true;
 		}
 		String message = String.valueOf(e.getMessage());
