@@ -437,7 +437,8 @@ public final class BootstrapServer {
 						InetSocketAddress bound = (InetSocketAddress) server.address();
 						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
-								routes, address, settings.sslContext != null, Disposables.composite(sweeper, gauges, routes),
+								routes, address, settings.sslContext != null,
+								Disposables.composite(sweeper, gauges, routes),
 								limit);
 					});
 		});

@@ -85,11 +85,14 @@ import reactor.util.retry.Retry;
  * connection fails, so no change is skipped.
  *
  * <p><b>Calls.</b> Lazy (nothing is sent before subscription), non-blocking, each bounded by {@link #timeout(Duration)}
- * (default 5 s). Failures are {@link BootstrapException}s naming the call and the etcd endpoints:
+ * (default 5 s). What etcd answers while a member is down or a leader is being elected ({@code UNAVAILABLE},
+ * {@code etcdserver: request timed out}, {@code leader changed}), and a try left unanswered for 2 s, is tried again
+ * within that timeout: every call is idempotent (a lease granted twice leaves one unused lease that expires by
+ * itself). Failures are {@link BootstrapException}s naming the call and the etcd endpoints:
  * {@link BootstrapException.Kind#TIMEOUT} when no quorum answered in time, {@code UNREACHABLE} when no member
- * could be reached, {@code NOT_FOUND} for an unregistered rank (status 404), {@code NOT_READY} for an instance not fully
- * registered (503), {@code BAD_REQUEST} for a rank outside the instance's fixed sizes (400). Results are signalled on
- * the etcd client's event loop or on the timer thread: do not block downstream.
+ * could be reached, {@code NOT_FOUND} for an unregistered rank (status 404), {@code NOT_READY} for an instance not
+ * fully registered (503), {@code BAD_REQUEST} for a rank outside the instance's fixed sizes (400). Results are
+ * signalled on the etcd client's event loop or on the timer thread: do not block downstream.
  *
  * <p><b>Configuration.</b> Immutable: every setter returns a new client and leaves this one as it was; a client owns
  * nothing (no connection, no thread) until its first call, and {@link #dispose()} releases what it opened.
@@ -265,7 +268,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				.then(lease(client, rankKey, bootstrap, registration))
 				.flatMap(lease -> future(() -> client.getKVClient().put(bytes(rankKey), ByteSequence.from(endpoint),
 						PutOption.builder().withLeaseId(lease).build())))
-				.doOnNext(put -> LOG.debug("Registered {} as {}", rankKey, new String(endpoint, StandardCharsets.UTF_8)))
+				.doOnNext(put -> LOG.debug("Registered {} as {}", rankKey,
+						new String(endpoint, StandardCharsets.UTF_8)))
 				.then());
 	}
 

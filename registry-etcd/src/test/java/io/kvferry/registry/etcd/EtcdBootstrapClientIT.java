@@ -68,7 +68,8 @@ class EtcdBootstrapClientIT {
 						.extracting(x -> ((BootstrapException) x).kind()).isEqualTo(BootstrapException.Kind.NOT_READY))
 				.verify(T);
 		StepVerifier.create(client.register(A, rank(2, 1, 17001))).expectComplete().verify(T);
-		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete().verify(T);
+		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete()
+				.verify(T);
 		StepVerifier.create(client.rankEndpoint(A, 0, 1, 0)).expectNext(new HostPort("10.0.0.2", 17001))
 				.expectComplete().verify(T);
 		StepVerifier.create(client.health(A)).expectComplete().verify(T);
@@ -104,7 +105,8 @@ class EtcdBootstrapClientIT {
 						.isEqualTo(BootstrapException.Kind.BAD_REQUEST))
 				.verify(T);
 		StepVerifier.create(client.register(A, rank(4, 1, 17001))).expectComplete().verify(T);
-		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete().verify(T);
+		StepVerifier.create(client.parallelInfo(A)).expectNext(new PrefillParallelInfo(2, 1, 1, 16)).expectComplete()
+				.verify(T);
 	}
 
 	@Test

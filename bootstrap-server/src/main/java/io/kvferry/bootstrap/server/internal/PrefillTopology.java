@@ -56,7 +56,7 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 	 */
 	public static PrefillTopology fromJson(JsonNode json) {
 		Map<String, JsonNode> passedThrough = new LinkedHashMap<>();
-		json.fields().forEachRemaining(field -> {
+		json.properties().forEach(field -> {
 			if (!ANSWER_FIELDS.contains(field.getKey())) {
 				passedThrough.put(field.getKey(), field.getValue());
 			}
