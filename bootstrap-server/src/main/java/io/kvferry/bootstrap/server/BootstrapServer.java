@@ -2,6 +2,7 @@ package io.kvferry.bootstrap.server;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -11,8 +12,10 @@ import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
 import io.kvferry.bootstrap.server.internal.ConnectionLimit;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapServer;
+import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
 import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
 import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
+import io.kvferry.bootstrap.server.internal.RouteStore;
 import io.kvferry.bootstrap.server.internal.RouteTable;
 import io.kvferry.bootstrap.server.internal.ServerMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -276,6 +279,36 @@ public final class BootstrapServer {
 	}
 
 	/**
+	 * Keeps registrations in etcd instead of this process's memory, so that several bootstrap servers of one prefill
+	 * instance (behind a load balancer) answer the same, a restarted server loses nothing, and ranks using
+	 * {@code EtcdBootstrapClient} directly see the same instance. Keys follow the etcd registry's layout
+	 * ({@code kvferry/instances/{instance}/info} and {@code .../ranks/{dp}/{cp}/{tp}/{pp}}); ranks registered over
+	 * HTTP carry no lease and stay until overwritten, as in SGLang. Needs {@code io.kvferry:kvferry-registry-etcd} on
+	 * the class path (the standalone jar has it). When etcd cannot be reached, requests are answered {@code 503}.
+	 *
+	 * @param endpoints {@code etcd://host:port[,host:port...]}
+	 * @param instance the address decode ranks name this prefill instance by: this server's, or that of the load
+	 *        balancer in front of several servers
+	 * @return a new {@link BootstrapServer}
+	 * @throws IllegalArgumentException naming the part of {@code endpoints} that is not a {@code host:port}
+	 * @throws IllegalStateException when {@code kvferry-registry-etcd} is not on the class path
+	 */
+	public BootstrapServer etcdRegistry(String endpoints, HostPort instance) {
+		Objects.requireNonNull(endpoints, "endpoints");
+		Objects.requireNonNull(instance, "instance");
+		List<HostPort> parsed = EtcdStoreSupport.parse(endpoints);
+		return with(s -> {
+			s.etcdEndpoints = parsed;
+			s.instance = instance;
+		});
+	}
+
+	/** @return the etcd endpoints registrations are kept in, or an empty list when they are kept in memory */
+	public List<HostPort> etcdEndpoints() {
+		return settings.etcdEndpoints == null ? List.of() : settings.etcdEndpoints;
+	}
+
+	/**
 	 * @param maxConnections most connections open at once; one more is answered {@code 503} naming the cap and closed
 	 *        (or closed at once, see {@link #maxLingeringRefusals}), while the open ones keep working (default
 	 *        {@value #DEFAULT_MAX_CONNECTIONS})
@@ -394,7 +427,8 @@ public final class BootstrapServer {
 	 */
 	public Mono<DisposableBootstrapServer> bind() {
 		return Mono.defer(() -> {
-			RouteTable routes = new RouteTable();
+			RouteStore routes = settings.etcdEndpoints == null ? new RouteTable()
+					: EtcdStoreSupport.open(settings.etcdEndpoints, settings.instance);
 			RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, settings.maxDpRankEntries,
 					System::nanoTime);
 			ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
@@ -423,6 +457,7 @@ public final class BootstrapServer {
 				http = http.secure(spec -> spec.sslContext(settings.sslContext).handshakeTimeout(handshakeTimeout));
 			}
 			return http.bind()
+					.doOnError(e -> routes.dispose())
 					.onErrorResume(e -> loops.disposeLater().then(Mono.error(e)))
 					.map(server -> {
 						Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
@@ -432,7 +467,8 @@ public final class BootstrapServer {
 						InetSocketAddress bound = (InetSocketAddress) server.address();
 						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
-								routes, address, settings.sslContext != null, Disposables.composite(sweeper, gauges),
+								routes, address, settings.sslContext != null,
+								Disposables.composite(sweeper, gauges, routes),
 								limit, loops);
 					});
 		});
@@ -486,7 +522,9 @@ public final class BootstrapServer {
 				+ settings.maxDpRankEntries + ", maxConnections=" + settings.maxConnections + ", maxLingeringRefusals="
 				+ settings.maxLingeringRefusals + ", authToken=" + (settings.authToken == null ? "none" : "set")
 				+ ", metrics=" + (settings.meterRegistry == null ? "none"
-						: settings.meterRegistry.getClass().getSimpleName()) + "}";
+						: settings.meterRegistry.getClass().getSimpleName())
+				+ (settings.etcdEndpoints == null ? "" : ", etcd=" + settings.etcdEndpoints + " instance="
+						+ settings.instance) + "}";
 	}
 
 	/** What one configuration holds; mutated only on a fresh copy, inside {@link #with}, before it is shared. */
@@ -505,6 +543,8 @@ public final class BootstrapServer {
 		private int maxConnections = DEFAULT_MAX_CONNECTIONS;
 		private int maxLingeringRefusals = DEFAULT_MAX_LINGERING_REFUSALS;
 		private int ioThreads = DEFAULT_IO_THREADS;
+		private List<HostPort> etcdEndpoints;
+		private HostPort instance;
 
 		Settings copy() {
 			Settings copy = new Settings();
@@ -521,6 +561,8 @@ public final class BootstrapServer {
 			copy.maxConnections = maxConnections;
 			copy.maxLingeringRefusals = maxLingeringRefusals;
 			copy.ioThreads = ioThreads;
+			copy.etcdEndpoints = etcdEndpoints;
+			copy.instance = instance;
 			return copy;
 		}
 	}

@@ -41,6 +41,9 @@ import reactor.netty.http.HttpResources;
  * server's, the JVM's and the process') and serves them to Prometheus on {@code GET /metrics} unless
  * {@code --no-metrics} is given.
  * <p>
+ * Keeps registrations in memory, or in etcd with {@code --registry etcd://host:port[,...]} (and {@code --instance}
+ * naming the prefill instance), so that several servers answer the same and a restart loses nothing.
+ * <p>
  * Logs one INFO line with the bound URL when ready, then serves until SIGTERM (or Ctrl-C): then it drains, that is stops
  * listening, lets requests in flight finish for up to {@code --drain-timeout-seconds}, closes what is left, and exits
  * with status 0. Exits with status 2 and a message
@@ -147,6 +150,16 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ "connection is closed at once without an answer (default: ${DEFAULT-VALUE}).")
 	private int maxLingeringRefusals;
 
+	@Option(names = "--registry", paramLabel = "URI",
+			description = "Keep registrations in etcd, so that several servers of one prefill instance answer the "
+					+ "same and a restart loses nothing: etcd://host:port[,host:port...] (default: in memory).")
+	private String registryUri;
+
+	@Option(names = "--instance", paramLabel = "HOST:PORT",
+			description = "With --registry: the address decode ranks name this prefill instance by (this server's, "
+					+ "or the load balancer's in front of several); default: --host:--port.")
+	private String instance;
+
 	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "" + BootstrapServer.DEFAULT_IO_THREADS,
 			description = "Event loop threads (default: ${DEFAULT-VALUE}). One serves tens of thousands of look-ups a "
 					+ "second; more only contend for the CPUs with the engines on the same host.")
@@ -237,12 +250,24 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		if (config.hasMetrics()) {
 			notes.add("Prometheus metrics on GET /metrics");
 		}
+		if (!config.etcdEndpoints().isEmpty()) {
+			notes.add("registrations in etcd " + config.etcdEndpoints());
+		}
 		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.baseUrl(),
 				notes.isEmpty() ? "" : " (" + String.join("; ", notes) + ")");
 		// Serve until a stop signal, or until anything else closes the server.
 		String signal = Mono.firstWithSignal(stop, server.onDispose().thenReturn("")).block();
 		shutdown(server, signal);
 		return 0;
+	}
+
+	private static HostPort parseInstance(String text) {
+		try {
+			return HostPort.parse(text);
+		}
+		catch (IllegalArgumentException e) {
+			throw new IllegalArgumentException("--instance : " + text + " (expected: host:port): " + e.getMessage(), e);
+		}
 	}
 
 	private BootstrapServer configure() {
@@ -259,6 +284,13 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					.authToken(writeToken())
 					.maxConnections(maxConnections)
 					.maxLingeringRefusals(maxLingeringRefusals);
+			if (registryUri != null) {
+				config = config.etcdRegistry(registryUri, instance != null ? parseInstance(instance)
+						: new HostPort(host, port));
+			}
+			else if (instance != null) {
+				throw new IllegalArgumentException("--instance : " + instance + " (expected: only with --registry)");
+			}
 		}
 		catch (IllegalArgumentException e) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: " + e.getMessage(), e);

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 
+import io.kvferry.HostPort;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -102,6 +103,21 @@ class BootstrapServerMainTest {
 		finally {
 			defaults.closeMetrics().run();
 		}
+	}
+
+	@Test
+	void keepsRegistrationsInEtcdWithTheRegistryOption() {
+		BootstrapServerMain.Configured shared = BootstrapServerMain.configuration("--no-metrics", "--registry",
+				"etcd://10.0.0.1:2379,10.0.0.2:2379", "--instance", "prefill-lb:8998");
+		assertThat(shared.server().etcdEndpoints()).containsExactly(HostPort.parse("10.0.0.1:2379"),
+				HostPort.parse("10.0.0.2:2379"));
+		assertThat(shared.server().toString()).contains("etcd=[10.0.0.1:2379, 10.0.0.2:2379] instance=prefill-lb:8998");
+		assertThat(BootstrapServerMain.configuration("--no-metrics").server().etcdEndpoints()).isEmpty();
+
+		assertThat(run("--registry", "http://10.0.0.1:2379")).isEqualTo(2);
+		assertThat(err.toString()).contains("expected: etcd://host:port[,host:port...]");
+		assertThat(run("--instance", "prefill-lb:8998")).isEqualTo(2);
+		assertThat(err.toString()).contains("--instance : prefill-lb:8998 (expected: only with --registry)");
 	}
 
 	private int run(String... args) {

@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.function.BiFunction;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvferry.bootstrap.BootstrapException;
 import io.netty.buffer.ByteBuf;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
@@ -70,7 +71,7 @@ public final class BootstrapHttpHandler
 	/** Shortest time between two warnings about a full room table. */
 	static final Duration REFUSAL_WARNING_INTERVAL = Duration.ofSeconds(10);
 
-	private final RouteTable routes;
+	private final RouteStore routes;
 	private final RoomDpRankTable rooms;
 	private final int maxBodyBytes;
 	private final byte[] authToken;
@@ -78,14 +79,14 @@ public final class BootstrapHttpHandler
 	private final Throttle refusalWarnings = new Throttle(REFUSAL_WARNING_INTERVAL, System::nanoTime);
 
 	/**
-	 * @param routes the rank table
+	 * @param routes the rank table (in memory, or shared in etcd)
 	 * @param rooms the room → DP rank table
 	 * @param maxBodyBytes largest accepted request body; larger ones get 413
 	 * @param authToken when not {@code null}, the bearer token mutating requests ({@code PUT /route},
 	 *        {@code POST /register_dp_rank}) must carry, else 401
 	 * @param metrics where requests are counted, and what {@code GET /metrics} scrapes
 	 */
-	public BootstrapHttpHandler(RouteTable routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken,
+	public BootstrapHttpHandler(RouteStore routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken,
 			ServerMetrics metrics) {
 		this.routes = Objects.requireNonNull(routes, "routes");
 		this.rooms = Objects.requireNonNull(rooms, "rooms");
@@ -190,8 +191,11 @@ public final class BootstrapHttpHandler
 
 	private Mono<Void> register(HttpServerResponse response, byte[] body) {
 		Registration registration = Registration.parse(Json.readObject(body));
-		metrics.registration(routes.register(registration));
-		return sendText(response, 200, "OK");
+		return unavailableAsRegistryDown(routes.store(registration))
+				.flatMap(outcome -> {
+					metrics.registration(outcome);
+					return sendText(response, 200, "OK");
+				});
 	}
 
 	private Mono<Void> scrape(HttpServerResponse response) {
@@ -210,13 +214,15 @@ public final class BootstrapHttpHandler
 			values[i] = queryInt(params, names[i]);
 		}
 		if (Arrays.stream(values).allMatch(v -> v == -1)) {
-			PrefillTopology topology = routes.topology();
-			if (topology == null || !routes.isReady()) {
-				metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.NOT_READY);
-				throw RequestException.notReady(routes.registeredCount());
-			}
-			metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.FOUND);
-			return sendJson(response, current ? topology.toJson() : topology.toLegacyJson());
+			return unavailableAsRegistryDown(routes.read(null)).flatMap(instance -> {
+				if (!instance.isReady()) {
+					metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.NOT_READY);
+					return Mono.error(RequestException.notReady(instance.registered()));
+				}
+				metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.FOUND);
+				PrefillTopology topology = instance.topology();
+				return sendJson(response, current ? topology.toJson() : topology.toLegacyJson());
+			});
 		}
 		for (int i = 0; i < names.length; i++) {
 			if (values[i] == -1) {
@@ -227,11 +233,6 @@ public final class BootstrapHttpHandler
 		RankKey key;
 		String notFound;
 		if (current) {
-			// Today's SGLang gates lookups on readiness too, so a decode never caches half an instance.
-			if (!routes.isReady()) {
-				metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_READY);
-				throw RequestException.notReady(routes.registeredCount());
-			}
 			key = new RankKey(values[0], values[1], values[2], values[3]);
 			notFound = "dp_rank=" + values[0] + " cp_rank=" + values[1] + " tp_rank=" + values[2] + " pp_rank="
 					+ values[3];
@@ -240,13 +241,26 @@ public final class BootstrapHttpHandler
 			key = new RankKey(values[1], 0, values[0], values[2]);
 			notFound = "dp_group=" + values[1] + " tp_rank=" + values[0] + " pp_rank=" + values[2];
 		}
-		RankEndpoint endpoint = routes.lookup(key);
-		if (endpoint == null) {
-			metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_FOUND);
-			throw RequestException.notFound("Bootstrap info not found for " + notFound);
-		}
-		metrics.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
-		return sendJson(response, endpoint.toJson());
+		return unavailableAsRegistryDown(routes.read(key)).flatMap(instance -> {
+			// Today's SGLang gates lookups on readiness too, so a decode never caches half an instance.
+			if (current && !instance.isReady()) {
+				metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_READY);
+				return Mono.error(RequestException.notReady(instance.registered()));
+			}
+			RankEndpoint endpoint = instance.endpoint();
+			if (endpoint == null) {
+				metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_FOUND);
+				return Mono.error(RequestException.notFound("Bootstrap info not found for " + notFound));
+			}
+			metrics.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
+			return sendJson(response, endpoint.toJson());
+		});
+	}
+
+	/** A shared store that cannot be reached answers 503, naming the store's failure; clients try again later. */
+	private static <T> Mono<T> unavailableAsRegistryDown(Mono<T> call) {
+		return call.onErrorMap(BootstrapException.class, e -> RequestException.unavailable("registry unavailable: "
+				+ e.getMessage()));
 	}
 
 	private Mono<Void> registerDpRank(HttpServerResponse response, byte[] body) {

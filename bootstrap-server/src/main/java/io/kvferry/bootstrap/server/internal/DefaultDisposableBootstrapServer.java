@@ -23,7 +23,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 
 	private final DisposableServer server;
 	private final ChannelGroup connections;
-	private final RouteTable routes;
+	private final RouteStore routes;
 	private final HostPort address;
 	private final boolean secure;
 	private final Disposable sweeper;
@@ -40,7 +40,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	 * @param connectionLimit the cap on its connections
 	 * @param loops the server's own event loops
 	 */
-	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteTable routes,
+	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteStore routes,
 			HostPort address, boolean secure, Disposable sweeper, ConnectionLimit connectionLimit,
 			LoopResources loops) {
 		this.server = Objects.requireNonNull(server, "server");

@@ -47,6 +47,28 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 				"passedThrough")));
 	}
 
+	/**
+	 * Reads back what {@link #toJson()} wrote (a shared store keeps the instance's fields that way).
+	 *
+	 * @param json a stored parallel-info answer
+	 * @return the fields it holds; unknown fields are passed through again
+	 * @throws RequestException when a size is missing or not an integer
+	 */
+	public static PrefillTopology fromJson(JsonNode json) {
+		Map<String, JsonNode> passedThrough = new LinkedHashMap<>();
+		json.properties().forEach(field -> {
+			if (!ANSWER_FIELDS.contains(field.getKey())) {
+				passedThrough.put(field.getKey(), field.getValue());
+			}
+		});
+		return new PrefillTopology(Json.requiredInt(json, "attn_tp_size"), Json.requiredInt(json, "attn_cp_size"),
+				Json.requiredInt(json, "dp_size"), Json.requiredInt(json, "pp_size"),
+				Json.requiredInt(json, "page_size"), Json.optionalString(json, "kv_cache_dtype"),
+				Json.optionalBoolean(json, "follow_bootstrap_room", false),
+				Json.optionalBoolean(json, "enable_dsa_cache_layer_split", false),
+				Json.optionalIntOrIntText(json, "prefill_http_port"), passedThrough);
+	}
+
 	/** @return dp × cp × tp × pp: how many distinct ranks make the instance complete */
 	public long totalRanks() {
 		// Each size is at most Registration.MAX_SIZE (2^16): the product of four could overflow a long, so saturate.

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
 
 /**
  * The prefill instance's rank table: its instance-level fields (fixed by the first prefill registration, see
@@ -17,7 +18,7 @@ import org.slf4j.LoggerFactory;
  * counting it again, so the instance looks ready only when every one of its dp × cp × tp × pp ranks has registered
  * (SGLang counts every PUT, duplicates included). Entries never expire, as in SGLang.
  */
-public final class RouteTable {
+public final class RouteTable implements RouteStore {
 
 	private static final Logger log = LoggerFactory.getLogger(RouteTable.class);
 
@@ -81,12 +82,25 @@ public final class RouteTable {
 		return Outcome.ADDED;
 	}
 
+	@Override
+	public Mono<Outcome> store(Registration registration) {
+		return Mono.fromCallable(() -> register(registration));
+	}
+
+	@Override
+	public Mono<Snapshot> read(RankKey key) {
+		return Mono.fromSupplier(() -> new Snapshot(topology.get(), distinctRanks.get(), key == null ? null
+				: ranks.get(key)));
+	}
+
 	/** @return the instance's fields, or {@code null} before the first prefill registration */
+	@Override
 	public PrefillTopology topology() {
 		return topology.get();
 	}
 
 	/** @return how many distinct prefill ranks have registered */
+	@Override
 	public int registeredCount() {
 		return distinctRanks.get();
 	}
@@ -106,7 +120,10 @@ public final class RouteTable {
 		return ranks.get(key);
 	}
 
-	private static void checkFits(Registration registration, PrefillTopology fixed) {
+	/**
+	 * @throws RequestException 400 when the registration's rank lies outside the fixed sizes
+	 */
+	static void checkFits(Registration registration, PrefillTopology fixed) {
 		checkFits(registration.dpGroupField(), registration.dpGroup(), fixed.dpSize(), "dp size");
 		checkFits("attn_cp_rank", registration.attnCpRank(), fixed.attnCpSize(), "attn_cp_size");
 		checkFits("attn_tp_rank", registration.attnTpRank(), fixed.attnTpSize(), "attn_tp_size");

@@ -134,7 +134,7 @@ public final class ServerMetrics {
 	 * @param connections the server's connection limit
 	 * @return removes those meters from the registry when disposed
 	 */
-	public Disposable registerGauges(RouteTable routes, RoomDpRankTable rooms, ConnectionLimit connections) {
+	public Disposable registerGauges(RouteStore routes, RoomDpRankTable rooms, ConnectionLimit connections) {
 		Objects.requireNonNull(routes, "routes");
 		Objects.requireNonNull(rooms, "rooms");
 		Objects.requireNonNull(connections, "connections");
@@ -142,7 +142,7 @@ public final class ServerMetrics {
 			return Disposables.disposed();
 		}
 		List<Meter> gauges = List.of(
-				Gauge.builder(REGISTERED_RANKS, routes, RouteTable::registeredCount)
+				Gauge.builder(REGISTERED_RANKS, routes, RouteStore::registeredCount)
 						.description("Distinct prefill ranks registered with PUT /route")
 						.register(registry),
 				Gauge.builder(EXPECTED_RANKS, routes, ServerMetrics::expectedRanks)
@@ -276,7 +276,7 @@ public final class ServerMetrics {
 		return counter;
 	}
 
-	private static double expectedRanks(RouteTable routes) {
+	private static double expectedRanks(RouteStore routes) {
 		PrefillTopology topology = routes.topology();
 		return topology == null ? 0 : topology.totalRanks();
 	}

@@ -1,0 +1,742 @@
+package io.kvferry.registry.etcd;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.common.exception.CompactedException;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
+import io.etcd.jetcd.op.Cmp;
+import io.etcd.jetcd.op.CmpTarget;
+import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.PutOption;
+import io.etcd.jetcd.options.WatchOption;
+import io.etcd.jetcd.support.CloseableClient;
+import io.etcd.jetcd.watch.WatchEvent;
+import io.grpc.stub.StreamObserver;
+import io.kvferry.HostPort;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.bootstrap.BootstrapException;
+import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RegistryChange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.FluxSink;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.retry.Retry;
+
+/**
+ * A {@link BootstrapClient} on etcd: prefill ranks register under leased keys that vanish when the rank dies, decode
+ * ranks resolve instances from etcd and learn at once, from a watch, that a rank left or moved or that an instance's
+ * sizes changed. The bootstrap address of the calls names the instance (decode ranks use the same address they would
+ * give an HTTP bootstrap server); no HTTP server is involved.
+ *
+ * <pre>{@code
+ * EtcdBootstrapClient registry = EtcdBootstrapClient.create("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379")
+ *         .leaseTtl(Duration.ofSeconds(3));
+ * PrefillKVManager prefill = KVManagerSpec.prefill()...bootstrapClient(registry)
+ *         .bootstrapAddress(HostPort.parse("prefill-a:8998")).start().block();
+ * ...
+ * registry.dispose();
+ * }</pre>
+ *
+ * <p><b>Keys.</b> See {@link RegistryKeys}: one {@code info} key per instance, fixed by its first registration as the
+ * HTTP bootstrap server does (it is replaced only when no rank of the instance is registered any more, so a restarted
+ * instance may change shape), and one key per rank (DP group, CP rank 0, TP rank, PP rank) holding
+ * {@code {"rank_ip": .., "rank_port": ..}}.
+ *
+ * <p><b>Leases.</b> Each rank key is attached to a lease of its own with a TTL of {@link #leaseTtl(Duration)}
+ * (default 3 s). The client renews it every third of the TTL while the process lives (so two renewals may be lost
+ * before it ends); {@link #deregister} revokes it, deleting the key at once; a process that dies stops renewing and
+ * etcd deletes the key within one TTL. A lease etcd ended anyway (the rank was cut off for longer than the TTL) is
+ * granted anew and the key written again as soon as the client notices.
+ *
+ * <p><b>Changes.</b> {@link #changes()} watches every instance under the prefix: a deleted rank key is
+ * {@link RegistryChange.Kind#RANK_REMOVED}, a rank key written with another endpoint
+ * {@link RegistryChange.Kind#RANK_MOVED}, a changed or deleted {@code info} key
+ * {@link RegistryChange.Kind#INSTANCE_CHANGED}. The watch resumes after the last revision it saw when etcd or the
+ * connection fails, so no change is skipped.
+ *
+ * <p><b>Calls.</b> Lazy (nothing is sent before subscription), non-blocking, each bounded by {@link #timeout(Duration)}
+ * (default 5 s). What etcd answers while a member is down or a leader is being elected ({@code UNAVAILABLE},
+ * {@code etcdserver: request timed out}, {@code leader changed}), and a try left unanswered for 2 s, is tried again
+ * within that timeout: every call is idempotent (a lease granted twice leaves one unused lease that expires by
+ * itself). Failures are {@link BootstrapException}s naming the call and the etcd endpoints:
+ * {@link BootstrapException.Kind#TIMEOUT} when no quorum answered in time, {@code UNREACHABLE} when no member
+ * could be reached, {@code NOT_FOUND} for an unregistered rank (status 404), {@code NOT_READY} for an instance not
+ * fully registered (503), {@code BAD_REQUEST} for a rank outside the instance's fixed sizes (400). Results are
+ * signalled on the etcd client's event loop or on the timer thread: do not block downstream.
+ *
+ * <p><b>Configuration.</b> Immutable: every setter returns a new client and leaves this one as it was; a client owns
+ * nothing (no connection, no thread) until its first call, and {@link #dispose()} releases what it opened.
+ */
+public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
+
+	/** Longest time one call may take. */
+	public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+
+	/** How long a rank's key outlives its last renewal; renewals are sent every third of it. */
+	public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(3);
+
+	/** etcd refuses shorter leases (its minimum is 1.5 election timeouts, rounded up to whole seconds). */
+	static final Duration MIN_LEASE_TTL = Duration.ofSeconds(2);
+
+	/** First and longest pause before a call that failed transiently is tried again. */
+	private static final Duration RETRY_FIRST_DELAY = Duration.ofMillis(50);
+	private static final Duration RETRY_MAX_DELAY = Duration.ofSeconds(1);
+
+	/** Longest wait for one try of a call before it is tried again, within the call's timeout. */
+	private static final Duration MAX_ATTEMPT_TIMEOUT = Duration.ofSeconds(2);
+
+	private static final Logger LOG = LoggerFactory.getLogger(EtcdBootstrapClient.class);
+
+	/** {@link #state} once disposed. */
+	private static final Object DISPOSED = new Object();
+
+	private final List<HostPort> endpoints;
+	private final Duration timeout;
+	private final Duration leaseTtl;
+	private final RegistryKeys keys;
+
+	/** Null until the first call, then the jetcd {@link Client}, then {@link #DISPOSED}. */
+	private final AtomicReference<Object> state = new AtomicReference<>();
+	/** Live leases by rank key: one per rank this client registered and has not withdrawn. */
+	private final Map<String, RankLease> leases = new ConcurrentHashMap<>();
+	private final Flux<RegistryChange> changes;
+
+	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys) {
+		this.endpoints = List.copyOf(endpoints);
+		this.timeout = timeout;
+		this.leaseTtl = leaseTtl;
+		this.keys = keys;
+		this.changes = Flux.defer(this::watch).share();
+	}
+
+	/**
+	 * @param endpoints etcd client endpoints: {@code etcd://host:port[,host:port...]}, or the same list without the
+	 * scheme
+	 * @return a client with the default timeout, lease TTL and key prefix; it owns nothing until its first call
+	 * @throws IllegalArgumentException naming the part of {@code endpoints} that is not a {@code host:port}
+	 */
+	public static EtcdBootstrapClient create(String endpoints) {
+		return create(parseEndpoints(endpoints));
+	}
+
+	/**
+	 * @param endpoints etcd client endpoints (any member; the client fails over between them)
+	 * @return a client with the default timeout, lease TTL and key prefix; it owns nothing until its first call
+	 */
+	public static EtcdBootstrapClient create(List<HostPort> endpoints) {
+		Objects.requireNonNull(endpoints, "endpoints");
+		if (endpoints.isEmpty()) {
+			throw new IllegalArgumentException("endpoints : [] (expected: at least one etcd host:port)");
+		}
+		endpoints.forEach(e -> Objects.requireNonNull(e, "endpoints[i]"));
+		return new EtcdBootstrapClient(endpoints, DEFAULT_TIMEOUT, DEFAULT_LEASE_TTL,
+				new RegistryKeys(RegistryKeys.DEFAULT_PREFIX));
+	}
+
+	/**
+	 * @param text {@code etcd://host:port[,host:port...]} or {@code host:port[,host:port...]}
+	 * @return the endpoints, in order
+	 * @throws IllegalArgumentException naming the part that is not a {@code host:port}
+	 */
+	public static List<HostPort> parseEndpoints(String text) {
+		Objects.requireNonNull(text, "endpoints");
+		String list = text.trim();
+		if (list.startsWith("etcd://")) {
+			list = list.substring("etcd://".length());
+		}
+		else if (list.contains("://")) {
+			throw new IllegalArgumentException("etcd endpoints : '" + text
+					+ "' (expected: etcd://host:port[,host:port...])");
+		}
+		if (list.isEmpty()) {
+			throw new IllegalArgumentException("etcd endpoints : '" + text
+					+ "' (expected: at least one host:port, as etcd://host:port[,host:port...])");
+		}
+		return Arrays.stream(list.split(",", -1)).map(part -> {
+			try {
+				return HostPort.parse(part);
+			}
+			catch (IllegalArgumentException e) {
+				throw new IllegalArgumentException("etcd endpoints : '" + text + "' has '" + part
+						+ "' (expected: host:port): " + e.getMessage(), e);
+			}
+		}).toList();
+	}
+
+	/**
+	 * @param timeout the longest one call (including the client's own retries on another member) may take; default
+	 * 5 s
+	 * @return a new {@link EtcdBootstrapClient}
+	 */
+	public EtcdBootstrapClient timeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		if (timeout.isNegative() || timeout.isZero()) {
+			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
+		}
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys);
+	}
+
+	/**
+	 * @param ttl how long a rank's key outlives its process: whole seconds, at least 2 s (etcd's minimum); renewals
+	 * are sent every third of it. Default 3 s.
+	 * @return a new {@link EtcdBootstrapClient}
+	 */
+	public EtcdBootstrapClient leaseTtl(Duration ttl) {
+		Objects.requireNonNull(ttl, "ttl");
+		if (ttl.compareTo(MIN_LEASE_TTL) < 0 || ttl.toMillis() % 1000 != 0) {
+			throw new IllegalArgumentException("leaseTtl : " + ttl + " (expected: whole seconds, >= "
+					+ MIN_LEASE_TTL.toSeconds() + " s, the shortest lease etcd grants)");
+		}
+		return new EtcdBootstrapClient(endpoints, timeout, ttl, keys);
+	}
+
+	/**
+	 * @param prefix the prefix of every key (default {@value RegistryKeys#DEFAULT_PREFIX}); fleets sharing one etcd
+	 * cluster keep apart with different prefixes
+	 * @return a new {@link EtcdBootstrapClient}
+	 */
+	public EtcdBootstrapClient prefix(String prefix) {
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, new RegistryKeys(prefix));
+	}
+
+	/** @return the etcd endpoints */
+	public List<HostPort> endpoints() {
+		return endpoints;
+	}
+
+	/** @return the lease TTL of rank keys */
+	public Duration leaseTtl() {
+		return leaseTtl;
+	}
+
+	/** @return the key layout */
+	public RegistryKeys keys() {
+		return keys;
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Fixes the instance's sizes if this is its first registration (or no rank of it is registered), grants the
+	 * rank a lease unless it holds one, and writes its key under it. Registering again with a held lease rewrites the
+	 * key only. Not retried here: the etcd client already retries on another member within the timeout.
+	 *
+	 * @throws BootstrapException {@code BAD_REQUEST} when the rank lies outside the sizes the instance was fixed with
+	 */
+	@Override
+	public Mono<Void> register(HostPort bootstrap, PrefillRegistration registration) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		Objects.requireNonNull(registration, "registration");
+		ParallelLayout l = registration.layout();
+		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
+		String call = "register " + place(l) + " of " + bootstrap + " at " + registration.rankIp() + ":"
+				+ registration.rankPort();
+		InstanceSizes declared = new InstanceSizes(l.attnTpSize(), 1, l.dpSize(), l.ppSize(), registration.pageSize());
+		byte[] endpoint = endpointJson(registration);
+		return bounded(call, client -> fixSizes(client, bootstrap, declared, 3)
+				.doOnNext(fixed -> checkFits(call, l, fixed))
+				.then(lease(client, rankKey, bootstrap, registration))
+				.flatMap(lease -> future(() -> client.getKVClient().put(bytes(rankKey), ByteSequence.from(endpoint),
+						PutOption.builder().withLeaseId(lease).build())))
+				.doOnNext(put -> LOG.debug("Registered {} as {}", rankKey,
+						new String(endpoint, StandardCharsets.UTF_8)))
+				.then());
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Revokes the rank's lease, which deletes its key; when this client holds no lease for it (another process
+	 * registered it), deletes the key only if it still holds this registration's endpoint.
+	 */
+	@Override
+	public Mono<Void> deregister(HostPort bootstrap, PrefillRegistration registration) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		Objects.requireNonNull(registration, "registration");
+		ParallelLayout l = registration.layout();
+		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
+		return bounded("deregister " + place(l) + " of " + bootstrap, client -> Mono.defer(() -> {
+			RankLease lease = leases.remove(rankKey);
+			if (lease != null) {
+				lease.stop();
+				return future(() -> client.getLeaseClient().revoke(lease.id))
+						.doOnNext(r -> LOG.debug("Revoked lease {} of {}", Long.toHexString(lease.id), rankKey))
+						// Already ended (expired, or an earlier try of this revoke went through): the key is gone.
+						.onErrorResume(EtcdErrors::isLeaseNotFound, e -> Mono.empty())
+						.then();
+			}
+			return future(() -> client.getKVClient().txn()
+					.If(new Cmp(bytes(rankKey), Cmp.Op.EQUAL, CmpTarget.value(ByteSequence.from(
+							endpointJson(registration)))))
+					.Then(Op.delete(bytes(rankKey), DeleteOption.DEFAULT))
+					.commit()).then();
+		}));
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Reads the instance's {@code info} key and counts its rank keys in one consistent read.
+	 */
+	@Override
+	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		String call = "parallel info of " + bootstrap;
+		return bounded(call, client -> future(() -> client.getKVClient().txn()
+				.Then(Op.get(bytes(keys.info(bootstrap)), GetOption.DEFAULT),
+						Op.get(bytes(keys.ranks(bootstrap)), GetOption.builder().isPrefix(true).withCountOnly(true)
+								.build()))
+				.commit())
+				.handle((txn, sink) -> {
+					GetResponse info = txn.getGetResponses().get(0);
+					long registered = txn.getGetResponses().get(1).getCount();
+					InstanceSizes sizes = info.getKvs().isEmpty() ? null : readSizes(call, info.getKvs().get(0));
+					if (sizes == null || registered < sizes.totalRanks()) {
+						sink.error(new BootstrapException(BootstrapException.Kind.NOT_READY, 503, call
+								+ ": prefill instance not fully registered yet (" + registered + " of "
+								+ (sizes == null ? "?" : sizes.totalRanks()) + " ranks registered in etcd "
+								+ endpoints + ")"));
+						return;
+					}
+					sink.next(sizes.toParallelInfo());
+				}));
+	}
+
+	@Override
+	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int tpRank, int ppRank) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		checkRank("dpGroup", dpGroup);
+		checkRank("tpRank", tpRank);
+		checkRank("ppRank", ppRank);
+		String call = "rank dp=" + dpGroup + " tp=" + tpRank + " pp=" + ppRank + " of " + bootstrap;
+		String rankKey = keys.rank(bootstrap, dpGroup, 0, tpRank, ppRank);
+		return bounded(call, client -> future(() -> client.getKVClient().get(bytes(rankKey)))
+				.handle((get, sink) -> {
+					if (get.getKvs().isEmpty()) {
+						sink.error(new BootstrapException(BootstrapException.Kind.NOT_FOUND, 404, call
+								+ ": not registered in etcd " + endpoints + " (no key " + rankKey + ")"));
+						return;
+					}
+					sink.next(readEndpoint(call, get.getKvs().get(0)));
+				}));
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Completes when a linearizable read is answered, that is when a quorum of etcd members is up.
+	 */
+	@Override
+	public Mono<Void> health(HostPort bootstrap) {
+		return bounded("health", client -> future(() -> client.getKVClient().get(bytes(keys.instances()),
+				GetOption.builder().withCountOnly(true).build())).then());
+	}
+
+	@Override
+	public Flux<RegistryChange> changes() {
+		return changes;
+	}
+
+	/**
+	 * Runs a call of its own on this client's etcd connection, with this client's timeout, its retries of what passes
+	 * by itself (so {@code body} must be idempotent) and its typed failures. For stores that share this registry's
+	 * keys, as the bootstrap server's etcd store does.
+	 *
+	 * @param call what is asked, for failure messages
+	 * @param body the call on jetcd's client; its future-returning methods go in {@link Mono#fromFuture(Supplier)}
+	 * @return the call's result; lazy
+	 */
+	public <T> Mono<T> call(String call, Function<Client, Mono<T>> body) {
+		Objects.requireNonNull(call, "call");
+		Objects.requireNonNull(body, "body");
+		return bounded(call, body);
+	}
+
+	/**
+	 * Stops renewing this client's leases and closes its etcd connection, without waiting. Keys of ranks not
+	 * deregistered expire within the lease TTL. Later calls fail; idempotent, any thread.
+	 */
+	@Override
+	public void dispose() {
+		Object previous = state.getAndSet(DISPOSED);
+		leases.values().forEach(RankLease::stop);
+		leases.clear();
+		if (previous instanceof Client client) {
+			client.close();
+		}
+	}
+
+	@Override
+	public boolean isDisposed() {
+		return state.get() == DISPOSED;
+	}
+
+	// ---------------------------------------------------------------------------------------------------------------
+
+	/**
+	 * Makes sure the instance's sizes are fixed and answers them: the declared ones if no {@code info} key exists or
+	 * no rank is registered any more, else the stored ones.
+	 */
+	private Mono<InstanceSizes> fixSizes(Client client, HostPort bootstrap, InstanceSizes declared, int tries) {
+		ByteSequence info = bytes(keys.info(bootstrap));
+		return future(() -> client.getKVClient().txn()
+				.If(new Cmp(info, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+				.Then(Op.put(info, ByteSequence.from(declared.toJson()), PutOption.DEFAULT))
+				.Else(Op.get(info, GetOption.DEFAULT), Op.get(bytes(keys.ranks(bootstrap)),
+						GetOption.builder().isPrefix(true).withCountOnly(true).build()))
+				.commit())
+				.flatMap(txn -> {
+					if (txn.isSucceeded()) {
+						LOG.info("Prefill instance {} sizes fixed by its first registration: {}", bootstrap, declared);
+						return Mono.just(declared);
+					}
+					List<KeyValue> stored = txn.getGetResponses().get(0).getKvs();
+					if (stored.isEmpty()) {
+						// Deleted between the compare and the read: start over.
+						return retryFix(client, bootstrap, declared, tries);
+					}
+					KeyValue kv = stored.get(0);
+					InstanceSizes fixed = readSizes("sizes of " + bootstrap, kv);
+					if (fixed.equals(declared)) {
+						return Mono.just(fixed);
+					}
+					if (txn.getGetResponses().get(1).getCount() > 0) {
+						LOG.warn("Registration for {} declares {} but the instance is {} (fixed by its first "
+								+ "registration)", bootstrap, declared, fixed);
+						return Mono.just(fixed);
+					}
+					// No rank left: the instance was restarted with another shape.
+					return future(() -> client.getKVClient().txn()
+							.If(new Cmp(info, Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
+							.Then(Op.put(info, ByteSequence.from(declared.toJson()), PutOption.DEFAULT))
+							.commit())
+							.flatMap(replaced -> {
+								if (!replaced.isSucceeded()) {
+									return retryFix(client, bootstrap, declared, tries);
+								}
+								LOG.info("Prefill instance {} had no rank registered; its sizes are now {} (were {})",
+										bootstrap, declared, fixed);
+								return Mono.just(declared);
+							});
+				});
+	}
+
+	private Mono<InstanceSizes> retryFix(Client client, HostPort bootstrap, InstanceSizes declared, int tries) {
+		if (tries <= 1) {
+			return Mono.error(new BootstrapException(BootstrapException.Kind.OTHER, 0, "sizes of " + bootstrap
+					+ " keep changing under concurrent registrations; try again"));
+		}
+		return fixSizes(client, bootstrap, declared, tries - 1);
+	}
+
+	private static void checkFits(String call, ParallelLayout l, InstanceSizes fixed) {
+		checkFits(call, "dp group", l.dpGroup(), fixed.dpSize(), "dp_size");
+		checkFits(call, "attn_tp_rank", l.attnTpRank(), fixed.attnTpSize(), "attn_tp_size");
+		checkFits(call, "pp_rank", l.ppRank(), fixed.ppSize(), "pp_size");
+	}
+
+	private static void checkFits(String call, String field, int rank, int size, String sizeName) {
+		if (rank >= size) {
+			throw new BootstrapException(BootstrapException.Kind.BAD_REQUEST, 400, call + ": " + field + " : " + rank
+					+ " (expected: 0.." + (size - 1) + " for the " + sizeName + " " + size
+					+ " fixed by the instance's first registration)");
+		}
+	}
+
+	/** The rank's live lease, or a new one, renewed until deregistered or found ended. */
+	private Mono<Long> lease(Client client, String rankKey, HostPort bootstrap, PrefillRegistration registration) {
+		return Mono.defer(() -> {
+			RankLease held = leases.get(rankKey);
+			if (held != null && held.alive.get()) {
+				return Mono.just(held.id);
+			}
+			return future(() -> client.getLeaseClient().grant(leaseTtl.toSeconds())).map(granted -> {
+				RankLease fresh = new RankLease(rankKey, granted.getID(), bootstrap, registration);
+				RankLease previous = leases.put(rankKey, fresh);
+				if (previous != null && previous != held) {
+					// A concurrent registration of the same rank won a lease too: keep ours, end theirs.
+					previous.stop();
+					client.getLeaseClient().revoke(previous.id);
+				}
+				if (state.get() == DISPOSED) {
+					fresh.stop();
+				}
+				else {
+					fresh.keepAlive = client.getLeaseClient().keepAlive(fresh.id, fresh);
+				}
+				LOG.debug("Granted lease {} ({} s) for {}", Long.toHexString(fresh.id), leaseTtl.toSeconds(), rankKey);
+				return fresh.id;
+			});
+		});
+	}
+
+	/** The watch behind {@link #changes()}: opened by the first subscriber, resumed after failures. */
+	private Flux<RegistryChange> watch() {
+		AtomicLong seen = new AtomicLong();
+		return connection()
+				.flatMapMany(client -> Flux.<RegistryChange>create(sink -> open(client, seen, sink)))
+				.doOnError(CompactedException.class, e -> {
+					// The revisions after the last one seen are gone: changes in between may be lost; watch from now.
+					LOG.warn("etcd compacted the revisions after {} before the watch resumed; changes in between may "
+							+ "not be reported", seen.get());
+					seen.set(0);
+				})
+				.retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(100)).maxBackoff(Duration.ofSeconds(2))
+						.filter(e -> !isDisposed())
+						.doBeforeRetry(s -> LOG.warn("etcd watch on {} failed, resuming after revision {}: {}",
+								endpoints, seen.get(), EtcdErrors.describe(s.failure()))));
+	}
+
+	private void open(Client client, AtomicLong seen, FluxSink<RegistryChange> sink) {
+		WatchOption.Builder option = WatchOption.builder().isPrefix(true).withPrevKV(true);
+		if (seen.get() > 0) {
+			option.withRevision(seen.get() + 1);
+		}
+		Watch.Watcher watcher = client.getWatchClient().watch(bytes(keys.instances()), option.build(),
+				Watch.listener(response -> {
+					for (WatchEvent event : response.getEvents()) {
+						seen.accumulateAndGet(event.getKeyValue().getModRevision(), Math::max);
+						RegistryChange change = toChange(event);
+						if (change != null) {
+							LOG.debug("Registry change: {}", change);
+							sink.next(change);
+						}
+					}
+				}, sink::error, sink::complete));
+		sink.onDispose(watcher::close);
+	}
+
+	private RegistryChange toChange(WatchEvent event) {
+		RegistryKeys.Parsed key = keys.parse(event.getKeyValue().getKey().toString(StandardCharsets.UTF_8));
+		if (key == null) {
+			return null;
+		}
+		boolean deleted = event.getEventType() == WatchEvent.EventType.DELETE;
+		KeyValue prev = event.getPrevKV();
+		boolean hadValue = prev != null && prev.getVersion() > 0;
+		if (key.isInfo()) {
+			if (deleted || (hadValue && !sameSizes(prev.getValue(), event.getKeyValue().getValue()))) {
+				return RegistryChange.instance(key.instance());
+			}
+			return null;
+		}
+		if (deleted) {
+			return new RegistryChange(key.instance(), RegistryChange.Kind.RANK_REMOVED, key.dpGroup(), key.tpRank(),
+					key.ppRank());
+		}
+		if (hadValue && !prev.getValue().equals(event.getKeyValue().getValue())) {
+			return new RegistryChange(key.instance(), RegistryChange.Kind.RANK_MOVED, key.dpGroup(), key.tpRank(),
+					key.ppRank());
+		}
+		return null;
+	}
+
+	private static boolean sameSizes(ByteSequence before, ByteSequence after) {
+		try {
+			return InstanceSizes.fromJson(before.getBytes()).equals(InstanceSizes.fromJson(after.getBytes()));
+		}
+		catch (IllegalArgumentException e) {
+			return before.equals(after);
+		}
+	}
+
+	/**
+	 * Runs one call on the connection, bounded by the timeout, with failures typed. Building the client on the first
+	 * call is local work (no network) and is not counted against the timeout.
+	 */
+	private <T> Mono<T> bounded(String call, Function<Client, Mono<T>> body) {
+		return connection().flatMap(client -> Mono.defer(() -> {
+			// What etcd answers while it elects a leader or a member is down passes: such calls are tried again
+			// (every call here is idempotent) until the timeout, which then reports the last such failure.
+			AtomicReference<Throwable> transientFailure = new AtomicReference<>();
+			return body.apply(client)
+					// A member that died with the call in flight answers nothing (or, as a follower that lost its
+					// leader, only after etcd's own request timeout, 7 s by default): ask again instead.
+					.timeout(attemptTimeout(), Schedulers.parallel())
+					.retryWhen(Retry.backoff(Long.MAX_VALUE, RETRY_FIRST_DELAY).maxBackoff(RETRY_MAX_DELAY)
+							.filter(e -> EtcdErrors.isTransient(e) && !isDisposed())
+							.doBeforeRetry(s -> {
+								transientFailure.set(s.failure());
+								LOG.debug("{}: retrying after {}", call, EtcdErrors.describe(s.failure()));
+							}))
+					.timeout(timeout, Schedulers.parallel())
+					.onErrorMap(TimeoutException.class, e -> transientFailure.get() == null ? e
+							: EtcdErrors.gaveUp(transientFailure.get(), timeout));
+		})).onErrorMap(e -> EtcdErrors.map(call, endpoints.toString(), timeout, e));
+	}
+
+	private Duration attemptTimeout() {
+		return timeout.compareTo(MAX_ATTEMPT_TIMEOUT) < 0 ? timeout : MAX_ATTEMPT_TIMEOUT;
+	}
+
+	/** The etcd client, created on first use off the caller's thread (building it starts Vert.x). */
+	private Mono<Client> connection() {
+		return Mono.defer(() -> {
+			Object current = state.get();
+			if (current instanceof Client client) {
+				return Mono.just(client);
+			}
+			if (current == DISPOSED) {
+				return Mono.error(new IllegalStateException("etcd registry client disposed"));
+			}
+			return Mono.fromCallable(this::connect).subscribeOn(Schedulers.boundedElastic());
+		});
+	}
+
+	private Client connect() {
+		for (;;) {
+			Object current = state.get();
+			if (current instanceof Client client) {
+				return client;
+			}
+			if (current == DISPOSED) {
+				throw new IllegalStateException("etcd registry client disposed");
+			}
+			Client created = Client.builder()
+					.endpoints(endpoints.stream().map(e -> URI.create("http://" + e)).toList())
+					.connectTimeout(timeout)
+					.retryMaxDuration(timeout)
+					.build();
+			if (state.compareAndSet(null, created)) {
+				LOG.debug("Connected etcd registry client to {}", endpoints);
+				return created;
+			}
+			created.close();
+		}
+	}
+
+	private static <T> Mono<T> future(Supplier<CompletableFuture<T>> call) {
+		return Mono.fromFuture(call);
+	}
+
+	private static ByteSequence bytes(String text) {
+		return RegistryKeys.bytes(text);
+	}
+
+	static byte[] endpointJson(PrefillRegistration registration) {
+		return InstanceSizes.JSON.createObjectNode().put("rank_ip", registration.rankIp())
+				.put("rank_port", registration.rankPort()).toString().getBytes(StandardCharsets.UTF_8);
+	}
+
+	private static HostPort readEndpoint(String call, KeyValue kv) {
+		try {
+			JsonNode node = InstanceSizes.JSON.readTree(kv.getValue().getBytes());
+			JsonNode ip = node == null ? null : node.get("rank_ip");
+			JsonNode port = node == null ? null : node.get("rank_port");
+			if (ip == null || !ip.isTextual() || port == null || !port.canConvertToInt()) {
+				throw new IllegalArgumentException("expected {\"rank_ip\": text, \"rank_port\": integer}");
+			}
+			return new HostPort(ip.textValue(), port.intValue());
+		}
+		catch (IOException | IllegalArgumentException e) {
+			throw new BootstrapException(BootstrapException.Kind.OTHER, 0, call + ": unreadable value of "
+					+ kv.getKey().toString(StandardCharsets.UTF_8) + ": " + e.getMessage(), e);
+		}
+	}
+
+	private static InstanceSizes readSizes(String call, KeyValue kv) {
+		try {
+			return InstanceSizes.fromJson(kv.getValue().getBytes());
+		}
+		catch (IllegalArgumentException e) {
+			throw new BootstrapException(BootstrapException.Kind.OTHER, 0, call + ": unreadable value of "
+					+ kv.getKey().toString(StandardCharsets.UTF_8) + ": " + e.getMessage(), e);
+		}
+	}
+
+	private static String place(ParallelLayout l) {
+		return "rank dp=" + l.dpGroup() + " tp=" + l.attnTpRank() + " pp=" + l.ppRank();
+	}
+
+	private static void checkRank(String name, int rank) {
+		if (rank < 0) {
+			throw new IllegalArgumentException(name + " : " + rank + " (expected: >= 0)");
+		}
+	}
+
+	/**
+	 * One rank's lease and its renewals. When etcd reports the lease ended while the rank is still registered, the
+	 * rank registers again (a new lease, its key written anew).
+	 */
+	private final class RankLease implements StreamObserver<LeaseKeepAliveResponse> {
+
+		final String rankKey;
+		final long id;
+		final HostPort bootstrap;
+		final PrefillRegistration registration;
+		final AtomicBoolean alive = new AtomicBoolean(true);
+		volatile CloseableClient keepAlive;
+
+		RankLease(String rankKey, long id, HostPort bootstrap, PrefillRegistration registration) {
+			this.rankKey = rankKey;
+			this.id = id;
+			this.bootstrap = bootstrap;
+			this.registration = registration;
+		}
+
+		void stop() {
+			alive.set(false);
+			CloseableClient k = keepAlive;
+			if (k != null) {
+				k.close();
+			}
+		}
+
+		@Override
+		public void onNext(LeaseKeepAliveResponse response) {
+			if (response.getTTL() <= 0) {
+				ended("etcd reports it expired");
+			}
+		}
+
+		@Override
+		public void onError(Throwable error) {
+			ended(EtcdErrors.describe(error));
+		}
+
+		@Override
+		public void onCompleted() {
+			ended("renewals stopped");
+		}
+
+		private void ended(String why) {
+			if (!alive.compareAndSet(true, false) || leases.get(rankKey) != this || isDisposed()) {
+				return;
+			}
+			LOG.warn("Lease {} of {} ended ({}); registering again", Long.toHexString(id), rankKey, why);
+			stop();
+			register(bootstrap, registration).subscribe(null, e -> LOG.warn("Registering {} again failed: {}",
+					rankKey, EtcdErrors.describe(e)));
+		}
+	}
+}
