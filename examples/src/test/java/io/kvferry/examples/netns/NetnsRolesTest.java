@@ -1,0 +1,254 @@
+package io.kvferry.examples.netns;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvferry.examples.Child;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The bootstrap server, prefill and decode as processes on three hosts of their own (network namespaces joined by a
+ * switch, see {@link NetnsHosts}): they find each other through the addresses they advertise, survive a cut link and
+ * the bootstrap host's loss as they should, and fill a capped link. Skipped, with the reason, where namespaces cannot
+ * be made (not root, no iproute2).
+ */
+@Timeout(120)
+class NetnsRolesTest {
+
+	private static final ObjectMapper JSON = new ObjectMapper();
+	private static final Duration START = Duration.ofSeconds(60);
+	private static final Duration RUN = Duration.ofSeconds(60);
+	// 16 KiB of KV per token: 4 layers, 8 KV heads x 128, bf16; one page of 16 tokens is 256 KiB.
+	private static final String[] SHAPE = { "--layers", "4", "--kv-heads", "8", "--head-dim", "128", "--page-size",
+			"16" };
+	private static final int MTU = 1500;
+	private static final Duration HEARTBEAT = Duration.ofSeconds(1);
+	/**
+	 * What the detection of a cut link may take beyond two heartbeat intervals: the log line's way from the child to
+	 * this test (a pipe and a reader thread) on a loaded machine. The product itself closes a silent connection two
+	 * intervals after its last read, which was before the cut.
+	 */
+	private static final Duration REPORT_SLACK = Duration.ofMillis(750);
+	/** A link slow enough that rooms of a few MiB are in flight for seconds: the cuts land mid-transfer. */
+	private static final long SLOW_LINK = 50_000_000;
+
+	private static final String BOOTSTRAP = "bootstrap";
+	private static final String PREFILL = "prefill";
+	private static final String DECODE = "decode";
+
+	private final List<AutoCloseable> resources = new ArrayList<>();
+
+	@BeforeAll
+	static void namespacesCanBeMade() {
+		NetnsHosts.assumeAvailable();
+	}
+
+	@AfterEach
+	void closeAll() throws Exception {
+		// Processes first (newest first), the namespaces they ran in last.
+		Exception failure = null;
+		for (int i = resources.size() - 1; i >= 0; i--) {
+			try {
+				resources.get(i).close();
+			}
+			catch (Exception e) {
+				if (failure == null) {
+					failure = e;
+				}
+				else {
+					failure.addSuppressed(e);
+				}
+			}
+		}
+		if (failure != null) {
+			throw failure;
+		}
+	}
+
+	private <T extends AutoCloseable> T track(T resource) {
+		resources.add(resource);
+		return resource;
+	}
+
+	private NetnsHosts hosts() {
+		return track(NetnsHosts.create(MTU, BOOTSTRAP, PREFILL, DECODE));
+	}
+
+	private static String[] args(String... parts) {
+		List<String> all = new ArrayList<>(List.of(parts));
+		all.addAll(List.of(SHAPE));
+		return all.toArray(String[]::new);
+	}
+
+	/** @return the bootstrap server's address, as the other hosts reach it */
+	private String startBootstrap(NetnsHosts net) throws Exception {
+		Child bootstrap = track(net.start(BOOTSTRAP, "bootstrap", "bootstrap", "--host", net.address(BOOTSTRAP),
+				"--port", "0"));
+		return bootstrap.awaitLine("kvferry bootstrap: listening on (\\S+)", START).group(1);
+	}
+
+	/** Starts prefill and returns once it is ready. */
+	private Child startPrefill(NetnsHosts net, String... extra) throws Exception {
+		Child prefill = track(net.start(PREFILL, "prefill", args(extra)));
+		prefill.awaitLine("kvferry prefill: ready", START);
+		return prefill;
+	}
+
+	private static JsonNode summary(Child decode) throws Exception {
+		return JSON.readTree(decode.stdout());
+	}
+
+	private static void assertVerified(Child decode, int rooms, Child... others) throws Exception {
+		int status = decode.awaitExit(RUN);
+		StringBuilder context = new StringBuilder(decode.output());
+		for (Child c : others) {
+			context.append(c.output());
+		}
+		assertThat(status).as(context.toString()).isZero();
+		JsonNode j = summary(decode);
+		assertThat(j.get("verified").asBoolean()).as(context.toString()).isTrue();
+		assertThat(j.get("completed").asInt()).isEqualTo(rooms);
+		assertThat(j.get("failures").asInt()).isZero();
+	}
+
+	/** Waits until the host has sent {@code bytes} more than {@code from}: a transfer is under way. */
+	private static void awaitSent(LongSupplier sent, long from, long bytes, Child decode) {
+		long deadline = System.nanoTime() + START.toNanos();
+		while (sent.getAsLong() - from < bytes) {
+			assertThat(decode.isAlive()).as("decode ended before any transfer:\n" + decode.output()).isTrue();
+			assertThat(System.nanoTime()).as("no transfer within " + START + "\n" + decode.output())
+					.isLessThan(deadline);
+			pause();
+		}
+	}
+
+	private static void pause() {
+		try {
+			TimeUnit.MILLISECONDS.sleep(20);
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			throw new AssertionError(e);
+		}
+	}
+
+	@Test
+	void rolesFindEachOtherThroughTheAddressesTheyAdvertise() throws Exception {
+		NetnsHosts net = hosts();
+		String bootstrap = startBootstrap(net);
+		assertThat(bootstrap).isEqualTo(net.address(BOOTSTRAP) + ":" + bootstrap.split(":")[1]);
+		Child prefill = startPrefill(net, "prefill", "--bootstrap", bootstrap, "--host", net.address(PREFILL),
+				"--prefill-tp", "2");
+		assertThat(prefill.stdout()).contains("listening on " + net.address(PREFILL) + ":");
+		Child decode = track(net.start(DECODE, "decode", args("decode", "--bootstrap", bootstrap, "--requests", "8",
+				"--concurrency", "3", "--min-tokens", "16", "--max-tokens", "256", "--json")));
+		assertVerified(decode, 8, prefill);
+	}
+
+	@Test
+	void prefillWithoutHostAdvertisesTheAddressDetectedOnItsInterface() throws Exception {
+		NetnsHosts net = hosts();
+		String bootstrap = startBootstrap(net);
+		// No --host: prefill listens on every address and advertises the one it detects, its eth0's.
+		Child prefill = startPrefill(net, "prefill", "--bootstrap", bootstrap, "--prefill-tp", "2");
+		assertThat(prefill.stdout()).as(prefill.output())
+				.containsPattern("listening on " + net.address(PREFILL).replace(".", "\\.") + ":\\d+, "
+						+ net.address(PREFILL).replace(".", "\\.") + ":\\d+\\R");
+		Child decode = track(net.start(DECODE, "decode", args("decode", "--bootstrap", bootstrap, "--requests", "8",
+				"--concurrency", "3", "--min-tokens", "16", "--max-tokens", "256", "--json")));
+		assertVerified(decode, 8, prefill);
+	}
+
+	@Test
+	void aLinkCutMidTransferFailsTheLiveRoomsOnBothSidesAndNewRoomsSucceedOnceItIsBack() throws Exception {
+		NetnsHosts net = hosts();
+		String bootstrap = startBootstrap(net);
+		net.capEgress(PREFILL, SLOW_LINK);
+		String heartbeat = HEARTBEAT.toMillis() + "ms";
+		Child prefill = startPrefill(net, "prefill", "--bootstrap", bootstrap, "--heartbeat-interval", heartbeat);
+		// Two rooms of 16 MiB over 50 Mbit/s: about five seconds on the wire.
+		Child decode = track(net.start(DECODE, "decode", args("decode", "--bootstrap", bootstrap, "--requests", "2",
+				"--concurrency", "2", "--min-tokens", "1024", "--max-tokens", "1024", "--heartbeat-interval", heartbeat,
+				"--json")));
+		long before = net.txBytes(PREFILL);
+		awaitSent(() -> net.txBytes(PREFILL), before, 2 << 20, decode);
+
+		long cut = System.nanoTime();
+		net.cutLink(PREFILL);
+		long sentAtCut = net.txBytes(PREFILL) - before;
+
+		Child.Seen decodeSaw = decode.awaitSeen("closing: no heartbeat from " + net.address(PREFILL).replace(".", "\\."),
+				RUN);
+		Child.Seen prefillSaw = prefill.awaitSeen("closing: no heartbeat from " + net.address(DECODE).replace(".",
+				"\\."), RUN);
+		Duration decodeTook = Duration.ofNanos(decodeSaw.nanos() - cut);
+		Duration prefillTook = Duration.ofNanos(prefillSaw.nanos() - cut);
+		System.out.printf(Locale.ROOT, "link cut after %,d bytes sent: decode reported the loss after %d ms, prefill "
+				+ "after %d ms (heartbeat %s)%n", sentAtCut, decodeTook.toMillis(), prefillTook.toMillis(), heartbeat);
+		Duration bound = HEARTBEAT.multipliedBy(2).plus(REPORT_SLACK);
+		assertThat(decodeTook).as("decode's detection").isLessThan(bound);
+		assertThat(prefillTook).as("prefill's detection").isLessThan(bound);
+
+		assertThat(decode.awaitExit(RUN)).as(decode.output()).isEqualTo(1);
+		JsonNode j = summary(decode);
+		assertThat(j.get("failures").asInt()).as(decode.output()).isEqualTo(2);
+		assertThat(j.get("bytes").asLong()).isZero();
+		assertThat(j.get("failure_reasons").toString())
+				.contains("Lost connection with prefill rank " + net.address(PREFILL))
+				.contains("no heartbeat from " + net.address(PREFILL));
+		// Prefill names the lost decode connection for each live room it failed.
+		prefill.awaitLine("room \\d+ failed: .*Lost connection with decode " + net.address(DECODE).replace(".", "\\.")
+				+ ".*no heartbeat", RUN);
+		assertThat(sentAtCut).as("the cut came mid-transfer").isLessThan(2L * (16 << 20));
+
+		net.restoreLink(PREFILL);
+		Child again = track(net.start(DECODE, "decode-again", args("decode", "--bootstrap", bootstrap, "--requests",
+				"4", "--concurrency", "2", "--min-tokens", "16", "--max-tokens", "128", "--heartbeat-interval", heartbeat,
+				"--json")));
+		assertVerified(again, 4, prefill);
+	}
+
+	@Test
+	void theBootstrapHostGoingAwayDoesNotDisturbRoomsInFlight() throws Exception {
+		NetnsHosts net = hosts();
+		String bootstrap = startBootstrap(net);
+		Child bootstrapProcess = (Child) resources.get(resources.size() - 1);
+		net.capEgress(PREFILL, SLOW_LINK);
+		Child prefill = startPrefill(net, "prefill", "--bootstrap", bootstrap);
+		// Three rooms of 8 MiB at once over 50 Mbit/s: about four seconds on the wire.
+		Child decode = track(net.start(DECODE, "decode", args("decode", "--bootstrap", bootstrap, "--requests", "3",
+				"--concurrency", "3", "--min-tokens", "512", "--max-tokens", "512", "--json")));
+		long before = net.txBytes(PREFILL);
+		awaitSent(() -> net.txBytes(PREFILL), before, 1 << 20, decode);
+
+		// The bootstrap host vanishes: its link goes, then its process.
+		net.cutLink(BOOTSTRAP);
+		bootstrapProcess.kill();
+		long sentAtLoss = net.txBytes(PREFILL) - before;
+		assertThat(decode.isAlive()).as("rooms still in flight when the bootstrap host went").isTrue();
+
+		assertVerified(decode, 3, prefill);
+		assertThat(sentAtLoss).as("the bootstrap host went mid-transfer").isLessThan(summary(decode).get("bytes")
+				.asLong());
+	}
+
+	@Test
+	void oneRoomFillsACappedLink() throws Exception {
+		fail("todo");
+	}
+
+	private static void fail(String s) {
+		throw new AssertionError(s);
+	}
+}
