@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.testing.ModelShape;
+import io.kvferry.testing.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
 import picocli.CommandLine;
@@ -65,6 +66,12 @@ final class DecodeCommand implements Callable<Integer> {
 			+ "rooms in flight, report).")
 	boolean keepGoing;
 
+	@Option(names = "--warmup", defaultValue = "0", paramLabel = "N",
+			description = "First run N rooms of --min-tokens tokens one at a time, left out of the summary: they find "
+					+ "the prefill instance, open the connections and warm the JVM, so that the figures measure "
+					+ "steady transfers (default: ${DEFAULT-VALUE}).")
+	int warmup;
+
 	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (the demo's fields).")
 	boolean json;
 
@@ -79,6 +86,9 @@ final class DecodeCommand implements Callable<Integer> {
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
 		drain.validate(cl);
+		if (warmup < 0) {
+			throw new CommandLine.ParameterException(cl, "--warmup : " + warmup + " (expected: >= 0)");
+		}
 		// Room ids must be new to a long-running prefill: random per run, lengths still from --seed.
 		Workload batch = workload.workload(shape.pageSize(), System.nanoTime() ^ workload.seed);
 		long pageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);
@@ -102,6 +112,12 @@ final class DecodeCommand implements Callable<Integer> {
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
 					transport, client, timeouts::apply).block(START_TIMEOUT);
 			try {
+				String warmupFailure = warmUp(decoder, shape.pageSize());
+				if (warmupFailure != null) {
+					err.println("kvferry decode: failed: warm-up room: " + warmupFailure);
+					err.flush();
+					return 1;
+				}
 				Progress progress = Progress.forConsole(err, !json || System.console() != null,
 						batch.requests().size(), batch.totalPages() * pageBytes);
 				BatchRunner runner = new BatchRunner(batch.requests(), workload.concurrency, pool, !keepGoing,
@@ -142,5 +158,22 @@ final class DecodeCommand implements Callable<Integer> {
 			transport.dispose();
 			client.dispose();
 		}
+	}
+
+	/** @return null when every warm-up room was verified, else the first failure */
+	private String warmUp(DecodeClient decoder, int pageSize) {
+		if (warmup == 0) {
+			return null;
+		}
+		// Own room ids (another seed): the batch's ids stay new to prefill.
+		Workload rooms = Workload.generate(warmup, workload.minTokens, workload.minTokens, pageSize, workload.seed,
+				~System.nanoTime());
+		for (Workload.Request r : rooms.requests()) {
+			RoomResult result = decoder.run(bootstrap, r.room(), r.tokens()).block();
+			if (!result.ok()) {
+				return result.failure();
+			}
+		}
+		return null;
 	}
 }

@@ -10,14 +10,18 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** A {@code kvferry} role in its own JVM, started from this module's test class path, with its output captured. */
-final class Child implements AutoCloseable {
+/**
+ * A {@code kvferry} role in its own JVM, started from this module's test class path, with its output captured. Public
+ * for the network namespace tests, which start roles inside the namespaces they made.
+ */
+public final class Child implements AutoCloseable {
 
 	private static final Duration POLL = Duration.ofMillis(100);
 
@@ -25,7 +29,7 @@ final class Child implements AutoCloseable {
 	private final Process process;
 	private final StringBuffer out = new StringBuffer();
 	private final StringBuffer err = new StringBuffer();
-	private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+	private final BlockingQueue<Line> lines = new LinkedBlockingQueue<>();
 	private final Thread outReader;
 	private final Thread errReader;
 
@@ -36,9 +40,32 @@ final class Child implements AutoCloseable {
 		this.errReader = pump(process.getErrorStream(), err, name + "-err");
 	}
 
+	/** A line of output and when it was read ({@link System#nanoTime()}). */
+	private record Line(String text, long nanos) {
+	}
+
+	/**
+	 * A line that matched.
+	 *
+	 * @param match the match
+	 * @param nanos when the line was read ({@link System#nanoTime()})
+	 */
+	public record Seen(Matcher match, long nanos) {
+	}
+
 	/** Starts {@code kvferry args...} in a new JVM. */
 	static Child start(String name, String... args) throws IOException, URISyntaxException {
-		List<String> command = new ArrayList<>();
+		return start(name, List.of(), Set.of(), args);
+	}
+
+	/**
+	 * Starts {@code kvferry args...} in a new JVM run through {@code wrapper} (such as {@code ip netns exec NS}).
+	 *
+	 * @param unset environment variables the child must not see
+	 */
+	public static Child start(String name, List<String> wrapper, Set<String> unset, String... args)
+			throws IOException, URISyntaxException {
+		List<String> command = new ArrayList<>(wrapper);
 		command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
 		// One explicit logback file: with several on the class path logback reports its status on stdout.
 		command.add("-Dlogback.configurationFile=" + Path.of(Child.class.getResource("/logback-test.xml").toURI()));
@@ -47,7 +74,9 @@ final class Child implements AutoCloseable {
 				"--add-opens", "java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true",
 				"-cp", System.getProperty("java.class.path"), KVFerryCli.class.getName()));
 		command.addAll(List.of(args));
-		return new Child(name, new ProcessBuilder(command).start());
+		ProcessBuilder builder = new ProcessBuilder(command);
+		builder.environment().keySet().removeAll(unset);
+		return new Child(name, builder.start());
 	}
 
 	private Thread pump(InputStream in, StringBuffer sink, String threadName) {
@@ -56,7 +85,7 @@ final class Child implements AutoCloseable {
 				String line;
 				while ((line = r.readLine()) != null) {
 					sink.append(line).append('\n');
-					lines.add(line);
+					lines.add(new Line(line, System.nanoTime()));
 				}
 			}
 			catch (IOException e) {
@@ -74,13 +103,22 @@ final class Child implements AutoCloseable {
 	 * @return the match
 	 * @throws AssertionError when none came within {@code timeout} or the process ended first
 	 */
-	Matcher awaitLine(String regex, Duration timeout) throws InterruptedException {
+	public Matcher awaitLine(String regex, Duration timeout) throws InterruptedException {
+		return awaitSeen(regex, timeout).match();
+	}
+
+	/**
+	 * Waits for a line (stdout or stderr) matching {@code regex}, as {@link #awaitLine}.
+	 *
+	 * @return the match and when its line was read
+	 */
+	public Seen awaitSeen(String regex, Duration timeout) throws InterruptedException {
 		Pattern p = Pattern.compile(regex);
 		long deadline = System.nanoTime() + timeout.toNanos();
 		while (true) {
 			long left = deadline - System.nanoTime();
 			// Short polls so that a process that died is noticed at once, not after the whole timeout.
-			String line = left <= 0 ? null : lines.poll(Math.min(left, POLL.toNanos()), TimeUnit.NANOSECONDS);
+			Line line = left <= 0 ? null : lines.poll(Math.min(left, POLL.toNanos()), TimeUnit.NANOSECONDS);
 			boolean ended = !process.isAlive() && !outReader.isAlive() && !errReader.isAlive() && lines.isEmpty();
 			if (line == null && (left <= 0 || ended)) {
 				throw new AssertionError(name + ": no line matching /" + regex + "/ within " + timeout + "; "
@@ -89,9 +127,9 @@ final class Child implements AutoCloseable {
 			if (line == null) {
 				continue;
 			}
-			Matcher m = p.matcher(line);
+			Matcher m = p.matcher(line.text());
 			if (m.find()) {
-				return m;
+				return new Seen(m, line.nanos());
 			}
 		}
 	}
@@ -100,7 +138,7 @@ final class Child implements AutoCloseable {
 	 * @return the exit status
 	 * @throws AssertionError when it did not exit within {@code timeout}
 	 */
-	int awaitExit(Duration timeout) throws InterruptedException {
+	public int awaitExit(Duration timeout) throws InterruptedException {
 		if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
 			throw new AssertionError(name + " did not exit within " + timeout + "\n" + output());
 		}
@@ -110,20 +148,25 @@ final class Child implements AutoCloseable {
 		return process.exitValue();
 	}
 
-	String stdout() {
+	/** @return whether the process still runs */
+	public boolean isAlive() {
+		return process.isAlive();
+	}
+
+	public String stdout() {
 		return out.toString();
 	}
 
-	String stderr() {
+	public String stderr() {
 		return err.toString();
 	}
 
-	String output() {
+	public String output() {
 		return "--- " + name + " stdout ---\n" + out + "--- " + name + " stderr ---\n" + err;
 	}
 
 	/** Kills the process at once, as a crash would. */
-	void kill() throws InterruptedException {
+	public void kill() throws InterruptedException {
 		process.destroyForcibly();
 		process.waitFor(10, TimeUnit.SECONDS);
 	}

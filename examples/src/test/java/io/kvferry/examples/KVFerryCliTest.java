@@ -86,11 +86,13 @@ class KVFerryCliTest {
 	void decodeReadsBootstrapAndDurations() {
 		DecodeCommand decode = parse("decode", "--bootstrap", "10.0.0.5:8998", "--requests", "5", "--json",
 				"--heartbeat-interval", "500ms", "--bootstrap-timeout", "1s", "--waiting-timeout", "5m",
-				"--transfer-timeout", "1m30s", "--decode-tp", "2", "--keep-going");
+				"--transfer-timeout", "1m30s", "--decode-tp", "2", "--keep-going", "--warmup", "3");
 		assertThat(decode.bootstrap).isEqualTo(new HostPort("10.0.0.5", 8998));
 		assertThat(decode.workload.requests).isEqualTo(5);
 		assertThat(decode.json).isTrue();
 		assertThat(decode.keepGoing).isTrue();
+		assertThat(decode.warmup).isEqualTo(3);
+		assertThat(((DecodeCommand) parse("decode", "--bootstrap", "10.0.0.5:8998")).warmup).isZero();
 		assertThat(decode.decode.tp).isEqualTo(2);
 		assertThat(decode.timeouts.heartbeatInterval).isEqualTo(Duration.ofMillis(500));
 		assertThat(decode.timeouts.bootstrapTimeout).isEqualTo(Duration.ofSeconds(1));
@@ -174,6 +176,8 @@ class KVFerryCliTest {
 		assertThat(err.toString()).contains("--max-tokens : 100 (expected: >= --min-tokens 500)");
 		assertThat(cli().execute("demo", "--heartbeat-interval", "0")).isEqualTo(2);
 		assertThat(err.toString()).contains("--heartbeat-interval");
+		assertThat(cli().execute("decode", "--bootstrap", "10.0.0.5:8998", "--warmup", "-1")).isEqualTo(2);
+		assertThat(err.toString()).contains("--warmup : -1 (expected: >= 0)");
 		assertThat(out.toString()).isEmpty();
 	}
 
