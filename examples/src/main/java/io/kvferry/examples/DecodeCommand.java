@@ -6,9 +6,9 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 import io.kvferry.HostPort;
-import io.kvferry.testing.ModelShape;
+import io.kvferry.test.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

@@ -3,7 +3,7 @@ package io.kvferry.transport.netty;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.kvferry.MemoryRegion;
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
