@@ -20,7 +20,7 @@ import reactor.test.StepVerifier;
 
 /**
  * Bounds every StepVerifier and fails a test class when Netty's leak detector reported a leaked buffer while it ran. Registered for every test of
- * every module through JUnit's extension autodetection (this class ships in core's test-jar).
+ * every module through JUnit's extension autodetection (this class and its service file ship in kvferry-test).
  *
  * <p>Netty reports a leak only when a leaked buffer has been collected and a later allocation polls the detector, so
  * after each class the guard runs the collector and allocates a few buffers before it looks.
