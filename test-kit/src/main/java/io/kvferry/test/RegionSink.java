@@ -1,4 +1,4 @@
-package io.kvferry.transport.netty;
+package io.kvferry.test;
 
 import java.util.concurrent.atomic.AtomicLong;
 

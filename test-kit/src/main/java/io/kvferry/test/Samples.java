@@ -1,4 +1,4 @@
-package io.kvferry.transport.netty;
+package io.kvferry.test;
 
 import java.util.List;
 import java.util.Random;
