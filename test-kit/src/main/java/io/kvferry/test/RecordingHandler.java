@@ -26,6 +26,8 @@ public class RecordingHandler implements ConnectionHandler {
 	/** Every message and data header, in arrival order. */
 	public final Queue<Object> events = new ConcurrentLinkedQueue<>();
 	public final Queue<String> closeReasons = new ConcurrentLinkedQueue<>();
+	/** Every close reported, with its kind: one for a correct transport. */
+	public final Queue<CloseReason> closes = new ConcurrentLinkedQueue<>();
 	public final CountDownLatch closed = new CountDownLatch(1);
 
 	private final Queue<KVMessage> messages = new ConcurrentLinkedQueue<>();
@@ -51,6 +53,7 @@ public class RecordingHandler implements ConnectionHandler {
 
 	@Override
 	public void onClose(KVConnection connection, CloseReason reason) {
+		closes.add(reason);
 		closeReasons.add(reason.message());
 		closed.countDown();
 	}
