@@ -10,9 +10,6 @@ import java.util.Random;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
-import io.kvferry.test.KVCluster;
-import io.kvferry.test.ModelShape;
-import io.kvferry.test.RoomResult;
 
 /**
  * The topology matrix every transport must pass (issue #4): prefill TP × decode TP in {1,2,4}², MHA with KV heads

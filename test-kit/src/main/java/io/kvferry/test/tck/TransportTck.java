@@ -342,16 +342,8 @@ public abstract class TransportTck {
 		link.connected().close("decode is done");
 		link.connected().close("said twice");
 
-		assertThat(link.connectedHandler().awaitClose(TIMEOUT)).contains("decode is done");
-		link.acceptedHandler().awaitClose(TIMEOUT);
-		StepVerifier.create(link.connected().onClose()).expectComplete().verify(TIMEOUT);
-		StepVerifier.create(link.accepted().onClose()).expectComplete().verify(TIMEOUT);
-		assertThat(link.connected().isActive()).isFalse();
-		assertThat(link.accepted().isActive()).isFalse();
-
-		// A bounded wait instead of a sleep: a message round trip on a fresh connection gives a late second report
-		// the time to show.
-		roundTrip();
+		awaitBothClosed(link);
+		assertThat(link.connectedHandler().closeReasons).singleElement().asString().contains("decode is done");
 		assertThat(link.connectedHandler().closes).singleElement()
 				.satisfies(r -> assertThat(r.kind()).isEqualTo(CloseReason.Kind.LOCAL));
 		assertThat(link.acceptedHandler().closes).singleElement()
@@ -366,9 +358,7 @@ public abstract class TransportTck {
 		link.connected().close("decode closes");
 		other.join(TIMEOUT.toMillis());
 
-		link.connectedHandler().awaitClose(TIMEOUT);
-		link.acceptedHandler().awaitClose(TIMEOUT);
-		roundTrip();
+		awaitBothClosed(link);
 		assertThat(link.connectedHandler().closes).hasSize(1);
 		assertThat(link.acceptedHandler().closes).hasSize(1);
 	}
@@ -378,10 +368,7 @@ public abstract class TransportTck {
 		Link link = link();
 		link.listener().dispose();
 
-		link.acceptedHandler().awaitClose(TIMEOUT);
-		link.connectedHandler().awaitClose(TIMEOUT);
-		StepVerifier.create(link.connected().onClose()).expectComplete().verify(TIMEOUT);
-		StepVerifier.create(link.accepted().onClose()).expectComplete().verify(TIMEOUT);
+		awaitBothClosed(link);
 		assertThat(link.acceptedHandler().closes).singleElement()
 				.satisfies(r -> assertThat(r.kind()).isEqualTo(CloseReason.Kind.DISPOSED));
 		assertThat(link.connectedHandler().closes).singleElement()
@@ -478,6 +465,20 @@ public abstract class TransportTck {
 		assertThat(Samples.read(dst, 0, MIB)).isEqualTo(Samples.read(src, 0, MIB));
 		assertThat(peak.get()).as("allocator bytes held while %d MiB were in flight", blocks)
 				.isLessThanOrEqualTo(inFlightBound());
+	}
+
+	/**
+	 * Waits until both sides reported their close and their {@code onClose()} completed, then gives a late second
+	 * report the time to show: a bounded wait instead of a sleep, one message round trip on a fresh connection.
+	 */
+	private void awaitBothClosed(Link link) throws Exception {
+		link.connectedHandler().awaitClose(TIMEOUT);
+		link.acceptedHandler().awaitClose(TIMEOUT);
+		StepVerifier.create(link.connected().onClose()).expectComplete().verify(TIMEOUT);
+		StepVerifier.create(link.accepted().onClose()).expectComplete().verify(TIMEOUT);
+		assertThat(link.connected().isActive()).isFalse();
+		assertThat(link.accepted().isActive()).isFalse();
+		roundTrip();
 	}
 
 	/** Connects once more and exchanges one message each way. */
