@@ -86,8 +86,8 @@ public final class InMemoryKVTransport implements KVTransport {
 				throw new KVFerryException("connection refused: nothing listens at " + remote);
 			}
 			int id = ids.incrementAndGet();
-			End client = new End("mem-" + id + "c", remote, remote);
-			End server = new End("mem-" + id + "s", new HostPort("in-memory", 0), remote);
+			End client = new End("mem-" + id + "c", remote, remote, false);
+			End server = new End("mem-" + id + "s", new HostPort("in-memory", 0), remote, true);
 			client.peer = server;
 			server.peer = client;
 			client.handler = handler;
@@ -132,7 +132,9 @@ public final class InMemoryKVTransport implements KVTransport {
 			if (disposed.compareAndSet(false, true)) {
 				listeners.remove(address);
 				for (End e : ends) {
-					if (e.listenAddress.equals(address)) {
+					// Each connection once, from its accepted side: that side is the listener's and closes as
+					// disposed, whichever end the set happens to list first.
+					if (e.accepted && e.listenAddress.equals(address)) {
 						CloseReason disposed = new CloseReason(CloseReason.Kind.DISPOSED, "listener " + address + " closed");
 						e.closeBoth(disposed, new CloseReason(CloseReason.Kind.PEER_CLOSED, disposed.message()));
 					}
@@ -151,6 +153,7 @@ public final class InMemoryKVTransport implements KVTransport {
 		private final String id;
 		private final HostPort remote;
 		private final HostPort listenAddress;
+		private final boolean accepted;
 		private final Queue<Runnable> inbox = new ConcurrentLinkedQueue<>();
 		private final AtomicInteger wip = new AtomicInteger();
 		private final Scheduler.Worker worker = scheduler.createWorker();
@@ -159,10 +162,11 @@ public final class InMemoryKVTransport implements KVTransport {
 		volatile End peer;
 		volatile ConnectionHandler handler;
 
-		End(String id, HostPort remote, HostPort listenAddress) {
+		End(String id, HostPort remote, HostPort listenAddress, boolean accepted) {
 			this.id = id;
 			this.remote = remote;
 			this.listenAddress = listenAddress;
+			this.accepted = accepted;
 		}
 
 		@Override
