@@ -15,6 +15,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 
 import io.kvferry.HostPort;
@@ -64,6 +65,8 @@ public abstract class TransportTck {
 	protected static final Duration TIMEOUT = Duration.ofSeconds(10);
 
 	private static final int MIB = 1 << 20;
+	/** Pause between two looks at a polled condition: short, and leaves the two-core CI machine to the event loops. */
+	private static final long POLL_NANOS = 1_000_000;
 
 	private final List<KVTransport> transports = new ArrayList<>();
 	private final List<KVTransport.Listener> listeners = new ArrayList<>();
@@ -127,7 +130,7 @@ public abstract class TransportTck {
 		long allocated = allocatedBytes();
 		// Event loops may release their last buffers just after the close they reported: poll, with a deadline.
 		while (allocated > allocatedBefore && System.nanoTime() < deadline) {
-			Thread.onSpinWait();
+			LockSupport.parkNanos(POLL_NANOS);
 			allocated = allocatedBytes();
 		}
 		assertThat(allocated).as("allocator bytes held after the test (before it: %d)", allocatedBefore)
@@ -250,7 +253,7 @@ public abstract class TransportTck {
 	private static void awaitCount(AtomicInteger count, int expected) {
 		long deadline = System.nanoTime() + TIMEOUT.toNanos();
 		while (count.get() < expected && System.nanoTime() < deadline) {
-			Thread.onSpinWait();
+			LockSupport.parkNanos(POLL_NANOS);
 		}
 		assertThat(count).hasValue(expected);
 	}
