@@ -4,7 +4,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The decode side of one room on one rank. Made by {@link KVManager#receiver}; resolves the prefill instance through
+ * The decode side of one room on one rank. Made by {@link DecodeKVManager#receiver}; resolves the prefill instance through
  * its bootstrap server right away (Bootstrapping → WaitingForInput). Every method returns at once.
  *
  * <pre>{@code

@@ -4,7 +4,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The prefill side of one room on one rank. Made by {@link KVManager#sender(long)}. Every method returns at once; the
+ * The prefill side of one room on one rank. Made by {@link PrefillKVManager#sender(long)}. Every method returns at once; the
  * work happens on the transport's threads.
  *
  * <pre>{@code

@@ -3,6 +3,7 @@ package io.kvferry;
 import java.nio.ByteBuffer;
 import java.util.Objects;
 
+import io.kvferry.spi.NativeMemory;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.internal.PlatformDependent;
 

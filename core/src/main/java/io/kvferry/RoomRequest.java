@@ -2,7 +2,7 @@ package io.kvferry;
 
 /**
  * Decode is ready for a room on a prefill rank: every decode rank that needs it has sent its destination. Published
- * on {@link KVManager#roomRequests()} so an engine (or an example) knows which rooms decode waits for.
+ * on {@link PrefillKVManager#roomRequests()} so an engine (or an example) knows which rooms decode waits for.
  *
  * @param room the room
  * @param pageCount destination pages asked for (of the first real destination; 0 when only dummies asked)

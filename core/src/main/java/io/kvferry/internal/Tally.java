@@ -3,7 +3,7 @@ package io.kvferry.internal;
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.KVMessage;
 
 /**

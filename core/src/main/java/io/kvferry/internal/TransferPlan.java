@@ -13,13 +13,13 @@ import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
 import io.kvferry.spi.SendGate;
-import io.kvferry.topology.HeadSlice;
-import io.kvferry.topology.HeadSlicing;
-import io.kvferry.topology.LayerPairing;
-import io.kvferry.topology.LayerSpan;
-import io.kvferry.topology.PageRun;
-import io.kvferry.topology.PageRuns;
-import io.kvferry.topology.RegionPair;
+import io.kvferry.internal.topology.HeadSlice;
+import io.kvferry.internal.topology.HeadSlicing;
+import io.kvferry.internal.topology.LayerPairing;
+import io.kvferry.internal.topology.LayerSpan;
+import io.kvferry.internal.topology.PageRun;
+import io.kvferry.internal.topology.PageRuns;
+import io.kvferry.internal.topology.RegionPair;
 
 /**
  * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which

@@ -1,5 +1,5 @@
 /**
- * Implementation of kvferry's core: room state tables, the prefill and decode transfer engines and the in-memory
- * transport. Internal use only: nothing here is API and it may change in any release.
+ * Implementation of kvferry's core: room state tables and the prefill and decode transfer engines (rank planning
+ * in {@code io.kvferry.internal.topology}). Internal use only: nothing here is API and it may change in any release.
  */
 package io.kvferry.internal;

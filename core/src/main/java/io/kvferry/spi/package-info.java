@@ -1,6 +1,8 @@
 /**
  * The transport SPI: what the transfer engine in {@code core} needs from a transport (ordered control messages, data
  * blocks sent from registered memory, payloads streamed into a sink). Implemented in memory by
- * {@link io.kvferry.internal.InMemoryKVTransport} and over TCP by {@code kvferry-transport-netty}.
+ * {@link io.kvferry.transport.local.InMemoryKVTransport} and over TCP by {@code kvferry-transport-netty}; every
+ * implementation runs the contract tests of {@code kvferry-test} ({@code io.kvferry.test.tck.TransportTck}).
+ * {@link io.kvferry.spi.NativeMemory} gives transports views of registered memory without copying.
  */
 package io.kvferry.spi;

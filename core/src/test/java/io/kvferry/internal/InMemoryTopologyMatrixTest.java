@@ -6,7 +6,8 @@ import java.util.List;
 
 import io.kvferry.HostPort;
 import io.kvferry.test.TopologyMatrix;
-import io.kvferry.testing.InMemoryBootstrap;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 

@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.MemoryRegion;
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;
 import io.netty.buffer.ByteBuf;

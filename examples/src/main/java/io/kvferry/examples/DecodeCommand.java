@@ -8,10 +8,10 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.StopSignal;
-import io.kvferry.testing.ModelShape;
-import io.kvferry.testing.RoomResult;
+import io.kvferry.test.ModelShape;
+import io.kvferry.test.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

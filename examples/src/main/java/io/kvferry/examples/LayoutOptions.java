@@ -3,8 +3,8 @@ package io.kvferry.examples;
 import io.kvferry.ParallelLayout;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
-import io.kvferry.testing.ModelShape;
-import io.kvferry.topology.RankMapping;
+import io.kvferry.test.ModelShape;
+import io.kvferry.internal.topology.RankMapping;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Objects;
 
 import io.kvferry.KVManager;
-import io.kvferry.transport.netty.metrics.KVManagerMetrics;
+import io.kvferry.metrics.micrometer.KVManagerMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import reactor.core.Disposable;

@@ -11,10 +11,10 @@ import java.util.List;
 import java.util.Random;
 
 import io.kvferry.HostPort;
-import io.kvferry.internal.InMemoryKVTransport;
-import io.kvferry.testing.InMemoryBootstrap;
-import io.kvferry.testing.KVCluster;
-import io.kvferry.testing.ModelShape;
+import io.kvferry.transport.local.InMemoryKVTransport;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.test.KVCluster;
+import io.kvferry.test.ModelShape;
 import org.junit.jupiter.api.Test;
 
 class MetricsEndpointTest {

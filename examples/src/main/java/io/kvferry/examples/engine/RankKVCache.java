@@ -8,7 +8,7 @@ import java.util.List;
 
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 
 /**
  * The KV cache of one attention TP rank, laid out as SGLang's MHA token pool: per layer one K buffer and one V buffer

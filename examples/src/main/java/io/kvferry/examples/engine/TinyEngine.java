@@ -9,7 +9,7 @@ import java.util.Random;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;

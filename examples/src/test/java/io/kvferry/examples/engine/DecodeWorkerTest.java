@@ -6,7 +6,7 @@ import java.util.List;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

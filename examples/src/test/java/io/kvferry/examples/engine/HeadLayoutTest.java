@@ -1,7 +1,7 @@
 package io.kvferry.examples.engine;
 
-import io.kvferry.topology.HeadSlice;
-import io.kvferry.topology.HeadSlicing;
+import io.kvferry.internal.topology.HeadSlice;
+import io.kvferry.internal.topology.HeadSlicing;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

@@ -5,7 +5,7 @@ import java.util.List;
 
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

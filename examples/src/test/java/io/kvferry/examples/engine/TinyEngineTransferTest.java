@@ -5,7 +5,7 @@ import java.util.List;
 
 import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,5 +1,5 @@
 /**
  * The Netty TCP implementation of kvferry's transport SPI: {@link io.kvferry.transport.netty.NettyKVTransport}.
- * The bootstrap HTTP client lives in {@code io.kvferry.transport.netty.bootstrap}.
+ * The bootstrap HTTP client lives in {@code io.kvferry.bootstrap.client}.
  */
 package io.kvferry.transport.netty;

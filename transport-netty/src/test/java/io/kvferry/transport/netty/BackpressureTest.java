@@ -10,6 +10,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import io.kvferry.test.RecordingHandler;
+import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;

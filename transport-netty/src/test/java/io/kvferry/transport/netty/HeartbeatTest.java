@@ -16,6 +16,7 @@ import io.kvferry.HostPort;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.test.RecordingHandler;
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
 import io.kvferry.transport.netty.internal.SharedSecret;

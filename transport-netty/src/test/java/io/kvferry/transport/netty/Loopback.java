@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 import io.kvferry.HostPort;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.test.RecordingHandler;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
 
 /**

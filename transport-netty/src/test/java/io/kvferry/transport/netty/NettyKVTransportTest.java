@@ -19,6 +19,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.kvferry.test.RecordingHandler;
+import io.kvferry.test.RegionSink;
+import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.kvferry.test.RecordingHandler;
+import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.MemoryRegion;

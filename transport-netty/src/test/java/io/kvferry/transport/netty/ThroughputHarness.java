@@ -1,6 +1,7 @@
 package io.kvferry.transport.netty;
 
 import io.kvferry.MemoryRegion;
+import io.kvferry.test.Samples;
 
 /**
  * Measures bulk throughput outside JUnit (whose leak guard forces paranoid leak detection, which slows every buffer

@@ -7,6 +7,7 @@ import io.kvferry.MemoryRegion;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.test.Samples;
 import org.junit.jupiter.api.Test;
 
 /**

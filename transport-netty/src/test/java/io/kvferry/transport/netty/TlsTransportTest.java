@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.kvferry.test.RecordingHandler;
+import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;

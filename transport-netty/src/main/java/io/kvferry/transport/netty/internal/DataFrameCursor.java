@@ -1,6 +1,6 @@
 package io.kvferry.transport.netty.internal;
 
-import io.kvferry.NativeMemory;
+import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.netty.buffer.ByteBuf;

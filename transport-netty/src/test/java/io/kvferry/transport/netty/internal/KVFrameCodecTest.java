@@ -8,7 +8,7 @@ import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.RegionKind;
-import io.kvferry.transport.netty.Samples;
+import io.kvferry.test.Samples;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.PooledByteBufAllocator;

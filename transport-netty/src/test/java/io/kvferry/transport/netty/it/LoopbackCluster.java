@@ -5,10 +5,10 @@ import java.util.function.UnaryOperator;
 
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
-import io.kvferry.testing.KVCluster;
-import io.kvferry.testing.ModelShape;
+import io.kvferry.test.KVCluster;
+import io.kvferry.test.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 
 /**
  * Real parts on loopback for end-to-end tests: a bootstrap server on port 0, the reactive bootstrap client, the Netty

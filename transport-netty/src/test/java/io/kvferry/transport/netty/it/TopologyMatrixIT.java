@@ -9,7 +9,7 @@ import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.test.TopologyMatrix;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.transport.netty.bootstrap.ReactorBootstrapClient;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;

@@ -1,0 +1,558 @@
+package io.kvferry.bootstrap.client;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.DoubleSupplier;
+
+import javax.net.ssl.SSLException;
+
+import io.kvferry.HostPort;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.bootstrap.BootstrapException;
+import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.bootstrap.PrefillRegistration;
+import io.netty.channel.ChannelOption;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.ByteBufFlux;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.client.HttpClientResponse;
+import reactor.netty.resources.ConnectionProvider;
+import reactor.util.retry.Retry;
+
+/**
+ * A {@link BootstrapClient} on Reactor Netty's {@link HttpClient}, speaking SGLang's bootstrap protocol.
+ *
+ * <pre>{@code
+ * ReactorBootstrapClient client = ReactorBootstrapClient.create()
+ *         .timeout(Duration.ofSeconds(5))
+ *         .bearerToken(token);
+ * client.register(HostPort.parse("10.0.0.7:8998"), PrefillRegistration.prefill(layout, "10.0.0.8", 17000, 16))
+ *         .then(client.parallelInfo(HostPort.parse("10.0.0.7:8998")))
+ *         .subscribe(info -> ...);
+ * ...
+ * client.dispose();
+ * }</pre>
+ *
+ * <p><b>Configuration.</b> Immutable: every setter returns a new client and leaves this one as it was. Defaults are
+ * SGLang's: plain HTTP, a 5 s timeout per HTTP call; registration tries 5 times, waiting
+ * {@code min(base × 2^k, cap) × jitter} before try {@code k + 2} (base 1 s, cap 30 s, jitter uniform in [0.75, 1)).
+ *
+ * <p><b>TLS.</b> {@link #secure()} or {@link #secure(SslContext)} switch every call to {@code https://host:port}, for a
+ * bootstrap server bound with {@code BootstrapServer.secure(..)}: the server's certificate must be trusted and name
+ * the host (hostname verification is on). Pair it with {@link #bearerToken(String)}, which over plain HTTP crosses the
+ * network in clear:
+ * <pre>{@code
+ * SslContext trust = SslContextBuilder.forClient().trustManager(new File("bootstrap-ca.pem")).build();
+ * ReactorBootstrapClient client = ReactorBootstrapClient.create().secure(trust).bearerToken(token);
+ * }</pre>
+ * A TLS failure (untrusted certificate, wrong host name, a plain-HTTP server) fails the call with
+ * {@link BootstrapException.Kind#OTHER} and is not retried: it will not pass by itself.
+ *
+ * <p><b>Calls.</b> Every method is lazy (nothing is sent before subscription; each subscription sends anew),
+ * non-blocking, and bounded: each HTTP exchange fails with {@link BootstrapException.Kind#TIMEOUT} when it has not
+ * finished within the timeout, and answers larger than {@link #maxResponseBytes(int)} are refused. Failures are
+ * {@link BootstrapException}s whose message starts with the method and URL. Results are signalled on a Netty event
+ * loop or on the timer thread: do not block in downstream operators.
+ *
+ * <p><b>Resources.</b> Each client creates its own connection pool on its first call and reuses it for every later
+ * call, from any thread; {@link #dispose()} closes that pool (event loops are Reactor Netty's shared ones). A client
+ * that never sent anything owns nothing. No {@code ByteBuf} crosses this API: bodies are copied into byte arrays as
+ * they arrive and Reactor Netty releases its buffers.
+ */
+public final class ReactorBootstrapClient implements BootstrapClient, Disposable {
+
+	/** SGLang's timeout for every bootstrap HTTP call. */
+	public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+
+	/** SGLang's number of registration attempts. */
+	public static final int DEFAULT_REGISTER_ATTEMPTS = 5;
+
+	/** Delay before the first registration retry, before jitter. */
+	public static final Duration DEFAULT_BACKOFF_BASE = Duration.ofSeconds(1);
+
+	/** Longest delay between registration attempts, before jitter. */
+	public static final Duration DEFAULT_BACKOFF_CAP = Duration.ofSeconds(30);
+
+	/** Largest answer body accepted; bootstrap answers are a few hundred bytes. */
+	public static final int DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+
+	/** Connections kept per bootstrap server. */
+	static final int MAX_CONNECTIONS = 16;
+
+	/** Calls that may wait for a pooled connection per bootstrap server, beyond {@link #MAX_CONNECTIONS}. */
+	static final int MAX_PENDING_ACQUIRES = 1024;
+
+	/** Idle pooled connections are closed before a server's keep-alive timeout (aiohttp: 75 s) closes them. */
+	static final Duration MAX_IDLE_TIME = Duration.ofSeconds(20);
+
+	private static final Logger LOG = LoggerFactory.getLogger(ReactorBootstrapClient.class);
+
+	private static final String ROUTE = "/route";
+	private static final String HEALTH = "/health";
+	private static final String PARALLEL_INFO_QUERY = "?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1";
+
+	/** {@link #transport} once disposed. */
+	private static final Object DISPOSED = new Object();
+
+	private final Duration timeout;
+	private final int registerAttempts;
+	private final Duration backoffBase;
+	private final Duration backoffCap;
+	private final DoubleSupplier jitter;
+	/** Null: {@link Schedulers#parallel()}, looked up per call so virtual-time tests can replace it. */
+	private final Scheduler scheduler;
+	/** Null: no Authorization header. */
+	private final String bearerToken;
+	private final int maxResponseBytes;
+	/** Null: plain HTTP. */
+	private final SslContext sslContext;
+
+	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
+	private final AtomicReference<Object> transport = new AtomicReference<>();
+
+	private ReactorBootstrapClient(Duration timeout, int registerAttempts, Duration backoffBase, Duration backoffCap,
+			DoubleSupplier jitter, Scheduler scheduler, String bearerToken, int maxResponseBytes,
+			SslContext sslContext) {
+		this.timeout = timeout;
+		this.registerAttempts = registerAttempts;
+		this.backoffBase = backoffBase;
+		this.backoffCap = backoffCap;
+		this.jitter = jitter;
+		this.scheduler = scheduler;
+		this.bearerToken = bearerToken;
+		this.maxResponseBytes = maxResponseBytes;
+		this.sslContext = sslContext;
+	}
+
+	/**
+	 * @return a client with SGLang's defaults; it owns nothing until its first call
+	 */
+	public static ReactorBootstrapClient create() {
+		return new ReactorBootstrapClient(DEFAULT_TIMEOUT, DEFAULT_REGISTER_ATTEMPTS, DEFAULT_BACKOFF_BASE,
+				DEFAULT_BACKOFF_CAP, ReactorBootstrapClient::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES,
+				null);
+	}
+
+	/**
+	 * @param timeout the longest one HTTP call (connect, send, answer) may take; default 5 s
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient timeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		if (timeout.isNegative() || timeout.isZero()) {
+			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
+		}
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxResponseBytes, sslContext);
+	}
+
+	/**
+	 * @param attempts how many times {@link #register} tries before it fails; default 5, 1 means no retry
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient registerAttempts(int attempts) {
+		if (attempts < 1) {
+			throw new IllegalArgumentException("registerAttempts : " + attempts + " (expected: >= 1)");
+		}
+		return new ReactorBootstrapClient(timeout, attempts, backoffBase, backoffCap, jitter, scheduler, bearerToken,
+				maxResponseBytes, sslContext);
+	}
+
+	/**
+	 * Sets the registration backoff: the delay before try {@code k + 2} (k = 0, 1, ...) is
+	 * {@code min(base × 2^k, cap) × jitter}.
+	 *
+	 * @param base the delay before the first retry, before jitter; default 1 s
+	 * @param cap the longest delay, before jitter; default 30 s
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient backoff(Duration base, Duration cap) {
+		Objects.requireNonNull(base, "base");
+		Objects.requireNonNull(cap, "cap");
+		if (base.isNegative() || base.isZero()) {
+			throw new IllegalArgumentException("base : " + base + " (expected: > 0)");
+		}
+		if (cap.compareTo(base) < 0) {
+			throw new IllegalArgumentException("cap : " + cap + " (expected: >= base " + base + ")");
+		}
+		return new ReactorBootstrapClient(timeout, registerAttempts, base, cap, jitter, scheduler, bearerToken,
+				maxResponseBytes, sslContext);
+	}
+
+	/**
+	 * @param jitter the factor each backoff delay is multiplied by, asked once per retry; it must return a finite value
+	 * >= 0 (else the registration fails with an {@link IllegalArgumentException}). Default: uniform in [0.75, 1), as
+	 * SGLang. Called on whichever thread saw the failure, so it must be thread-safe.
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient jitter(DoubleSupplier jitter) {
+		Objects.requireNonNull(jitter, "jitter");
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxResponseBytes, sslContext);
+	}
+
+	/**
+	 * @param scheduler where registration retry delays are timed; default {@link Schedulers#parallel()} (looked up at
+	 * each call). Tests pass a virtual-time scheduler. Per-call timeouts always run on {@link Schedulers#parallel()}.
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient scheduler(Scheduler scheduler) {
+		Objects.requireNonNull(scheduler, "scheduler");
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxResponseBytes, sslContext);
+	}
+
+	/**
+	 * @param token sent as {@code Authorization: Bearer <token>} on {@code PUT /route} (the only mutating call); reads
+	 * stay unauthenticated, as the server expects
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient bearerToken(String token) {
+		Objects.requireNonNull(token, "token");
+		if (token.isBlank() || token.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
+			throw new IllegalArgumentException("token : <hidden> (expected: non-empty visible ASCII, no spaces)");
+		}
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler, token,
+				maxResponseBytes, sslContext);
+	}
+
+	/**
+	 * @param maxBytes the largest answer body accepted; a larger one fails the call with
+	 * {@link BootstrapException.Kind#OTHER}. Default {@link #DEFAULT_MAX_RESPONSE_BYTES}.
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient maxResponseBytes(int maxBytes) {
+		if (maxBytes < 1) {
+			throw new IllegalArgumentException("maxResponseBytes : " + maxBytes + " (expected: >= 1)");
+		}
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxBytes, sslContext);
+	}
+
+	/**
+	 * Speaks HTTPS, trusting the JDK's default certificate authorities (the {@code cacerts} trust store, or
+	 * {@code javax.net.ssl.trustStore}).
+	 *
+	 * @return a new {@link ReactorBootstrapClient}
+	 * @throws IllegalStateException when the JDK's TLS setup cannot be loaded
+	 */
+	public ReactorBootstrapClient secure() {
+		try {
+			return secure(SslContextBuilder.forClient().build());
+		}
+		catch (SSLException e) {
+			throw new IllegalStateException("cannot set up TLS with the JDK's default trust", e);
+		}
+	}
+
+	/**
+	 * Speaks HTTPS with the given client context: its trust manager decides which server certificates are accepted,
+	 * its key manager (if any) gives the client certificate for mutual TLS. Host names are verified.
+	 *
+	 * @param sslContext a client context ({@code SslContextBuilder.forClient()...build()})
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient secure(SslContext sslContext) {
+		Objects.requireNonNull(sslContext, "sslContext");
+		if (!sslContext.isClient()) {
+			throw new IllegalArgumentException("sslContext : a server context (expected: a client context from "
+					+ "SslContextBuilder.forClient())");
+		}
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxResponseBytes, sslContext);
+	}
+
+	/** @return whether calls go over HTTPS */
+	public boolean isSecure() {
+		return sslContext != null;
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Sends {@code PUT /route} with SGLang's JSON fields; success is status 200. Only failures that may pass are
+	 * retried ({@link BootstrapException#isRetryable()}: timeout, unreachable, 503, other 5xx); a 400 or 401 fails at
+	 * once. Each retry is logged at WARN; the final failure is logged once at ERROR and signalled as a
+	 * {@link BootstrapException} of the last failure's kind and status, whose message gives the number of attempts
+	 * and the last error.
+	 */
+	@Override
+	public Mono<Void> register(HostPort bootstrap, PrefillRegistration registration) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		Objects.requireNonNull(registration, "registration");
+		String url = baseUrl(bootstrap) + ROUTE;
+		return Mono.defer(() -> {
+			byte[] body = BootstrapCodec.encodeRegistration(registration);
+			AtomicInteger attempts = new AtomicInteger();
+			Scheduler delays = scheduler != null ? scheduler : Schedulers.parallel();
+			return exchange(HttpMethod.PUT, url, body)
+					.doOnSubscribe(s -> attempts.incrementAndGet())
+					.retryWhen(Retry.from(signals -> signals.concatMap(signal ->
+							retryDelay(url, signal.totalRetries(), signal.failure(), delays))))
+					.onErrorMap(BootstrapException.class, last -> gaveUp(attempts.get(), last))
+					.doOnError(BootstrapException.class, failure -> LOG.error("{}", failure.getMessage()))
+					.then();
+		});
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Sends {@code GET /route?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1} and reads
+	 * {@code prefill_attn_tp_size}, {@code prefill_dp_size}, {@code prefill_pp_size} and {@code prefill_page_size};
+	 * other fields are ignored. A missing or null field fails with {@link BootstrapException.Kind#OTHER} naming it.
+	 * Not retried.
+	 */
+	@Override
+	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		String url = baseUrl(bootstrap) + ROUTE + PARALLEL_INFO_QUERY;
+		return exchange(HttpMethod.GET, url, null)
+				.map(body -> BootstrapCodec.decodeParallelInfo(call(HttpMethod.GET, url), body));
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Sends {@code GET /route?engine_rank=T&target_dp_group=G&target_pp_rank=P} and reads {@code rank_ip} and
+	 * {@code rank_port}. Not retried.
+	 *
+	 * @throws IllegalArgumentException at once when a rank is negative
+	 */
+	@Override
+	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int tpRank, int ppRank) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		checkRank("dpGroup", dpGroup);
+		checkRank("tpRank", tpRank);
+		checkRank("ppRank", ppRank);
+		String url = baseUrl(bootstrap) + ROUTE + "?engine_rank=" + tpRank + "&target_dp_group=" + dpGroup
+				+ "&target_pp_rank=" + ppRank;
+		return exchange(HttpMethod.GET, url, null)
+				.map(body -> BootstrapCodec.decodeRankEndpoint(call(HttpMethod.GET, url), body));
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Not retried: a heartbeat decides itself how many misses make a dead peer.
+	 */
+	@Override
+	public Mono<Void> health(HostPort bootstrap) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		return exchange(HttpMethod.GET, baseUrl(bootstrap) + HEALTH, null).then();
+	}
+
+	/**
+	 * Closes this client's connection pool, if it created one, without waiting. Later calls fail with
+	 * {@link BootstrapException.Kind#OTHER}; calls in flight may fail. Idempotent, any thread.
+	 */
+	@Override
+	public void dispose() {
+		Object previous = transport.getAndSet(DISPOSED);
+		if (previous instanceof Pool pool) {
+			pool.provider.dispose();
+		}
+	}
+
+	/** @return whether {@link #dispose()} was called */
+	@Override
+	public boolean isDisposed() {
+		return transport.get() == DISPOSED;
+	}
+
+	/**
+	 * The delay before registration try {@code retry + 2}: {@code min(base × 2^retry, cap) × jitter}, saturating
+	 * rather than overflowing.
+	 *
+	 * @param retry retries made so far (0 before the first retry)
+	 * @param base delay before the first retry
+	 * @param cap longest delay before jitter
+	 * @param jitter the factor, finite and >= 0
+	 * @return the delay
+	 */
+	static Duration backoffDelay(long retry, Duration base, Duration cap, double jitter) {
+		if (!(jitter >= 0) || Double.isInfinite(jitter)) {
+			throw new IllegalArgumentException("jitter : " + jitter + " (expected: a finite value >= 0)");
+		}
+		long capNanos = saturatedNanos(cap);
+		long nanos = Math.min(saturatedNanos(base), capNanos);
+		for (long k = 0; k < retry && nanos < capNanos; k++) {
+			nanos = nanos > capNanos / 2 ? capNanos : nanos * 2;
+		}
+		double scaled = nanos * jitter;
+		return Duration.ofNanos(scaled >= Long.MAX_VALUE ? Long.MAX_VALUE : (long) scaled);
+	}
+
+	private Mono<Long> retryDelay(String url, long retries, Throwable failure, Scheduler delays) {
+		long attempt = retries + 1;
+		if (!(failure instanceof BootstrapException bootstrapFailure) || !bootstrapFailure.isRetryable()
+				|| attempt >= registerAttempts) {
+			return Mono.error(failure);
+		}
+		Duration delay = backoffDelay(retries, backoffBase, backoffCap, jitter.getAsDouble());
+		LOG.warn("Registration attempt {}/{} with {} failed, retrying in {} ms: {}", attempt, registerAttempts, url,
+				delay.toMillis(), failure.getMessage());
+		return Mono.delay(delay, delays);
+	}
+
+	private static BootstrapException gaveUp(int attempts, BootstrapException last) {
+		return new BootstrapException(last.kind(), last.status(), "Registration with the bootstrap server failed after "
+				+ attempts + (attempts == 1 ? " attempt" : " attempts") + "; last error: " + last.getMessage(), last);
+	}
+
+	/**
+	 * One HTTP exchange, bounded by the timeout: a 200 answer's body, or a {@link BootstrapException}.
+	 *
+	 * @param body the JSON request body (then the bearer token, if any, is sent), or null for none
+	 */
+	private Mono<byte[]> exchange(HttpMethod method, String url, byte[] body) {
+		String call = call(method, url);
+		return Mono.defer(() -> {
+			// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
+			HttpClient.RequestSender request = pool().http.request(method).uri(URI.create(url));
+			HttpClient.ResponseReceiver<?> receiver = body == null ? request : request.send((req, out) -> {
+				req.header(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+				if (bearerToken != null) {
+					req.header(HttpHeaderNames.AUTHORIZATION, "Bearer " + bearerToken);
+				}
+				return out.sendByteArray(Mono.just(body));
+			});
+			return receiver.response((response, content) -> readAnswer(call, response, content))
+					.next()
+					// Looked up per subscription, like the retry scheduler, so a virtual clock installed later applies.
+					.timeout(timeout, Schedulers.parallel());
+		})
+				.onErrorMap(error -> BootstrapErrors.fromFailure(call, timeout, error));
+	}
+
+	private Mono<byte[]> readAnswer(String call, HttpClientResponse response, ByteBufFlux content) {
+		int status = response.status().code();
+		String reason = response.status().reasonPhrase();
+		// asByteArray copies each chunk while Reactor Netty still holds it; Reactor Netty then releases the buffer.
+		return content.asByteArray()
+				.collect(() -> new Body(call, status, maxResponseBytes), Body::append)
+				.handle((answer, sink) -> {
+					byte[] bytes = answer.toByteArray();
+					if (status == 200) {
+						sink.next(bytes);
+					}
+					else {
+						sink.error(BootstrapErrors.fromStatus(call, status, reason, bytes));
+					}
+				});
+	}
+
+	private Pool pool() {
+		for (;;) {
+			Object current = transport.get();
+			if (current instanceof Pool pool) {
+				return pool;
+			}
+			if (current == DISPOSED) {
+				throw new IllegalStateException("bootstrap client disposed");
+			}
+			Pool created = new Pool(timeout, sslContext);
+			if (transport.compareAndSet(null, created)) {
+				return created;
+			}
+			// Another call won the race; this pool never opened a connection.
+			created.provider.dispose();
+		}
+	}
+
+	/** @return {@code http://host:port}, or {@code https://host:port} when secured; IPv6 bracketed */
+	private String baseUrl(HostPort bootstrap) {
+		return sslContext == null ? bootstrap.httpUrl() : "https://" + bootstrap;
+	}
+
+	private static String call(HttpMethod method, String url) {
+		return method.name() + " " + url;
+	}
+
+	private static void checkRank(String name, int rank) {
+		if (rank < 0) {
+			throw new IllegalArgumentException(name + " : " + rank + " (expected: >= 0)");
+		}
+	}
+
+	private static long saturatedNanos(Duration duration) {
+		try {
+			return duration.toNanos();
+		}
+		catch (ArithmeticException e) {
+			return Long.MAX_VALUE;
+		}
+	}
+
+	private static double sglangJitter() {
+		return ThreadLocalRandom.current().nextDouble(0.75, 1.0);
+	}
+
+	/** The HTTP client and the pool it owns; one per {@link ReactorBootstrapClient}, created on first use. */
+	private static final class Pool {
+
+		final ConnectionProvider provider;
+		final HttpClient http;
+
+		Pool(Duration timeout, SslContext sslContext) {
+			this.provider = ConnectionProvider.builder("kvferry-bootstrap")
+					.maxConnections(MAX_CONNECTIONS)
+					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
+					.pendingAcquireTimeout(timeout)
+					.maxIdleTime(MAX_IDLE_TIME)
+					.build();
+			int connectMillis = (int) Math.max(1, Math.min(saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
+			HttpClient client = HttpClient.create(provider).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
+			// The handshake is part of the call, so the call's timeout bounds it too.
+			this.http = sslContext == null ? client
+					: client.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(timeout));
+		}
+	}
+
+	/** An answer body being read, refused once it grows past the limit. Used by one exchange at a time. */
+	private static final class Body {
+
+		private final String call;
+		private final int status;
+		private final int maxBytes;
+		private byte[] bytes = new byte[256];
+		private int length;
+
+		Body(String call, int status, int maxBytes) {
+			this.call = call;
+			this.status = status;
+			this.maxBytes = maxBytes;
+		}
+
+		void append(byte[] chunk) {
+			if (chunk.length > maxBytes - length) {
+				throw new BootstrapException(BootstrapException.Kind.OTHER, status,
+						call + ": answer larger than " + maxBytes + " bytes");
+			}
+			if (length + chunk.length > bytes.length) {
+				bytes = Arrays.copyOf(bytes, Math.min(maxBytes, Math.max(bytes.length * 2, length + chunk.length)));
+			}
+			System.arraycopy(chunk, 0, bytes, length, chunk.length);
+			length += chunk.length;
+		}
+
+		byte[] toByteArray() {
+			return Arrays.copyOf(bytes, length);
+		}
+	}
+}

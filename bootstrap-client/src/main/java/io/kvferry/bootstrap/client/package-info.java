@@ -1,0 +1,6 @@
+/**
+ * The reactive bootstrap client: {@link io.kvferry.bootstrap.client.ReactorBootstrapClient} implements
+ * {@link io.kvferry.bootstrap.BootstrapClient} on Reactor Netty's HTTP client, speaking SGLang's bootstrap protocol
+ * ({@code PUT /route}, {@code GET /route}, {@code GET /health}).
+ */
+package io.kvferry.bootstrap.client;

@@ -1,0 +1,32 @@
+package io.kvferry.internal.topology;
+
+/**
+ * One prefill rank a decode rank must talk to for a room, as planned by {@link RankMapping#plan}. Immutable.
+ *
+ * @param tpRank the prefill rank's attention TP rank
+ * @param ppRank the prefill rank's pipeline stage
+ * @param dummy whether the rank only takes part in the status consensus (MLA with a larger prefill TP): it is sent
+ *        the room's metadata with no pages, transfers nothing and reports nothing
+ */
+public record RankTarget(int tpRank, int ppRank, boolean dummy) {
+
+	/**
+	 * @throws IllegalArgumentException when a rank is negative
+	 */
+	public RankTarget {
+		if (tpRank < 0) {
+			throw new IllegalArgumentException("tpRank : " + tpRank + " (expected: >= 0)");
+		}
+		if (ppRank < 0) {
+			throw new IllegalArgumentException("ppRank : " + ppRank + " (expected: >= 0)");
+		}
+	}
+
+	/**
+	 * @param prefillPpSize the prefill instance's PP size
+	 * @return the prefill rank's {@code prefill_unique_rank}, the key its status reports are counted under
+	 */
+	public int uniqueRank(int prefillPpSize) {
+		return RankMapping.prefillUniqueRank(tpRank, prefillPpSize, ppRank);
+	}
+}

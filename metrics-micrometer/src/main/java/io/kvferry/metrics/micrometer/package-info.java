@@ -1,0 +1,5 @@
+/**
+ * Micrometer metrics of KV managers: {@link io.kvferry.metrics.micrometer.KVManagerMetrics} binds a manager's
+ * statistics to a meter registry.
+ */
+package io.kvferry.metrics.micrometer;

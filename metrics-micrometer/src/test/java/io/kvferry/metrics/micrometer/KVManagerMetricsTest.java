@@ -1,0 +1,76 @@
+package io.kvferry.metrics.micrometer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Random;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.transport.local.InMemoryKVTransport;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.test.KVCluster;
+import io.kvferry.test.ModelShape;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.cumulative.CumulativeTimer;
+import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
+import io.micrometer.core.instrument.distribution.pause.PauseDetector;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+
+class KVManagerMetricsTest {
+
+	/** Signals each timer recording: room durations are recorded from the event stream, on its own thread. */
+	private static final class SignallingRegistry extends SimpleMeterRegistry {
+		final Semaphore recorded = new Semaphore(0);
+
+		@Override
+		protected Timer newTimer(Meter.Id id, DistributionStatisticConfig config, PauseDetector pauseDetector) {
+			DistributionStatisticConfig merged = config.merge(DistributionStatisticConfig.builder()
+					.expiry(Duration.ofMinutes(1)).build());
+			return new CumulativeTimer(id, clock, merged, pauseDetector, getBaseTimeUnit(), false) {
+				@Override
+				protected void recordNonNegative(long amount, TimeUnit unit) {
+					super.recordNonNegative(amount, unit);
+					recorded.release();
+				}
+			};
+		}
+	}
+
+	@Test
+	void countsBytesRoomsAndFailures() throws InterruptedException {
+		ModelShape shape = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+		KVCluster c = KVCluster.builder().shape(shape).capacity(32, 4).transport(InMemoryKVTransport.create())
+				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(new HostPort("127.0.0.1", 8998))
+				.startNow(Duration.ofSeconds(10));
+		SignallingRegistry registry = new SignallingRegistry();
+		PrefillKVManager prefill = c.prefillManagers().get(0).get(0);
+		DecodeKVManager decode = c.decodeManagers().get(0);
+		KVManagerMetrics p = KVManagerMetrics.bind(prefill, registry);
+		KVManagerMetrics d = KVManagerMetrics.bind(decode, registry);
+		assertThat(c.run(1, 40, 2, new Random(1)).block(Duration.ofSeconds(10)).ok()).isTrue();
+		long bytes = 10L * shape.itemLen(1) * 4 + 64;
+		assertThat(registry.get("kvferry.bytes.sent").tag("mode", "prefill").functionCounter().count()).isEqualTo(bytes);
+		assertThat(registry.get("kvferry.bytes.received").tag("mode", "decode").functionCounter().count())
+				.isEqualTo(bytes);
+		assertThat(registry.recorded.tryAcquire(2, 10, TimeUnit.SECONDS)).as("both sides' durations recorded").isTrue();
+		assertThat(registry.get("kvferry.room.duration").tag("mode", "decode").tag("outcome", "success").timer().count())
+				.isEqualTo(1);
+		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
+		assertThat(registry.get("kvferry.heartbeats.missed").tag("mode", "decode").functionCounter().count()).isZero();
+
+		decode.receiver(new HostPort("127.0.0.1", 8998), 2).abort("client gone").block(Duration.ofSeconds(10));
+		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("cause", "aborted").functionCounter()
+				.count()).isEqualTo(1);
+		p.dispose();
+		d.dispose();
+		assertThat(p.isDisposed()).isTrue();
+		c.close().block(Duration.ofSeconds(10));
+	}
+}

@@ -1,0 +1,371 @@
+package io.kvferry.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.Random;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * A prefill instance and a decode instance of any parallel layout, each rank with its own managed memory, that runs
+ * whole rooms: pattern fill on every prefill rank of the room's DP group, receivers on every decode rank, chunked
+ * sends, and a byte-exact check of every decode rank's pages, aux row and state slots.
+ *
+ * <pre>{@code
+ * KVCluster cluster = KVCluster.builder().shape(ModelShape.llama3_8b()).prefill(2, 1, 1).decode(2, 1)
+ *         .transport(transport).bootstrapClient(client).bootstrapAddress(bootstrap).start().block();
+ * RoomResult r = cluster.run(room, 4096, 3, new Random(1)).block();
+ * }</pre>
+ */
+public final class KVCluster {
+
+	private final Builder config;
+	private final List<List<RankMemory>> prefillMemory = new ArrayList<>();
+	private final List<List<PrefillKVManager>> prefill = new ArrayList<>();
+	private final List<RankMemory> decodeMemory = new ArrayList<>();
+	private final List<DecodeKVManager> decode = new ArrayList<>();
+	private final List<PageAllocator> prefillPages = new ArrayList<>();
+	private final List<PageAllocator> prefillRows = new ArrayList<>();
+	private final PageAllocator decodePages;
+	private final PageAllocator decodeRows;
+
+	private KVCluster(Builder b) {
+		this.config = b;
+		this.decodePages = new PageAllocator(b.pages);
+		this.decodeRows = new PageAllocator(b.rows);
+	}
+
+	public static Builder builder() {
+		return new Builder();
+	}
+
+	/** @return prefill managers by DP group, each group in (tp, pp) order */
+	public List<List<PrefillKVManager>> prefillManagers() {
+		return prefill;
+	}
+
+	public List<DecodeKVManager> decodeManagers() {
+		return decode;
+	}
+
+	/** @return prefill memory by DP group, in the order of {@link #prefillManagers()} */
+	public List<List<RankMemory>> prefillMemory() {
+		return prefillMemory;
+	}
+
+	/** @return the bootstrap server's address */
+	public HostPort bootstrapAddress() {
+		return config.bootstrap;
+	}
+
+	public List<RankMemory> decodeMemory() {
+		return decodeMemory;
+	}
+
+	/** @return the prefill DP group that serves {@code room} (room mod DP size, as decode routes it) */
+	public int dpGroup(long room) {
+		return (int) Math.floorMod(room, (long) config.prefillDp);
+	}
+
+	/** @return pages free on decode (all pages come back after successful rooms) */
+	public int freeDecodePages() {
+		return decodePages.free();
+	}
+
+	private Mono<KVCluster> startAll() {
+		List<Mono<? extends KVManager>> starts = new ArrayList<>();
+		for (int g = 0; g < config.prefillDp; g++) {
+			List<RankMemory> mems = new ArrayList<>();
+			List<PrefillKVManager> mgrs = new ArrayList<>();
+			prefillMemory.add(mems);
+			prefill.add(mgrs);
+			prefillPages.add(new PageAllocator(config.pages));
+			prefillRows.add(new PageAllocator(config.rows));
+			for (int tp = 0; tp < config.prefillTp; tp++) {
+				for (int pp = 0; pp < config.prefillPp; pp++) {
+					ParallelLayout layout = new ParallelLayout(config.prefillTp, tp, config.prefillDp, g, 1, 0,
+							config.prefillPp, pp);
+					RankMemory mem = RankMemory.prefill(config.shape, layout, config.pages, config.rows, config.rows);
+					mems.add(mem);
+					mgrs.add(null);
+					int slot = mgrs.size() - 1;
+					PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
+							.transport(config.transport).bootstrapClient(config.client)
+							.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0)));
+					starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
+				}
+			}
+		}
+		for (int tp = 0; tp < config.decodeTp; tp++) {
+			for (int pp = 0; pp < config.decodePp; pp++) {
+				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp);
+				RankMemory mem = RankMemory.decode(config.shape, layout, config.pages, config.rows, config.rows);
+				decodeMemory.add(mem);
+				decode.add(null);
+				int slot = decode.size() - 1;
+				DecodeSpec spec = custom(KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
+						.transport(config.decodeTransport != null ? config.decodeTransport : config.transport)
+						.bootstrapClient(config.client));
+				starts.add(spec.start().doOnNext(m -> decode.set(slot, m)));
+			}
+		}
+		return Flux.merge(starts).then(Mono.just(this));
+	}
+
+	/** The builder's customizer applies to both roles' specs; it returns a spec of the role it was given. */
+	@SuppressWarnings("unchecked")
+	private <S extends KVManagerSpec<S, ?>> S custom(S spec) {
+		return (S) config.customizer.apply(spec);
+	}
+
+	/**
+	 * Runs one room end to end. Never errors: a failure is in the result.
+	 *
+	 * @param room the room (unique per cluster)
+	 * @param tokens prompt tokens (pages = ceil(tokens / page size))
+	 * @param chunks how many {@code send} calls the prefill ranks make
+	 * @param random page scattering and chunk cuts
+	 * @return the result after every rank finished and decode memory was checked
+	 */
+	public Mono<RoomResult> run(long room, int tokens, int chunks, Random random) {
+		return Mono.defer(() -> {
+			int pageSize = config.shape.pageSize();
+			int numPages = (tokens + pageSize - 1) / pageSize;
+			int g = dpGroup(room);
+			boolean contiguous = config.contiguous || random.nextInt(4) == 0;
+			int[] src = prefillPages.get(g).allocate(numPages, random, contiguous);
+			int[] dst = decodePages.allocate(numPages, random, contiguous);
+			int[] srcRow = prefillRows.get(g).allocate(1, random, false);
+			int[] dstRow = decodeRows.allocate(1, random, false);
+			if (src == null || dst == null || srcRow == null || dstRow == null) {
+				release(g, src, dst, srcRow, dstRow);
+				return Mono.just(new RoomResult(room, numPages, 0, 0, "out of pages for " + numPages + " pages"));
+			}
+			int[] srcState = config.shape.stateItemLen() == 0 ? new int[0] : srcRow;
+			int[] dstState = config.shape.stateItemLen() == 0 ? new int[0] : dstRow;
+			for (RankMemory mem : prefillMemory.get(g)) {
+				mem.fill(room, src, srcRow[0], srcState);
+			}
+			long start = System.nanoTime();
+			List<Mono<Void>> done = new ArrayList<>();
+			List<KVSender> senders = new ArrayList<>();
+			List<KVReceiver> receivers = new ArrayList<>();
+			for (DecodeKVManager d : decode) {
+				KVReceiver receiver = d.receiver(config.bootstrap, room);
+				receiver.sendMetadata(dst, dstRow[0], dstState);
+				receivers.add(receiver);
+			}
+			int[] cuts = cuts(numPages, chunks, random);
+			for (PrefillKVManager p : prefill.get(g)) {
+				KVSender sender = p.sender(room);
+				sender.init(numPages, srcRow[0]);
+				for (int c = 0; c + 1 < cuts.length; c++) {
+					int[] part = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
+					sender.send(part, cuts[c + 1] == numPages ? srcState : new int[0]);
+				}
+				senders.add(sender);
+			}
+			// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
+			// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
+			for (KVReceiver receiver : receivers) {
+				done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
+						+ describe(e)))));
+			}
+			for (KVSender sender : senders) {
+				done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
+						+ describe(e)).subscribe())));
+			}
+			return Mono.whenDelayError(done)
+					.then(Mono.fromCallable(() -> {
+						long latency = System.nanoTime() - start;
+						long bytes = 0;
+						for (RankMemory mem : decodeMemory) {
+							String mismatch = mem.verify(room, dst, dstRow[0], dstState);
+							if (mismatch != null) {
+								return new RoomResult(room, numPages, bytes, latency, mismatch);
+							}
+							bytes += mem.kvBytes(numPages);
+						}
+						// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
+						release(g, src, dst, srcRow, dstRow);
+						return new RoomResult(room, numPages, bytes, latency, null);
+					}).subscribeOn(Schedulers.parallel()))
+					.onErrorResume(e -> Mono.just(new RoomResult(room, numPages, 0, System.nanoTime() - start,
+							describe(e))));
+		});
+	}
+
+	/** Every distinct reason of a (possibly composite) failure. */
+	static String describe(Throwable e) {
+		return reactor.core.Exceptions.unwrapMultiple(e).stream()
+				.map(t -> t.getMessage() == null ? t.toString() : t.getMessage())
+				.distinct()
+				.collect(java.util.stream.Collectors.joining("; "));
+	}
+
+	private static int[] cuts(int numPages, int chunks, Random random) {
+		int n = Math.max(1, Math.min(chunks, Math.max(1, numPages)));
+		java.util.TreeSet<Integer> points = new java.util.TreeSet<>();
+		points.add(0);
+		points.add(numPages);
+		while (points.size() < n + 1 && numPages > 1) {
+			points.add(1 + random.nextInt(numPages - 1));
+		}
+		return points.stream().mapToInt(Integer::intValue).toArray();
+	}
+
+	private void release(int g, int[] src, int[] dst, int[] srcRow, int[] dstRow) {
+		if (src != null) {
+			prefillPages.get(g).release(src);
+		}
+		if (dst != null) {
+			decodePages.release(dst);
+		}
+		if (srcRow != null) {
+			prefillRows.get(g).release(srcRow);
+		}
+		if (dstRow != null) {
+			decodeRows.release(dstRow);
+		}
+	}
+
+	/** Closes every manager (not the transport nor the bootstrap client); completes when they are released. */
+	public Mono<Void> close() {
+		return Mono.defer(() -> {
+			List<KVManager> all = new ArrayList<>();
+			prefill.forEach(all::addAll);
+			all.addAll(decode);
+			List<Mono<Void>> released = new ArrayList<>();
+			for (KVManager m : all) {
+				if (m != null) {
+					m.dispose();
+					released.add(m.onDispose());
+				}
+			}
+			return Mono.when(released);
+		});
+	}
+
+	/** Mutable builder of a cluster. */
+	public static final class Builder {
+		private ModelShape shape = ModelShape.llama3_8b();
+		private int prefillTp = 1;
+		private int prefillPp = 1;
+		private int prefillDp = 1;
+		private int decodeTp = 1;
+		private int decodePp = 1;
+		private int pages = 256;
+		private int rows = 64;
+		private boolean contiguous;
+		private String host = "127.0.0.1";
+		private KVTransport transport;
+		private KVTransport decodeTransport;
+		private BootstrapClient client;
+		private HostPort bootstrap;
+		private UnaryOperator<KVManagerSpec<?, ?>> customizer = UnaryOperator.identity();
+
+		private Builder() {
+		}
+
+		public Builder shape(ModelShape shape) {
+			this.shape = Objects.requireNonNull(shape, "shape");
+			return this;
+		}
+
+		/** Prefill attention TP, PP and DP sizes. */
+		public Builder prefill(int tp, int pp, int dp) {
+			this.prefillTp = tp;
+			this.prefillPp = pp;
+			this.prefillDp = dp;
+			return this;
+		}
+
+		/** Decode attention TP and PP sizes. */
+		public Builder decode(int tp, int pp) {
+			this.decodeTp = tp;
+			this.decodePp = pp;
+			return this;
+		}
+
+		/** Pages per layer buffer on every rank, and aux rows / state slots. */
+		public Builder capacity(int pages, int rows) {
+			this.pages = pages;
+			this.rows = rows;
+			return this;
+		}
+
+		/** Always allocate contiguous page runs (else one room in four is contiguous). */
+		public Builder contiguous(boolean contiguous) {
+			this.contiguous = contiguous;
+			return this;
+		}
+
+		/** Host prefill ranks listen on (default 127.0.0.1). */
+		public Builder host(String host) {
+			this.host = Objects.requireNonNull(host, "host");
+			return this;
+		}
+
+		/** Transport of every rank (of the prefill ranks only when {@link #decodeTransport} is set). */
+		public Builder transport(KVTransport transport) {
+			this.transport = Objects.requireNonNull(transport, "transport");
+			return this;
+		}
+
+		/**
+		 * Transport of the decode ranks, when it should not be the prefill ranks' one: with its own event loops, as a
+		 * decode instance in another process has.
+		 */
+		public Builder decodeTransport(KVTransport transport) {
+			this.decodeTransport = Objects.requireNonNull(transport, "transport");
+			return this;
+		}
+
+		public Builder bootstrapClient(BootstrapClient client) {
+			this.client = Objects.requireNonNull(client, "client");
+			return this;
+		}
+
+		public Builder bootstrapAddress(HostPort bootstrap) {
+			this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
+			return this;
+		}
+
+		/** Adjusts every manager's spec (timeouts, timer). */
+		public Builder customize(UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+			this.customizer = Objects.requireNonNull(customizer, "customizer");
+			return this;
+		}
+
+		/** @return the started cluster (every prefill rank registered) */
+		public Mono<KVCluster> start() {
+			Objects.requireNonNull(transport, "transport");
+			Objects.requireNonNull(client, "bootstrapClient");
+			Objects.requireNonNull(bootstrap, "bootstrapAddress");
+			return Mono.defer(() -> new KVCluster(this).startAll());
+		}
+
+		/** Blocking {@link #start()} bounded by {@code timeout}. */
+		public KVCluster startNow(Duration timeout) {
+			return start().block(timeout);
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package io.kvferry.test;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
+import io.netty.util.internal.PlatformDependent;
+
+/**
+ * One rank's registered memory laid out as SGLang lays it out (K buffers of the rank's layers, then V buffers, then
+ * draft K and V; MLA one buffer per layer), with pattern fill on prefill and byte-exact checks on decode.
+ */
+public final class RankMemory {
+
+	private final ModelShape shape;
+	private final ParallelLayout layout;
+	private final int firstLayer;
+	private final int layerCount;
+	private final int draftLayers;
+	private final KVArgs args;
+
+	private RankMemory(ModelShape shape, ParallelLayout layout, int engineRank, int firstLayer, int layerCount,
+			int draftLayers, long pages, int auxRows, int stateSlots) {
+		this.shape = shape;
+		this.layout = layout;
+		this.firstLayer = firstLayer;
+		this.layerCount = layerCount;
+		this.draftLayers = draftLayers;
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		int buffersPerLayer = shape.mla() ? 1 : 2;
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int b = 0; b < buffersPerLayer; b++) {
+			for (int l = 0; l < layerCount; l++) {
+				kv.add(MemoryRegion.allocate(pages, itemLen));
+			}
+		}
+		for (int b = 0; b < buffersPerLayer; b++) {
+			for (int l = 0; l < draftLayers; l++) {
+				kv.add(MemoryRegion.allocate(pages, itemLen));
+			}
+		}
+		List<MemoryRegion> aux = shape.auxItemLen() == 0 ? List.of()
+				: List.of(MemoryRegion.allocate(auxRows, shape.auxItemLen()));
+		List<MemoryRegion> state = shape.stateItemLen() == 0 ? List.of()
+				: List.of(MemoryRegion.allocate(stateSlots, shape.stateItemLen()));
+		this.args = KVArgs.builder()
+				.engineRank(engineRank)
+				.kvRegions(kv)
+				.auxRegions(aux)
+				.stateRegions(state)
+				.pageSize(shape.pageSize())
+				.prefillStartLayer(firstLayer)
+				.draftLayers(draftLayers)
+				.kvHeads(shape.headsPerRank(layout.attnTpSize()), shape.mla() ? 1 : shape.kvHeads())
+				.mla(shape.mla())
+				.build();
+	}
+
+	/**
+	 * Memory of a prefill rank: the layers of its PP stage, no draft layers.
+	 *
+	 * @param pages pages per layer buffer
+	 * @param auxRows rows of the aux buffer
+	 * @param stateSlots slots of the state buffer
+	 */
+	public static RankMemory prefill(ModelShape shape, ParallelLayout layout, long pages, int auxRows, int stateSlots) {
+		int per = stageLayers(shape, layout);
+		return new RankMemory(shape, layout, layout.attnTpRank(), layout.ppRank() * per, per, 0, pages, auxRows,
+				stateSlots);
+	}
+
+	/** Memory of a decode rank: its PP stage's layers (all layers at PP 1), then the shape's draft layers. */
+	public static RankMemory decode(ModelShape shape, ParallelLayout layout, long pages, int auxRows, int stateSlots) {
+		int per = stageLayers(shape, layout);
+		return new RankMemory(shape, layout, layout.attnTpRank(), layout.ppRank() * per, per, shape.draftLayers(),
+				pages, auxRows, stateSlots);
+	}
+
+	private static int stageLayers(ModelShape shape, ParallelLayout layout) {
+		if (shape.layers() % layout.ppSize() != 0) {
+			throw new IllegalArgumentException("layers : " + shape.layers() + " (expected: a multiple of PP size "
+					+ layout.ppSize() + ")");
+		}
+		return shape.layers() / layout.ppSize();
+	}
+
+	public KVArgs kvArgs() {
+		return args;
+	}
+
+	public ParallelLayout layout() {
+		return layout;
+	}
+
+	/** @return KV bytes this rank holds for {@code pages} pages (all its layer buffers, draft excluded) */
+	public long kvBytes(int pages) {
+		return (long) pages * shape.itemLen(layout.attnTpSize()) * layerCount * (shape.mla() ? 1 : 2);
+	}
+
+	/** Writes the room's pattern into its pages, aux row and state slots. */
+	public void fill(long room, int[] pages, int auxRow, int[] stateSlots) {
+		forEachWord(room, pages, (address, expected) -> PlatformDependent.putLong(address, expected));
+		forEachAuxAndState(room, auxRow, stateSlots, (address, expected) -> PlatformDependent.putLong(address, expected));
+	}
+
+	/**
+	 * Checks every byte of the room's pages (layers this rank holds, not draft layers), its aux row and state slots.
+	 *
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public String verify(long room, int[] pages, int auxRow, int[] stateSlots) {
+		String[] first = new String[1];
+		WordVisitor check = (address, expected) -> {
+			if (first[0] == null && PlatformDependent.getLong(address) != expected) {
+				first[0] = "room " + room + ": word at 0x" + Long.toHexString(address) + " is 0x"
+						+ Long.toHexString(PlatformDependent.getLong(address)) + ", expected 0x"
+						+ Long.toHexString(expected);
+			}
+		};
+		forEachWord(room, pages, check);
+		forEachAuxAndState(room, auxRow, stateSlots, check);
+		return first[0];
+	}
+
+	/** @return whether every byte of these pages in every KV buffer is zero (pages of an aborted room) */
+	public boolean isZero(int[] pages) {
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		for (MemoryRegion r : args.kvRegions()) {
+			for (int p : pages) {
+				long base = r.itemAddress(p);
+				for (int off = 0; off < itemLen; off += 8) {
+					if (PlatformDependent.getLong(base + off) != 0) {
+						return false;
+					}
+				}
+			}
+		}
+		return true;
+	}
+
+	/** @return a 64-bit hash of these pages' bytes in every KV buffer (to prove they did not change) */
+	public long checksum(int[] pages) {
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		long h = 0x9E3779B97F4A7C15L;
+		for (MemoryRegion r : args.kvRegions()) {
+			for (int p : pages) {
+				long base = r.itemAddress(p);
+				for (int off = 0; off < itemLen; off += 8) {
+					h = (h ^ PlatformDependent.getLong(base + off)) * 0x100000001B3L;
+				}
+			}
+		}
+		return h;
+	}
+
+	private interface WordVisitor {
+		void visit(long address, long expected);
+	}
+
+	private void forEachWord(long room, int[] pages, WordVisitor v) {
+		int tp = layout.attnTpSize();
+		int heads = shape.headsPerRank(tp);
+		int headWords = shape.headBytes() / 8;
+		int tokenBytes = heads * shape.headBytes();
+		int itemLen = shape.itemLen(tp);
+		int buffers = shape.mla() ? 1 : 2;
+		for (int b = 0; b < buffers; b++) {
+			for (int l = 0; l < layerCount; l++) {
+				MemoryRegion region = args.kvRegions().get(b * layerCount + l);
+				int layer = firstLayer + l;
+				for (int i = 0; i < pages.length; i++) {
+					long pageBase = region.address() + (long) pages[i] * itemLen;
+					for (int t = 0; t < shape.pageSize(); t++) {
+						long token = (long) i * shape.pageSize() + t;
+						long tokenBase = pageBase + (long) t * tokenBytes;
+						for (int h = 0; h < heads; h++) {
+							int head = shape.modelHead(tp, layout.attnTpRank(), h);
+							long headBase = tokenBase + (long) h * shape.headBytes();
+							for (int w = 0; w < headWords; w++) {
+								v.visit(headBase + 8L * w, Patterns.word(room, layer, b, token, head, w));
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+
+	private void forEachAuxAndState(long room, int auxRow, int[] stateSlots, WordVisitor v) {
+		if (auxRow >= 0) {
+			for (int i = 0; i < args.auxRegions().size(); i++) {
+				MemoryRegion r = args.auxRegions().get(i);
+				for (int w = 0; w < r.itemLen() / 8; w++) {
+					v.visit(r.itemAddress(auxRow) + 8L * w, Patterns.word(room, Patterns.AUX, i, 0, 0, w));
+				}
+			}
+		}
+		for (int i = 0; i < args.stateRegions().size(); i++) {
+			MemoryRegion r = args.stateRegions().get(i);
+			for (int s = 0; s < stateSlots.length; s++) {
+				for (int w = 0; w < r.itemLen() / 8; w++) {
+					v.visit(r.itemAddress(stateSlots[s]) + 8L * w, Patterns.word(room, Patterns.STATE, i, s, 0, w));
+				}
+			}
+		}
+	}
+}

@@ -1,2 +1,0 @@
-/** Micrometer metrics of KV managers (optional: needs micrometer-core on the class path). */
-package io.kvferry.transport.netty.metrics;
