@@ -97,10 +97,8 @@ final class PayloadWriter implements PayloadSink {
 			throw new IllegalStateException("landed(" + n + ") : " + (zone < 0 ? "no landing zone outstanding"
 					: "more than the zone's " + zone + " bytes"));
 		}
+		// Never fenced here: a fence clears the outstanding zone, and a fenced writer offers none.
 		zone = -1;
-		if (fenced) {
-			return;
-		}
 		if (!live.getAsBoolean()) {
 			// In place already: the fence stops everything after this read.
 			fenced = true;

@@ -3,6 +3,8 @@ package io.kvferry.internal;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
 
 import io.kvferry.MemoryRegion;
 import io.kvferry.spi.NativeMemory;
@@ -150,5 +152,63 @@ class PayloadWriterTest {
 		// The memory is still the region's: writing through a fresh view works.
 		NativeMemory.wrap(dest.address(), 1).setByte(0, 42);
 		assertThat(destBytes(0, 1)).containsExactly(42);
+	}
+
+	@Test
+	void bytesThatLandedInPlaceAreCheckedAndCountedLikeCopiedOnes() {
+		// Strided: 3 chunks of 100 bytes, 300 apart; the middle chunk partly lands in place, partly is copied.
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 50, 100, 300, 3);
+		Tally tally = new Tally(true);
+		AtomicLong completedBytes = new AtomicLong();
+		PayloadWriter w = new PayloadWriter(dest.address() + 50, h, live::get, tally, completedBytes::addAndGet);
+		byte[] payload = pattern(300);
+		w.write(Unpooled.wrappedBuffer(payload, 0, 130));
+		ByteBuf zone = w.landingZone(1, 4096);
+		assertThat(zone.writableBytes()).as("the rest of the middle chunk").isEqualTo(70);
+		zone.writeBytes(payload, 130, 50);
+		w.landed(50);
+		zone.release();
+		w.write(Unpooled.wrappedBuffer(payload, 180, 120));
+		w.complete();
+
+		assertChunks(payload, 50, 100, 300);
+		CRC32C expected = new CRC32C();
+		expected.update(payload);
+		assertThat(tally.checksum()).as("CRC32C of the payload in stream order").isEqualTo(expected.getValue());
+		assertThat(tally.bytes()).isEqualTo(300);
+		assertThat(completedBytes).hasValue(300);
+	}
+
+	@Test
+	void aRoomThatStopsAcceptingBytesDuringALandingReadTakesNothingAfterIt() {
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1);
+		Tally tally = new Tally(true);
+		PayloadWriter w = new PayloadWriter(dest.address(), h, live::get, tally, n -> completed.incrementAndGet());
+		byte[] payload = pattern(1000);
+		ByteBuf zone = w.landingZone(1, 400);
+		zone.writeBytes(payload, 0, 400);
+		// The abort comes while the read is in the socket: the bytes are in the room's pages already, nothing more.
+		live.set(false);
+		w.landed(400);
+		zone.release();
+		assertThat(w.landingZone(1, 4096)).as("no zone once fenced").isNull();
+		live.set(true);
+		w.write(Unpooled.wrappedBuffer(payload, 400, 600));
+		w.complete();
+
+		assertThat(destBytes(400, 600)).as("nothing written after the fence").containsOnly(0);
+		assertThat(completed).as("a fenced payload never completes").hasValue(0);
+		assertThat(tally.bytes()).isZero();
+	}
+
+	@Test
+	void landedTakesBetweenOneByteAndTheWholeZone() {
+		PayloadWriter w = writer(new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1));
+		w.landingZone(1, 100).release();
+		assertThatThrownBy(() -> w.landed(0)).hasMessageContaining("landed(0)");
+		w.landed(1);
+		w.landingZone(1, 100).release();
+		w.landed(100);
+		assertThat(w.landingZone(1, 4096).writableBytes()).as("what is left after 101 bytes").isEqualTo(899);
 	}
 }
