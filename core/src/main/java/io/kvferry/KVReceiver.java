@@ -37,9 +37,11 @@ public interface KVReceiver {
 	Mono<Void> completion();
 
 	/**
-	 * Fails the room and tells every prefill rank. The room's pages stay fenced (no byte lands) and the returned
-	 * {@code Mono} completes once every prefill rank acknowledged or its connection is gone: then the pages may be
-	 * reused.
+	 * Fails the room and tells every prefill rank. Eager, like a cancel: the abort happens when this method is
+	 * called, subscribed or not (an engine that gives up on a request must not have to subscribe to make it so); the
+	 * returned {@code Mono} is the room's cached release signal, for any number of subscribers. The room's pages stay
+	 * fenced (no byte lands) and it completes once every prefill rank acknowledged or its connection is gone: then the
+	 * pages may be reused.
 	 *
 	 * @param reason why
 	 * @return completes when the pages are safe to reuse

@@ -44,7 +44,8 @@ public interface KVSender {
 	Mono<Void> completion();
 
 	/**
-	 * Fails the room here and tells decode. Idempotent.
+	 * Fails the room here and tells decode. Idempotent. Eager, like a cancel: the abort happens when this method is
+	 * called, subscribed or not; the returned {@code Mono} is a cached signal, for any number of subscribers.
 	 *
 	 * @param reason why
 	 * @return completes when the abort has been handed to every peer connection
