@@ -66,6 +66,7 @@ public final class FirstRoom {
 			sender.init(srcPages.length, 0);
 			sender.send(srcPages, new int[0]);          // once per chunk; the call reaching the count is the last
 
+			// A scheduler loop subscribes instead of blocking: completion().subscribe(ok -> ..., err -> ...).
 			sender.completion().block(TIMEOUT);         // prefill may free its pages
 			receiver.completion().block(TIMEOUT);       // every byte landed and was counted: decode may run
 			decode.disposeNow(TIMEOUT);

@@ -3,6 +3,8 @@ package io.kvferry.examples.snippets;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
+import io.kvferry.DecodeKVManager;
+import io.kvferry.HostPort;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -41,25 +43,27 @@ public final class WatchStates {
 			int[] srcPages = { 5, 6 };
 			int[] dstPages = { 10, 11 };
 			Cache.fill(pair.prefillArgs, srcPages, 0, 3);
+			DecodeKVManager decode = pair.decode;
+			HostPort prefillBootstrap = pair.bootstrap.address();
 			// tag::watch-states[]
-			// events() is hot: subscribe before the rooms you want to see. It never slows a transfer (a slow
-			// subscriber loses its oldest events).
-			CompletableFuture<List<KVStatusEvent>> events = pair.decode.events()
+			// events() is hot: subscribe before the rooms you want to see. A slow subscriber loses its oldest
+			// events and never slows a transfer.
+			CompletableFuture<List<KVStatusEvent>> events = decode.events()
 					.filter(e -> e.room() == room)
 					.takeUntil(e -> e.current().isTerminal())
 					.collectList().toFuture();
 
-			KVReceiver receiver = pair.decode.receiver(pair.bootstrap.address(), room);
+			KVReceiver receiver = decode.receiver(prefillBootstrap, room);
 			receiver.sendMetadata(dstPages, 0, new int[0]);
-			KVSender sender = pair.prefill.sender(room);
-			sender.init(srcPages.length, 0);
-			// states(): the current state, then each change; BOOTSTRAPPING ... SUCCESS (or FAILED), then completes.
+			// states(): the current state, then each change (BOOTSTRAPPING ... SUCCESS or FAILED), then completes.
 			CompletableFuture<List<KVPoll>> receiverStates = receiver.states()
 					.doOnNext(state -> System.out.println("decode room " + room + ": " + state))
 					.collectList().toFuture();
+			// end::watch-states[]
+			KVSender sender = pair.prefill.sender(room);
+			sender.init(srcPages.length, 0);
 			CompletableFuture<List<KVPoll>> senderStates = sender.states().collectList().toFuture();
 			sender.send(srcPages, new int[0]);
-			// end::watch-states[]
 			return Mono.zip(Mono.fromFuture(senderStates), Mono.fromFuture(receiverStates), Mono.fromFuture(events))
 					.map(t -> new Watched(t.getT1(), t.getT2(), t.getT3()))
 					.block(Pair.TIMEOUT);
