@@ -34,7 +34,7 @@ final class Cache {
 			layers.add(MemoryRegion.allocate(PAGES, PAGE_BYTES));
 		}
 		return KVArgs.builder()
-				.kvRegions(layers)                         // SGLang's order: every layer's K, then every V
+				.kvRegions(layers)                         // K and V pools: every layer's K, then every V
 				.auxRegions(List.of(MemoryRegion.allocate(AUX_ROWS, AUX_BYTES)))   // a row per request
 				.pageSize(PAGE_SIZE)                       // tokens per page
 				.build();

@@ -5,7 +5,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 
 import io.kvferry.examples.Child;
-import io.netty.pkitesting.CertificateBuilder;
 import io.netty.pkitesting.X509Bundle;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -36,12 +35,7 @@ class ExampleMainsTest {
 
 	@Test
 	void tlsMainReadsAPemCertificateAndKey(@TempDir Path dir) throws Exception {
-		X509Bundle node = new CertificateBuilder()
-				.subject("CN=kvferry-example")
-				.setIsCertificateAuthority(true)
-				.addSanIpAddress("127.0.0.1")
-				.ecp256()
-				.buildSelfSigned();
+		X509Bundle node = ExamplesTest.selfSigned();
 		Path certificate = Files.writeString(dir.resolve("node.pem"), node.getCertificatePEM());
 		Path key = Files.writeString(dir.resolve("node.key"), node.getPrivateKeyPEM());
 

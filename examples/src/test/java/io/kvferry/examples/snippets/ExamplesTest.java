@@ -77,12 +77,7 @@ class ExamplesTest {
 
 	@Test
 	void tlsAndSecretMoveTheRoomIntact() throws Exception {
-		X509Bundle node = new CertificateBuilder()
-				.subject("CN=kvferry-example")
-				.setIsCertificateAuthority(true)
-				.addSanIpAddress("127.0.0.1")
-				.ecp256()
-				.buildSelfSigned();
+		X509Bundle node = selfSigned();
 		SslContext server = SslContextBuilder.forServer(node.toKeyManagerFactory()).build();
 		SslContext client = SslContextBuilder.forClient().trustManager(node.toTrustManagerFactory()).build();
 		byte[] secret = "a secret of at least 32 bytes, for the example".getBytes(StandardCharsets.UTF_8);
@@ -99,5 +94,15 @@ class ExamplesTest {
 		assertThat(r.info().dpSize()).isEqualTo(1);
 		assertThat(r.info().ppSize()).isEqualTo(1);
 		assertThat(r.rank1()).isEqualTo(r.rank1Listens());
+	}
+
+	/** @return a self-signed certificate for 127.0.0.1 (EC P-256), as the transport's TLS tests make theirs */
+	static X509Bundle selfSigned() throws Exception {
+		return new CertificateBuilder()
+				.subject("CN=kvferry-example")
+				.setIsCertificateAuthority(true)
+				.addSanIpAddress("127.0.0.1")
+				.ecp256()
+				.buildSelfSigned();
 	}
 }
