@@ -18,8 +18,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A {@code kvferry} role in its own JVM, started from this module's test class path, with its output captured. Public
- * for the network namespace tests, which start roles inside the namespaces they made.
+ * A {@code kvferry} role (or another {@code main}) in its own JVM, started from this module's test class path, with
+ * its output captured. Public for the network namespace tests, which start roles inside the namespaces they made.
  */
 public final class Child implements AutoCloseable {
 
@@ -65,6 +65,17 @@ public final class Child implements AutoCloseable {
 	 */
 	public static Child start(String name, List<String> wrapper, Set<String> unset, String... args)
 			throws IOException, URISyntaxException {
+		return start(name, wrapper, unset, KVFerryCli.class, args);
+	}
+
+	/** Starts {@code mainClass}'s {@code main(args)} in a new JVM. */
+	public static Child startMain(String name, Class<?> mainClass, String... args)
+			throws IOException, URISyntaxException {
+		return start(name, List.of(), Set.of(), mainClass, args);
+	}
+
+	private static Child start(String name, List<String> wrapper, Set<String> unset, Class<?> mainClass,
+			String... args) throws IOException, URISyntaxException {
 		List<String> command = new ArrayList<>(wrapper);
 		command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
 		// One explicit logback file: with several on the class path logback reports its status on stdout.
@@ -72,7 +83,7 @@ public final class Child implements AutoCloseable {
 		command.addAll(List.of("-Xmx256m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC",
 				"-XX:TieredStopAtLevel=1",
 				"--add-opens", "java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true",
-				"-cp", System.getProperty("java.class.path"), KVFerryCli.class.getName()));
+				"-cp", System.getProperty("java.class.path"), mainClass.getName()));
 		command.addAll(List.of(args));
 		ProcessBuilder builder = new ProcessBuilder(command);
 		builder.environment().keySet().removeAll(unset);
