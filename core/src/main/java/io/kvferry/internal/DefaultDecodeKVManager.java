@@ -18,6 +18,7 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.FailureCause;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
+import io.kvferry.KVFerryException;
 import io.kvferry.KVReceiver;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
@@ -67,6 +68,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private final ConcurrentHashMap<SessionKey, Mono<Session>> sessions = new ConcurrentHashMap<>();
 	private final Set<Session> open = ConcurrentHashMap.newKeySet();
 	private final ConcurrentHashMap<Long, AbortWait> aborts = new ConcurrentHashMap<>();
+	// Prefill ranks that announced a drain, with the reason: once such a rank is gone, a room that cannot reach it
+	// fails because it drained, not with a bare "connection refused". One entry per rank endpoint, replaced by its next
+	// drain; entries are small and ranks few.
+	private final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 
 	private final Disposable registryWatch;
 
@@ -134,9 +139,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		r.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		resolve(r, prefillDpRank).subscribe(resolved -> onResolved(r, resolved),
-				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE : FailureCause.BOOTSTRAP,
+				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
+						: e instanceof DrainedRankException ? FailureCause.DRAINING : FailureCause.BOOTSTRAP,
 						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
-						e instanceof BootstrapException));
+						e instanceof BootstrapException || e instanceof DrainedRankException));
 		return new Receiver(r);
 	}
 
@@ -187,7 +193,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private Mono<Session> connect(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
 		Session s = new Session(key, endpoint, info, entry);
-		return config.transport().connect(endpoint, s).flatMap(conn -> {
+		return config.transport().connect(endpoint, s).onErrorMap(e -> {
+			// A rank that said it drains and then went away is not an unexplained connection failure.
+			String reason = drained.get(endpoint);
+			return reason == null ? e : new DrainedRankException("prefill rank " + endpoint + " drained (" + reason
+					+ ") and is gone: " + describe(e), e);
+		}).flatMap(conn -> {
+			drained.remove(endpoint);
 			s.conn = conn;
 			open.add(s);
 			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums()), SendGate.OPEN,
@@ -504,6 +516,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			else if (message instanceof KVMessage.Draining d) {
 				log.info("[{}] prefill rank {} drains: {}", name, endpoint, d.reason());
 				draining = d.reason();
+				drained.put(endpoint, d.reason());
 			}
 			else if (message instanceof KVMessage.AbortAck ack) {
 				AbortWait w = aborts.get(ack.room());
@@ -652,5 +665,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private static String hex(long crc) {
 		return crc < 0 ? "none" : String.format("0x%08x", crc);
+	}
+
+	/** A room could not reach a prefill rank that announced a drain before it went away. */
+	private static final class DrainedRankException extends KVFerryException {
+
+		private static final long serialVersionUID = 1L;
+
+		DrainedRankException(String message, Throwable cause) {
+			super(message, cause);
+		}
 	}
 }

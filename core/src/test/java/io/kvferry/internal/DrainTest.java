@@ -17,6 +17,7 @@ import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.bootstrap.BootstrapException;
+import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.kvferry.test.ModelShape;
@@ -132,6 +133,25 @@ class DrainTest {
 		KVReceiver next = decode.receiver(BOOTSTRAP, 2);
 		next.sendMetadata(new int[] { 2 }, -1, NONE);
 		failsWith(next.completion(), FailureCause.DRAINING, "is draining and admits no new rooms");
+	}
+
+	@Test
+	void aRoomForARankThatDrainedAndWentAwayFailsBecauseItDrained() {
+		start(false);
+		KVReceiver[] receiver = new KVReceiver[1];
+		open(1, receiver);
+		HostPort endpoint = prefill.endpoint();
+		StepVerifier.create(prefill.drain(Duration.ZERO)).expectComplete().verify(T);
+		prefill.disposeNow(T);
+		prefill = null;
+		// SGLang's HTTP bootstrap server cannot forget a rank: it still names the one that went away.
+		StepVerifier.create(bootstrap.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE,
+				endpoint.host(), endpoint.port(), SHAPE.pageSize()))).expectComplete().verify(T);
+		KVReceiver next = decode.receiver(BOOTSTRAP, 2);
+		next.sendMetadata(new int[] { 2 }, -1, NONE);
+		// Not a bare connection failure: the rank said it drains before it went.
+		failsWith(next.completion(), FailureCause.DRAINING, "prefill rank " + endpoint + " drained (",
+				"is draining and admits no new rooms", ") and is gone: ");
 	}
 
 	@Test
