@@ -43,6 +43,18 @@ public interface RoomTrace {
 	}
 
 	/**
+	 * Records a step that happened at a given time. The library calls this form, on its callback scheduler, shortly
+	 * after the step; the default ignores the time.
+	 *
+	 * @param event what happened
+	 * @param value the event's figure (see {@link Event}), 0 when it has none
+	 * @param epochNanos when it happened, in nanoseconds since the epoch
+	 */
+	default void event(Event event, long value, long epochNanos) {
+		event(event, value);
+	}
+
+	/**
 	 * Ends the trace, once.
 	 *
 	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
@@ -50,5 +62,18 @@ public interface RoomTrace {
 	 * @param reason why it failed; empty on success
 	 */
 	default void end(KVPoll outcome, FailureCause cause, String reason) {
+	}
+
+	/**
+	 * Ends the trace, once, at a given time. The library calls this form, on its callback scheduler; the default ignores
+	 * the time.
+	 *
+	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
+	 * @param cause why it failed, or null on success
+	 * @param reason why it failed; empty on success
+	 * @param epochNanos when the room ended, in nanoseconds since the epoch
+	 */
+	default void end(KVPoll outcome, FailureCause cause, String reason, long epochNanos) {
+		end(outcome, cause, reason);
 	}
 }

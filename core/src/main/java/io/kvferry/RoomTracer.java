@@ -9,9 +9,10 @@ package io.kvferry;
  * {@link RoomTrace#context()} to every prefill rank of the room; prefill opens its trace when the first transfer
  * request arrives, as a child of that context, backdated to when the room opened there (its sender may come first).
  *
- * <p>Implementations are called on the library's threads (transport event loops included), sometimes while a room's
- * state is being changed: they must be quick, must not block, and must not call back into the library, like a metrics
- * counter.
+ * <p>Implementations are called on the spec's callback scheduler, never on a transport thread or under a library lock,
+ * one room's calls in order: the engine records each step with its time where it happens and hands it on. Decode's
+ * {@link #start} is the exception: it runs on the thread that makes the receiver (the room's context must be known at
+ * once to go out with the room), outside any library lock.
  */
 @FunctionalInterface
 public interface RoomTracer {

@@ -34,6 +34,8 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	final KVManagerConfig config;
 	final String name;
 	final RoomTable<R> table;
+	// The tracing integration, deferred to the callback scheduler; null without tracing.
+	private final DeferredRoomTracer tracing;
 	final PeerLayout ownLayout;
 	private final AtomicBoolean disposed = new AtomicBoolean();
 	private final Sinks.Empty<Void> released = Sinks.empty();
@@ -51,6 +53,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		for (FailureCause c : FailureCause.values()) {
 			failures.put(c, new LongAdder());
 		}
+		this.tracing = DeferredRoomTracer.of(config.tracer(), config.callbackScheduler());
 		this.table = new RoomTable<>(name, config.timer(), config.callbackScheduler(), config.bootstrapTimeout(),
 				config.waitingTimeout(), config.transferTimeout(), config.eventBufferSize(), this::count,
 				this::ended);
@@ -210,6 +213,24 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	/** @return the trace to end for a room that just ended */
 	RoomTrace traceAtEnd(R room) {
 		return room.trace;
+	}
+
+	/**
+	 * Opens a room's trace on this thread, so that its context is known at once; only where no library lock is held.
+	 *
+	 * @return {@link RoomTrace#NONE} without tracing
+	 */
+	RoomTrace traceNow(DisaggregationMode side, long room, String parentContext, long startEpochNanos) {
+		return tracing == null ? RoomTrace.NONE : tracing.startNow(side, name, room, parentContext, startEpochNanos);
+	}
+
+	/**
+	 * Opens a room's trace on the callback scheduler: any thread, any lock held.
+	 *
+	 * @return {@link RoomTrace#NONE} without tracing
+	 */
+	RoomTrace traceLater(DisaggregationMode side, long room, String parentContext, long startEpochNanos) {
+		return tracing == null ? RoomTrace.NONE : tracing.startLater(side, name, room, parentContext, startEpochNanos);
 	}
 
 	/** @return now, in nanoseconds since the epoch, for a trace's start (millisecond precision, no allocation) */

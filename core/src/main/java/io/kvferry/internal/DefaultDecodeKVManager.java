@@ -127,7 +127,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
 			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
-			fresh.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
+			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
 			table.advance(fresh, KVPoll.BOOTSTRAPPING);
 			table.fail(fresh, FailureCause.DRAINING, draining, false);
 			return new Receiver(fresh);
@@ -136,7 +136,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
-		r.trace = config.tracer().start(DisaggregationMode.DECODE, name, room, "", epochNanos());
+		r.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		resolve(r, prefillDpRank).subscribe(resolved -> onResolved(r, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE

@@ -295,7 +295,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (!r.traced) {
 				// The first request names decode's trace: the room's trace here is its child.
 				r.traced = true;
-				r.trace = config.tracer().start(DisaggregationMode.PREFILL, name, r.id, req.traceContext(),
+				r.trace = traceLater(DisaggregationMode.PREFILL, r.id, req.traceContext(),
 						r.openedEpochNanos);
 			}
 			r.trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
@@ -412,7 +412,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		synchronized (r) {
 			if (!r.traced) {
 				r.traced = true;
-				r.trace = config.tracer().start(DisaggregationMode.PREFILL, name, r.id, "", r.openedEpochNanos);
+				r.trace = traceLater(DisaggregationMode.PREFILL, r.id, "", r.openedEpochNanos);
 			}
 			return r.trace;
 		}

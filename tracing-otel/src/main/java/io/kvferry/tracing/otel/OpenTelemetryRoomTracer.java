@@ -138,7 +138,25 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 		}
 
 		@Override
+		public void event(Event event, long value, long epochNanos) {
+			String name = EVENT_NAMES[event.ordinal()];
+			span.addEvent(name, value == 0 ? Attributes.empty() : Attributes.of(VALUE, value), epochNanos,
+					TimeUnit.NANOSECONDS);
+		}
+
+		@Override
 		public void end(KVPoll outcome, FailureCause cause, String reason) {
+			status(outcome, cause, reason);
+			span.end();
+		}
+
+		@Override
+		public void end(KVPoll outcome, FailureCause cause, String reason, long epochNanos) {
+			status(outcome, cause, reason);
+			span.end(epochNanos, TimeUnit.NANOSECONDS);
+		}
+
+		private void status(KVPoll outcome, FailureCause cause, String reason) {
 			if (outcome == KVPoll.SUCCESS) {
 				span.setStatus(StatusCode.OK);
 			}
@@ -146,7 +164,6 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 				span.setStatus(StatusCode.ERROR, reason);
 				span.setAttribute(FAILURE_CAUSE, cause == null ? FailureCause.OTHER.tag() : cause.tag());
 			}
-			span.end();
 		}
 	}
 }
