@@ -60,12 +60,13 @@ final class OutboundQueue {
 	private final Runnable drainTask = this::runDrain;
 
 	private volatile int maxFrameLength;
+	// The channel closed; written on the event loop, read by offers on any thread.
+	private volatile boolean closed;
 	private volatile long blocksDropped;
 	private volatile String prefix;
 
 	// Event-loop confined.
 	private ChannelHandlerContext ctx;
-	private boolean closed;
 	private DataFrameCursor current;
 
 	/**
