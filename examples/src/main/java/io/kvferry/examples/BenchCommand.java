@@ -41,11 +41,15 @@ import reactor.core.scheduler.Schedulers;
 				"Measures kvferry on loopback against baselines it runs itself, in the same JVM, with the same bytes.",
 				"",
 				"  bulk   one large room 1<->1 vs a plain TCP pump (blocking NIO, one connection, 1 MiB writes from "
-						+ "direct memory into direct memory); warm-up, then best of --rounds, rounds alternating",
+						+ "a written direct source into direct memory), a two-connection SO_RCVLOWAT pump and the "
+						+ "cache-hot 1 MiB ring (the wire's ceiling); --bulk-warmup rooms, then --rounds interleaved "
+						+ "rounds: medians, best-of beside",
 				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after 5 s of "
 						+ "warm-up, a room and a round trip in turn",
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages)",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
+				"  same host  single-thread memcpy of the bulk bytes, the ceiling of a same-host path",
+				"  scaling (--scaling)  concurrent rooms, room size and ranks: rooms/s, GB/s, p50/p99, CPU, memory",
 				"With --tracing it measures only what room tracing costs: rooms per second and heap bytes per room, "
 						+ "tracing off vs on (OpenTelemetry SDK, batch span processor), in alternating rounds.",
 				"Every room's bytes are verified. Figures depend on the machine: compare ratios, not absolutes.",
@@ -69,9 +73,21 @@ final class BenchCommand implements Callable<Integer> {
 			description = "Size of the bulk room (default: ${DEFAULT-VALUE}).")
 	int bulkMib;
 
-	@Option(names = "--rounds", defaultValue = "3", paramLabel = "N",
-			description = "Timed bulk rounds of each side; the best counts (default: ${DEFAULT-VALUE}).")
+	@Option(names = "--rounds", defaultValue = "5", paramLabel = "N",
+			description = "Timed bulk rounds of each side, interleaved; medians count, best-of is shown beside "
+					+ "(default: ${DEFAULT-VALUE}).")
 	int rounds;
+
+	@Option(names = "--bulk-warmup", defaultValue = "60", paramLabel = "ROOMS",
+			description = "Bulk rooms (and pump rounds) before the timed ones, so that the JIT has compiled the data "
+					+ "path (default: ${DEFAULT-VALUE}).")
+	int bulkWarmup;
+
+	@Option(names = "--scaling", paramLabel = "MODE", arity = "0..1", fallbackValue = "quick",
+			description = "Also measure how costs grow with concurrent rooms (1 .. 10,000), room size (64 KiB .. "
+					+ "256 MiB, or 1 GiB with full) and ranks (1<->1, 2<->2, 4<->4): quick (default when given) or "
+					+ "full.")
+	String scaling;
 
 	@Option(names = "--small-iterations", defaultValue = "200", paramLabel = "N",
 			description = "Timed small rooms (and ping-pongs) of each size (default: ${DEFAULT-VALUE}).")
@@ -93,8 +109,9 @@ final class BenchCommand implements Callable<Integer> {
 	ModelOptions model;
 
 	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: bulk {gbps, "
-			+ "baseline_gbps, ratio}, small {p50_us, baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, "
-			+ "failures}, alloc_bytes_per_mb.")
+			+ "baseline_gbps, ratio, baseline2_gbps, ratio2, wire_gbps, wire_ratio, ...}, small {p50_us, "
+			+ "baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, failures, ratio_to_bulk}, same_host {gbps, "
+			+ "memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] (with --scaling), verified.")
 	boolean json;
 
 	@Mixin
@@ -109,6 +126,12 @@ final class BenchCommand implements Callable<Integer> {
 		ModelOptions.positive(cl, "--rounds", rounds);
 		ModelOptions.positive(cl, "--small-iterations", smallIterations);
 		ModelOptions.positive(cl, "--many-rooms", manyRooms);
+		if (bulkWarmup < 0) {
+			throw new CommandLine.ParameterException(cl, "--bulk-warmup : " + bulkWarmup + " (expected: >= 0)");
+		}
+		if (scaling != null && !scaling.equals("quick") && !scaling.equals("full")) {
+			throw new CommandLine.ParameterException(cl, "--scaling : " + scaling + " (expected: quick or full)");
+		}
 		ModelShape shape = model.shape(cl);
 		if (tracing) {
 			ModelOptions.positive(cl, "--tracing-rooms", tracingRooms);
@@ -146,8 +169,19 @@ final class BenchCommand implements Callable<Integer> {
 				pair.close().block(CLOSE_TIMEOUT);
 			}
 			progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-			result.set("many", many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
-					decodeTransport, client));
+			ObjectNode many = many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
+					decodeTransport, client);
+			double bulkGbps = result.get("bulk").get("gbps").asDouble();
+			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
+			result.set("many", many);
+			if (scaling != null) {
+				ScalingBench sweep = new ScalingBench(shape, transport, decodeTransport, client,
+						scaling.equals("quick"), what -> progress(err, what));
+				result.set("scaling", sweep.run());
+				if (sweep.firstFailure() != null) {
+					failures.add(sweep.failures() + " scaling room(s) failed, first: " + sweep.firstFailure());
+				}
+			}
 		}
 		finally {
 			transport.dispose();
@@ -171,44 +205,113 @@ final class BenchCommand implements Callable<Integer> {
 		}
 	}
 
+	/**
+	 * kvferry's bulk room against the pumps, in interleaved rounds after a warm-up of both: kvferry, the fair pump
+	 * (one connection, a source written before each round as kvferry's pages are), the strongest simple pump (two
+	 * connections, {@code SO_RCVLOWAT}), the cache-hot ring (the loopback ceiling) and a single-thread memcpy of the
+	 * same bytes (the same-host ceiling). Medians count; best-of is shown beside.
+	 */
 	private void bulk(KVCluster pair, ModelShape shape, int pages, long bytes, ObjectNode result) throws IOException {
 		int tokens = pages * shape.pageSize();
 		Random random = new Random(1);
 		long room = 1_000_000;
-		long best = Long.MAX_VALUE;
-		long baselineBest = Long.MAX_VALUE;
+		long[] kvferry = new long[rounds];
+		long[] pump = new long[rounds];
+		long[] pump2 = new long[rounds];
+		long[] ring = new long[rounds];
+		long[] memcpy = new long[rounds];
 		long moved = 0;
 		long allocated = 0;
+		String lowatMissing = RcvLowat.unavailable();
 		// Freed right after, not at some later collection: the many test needs the memory.
 		CleanableDirectBuffer src = PlatformDependent.allocateDirect((int) bytes);
 		CleanableDirectBuffer dst = PlatformDependent.allocateDirect((int) bytes);
-		try (TcpBaseline tcp = TcpBaseline.open()) {
-			check(pair.run(room++, tokens, 1, random).block());
-			tcp.pump(src.buffer(), dst.buffer());
-			// Rounds alternate between kvferry and the pump, so that both meet the same machine.
+		CleanableDirectBuffer hotSrc = PlatformDependent.allocateDirect(TcpBaseline.WRITE_SIZE);
+		CleanableDirectBuffer hotDst = PlatformDependent.allocateDirect(TcpBaseline.WRITE_SIZE);
+		try (TcpBaseline tcp = TcpBaseline.open(); TcpBaseline second = TcpBaseline.open()) {
+			TcpBaseline[] one = { tcp };
+			TcpBaseline[] two = { tcp, second };
+			TcpBaseline.fill(hotSrc.buffer(), 0);
+			// Warm-up: the data path's code runs per frame and per room; it takes tens of rooms before C2 is done.
+			for (int i = 0; i < bulkWarmup; i++) {
+				check(pair.run(room++, tokens, 1, random).block());
+				if (i % 10 == 0) {
+					TcpBaseline.fill(src.buffer(), room);
+					tcp.pump(src.buffer(), dst.buffer());
+					if (lowatMissing == null) {
+						TcpBaseline.pump(two, src.buffer(), dst.buffer(), true);
+					}
+					tcp.ring(hotSrc.buffer(), hotDst.buffer(), bytes);
+					MemcpyBaseline.copy(src.buffer(), dst.buffer());
+				}
+			}
+			// Rounds alternate between kvferry and the baselines, so that all meet the same machine.
 			for (int i = 0; i < rounds; i++) {
 				long before = allocatedBytes();
 				RoomResult r = check(pair.run(room++, tokens, 1, random).block());
 				allocated += allocatedBytes() - before;
-				if (r.ok()) {
-					best = Math.min(best, r.latencyNanos());
-					moved += r.bytes();
+				kvferry[i] = r.ok() ? r.latencyNanos() : Long.MAX_VALUE;
+				moved += r.ok() ? r.bytes() : 0;
+				TcpBaseline.fill(src.buffer(), room);
+				pump[i] = TcpBaseline.pump(one, src.buffer(), dst.buffer(), false);
+				if (lowatMissing == null) {
+					TcpBaseline.fill(src.buffer(), room);
+					pump2[i] = TcpBaseline.pump(two, src.buffer(), dst.buffer(), true);
 				}
-				baselineBest = Math.min(baselineBest, tcp.pump(src.buffer(), dst.buffer()));
+				ring[i] = tcp.ring(hotSrc.buffer(), hotDst.buffer(), bytes);
+				TcpBaseline.fill(src.buffer(), room);
+				memcpy[i] = MemcpyBaseline.copy(src.buffer(), dst.buffer());
 			}
 		}
 		finally {
 			src.clean();
 			dst.clean();
+			hotSrc.clean();
+			hotDst.clean();
 		}
-		double gbps = best == Long.MAX_VALUE ? 0 : bytes / (double) best;
-		double baseline = bytes / (double) baselineBest;
+		double gbps = gbps(bytes, TcpBaseline.median(kvferry.clone()));
+		double baseline = gbps(bytes, TcpBaseline.median(pump.clone()));
+		double wire = gbps(bytes, TcpBaseline.median(ring.clone()));
 		ObjectNode bulk = result.putObject("bulk");
 		bulk.put("bytes", bytes);
+		bulk.put("rounds", rounds);
+		bulk.put("warmup_rooms", bulkWarmup);
 		bulk.put("gbps", round(gbps));
+		bulk.put("best_gbps", round(gbps(bytes, min(kvferry))));
 		bulk.put("baseline_gbps", round(baseline));
+		bulk.put("baseline_best_gbps", round(gbps(bytes, min(pump))));
 		bulk.put("ratio", round(gbps / baseline));
+		if (lowatMissing == null) {
+			double baseline2 = gbps(bytes, TcpBaseline.median(pump2.clone()));
+			bulk.put("baseline2_gbps", round(baseline2));
+			bulk.put("baseline2_best_gbps", round(gbps(bytes, min(pump2))));
+			bulk.put("ratio2", round(gbps / baseline2));
+		}
+		else {
+			bulk.putNull("baseline2_gbps");
+			bulk.putNull("ratio2");
+			bulk.put("baseline2_missing", "two-stream SO_RCVLOWAT pump: " + lowatMissing);
+		}
+		bulk.put("wire_gbps", round(wire));
+		bulk.put("wire_ratio", round(gbps / wire));
+		// No same-host transport yet: its figure stays null until one exists, the ceiling is measured already.
+		ObjectNode sameHost = result.putObject("same_host");
+		sameHost.putNull("gbps");
+		sameHost.put("memcpy_gbps", round(gbps(bytes, TcpBaseline.median(memcpy.clone()))));
+		sameHost.putNull("ratio");
 		result.put("alloc_bytes_per_mb", moved == 0 ? 0 : Math.round(allocated / (moved / 1e6)));
+	}
+
+	private static double gbps(long bytes, long nanos) {
+		return nanos == Long.MAX_VALUE || nanos <= 0 ? 0 : bytes / (double) nanos;
+	}
+
+	private static long min(long[] values) {
+		long m = Long.MAX_VALUE;
+		for (long v : values) {
+			m = Math.min(m, v);
+		}
+		return m;
 	}
 
 	private ObjectNode small(KVCluster pair, ModelShape shape, int pages, long pageBytes) throws IOException {
@@ -338,9 +441,20 @@ final class BenchCommand implements Callable<Integer> {
 				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		var bulk = r.get("bulk");
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump)%n",
-				"bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1", bulk.get("gbps").asDouble(),
-				bulk.get("baseline_gbps").asDouble(), bulk.get("ratio").asDouble()));
+		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1";
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
+				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
+				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
+				bulk.get("baseline_best_gbps").asDouble()));
+		if (bulk.get("baseline2_gbps").isNull()) {
+			sb.append(String.format(Locale.ROOT, "  %-28s %s%n", "", bulk.get("baseline2_missing").asText()));
+		}
+		else {
+			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (2 connections + SO_RCVLOWAT)%n",
+					"", "", bulk.get("baseline2_gbps").asDouble(), bulk.get("ratio2").asDouble()));
+		}
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
+				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
 		for (String key : new String[] { "small", "small_8" }) {
 			var s = r.get(key);
 			sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",
@@ -351,8 +465,29 @@ final class BenchCommand implements Callable<Integer> {
 		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   %d rooms/s, %d failures, %.2f s%n",
 				"many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
 				many.get("rooms_per_second").asLong(), many.get("failures").asInt(), many.get("seconds").asDouble()));
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   (single-thread memcpy, the same-host ceiling)%n",
+				"same host", r.get("same_host").get("memcpy_gbps").asDouble()));
 		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
 				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
+		if (r.has("scaling")) {
+			sb.append(String.format(Locale.ROOT, "  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %12s %12s %12s%n",
+					"", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "alloc B/room",
+					"heap peak", "direct peak"));
+			for (var row : r.get("scaling")) {
+				String dim = row.get("dimension").asText();
+				long v = row.get("value").asLong();
+				String name = switch (dim) {
+					case "rooms" -> v + " concurrent";
+					case "room_bytes" -> Sizes.bytes(v) + " rooms";
+					default -> v + "<->" + v + " ranks";
+				};
+				sb.append(String.format(Locale.ROOT, "  %-18s %8d %10d %8.2f %9d %9d %10d %12d %12s %12s%n", name,
+						row.get("rooms").asInt(), row.get("rooms_per_second").asLong(), row.get("gbps").asDouble(),
+						row.get("p50_us").asLong(), row.get("p99_us").asLong(), row.get("cpu_us_per_room").asLong(),
+						row.get("alloc_bytes_per_room").asLong(), Sizes.bytes(row.get("heap_peak_bytes").asLong()),
+						Sizes.bytes(row.get("direct_peak_bytes").asLong())));
+			}
+		}
 		sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED");
 		return sb.toString();
 	}

@@ -9,14 +9,19 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
+import io.kvferry.test.Patterns;
+
 /**
- * The baselines kvferry is measured against: the strongest simple ways to move the same bytes over one loopback TCP
- * connection with blocking NIO, from direct memory straight into direct memory. One instance owns one connection and
- * a peer thread; not thread-safe, close it when done.
+ * The baselines kvferry is measured against: the strongest simple ways to move the same bytes over loopback TCP with
+ * blocking NIO, from direct memory straight into direct memory (one connection, or several striped, optionally with
+ * {@code SO_RCVLOWAT}), and the cache-hot ring that shows what the wire itself carries. One instance owns one
+ * connection; not thread-safe, close it when done.
  */
 final class TcpBaseline implements AutoCloseable {
 
@@ -26,6 +31,7 @@ final class TcpBaseline implements AutoCloseable {
 
 	private final SocketChannel near;
 	private final SocketChannel far;
+	private RcvLowat lowat;
 
 	private TcpBaseline(SocketChannel near, SocketChannel far) {
 		this.near = near;
@@ -52,19 +58,133 @@ final class TcpBaseline implements AutoCloseable {
 	 * @return nanoseconds from the first write to the last byte read
 	 */
 	long pump(ByteBuffer src, ByteBuffer dst) throws IOException {
-		ByteBuffer in = dst.duplicate().clear().limit(src.capacity());
-		CompletableFuture<Long> done = CompletableFuture.supplyAsync(() -> {
-			try {
-				readFully(far, in);
+		return pump(new TcpBaseline[] { this }, src, dst, false);
+	}
+
+	/**
+	 * Pumps all of {@code src} into {@code dst} over several connections at once, each moving its own contiguous
+	 * share with a writer and a reader thread of its own: what striping over connections gains, in its simplest form.
+	 *
+	 * @param streams the connections (distinct)
+	 * @param lowat whether each reader sets {@code SO_RCVLOWAT} to min(1 MiB, bytes it still expects) before each
+	 *        read, so that it wakes for large slices only (see {@link RcvLowat})
+	 * @return nanoseconds from the first write to the last byte read
+	 * @throws IOException also when {@code lowat} is asked for and unavailable here
+	 */
+	static long pump(TcpBaseline[] streams, ByteBuffer src, ByteBuffer dst, boolean lowat) throws IOException {
+		int n = streams.length;
+		int size = src.capacity();
+		List<CompletableFuture<Long>> done = new ArrayList<>();
+		RcvLowat[] marks = new RcvLowat[n];
+		for (int i = 0; i < n; i++) {
+			marks[i] = lowat ? streams[i].lowat() : null;
+		}
+		long start = System.nanoTime();
+		for (int i = 0; i < n; i++) {
+			int from = share(size, n, i);
+			int to = share(size, n, i + 1);
+			SocketChannel far = streams[i].far;
+			RcvLowat mark = marks[i];
+			ByteBuffer in = dst.duplicate().clear().limit(to).position(from);
+			done.add(async("kvferry-bench-pump-reader-" + i, () -> {
+				readFully(far, in, mark);
 				return System.nanoTime();
+			}));
+			if (i > 0) {
+				SocketChannel near = streams[i].near;
+				done.add(async("kvferry-bench-pump-writer-" + i, () -> {
+					writeSlices(near, src, from, to);
+					return 0L;
+				}));
+			}
+		}
+		writeSlices(streams[0].near, src, 0, share(size, n, 1));
+		long end = 0;
+		for (CompletableFuture<Long> f : done) {
+			end = Math.max(end, join(f));
+		}
+		return end - start;
+	}
+
+	/**
+	 * The loopback ceiling, as {@code iperf3 -l 1M}: this thread writes one cache-hot buffer over and over, a peer
+	 * thread reads into another one over and over, until {@code bytes} have moved. No cold memory is touched, so this
+	 * is what the wire itself carries, not a fair target for gigabytes of KV.
+	 *
+	 * @return nanoseconds from the first write to the last byte read
+	 */
+	long ring(ByteBuffer hotSrc, ByteBuffer hotDst, long bytes) throws IOException {
+		CompletableFuture<Long> done = async("kvferry-bench-ring-reader", () -> {
+			ByteBuffer in = hotDst.duplicate();
+			for (long left = bytes; left > 0;) {
+				in.clear().limit((int) Math.min(in.capacity(), left));
+				readFully(far, in, null);
+				left -= in.limit();
+			}
+			return System.nanoTime();
+		});
+		long start = System.nanoTime();
+		ByteBuffer out = hotSrc.duplicate();
+		for (long left = bytes; left > 0;) {
+			out.clear().limit((int) Math.min(out.capacity(), left));
+			left -= out.limit();
+			while (out.hasRemaining()) {
+				near.write(out);
+			}
+		}
+		return join(done) - start;
+	}
+
+	/**
+	 * Writes KV-like bytes over all of {@code b}, as kvferry's source pages are written before each room: a pump
+	 * reading never-written memory would read the kernel's shared zero page, which is always in cache.
+	 */
+	static void fill(ByteBuffer b, long seed) {
+		ByteBuffer w = b.duplicate().clear();
+		int words = w.capacity() / Long.BYTES;
+		for (int i = 0; i < words; i++) {
+			w.putLong(i * Long.BYTES, Patterns.word(seed, 0, 0, i, 0, 0));
+		}
+		for (int i = words * Long.BYTES; i < w.capacity(); i++) {
+			w.put(i, (byte) seed);
+		}
+	}
+
+	/** Fixes the receiving side's buffer (the kernel then stops growing it), as a constrained peer would. */
+	void receiveBuffer(int bytes) throws IOException {
+		far.setOption(StandardSocketOptions.SO_RCVBUF, bytes);
+	}
+
+	/** @return the receiving side's {@code SO_RCVLOWAT} now */
+	int lowWaterMark() throws IOException {
+		return lowat().get();
+	}
+
+	private RcvLowat lowat() throws IOException {
+		if (lowat == null) {
+			lowat = RcvLowat.of(far);
+		}
+		return lowat;
+	}
+
+	private static int share(int size, int streams, int i) {
+		return (int) ((long) size * i / streams);
+	}
+
+	private static CompletableFuture<Long> async(String thread, IoCall call) {
+		return CompletableFuture.supplyAsync(() -> {
+			try {
+				return call.run();
 			}
 			catch (IOException e) {
 				throw new UncheckedIOException(e);
 			}
-		}, command -> new Thread(command, "kvferry-bench-pump-reader").start());
-		long start = System.nanoTime();
-		writeSlices(near, src, src.capacity());
-		return join(done) - start;
+		}, command -> new Thread(command, thread).start());
+	}
+
+	@FunctionalInterface
+	private interface IoCall {
+		long run() throws IOException;
 	}
 
 	/**
@@ -88,19 +208,14 @@ final class TcpBaseline implements AutoCloseable {
 	 * other measurements.
 	 */
 	PingPong pingPong(ByteBuffer src, int payload, int rounds) {
-		CompletableFuture<Long> peer = CompletableFuture.supplyAsync(() -> {
+		CompletableFuture<Long> peer = async("kvferry-bench-pong", () -> {
 			ByteBuffer request = ByteBuffer.allocateDirect(REQUEST_SIZE);
-			try {
-				for (int i = 0; i < rounds; i++) {
-					readFully(far, request.clear());
-					writeSlices(far, src, payload);
-				}
-				return 0L;
+			for (int i = 0; i < rounds; i++) {
+				readFully(far, request.clear(), null);
+				writeSlices(far, src, 0, payload);
 			}
-			catch (IOException e) {
-				throw new UncheckedIOException(e);
-			}
-		}, command -> new Thread(command, "kvferry-bench-pong").start());
+			return 0L;
+		});
 		return new PingPong(peer, payload);
 	}
 
@@ -123,7 +238,7 @@ final class TcpBaseline implements AutoCloseable {
 			while (request.hasRemaining()) {
 				near.write(request);
 			}
-			readFully(near, dst.duplicate().clear().limit(payload));
+			readFully(near, dst.duplicate().clear().limit(payload), null);
 			return System.nanoTime() - start;
 		}
 
@@ -133,21 +248,32 @@ final class TcpBaseline implements AutoCloseable {
 		}
 	}
 
-	/** Writes the first {@code bytes} of {@code src} in slices of at most {@link #WRITE_SIZE}. */
-	private static void writeSlices(SocketChannel c, ByteBuffer src, int bytes) throws IOException {
-		ByteBuffer out = src.duplicate().clear();
-		for (int pos = 0; pos < bytes; pos = out.position()) {
-			out.limit(Math.min(bytes, pos + WRITE_SIZE));
+	/** Writes bytes {@code from} to {@code to} of {@code src} in slices of at most {@link #WRITE_SIZE}. */
+	private static void writeSlices(SocketChannel c, ByteBuffer src, int from, int to) throws IOException {
+		ByteBuffer out = src.duplicate().clear().position(from);
+		for (int pos = from; pos < to; pos = out.position()) {
+			out.limit(Math.min(to, pos + WRITE_SIZE));
 			while (out.hasRemaining()) {
 				c.write(out);
 			}
 		}
 	}
 
-	private static void readFully(SocketChannel c, ByteBuffer b) throws IOException {
-		while (b.hasRemaining()) {
-			if (c.read(b) < 0) {
-				throw new EOFException("peer closed with " + b.remaining() + " bytes to go");
+	/** Reads until {@code b} is full; with a mark, it wakes for min(1 MiB, what is left) at a time, then for 1 again. */
+	private static void readFully(SocketChannel c, ByteBuffer b, RcvLowat mark) throws IOException {
+		try {
+			while (b.hasRemaining()) {
+				if (mark != null) {
+					mark.set(Math.min(WRITE_SIZE, b.remaining()));
+				}
+				if (c.read(b) < 0) {
+					throw new EOFException("peer closed with " + b.remaining() + " bytes to go");
+				}
+			}
+		}
+		finally {
+			if (mark != null) {
+				mark.set(1);
 			}
 		}
 	}

@@ -23,7 +23,8 @@ class BenchCommandTest {
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
-				"--bulk-mib", "2", "--rounds", "1", "--small-iterations", "3", "--many-rooms", "20");
+				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--many-rooms",
+				"20");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		JsonNode bulk = j.get("bulk");
@@ -31,6 +32,14 @@ class BenchCommandTest {
 		assertThat(bulk.get("baseline_gbps").asDouble()).isPositive();
 		assertThat(bulk.get("ratio").asDouble()).isPositive();
 		assertThat(bulk.get("bytes").asLong()).isEqualTo(2L << 20);
+		assertThat(bulk.get("rounds").asInt()).isEqualTo(3);
+		assertThat(bulk.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(bulk.get("gbps").asDouble());
+		for (String key : new String[] { "baseline2_gbps", "ratio2", "wire_gbps", "wire_ratio" }) {
+			assertThat(bulk.get(key).asDouble()).as(key).isPositive();
+		}
+		JsonNode sameHost = j.get("same_host");
+		assertThat(sameHost.get("memcpy_gbps").asDouble()).isPositive();
+		assertThat(sameHost.get("gbps").isNull()).isTrue();
 		for (String key : new String[] { "small", "small_8" }) {
 			JsonNode small = j.get(key);
 			assertThat(small.get("p50_us").asDouble()).as(key).isPositive();
@@ -43,6 +52,8 @@ class BenchCommandTest {
 		assertThat(many.get("rooms").asInt()).isEqualTo(20);
 		assertThat(many.get("failures").asInt()).isZero();
 		assertThat(many.get("gbps").asDouble()).isPositive();
+		assertThat(many.get("ratio_to_bulk").asDouble()).isPositive();
+		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
 	}

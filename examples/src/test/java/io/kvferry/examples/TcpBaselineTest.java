@@ -32,6 +32,52 @@ class TcpBaselineTest {
 	}
 
 	@Test
+	void twoStreamsWithLowWaterMarkMoveEveryByteInOrderAndLeaveTheMarkAtOne() throws Exception {
+		assertThat(RcvLowat.unavailable()).as("SO_RCVLOWAT on this machine").isNull();
+		int size = 5 * TcpBaseline.WRITE_SIZE + 4321;
+		ByteBuffer src = ByteBuffer.allocateDirect(size);
+		TcpBaseline.fill(src, 42);
+		ByteBuffer dst = ByteBuffer.allocateDirect(size);
+		try (TcpBaseline a = TcpBaseline.open(); TcpBaseline b = TcpBaseline.open()) {
+			// A small, fixed receive buffer: the mark stays below what it holds (above it, this kernel wakes the
+			// reader only under memory pressure: 2-3 times slower here).
+			for (TcpBaseline t : new TcpBaseline[] { a, b }) {
+				t.receiveBuffer(64 << 10);
+			}
+			TcpBaseline[] two = { a, b };
+			assertThat(TcpBaseline.pump(two, src, dst, true)).isPositive();
+			assertThat(dst.duplicate().clear()).isEqualTo(src.duplicate().clear());
+			assertThat(a.lowWaterMark()).isEqualTo(1);
+			TcpBaseline.fill(src, 43);
+			assertThat(TcpBaseline.pump(two, src, dst, true)).isPositive();
+		}
+		assertThat(dst.duplicate().clear()).isEqualTo(src.duplicate().clear());
+		assertThat(src.getLong(0)).isNotZero();
+	}
+
+	@Test
+	void ringMovesTheAskedBytesThroughOneHotBuffer() throws Exception {
+		ByteBuffer hot = ByteBuffer.allocateDirect(TcpBaseline.WRITE_SIZE);
+		TcpBaseline.fill(hot, 7);
+		ByteBuffer in = ByteBuffer.allocateDirect(TcpBaseline.WRITE_SIZE);
+		try (TcpBaseline tcp = TcpBaseline.open()) {
+			assertThat(tcp.ring(hot, in, 3L * TcpBaseline.WRITE_SIZE + 99)).isPositive();
+			// The last pass moved 99 bytes into the start of the buffer, the rest is the pass before.
+			assertThat(in.duplicate().clear()).isEqualTo(hot.duplicate().clear());
+		}
+	}
+
+	@Test
+	void memcpyCopiesEveryByte() {
+		ByteBuffer src = ByteBuffer.allocateDirect(3 * TcpBaseline.WRITE_SIZE + 5);
+		TcpBaseline.fill(src, 9);
+		ByteBuffer dst = ByteBuffer.allocateDirect(src.capacity());
+		assertThat(MemcpyBaseline.gbps(src, dst)).isPositive();
+		assertThat(dst.duplicate().clear()).isEqualTo(src.duplicate().clear());
+		assertThat(dst.position()).isZero();
+	}
+
+	@Test
 	void pingPongAnswersEveryRequestWithThePayload() throws Exception {
 		int payload = TcpBaseline.WRITE_SIZE + 100;
 		ByteBuffer src = pattern(payload + 50);
