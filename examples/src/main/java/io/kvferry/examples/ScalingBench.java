@@ -19,6 +19,7 @@ import io.kvferry.test.KVCluster;
 import io.kvferry.test.ModelShape;
 import io.kvferry.test.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.internal.PlatformDependent;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
@@ -27,8 +28,8 @@ import reactor.core.scheduler.Schedulers;
  * How kvferry's costs grow as its work grows: the bench's {@code scaling} rows. Three sweeps, each changing one thing:
  * concurrent rooms (1-page rooms of a 1-layer model, 64 KiB with the default heads), room size (1↔1, one room at a
  * time) and ranks (prefill TP n ↔ decode TP n, 1-4-page rooms of a 4-layer model, all at once). Each row: rooms per
- * second, GB/s, latency p50/p99, process CPU and heap allocation per room, and the peak heap and direct memory
- * above what the cluster held before the row. Per-room figures that stay flat while the row's work grows are what
+ * second, GB/s, latency p50/p99, process CPU and heap allocation per room, the peak heap and direct memory above what
+ * the cluster held before the row, and the transport's pooled direct memory (its high-water mark so far). Per-room figures that stay flat while the row's work grows are what
  * "nothing grows faster than the work" means.
  */
 final class ScalingBench {
@@ -157,7 +158,7 @@ final class ScalingBench {
 
 	/** What one batch measured. */
 	private record Batch(int rooms, int concurrency, long bytes, long nanos, long[] latencies, long cpuNanos,
-			long allocated, long heapPeak, long directPeak) {
+			long allocated, long heapPeak, long directPeak, long poolPeak) {
 	}
 
 	private Batch batch(KVCluster cluster, ModelShape s, int rooms, int concurrency, IntUnaryOperator pages) {
@@ -167,10 +168,12 @@ final class ScalingBench {
 		long directBefore = direct();
 		AtomicLong heapPeak = new AtomicLong(heapBefore);
 		AtomicLong directPeak = new AtomicLong(directBefore);
+		AtomicLong poolPeak = new AtomicLong(pool());
 		Thread sampler = new Thread(() -> {
 			while (!Thread.currentThread().isInterrupted()) {
 				heapPeak.accumulateAndGet(memory.getHeapMemoryUsage().getUsed(), Math::max);
 				directPeak.accumulateAndGet(direct(), Math::max);
+				poolPeak.accumulateAndGet(pool(), Math::max);
 				try {
 					Thread.sleep(SAMPLE_MILLIS); // a sampling period, not a wait for something
 				}
@@ -211,7 +214,7 @@ final class ScalingBench {
 			}
 		}
 		return new Batch(rooms, concurrency, bytes, nanos, Arrays.copyOf(latencies, k), cpuNanos, allocated,
-				Math.max(0, heapPeak.get() - heapBefore), Math.max(0, directPeak.get() - directBefore));
+				Math.max(0, heapPeak.get() - heapBefore), Math.max(0, directPeak.get() - directBefore), poolPeak.get());
 	}
 
 	private static ObjectNode row(String dimension, long value, Batch b) {
@@ -230,12 +233,21 @@ final class ScalingBench {
 		o.put("alloc_bytes_per_room", b.allocated / b.rooms);
 		o.put("heap_peak_bytes", b.heapPeak);
 		o.put("direct_peak_bytes", b.directPeak);
+		o.put("transport_pool_bytes", b.poolPeak);
 		return o;
 	}
 
 	/** @return direct memory in use: the JDK's buffers plus what Netty allocates outside them */
 	private static long direct() {
 		return DirectMemory.used() + Math.max(0, PlatformDependent.usedDirectMemory());
+	}
+
+	/**
+	 * @return direct memory the transport's pooled allocator holds in its arenas: it keeps what it grew to, so this is
+	 *         the high-water mark of transport buffers so far, whatever the row
+	 */
+	private static long pool() {
+		return PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory();
 	}
 
 	/** @return CPU time of the whole process so far, in nanoseconds (0 when the JVM does not tell) */
