@@ -9,7 +9,7 @@ import io.netty.channel.epoll.Epoll;
 import io.netty.channel.unix.Socket;
 
 /**
- * {@code SO_RCVLOWAT} on a blocking JDK socket channel, for the bench's strongest simple pump: a reader that asks the
+ * {@code SO_RCVLOWAT} on a JDK socket channel, for the bench's strongest simple pump: a reader that asks the
  * kernel to wake it only once a large slice has arrived makes fewer, larger reads. The JDK has no such option, so this
  * takes the channel's file descriptor (needs {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}, which the
  * launcher's jar manifest carries) and sets it through Netty's native epoll library (Linux only).
@@ -69,7 +69,7 @@ final class RcvLowat {
 
 	/**
 	 * Sets the low-water mark to {@code wanted}, capped at half the current receive buffer (which grows as the
-	 * connection warms up): a mark the buffer cannot reach leaves a blocking reader waiting for the kernel's
+	 * connection warms up): a mark the buffer cannot reach leaves a reader waiting for the kernel's
 	 * memory-pressure wake-ups, or for good on kernels without them.
 	 */
 	void set(int wanted) throws IOException {

@@ -7,6 +7,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
@@ -66,8 +68,8 @@ final class TcpBaseline implements AutoCloseable {
 	 * share with a writer and a reader thread of its own: what striping over connections gains, in its simplest form.
 	 *
 	 * @param streams the connections (distinct)
-	 * @param lowat whether each reader sets {@code SO_RCVLOWAT} to min(1 MiB, bytes it still expects) before each
-	 *        read, so that it wakes for large slices only (see {@link RcvLowat})
+	 * @param lowat whether each reader reads as an event loop does with {@code SO_RCVLOWAT} at min(1 MiB, bytes it
+	 *        still expects), so that it wakes for large slices only (see {@link #readWithMark})
 	 * @return nanoseconds from the first write to the last byte read
 	 * @throws IOException also when {@code lowat} is asked for and unavailable here
 	 */
@@ -259,22 +261,46 @@ final class TcpBaseline implements AutoCloseable {
 		}
 	}
 
-	/** Reads until {@code b} is full; with a mark, it wakes for min(1 MiB, what is left) at a time, then for 1 again. */
+	/** Reads until {@code b} is full, blocking, or with a mark, as {@link #readWithMark} does. */
 	private static void readFully(SocketChannel c, ByteBuffer b, RcvLowat mark) throws IOException {
-		try {
+		if (mark != null) {
+			readWithMark(c, b, mark);
+			return;
+		}
+		while (b.hasRemaining()) {
+			if (c.read(b) < 0) {
+				throw new EOFException("peer closed with " + b.remaining() + " bytes to go");
+			}
+		}
+	}
+
+	/**
+	 * Reads until {@code b} is full as an event loop does, non-blocking reads and a selector (epoll), with
+	 * {@code SO_RCVLOWAT} at min(1 MiB, bytes still expected) so that it wakes for large slices only; the mark is 1
+	 * again after. Not a blocking read: the kernel wakes a reader blocked in {@code recv} only once the bytes
+	 * <em>queued</em> reach the mark, so one that already copied part of its target sleeps for good when the rest of
+	 * the stream is shorter than the mark (this pump hung so).
+	 */
+	private static void readWithMark(SocketChannel c, ByteBuffer b, RcvLowat mark) throws IOException {
+		c.configureBlocking(false);
+		try (Selector selector = Selector.open()) {
+			c.register(selector, SelectionKey.OP_READ);
 			while (b.hasRemaining()) {
-				if (mark != null) {
-					mark.set(Math.min(WRITE_SIZE, b.remaining()));
-				}
-				if (c.read(b) < 0) {
+				mark.set(Math.min(WRITE_SIZE, b.remaining()));
+				int n = c.read(b);
+				if (n < 0) {
 					throw new EOFException("peer closed with " + b.remaining() + " bytes to go");
+				}
+				if (n == 0) {
+					selector.select();
+					selector.selectedKeys().clear();
 				}
 			}
 		}
 		finally {
-			if (mark != null) {
-				mark.set(1);
-			}
+			mark.set(1);
+			// The selector's close deregistered the channel: it may block again.
+			c.configureBlocking(true);
 		}
 	}
 
