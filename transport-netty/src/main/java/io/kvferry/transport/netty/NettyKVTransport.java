@@ -287,6 +287,19 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withRing(slots, slotSize)));
 	}
 
+	/** @return a copy whose same-host rings live in {@code directory}, for tests in this package */
+	NettyKVTransport sameHostDirectory(java.nio.file.Path directory) {
+		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withDirectory(directory)));
+	}
+
+	/**
+	 * @return how many of the transport's open connections move KV data through a same-host shared-memory ring (see
+	 *         {@link #sameHost}); the others use TCP
+	 */
+	public int sameHostConnections() {
+		return connections.sameHostCount();
+	}
+
 	/** @return the settings, for tests in this package */
 	TransportSettings settings() {
 		return settings;
