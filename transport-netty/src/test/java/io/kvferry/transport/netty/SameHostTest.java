@@ -159,11 +159,196 @@ class SameHostTest {
 		}
 	}
 
+
+	@ParameterizedTest(name = "slot {0}, chunkLen {1}")
+	@CsvSource({ "4, 1024, 'malformed DATA_SHM frame: slot : 4 (expected: 0..3)'",
+			"-1, 1024, 'malformed DATA_SHM frame: slot : -1 (expected: 0..3)'",
+			"0, 65537, 'malformed DATA_SHM frame: payload of 65537 bytes (chunkLen 65537 x count 1) exceeds the ring''s "
+					+ "slot size 65536'",
+			"3, 65537, 'malformed DATA_SHM frame: payload of 65537 bytes (chunkLen 65537 x count 1) exceeds the ring''s "
+					+ "slot size 65536'" })
+	void aForgedSlotOrLengthIsRefusedAndNothingIsWritten(int slot, int chunkLen, String reason) throws Exception {
+		NettyKVTransport decode = sameHost().eventLoopThreads(1);
+		RecordingHandler handler = new RecordingHandler();
+		MemoryRegion dst = MemoryRegion.allocate(4 * SLOT, 1);
+		AtomicInteger sinksAsked = new AtomicInteger();
+		AtomicLong received = new AtomicLong();
+		handler.sinks = h -> {
+			sinksAsked.incrementAndGet();
+			return new RegionSink(dst, h, received, () -> {
+			});
+		};
+		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			CompletableFuture<KVConnection> connected = decode.connect(new HostPort("127.0.0.1", server.getLocalPort()),
+					handler).toFuture();
+			try (Socket socket = server.accept(); RawRing ring = RawRing.accept(socket, dir)) {
+				assertThat(connected.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
+				ring.fill(0, (byte) 0x5A);
+				ring.fill(3, (byte) 0x5A);
+				ring.dataShm(new DataHeader(1, RegionKind.KV, 0, 0, chunkLen, chunkLen, 1), slot);
+				assertThat(handler.awaitClose(TIMEOUT)).isEqualTo(reason);
+			}
+		}
+		finally {
+			decode.disposeNow(TIMEOUT);
+		}
+		assertThat(sinksAsked).as("no sink was asked for").hasValue(0);
+		assertThat(received).hasValue(0);
+		assertThat(Samples.read(dst, 0, 4 * SLOT)).containsOnly(0);
+		awaitUnmapped();
+	}
+
+	@Test
+	void aPeerThatVanishesBeforeAnsweringFreesTheRing() throws Exception {
+		NettyKVTransport decode = sameHost().eventLoopThreads(1);
+		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			Mono<KVConnection> connect = decode.connect(new HostPort("127.0.0.1", server.getLocalPort()),
+					new RecordingHandler());
+			CompletableFuture<KVConnection> connected = connect.toFuture();
+			try (Socket socket = server.accept()) {
+				RawRing.offerOf(socket);
+				assertThat(ringFiles()).as("the offered ring").hasSize(1);
+			}
+			StepVerifier.create(Mono.fromFuture(connected)).expectErrorMessage("connection to 127.0.0.1:"
+					+ server.getLocalPort() + " closed before the handshake completed: connection closed by peer "
+					+ "127.0.0.1:" + server.getLocalPort()).verify(TIMEOUT);
+		}
+		finally {
+			decode.disposeNow(TIMEOUT);
+		}
+		awaitNoRingFiles();
+		awaitUnmapped();
+	}
+
+	@Test
+	void aConnectionClosedMidBlockReleasesTheRingOnBothSides() throws Exception {
+		try (Loopback link = Loopback.open(sameHost())) {
+			assertThat(link.accepted.sameHostActive()).isTrue();
+			assertThat(mappedRings()).as("mapped by both sides").hasSize(2);
+			int length = 8 << 20;
+			MemoryRegion src = Samples.randomRegion(length, 13);
+			MemoryRegion dst = MemoryRegion.allocate(length, 1);
+			AtomicLong received = new AtomicLong();
+			AtomicInteger frames = new AtomicInteger();
+			link.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> {
+				if (frames.incrementAndGet() == 2) {
+					link.accepted.close("prefill goes away mid-block");
+				}
+			});
+			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+					src.address(), length));
+			assertThat(link.connectedHandler.awaitClose(TIMEOUT)).contains("connection closed by peer");
+			assertThat(received.get()).isLessThan(length);
+			assertThat(link.connected.sameHostActive() || link.accepted.sameHostActive()).isFalse();
+			awaitUnmapped();
+		}
+	}
+
 	private void awaitNoRingFiles() throws Exception {
 		long deadline = System.nanoTime() + TIMEOUT.toNanos();
 		while (!ringFiles().isEmpty() && System.nanoTime() < deadline) {
 			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
 		}
 		assertThat(ringFiles()).as("ring files left in the directory").isEmpty();
+	}
+
+	/** @return the lines of this process's memory map that map a ring of this test's directory */
+	private List<String> mappedRings() throws IOException {
+		try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
+			return lines.filter(l -> l.contains(dir.toString())).toList();
+		}
+	}
+
+	private void awaitUnmapped() throws Exception {
+		long deadline = System.nanoTime() + TIMEOUT.toNanos();
+		while (!mappedRings().isEmpty() && System.nanoTime() < deadline) {
+			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+		}
+		assertThat(mappedRings()).as("ring mappings left in this process").isEmpty();
+	}
+
+	/**
+	 * A fake prefill rank speaking the wire protocol by hand on a blocking socket: it completes the handshake, maps the
+	 * ring decode offers and accepts it, and then writes whatever DATA_SHM frame a test wants, forged ones included.
+	 */
+	private static final class RawRing implements AutoCloseable {
+
+		private final DataOutputStream out;
+		private final Ring ring;
+
+		private RawRing(DataOutputStream out, Ring ring) {
+			this.out = out;
+			this.ring = ring;
+		}
+
+		static RawRing accept(Socket socket, Path dir) throws IOException {
+			DataInputStream in = new DataInputStream(socket.getInputStream());
+			DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+			byte[] offer = offerOf(socket);
+			DataInputStream body = new DataInputStream(new java.io.ByteArrayInputStream(offer));
+			body.readFully(new byte[body.readInt()]);
+			byte[] path = new byte[body.readInt()];
+			body.readFully(path);
+			byte[] nonce = new byte[Ring.NONCE_BYTES];
+			body.readFully(nonce);
+			int slots = body.readInt();
+			int slotSize = body.readInt();
+			Ring ring = Ring.open(ShmConfig.of(SameHost.AUTO).withDirectory(dir), new String(path,
+					StandardCharsets.UTF_8), nonce, slots, slotSize);
+			out.writeInt(1 + 1 + 4);
+			out.writeByte(KVFrameCodec.TYPE_SHM_REPLY);
+			out.writeByte(1);
+			out.writeInt(0);
+			out.flush();
+			assertThat(in).isNotNull();
+			return new RawRing(out, ring);
+		}
+
+		/** Completes the handshake and reads decode's SHM_OFFER. @return its body */
+		static byte[] offerOf(Socket socket) throws IOException {
+			DataInputStream in = new DataInputStream(socket.getInputStream());
+			DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+			out.writeInt(KVFrameCodec.MAGIC);
+			out.writeShort(KVMessage.PROTOCOL_VERSION);
+			out.writeInt(1 + KVFrameCodec.AUTH_BODY_LENGTH);
+			out.writeByte(KVFrameCodec.TYPE_AUTH);
+			out.writeByte(0);
+			out.write(new byte[32]);
+			out.writeInt(16 << 20);
+			out.flush();
+			in.readFully(new byte[KVFrameCodec.PREFACE_LENGTH]);
+			for (;;) {
+				int length = in.readInt();
+				int type = in.readUnsignedByte();
+				byte[] body = new byte[length - 1];
+				in.readFully(body);
+				if (type == KVFrameCodec.TYPE_SHM_OFFER) {
+					return body;
+				}
+			}
+		}
+
+		void fill(int slot, byte value) {
+			io.netty.util.internal.PlatformDependent.setMemory(ring.slotAddress(slot), ring.slotSize(), value);
+		}
+
+		void dataShm(DataHeader h, int slot) throws IOException {
+			out.writeInt(1 + KVFrameCodec.DATA_HEADER_LENGTH + 4);
+			out.writeByte(KVFrameCodec.TYPE_DATA_SHM);
+			out.writeLong(h.room());
+			out.writeByte(h.kind().ordinal());
+			out.writeInt(h.region());
+			out.writeLong(h.dstOffset());
+			out.writeInt(h.chunkLen());
+			out.writeLong(h.dstStride());
+			out.writeInt(h.count());
+			out.writeInt(slot);
+			out.flush();
+		}
+
+		@Override
+		public void close() {
+			ring.unmap();
+		}
 	}
 }
