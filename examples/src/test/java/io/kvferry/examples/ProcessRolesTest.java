@@ -49,6 +49,8 @@ class ProcessRolesTest {
 					assertThat(j.get("completed").asInt()).isEqualTo(8);
 					assertThat(j.get("failures").asInt()).isZero();
 					assertThat(j.get("bytes").asLong()).isPositive();
+					assertThat(j.get("transport").asText()).as("two processes of one host")
+							.isEqualTo("shared memory (same host)");
 				}
 			}
 		}

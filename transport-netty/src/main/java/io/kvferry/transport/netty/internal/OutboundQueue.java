@@ -286,7 +286,8 @@ final class OutboundQueue {
 			current = null;
 		}
 		if (currentViaRing) {
-			ctx.write(ring.write(ctx.alloc(), frame, cursor), ctx.voidPromise());
+			// Flushed at once: decode copies this slot out while the next one is filled.
+			ctx.writeAndFlush(ring.write(ctx.alloc(), frame, cursor), ctx.voidPromise());
 		}
 		else {
 			ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
