@@ -112,7 +112,7 @@ public final class SameHostBench {
 				copyNanos[i] = System.nanoTime() - t0;
 				tcpNanos[i] = check(tcp.run(room++, tokens, 1, random).block()).latencyNanos();
 			}
-			boolean used = shmPrefill.sameHostConnections() > 0;
+			boolean used = shmDecode.sameHostConnections() > 0;
 			String spread = "shm " + range(bytes, shmNanos) + ", memcpy " + range(bytes, copyNanos) + ", tcp "
 					+ range(bytes, tcpNanos) + " GB/s";
 			return new Result(bytes, rounds, gbps(bytes, TcpBaseline.median(shmNanos)),

@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
@@ -97,6 +98,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	private final EventLoopGroup external;
 	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
 	private final ConnectionRegistry connections = new ConnectionRegistry();
+	private final AtomicLong sameHostOpened = new AtomicLong();
 	private final Set<NettyListener> listeners = ConcurrentHashMap.newKeySet();
 	private volatile boolean disposed;
 	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
@@ -293,11 +295,12 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
-	 * @return how many of the transport's open connections move KV data through a same-host shared-memory ring (see
-	 *         {@link #sameHost}); the others use TCP
+	 * @return how many connections this transport opened ({@link #connect}, as decode does) received their KV data
+	 *         through a same-host shared-memory ring (see {@link #sameHost}), open or closed since; the others used
+	 *         TCP
 	 */
-	public int sameHostConnections() {
-		return connections.sameHostCount();
+	public long sameHostConnections() {
+		return sameHostOpened.get();
 	}
 
 	/** @return the settings, for tests in this package */
@@ -430,6 +433,9 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 									NettyKVConnection.install(ch, settings, handler, null, remote);
 							connections.add(connection);
 							connection.handshakeFuture().addListener(f -> {
+								if (f.isSuccess() && connection.sameHostActive()) {
+									sameHostOpened.incrementAndGet();
+								}
 								if (f.isSuccess()) {
 									sink.success(connection);
 								}

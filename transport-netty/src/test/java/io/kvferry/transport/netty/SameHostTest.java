@@ -74,7 +74,7 @@ class SameHostTest {
 		try (Loopback link = Loopback.open(sameHost())) {
 			assertThat(link.connected.sameHostActive()).as("decode reads from the ring").isTrue();
 			assertThat(link.accepted.sameHostActive()).as("prefill writes to the ring").isTrue();
-			assertThat(link.listening.sameHostConnections()).isEqualTo(1);
+			assertThat(link.connecting.sameHostConnections()).isEqualTo(1);
 			awaitNoRingFiles();
 
 			// 3 MiB through 4 slots of 64 KiB: the ring wraps 12 times, each slot coming back by credit.
@@ -143,7 +143,7 @@ class SameHostTest {
 				Loopback link = Loopback.open(sameHost(), sameHost().sameHostIdentity("another-host"))) {
 			assertThat(link.connected.sameHostActive() || link.accepted.sameHostActive()).isFalse();
 			assertThat(logs.await(l -> l.contains("KV data goes over TCP"), TIMEOUT)).contains("another host");
-			assertThat(link.listening.sameHostConnections()).isZero();
+			assertThat(link.connecting.sameHostConnections()).isZero();
 			int length = 1 << 20;
 			MemoryRegion src = Samples.randomRegion(length, 9);
 			MemoryRegion dst = MemoryRegion.allocate(length, 1);
@@ -237,7 +237,9 @@ class SameHostTest {
 			});
 			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
 					src.address(), length));
-			assertThat(link.connectedHandler.awaitClose(TIMEOUT)).contains("connection closed by peer");
+			// Closed by peer, or reset when a credit met the closed socket: decode learns either way.
+			assertThat(link.connectedHandler.awaitClose(TIMEOUT)).containsAnyOf("connection closed by peer",
+					"Connection reset by peer");
 			assertThat(received.get()).isLessThan(length);
 			assertThat(link.connected.sameHostActive() || link.accepted.sameHostActive()).isFalse();
 			awaitUnmapped();

@@ -32,11 +32,6 @@ public final class ConnectionRegistry {
 		}
 	}
 
-	/** @return how many open connections move KV data through a same-host ring */
-	public int sameHostCount() {
-		return (int) connections.stream().filter(NettyKVConnection::sameHostActive).count();
-	}
-
 	/** @return how many connections are open */
 	public int size() {
 		return connections.size();
