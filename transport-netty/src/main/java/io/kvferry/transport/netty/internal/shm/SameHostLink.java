@@ -113,6 +113,9 @@ public final class SameHostLink {
 	 */
 	public void handshakeDone(ChannelHandlerContext ctx, Runnable then) {
 		if (!offering || !usable) {
+			if (offering && config.mode() != SameHost.OFF) {
+				logFallback(offUnless);
+			}
 			then.run();
 			return;
 		}
