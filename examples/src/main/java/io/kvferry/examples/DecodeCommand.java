@@ -88,7 +88,7 @@ final class DecodeCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl);
+		transportOptions.validate(cl, TransportOptions.TCP);
 		drain.validate(cl);
 		if (warmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--warmup : " + warmup + " (expected: >= 0)");

@@ -84,7 +84,7 @@ final class DemoCommand implements Callable<Integer> {
 		prefill.validate(cl, shape);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl);
+		transportOptions.validate(cl, TransportOptions.SHM);
 		LayoutOptions.checkPair(cl, prefill, decode, shape);
 		Workload batch = workload.workload(shape.pageSize(), workload.seed);
 		long decodePageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);

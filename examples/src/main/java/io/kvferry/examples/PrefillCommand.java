@@ -99,7 +99,7 @@ final class PrefillCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		prefill.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl);
+		transportOptions.validate(cl, TransportOptions.TCP);
 		drain.validate(cl);
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);

@@ -11,12 +11,17 @@ final class TransportOptions {
 	static final String SHM = "shm";
 	static final String TCP = "tcp";
 
-	@Option(names = "--transport", defaultValue = SHM, paramLabel = "shm|tcp", completionCandidates = Kinds.class,
+	@Option(names = "--transport", paramLabel = "shm|tcp", completionCandidates = Kinds.class,
 			description = "'shm': KV bytes through shared memory (a ring under /dev/shm) when prefill and decode run on "
-					+ "one host, TCP otherwise (the reason is logged); 'tcp': always TCP (default: ${DEFAULT-VALUE}).")
+					+ "one host, TCP otherwise (the reason is logged); 'tcp': always TCP (default: shm for demo, tcp "
+					+ "for prefill and decode; both sides of a connection need shm for it to apply).")
 	String kind;
 
-	void validate(CommandLine cl) {
+	/** Checks the option; without one, {@code defaultKind} applies. */
+	void validate(CommandLine cl, String defaultKind) {
+		if (kind == null) {
+			kind = defaultKind;
+		}
 		if (!SHM.equals(kind) && !TCP.equals(kind)) {
 			throw new CommandLine.ParameterException(cl, "--transport : " + kind + " (expected: shm or tcp)");
 		}
