@@ -26,7 +26,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "demo", sortOptions = false, mixinStandardHelpOptions = true,
 		description = {
-				"Runs prefill and decode in one JVM over TCP loopback, with an embedded bootstrap server: a batch of "
+				"Runs prefill and decode in one JVM over loopback (shared memory or TCP: --transport), with an embedded "
+						+ "bootstrap server: a batch of "
 						+ "requests with mixed prompt lengths, pages filled with verifiable patterns on prefill, every "
 						+ "byte checked on decode. Shows progress on stderr and ends with a summary on stdout.",
 				"" },
@@ -56,6 +57,9 @@ final class DemoCommand implements Callable<Integer> {
 	@Mixin
 	TimeoutOptions timeouts;
 
+	@Mixin
+	TransportOptions transportOptions;
+
 	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (requests, failures, "
 			+ "bytes, gbps, p50_ms, p99_ms, max_ms, verified, ...).")
 	boolean json;
@@ -80,6 +84,7 @@ final class DemoCommand implements Callable<Integer> {
 		prefill.validate(cl, shape);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
+		transportOptions.validate(cl, TransportOptions.SHM);
 		LayoutOptions.checkPair(cl, prefill, decode, shape);
 		Workload batch = workload.workload(shape.pageSize(), workload.seed);
 		long decodePageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);
@@ -91,7 +96,7 @@ final class DemoCommand implements Callable<Integer> {
 		PrintWriter out = cl.getOut();
 		PrintWriter err = cl.getErr();
 		String title = String.format(Locale.ROOT, "kvferry demo: %d requests (%d..%d tokens, %s), "
-				+ "prefill TP%d PP%d DP%d -> decode TP%d PP%d over TCP loopback", batch.requests().size(),
+				+ "prefill TP%d PP%d DP%d -> decode TP%d PP%d over loopback", batch.requests().size(),
 				batch.minTokens(), batch.maxTokens(), Sizes.bytes(batch.totalPages() * decodePageBytes), prefill.tp,
 				prefill.pp, prefill.dp, decode.tp, decode.pp);
 		if (!json) {
@@ -103,8 +108,8 @@ final class DemoCommand implements Callable<Integer> {
 
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		// Prefill and decode each with their own event loops, as in two processes.
-		NettyKVTransport transport = timeouts.transport();
-		NettyKVTransport decodeTransport = timeouts.transport();
+		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
+		NettyKVTransport decodeTransport = transportOptions.apply(timeouts.transport());
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			KVCluster cluster = KVCluster.builder()
@@ -119,7 +124,8 @@ final class DemoCommand implements Callable<Integer> {
 					.customize(timeouts::apply)
 					.startNow(START_TIMEOUT);
 			try {
-				Summary summary = run(cluster, batch, pool, decodePageBytes, err, title);
+				Summary summary = run(cluster, batch, pool, decodePageBytes, err, title)
+						.transport(TransportOptions.describe(decodeTransport));
 				out.println(json ? summary.toJson() : summary.table());
 				out.flush();
 				if (json && !summary.verified()) {

@@ -85,6 +85,9 @@ final class PrefillCommand implements Callable<Integer> {
 	TimeoutOptions timeouts;
 
 	@Mixin
+	TransportOptions transportOptions;
+
+	@Mixin
 	DrainOptions drain;
 
 	@Mixin
@@ -96,6 +99,7 @@ final class PrefillCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		prefill.validate(cl, shape);
 		timeouts.validate(cl);
+		transportOptions.validate(cl, TransportOptions.TCP);
 		drain.validate(cl);
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
@@ -106,7 +110,7 @@ final class PrefillCommand implements Callable<Integer> {
 		PrintWriter out = cl.getOut();
 		// Before start: a signal from then on drains instead of killing the JVM mid-room.
 		Mono<String> stop = StopSignal.install();
-		NettyKVTransport transport = timeouts.transport();
+		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, poolPages,

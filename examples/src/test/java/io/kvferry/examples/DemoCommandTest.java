@@ -55,6 +55,23 @@ class DemoCommandTest {
 		}
 		assertThat(j.get("p99_ms").asDouble()).isGreaterThanOrEqualTo(j.get("p50_ms").asDouble());
 		assertThat(j.get("failure_reasons")).isEmpty();
+		assertThat(j.get("transport").asText()).as("the default data path on one host")
+				.isEqualTo("shared memory (same host)");
+	}
+
+	@Test
+	void transportTcpKeepsEveryByteOnTcpAndSaysSo() throws Exception {
+		int status = demo("--json", "--transport", "tcp");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = JSON.readTree(out.toString());
+		assertThat(j.get("verified").asBoolean()).isTrue();
+		assertThat(j.get("transport").asText()).isEqualTo("TCP");
+	}
+
+	@Test
+	void anUnknownTransportIsABadUsage() {
+		assertThat(demo("--transport", "rdma")).isEqualTo(2);
+		assertThat(err.toString()).contains("--transport : rdma (expected: shm or tcp)");
 	}
 
 	@ParameterizedTest

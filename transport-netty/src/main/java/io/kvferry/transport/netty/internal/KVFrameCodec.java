@@ -88,6 +88,10 @@ import io.netty.buffer.ByteBufUtil;
  *                        i32 maxFrameLength (1 KiB..1 GiB)
  * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
+ * 0x13 SHM_OFFER         same-host frames (see {@code internal.shm.ShmFrames}); only between peers that both turned
+ * 0x14 SHM_REPLY         the same-host path on: a peer that did not is never sent one
+ * 0x21 DATA_SHM
+ * 0x22 SHM_CREDIT
  *
  * layout (PeerLayout):   i32 engineRank,
  *                        8 x i32 parallel (attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize,
@@ -134,6 +138,14 @@ public final class KVFrameCodec {
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;
 	public static final int TYPE_DATA = 0x20;
+	/** Same-host path: decode offers a shared staging ring. */
+	public static final int TYPE_SHM_OFFER = 0x13;
+	/** Same-host path: prefill accepts or refuses the ring. */
+	public static final int TYPE_SHM_REPLY = 0x14;
+	/** Same-host path: a data header whose payload waits in a ring slot. */
+	public static final int TYPE_DATA_SHM = 0x21;
+	/** Same-host path: decode hands a ring slot back. */
+	public static final int TYPE_SHM_CREDIT = 0x22;
 
 	/** {@code AUTH} flag: the sender has a shared secret and will prove it. */
 	public static final int AUTH_FLAG_SECRET = 0x01;
@@ -180,6 +192,14 @@ public final class KVFrameCodec {
 				return "AUTH_PROOF";
 			case TYPE_DATA:
 				return "DATA";
+			case TYPE_SHM_OFFER:
+				return "SHM_OFFER";
+			case TYPE_SHM_REPLY:
+				return "SHM_REPLY";
+			case TYPE_DATA_SHM:
+				return "DATA_SHM";
+			case TYPE_SHM_CREDIT:
+				return "SHM_CREDIT";
 			default:
 				return String.format("0x%02x", type);
 		}
@@ -203,6 +223,14 @@ public final class KVFrameCodec {
 		buf.writeInt(1);
 		buf.writeByte(TYPE_HEARTBEAT);
 		return buf;
+	}
+
+	/**
+	 * @return whether {@code type} is a same-host frame type: a small body framed like a control frame and handed to
+	 *         {@link KVFrameDecoder.Listener#onExtension}
+	 */
+	public static boolean isExtensionType(int type) {
+		return type == TYPE_SHM_OFFER || type == TYPE_SHM_REPLY || type == TYPE_DATA_SHM || type == TYPE_SHM_CREDIT;
 	}
 
 	/** @return whether {@code type} is a handshake frame type ({@code AUTH} or {@code AUTH_PROOF}) */
@@ -296,6 +324,15 @@ public final class KVFrameCodec {
 		ByteBuf buf = alloc.directBuffer(size, size);
 		buf.writeInt(Math.toIntExact(1 + DATA_HEADER_LENGTH + header.payloadLength()));
 		buf.writeByte(TYPE_DATA);
+		return writeDataHeader(buf, header);
+	}
+
+	/**
+	 * Writes the 37 header bytes of a data frame, as {@link #decodeDataHeader} reads them.
+	 *
+	 * @return {@code buf}
+	 */
+	public static ByteBuf writeDataHeader(ByteBuf buf, DataHeader header) {
 		buf.writeLong(header.room());
 		buf.writeByte(header.kind().ordinal());
 		buf.writeInt(header.region());
