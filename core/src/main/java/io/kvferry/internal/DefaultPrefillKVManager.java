@@ -328,7 +328,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private void publish(PrefillRoom r) {
 		Destination first = r.destinations.stream().filter(d -> !d.request.dummy()).findFirst().orElse(null);
 		RoomRequest event = first == null ? new RoomRequest(r.id, 0, -1, true)
-				: new RoomRequest(r.id, first.request.dstPages().length, first.request.auxIndex(), false);
+				: new RoomRequest(r.id, first.request.dstPages().length, first.request.auxIndex(), false,
+						first.request.decodePrefixLen());
 		requests.emit(event);
 	}
 
