@@ -97,5 +97,10 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 		if (c.bootstrapAddress() == null) {
 			throw new IllegalStateException("bootstrapAddress : missing (expected: where the prefill rank registers)");
 		}
+		if (c.allCpRanksTransfer() && c.dsaCacheLayerSplit()) {
+			// Each CP rank then owns some layers of every page: a page share on top would leave pages of its layers out.
+			throw new IllegalStateException("allCpRanksTransfer and dsaCacheLayerSplit : both on (expected: at most one;"
+					+ " with DSA layer split every CP rank already sends, all pages of its own layers)");
+		}
 	}
 }

@@ -159,7 +159,20 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					return Mono.just(new Resolved(mapping, list));
 				}
 				RankMapping all = mapping.spreadOverCp(first.parallel().attnCpSize());
-				return sessions(r, all, dp, info).map(l -> new Resolved(all, l));
+				return sessions(r, all, dp, info).map(l -> {
+					for (Session s : l) {
+						// A CP rank that does not send its share would leave the room waiting for its Success.
+						if (s.prefill.allCpRanksTransfer() != first.allCpRanksTransfer()
+								|| s.prefill.dsaCacheLayerSplit() != first.dsaCacheLayerSplit()) {
+							throw new TopologyException("prefill CP rank " + s.prefill.parallel().attnCpRank() + " ("
+									+ s.endpoint + ") has allCpRanksTransfer=" + s.prefill.allCpRanksTransfer()
+									+ " dsaCacheLayerSplit=" + s.prefill.dsaCacheLayerSplit() + ", but CP rank 0 has "
+									+ first.allCpRanksTransfer() + "/" + first.dsaCacheLayerSplit()
+									+ " (expected: the same on every CP rank of an instance)");
+						}
+					}
+					return new Resolved(all, l);
+				});
 			}).doOnNext(resolved -> r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, resolved.sessions.size()));
 		});
 	}

@@ -95,6 +95,31 @@ class ContextParallelAndPrefixTest {
 	}
 
 	@Test
+	void cpRanksThatDisagreeOnAllCpRanksTransferFailTheRoomByName() {
+		// CP rank 1 sends its share only if it knows: one that does not would leave decode waiting for its Success.
+		cluster = KVCluster.builder().shape(SHAPE).prefill(1, 1, 1).prefillCp(2, true, false).decode(1, 1)
+				.capacity(32, 4).transport(transport).bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(BOOTSTRAP)
+				.customize(spec -> spec instanceof io.kvferry.PrefillSpec p && p.toString().contains("attnCpRank=1")
+						? p.allCpRanksTransfer(false) : spec)
+				.startNow(Duration.ofSeconds(10));
+		RoomResult r = cluster.run(6, 20, 1, new Random(6)).block(Duration.ofSeconds(10));
+		assertThat(r).isNotNull();
+		assertThat(r.failure()).contains("prefill CP rank 1").contains("allCpRanksTransfer=false")
+				.contains("expected: the same on every CP rank of an instance");
+	}
+
+	@Test
+	void allCpRanksTransferAndDsaLayerSplitTogetherAreRefused() {
+		ParallelLayout cp = ParallelLayout.SINGLE.withAttnCp(2, 0);
+		RankMemory mem = RankMemory.prefill(SHAPE, cp, 4, 1, 1);
+		assertThatThrownBy(() -> KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(cp).transport(transport)
+				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(BOOTSTRAP).allCpRanksTransfer(true)
+				.dsaCacheLayerSplit(true).startNow(Duration.ofSeconds(10)))
+				.isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("allCpRanksTransfer and dsaCacheLayerSplit : both on");
+	}
+
+	@Test
 	void aPrefixMustBeWholePagesAndDecodeMustNotUseCp() {
 		start(1, false, 0);
 		DecodeKVManager decode = cluster.decodeManagers().get(0);
