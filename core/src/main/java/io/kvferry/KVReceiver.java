@@ -27,6 +27,23 @@ public interface KVReceiver {
 	 */
 	void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices);
 
+	/**
+	 * Tells the prefill ranks where this room's KV goes when decode already holds the first
+	 * {@code decodePrefixLen} tokens (its prefix cache; SGLang's {@code decode_prefix_len}): prefill sends from that
+	 * page on, and {@code pageIndices} are the destinations of the pages after the prefix. A full hit names no page:
+	 * then only state and aux move, and the room still ends in Success. With hybrid-model state
+	 * ({@link KVArgs#stateComponents()}), {@code stateIndices} has one list per component, in declared order (a Mamba
+	 * slot, SWA window pages, DSA pages); without declared kinds, one list for every state region.
+	 *
+	 * @param decodePrefixLen tokens decode already holds; a multiple of the page size
+	 * @param pageIndices destination pages of the rest, in order
+	 * @param auxIndex destination aux row, or -1
+	 * @param stateIndices one destination index list per state component
+	 * @throws IllegalArgumentException for a prefix that is not whole pages, or another number of state lists
+	 * @throws IllegalStateException when called twice
+	 */
+	void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices);
+
 	/** @return the room's current state (latched once terminal) */
 	KVPoll poll();
 

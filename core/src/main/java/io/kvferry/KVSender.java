@@ -34,6 +34,19 @@ public interface KVSender {
 	 */
 	void send(int[] pageIndices, int[] stateIndices);
 
+	/**
+	 * Sends one prefill chunk of a rank whose state regions declare kinds ({@link KVArgs#stateComponents()}): one
+	 * source index list per state component, in declared order, read on the last chunk only. Pages of a prefix decode
+	 * already holds are not sent (decode names it with its destinations), and with all-CP-ranks transfer this rank
+	 * sends only its share: either way the engine passes every page of the room.
+	 *
+	 * @param pageIndices source pages of this chunk, in order
+	 * @param stateIndices one source index list per state component
+	 * @throws IllegalStateException before {@link #init} or past {@code numPages}
+	 * @throws IllegalArgumentException for another number of state lists
+	 */
+	void send(int[] pageIndices, int[][] stateIndices);
+
 	/** @return the room's current state (latched once terminal) */
 	KVPoll poll();
 

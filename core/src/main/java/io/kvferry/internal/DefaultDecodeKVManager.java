@@ -84,9 +84,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
 	private void onRegistryChange(RegistryChange change) {
-		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
+		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), 0, change.tpRank(), change.ppRank());
 		if (change.kind() == RegistryChange.Kind.RANK_REMOVED
-				&& open.stream().anyMatch(s -> s.key.equals(key) && s.draining != null)) {
+				&& open.stream().anyMatch(s -> s.key.sameRankAs(key) && s.draining != null)) {
 			// A draining rank left on purpose: it finishes the rooms it holds, and its connection keeps refusing new
 			// ones with its reason (rather than decode retrying an instance that is going away) until it closes.
 			log.debug("[{}] draining prefill rank dp {} tp {} pp {} of {} left the registry", name, key.dp, key.tp,
@@ -98,7 +98,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			return;
 		}
 		for (Session s : open) {
-			if (s.key.equals(key)) {
+			if (s.key.sameRankAs(key)) {
 				s.conn.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
 						+ (change.kind() == RegistryChange.Kind.RANK_REMOVED ? " left the registry"
 								: " registered another endpoint"));
@@ -152,14 +152,35 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			RankMapping mapping = RankMapping.plan(info, config.layout(), config.kvArgs().engineRank(),
 					config.kvArgs().pageSize(), config.kvArgs().isMla());
 			int dp = RankMapping.prefillDpRank(r.id, dpHint, info.dpSize());
-			return Flux.fromIterable(mapping.targets())
-					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank()), info))
-					.collectList()
-					.map(list -> {
-						r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, list.size());
-						return new Resolved(mapping, list);
-					});
+			return sessions(r, mapping, dp, info).flatMap(list -> {
+				// CP rank 0's handshake tells whether every CP rank sends a share: then ask them all.
+				PeerLayout first = list.get(0).prefill;
+				if (!first.transfersFromAllCpRanks()) {
+					return Mono.just(new Resolved(mapping, list));
+				}
+				RankMapping all = mapping.spreadOverCp(first.parallel().attnCpSize());
+				return sessions(r, all, dp, info).map(l -> {
+					for (Session s : l) {
+						// A CP rank that does not send its share would leave the room waiting for its Success.
+						if (s.prefill.allCpRanksTransfer() != first.allCpRanksTransfer()
+								|| s.prefill.dsaCacheLayerSplit() != first.dsaCacheLayerSplit()) {
+							throw new TopologyException("prefill CP rank " + s.prefill.parallel().attnCpRank() + " ("
+									+ s.endpoint + ") has allCpRanksTransfer=" + s.prefill.allCpRanksTransfer()
+									+ " dsaCacheLayerSplit=" + s.prefill.dsaCacheLayerSplit() + ", but CP rank 0 has "
+									+ first.allCpRanksTransfer() + "/" + first.dsaCacheLayerSplit()
+									+ " (expected: the same on every CP rank of an instance)");
+						}
+					}
+					return new Resolved(all, l);
+				});
+			}).doOnNext(resolved -> r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, resolved.sessions.size()));
 		});
+	}
+
+	private Mono<List<Session>> sessions(DecodeRoom r, RankMapping mapping, int dp, PrefillParallelInfo info) {
+		return Flux.fromIterable(mapping.targets())
+				.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.cpRank(), t.tpRank(), t.ppRank()), info))
+				.collectList();
 	}
 
 	private Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
@@ -182,7 +203,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
 			AtomicReference<Mono<Session>> entry = new AtomicReference<>();
 			Mono<Session> mono = config.bootstrapClient()
-					.rankEndpoint(k.bootstrap, k.dp, k.tp, k.pp)
+					.rankEndpoint(k.bootstrap, k.dp, k.cp, k.tp, k.pp)
 					.flatMap(endpoint -> connect(k, endpoint, info, entry.get()))
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
@@ -256,8 +277,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			KVMessage.TransferRequest req = dummy
 					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true,
 							traceContext)
-					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, r.stateSlots,
-							r.mapping.requiredDstInfoNum(), false, traceContext);
+					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, StateLists.flatten(r.stateSlots),
+							r.mapping.requiredDstInfoNum(), false, traceContext, r.prefixLen,
+							StateLists.counts(config.kvArgs().stateKinds(), r.stateSlots));
 			if (!dummy) {
 				// From here on this rank may write the room's pages: a failure must wait for it before release.
 				r.writers.add(s);
@@ -337,7 +359,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		List<Session> sessions;
 		int[] pages;
 		int auxIndex = -1;
-		int[] stateSlots;
+		int[][] stateSlots;
+		int prefixLen;
 		WriteGrant grant;
 		final Set<Session> writers = new HashSet<>();
 		final Set<Session> finished = new HashSet<>();
@@ -356,7 +379,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 	}
 
-	private record SessionKey(HostPort bootstrap, int dp, int tp, int pp) {
+	private record SessionKey(HostPort bootstrap, int dp, int cp, int tp, int pp) {
+
+		/** A registry names ranks without their CP rank: a change to a rank concerns each of its CP ranks. */
+		boolean sameRankAs(SessionKey other) {
+			return bootstrap.equals(other.bootstrap) && dp == other.dp && tp == other.tp && pp == other.pp;
+		}
 	}
 
 	private record Resolved(RankMapping mapping, List<Session> sessions) {
@@ -409,14 +437,28 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 		@Override
 		public void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices) {
+			sendMetadata(0, pageIndices, auxIndex, new int[][] { stateIndices });
+		}
+
+		@Override
+		public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
+			int pageSize = config.kvArgs().pageSize();
+			if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
+				throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
+						+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
+			}
 			int[] pages = pageIndices.clone();
-			int[] states = stateIndices.clone();
+			List<MemoryRegion> stateRegions = config.kvArgs().stateRegions();
+			int[][] states = StateLists.check(config.kvArgs().stateKinds(), stateRegions.size(), stateIndices);
+			int[][] perRegion = StateLists.perRegion(config.kvArgs().stateKinds(), stateRegions.size(), states);
 			checkIndices("page index", pages, config.kvArgs().kvRegions());
-			checkIndices("state index", states, config.kvArgs().stateRegions());
+			for (int i = 0; i < perRegion.length; i++) {
+				checkIndices("state index", perRegion[i], List.of(stateRegions.get(i)));
+			}
 			if (auxIndex != -1) {
 				checkIndices("auxIndex", new int[] { auxIndex }, config.kvArgs().auxRegions());
 			}
-			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, states);
+			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, perRegion);
 			synchronized (room) {
 				if (room.pages != null) {
 					throw new IllegalStateException("room " + room.id + ": sendMetadata called twice");
@@ -424,6 +466,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				room.pages = pages;
 				room.auxIndex = auxIndex;
 				room.stateSlots = states;
+				room.prefixLen = decodePrefixLen;
 				room.grant = grant;
 				if (room.mapping != null && !room.isTerminal()) {
 					sendRequests(room);
@@ -463,6 +506,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
+		// The rank's layout from its handshake: whether decode pulls from all its CP ranks.
+		volatile PeerLayout prefill;
 		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
 		volatile String draining;
 
@@ -546,16 +591,18 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ " page_size=" + info.pageSize() + " (it keeps the sizes of the first registration: "
 						+ "restart it after relaunching prefill with other sizes)";
 			}
-			else if (p.attnTpRank() != key.tp || p.ppRank() != key.pp || p.dpGroup() != key.dp) {
-				mismatch = "prefill rank " + endpoint + " is dp " + p.dpGroup() + " tp " + p.attnTpRank() + " pp "
-						+ p.ppRank() + ", but bootstrap server " + key.bootstrap + " named it for dp " + key.dp
-						+ " tp " + key.tp + " pp " + key.pp;
+			else if (p.attnTpRank() != key.tp || p.ppRank() != key.pp || p.dpGroup() != key.dp
+					|| p.attnCpRank() != key.cp) {
+				mismatch = "prefill rank " + endpoint + " is dp " + p.dpGroup() + " cp " + p.attnCpRank() + " tp "
+						+ p.attnTpRank() + " pp " + p.ppRank() + ", but bootstrap server " + key.bootstrap
+						+ " named it for dp " + key.dp + " cp " + key.cp + " tp " + key.tp + " pp " + key.pp;
 			}
 			if (mismatch != null) {
 				forgetInstance(key.bootstrap);
 				handshake.tryEmitError(new TopologyException(mismatch));
 				return;
 			}
+			this.prefill = prefill;
 			handshake.tryEmitEmpty();
 		}
 

@@ -40,23 +40,20 @@ final class TransferPlan {
 	private final long dstPages;
 	private final List<MemoryRegion> srcAux;
 	private final List<RegionLayout> dstAux;
-	private final List<MemoryRegion> srcState;
-	private final List<RegionLayout> dstState;
+	private final StatePlan state;
 
 	private TransferPlan(MemoryRegion[] src, int[] dst, long[] dstItems, int[] dstItemLen, HeadSlice[] slices,
 			int pageSize,
-			List<MemoryRegion> srcAux, List<RegionLayout> dstAux, List<MemoryRegion> srcState,
-			List<RegionLayout> dstState) {
+			List<MemoryRegion> srcAux, List<RegionLayout> dstAux, StatePlan state) {
 		this.src = src;
 		this.dst = dst;
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
 		this.pageSize = pageSize;
-		this.dstPages = Arrays.stream(dst).mapToLong(i -> dstItems[i]).min().orElse(0);
+		this.dstPages = Arrays.stream(dstItems).min().orElse(0);
 		this.srcAux = srcAux;
 		this.dstAux = dstAux;
-		this.srcState = srcState;
-		this.dstState = dstState;
+		this.state = state;
 	}
 
 	/**
@@ -65,6 +62,20 @@ final class TransferPlan {
 	 * @throws TopologyException naming the first incompatible values
 	 */
 	static TransferPlan of(KVArgs args, ParallelLayout own, PeerLayout decode) {
+		return of(args, own, decode, false);
+	}
+
+	/**
+	 * As {@link #of(KVArgs, ParallelLayout, PeerLayout)}; with {@code dsaLayerSplit} this CP rank moves only its share
+	 * of the layers ({@link CpLayers}).
+	 *
+	 * @throws TopologyException naming the first incompatible values
+	 */
+	static TransferPlan of(KVArgs args, ParallelLayout own, PeerLayout decode, boolean dsaLayerSplit) {
+		if (decode.parallel().attnCpSize() != 1) {
+			throw new TopologyException("decode attn_cp_size=" + decode.parallel().attnCpSize()
+					+ " (expected: 1; context parallelism is a prefill-only dimension)");
+		}
 		if (decode.pageSize() != args.pageSize()) {
 			throw new TopologyException("page size mismatch: prefill page_size=" + args.pageSize()
 					+ ", decode page_size=" + decode.pageSize());
@@ -90,6 +101,9 @@ final class TransferPlan {
 		List<RegionPair> pairs = LayerPairing.pairByLayer(
 				new LayerSpan(args.kvRegions().size(), args.prefillStartLayer(), args.draftLayers()),
 				new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers()), args.isMla());
+		if (dsaLayerSplit) {
+			pairs = CpLayers.own(pairs, args, own);
+		}
 		int n = pairs.size();
 		MemoryRegion[] src = new MemoryRegion[n];
 		int[] dst = new int[n];
@@ -111,10 +125,10 @@ final class TransferPlan {
 			}
 		}
 		checkSame("aux", args.auxRegions(), decode.aux());
-		checkSame("state", args.stateRegions(), decode.state());
+		StatePlan state = StatePlan.of(args, own, decode);
 		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
 		return new TransferPlan(src, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(), decode.aux(),
-				args.stateRegions(), decode.state());
+				state);
 	}
 
 	private static void checkSame(String what, List<MemoryRegion> own, List<RegionLayout> peer) {
@@ -138,7 +152,7 @@ final class TransferPlan {
 	 *
 	 * @return why it cannot be served, or null
 	 */
-	String check(int[] pages, int auxRow, int[] stateSlots) {
+	String check(int[] pages, int auxRow, int[][] stateLists) {
 		for (int p : pages) {
 			if (p < 0 || p >= dstPages) {
 				return "destination page " + p + " outside decode's 0.." + (dstPages - 1);
@@ -151,14 +165,7 @@ final class TransferPlan {
 				}
 			}
 		}
-		for (int slot : stateSlots) {
-			for (RegionLayout st : dstState) {
-				if (slot < 0 || slot >= st.itemCount()) {
-					return "destination state slot " + slot + " outside decode's 0.." + (st.itemCount() - 1);
-				}
-			}
-		}
-		return null;
+		return state.checkDestinations(stateLists);
 	}
 
 	/** Where a plan's blocks go: one destination's connection, in order, behind the room's gate. */
@@ -223,18 +230,13 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendState(Outlet conn, long room, int[] srcSlots, int[] dstSlots) {
-		long bytes = 0;
-		for (int i = 0; i < srcState.size(); i++) {
-			MemoryRegion s = srcState.get(i);
-			for (int j = 0; j < srcSlots.length; j++) {
-				bytes += s.itemLen();
-				conn.send(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
-						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0,
-						conn.gate()));
-			}
-		}
-		return bytes;
+	long sendState(Outlet conn, long room, int[][] srcLists, int[][] dstLists, java.util.function.Consumer<String> warn) {
+		return state.send(conn, room, srcLists, dstLists, warn);
+	}
+
+	/** @return why the last chunk's state cannot go to that destination, or null */
+	String checkState(int[][] srcLists, int[][] dstLists) {
+		return state.checkCounts(srcLists, dstLists);
 	}
 
 	/**
@@ -258,7 +260,7 @@ final class TransferPlan {
 
 	/** @return whether the prefill rank has state buffers to move */
 	boolean hasState() {
-		return !srcState.isEmpty();
+		return !state.isEmpty();
 	}
 
 	/** @return a message naming the plan, for debug logs */

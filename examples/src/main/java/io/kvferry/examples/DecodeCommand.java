@@ -114,7 +114,7 @@ final class DecodeCommand implements Callable<Integer> {
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
-					transport, client, timeouts::apply).block(START_TIMEOUT);
+					transport, client, timeouts::apply).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
 			try {
 				String warmupFailure = warmUp(decoder, shape.pageSize());
 				if (warmupFailure != null) {

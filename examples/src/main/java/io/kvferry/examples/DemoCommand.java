@@ -86,19 +86,28 @@ final class DemoCommand implements Callable<Integer> {
 		timeouts.validate(cl);
 		transportOptions.validate(cl, TransportOptions.SHM);
 		LayoutOptions.checkPair(cl, prefill, decode, shape);
+		if (shape.mambaUnits() > 0) {
+			for (int tp : new int[] { prefill.tp, decode.tp }) {
+				if (ModelOptions.MAMBA_UNITS % tp != 0) {
+					throw new CommandLine.ParameterException(cl, "--mamba-state with TP " + tp + " (expected: TP sizes "
+							+ "dividing " + ModelOptions.MAMBA_UNITS + ")");
+				}
+			}
+		}
 		Workload batch = workload.workload(shape.pageSize(), workload.seed);
 		long decodePageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);
 		int pool = batch.poolPages(workload.concurrency, (workload.poolMib << 20) / decodePageBytes);
-		long needed = DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, pool)
+		long needed = DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, pool) * prefill.cp
 				+ DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, pool);
 		DirectMemory.check(cl, needed, "lower --max-tokens, --concurrency or --pool-mib");
 
 		PrintWriter out = cl.getOut();
 		PrintWriter err = cl.getErr();
 		String title = String.format(Locale.ROOT, "kvferry demo: %d requests (%d..%d tokens, %s), "
-				+ "prefill TP%d PP%d DP%d -> decode TP%d PP%d over loopback", batch.requests().size(),
+				+ "prefill TP%d PP%d DP%d%s -> decode TP%d PP%d%s over loopback", batch.requests().size(),
 				batch.minTokens(), batch.maxTokens(), Sizes.bytes(batch.totalPages() * decodePageBytes), prefill.tp,
-				prefill.pp, prefill.dp, decode.tp, decode.pp);
+				prefill.pp, prefill.dp, prefill.cp > 1 ? " CP" + prefill.cp + (prefill.allCpRanks ? " (all CP ranks)" : "")
+						: "", decode.tp, decode.pp, workload.decodePrefix > 0 ? " (decode prefix " + workload.decodePrefix + ")" : "");
 		if (!json) {
 			err.println(title);
 			err.println("  model   " + ModelOptions.describe(shape));
@@ -115,6 +124,8 @@ final class DemoCommand implements Callable<Integer> {
 			KVCluster cluster = KVCluster.builder()
 					.shape(shape)
 					.prefill(prefill.tp, prefill.pp, prefill.dp)
+					.prefillCp(prefill.cp, prefill.allCpRanks, false)
+					.decodePrefix(workload.decodePrefix)
 					.decode(decode.tp, decode.pp)
 					.capacity(pool, batch.requests().size() + 1)
 					.transport(transport)

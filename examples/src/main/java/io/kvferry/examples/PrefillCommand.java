@@ -104,7 +104,8 @@ final class PrefillCommand implements Callable<Integer> {
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
 		int poolPages = (poolTokens + shape.pageSize() - 1) / shape.pageSize();
-		DirectMemory.check(cl, DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, poolPages),
+		DirectMemory.check(cl, DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, poolPages)
+				* prefill.cp,
 				"lower --pool-tokens");
 
 		PrintWriter out = cl.getOut();
@@ -113,7 +114,8 @@ final class PrefillCommand implements Callable<Integer> {
 		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
-		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, poolPages,
+		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
+				prefill.allCpRanks, poolPages,
 				poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport, client, timeouts::apply);
 		PrefillEngine engine;
 		try {

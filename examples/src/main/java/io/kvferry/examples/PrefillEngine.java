@@ -79,22 +79,27 @@ final class PrefillEngine {
 			List<Mono<PrefillKVManager>> starts = new ArrayList<>();
 			int rows = config.auxRows();
 			for (int g = 0; g < config.dp(); g++) {
-				Group group = engine.new Group(g, config.tp() * config.pp(), config.poolPages(), rows);
+				Group group = engine.new Group(g, config.tp() * config.pp() * config.cp(), config.poolPages(), rows,
+						config.shape().pageSize());
 				engine.groups.add(group);
-				for (int tp = 0; tp < config.tp(); tp++) {
-					for (int pp = 0; pp < config.pp(); pp++) {
-						ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0, config.pp(),
-								pp);
-						RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows, rows);
-						PrefillSpec spec = (PrefillSpec) config.customizer().apply(KVManagerSpec.prefill()
-								.kvArgs(memory.kvArgs()).layout(layout).transport(config.transport())
-								.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
-								.bindAddress(new HostPort(config.bindHost(), 0)));
-						if (config.advertiseHost() != null) {
-							spec = spec.advertiseHost(config.advertiseHost());
+				for (int cp = 0; cp < config.cp(); cp++) {
+					for (int tp = 0; tp < config.tp(); tp++) {
+						for (int pp = 0; pp < config.pp(); pp++) {
+							ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0,
+									config.pp(), pp, config.cp(), cp);
+							RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows,
+									rows);
+							PrefillSpec spec = (PrefillSpec) config.customizer().apply(KVManagerSpec.prefill()
+									.kvArgs(memory.kvArgs()).layout(layout).transport(config.transport())
+									.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
+									.bindAddress(new HostPort(config.bindHost(), 0))
+									.allCpRanksTransfer(config.allCpRanks()));
+							if (config.advertiseHost() != null) {
+								spec = spec.advertiseHost(config.advertiseHost());
+							}
+							// Subscribe as soon as the rank is up, before decode can know it exists.
+							starts.add(spec.start().doOnNext(m -> engine.attach(group, new Rank(m, memory))));
 						}
-						// Subscribe as soon as the rank is up, before decode can know it exists.
-						starts.add(spec.start().doOnNext(m -> engine.attach(group, new Rank(m, memory))));
 					}
 				}
 			}
@@ -176,14 +181,16 @@ final class PrefillEngine {
 		final List<Rank> ranks = new CopyOnWriteArrayList<>();
 		final Scheduler.Worker worker = Schedulers.parallel().createWorker();
 		final int capacity;
+		final int pageSize;
 		// Worker-confined.
 		final PageAllocator pages;
 		final PageAllocator rows;
 		final Map<Long, RoomRequest> queue = new LinkedHashMap<>();
 		final Set<Long> active = new HashSet<>();
 
-		Group(int index, int rankCount, int capacity, int auxRows) {
+		Group(int index, int rankCount, int capacity, int auxRows, int pageSize) {
 			this.index = index;
+			this.pageSize = pageSize;
 			this.rankCount = rankCount;
 			this.capacity = capacity;
 			this.pages = new PageAllocator(capacity);
@@ -209,15 +216,17 @@ final class PrefillEngine {
 			Iterator<RoomRequest> it = queue.values().iterator();
 			while (it.hasNext()) {
 				RoomRequest request = it.next();
-				if (request.pageCount() > capacity) {
+				// The engine computes every page of the prompt; those of decode's prefix are not sent.
+				int roomPages = request.decodePrefixLen() / pageSize + request.pageCount();
+				if (roomPages > capacity) {
 					it.remove();
-					reject(request, "room " + request.room() + " needs " + request.pageCount()
+					reject(request, "room " + request.room() + " needs " + roomPages
 							+ " pages but prefill DP group " + index + " holds " + capacity + " (raise --pool-tokens)");
 					continue;
 				}
 				// Pages scattered as an engine's allocator would (one room in four contiguous), reproducibly per room.
 				Random random = new Random(request.room());
-				int[] src = pages.allocate(request.pageCount(), random, random.nextInt(4) == 0);
+				int[] src = pages.allocate(roomPages, random, random.nextInt(4) == 0);
 				if (src == null) {
 					return;
 				}
@@ -264,7 +273,7 @@ final class PrefillEngine {
 			}
 			long start = System.nanoTime();
 			Flux.fromIterable(ranks)
-					.flatMap(r -> Mono.fromRunnable(() -> r.memory.fill(room, src, row, NO_STATE))
+					.flatMap(r -> Mono.fromRunnable(() -> r.memory.fill(room, src, row, state(row)))
 							.subscribeOn(Schedulers.parallel()))
 					.then(Mono.fromRunnable(() -> send(senders, src, row)))
 					.then(Mono.whenDelayError(senders.stream().map(KVSender::completion).toList()))
@@ -286,12 +295,18 @@ final class PrefillEngine {
 			for (KVSender s : senders) {
 				s.init(src.length, row);
 				if (src.length == 0) {
-					s.send(src, NO_STATE);
+					s.send(src, state(row));
 				}
 				for (int from = 0; from < src.length; from += chunkPages) {
-					s.send(Arrays.copyOfRange(src, from, Math.min(src.length, from + chunkPages)), NO_STATE);
+					int to = Math.min(src.length, from + chunkPages);
+					s.send(Arrays.copyOfRange(src, from, to), to == src.length ? state(row) : NO_STATE);
 				}
 			}
+		}
+
+		/** A hybrid model's Mamba state lives in the slot of the room's aux row. */
+		private int[] state(int row) {
+			return ranks.get(0).memory.kvArgs().stateRegions().isEmpty() ? NO_STATE : new int[] { row };
 		}
 
 		private void release(long room, int[] src, int row) {
@@ -309,6 +324,8 @@ final class PrefillEngine {
 	 * @param tp attention TP size
 	 * @param pp PP size
 	 * @param dp attention DP size
+	 * @param cp attention CP size
+	 * @param allCpRanks every CP rank sends its share of each room
 	 * @param poolPages pages per layer buffer on every rank (the page table of a DP group)
 	 * @param auxRows aux rows on every rank
 	 * @param chunkTokens tokens per {@code send} call
@@ -319,7 +336,8 @@ final class PrefillEngine {
 	 * @param client shared bootstrap client (not disposed by the engine)
 	 * @param customizer adjusts every manager's spec (timeouts)
 	 */
-	record Config(ModelShape shape, int tp, int pp, int dp, int poolPages, int auxRows, int chunkTokens,
+	record Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
+			int chunkTokens,
 			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
 			UnaryOperator<KVManagerSpec<?, ?>> customizer) {
 	}
