@@ -37,6 +37,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
 import org.slf4j.Logger;
@@ -74,9 +75,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 
 	private final Disposable registryWatch;
+	private final LayerRegions ownLayers;
 
 	DefaultDecodeKVManager(KVManagerConfig config) {
 		super(config);
+		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+				config.kvArgs().isMla());
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
 						+ "until a handshake shows them stale", name, describe(e)));
@@ -122,7 +126,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
+		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr, ownLayers);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
@@ -273,7 +277,26 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ ": " + describe(e), false);
 			}));
 		}
+		expectLayers(r);
 		r.trace.event(RoomTrace.Event.REQUEST_SENT, r.pages.length);
+	}
+
+	/** Tells the room's layer count what each KV buffer awaits from the ranks just asked; under the room's monitor. */
+	private void expectLayers(DecodeRoom r) {
+		List<PeerLayout> sources = new ArrayList<>();
+		List<RankTarget> targets = r.mapping.targets();
+		for (int i = 0; i < targets.size(); i++) {
+			if (!targets.get(i).dummy()) {
+				sources.add(r.sessions.get(i).prefillLayout);
+			}
+		}
+		try {
+			r.layers.expect(LayerLanding.bytesPerPage(ownLayout, sources), r.pages.length);
+		}
+		catch (RuntimeException e) {
+			// The prefill ranks accepted the handshake, so they can pair: a layer stream that stays silent until the end is all this costs.
+			log.warn("[{}] room {}: cannot tell which layers the prefill ranks fill: {}", name, r.id, describe(e));
+		}
 	}
 
 	@Override
@@ -294,6 +317,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	@Override
 	void onTerminal(DecodeRoom r) {
+		r.layers.end(r.state() == KVPoll.SUCCESS);
 		Set<Session> targets;
 		Set<Session> pending = new HashSet<>();
 		synchronized (r) {
@@ -345,10 +369,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<Integer> responders = new HashSet<>();
 		boolean transferring;
 		volatile boolean fenced;
+		final LayerLanding layers;
 
-		DecodeRoom(long id, HostPort bootstrap) {
+		DecodeRoom(long id, HostPort bootstrap, LayerRegions ownLayers) {
 			super(id);
 			this.bootstrap = bootstrap;
+			this.layers = new LayerLanding(id, ownLayers, this::acceptsBytes);
 		}
 
 		boolean acceptsBytes() {
@@ -437,6 +463,11 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			return room.released.asMono().publishOn(callbacks);
 		}
 
+		@Override
+		public Flux<Integer> layers() {
+			return room.layers.flux(callbacks);
+		}
+
 		private void checkIndices(String what, int[] indices, List<MemoryRegion> regions) {
 			if (indices.length == 0) {
 				return;
@@ -463,6 +494,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
+		// What the rank registered at the handshake: which layers and heads it sends.
+		volatile PeerLayout prefillLayout;
 		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
 		volatile String draining;
 
@@ -556,6 +589,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				handshake.tryEmitError(new TopologyException(mismatch));
 				return;
 			}
+			prefillLayout = prefill;
 			handshake.tryEmitEmpty();
 		}
 
@@ -642,7 +676,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
-			return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
+			if (h.kind() != RegionKind.KV) {
+				return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
+			}
+			return new PayloadWriter(destination, h, r::acceptsBytes, tally, n -> {
+				bytesReceived.add(n);
+				r.layers.landed(h.region(), n);
+			});
 		}
 
 		@Override

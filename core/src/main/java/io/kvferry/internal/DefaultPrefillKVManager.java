@@ -327,7 +327,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			return;
 		}
 		table.advance(r, KVPoll.TRANSFERRING);
-		if (c.offset == 0) {
+		if (c.offset == 0 && c.opens) {
 			r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
 		for (Destination d : r.destinations) {
@@ -352,14 +352,18 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				continue;
 			}
 			int[] dstPages = Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
-			bytesSent.add(d.session.plan.sendKv(d, r.id, c.pages, dstPages));
-			pagesSent.add(c.pages.length);
+			bytesSent.add(d.session.plan.sendKv(d, r.id, c.pages, dstPages, c.regions));
+			if (c.closes) {
+				pagesSent.add(c.pages.length);
+			}
 			if (c.last) {
 				bytesSent.add(d.session.plan.sendState(d, r.id, c.stateIndices, d.request.stateIndices()));
 				bytesSent.add(d.session.plan.sendAux(d, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
-		r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
+		if (c.closes) {
+			r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
+		}
 		if (c.last) {
 			finish(r);
 		}
@@ -458,6 +462,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		int numPages = -1;
 		int auxIndex = -1;
 		int cursor;
+		// The chunk being sent layer by layer, until all its layers went.
+		LayerwiseChunk layerwise;
 		boolean traced;
 		final long openedEpochNanos = epochNanos();
 		volatile Session abortedBy;
@@ -509,7 +515,16 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 	}
 
-	private record Chunk(int[] pages, int offset, boolean last, int[] stateIndices) {
+	/**
+	 * A chunk, or one layer of it: {@code regions} are the KV buffers it moves (null: all), {@code opens} whether it is
+	 * the chunk's first piece, {@code closes} its last; {@code last} whether it closes the room's last chunk.
+	 */
+	private record Chunk(int[] pages, int offset, boolean last, int[] stateIndices, int[] regions, boolean opens,
+			boolean closes) {
+
+		Chunk(int[] pages, int offset, boolean last, int[] stateIndices) {
+			this(pages, offset, last, stateIndices, null, true, true);
+		}
 	}
 
 	private final class Sender extends RoomHandle<PrefillRoom> implements KVSender {
@@ -537,19 +552,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		public void send(int[] pageIndices, int[] stateIndices) {
 			int[] pages = pageIndices.clone();
 			int[] states = stateIndices.clone();
-			long kvItems = minItems(false);
-			for (int p : pages) {
-				checkIndex("page index", p, kvItems, false);
-			}
-			if (!config.kvArgs().stateRegions().isEmpty()) {
-				long stateItems = config.kvArgs().stateRegions().stream().mapToLong(x -> x.itemCount()).min().orElse(0);
-				for (int st : states) {
-					checkIndex("state index", st, stateItems, false);
-				}
-			}
+			checkPages(pages, states);
 			synchronized (room) {
 				if (room.numPages < 0) {
 					throw new IllegalStateException("room " + room.id + ": send before init");
+				}
+				if (room.layerwise != null) {
+					throw new IllegalStateException("room " + room.id + ": whole chunk sent while "
+							+ room.layerwise.progress() + " (expected: every layer of it first)");
 				}
 				if (room.cursor + pages.length > room.numPages) {
 					throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
@@ -571,9 +581,68 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 
 		@Override
+		public void sendLayer(int layer, int[] pageIndices, int[] stateIndices) {
+			int[] pages = pageIndices.clone();
+			int[] states = stateIndices.clone();
+			checkPages(pages, states);
+			LayerRegions layers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+					config.kvArgs().isMla());
+			int[] regions = layers.regions(layer);
+			synchronized (room) {
+				if (room.numPages < 0) {
+					throw new IllegalStateException("room " + room.id + ": sendLayer before init");
+				}
+				LayerwiseChunk chunk = room.layerwise;
+				boolean opens = chunk == null;
+				if (opens) {
+					if (room.cursor + pages.length > room.numPages) {
+						throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
+								+ " pages, more than the " + room.numPages + " given to init");
+					}
+					chunk = new LayerwiseChunk(pages, room.cursor, layers.layers());
+				}
+				String refused = chunk.refuse(room.id, layer, pages);
+				if (refused != null) {
+					throw new IllegalStateException(refused);
+				}
+				chunk.sent(layer);
+				boolean closes = chunk.isComplete();
+				if (opens) {
+					room.cursor += pages.length;
+				}
+				room.layerwise = closes ? null : chunk;
+				if (room.isTerminal()) {
+					log.debug("[{}] room {} already {}, layer {} dropped", name, room.id, room.state(), layer);
+					return;
+				}
+				Chunk c = new Chunk(pages, chunk.offset(), closes && chunk.offset() + pages.length == room.numPages,
+						states, regions, opens, closes);
+				if (room.ready) {
+					dispatch(room, c);
+				}
+				else {
+					room.pending.add(c);
+				}
+			}
+		}
+
+		@Override
 		public Mono<Void> abort(String reason) {
 			table.fail(room, FailureCause.ABORTED, abortReason(reason), false);
 			return room.handedOff.asMono().publishOn(callbacks);
+		}
+
+		private void checkPages(int[] pages, int[] states) {
+			long kvItems = minItems(false);
+			for (int p : pages) {
+				checkIndex("page index", p, kvItems, false);
+			}
+			if (!config.kvArgs().stateRegions().isEmpty()) {
+				long stateItems = config.kvArgs().stateRegions().stream().mapToLong(x -> x.itemCount()).min().orElse(0);
+				for (int st : states) {
+					checkIndex("state index", st, stateItems, false);
+				}
+			}
 		}
 
 		private long minItems(boolean aux) {

@@ -175,9 +175,23 @@ final class TransferPlan {
 	 * @return payload bytes queued
 	 */
 	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages) {
+		return sendKv(conn, room, srcPages, dstPages, null);
+	}
+
+	/**
+	 * Queues the KV blocks of one chunk for one destination, restricted to some of this rank's KV buffers (one layer's,
+	 * when the chunk goes layer by layer).
+	 *
+	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
+	 * @return payload bytes queued
+	 */
+	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
 		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
 		long bytes = 0;
-		for (int i = 0; i < src.length; i++) {
+		int n = srcRegions == null ? src.length : srcRegions.length;
+		for (int k = 0; k < n; k++) {
+			// Pairs are in the list order of this rank's buffers: pair i moves buffer i.
+			int i = srcRegions == null ? k : srcRegions[k];
 			for (PageRun run : runs) {
 				bytes += sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
 			}

@@ -14,16 +14,23 @@ import io.kvferry.spi.KVTransport;
 /**
  * The topology matrix every transport must pass: prefill TP × decode TP in {1,2,4}², MHA with KV heads
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
- * state slots. Each case moves rooms with scattered and contiguous pages in several chunks and checks every byte.
+ * state slots, and a layer-wise column on a few cells. Each case moves rooms with scattered and contiguous pages in several chunks and checks every byte.
  */
 public final class TopologyMatrix {
 
 	/** One cell of the matrix. */
-	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
+	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+			boolean layerwise) {
+
+		/** A case whose chunks are all sent whole. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, false);
+		}
+
 		@Override
 		public String toString() {
 			return "P" + prefillTp + "->D" + decodeTp + " " + model + " pp" + prefillPp + "->" + decodePp + " dp"
-					+ prefillDp;
+					+ prefillDp + (layerwise ? " layerwise" : "");
 		}
 
 		/** 4 layers; MHA with 8 heads (above TP) or 2 heads (below TP 4), or MLA; one draft layer on decode. */
@@ -59,6 +66,13 @@ public final class TopologyMatrix {
 				}
 			}
 		}
+		// The layer-wise column, on the cells that stress how decode counts a layer's bytes: head slices from
+		// several prefill ranks, replicated heads, MLA's dummy ranks, PP stages into one decode rank and into stages.
+		out.add(new Case(4, 1, "mha8", 2, 1, 1, true));
+		out.add(new Case(1, 4, "mha2", 2, 2, 1, true));
+		out.add(new Case(4, 2, "mha2", 1, 1, 2, true));
+		out.add(new Case(2, 4, "mla", 2, 1, 1, true));
+		out.add(new Case(4, 2, "mla", 2, 2, 1, true));
 		return out;
 	}
 
@@ -69,7 +83,7 @@ public final class TopologyMatrix {
 	 */
 	public static long run(Case c, KVTransport transport, BootstrapClient client, HostPort bootstrap, int rooms) {
 		KVCluster cluster = KVCluster.builder().shape(c.shape()).prefill(c.prefillTp(), c.prefillPp(), c.prefillDp())
-				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).transport(transport).bootstrapClient(client)
+				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).layerwise(c.layerwise()).transport(transport).bootstrapClient(client)
 				.bootstrapAddress(bootstrap).startNow(Duration.ofSeconds(30));
 		try {
 			Random random = new Random(c.hashCode());
