@@ -180,12 +180,12 @@ final class LayerwiseBench implements Callable<Integer> {
 			return;
 		}
 		out.printf(Locale.ROOT, "kvferry bench-layerwise: %d rounds x %d rooms each way, one at a time, 1<->1 loopback;"
-				+ " %d pages (%s) per room, %s, layer compute %s%n", rounds, rooms, pages, Sizes.bytes(bytes),
-				ModelOptions.describe(shape), compute);
+				+ " %d pages (%s) per room, %s, layer compute %.3f ms%n", rounds, rooms, pages, Sizes.bytes(bytes),
+				ModelOptions.describe(shape), compute.toNanos() / 1e6);
 		out.printf(Locale.ROOT, "  %-12s %12s %20s %12s %18s%n", "", "tail p50", "(min..max)", "GB/s p50",
 				"GB/s, no compute");
 		for (Side s : List.of(whole, layerwise)) {
-			out.printf(Locale.ROOT, "  %-12s %9.2f ms %9.2f..%-7.2f ms %12.2f %18.2f%n", s.name, median(s.tails) / 1e6,
+			out.printf(Locale.ROOT, "  %-12s %9.2f ms %10.2f..%-7.2f ms %9.2f %18.2f%n", s.name, median(s.tails) / 1e6,
 					min(s.tails) / 1e6, max(s.tails) / 1e6, gbps(bytes, median(s.totals)),
 					gbps(bytes, median(s.bare)));
 		}
