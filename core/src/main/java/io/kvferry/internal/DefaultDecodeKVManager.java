@@ -294,7 +294,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			r.layers.expect(LayerLanding.bytesPerPage(ownLayout, sources), r.pages.length);
 		}
 		catch (RuntimeException e) {
-			// The prefill ranks accepted the handshake, so they can pair: a layer stream that stays silent until the end is all this costs.
+			// The prefill ranks accepted the handshake, so they can pair; should they not, the room's layer stream
+			// stays silent until the end, and that is all this costs.
 			log.warn("[{}] room {}: cannot tell which layers the prefill ranks fill: {}", name, r.id, describe(e));
 		}
 	}

@@ -35,8 +35,8 @@ import reactor.core.scheduler.Schedulers;
  * time; prefill "computes" each layer for {@code --layer-compute} on a timer and either sends each layer as it is
  * done ({@link KVSender#sendLayer}) or the whole chunk after the last layer ({@link KVSender#send}). Per room it
  * measures the transfer tail, from the end of the last layer's compute to decode's Success, and the room's bytes per
- * second from the first layer's compute on. Both ways run in alternating rounds in the same JVM; the same rounds at zero
- * compute measure the bytes per second of the transfer alone. Every room's bytes are verified on decode.
+ * second from the first layer's compute on. Both ways run in alternating rounds in the same JVM; the same rounds at
+ * zero compute measure the bytes per second of the transfer alone. Every room's bytes are verified on decode.
  */
 @Command(name = "bench-layerwise", sortOptions = false, mixinStandardHelpOptions = true,
 		description = {

@@ -4,7 +4,9 @@ import java.time.Duration;
 
 import picocli.CommandLine.Option;
 
-/** Layer-wise streaming on the command line: prefill's compute time per layer, and whether layers go as they are done. */
+/**
+ * Layer-wise streaming on the command line: prefill's compute time per layer, and whether layers go as they are done.
+ */
 final class LayerwiseOptions {
 
 	@Option(names = "--layerwise", description = "Send each layer of a chunk as soon as prefill computed it "

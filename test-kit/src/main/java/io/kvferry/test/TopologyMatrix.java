@@ -14,7 +14,8 @@ import io.kvferry.spi.KVTransport;
 /**
  * The topology matrix every transport must pass: prefill TP × decode TP in {1,2,4}², MHA with KV heads
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
- * state slots, and a layer-wise column on a few cells. Each case moves rooms with scattered and contiguous pages in several chunks and checks every byte.
+ * state slots, and a layer-wise column on a few cells. Each case moves rooms with scattered and contiguous pages in
+ * several chunks and checks every byte.
  */
 public final class TopologyMatrix {
 
