@@ -2,6 +2,7 @@ package io.kvferry.examples;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 
 import io.kvferry.KVArgs;
 import io.kvferry.KVSender;
@@ -28,13 +29,17 @@ final class LayerCompute {
 	 * @param perLayer compute time of one model layer (zero: none)
 	 * @param layerwise send each layer as it is computed
 	 * @param timer runs the compute delays
-	 * @return completes once the chunk's last layer was computed and handed to every sender
+	 * @return the {@link System#nanoTime()} at which the chunk's last layer was computed (taken before it is handed
+	 *         over, so that a slow hand-over on a busy machine cannot hide in the transfer time), once every sender
+	 *         has it
 	 */
-	static Mono<Void> forward(List<KVSender> senders, List<KVArgs> args, int[] pages, int[] state, Duration perLayer,
+	static Mono<Long> forward(List<KVSender> senders, List<KVArgs> args, int[] pages, int[] state, Duration perLayer,
 			boolean layerwise, Scheduler timer) {
 		int layers = args.stream().mapToInt(a -> a.prefillStartLayer() + a.kvLayerCount()).max().orElse(0);
+		AtomicLong computed = new AtomicLong(System.nanoTime());
 		return Flux.range(0, layers)
 				.concatMap(layer -> compute(perLayer, timer).then(Mono.fromRunnable(() -> {
+					computed.set(System.nanoTime());
 					if (!layerwise) {
 						return;
 					}
@@ -56,7 +61,8 @@ final class LayerCompute {
 							senders.get(i).sendLayer(a.kvLayerCount() + j, pages, state);
 						}
 					}
-				}));
+				}))
+				.then(Mono.fromCallable(computed::get));
 	}
 
 	private static Mono<Void> compute(Duration perLayer, Scheduler timer) {
