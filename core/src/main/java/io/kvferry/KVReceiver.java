@@ -50,6 +50,24 @@ public interface KVReceiver {
 	/** @return the room's states: the current one first, then each change; completes after the terminal one */
 	Flux<KVPoll> states();
 
+	/**
+	 * The room's landed layers, so that a decode engine can start on early layers and a scheduler can watch progress.
+	 * A layer (counted in this rank's KV buffers: main-model layers, then draft layers that prefill fills) is emitted
+	 * once, when every byte of it is in place from every prefill rank that writes it (MHA: its K and V buffer), in
+	 * whatever order the ranks finish. Completes after the room's terminal state, as {@link #states()} does: after
+	 * Success every layer was emitted, after a failure only those complete before it (check {@link #poll()} or
+	 * {@link #completion()} for the outcome; the failed room's pages stay the engine's to free only on completion's
+	 * error). Hot: layers land whether or not anyone subscribed; a late subscriber first gets those already landed.
+	 * Subscribers are called on the callback scheduler, never under a library lock.
+	 *
+	 * <pre>{@code
+	 * receiver.layers().subscribe(layer -> engine.layerReady(room, layer));
+	 * }</pre>
+	 *
+	 * @return each landed layer's index, once; completes once the room ended
+	 */
+	Flux<Integer> layers();
+
 	/** @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure */
 	Mono<Void> completion();
 

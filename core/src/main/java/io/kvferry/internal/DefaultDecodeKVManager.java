@@ -37,6 +37,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
 import org.slf4j.Logger;
@@ -74,9 +75,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 
 	private final Disposable registryWatch;
+	private final LayerRegions ownLayers;
 
 	DefaultDecodeKVManager(KVManagerConfig config) {
 		super(config);
+		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+				config.kvArgs().isMla());
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
 						+ "until a handshake shows them stale", name, describe(e)));
@@ -122,7 +126,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
+		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr, ownLayers);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
@@ -295,7 +299,29 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ ": " + describe(e), false);
 			}));
 		}
+		expectLayers(r);
 		r.trace.event(RoomTrace.Event.REQUEST_SENT, r.pages.length);
+	}
+
+	/** Tells the room's layer count what each KV buffer awaits from the ranks just asked; under the room's monitor. */
+	private void expectLayers(DecodeRoom r) {
+		List<PeerLayout> sources = new ArrayList<>();
+		List<RankTarget> targets = r.mapping.targets();
+		for (int i = 0; i < targets.size(); i++) {
+			// The CP ranks of one prefill rank split its pages (or its layers) between them: together they fill
+			// what CP rank 0 alone would, so it stands for them all.
+			if (!targets.get(i).dummy() && targets.get(i).cpRank() == 0) {
+				sources.add(r.sessions.get(i).prefill);
+			}
+		}
+		try {
+			r.layers.expect(LayerLanding.bytesPerPage(ownLayout, sources), r.pages.length);
+		}
+		catch (RuntimeException e) {
+			// The prefill ranks accepted the handshake, so they can pair; should they not, the room's layer stream
+			// stays silent until the end, and that is all this costs.
+			log.warn("[{}] room {}: cannot tell which layers the prefill ranks fill: {}", name, r.id, describe(e));
+		}
 	}
 
 	@Override
@@ -316,6 +342,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	@Override
 	void onTerminal(DecodeRoom r) {
+		r.layers.end(r.state() == KVPoll.SUCCESS);
 		Set<Session> targets;
 		Set<Session> pending = new HashSet<>();
 		synchronized (r) {
@@ -368,10 +395,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<Integer> responders = new HashSet<>();
 		boolean transferring;
 		volatile boolean fenced;
+		final LayerLanding layers;
 
-		DecodeRoom(long id, HostPort bootstrap) {
+		DecodeRoom(long id, HostPort bootstrap, LayerRegions ownLayers) {
 			super(id);
 			this.bootstrap = bootstrap;
+			this.layers = new LayerLanding(id, ownLayers, this::acceptsBytes);
 		}
 
 		boolean acceptsBytes() {
@@ -480,6 +509,11 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			return room.released.asMono().publishOn(callbacks);
 		}
 
+		@Override
+		public Flux<Integer> layers() {
+			return room.layers.flux(callbacks);
+		}
+
 		private void checkIndices(String what, int[] indices, List<MemoryRegion> regions) {
 			if (indices.length == 0) {
 				return;
@@ -506,7 +540,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
-		// The rank's layout from its handshake: whether decode pulls from all its CP ranks.
+		// The rank's layout from its handshake: which layers and heads it sends, whether decode pulls from all its
+		// CP ranks.
 		volatile PeerLayout prefill;
 		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
 		volatile String draining;
@@ -689,7 +724,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
-			return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
+			if (h.kind() != RegionKind.KV) {
+				return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
+			}
+			return new PayloadWriter(destination, h, r::acceptsBytes, tally, n -> {
+				bytesReceived.add(n);
+				r.layers.landed(h.region(), n);
+			});
 		}
 
 		@Override

@@ -339,7 +339,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			return;
 		}
 		table.advance(r, KVPoll.TRANSFERRING);
-		if (c.offset == 0) {
+		if (c.offset == 0 && c.opens) {
 			r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
 		for (Destination d : r.destinations) {
@@ -375,15 +375,19 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 					config.allCpRanksTransfer());
 			int[] srcPages = Arrays.copyOfRange(c.pages, w.from(), w.to());
 			int[] dstPages = Arrays.copyOfRange(d.request.dstPages(), w.dstFrom(), w.dstFrom() + w.length());
-			bytesSent.add(d.session.plan.sendKv(d, r.id, srcPages, dstPages));
-			pagesSent.add(w.length());
+			bytesSent.add(d.session.plan.sendKv(d, r.id, srcPages, dstPages, c.regions));
+			if (c.closes) {
+				pagesSent.add(w.length());
+			}
 			if (c.last) {
 				bytesSent.add(d.session.plan.sendState(d, r.id, c.stateIndices, d.stateLists,
 						warning -> log.warn("[{}] {}", name, warning)));
 				bytesSent.add(d.session.plan.sendAux(d, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
-		r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
+		if (c.closes) {
+			r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
+		}
 		if (c.last) {
 			finish(r);
 		}
@@ -482,6 +486,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		int numPages = -1;
 		int auxIndex = -1;
 		int cursor;
+		// The chunk being sent layer by layer, until all its layers went.
+		LayerwiseChunk layerwise;
 		boolean traced;
 		final long openedEpochNanos = epochNanos();
 		volatile Session abortedBy;
@@ -535,7 +541,16 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 	}
 
-	private record Chunk(int[] pages, int offset, boolean last, int[][] stateIndices) {
+	/**
+	 * A chunk, or one layer of it: {@code regions} are the KV buffers it moves (null: all), {@code opens} whether it is
+	 * the chunk's first piece, {@code closes} its last; {@code last} whether it closes the room's last chunk.
+	 */
+	private record Chunk(int[] pages, int offset, boolean last, int[][] stateIndices, int[] regions, boolean opens,
+			boolean closes) {
+
+		Chunk(int[] pages, int offset, boolean last, int[][] stateIndices) {
+			this(pages, offset, last, stateIndices, null, true, true);
+		}
 	}
 
 	private final class Sender extends RoomHandle<PrefillRoom> implements KVSender {
@@ -567,21 +582,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		@Override
 		public void send(int[] pageIndices, int[][] stateIndices) {
 			int[] pages = pageIndices.clone();
-			List<MemoryRegion> stateRegions = config.kvArgs().stateRegions();
-			int[][] states = StateLists.check(config.kvArgs().stateKinds(), stateRegions.size(), stateIndices);
-			long kvItems = minItems(false);
-			for (int p : pages) {
-				checkIndex("page index", p, kvItems, false);
-			}
-			int[][] perRegion = StateLists.perRegion(config.kvArgs().stateKinds(), stateRegions.size(), states);
-			for (int i = 0; i < perRegion.length; i++) {
-				for (int st : perRegion[i]) {
-					checkIndex("state index", st, stateRegions.get(i).itemCount(), false);
-				}
-			}
+			int[][] states = checkPages(pages, stateIndices);
 			synchronized (room) {
 				if (room.numPages < 0) {
 					throw new IllegalStateException("room " + room.id + ": send before init");
+				}
+				if (room.layerwise != null) {
+					throw new IllegalStateException("room " + room.id + ": whole chunk sent while "
+							+ room.layerwise.progress() + " (expected: every layer of it first)");
 				}
 				if (room.cursor + pages.length > room.numPages) {
 					throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
@@ -610,9 +618,82 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 
 		@Override
+		public void sendLayer(int layer, int[] pageIndices, int[] stateIndices) {
+			sendLayer(layer, pageIndices, new int[][] { stateIndices });
+		}
+
+		@Override
+		public void sendLayer(int layer, int[] pageIndices, int[][] stateIndices) {
+			int[] pages = pageIndices.clone();
+			int[][] states = checkPages(pages, stateIndices);
+			LayerRegions layers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+					config.kvArgs().isMla());
+			int[] regions = layers.regions(layer);
+			synchronized (room) {
+				if (room.numPages < 0) {
+					throw new IllegalStateException("room " + room.id + ": sendLayer before init");
+				}
+				LayerwiseChunk chunk = room.layerwise;
+				boolean opens = chunk == null;
+				if (opens) {
+					if (room.cursor + pages.length > room.numPages) {
+						throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
+								+ " pages, more than the " + room.numPages + " given to init");
+					}
+					chunk = new LayerwiseChunk(pages, room.cursor, layers.layers());
+				}
+				String refused = chunk.refuse(room.id, layer, pages);
+				if (refused != null) {
+					throw new IllegalStateException(refused);
+				}
+				chunk.sent(layer);
+				boolean closes = chunk.isComplete();
+				if (opens) {
+					room.cursor += pages.length;
+				}
+				room.layerwise = closes ? null : chunk;
+				if (room.isTerminal()) {
+					log.debug("[{}] room {} already {}, layer {} dropped", name, room.id, room.state(), layer);
+					return;
+				}
+				if (cpDummy) {
+					if (closes && room.cursor == room.numPages) {
+						table.advance(room, KVPoll.SUCCESS);
+					}
+					return;
+				}
+				Chunk c = new Chunk(pages, chunk.offset(), closes && chunk.offset() + pages.length == room.numPages,
+						states, regions, opens, closes);
+				if (room.ready) {
+					dispatch(room, c);
+				}
+				else {
+					room.pending.add(c);
+				}
+			}
+		}
+
+		@Override
 		public Mono<Void> abort(String reason) {
 			table.fail(room, FailureCause.ABORTED, abortReason(reason), false);
 			return room.handedOff.asMono().publishOn(callbacks);
+		}
+
+		/** Checks a chunk's indices before anything is queued; returns the state lists, one per component. */
+		private int[][] checkPages(int[] pages, int[][] stateIndices) {
+			List<MemoryRegion> stateRegions = config.kvArgs().stateRegions();
+			int[][] states = StateLists.check(config.kvArgs().stateKinds(), stateRegions.size(), stateIndices);
+			long kvItems = minItems(false);
+			for (int p : pages) {
+				checkIndex("page index", p, kvItems, false);
+			}
+			int[][] perRegion = StateLists.perRegion(config.kvArgs().stateKinds(), stateRegions.size(), states);
+			for (int i = 0; i < perRegion.length; i++) {
+				for (int st : perRegion[i]) {
+					checkIndex("state index", st, stateRegions.get(i).itemCount(), false);
+				}
+			}
+			return states;
 		}
 
 		private long minItems(boolean aux) {

@@ -33,6 +33,8 @@ final class TransferPlan {
 	static final long MAX_BLOCK_BYTES = 16L << 20;
 
 	private final MemoryRegion[] src;
+	// Position in this rank's KV buffer list of each pair's source (a CP rank's layer share skips some).
+	private final int[] srcBuffer;
 	private final int[] dst;
 	private final int[] dstItemLen;
 	private final HeadSlice[] slices;
@@ -42,10 +44,10 @@ final class TransferPlan {
 	private final List<RegionLayout> dstAux;
 	private final StatePlan state;
 
-	private TransferPlan(MemoryRegion[] src, int[] dst, long[] dstItems, int[] dstItemLen, HeadSlice[] slices,
-			int pageSize,
-			List<MemoryRegion> srcAux, List<RegionLayout> dstAux, StatePlan state) {
+	private TransferPlan(MemoryRegion[] src, int[] srcBuffer, int[] dst, long[] dstItems, int[] dstItemLen,
+			HeadSlice[] slices, int pageSize, List<MemoryRegion> srcAux, List<RegionLayout> dstAux, StatePlan state) {
 		this.src = src;
+		this.srcBuffer = srcBuffer;
 		this.dst = dst;
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
@@ -106,6 +108,7 @@ final class TransferPlan {
 		}
 		int n = pairs.size();
 		MemoryRegion[] src = new MemoryRegion[n];
+		int[] srcBuffer = new int[n];
 		int[] dst = new int[n];
 		int[] dstLen = new int[n];
 		HeadSlice[] slices = new HeadSlice[n];
@@ -113,6 +116,7 @@ final class TransferPlan {
 		for (int i = 0; i < n; i++) {
 			RegionPair pair = pairs.get(i);
 			src[i] = args.kvRegions().get(pair.src());
+			srcBuffer[i] = pair.src();
 			dst[i] = pair.dst();
 			dstLen[i] = decode.kv().get(pair.dst()).itemLen();
 			if (sliced) {
@@ -127,7 +131,8 @@ final class TransferPlan {
 		checkSame("aux", args.auxRegions(), decode.aux());
 		StatePlan state = StatePlan.of(args, own, decode);
 		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
-		return new TransferPlan(src, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(), decode.aux(),
+		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(),
+				decode.aux(),
 				state);
 	}
 
@@ -182,14 +187,37 @@ final class TransferPlan {
 	 * @return payload bytes queued
 	 */
 	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages) {
+		return sendKv(conn, room, srcPages, dstPages, null);
+	}
+
+	/**
+	 * Queues the KV blocks of one chunk for one destination, restricted to some of this rank's KV buffers (one layer's,
+	 * when the chunk goes layer by layer).
+	 *
+	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
+	 * @return payload bytes queued
+	 */
+	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
 		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
 		long bytes = 0;
 		for (int i = 0; i < src.length; i++) {
+			if (srcRegions != null && !contains(srcRegions, srcBuffer[i])) {
+				continue;
+			}
 			for (PageRun run : runs) {
 				bytes += sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
 			}
 		}
 		return bytes;
+	}
+
+	private static boolean contains(int[] values, int value) {
+		for (int v : values) {
+			if (v == value) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private long sendRun(Outlet conn, long room, int pair, int srcStart, int dstStart, int pages) {

@@ -30,6 +30,9 @@ import picocli.CommandLine.Spec;
 						+ "bootstrap server: a batch of "
 						+ "requests with mixed prompt lengths, pages filled with verifiable patterns on prefill, every "
 						+ "byte checked on decode. Shows progress on stderr and ends with a summary on stdout.",
+				"With --layerwise: prefill computes each layer for --layer-compute (default 2ms) and the demo "
+						+ "compares the transfer tail after compute with layer-wise and whole-chunk sends "
+						+ "(kvferry bench-layerwise, 3 rounds of 2 rooms of 1024 tokens).",
 				"" },
 		footer = { "", "Exit status: 0 every byte matched; 1 a room failed or a byte differed; 2 bad usage; "
 				+ "3 could not run." })
@@ -38,6 +41,8 @@ final class DemoCommand implements Callable<Integer> {
 	// Whole-batch start-up bound: listening, registering every prefill rank with the bootstrap server.
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+	private static final Duration DEFAULT_LAYER_COMPUTE = Duration.ofMillis(2);
+	private static final int LAYERWISE_TOKENS = 1024;
 
 	@Spec
 	CommandSpec spec;
@@ -60,6 +65,9 @@ final class DemoCommand implements Callable<Integer> {
 	@Mixin
 	TransportOptions transportOptions;
 
+	@Mixin
+	LayerwiseOptions layers;
+
 	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (requests, failures, "
 			+ "bytes, gbps, p50_ms, p99_ms, max_ms, verified, ...).")
 	boolean json;
@@ -78,6 +86,11 @@ final class DemoCommand implements Callable<Integer> {
 		CommandLine cl = spec.commandLine();
 		if (engine != null) {
 			return TinyEngineDemo.run(cl, engine, prefill.tp, decode.tp);
+		}
+		if (layers.layerwise) {
+			// The effect is in the tail after compute: shown side by side with whole-chunk sends, on one room at a time.
+			Duration compute = layers.layerCompute.isZero() ? DEFAULT_LAYER_COMPUTE : layers.layerCompute;
+			return LayerwiseBench.run(cl, model.shape(cl), LAYERWISE_TOKENS, compute, 3, 2, json);
 		}
 		workload.validate(cl);
 		ModelShape shape = model.shape(cl);

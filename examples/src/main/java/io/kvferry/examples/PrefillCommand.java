@@ -82,6 +82,9 @@ final class PrefillCommand implements Callable<Integer> {
 	Integer metricsPort;
 
 	@Mixin
+	LayerwiseOptions layers;
+
+	@Mixin
 	TimeoutOptions timeouts;
 
 	@Mixin
@@ -115,8 +118,8 @@ final class PrefillCommand implements Callable<Integer> {
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
-				prefill.allCpRanks, poolPages,
-				poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport, client, timeouts::apply);
+				prefill.allCpRanks, poolPages, poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport,
+				client, timeouts::apply, layers.layerCompute, layers.layerwise);
 		PrefillEngine engine;
 		try {
 			engine = PrefillEngine.start(config).block(START_TIMEOUT);

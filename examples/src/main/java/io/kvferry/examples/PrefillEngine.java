@@ -17,6 +17,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
 import io.kvferry.KVManagerSpec;
@@ -52,14 +53,18 @@ final class PrefillEngine {
 	private static final int[] NO_STATE = new int[0];
 
 	private final int chunkPages;
+	private final Duration layerCompute;
+	private final boolean layerwise;
 	private final List<Group> groups = new ArrayList<>();
 	private final List<Disposable> subscriptions = new ArrayList<>();
 	private final AtomicLong served = new AtomicLong();
 	private final AtomicLong failed = new AtomicLong();
 	private final AtomicLong bytes = new AtomicLong();
 
-	private PrefillEngine(int chunkPages) {
+	private PrefillEngine(int chunkPages, Duration layerCompute, boolean layerwise) {
 		this.chunkPages = chunkPages;
+		this.layerCompute = layerCompute;
+		this.layerwise = layerwise;
 	}
 
 	/** One rank: its manager and its registered memory. */
@@ -75,7 +80,7 @@ final class PrefillEngine {
 	static Mono<PrefillEngine> start(Config config) {
 		return Mono.defer(() -> {
 			int chunkPages = Math.max(1, config.chunkTokens() / config.shape().pageSize());
-			PrefillEngine engine = new PrefillEngine(chunkPages);
+			PrefillEngine engine = new PrefillEngine(chunkPages, config.layerCompute(), config.layerwise());
 			List<Mono<PrefillKVManager>> starts = new ArrayList<>();
 			int rows = config.auxRows();
 			for (int g = 0; g < config.dp(); g++) {
@@ -257,9 +262,11 @@ final class PrefillEngine {
 			long room = request.room();
 			active.add(room);
 			List<KVSender> senders = new ArrayList<>(ranks.size());
+			List<KVArgs> args = new ArrayList<>(ranks.size());
 			try {
 				for (Rank r : ranks) {
 					senders.add(r.manager.sender(room));
+					args.add(r.memory.kvArgs());
 				}
 			}
 			catch (IllegalStateException e) {
@@ -275,7 +282,7 @@ final class PrefillEngine {
 			Flux.fromIterable(ranks)
 					.flatMap(r -> Mono.fromRunnable(() -> r.memory.fill(room, src, row, state(row)))
 							.subscribeOn(Schedulers.parallel()))
-					.then(Mono.fromRunnable(() -> send(senders, src, row)))
+					.then(send(senders, args, src, row))
 					.then(Mono.whenDelayError(senders.stream().map(KVSender::completion).toList()))
 					.subscribe(null, e -> worker.schedule(() -> {
 						failed.incrementAndGet();
@@ -291,17 +298,32 @@ final class PrefillEngine {
 					}));
 		}
 
-		private void send(List<KVSender> senders, int[] src, int row) {
-			for (KVSender s : senders) {
-				s.init(src.length, row);
-				if (src.length == 0) {
-					s.send(src, state(row));
-				}
+		/**
+		 * Sends the room chunk by chunk, the state with the last; with a layer compute time or layer-wise, as each
+		 * chunk's layers are done.
+		 */
+		private Mono<Void> send(List<KVSender> senders, List<KVArgs> args, int[] src, int row) {
+			return Mono.defer(() -> {
+				List<int[]> chunks = new ArrayList<>();
 				for (int from = 0; from < src.length; from += chunkPages) {
-					int to = Math.min(src.length, from + chunkPages);
-					s.send(Arrays.copyOfRange(src, from, to), to == src.length ? state(row) : NO_STATE);
+					chunks.add(Arrays.copyOfRange(src, from, Math.min(src.length, from + chunkPages)));
 				}
-			}
+				if (chunks.isEmpty()) {
+					chunks.add(src);
+				}
+				senders.forEach(s -> s.init(src.length, row));
+				int last = chunks.size() - 1;
+				if (layerCompute.isZero() && !layerwise) {
+					for (int i = 0; i <= last; i++) {
+						int[] chunk = chunks.get(i);
+						int[] state = i == last ? state(row) : NO_STATE;
+						senders.forEach(s -> s.send(chunk, state));
+					}
+					return Mono.empty();
+				}
+				return Flux.range(0, chunks.size()).concatMap(i -> LayerCompute.forward(senders, args, chunks.get(i),
+						i == last ? state(row) : NO_STATE, layerCompute, layerwise, Schedulers.parallel())).then();
+			});
 		}
 
 		/** A hybrid model's Mamba state lives in the slot of the room's aux row. */
@@ -335,10 +357,20 @@ final class PrefillEngine {
 	 * @param transport shared transport (not disposed by the engine)
 	 * @param client shared bootstrap client (not disposed by the engine)
 	 * @param customizer adjusts every manager's spec (timeouts)
+	 * @param layerCompute compute time of one model layer, on a timer (zero: none)
+	 * @param layerwise send each layer of a chunk as soon as it is computed
 	 */
 	record Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
 			int chunkTokens,
 			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
-			UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+			UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute, boolean layerwise) {
+
+		/** Without compute time, whole chunks. */
+		Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
+				int chunkTokens, String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport,
+				BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHost,
+					bootstrap, transport, client, customizer, Duration.ZERO, false);
+		}
 	}
 }

@@ -108,6 +108,17 @@ class PrefillEngineTest {
 	}
 
 	@Test
+	void layerByLayerComputeSendsEachStagesLayersAsTheyAreDone() {
+		prefill = PrefillEngine.start(new PrefillEngine.Config(SHAPE, 2, 2, 1, 1, false, 64, 65, 16, "127.0.0.1", null,
+				server.address(), transport, client, TIMEOUTS, Duration.ofMillis(1), true)).block(TIMEOUT);
+		decode = DecodeClient.start(SHAPE, 1, 1, 256, 64, transport, client, TIMEOUTS).block(TIMEOUT);
+		// 13 pages in chunks of 4: three layer-wise chunks and a last one, on both PP stages of both TP ranks.
+		List<RoomResult> results = run(50, 41, 42);
+		assertThat(results).hasSize(2).allSatisfy(r -> assertThat(r.failure()).isNull());
+		awaitCount(prefill::served, 2);
+	}
+
+	@Test
 	void roomsThatDoNotFitThePoolWaitTheirTurn() {
 		// Room for one 13-page room at a time on prefill: the others queue in arrival order.
 		start(1, 1, 1, 16, 2, 256);

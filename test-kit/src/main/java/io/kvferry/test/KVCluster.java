@@ -11,6 +11,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
@@ -181,10 +182,16 @@ public final class KVCluster {
 					outside[i] = decodeMemory.get(i).checksumOutside(dst, dstRow[0], dstState);
 				}
 			}
+			List<List<Integer>> landedLayers = new ArrayList<>();
 			for (DecodeKVManager d : decode) {
 				KVReceiver receiver = d.receiver(config.bootstrap, room);
 				receiver.sendMetadata(prefixPages * pageSize, dst, dstRow[0], new int[][] { dstState });
 				receivers.add(receiver);
+				if (config.layerwise) {
+					List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
+					landedLayers.add(landed);
+					done.add(receiver.layers().doOnNext(landed::add).then());
+				}
 			}
 			int[] cuts = cuts(numPages, chunks, random);
 			for (PrefillKVManager p : prefill.get(g)) {
@@ -192,7 +199,15 @@ public final class KVCluster {
 				sender.init(numPages, srcRow[0]);
 				for (int c = 0; c + 1 < cuts.length; c++) {
 					int[] part = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
-					sender.send(part, new int[][] { cuts[c + 1] == numPages ? srcState : new int[0] });
+					int[][] state = { cuts[c + 1] == numPages ? srcState : new int[0] };
+					if (config.layerwise && random.nextBoolean()) {
+						for (int layer : shuffledLayers(p.kvArgs(), random)) {
+							sender.sendLayer(layer, part, state);
+						}
+					}
+					else {
+						sender.send(part, state);
+					}
 				}
 				senders.add(sender);
 			}
@@ -212,6 +227,12 @@ public final class KVCluster {
 					.flatMap(end -> Mono.fromCallable(() -> {
 						long latency = end - start;
 						long bytes = 0;
+						for (int i = 0; i < landedLayers.size(); i++) {
+							String wrong = checkLayers(decodeMemory.get(i).kvArgs(), landedLayers.get(i));
+							if (wrong != null) {
+								return new RoomResult(room, numPages, bytes, latency, wrong);
+							}
+						}
 						for (int i = 0; i < decodeMemory.size(); i++) {
 							RankMemory mem = decodeMemory.get(i);
 							String mismatch = mem.verify(room, dst, prefixPages, dstRow[0], dstState);
@@ -232,6 +253,28 @@ public final class KVCluster {
 					.onErrorResume(e -> Mono.just(new RoomResult(room, numPages, 0, System.nanoTime() - start,
 							describe(e))));
 		});
+	}
+
+	/** @return a prefill rank's layers (main, then draft) in a random order */
+	private static List<Integer> shuffledLayers(KVArgs args, Random random) {
+		List<Integer> layers = new ArrayList<>();
+		for (int l = 0; l < args.kvLayerCount() + args.draftLayers(); l++) {
+			layers.add(l);
+		}
+		java.util.Collections.shuffle(layers, random);
+		return layers;
+	}
+
+	/** @return why a decode rank's landed layers are not each of its main layers once, or null */
+	private static String checkLayers(KVArgs decode, List<Integer> landed) {
+		List<Integer> sorted = new ArrayList<>(landed);
+		sorted.sort(null);
+		List<Integer> expected = new ArrayList<>();
+		// Prefill ranks here hold no draft layers: decode's draft buffers stay unfilled and are not layers of the room.
+		for (int l = 0; l < decode.kvLayerCount(); l++) {
+			expected.add(l);
+		}
+		return sorted.equals(expected) ? null : "layers() emitted " + landed + ", expected each of " + expected + " once";
 	}
 
 	/** Every distinct reason of a (possibly composite) failure. */
@@ -301,6 +344,7 @@ public final class KVCluster {
 		private int pages = 256;
 		private int rows = 64;
 		private boolean contiguous;
+		private boolean layerwise;
 		private String host = "127.0.0.1";
 		private KVTransport transport;
 		private KVTransport decodeTransport;
@@ -371,6 +415,15 @@ public final class KVCluster {
 		}
 
 		/** Always allocate contiguous page runs (else one room in four is contiguous). */
+		/**
+		 * Sends about half the chunks layer by layer, in a shuffled layer order, and checks that every decode rank's
+		 * {@code layers()} emitted each of its layers once.
+		 */
+		public Builder layerwise(boolean layerwise) {
+			this.layerwise = layerwise;
+			return this;
+		}
+
 		public Builder contiguous(boolean contiguous) {
 			this.contiguous = contiguous;
 			return this;

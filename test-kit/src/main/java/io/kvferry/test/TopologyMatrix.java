@@ -15,9 +15,10 @@ import io.kvferry.spi.KVTransport;
  * The topology matrix every transport must pass: prefill TP × decode TP in {1,2,4}², MHA with KV heads
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
  * state slots; then a few cells of prefill context parallelism (CP {1,2} × all-CP-ranks transfer {off,on}, DSA layer
- * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1. Each case
- * moves rooms with scattered and contiguous pages in several chunks and checks every byte (and, in the added cells,
- * that no decode byte outside a room's pages, aux row and state slots changed).
+ * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1, and a
+ * layer-wise column on a few cells. Each case moves rooms with scattered and contiguous pages in several chunks and
+ * checks every byte (and, in the added cells, that no decode byte outside a room's pages, aux row and state slots
+ * changed).
  */
 public final class TopologyMatrix {
 
@@ -29,20 +30,33 @@ public final class TopologyMatrix {
 	 * @param cpTransfer how CP ranks share a room: {@code rank0} (only CP rank 0 sends), {@code all} (each its
 	 *        share of the pages) or {@code layers} (DSA layer split: each its share of the layers)
 	 * @param decodePrefix share of each room's pages decode already holds (0, part, 1 = full hit)
+	 * @param layerwise whether prefill sends chunks layer by layer (each chunk at random, whole or layer-wise)
 	 */
 	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
-			int prefillCp, String cpTransfer, double decodePrefix) {
+			int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise) {
+
+		/** A cell without CP and without decode prefix, its chunks sent whole. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, 1, "rank0", 0, false);
+		}
+
+		/** A cell of CP and decode prefix, its chunks sent whole. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				int prefillCp, String cpTransfer, double decodePrefix) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer, decodePrefix, false);
+		}
 
 		/** A cell without CP and without decode prefix. */
-		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
-			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, 1, "rank0", 0);
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				boolean layerwise) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, 1, "rank0", 0, layerwise);
 		}
 
 		@Override
 		public String toString() {
 			return "P" + prefillTp + "->D" + decodeTp + " " + model + " pp" + prefillPp + "->" + decodePp + " dp"
 					+ prefillDp + (prefillCp == 1 && cpTransfer.equals("rank0") ? "" : " cp" + prefillCp + " " + cpTransfer)
-					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix);
+					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix) + (layerwise ? " layerwise" : "");
 		}
 
 		/**
@@ -104,6 +118,17 @@ public final class TopologyMatrix {
 		out.add(new Case(1, 2, "hybrid", 1, 1, 1));
 		out.add(new Case(2, 1, "hybrid", 1, 1, 1));
 		out.add(new Case(2, 2, "hybrid", 1, 1, 1, 1, "rank0", 0.5));
+		// The layer-wise column, on the cells that stress how decode counts a layer's bytes: head slices from
+		// several prefill ranks, replicated heads, MLA's dummy ranks, PP stages into one decode rank and into stages.
+		out.add(new Case(4, 1, "mha8", 2, 1, 1, true));
+		out.add(new Case(1, 4, "mha2", 2, 2, 1, true));
+		out.add(new Case(4, 2, "mha2", 1, 1, 2, true));
+		out.add(new Case(2, 4, "mla", 2, 1, 1, true));
+		out.add(new Case(4, 2, "mla", 2, 2, 1, true));
+		// Layer-wise with CP shares, a decode prefix and Mamba state.
+		out.add(new Case(2, 1, "mha8", 1, 1, 1, 2, "all", 0.5, true));
+		out.add(new Case(2, 2, "mla", 1, 1, 1, 2, "layers", 0, true));
+		out.add(new Case(2, 1, "hybrid", 1, 1, 1, 1, "rank0", 0.5, true));
 		return out;
 	}
 
@@ -115,7 +140,7 @@ public final class TopologyMatrix {
 	public static long run(Case c, KVTransport transport, BootstrapClient client, HostPort bootstrap, int rooms) {
 		KVCluster cluster = KVCluster.builder().shape(c.shape()).prefill(c.prefillTp(), c.prefillPp(), c.prefillDp())
 				.prefillCp(c.prefillCp(), c.cpTransfer().equals("all"), c.cpTransfer().equals("layers"))
-				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended())
+				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended()).layerwise(c.layerwise())
 				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).transport(transport).bootstrapClient(client)
 				.bootstrapAddress(bootstrap).startNow(Duration.ofSeconds(30));
 		try {
