@@ -252,8 +252,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			for (Session s : resolved.sessions) {
 				s.rooms.add(r);
 				if (!s.conn.isActive()) {
-					table.fail(r, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint,
-							false);
+					// A session can outlive its connection by a moment; a rank that said it drains went on purpose.
+					String drainedReason = s.draining;
+					if (drainedReason != null) {
+						table.fail(r, FailureCause.DRAINING, "prefill rank " + s.endpoint + " drained ("
+								+ drainedReason + ") and is gone: its connection closed", true);
+					}
+					else {
+						table.fail(r, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint,
+								false);
+					}
 					return;
 				}
 				String draining = s.draining;
