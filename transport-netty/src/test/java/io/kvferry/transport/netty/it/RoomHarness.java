@@ -19,7 +19,9 @@ import reactor.core.scheduler.Schedulers;
  * Measures whole rooms outside JUnit, for comparing two builds run one after the other:
  * {@code java -cp <test classpath> -Dio.netty.leakDetection.level=disabled
  * io.kvferry.transport.netty.it.RoomHarness small PAGES N} prints the p50 and p90 latency of N rooms of PAGES pages
- * (Llama-3-8B shape, 1 prefill rank, 1 decode rank, each side its own transport) after a warm-up of 3 s;
+ * and the process's CPU time per room (Llama-3-8B shape, 1 prefill rank, 1 decode rank, each side its own transport)
+ * after a warm-up of 3 s; with {@code -Dsteps=true} also the median time of each traced step after decode opened the
+ * room (as precise as the managers' trace clock);
  * {@code many ROOMS REPEATS} runs ROOMS concurrent rooms of 1-4 pages between 2 and 2 ranks (4 layers) REPEATS times
  * and prints GB/s of each; {@code bulk MIB REPEATS} prints GB/s of one room of MIB at a time. Every room's bytes are
  * verified.
@@ -64,12 +66,15 @@ public final class RoomHarness {
 				}
 				long[] lat = new long[n];
 				clock.from = room;
+				long cpu = processCpuNanos();
 				for (int i = 0; i < n; i++) {
 					lat[i] = check(cluster.run(room++, tokens, 1, random).block(T)).latencyNanos();
 				}
+				cpu = processCpuNanos() - cpu;
 				Arrays.sort(lat);
-				System.out.printf("small %d pages: p50 %.1f us p90 %.1f us%n", pages, lat[n / 2] / 1e3,
-						lat[n * 9 / 10] / 1e3);
+				// CPU per room (every thread, the checking of bytes included) moves less than latency on a busy host.
+				System.out.printf("small %d pages: p50 %.1f us p90 %.1f us cpu/room %.1f us%n", pages, lat[n / 2] / 1e3,
+						lat[n * 9 / 10] / 1e3, cpu / 1e3 / n);
 				clock.print();
 			}
 			else if (mode.equals("bulk")) {
@@ -146,6 +151,11 @@ public final class RoomHarness {
 			}).sorted((x, y) -> Long.compare((long) x[0], (long) y[0]))
 					.forEach(x -> System.out.printf("  %8.1f us  %s (%d)%n", (long) x[0] / 1e3, x[1], x[2]));
 		}
+	}
+
+	private static long processCpuNanos() {
+		return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+				.getOperatingSystemMXBean()).getProcessCpuTime();
 	}
 
 	private static RoomResult check(RoomResult r) {
