@@ -86,6 +86,8 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private PayloadSink sink;
 	// The landing zone handed out for the coming read, if any: a read into it reaches decode() as this very buffer.
 	private ByteBuf offered;
+	// The socket's receive low-water mark while payloads land, or null (NIO, TLS, tests without a socket).
+	private ReceiveLowWater lowWater;
 
 	/**
 	 * @param expectedVersion the protocol version the peer must announce
@@ -96,6 +98,15 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		this.expectedVersion = expectedVersion;
 		this.maxFrameLength = maxFrameLength;
 		this.listener = listener;
+	}
+
+	/**
+	 * Lets landing reads wait for larger batches: while a payload lands, the socket's receive low-water mark is raised
+	 * to the bytes the next read will certainly find, and is back to 1 whenever the next bytes may be anything else.
+	 * Only for a socket whose bytes reach this decoder unchanged (no TLS).
+	 */
+	void lowWater(ReceiveLowWater mark) {
+		this.lowWater = mark;
 	}
 
 	/**
@@ -117,6 +128,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 				payloadRemaining -= n;
 				if (payloadRemaining == 0) {
 					finishPayload();
+				}
+				else if (lowWater != null) {
+					lowWater.expect(payloadRemaining >= LandingRecvByteBufAllocator.MIN_LANDING ? payloadRemaining : 0);
 				}
 			}
 			else if (n > 0) {
@@ -175,6 +189,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			return null;
 		}
 		offered = sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
+		if (lowWater != null) {
+			lowWater.expect(offered != null ? offered.writableBytes() : 0);
+		}
 		return offered;
 	}
 
@@ -350,6 +367,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		PayloadSink done = sink;
 		sink = null;
 		state = State.FRAME_PREFIX;
+		if (lowWater != null) {
+			lowWater.expect(0);
+		}
 		if (done != null) {
 			done.complete();
 		}

@@ -160,6 +160,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			// Large payloads are read straight into registered memory; under TLS the socket holds ciphertext.
 			ChannelConfig config = channel.config();
 			config.setRecvByteBufAllocator(new LandingRecvByteBufAllocator(config.getRecvByteBufAllocator(), decoder));
+			decoder.lowWater(ReceiveLowWater.of(channel));
 		}
 		return connection;
 	}
