@@ -108,8 +108,8 @@ class ManagerLifecycleTest {
 			int dropped = rooms - HotStream.HANDOFF - 1;
 			// The subscriber holds its hand-off (32 requests) and a buffer of 1, which keeps the newest: every request
 			// in between is dropped, and its room fails rather than wait for a sender nobody makes.
-			java.util.concurrent.CompletableFuture<List<io.kvferry.KVStatusEvent>> failures = prefill.events()
-					.filter(e -> e.current() == KVPoll.FAILED).take(dropped).collectList().toFuture();
+			// Prefill's own event stream has the same one-item buffer, so under load it may drop events too: the count
+			// is read from its statistics, the reasons from decode, which hears of each failure.
 			java.util.concurrent.CompletableFuture<List<io.kvferry.KVStatusEvent>> told = decode.events()
 					.filter(e -> e.current() == KVPoll.FAILED).take(dropped).collectList().toFuture();
 			List<KVReceiver> receivers = new ArrayList<>();
@@ -119,11 +119,10 @@ class ManagerLifecycleTest {
 				receivers.add(r);
 			}
 			assertThat(first.await(T.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
-			assertThat(failures).succeedsWithin(T).satisfies(list -> assertThat(list).allSatisfy(e -> assertThat(
+			// Decode hears of each of them, and of no other.
+			assertThat(told).succeedsWithin(T).satisfies(list -> assertThat(list).allSatisfy(e -> assertThat(
 					e.reason()).contains("was dropped: a roomRequests() subscriber fell more than 1 requests behind")));
 			assertThat(prefill.stats().failures()).containsEntry(io.kvferry.FailureCause.OVERLOAD, (long) dropped);
-			// Decode hears of each of them, and of no other.
-			assertThat(told).succeedsWithin(T);
 			long waiting = receivers.stream().filter(r -> r.poll() == KVPoll.WAITING_FOR_INPUT).count();
 			assertThat(waiting).as("the requests the subscriber still holds").isEqualTo(rooms - dropped);
 		}
