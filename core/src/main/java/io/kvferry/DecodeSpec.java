@@ -31,6 +31,15 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	}
 
 	@Override
+	void validate(KVManagerConfig c) {
+		super.validate(c);
+		if (c.layout().attnCpSize() != 1) {
+			throw new IllegalStateException("layout : attn_cp_size=" + c.layout().attnCpSize()
+					+ " on decode (expected: 1; context parallelism is a prefill-only dimension)");
+		}
+	}
+
+	@Override
 	Mono<DecodeKVManager> start(KVManagerConfig config) {
 		return KVManagers.decode(config);
 	}

@@ -27,6 +27,8 @@ public final class KVArgs {
 	private final List<MemoryRegion> kvRegions;
 	private final List<MemoryRegion> auxRegions;
 	private final List<MemoryRegion> stateRegions;
+	private final List<StateKind> stateKinds;
+	private final List<Integer> stateTpDims;
 	private final int pageSize;
 	private final int prefillStartLayer;
 	private final int draftLayers;
@@ -40,6 +42,8 @@ public final class KVArgs {
 		this.kvRegions = List.copyOf(b.kvRegions);
 		this.auxRegions = List.copyOf(b.auxRegions);
 		this.stateRegions = List.copyOf(b.stateRegions);
+		this.stateKinds = List.copyOf(b.stateKinds);
+		this.stateTpDims = List.copyOf(b.stateTpDims);
 		this.pageSize = b.pageSize;
 		this.prefillStartLayer = b.prefillStartLayer;
 		this.draftLayers = b.draftLayers;
@@ -70,6 +74,21 @@ public final class KVArgs {
 		if (kvHeadNum < 1 || totalKvHeadNum < 1) {
 			throw new IllegalArgumentException("kvHeads : " + kvHeadNum + "/" + totalKvHeadNum + " (expected: >= 1)");
 		}
+		if (!stateKinds.isEmpty() && stateKinds.size() != stateRegions.size()) {
+			throw new IllegalArgumentException("stateKinds : " + stateKinds.size() + " kinds for " + stateRegions.size()
+					+ " state regions (expected: one kind per state region, or none)");
+		}
+		if (!stateTpDims.isEmpty() && stateTpDims.size() != stateRegions.size()) {
+			throw new IllegalArgumentException("stateTpDims : " + stateTpDims.size() + " dims for "
+					+ stateRegions.size() + " state regions (expected: one per state region, or none)");
+		}
+		for (int i = 0; i < stateTpDims.size(); i++) {
+			int dim = stateTpDims.get(i);
+			if (dim < 1 || stateRegions.get(i).itemLen() % dim != 0) {
+				throw new IllegalArgumentException("stateTpDims[" + i + "] : " + dim + " (expected: >= 1 and dividing"
+						+ " the state item length " + stateRegions.get(i).itemLen() + ")");
+			}
+		}
 		for (MemoryRegion r : kvRegions) {
 			if (r.itemLen() % pageSize != 0) {
 				throw new IllegalArgumentException("kv itemLen : " + r.itemLen() + " (expected: a multiple of pageSize "
@@ -89,6 +108,8 @@ public final class KVArgs {
 		b.kvRegions = new ArrayList<>(kvRegions);
 		b.auxRegions = new ArrayList<>(auxRegions);
 		b.stateRegions = new ArrayList<>(stateRegions);
+		b.stateKinds = new ArrayList<>(stateKinds);
+		b.stateTpDims = new ArrayList<>(stateTpDims);
 		b.pageSize = pageSize;
 		b.prefillStartLayer = prefillStartLayer;
 		b.draftLayers = draftLayers;
@@ -113,6 +134,28 @@ public final class KVArgs {
 
 	public List<MemoryRegion> stateRegions() {
 		return stateRegions;
+	}
+
+	/** @return the kind of each state region, parallel to {@link #stateRegions()}; empty when undeclared */
+	public List<StateKind> stateKinds() {
+		return stateKinds;
+	}
+
+	/**
+	 * @return the size of each state region's TP-sharded dimension on this rank, parallel to {@link #stateRegions()};
+	 *         empty when undeclared
+	 */
+	public List<Integer> stateTpDims() {
+		return stateTpDims;
+	}
+
+	/**
+	 * @return the state components a room names one index list for, in order: the distinct kinds in the order they
+	 *         first appear among the state regions; empty when no kinds are declared (then one index list serves every
+	 *         state region)
+	 */
+	public List<StateKind> stateComponents() {
+		return stateKinds.stream().distinct().toList();
 	}
 
 	public int pageSize() {
@@ -157,7 +200,7 @@ public final class KVArgs {
 	@Override
 	public String toString() {
 		return "KVArgs{engineRank=" + engineRank + ", kvRegions=" + kvRegions.size() + ", auxRegions="
-				+ auxRegions.size() + ", stateRegions=" + stateRegions.size() + ", pageSize=" + pageSize
+				+ auxRegions.size() + ", stateRegions=" + stateRegions.size() + (stateKinds.isEmpty() ? "" : ", stateKinds=" + stateKinds) + ", pageSize=" + pageSize
 				+ ", prefillStartLayer=" + prefillStartLayer + ", draftLayers=" + draftLayers + ", kvHeads=" + kvHeadNum + "/" + totalKvHeadNum
 				+ ", mla=" + mla + ", dtype=" + dtype + '}';
 	}
@@ -168,6 +211,8 @@ public final class KVArgs {
 		private List<MemoryRegion> kvRegions = new ArrayList<>();
 		private List<MemoryRegion> auxRegions = new ArrayList<>();
 		private List<MemoryRegion> stateRegions = new ArrayList<>();
+		private List<StateKind> stateKinds = new ArrayList<>();
+		private List<Integer> stateTpDims = new ArrayList<>();
 		private int pageSize = 1;
 		private int prefillStartLayer;
 		private int draftLayers;
@@ -196,6 +241,25 @@ public final class KVArgs {
 
 		public Builder stateRegions(List<MemoryRegion> regions) {
 			this.stateRegions = new ArrayList<>(Objects.requireNonNull(regions, "regions"));
+			return this;
+		}
+
+		/**
+		 * Declares the kind of each state region, in the order of {@link #stateRegions}: a hybrid model's Mamba slots,
+		 * SWA pages or DSA pages. Without kinds, one index list serves every state region.
+		 */
+		public Builder stateKinds(List<StateKind> kinds) {
+			this.stateKinds = new ArrayList<>(Objects.requireNonNull(kinds, "kinds"));
+			return this;
+		}
+
+		/**
+		 * The size of each state region's TP-sharded (outermost) dimension on this rank, in the order of
+		 * {@link #stateRegions}; a Mamba item of {@code itemLen} bytes is then {@code dim} units of
+		 * {@code itemLen / dim} bytes, sliced by unit when attention TP sizes differ.
+		 */
+		public Builder stateTpDims(List<Integer> dims) {
+			this.stateTpDims = new ArrayList<>(Objects.requireNonNull(dims, "dims"));
 			return this;
 		}
 

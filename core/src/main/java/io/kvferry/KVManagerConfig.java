@@ -30,12 +30,15 @@ import reactor.core.scheduler.Scheduler;
  * @param advertiseHost prefill: the host decode ranks dial, or null for the bind host (or the detected address)
  * @param reregisterInterval prefill: how often it registers again (zero: never)
  * @param tracer opens a trace of each room ({@link RoomTracer#NONE}: none)
+ * @param allCpRanksTransfer prefill with CP: every CP rank sends its share of a room's pages (else CP rank 0 sends
+ *        all and the others only take part)
+ * @param dsaCacheLayerSplit prefill with CP: KV layers are split across CP ranks, each sending its own layers
  */
 public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLayout layout, KVTransport transport,
 		BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
 		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, String name,
 		boolean checksums, HostPort bootstrapAddress, HostPort bindAddress, String advertiseHost,
-		Duration reregisterInterval, RoomTracer tracer) {
+		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit) {
 
 	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
 	KVManagerConfig with(Consumer<Draft> edit) {
@@ -65,6 +68,8 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 		String advertiseHost;
 		Duration reregisterInterval;
 		RoomTracer tracer;
+		boolean allCpRanksTransfer;
+		boolean dsaCacheLayerSplit;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -86,12 +91,15 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 			advertiseHost = c.advertiseHost;
 			reregisterInterval = c.reregisterInterval;
 			tracer = c.tracer;
+			allCpRanksTransfer = c.allCpRanksTransfer;
+			dsaCacheLayerSplit = c.dsaCacheLayerSplit;
 		}
 
 		private KVManagerConfig build() {
 			return new KVManagerConfig(mode, kvArgs, layout, transport, bootstrapClient, bootstrapTimeout,
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
-					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer);
+					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
+					allCpRanksTransfer, dsaCacheLayerSplit);
 		}
 	}
 }

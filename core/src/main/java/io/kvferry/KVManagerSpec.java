@@ -64,7 +64,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
 				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
 				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
-				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE);
+				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false);
 	}
 
 	/** @return a spec of this role over {@code config} */
@@ -178,7 +178,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		}
 		ParallelLayout l = c.layout();
 		String role = c.mode() == DisaggregationMode.PREFILL ? "prefill" : "decode";
-		return c.with(d -> d.name = role + "-dp" + l.dpGroup() + "-tp" + l.attnTpRank() + "-pp" + l.ppRank());
+		return c.with(d -> d.name = role + "-dp" + l.dpGroup() + "-tp" + l.attnTpRank() + "-pp" + l.ppRank()
+				+ (l.attnCpSize() > 1 ? "-cp" + l.attnCpRank() : ""));
 	}
 
 	/**

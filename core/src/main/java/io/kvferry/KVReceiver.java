@@ -27,11 +27,46 @@ public interface KVReceiver {
 	 */
 	void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices);
 
+	/**
+	 * Tells the prefill ranks where this room's KV goes when decode already holds the first
+	 * {@code decodePrefixLen} tokens (its prefix cache; SGLang's {@code decode_prefix_len}): prefill sends from that
+	 * page on, and {@code pageIndices} are the destinations of the pages after the prefix. A full hit names no page:
+	 * then only state and aux move, and the room still ends in Success. With hybrid-model state
+	 * ({@link KVArgs#stateComponents()}), {@code stateIndices} has one list per component, in declared order (a Mamba
+	 * slot, SWA window pages, DSA pages); without declared kinds, one list for every state region.
+	 *
+	 * @param decodePrefixLen tokens decode already holds; a multiple of the page size
+	 * @param pageIndices destination pages of the rest, in order
+	 * @param auxIndex destination aux row, or -1
+	 * @param stateIndices one destination index list per state component
+	 * @throws IllegalArgumentException for a prefix that is not whole pages, or another number of state lists
+	 * @throws IllegalStateException when called twice
+	 */
+	void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices);
+
 	/** @return the room's current state (latched once terminal) */
 	KVPoll poll();
 
 	/** @return the room's states: the current one first, then each change; completes after the terminal one */
 	Flux<KVPoll> states();
+
+	/**
+	 * The room's landed layers, so that a decode engine can start on early layers and a scheduler can watch progress.
+	 * A layer (counted in this rank's KV buffers: main-model layers, then draft layers that prefill fills) is emitted
+	 * once, when every byte of it is in place from every prefill rank that writes it (MHA: its K and V buffer), in
+	 * whatever order the ranks finish. Completes after the room's terminal state, as {@link #states()} does: after
+	 * Success every layer was emitted, after a failure only those complete before it (check {@link #poll()} or
+	 * {@link #completion()} for the outcome; the failed room's pages stay the engine's to free only on completion's
+	 * error). Hot: layers land whether or not anyone subscribed; a late subscriber first gets those already landed.
+	 * Subscribers are called on the callback scheduler, never under a library lock.
+	 *
+	 * <pre>{@code
+	 * receiver.layers().subscribe(layer -> engine.layerReady(room, layer));
+	 * }</pre>
+	 *
+	 * @return each landed layer's index, once; completes once the room ended
+	 */
+	Flux<Integer> layers();
 
 	/** @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure */
 	Mono<Void> completion();

@@ -1,8 +1,9 @@
 package io.kvferry;
 
 /**
- * Where a rank sits in its instance: attention TP, attention DP, system DP and PP sizes and ranks, as SGLang registers
- * them. System DP size is 1 when DP attention is on (the DP group is then the attention DP rank).
+ * Where a rank sits in its instance: attention TP, attention DP, system DP, PP and attention CP sizes and ranks, as
+ * SGLang registers them. System DP size is 1 when DP attention is on (the DP group is then the attention DP rank).
+ * Context parallelism is a prefill-only dimension: a decode rank's CP size must be 1.
  *
  * @param attnTpSize attention tensor-parallel size
  * @param attnTpRank this rank's attention TP rank
@@ -12,9 +13,11 @@ package io.kvferry;
  * @param systemDpRank this rank's system DP rank
  * @param ppSize pipeline-parallel size
  * @param ppRank this rank's pipeline stage
+ * @param attnCpSize attention context-parallel size (prefill only; 1 without CP)
+ * @param attnCpRank this rank's attention CP rank
  */
 public record ParallelLayout(int attnTpSize, int attnTpRank, int attnDpSize, int attnDpRank, int systemDpSize,
-		int systemDpRank, int ppSize, int ppRank) {
+		int systemDpRank, int ppSize, int ppRank, int attnCpSize, int attnCpRank) {
 
 	/** One rank: every size 1, every rank 0. */
 	public static final ParallelLayout SINGLE = new ParallelLayout(1, 0, 1, 0, 1, 0, 1, 0);
@@ -24,6 +27,13 @@ public record ParallelLayout(int attnTpSize, int attnTpRank, int attnDpSize, int
 		checkRank("attnDp", attnDpSize, attnDpRank);
 		checkRank("systemDp", systemDpSize, systemDpRank);
 		checkRank("pp", ppSize, ppRank);
+		checkRank("attnCp", attnCpSize, attnCpRank);
+	}
+
+	/** A layout without context parallelism (CP size 1, rank 0). */
+	public ParallelLayout(int attnTpSize, int attnTpRank, int attnDpSize, int attnDpRank, int systemDpSize,
+			int systemDpRank, int ppSize, int ppRank) {
+		this(attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize, systemDpRank, ppSize, ppRank, 1, 0);
 	}
 
 	/**
@@ -47,19 +57,33 @@ public record ParallelLayout(int attnTpSize, int attnTpRank, int attnDpSize, int
 
 	/** @return a copy with another attention TP rank */
 	public ParallelLayout withAttnTpRank(int rank) {
-		return new ParallelLayout(attnTpSize, rank, attnDpSize, attnDpRank, systemDpSize, systemDpRank, ppSize, ppRank);
+		return new ParallelLayout(attnTpSize, rank, attnDpSize, attnDpRank, systemDpSize, systemDpRank, ppSize, ppRank,
+				attnCpSize, attnCpRank);
 	}
 
 	/** @return a copy with another PP rank */
 	public ParallelLayout withPpRank(int rank) {
-		return new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize, systemDpRank, ppSize, rank);
+		return new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize, systemDpRank, ppSize, rank,
+				attnCpSize, attnCpRank);
+	}
+
+	/**
+	 * @param size attention CP size (prefill only)
+	 * @param rank this rank's attention CP rank
+	 * @return a copy with that context parallelism
+	 */
+	public ParallelLayout withAttnCp(int size, int rank) {
+		return new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize, systemDpRank, ppSize,
+				ppRank, size, rank);
 	}
 
 	/** @return a copy with another DP rank (attention DP rank with DP attention, else system DP rank) */
 	public ParallelLayout withDpRank(int rank) {
 		return systemDpSize == 1
-				? new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, rank, systemDpSize, systemDpRank, ppSize, ppRank)
-				: new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize, rank, ppSize, ppRank);
+				? new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, rank, systemDpSize, systemDpRank, ppSize, ppRank,
+						attnCpSize, attnCpRank)
+				: new ParallelLayout(attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize, rank, ppSize, ppRank,
+						attnCpSize, attnCpRank);
 	}
 
 	private static void checkRank(String name, int size, int rank) {

@@ -54,6 +54,33 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 		return edit(d -> d.reregisterInterval = interval);
 	}
 
+	/**
+	 * With context parallelism (CP size above 1 in the layout), lets every CP rank send its contiguous share of each
+	 * room's pages (SGLang's {@code SGLANG_DISAGGREGATION_ALL_CP_RANKS_TRANSFER}): pages split into CP-size ranges,
+	 * the first {@code pages mod cp} ranks one page more. Off (default), CP rank 0 sends everything and the other CP
+	 * ranks complete their senders without moving data. Every CP rank of an instance must use the same value; decode
+	 * learns it in the handshake.
+	 *
+	 * @param on default false
+	 * @return a new spec
+	 */
+	public PrefillSpec allCpRanksTransfer(boolean on) {
+		return edit(d -> d.allCpRanksTransfer = on);
+	}
+
+	/**
+	 * With context parallelism, says the KV layers are split across CP ranks (SGLang's
+	 * {@code enable_dsa_cache_layer_split}): each CP rank sends all pages of its contiguous share of the layers (the
+	 * first {@code layers mod cp} ranks one layer more), and decode pulls from every CP rank. Every CP rank of an
+	 * instance must use the same value.
+	 *
+	 * @param on default false
+	 * @return a new spec
+	 */
+	public PrefillSpec dsaCacheLayerSplit(boolean on) {
+		return edit(d -> d.dsaCacheLayerSplit = on);
+	}
+
 	@Override
 	Mono<PrefillKVManager> start(KVManagerConfig config) {
 		return KVManagers.prefill(config);
@@ -69,6 +96,11 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 		super.validate(c);
 		if (c.bootstrapAddress() == null) {
 			throw new IllegalStateException("bootstrapAddress : missing (expected: where the prefill rank registers)");
+		}
+		if (c.allCpRanksTransfer() && c.dsaCacheLayerSplit()) {
+			// Each CP rank then owns some layers of every page: a page share on top would leave pages of its layers out.
+			throw new IllegalStateException("allCpRanksTransfer and dsaCacheLayerSplit : both on (expected: at most one;"
+					+ " with DSA layer split every CP rank already sends, all pages of its own layers)");
 		}
 	}
 }

@@ -8,6 +8,14 @@ package io.kvferry;
  * @param pageCount destination pages asked for (of the first real destination; 0 when only dummies asked)
  * @param auxIndex destination aux row of the first real destination, or -1
  * @param dummy whether every destination was a dummy (this rank only acknowledges)
+ * @param decodePrefixLen tokens decode already holds (its prefix cache) before the {@code pageCount} pages it asked
+ *        for: the room has {@code decodePrefixLen / pageSize + pageCount} pages, all of which the engine passes to
+ *        its sender (the prefix's pages are not sent)
  */
-public record RoomRequest(long room, int pageCount, int auxIndex, boolean dummy) {
+public record RoomRequest(long room, int pageCount, int auxIndex, boolean dummy, int decodePrefixLen) {
+
+	/** A request without decode prefix. */
+	public RoomRequest(long room, int pageCount, int auxIndex, boolean dummy) {
+		this(room, pageCount, auxIndex, dummy, 0);
+	}
 }

@@ -40,6 +40,27 @@ public interface BootstrapClient {
 	Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int tpRank, int ppRank);
 
 	/**
+	 * Looks up one prefill rank's endpoint by its attention CP rank too. The default serves CP rank 0 with
+	 * {@link #rankEndpoint(HostPort, int, int, int)} and fails for any other: a client that cannot name a CP rank
+	 * must not silently return CP rank 0's endpoint.
+	 *
+	 * @param bootstrap the bootstrap server
+	 * @param dpGroup prefill DP group
+	 * @param cpRank prefill attention CP rank
+	 * @param tpRank prefill attention TP rank
+	 * @param ppRank prefill PP rank
+	 * @return {@code rank_ip:rank_port}; {@link BootstrapException.Kind#NOT_FOUND} when not registered
+	 */
+	default Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
+		if (cpRank == 0) {
+			return rankEndpoint(bootstrap, dpGroup, tpRank, ppRank);
+		}
+		return Mono.error(new BootstrapException(BootstrapException.Kind.OTHER, 0, getClass().getSimpleName()
+				+ " cannot look up prefill cp rank " + cpRank + " (dp " + dpGroup + " tp " + tpRank + " pp " + ppRank
+				+ " at " + bootstrap + "): it only knows CP rank 0"));
+	}
+
+	/**
 	 * @param bootstrap the bootstrap server
 	 * @return completes when {@code GET /health} answers 200
 	 */

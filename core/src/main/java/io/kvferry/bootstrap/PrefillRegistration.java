@@ -13,8 +13,15 @@ import io.kvferry.ParallelLayout;
  * @param rankIp the address decode ranks connect to (IPv4/IPv6 literal without brackets, or hostname)
  * @param rankPort the manager's listening port
  * @param pageSize KV page size in tokens
+ * @param dsaCacheLayerSplit SGLang's {@code enable_dsa_cache_layer_split}: KV layers split across CP ranks
+ * @param allCpRanksTransfer every CP rank sends its share of each room (sent as the instance-level field
+ *        {@value #ALL_CP_RANKS_FIELD}, which the bootstrap server passes through to its parallel-info answer)
  */
-public record PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize) {
+public record PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize,
+		boolean dsaCacheLayerSplit, boolean allCpRanksTransfer) {
+
+	/** The registration field that says all CP ranks transfer; sent only when true. */
+	public static final String ALL_CP_RANKS_FIELD = "kvferry_all_cp_ranks_transfer";
 
 	/** SGLang's role string for prefill ranks. */
 	public static final String PREFILL = "Prefill";
@@ -29,6 +36,11 @@ public record PrefillRegistration(String role, ParallelLayout layout, String ran
 		if (pageSize < 1) {
 			throw new IllegalArgumentException("pageSize : " + pageSize + " (expected: >= 1)");
 		}
+	}
+
+	/** A registration without CP transfer options. */
+	public PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize) {
+		this(role, layout, rankIp, rankPort, pageSize, false, false);
 	}
 
 	/** @return a {@code Prefill} registration */

@@ -49,7 +49,8 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	BaseKVManager(KVManagerConfig config) {
 		this.config = config;
 		this.name = config.name();
-		this.ownLayout = PeerLayout.of(config.kvArgs(), config.layout());
+		this.ownLayout = PeerLayout.of(config.kvArgs(), config.layout(), config.allCpRanksTransfer(),
+				config.dsaCacheLayerSplit());
 		for (FailureCause c : FailureCause.values()) {
 			failures.put(c, new LongAdder());
 		}

@@ -37,6 +37,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
 import org.slf4j.Logger;
@@ -74,9 +75,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 
 	private final Disposable registryWatch;
+	private final LayerRegions ownLayers;
 
 	DefaultDecodeKVManager(KVManagerConfig config) {
 		super(config);
+		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+				config.kvArgs().isMla());
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
 						+ "until a handshake shows them stale", name, describe(e)));
@@ -84,9 +88,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
 	private void onRegistryChange(RegistryChange change) {
-		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), change.tpRank(), change.ppRank());
+		SessionKey key = new SessionKey(change.bootstrap(), change.dpGroup(), 0, change.tpRank(), change.ppRank());
 		if (change.kind() == RegistryChange.Kind.RANK_REMOVED
-				&& open.stream().anyMatch(s -> s.key.equals(key) && s.draining != null)) {
+				&& open.stream().anyMatch(s -> s.key.sameRankAs(key) && s.draining != null)) {
 			// A draining rank left on purpose: it finishes the rooms it holds, and its connection keeps refusing new
 			// ones with its reason (rather than decode retrying an instance that is going away) until it closes.
 			log.debug("[{}] draining prefill rank dp {} tp {} pp {} of {} left the registry", name, key.dp, key.tp,
@@ -98,7 +102,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			return;
 		}
 		for (Session s : open) {
-			if (s.key.equals(key)) {
+			if (s.key.sameRankAs(key)) {
 				s.conn.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
 						+ (change.kind() == RegistryChange.Kind.RANK_REMOVED ? " left the registry"
 								: " registered another endpoint"));
@@ -122,7 +126,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr);
+		DecodeRoom fresh = new DecodeRoom(room, bootstrapAddr, ownLayers);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
@@ -152,14 +156,35 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			RankMapping mapping = RankMapping.plan(info, config.layout(), config.kvArgs().engineRank(),
 					config.kvArgs().pageSize(), config.kvArgs().isMla());
 			int dp = RankMapping.prefillDpRank(r.id, dpHint, info.dpSize());
-			return Flux.fromIterable(mapping.targets())
-					.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.tpRank(), t.ppRank()), info))
-					.collectList()
-					.map(list -> {
-						r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, list.size());
-						return new Resolved(mapping, list);
-					});
+			return sessions(r, mapping, dp, info).flatMap(list -> {
+				// CP rank 0's handshake tells whether every CP rank sends a share: then ask them all.
+				PeerLayout first = list.get(0).prefill;
+				if (!first.transfersFromAllCpRanks()) {
+					return Mono.just(new Resolved(mapping, list));
+				}
+				RankMapping all = mapping.spreadOverCp(first.parallel().attnCpSize());
+				return sessions(r, all, dp, info).map(l -> {
+					for (Session s : l) {
+						// A CP rank that does not send its share would leave the room waiting for its Success.
+						if (s.prefill.allCpRanksTransfer() != first.allCpRanksTransfer()
+								|| s.prefill.dsaCacheLayerSplit() != first.dsaCacheLayerSplit()) {
+							throw new TopologyException("prefill CP rank " + s.prefill.parallel().attnCpRank() + " ("
+									+ s.endpoint + ") has allCpRanksTransfer=" + s.prefill.allCpRanksTransfer()
+									+ " dsaCacheLayerSplit=" + s.prefill.dsaCacheLayerSplit() + ", but CP rank 0 has "
+									+ first.allCpRanksTransfer() + "/" + first.dsaCacheLayerSplit()
+									+ " (expected: the same on every CP rank of an instance)");
+						}
+					}
+					return new Resolved(all, l);
+				});
+			}).doOnNext(resolved -> r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, resolved.sessions.size()));
 		});
+	}
+
+	private Mono<List<Session>> sessions(DecodeRoom r, RankMapping mapping, int dp, PrefillParallelInfo info) {
+		return Flux.fromIterable(mapping.targets())
+				.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.cpRank(), t.tpRank(), t.ppRank()), info))
+				.collectList();
 	}
 
 	private Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
@@ -182,7 +207,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
 			AtomicReference<Mono<Session>> entry = new AtomicReference<>();
 			Mono<Session> mono = config.bootstrapClient()
-					.rankEndpoint(k.bootstrap, k.dp, k.tp, k.pp)
+					.rankEndpoint(k.bootstrap, k.dp, k.cp, k.tp, k.pp)
 					.flatMap(endpoint -> connect(k, endpoint, info, entry.get()))
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
@@ -256,8 +281,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			KVMessage.TransferRequest req = dummy
 					? new KVMessage.TransferRequest(r.id, new int[0], -1, new int[0], r.mapping.requiredDstInfoNum(), true,
 							traceContext)
-					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, r.stateSlots,
-							r.mapping.requiredDstInfoNum(), false, traceContext);
+					: new KVMessage.TransferRequest(r.id, r.pages, r.auxIndex, StateLists.flatten(r.stateSlots),
+							r.mapping.requiredDstInfoNum(), false, traceContext, r.prefixLen,
+							StateLists.counts(config.kvArgs().stateKinds(), r.stateSlots));
 			if (!dummy) {
 				// From here on this rank may write the room's pages: a failure must wait for it before release.
 				r.writers.add(s);
@@ -273,7 +299,29 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ ": " + describe(e), false);
 			}));
 		}
+		expectLayers(r);
 		r.trace.event(RoomTrace.Event.REQUEST_SENT, r.pages.length);
+	}
+
+	/** Tells the room's layer count what each KV buffer awaits from the ranks just asked; under the room's monitor. */
+	private void expectLayers(DecodeRoom r) {
+		List<PeerLayout> sources = new ArrayList<>();
+		List<RankTarget> targets = r.mapping.targets();
+		for (int i = 0; i < targets.size(); i++) {
+			// The CP ranks of one prefill rank split its pages (or its layers) between them: together they fill
+			// what CP rank 0 alone would, so it stands for them all.
+			if (!targets.get(i).dummy() && targets.get(i).cpRank() == 0) {
+				sources.add(r.sessions.get(i).prefill);
+			}
+		}
+		try {
+			r.layers.expect(LayerLanding.bytesPerPage(ownLayout, sources), r.pages.length);
+		}
+		catch (RuntimeException e) {
+			// The prefill ranks accepted the handshake, so they can pair; should they not, the room's layer stream
+			// stays silent until the end, and that is all this costs.
+			log.warn("[{}] room {}: cannot tell which layers the prefill ranks fill: {}", name, r.id, describe(e));
+		}
 	}
 
 	@Override
@@ -294,6 +342,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	@Override
 	void onTerminal(DecodeRoom r) {
+		r.layers.end(r.state() == KVPoll.SUCCESS);
 		Set<Session> targets;
 		Set<Session> pending = new HashSet<>();
 		synchronized (r) {
@@ -337,7 +386,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		List<Session> sessions;
 		int[] pages;
 		int auxIndex = -1;
-		int[] stateSlots;
+		int[][] stateSlots;
+		int prefixLen;
 		WriteGrant grant;
 		final Set<Session> writers = new HashSet<>();
 		final Set<Session> finished = new HashSet<>();
@@ -345,10 +395,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<Integer> responders = new HashSet<>();
 		boolean transferring;
 		volatile boolean fenced;
+		final LayerLanding layers;
 
-		DecodeRoom(long id, HostPort bootstrap) {
+		DecodeRoom(long id, HostPort bootstrap, LayerRegions ownLayers) {
 			super(id);
 			this.bootstrap = bootstrap;
+			this.layers = new LayerLanding(id, ownLayers, this::acceptsBytes);
 		}
 
 		boolean acceptsBytes() {
@@ -356,7 +408,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 	}
 
-	private record SessionKey(HostPort bootstrap, int dp, int tp, int pp) {
+	private record SessionKey(HostPort bootstrap, int dp, int cp, int tp, int pp) {
+
+		/** A registry names ranks without their CP rank: a change to a rank concerns each of its CP ranks. */
+		boolean sameRankAs(SessionKey other) {
+			return bootstrap.equals(other.bootstrap) && dp == other.dp && tp == other.tp && pp == other.pp;
+		}
 	}
 
 	private record Resolved(RankMapping mapping, List<Session> sessions) {
@@ -409,14 +466,28 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 		@Override
 		public void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices) {
+			sendMetadata(0, pageIndices, auxIndex, new int[][] { stateIndices });
+		}
+
+		@Override
+		public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
+			int pageSize = config.kvArgs().pageSize();
+			if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
+				throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
+						+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
+			}
 			int[] pages = pageIndices.clone();
-			int[] states = stateIndices.clone();
+			List<MemoryRegion> stateRegions = config.kvArgs().stateRegions();
+			int[][] states = StateLists.check(config.kvArgs().stateKinds(), stateRegions.size(), stateIndices);
+			int[][] perRegion = StateLists.perRegion(config.kvArgs().stateKinds(), stateRegions.size(), states);
 			checkIndices("page index", pages, config.kvArgs().kvRegions());
-			checkIndices("state index", states, config.kvArgs().stateRegions());
+			for (int i = 0; i < perRegion.length; i++) {
+				checkIndices("state index", perRegion[i], List.of(stateRegions.get(i)));
+			}
 			if (auxIndex != -1) {
 				checkIndices("auxIndex", new int[] { auxIndex }, config.kvArgs().auxRegions());
 			}
-			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, states);
+			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, perRegion);
 			synchronized (room) {
 				if (room.pages != null) {
 					throw new IllegalStateException("room " + room.id + ": sendMetadata called twice");
@@ -424,6 +495,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				room.pages = pages;
 				room.auxIndex = auxIndex;
 				room.stateSlots = states;
+				room.prefixLen = decodePrefixLen;
 				room.grant = grant;
 				if (room.mapping != null && !room.isTerminal()) {
 					sendRequests(room);
@@ -435,6 +507,11 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		public Mono<Void> abort(String reason) {
 			table.fail(room, FailureCause.ABORTED, abortReason(reason), false);
 			return room.released.asMono().publishOn(callbacks);
+		}
+
+		@Override
+		public Flux<Integer> layers() {
+			return room.layers.flux(callbacks);
 		}
 
 		private void checkIndices(String what, int[] indices, List<MemoryRegion> regions) {
@@ -463,6 +540,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
 		volatile KVConnection conn;
+		// The rank's layout from its handshake: which layers and heads it sends, whether decode pulls from all its
+		// CP ranks.
+		volatile PeerLayout prefill;
 		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
 		volatile String draining;
 
@@ -546,16 +626,18 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ " page_size=" + info.pageSize() + " (it keeps the sizes of the first registration: "
 						+ "restart it after relaunching prefill with other sizes)";
 			}
-			else if (p.attnTpRank() != key.tp || p.ppRank() != key.pp || p.dpGroup() != key.dp) {
-				mismatch = "prefill rank " + endpoint + " is dp " + p.dpGroup() + " tp " + p.attnTpRank() + " pp "
-						+ p.ppRank() + ", but bootstrap server " + key.bootstrap + " named it for dp " + key.dp
-						+ " tp " + key.tp + " pp " + key.pp;
+			else if (p.attnTpRank() != key.tp || p.ppRank() != key.pp || p.dpGroup() != key.dp
+					|| p.attnCpRank() != key.cp) {
+				mismatch = "prefill rank " + endpoint + " is dp " + p.dpGroup() + " cp " + p.attnCpRank() + " tp "
+						+ p.attnTpRank() + " pp " + p.ppRank() + ", but bootstrap server " + key.bootstrap
+						+ " named it for dp " + key.dp + " cp " + key.cp + " tp " + key.tp + " pp " + key.pp;
 			}
 			if (mismatch != null) {
 				forgetInstance(key.bootstrap);
 				handshake.tryEmitError(new TopologyException(mismatch));
 				return;
 			}
+			this.prefill = prefill;
 			handshake.tryEmitEmpty();
 		}
 
@@ -642,7 +724,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
-			return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
+			if (h.kind() != RegionKind.KV) {
+				return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
+			}
+			return new PayloadWriter(destination, h, r::acceptsBytes, tally, n -> {
+				bytesReceived.add(n);
+				r.layers.landed(h.region(), n);
+			});
 		}
 
 		@Override

@@ -14,6 +14,8 @@ import io.kvferry.KVManagerConfig;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomRequest;
 import io.kvferry.RoomTrace;
@@ -48,6 +50,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private static final Logger log = LoggerFactory.getLogger(DefaultPrefillKVManager.class);
 
 	private final int uniqueRank;
+	private final boolean cpDummy;
 	private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
 	private final HotStream<RoomRequest> requests;
 	private volatile KVTransport.Listener listener;
@@ -61,8 +64,11 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
 				dropped -> config.timer().schedule(() -> requestDropped(dropped)));
-		this.uniqueRank = RankMapping.prefillUniqueRank(config.layout().attnTpRank(), config.layout().ppSize(),
-				config.layout().ppRank());
+		ParallelLayout l = config.layout();
+		this.uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
+				l.attnCpRank());
+		// A CP rank decode never asks (only CP rank 0 transfers): its senders end on the last chunk, moving nothing.
+		this.cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
 	}
 
 	static Mono<PrefillKVManager> start(KVManagerConfig config) {
@@ -70,8 +76,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		return config.transport().listen(config.bindAddress(), m::accept).flatMap(l -> {
 			m.listener = l;
 			m.endpoint = new HostPort(m.advertiseHost(l.address()), l.address().port());
-			PrefillRegistration registration = PrefillRegistration.prefill(config.layout(), m.endpoint.host(),
-					m.endpoint.port(), config.kvArgs().pageSize());
+			PrefillRegistration registration = new PrefillRegistration(PrefillRegistration.PREFILL, config.layout(),
+					m.endpoint.host(), m.endpoint.port(), config.kvArgs().pageSize(), config.dsaCacheLayerSplit(),
+					config.allCpRanksTransfer());
 			log.info("[{}] listening on {} (advertised {}), registering with {}", m.name, l.address(), m.endpoint,
 					config.bootstrapAddress());
 			return config.bootstrapClient().register(config.bootstrapAddress(), registration)
@@ -170,6 +177,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			r.hasSender = true;
 			if (r.state() == null) {
 				table.advance(r, KVPoll.BOOTSTRAPPING);
+			}
+			if (cpDummy) {
+				table.advance(r, KVPoll.WAITING_FOR_INPUT);
 			}
 		}
 		return new Sender(r);
@@ -277,7 +287,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (r.state() == null) {
 				table.advance(r, KVPoll.BOOTSTRAPPING);
 			}
-			String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(), req.stateIndices());
+			String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(),
+					StateLists.split(req.stateIndices(), req.stateCounts()));
 			if (bad != null) {
 				table.fail(r, FailureCause.PROTOCOL, "decode " + s.conn.remoteAddress() + " asked room " + req.room()
 						+ " for " + bad, false);
@@ -317,7 +328,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private void publish(PrefillRoom r) {
 		Destination first = r.destinations.stream().filter(d -> !d.request.dummy()).findFirst().orElse(null);
 		RoomRequest event = first == null ? new RoomRequest(r.id, 0, -1, true)
-				: new RoomRequest(r.id, first.request.dstPages().length, first.request.auxIndex(), false);
+				: new RoomRequest(r.id, first.request.dstPages().length, first.request.auxIndex(), false,
+						first.request.decodePrefixLen());
 		requests.emit(event);
 	}
 
@@ -327,7 +339,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			return;
 		}
 		table.advance(r, KVPoll.TRANSFERRING);
-		if (c.offset == 0) {
+		if (c.offset == 0 && c.opens) {
 			r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
 		for (Destination d : r.destinations) {
@@ -335,15 +347,22 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				continue;
 			}
 			int[] dstAll = d.request.dstPages();
-			if (c.offset + c.pages.length > dstAll.length) {
-				table.fail(r, FailureCause.INCOMPATIBLE, "decode " + d.session.conn.remoteAddress() + " asked for "
-						+ dstAll.length + " pages of room " + r.id + " but prefill sends "
-						+ (c.offset + c.pages.length), false);
+			int prefixPages = d.request.decodePrefixLen() / config.kvArgs().pageSize();
+			if (prefixPages > r.numPages) {
+				table.fail(r, FailureCause.INCOMPATIBLE, "decode " + d.session.conn.remoteAddress() + " holds a prefix"
+						+ " of " + d.request.decodePrefixLen() + " tokens (" + prefixPages + " pages) of room " + r.id
+						+ ", but the room has " + r.numPages + " pages", false);
 				return;
 			}
-			if (c.last && d.request.stateIndices().length != c.stateIndices.length && d.session.plan.hasState()) {
-				table.fail(r, FailureCause.INCOMPATIBLE, "state slot count mismatch for room " + r.id + ": prefill "
-						+ c.stateIndices.length + ", decode " + d.request.stateIndices().length, false);
+			if (c.offset + c.pages.length - prefixPages > dstAll.length) {
+				table.fail(r, FailureCause.INCOMPATIBLE, "decode " + d.session.conn.remoteAddress() + " asked for "
+						+ dstAll.length + " pages of room " + r.id + " after a prefix of " + prefixPages
+						+ " pages, but prefill sends " + (c.offset + c.pages.length - prefixPages), false);
+				return;
+			}
+			String badState = c.last ? d.session.plan.checkState(c.stateIndices, d.stateLists) : null;
+			if (badState != null) {
+				table.fail(r, FailureCause.INCOMPATIBLE, badState + " for room " + r.id, false);
 				return;
 			}
 		}
@@ -351,15 +370,24 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (d.request.dummy()) {
 				continue;
 			}
-			int[] dstPages = Arrays.copyOfRange(d.request.dstPages(), c.offset, c.offset + c.pages.length);
-			bytesSent.add(d.session.plan.sendKv(d, r.id, c.pages, dstPages));
-			pagesSent.add(c.pages.length);
+			ChunkWindow w = ChunkWindow.of(c.offset, c.pages.length, r.numPages,
+					d.request.decodePrefixLen() / config.kvArgs().pageSize(), config.layout(),
+					config.allCpRanksTransfer());
+			int[] srcPages = Arrays.copyOfRange(c.pages, w.from(), w.to());
+			int[] dstPages = Arrays.copyOfRange(d.request.dstPages(), w.dstFrom(), w.dstFrom() + w.length());
+			bytesSent.add(d.session.plan.sendKv(d, r.id, srcPages, dstPages, c.regions));
+			if (c.closes) {
+				pagesSent.add(w.length());
+			}
 			if (c.last) {
-				bytesSent.add(d.session.plan.sendState(d, r.id, c.stateIndices, d.request.stateIndices()));
+				bytesSent.add(d.session.plan.sendState(d, r.id, c.stateIndices, d.stateLists,
+						warning -> log.warn("[{}] {}", name, warning)));
 				bytesSent.add(d.session.plan.sendAux(d, r.id, r.auxIndex, d.request.auxIndex()));
 			}
 		}
-		r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
+		if (c.closes) {
+			r.trace.event(RoomTrace.Event.CHUNK_SENT, c.pages.length);
+		}
 		if (c.last) {
 			finish(r);
 		}
@@ -458,6 +486,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		int numPages = -1;
 		int auxIndex = -1;
 		int cursor;
+		// The chunk being sent layer by layer, until all its layers went.
+		LayerwiseChunk layerwise;
 		boolean traced;
 		final long openedEpochNanos = epochNanos();
 		volatile Session abortedBy;
@@ -479,12 +509,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		final PrefillRoom room;
 		final Session session;
 		final KVMessage.TransferRequest request;
+		final int[][] stateLists;
 		final Tally tally;
 
 		Destination(PrefillRoom room, Session session, KVMessage.TransferRequest request, Tally tally) {
 			this.room = room;
 			this.session = session;
 			this.request = request;
+			this.stateLists = StateLists.split(request.stateIndices(), request.stateCounts());
 			this.tally = tally;
 		}
 
@@ -509,7 +541,16 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 	}
 
-	private record Chunk(int[] pages, int offset, boolean last, int[] stateIndices) {
+	/**
+	 * A chunk, or one layer of it: {@code regions} are the KV buffers it moves (null: all), {@code opens} whether it is
+	 * the chunk's first piece, {@code closes} its last; {@code last} whether it closes the room's last chunk.
+	 */
+	private record Chunk(int[] pages, int offset, boolean last, int[][] stateIndices, int[] regions, boolean opens,
+			boolean closes) {
+
+		Chunk(int[] pages, int offset, boolean last, int[][] stateIndices) {
+			this(pages, offset, last, stateIndices, null, true, true);
+		}
 	}
 
 	private final class Sender extends RoomHandle<PrefillRoom> implements KVSender {
@@ -535,21 +576,20 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 
 		@Override
 		public void send(int[] pageIndices, int[] stateIndices) {
+			send(pageIndices, new int[][] { stateIndices });
+		}
+
+		@Override
+		public void send(int[] pageIndices, int[][] stateIndices) {
 			int[] pages = pageIndices.clone();
-			int[] states = stateIndices.clone();
-			long kvItems = minItems(false);
-			for (int p : pages) {
-				checkIndex("page index", p, kvItems, false);
-			}
-			if (!config.kvArgs().stateRegions().isEmpty()) {
-				long stateItems = config.kvArgs().stateRegions().stream().mapToLong(x -> x.itemCount()).min().orElse(0);
-				for (int st : states) {
-					checkIndex("state index", st, stateItems, false);
-				}
-			}
+			int[][] states = checkPages(pages, stateIndices);
 			synchronized (room) {
 				if (room.numPages < 0) {
 					throw new IllegalStateException("room " + room.id + ": send before init");
+				}
+				if (room.layerwise != null) {
+					throw new IllegalStateException("room " + room.id + ": whole chunk sent while "
+							+ room.layerwise.progress() + " (expected: every layer of it first)");
 				}
 				if (room.cursor + pages.length > room.numPages) {
 					throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
@@ -557,6 +597,13 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				}
 				if (room.isTerminal()) {
 					log.debug("[{}] room {} already {}, chunk dropped", name, room.id, room.state());
+					return;
+				}
+				if (cpDummy) {
+					room.cursor += pages.length;
+					if (room.cursor == room.numPages) {
+						table.advance(room, KVPoll.SUCCESS);
+					}
 					return;
 				}
 				Chunk c = new Chunk(pages, room.cursor, room.cursor + pages.length == room.numPages, states);
@@ -571,9 +618,82 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 
 		@Override
+		public void sendLayer(int layer, int[] pageIndices, int[] stateIndices) {
+			sendLayer(layer, pageIndices, new int[][] { stateIndices });
+		}
+
+		@Override
+		public void sendLayer(int layer, int[] pageIndices, int[][] stateIndices) {
+			int[] pages = pageIndices.clone();
+			int[][] states = checkPages(pages, stateIndices);
+			LayerRegions layers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+					config.kvArgs().isMla());
+			int[] regions = layers.regions(layer);
+			synchronized (room) {
+				if (room.numPages < 0) {
+					throw new IllegalStateException("room " + room.id + ": sendLayer before init");
+				}
+				LayerwiseChunk chunk = room.layerwise;
+				boolean opens = chunk == null;
+				if (opens) {
+					if (room.cursor + pages.length > room.numPages) {
+						throw new IllegalStateException("room " + room.id + ": sending " + (room.cursor + pages.length)
+								+ " pages, more than the " + room.numPages + " given to init");
+					}
+					chunk = new LayerwiseChunk(pages, room.cursor, layers.layers());
+				}
+				String refused = chunk.refuse(room.id, layer, pages);
+				if (refused != null) {
+					throw new IllegalStateException(refused);
+				}
+				chunk.sent(layer);
+				boolean closes = chunk.isComplete();
+				if (opens) {
+					room.cursor += pages.length;
+				}
+				room.layerwise = closes ? null : chunk;
+				if (room.isTerminal()) {
+					log.debug("[{}] room {} already {}, layer {} dropped", name, room.id, room.state(), layer);
+					return;
+				}
+				if (cpDummy) {
+					if (closes && room.cursor == room.numPages) {
+						table.advance(room, KVPoll.SUCCESS);
+					}
+					return;
+				}
+				Chunk c = new Chunk(pages, chunk.offset(), closes && chunk.offset() + pages.length == room.numPages,
+						states, regions, opens, closes);
+				if (room.ready) {
+					dispatch(room, c);
+				}
+				else {
+					room.pending.add(c);
+				}
+			}
+		}
+
+		@Override
 		public Mono<Void> abort(String reason) {
 			table.fail(room, FailureCause.ABORTED, abortReason(reason), false);
 			return room.handedOff.asMono().publishOn(callbacks);
+		}
+
+		/** Checks a chunk's indices before anything is queued; returns the state lists, one per component. */
+		private int[][] checkPages(int[] pages, int[][] stateIndices) {
+			List<MemoryRegion> stateRegions = config.kvArgs().stateRegions();
+			int[][] states = StateLists.check(config.kvArgs().stateKinds(), stateRegions.size(), stateIndices);
+			long kvItems = minItems(false);
+			for (int p : pages) {
+				checkIndex("page index", p, kvItems, false);
+			}
+			int[][] perRegion = StateLists.perRegion(config.kvArgs().stateKinds(), stateRegions.size(), states);
+			for (int i = 0; i < perRegion.length; i++) {
+				for (int st : perRegion[i]) {
+					checkIndex("state index", st, stateRegions.get(i).itemCount(), false);
+				}
+			}
+			return states;
 		}
 
 		private long minItems(boolean aux) {
@@ -646,7 +766,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			}
 			else {
 				try {
-					plan = TransferPlan.of(config.kvArgs(), config.layout(), hello.layout());
+					plan = TransferPlan.of(config.kvArgs(), config.layout(), hello.layout(), config.dsaCacheLayerSplit());
 				}
 				catch (TopologyException e) {
 					reason = e.getMessage();

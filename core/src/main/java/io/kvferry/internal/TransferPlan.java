@@ -33,6 +33,8 @@ final class TransferPlan {
 	static final long MAX_BLOCK_BYTES = 16L << 20;
 
 	private final MemoryRegion[] src;
+	// Position in this rank's KV buffer list of each pair's source (a CP rank's layer share skips some).
+	private final int[] srcBuffer;
 	private final int[] dst;
 	private final int[] dstItemLen;
 	private final HeadSlice[] slices;
@@ -40,23 +42,20 @@ final class TransferPlan {
 	private final long dstPages;
 	private final List<MemoryRegion> srcAux;
 	private final List<RegionLayout> dstAux;
-	private final List<MemoryRegion> srcState;
-	private final List<RegionLayout> dstState;
+	private final StatePlan state;
 
-	private TransferPlan(MemoryRegion[] src, int[] dst, long[] dstItems, int[] dstItemLen, HeadSlice[] slices,
-			int pageSize,
-			List<MemoryRegion> srcAux, List<RegionLayout> dstAux, List<MemoryRegion> srcState,
-			List<RegionLayout> dstState) {
+	private TransferPlan(MemoryRegion[] src, int[] srcBuffer, int[] dst, long[] dstItems, int[] dstItemLen,
+			HeadSlice[] slices, int pageSize, List<MemoryRegion> srcAux, List<RegionLayout> dstAux, StatePlan state) {
 		this.src = src;
+		this.srcBuffer = srcBuffer;
 		this.dst = dst;
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
 		this.pageSize = pageSize;
-		this.dstPages = Arrays.stream(dst).mapToLong(i -> dstItems[i]).min().orElse(0);
+		this.dstPages = Arrays.stream(dstItems).min().orElse(0);
 		this.srcAux = srcAux;
 		this.dstAux = dstAux;
-		this.srcState = srcState;
-		this.dstState = dstState;
+		this.state = state;
 	}
 
 	/**
@@ -65,6 +64,20 @@ final class TransferPlan {
 	 * @throws TopologyException naming the first incompatible values
 	 */
 	static TransferPlan of(KVArgs args, ParallelLayout own, PeerLayout decode) {
+		return of(args, own, decode, false);
+	}
+
+	/**
+	 * As {@link #of(KVArgs, ParallelLayout, PeerLayout)}; with {@code dsaLayerSplit} this CP rank moves only its share
+	 * of the layers ({@link CpLayers}).
+	 *
+	 * @throws TopologyException naming the first incompatible values
+	 */
+	static TransferPlan of(KVArgs args, ParallelLayout own, PeerLayout decode, boolean dsaLayerSplit) {
+		if (decode.parallel().attnCpSize() != 1) {
+			throw new TopologyException("decode attn_cp_size=" + decode.parallel().attnCpSize()
+					+ " (expected: 1; context parallelism is a prefill-only dimension)");
+		}
 		if (decode.pageSize() != args.pageSize()) {
 			throw new TopologyException("page size mismatch: prefill page_size=" + args.pageSize()
 					+ ", decode page_size=" + decode.pageSize());
@@ -90,8 +103,12 @@ final class TransferPlan {
 		List<RegionPair> pairs = LayerPairing.pairByLayer(
 				new LayerSpan(args.kvRegions().size(), args.prefillStartLayer(), args.draftLayers()),
 				new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers()), args.isMla());
+		if (dsaLayerSplit) {
+			pairs = CpLayers.own(pairs, args, own);
+		}
 		int n = pairs.size();
 		MemoryRegion[] src = new MemoryRegion[n];
+		int[] srcBuffer = new int[n];
 		int[] dst = new int[n];
 		int[] dstLen = new int[n];
 		HeadSlice[] slices = new HeadSlice[n];
@@ -99,6 +116,7 @@ final class TransferPlan {
 		for (int i = 0; i < n; i++) {
 			RegionPair pair = pairs.get(i);
 			src[i] = args.kvRegions().get(pair.src());
+			srcBuffer[i] = pair.src();
 			dst[i] = pair.dst();
 			dstLen[i] = decode.kv().get(pair.dst()).itemLen();
 			if (sliced) {
@@ -111,10 +129,11 @@ final class TransferPlan {
 			}
 		}
 		checkSame("aux", args.auxRegions(), decode.aux());
-		checkSame("state", args.stateRegions(), decode.state());
+		StatePlan state = StatePlan.of(args, own, decode);
 		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
-		return new TransferPlan(src, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(), decode.aux(),
-				args.stateRegions(), decode.state());
+		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(),
+				decode.aux(),
+				state);
 	}
 
 	private static void checkSame(String what, List<MemoryRegion> own, List<RegionLayout> peer) {
@@ -138,7 +157,7 @@ final class TransferPlan {
 	 *
 	 * @return why it cannot be served, or null
 	 */
-	String check(int[] pages, int auxRow, int[] stateSlots) {
+	String check(int[] pages, int auxRow, int[][] stateLists) {
 		for (int p : pages) {
 			if (p < 0 || p >= dstPages) {
 				return "destination page " + p + " outside decode's 0.." + (dstPages - 1);
@@ -151,14 +170,7 @@ final class TransferPlan {
 				}
 			}
 		}
-		for (int slot : stateSlots) {
-			for (RegionLayout st : dstState) {
-				if (slot < 0 || slot >= st.itemCount()) {
-					return "destination state slot " + slot + " outside decode's 0.." + (st.itemCount() - 1);
-				}
-			}
-		}
-		return null;
+		return state.checkDestinations(stateLists);
 	}
 
 	/** Where a plan's blocks go: one destination's connection, in order, behind the room's gate. */
@@ -175,14 +187,37 @@ final class TransferPlan {
 	 * @return payload bytes queued
 	 */
 	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages) {
+		return sendKv(conn, room, srcPages, dstPages, null);
+	}
+
+	/**
+	 * Queues the KV blocks of one chunk for one destination, restricted to some of this rank's KV buffers (one layer's,
+	 * when the chunk goes layer by layer).
+	 *
+	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
+	 * @return payload bytes queued
+	 */
+	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
 		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
 		long bytes = 0;
 		for (int i = 0; i < src.length; i++) {
+			if (srcRegions != null && !contains(srcRegions, srcBuffer[i])) {
+				continue;
+			}
 			for (PageRun run : runs) {
 				bytes += sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
 			}
 		}
 		return bytes;
+	}
+
+	private static boolean contains(int[] values, int value) {
+		for (int v : values) {
+			if (v == value) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private long sendRun(Outlet conn, long room, int pair, int srcStart, int dstStart, int pages) {
@@ -223,18 +258,13 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendState(Outlet conn, long room, int[] srcSlots, int[] dstSlots) {
-		long bytes = 0;
-		for (int i = 0; i < srcState.size(); i++) {
-			MemoryRegion s = srcState.get(i);
-			for (int j = 0; j < srcSlots.length; j++) {
-				bytes += s.itemLen();
-				conn.send(new DataBlock(new DataHeader(room, RegionKind.STATE, i,
-						(long) dstSlots[j] * dstState.get(i).itemLen(), s.itemLen(), 0, 1), s.itemAddress(srcSlots[j]), 0,
-						conn.gate()));
-			}
-		}
-		return bytes;
+	long sendState(Outlet conn, long room, int[][] srcLists, int[][] dstLists, java.util.function.Consumer<String> warn) {
+		return state.send(conn, room, srcLists, dstLists, warn);
+	}
+
+	/** @return why the last chunk's state cannot go to that destination, or null */
+	String checkState(int[][] srcLists, int[][] dstLists) {
+		return state.checkCounts(srcLists, dstLists);
 	}
 
 	/**
@@ -258,7 +288,7 @@ final class TransferPlan {
 
 	/** @return whether the prefill rank has state buffers to move */
 	boolean hasState() {
-		return !srcState.isEmpty();
+		return !state.isEmpty();
 	}
 
 	/** @return a message naming the plan, for debug logs */

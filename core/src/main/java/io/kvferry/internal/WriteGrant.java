@@ -26,9 +26,9 @@ final class WriteGrant {
 	private final KVArgs args;
 	private final int[] pages;
 	private final int[] auxRows;
-	private final int[] slots;
+	private final int[][] slots;
 
-	private WriteGrant(KVArgs args, int[] pages, int[] auxRows, int[] slots) {
+	private WriteGrant(KVArgs args, int[] pages, int[] auxRows, int[][] slots) {
 		this.args = args;
 		this.pages = pages;
 		this.auxRows = auxRows;
@@ -43,8 +43,24 @@ final class WriteGrant {
 	 * @return the grant
 	 */
 	static WriteGrant of(KVArgs args, int[] pages, int auxRow, int[] stateSlots) {
-		return new WriteGrant(args, sortedDistinct(pages), auxRow < 0 ? new int[0] : new int[] { auxRow },
-				sortedDistinct(stateSlots));
+		int[][] all = new int[args.stateRegions().size()][];
+		Arrays.fill(all, stateSlots);
+		return of(args, pages, auxRow, all);
+	}
+
+	/**
+	 * @param args the decode rank's registered memory
+	 * @param pages the room's destination pages (any order, duplicates allowed)
+	 * @param auxRow the room's aux row, or -1 for none
+	 * @param slotsPerRegion the room's slots (or state pages) in each state region, in region order
+	 * @return the grant
+	 */
+	static WriteGrant of(KVArgs args, int[] pages, int auxRow, int[][] slotsPerRegion) {
+		int[][] slots = new int[slotsPerRegion.length][];
+		for (int i = 0; i < slots.length; i++) {
+			slots[i] = sortedDistinct(slotsPerRegion[i]);
+		}
+		return new WriteGrant(args, sortedDistinct(pages), auxRow < 0 ? new int[0] : new int[] { auxRow }, slots);
 	}
 
 	/**
@@ -73,7 +89,7 @@ final class WriteGrant {
 			throw new Refused("bytes [" + offset + ", " + (end < 0 ? "beyond 2^63" : end) + ") outside " + h.kind()
 					+ " region " + h.region() + " of " + region.length() + " bytes");
 		}
-		int[] granted = granted(h.kind());
+		int[] granted = granted(h.kind(), h.region());
 		long itemLen = region.itemLen();
 		if (h.count() == 1 || h.dstStride() <= itemLen) {
 			// Chunk starts at most one item apart touch every item from the first byte's to the last byte's.
@@ -128,14 +144,14 @@ final class WriteGrant {
 		}
 	}
 
-	private int[] granted(RegionKind kind) {
+	private int[] granted(RegionKind kind, int region) {
 		switch (kind) {
 			case KV:
 				return pages;
 			case AUX:
 				return auxRows;
 			default:
-				return slots;
+				return region < slots.length ? slots[region] : new int[0];
 		}
 	}
 

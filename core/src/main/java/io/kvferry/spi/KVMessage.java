@@ -13,7 +13,7 @@ import io.kvferry.KVPoll;
 public sealed interface KVMessage {
 
 	/** Version of the message set; a peer with another version is rejected in the handshake. */
-	int PROTOCOL_VERSION = 3;
+	int PROTOCOL_VERSION = 4;
 
 	/** {@link TransferRequest#traceContext()} when the room is not traced. */
 	String NO_TRACE_CONTEXT = "";
@@ -72,13 +72,39 @@ public sealed interface KVMessage {
 	 * @param dummy true when this prefill rank only has to acknowledge (MLA fan-in)
 	 * @param traceContext decode's trace context for the room, opaque to the library (a W3C {@code traceparent} with
 	 *        the tracer of {@code kvferry-tracing-otel}), or {@link #NO_TRACE_CONTEXT}
+	 * @param decodePrefixLen tokens decode already holds (its prefix cache): {@code dstPages} cover the pages after
+	 *        them, and prefill sends from that page on (SGLang's {@code decode_prefix_len})
+	 * @param stateCounts how {@code stateIndices} splits into one list per state component, in order; empty when
+	 *        the state regions declare no kinds (one list for all)
 	 */
 	record TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
-			boolean dummy, String traceContext) implements KVMessage {
+			boolean dummy, String traceContext, int decodePrefixLen, int[] stateCounts) implements KVMessage {
 		public TransferRequest {
 			Objects.requireNonNull(dstPages, "dstPages");
 			Objects.requireNonNull(stateIndices, "stateIndices");
 			Objects.requireNonNull(traceContext, "traceContext");
+			Objects.requireNonNull(stateCounts, "stateCounts");
+			if (decodePrefixLen < 0) {
+				throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0)");
+			}
+			long sum = 0;
+			for (int c : stateCounts) {
+				if (c < 0) {
+					throw new IllegalArgumentException("stateCounts : " + Arrays.toString(stateCounts)
+							+ " (expected: counts >= 0)");
+				}
+				sum += c;
+			}
+			if (stateCounts.length > 0 && sum != stateIndices.length) {
+				throw new IllegalArgumentException("stateCounts : " + Arrays.toString(stateCounts) + " sum to " + sum
+						+ " (expected: the " + stateIndices.length + " state indices)");
+			}
+		}
+
+		/** A request without decode prefix and with one state index list for every state region. */
+		public TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
+				boolean dummy, String traceContext) {
+			this(room, dstPages, auxIndex, stateIndices, requiredDstInfoNum, dummy, traceContext, 0, new int[0]);
 		}
 
 		/** A request that carries no trace context. */
@@ -92,20 +118,23 @@ public sealed interface KVMessage {
 			return o instanceof TransferRequest t && t.room == room && Arrays.equals(t.dstPages, dstPages)
 					&& t.auxIndex == auxIndex && Arrays.equals(t.stateIndices, stateIndices)
 					&& t.requiredDstInfoNum == requiredDstInfoNum && t.dummy == dummy
-					&& t.traceContext.equals(traceContext);
+					&& t.traceContext.equals(traceContext) && t.decodePrefixLen == decodePrefixLen
+					&& Arrays.equals(t.stateCounts, stateCounts);
 		}
 
 		@Override
 		public int hashCode() {
 			return Objects.hash(room, Arrays.hashCode(dstPages), auxIndex, Arrays.hashCode(stateIndices),
-					requiredDstInfoNum, dummy, traceContext);
+					requiredDstInfoNum, dummy, traceContext, decodePrefixLen, Arrays.hashCode(stateCounts));
 		}
 
 		@Override
 		public String toString() {
 			return "TransferRequest{room=" + room + ", dstPages=" + dstPages.length + ", auxIndex=" + auxIndex
 					+ ", stateIndices=" + Arrays.toString(stateIndices) + ", requiredDstInfoNum=" + requiredDstInfoNum
-					+ ", dummy=" + dummy + (traceContext.isEmpty() ? "" : ", traceContext=" + traceContext) + '}';
+					+ ", dummy=" + dummy + (traceContext.isEmpty() ? "" : ", traceContext=" + traceContext)
+					+ (decodePrefixLen == 0 ? "" : ", decodePrefixLen=" + decodePrefixLen)
+					+ (stateCounts.length == 0 ? "" : ", stateCounts=" + Arrays.toString(stateCounts)) + '}';
 		}
 	}
 
@@ -116,7 +145,7 @@ public sealed interface KVMessage {
 	 *
 	 * @param room the room
 	 * @param status {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
-	 * @param prefillRank SGLang's prefill unique rank (tp rank × pp size + pp rank)
+	 * @param prefillRank SGLang's prefill unique rank (tp rank × pp size × cp size + pp rank × cp size + cp rank)
 	 * @param reason why it failed; empty on success
 	 * @param bytes payload bytes sent for the room on this connection (KV, state and aux)
 	 * @param checksum CRC32C of those bytes in the order sent, when decode asked for it; else {@link #NO_CHECKSUM}

@@ -6,6 +6,7 @@ import java.util.Objects;
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
 
 /**
  * A rank's KV layout as exchanged in the handshake: SGLang's KV-args registration without addresses.
@@ -22,10 +23,15 @@ import io.kvferry.ParallelLayout;
  * @param kv KV regions, in SGLang order
  * @param aux aux regions
  * @param state state regions
+ * @param stateKinds the kind of each state region (empty: undeclared)
+ * @param stateTpDims the TP-sharded dimension of each state region on this rank (empty: undeclared)
+ * @param allCpRanksTransfer prefill with CP: every CP rank sends its share of a room's pages
+ * @param dsaCacheLayerSplit prefill with CP: the KV layers are split across CP ranks
  */
 public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, boolean mla, String dtype,
 		int kvHeadNum, int totalKvHeadNum, int startLayer, int draftLayers, List<RegionLayout> kv, List<RegionLayout> aux,
-		List<RegionLayout> state) {
+		List<RegionLayout> state, List<StateKind> stateKinds, List<Integer> stateTpDims, boolean allCpRanksTransfer,
+		boolean dsaCacheLayerSplit) {
 
 	public PeerLayout {
 		Objects.requireNonNull(parallel, "parallel");
@@ -38,13 +44,35 @@ public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, 
 		kv = List.copyOf(kv);
 		aux = List.copyOf(aux);
 		state = List.copyOf(state);
+		stateKinds = List.copyOf(stateKinds);
+		stateTpDims = List.copyOf(stateTpDims);
+	}
+
+	/** A layout without state kinds and without context-parallel transfer options. */
+	public PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, boolean mla, String dtype, int kvHeadNum,
+			int totalKvHeadNum, int startLayer, int draftLayers, List<RegionLayout> kv, List<RegionLayout> aux,
+			List<RegionLayout> state) {
+		this(engineRank, parallel, pageSize, mla, dtype, kvHeadNum, totalKvHeadNum, startLayer, draftLayers, kv, aux,
+				state, List.of(), List.of(), false, false);
+	}
+
+	/** @return the layout of {@code args} on a rank placed at {@code parallel}, without CP transfer options */
+	public static PeerLayout of(KVArgs args, ParallelLayout parallel) {
+		return of(args, parallel, false, false);
 	}
 
 	/** @return the layout of {@code args} on a rank placed at {@code parallel} */
-	public static PeerLayout of(KVArgs args, ParallelLayout parallel) {
+	public static PeerLayout of(KVArgs args, ParallelLayout parallel, boolean allCpRanksTransfer,
+			boolean dsaCacheLayerSplit) {
 		return new PeerLayout(args.engineRank(), parallel, args.pageSize(), args.isMla(), args.dtype(),
 				args.kvHeadNum(), args.totalKvHeadNum(), args.prefillStartLayer(), args.draftLayers(), shapes(args.kvRegions()),
-				shapes(args.auxRegions()), shapes(args.stateRegions()));
+				shapes(args.auxRegions()), shapes(args.stateRegions()), args.stateKinds(), args.stateTpDims(),
+				allCpRanksTransfer, dsaCacheLayerSplit);
+	}
+
+	/** @return whether decode pulls from every CP rank of this prefill rank's instance (not only CP rank 0) */
+	public boolean transfersFromAllCpRanks() {
+		return parallel.attnCpSize() > 1 && (allCpRanksTransfer || dsaCacheLayerSplit);
 	}
 
 	/** @return the regions of one kind */

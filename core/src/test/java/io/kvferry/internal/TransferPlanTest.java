@@ -73,12 +73,12 @@ class TransferPlanTest {
 	@Test
 	void aRequestMayAskOnlyForWhatDecodeRegistered() {
 		TransferPlan plan = plan(UnaryOperator.identity(), ParallelLayout.SINGLE);
-		assertThat(plan.check(new int[] { 0, 511 }, 7, new int[] { 3 })).isNull();
-		assertThat(plan.check(new int[] { 512 }, -1, new int[0])).isEqualTo("destination page 512 outside decode's 0..511");
-		assertThat(plan.check(new int[] { -1 }, -1, new int[0])).isEqualTo("destination page -1 outside decode's 0..511");
-		assertThat(plan.check(new int[0], 8, new int[0])).isEqualTo("destination aux row 8 outside decode's 0..7");
-		assertThat(plan.check(new int[0], -1, new int[] { 4 }))
-				.isEqualTo("destination state slot 4 outside decode's 0..3");
+		assertThat(plan.check(new int[] { 0, 511 }, 7, new int[][] { { 3 } })).isNull();
+		assertThat(plan.check(new int[] { 512 }, -1, new int[][] { {} })).isEqualTo("destination page 512 outside decode's 0..511");
+		assertThat(plan.check(new int[] { -1 }, -1, new int[][] { {} })).isEqualTo("destination page -1 outside decode's 0..511");
+		assertThat(plan.check(new int[0], 8, new int[][] { {} })).isEqualTo("destination aux row 8 outside decode's 0..7");
+		assertThat(plan.check(new int[0], -1, new int[][] { { 4 } }))
+				.isEqualTo("destination state slot 4 outside decode's 0..3 of state[0]");
 	}
 
 	@Test

@@ -36,6 +36,24 @@ class WriteGrantTest {
 	}
 
 	@Test
+	void eachStateRegionTakesOnlyTheSlotsItsComponentWasGranted() {
+		// A hybrid rank: a Mamba slot region (granted slot 1) and an SWA page region (granted pages 4 and 5).
+		KVArgs hybrid = ARGS.mutate()
+				.stateRegions(List.of(MemoryRegion.of(BASE << 3, 8L * 256, 256), MemoryRegion.of(BASE << 4, 8L * 64, 64)))
+				.stateKinds(List.of(io.kvferry.StateKind.MAMBA, io.kvferry.StateKind.SWA))
+				.build();
+		WriteGrant grant = WriteGrant.of(hybrid, new int[] { 3 }, 2, new int[][] { { 1 }, { 4, 5 } });
+		assertThat(grant.destination(new DataHeader(7, RegionKind.STATE, 0, 256, 256, 0, 1))).isEqualTo((BASE << 3) + 256);
+		assertThat(grant.destination(new DataHeader(7, RegionKind.STATE, 1, 4 * 64, 128, 0, 1)))
+				.isEqualTo((BASE << 4) + 4 * 64);
+		// Slot 4 is an SWA page of this room, not its Mamba slot; slot 1 is its Mamba slot, not an SWA page.
+		assertThatThrownBy(() -> grant.destination(new DataHeader(7, RegionKind.STATE, 0, 4 * 256, 256, 0, 1)))
+				.isInstanceOf(WriteGrant.Refused.class).hasMessage("STATE item 4 of region 0 was not asked for");
+		assertThatThrownBy(() -> grant.destination(new DataHeader(7, RegionKind.STATE, 1, 64, 64, 0, 1)))
+				.hasMessage("STATE item 1 of region 1 was not asked for");
+	}
+
+	@Test
 	void oneByteIntoAPageNotGrantedIsRefused() {
 		assertThatThrownBy(() -> GRANT.destination(kv(0, 3L * ITEM, 3 * ITEM + 1, 0, 1)))
 				.isInstanceOf(WriteGrant.Refused.class).hasMessage("KV item 6 of region 0 was not asked for");

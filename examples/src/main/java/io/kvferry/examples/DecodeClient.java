@@ -41,6 +41,7 @@ final class DecodeClient {
 	private final List<DecodeKVManager> managers = new ArrayList<>();
 	private final PageAllocator pages;
 	private final PageAllocator rows;
+	private volatile double decodePrefix;
 
 	private DecodeClient(ModelShape shape, int poolPages, int auxRows) {
 		this.shape = shape;
@@ -83,6 +84,16 @@ final class DecodeClient {
 	}
 
 	/**
+	 * @param fraction share of each room's pages this decode instance already holds (rounded down to whole pages; 1 is
+	 *        a full hit): it asks prefill only for the rest
+	 * @return this client
+	 */
+	DecodeClient decodePrefix(double fraction) {
+		this.decodePrefix = fraction;
+		return this;
+	}
+
+	/**
 	 * Runs one room. Never errors: a failure is in the result. A successful room's pages are zeroed and freed; a failed
 	 * room's pages are freed once every rank's abort was acknowledged (until then prefill might still write them).
 	 *
@@ -94,8 +105,9 @@ final class DecodeClient {
 	Mono<RoomResult> run(HostPort bootstrap, long room, int tokens) {
 		return Mono.defer(() -> {
 			int numPages = (tokens + shape.pageSize() - 1) / shape.pageSize();
+			int prefixPages = (int) Math.floor(numPages * decodePrefix);
 			Random random = new Random(room);
-			int[] dst = pages.allocate(numPages, random, random.nextInt(4) == 0);
+			int[] dst = pages.allocate(numPages - prefixPages, random, random.nextInt(4) == 0);
 			int[] row = rows.allocate(1, random, false);
 			if (dst == null || row == null) {
 				free(dst, row);
@@ -108,7 +120,7 @@ final class DecodeClient {
 				for (DecodeKVManager m : managers) {
 					KVReceiver r = m.receiver(bootstrap, room);
 					receivers.add(r);
-					r.sendMetadata(dst, row[0], NO_STATE);
+					r.sendMetadata(prefixPages * shape.pageSize(), dst, row[0], new int[][] { state(row) });
 				}
 			}
 			catch (RuntimeException e) {
@@ -119,7 +131,7 @@ final class DecodeClient {
 						.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
 			}
 			return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
-					.then(Mono.fromCallable(() -> verify(room, dst, row, System.nanoTime() - start))
+					.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start))
 							.subscribeOn(Schedulers.parallel()))
 					.onErrorResume(e -> {
 						long latency = System.nanoTime() - start;
@@ -133,10 +145,15 @@ final class DecodeClient {
 		});
 	}
 
-	private RoomResult verify(long room, int[] dst, int[] row, long latency) {
+	/** A hybrid model's Mamba state goes to the slot of the room's aux row. */
+	private int[] state(int[] row) {
+		return shape.mambaUnits() > 0 ? row : NO_STATE;
+	}
+
+	private RoomResult verify(long room, int[] dst, int prefixPages, int[] row, long latency) {
 		long bytes = 0;
 		for (RankMemory mem : memory) {
-			String mismatch = mem.verify(room, dst, row[0], NO_STATE);
+			String mismatch = mem.verify(room, dst, prefixPages, row[0], state(row));
 			if (mismatch != null) {
 				return new RoomResult(room, dst.length, bytes, latency, mismatch);
 			}

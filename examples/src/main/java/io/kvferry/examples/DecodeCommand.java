@@ -60,6 +60,9 @@ final class DecodeCommand implements Callable<Integer> {
 	TimeoutOptions timeouts;
 
 	@Mixin
+	TransportOptions transportOptions;
+
+	@Mixin
 	DrainOptions drain;
 
 	@Option(names = "--keep-going", description = "Keep starting rooms after one failed (default: stop, finish the "
@@ -85,6 +88,7 @@ final class DecodeCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
+		transportOptions.validate(cl, TransportOptions.TCP);
 		drain.validate(cl);
 		if (warmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--warmup : " + warmup + " (expected: >= 0)");
@@ -106,11 +110,11 @@ final class DecodeCommand implements Callable<Integer> {
 		}
 		Mono<String> stop = StopSignal.install();
 		AtomicReference<String> stoppedBy = new AtomicReference<>();
-		NettyKVTransport transport = timeouts.transport();
+		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
-					transport, client, timeouts::apply).block(START_TIMEOUT);
+					transport, client, timeouts::apply).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
 			try {
 				String warmupFailure = warmUp(decoder, shape.pageSize());
 				if (warmupFailure != null) {
@@ -139,7 +143,8 @@ final class DecodeCommand implements Callable<Integer> {
 					draining.dispose();
 					progress.stop();
 				}
-				Summary summary = Summary.of(title, batch.requests().size(), outcome);
+				Summary summary = Summary.of(title, batch.requests().size(), outcome)
+						.transport(TransportOptions.describe(transport));
 				out.println(json ? summary.toJson() : summary.table());
 				out.flush();
 				if (!summary.verified()) {

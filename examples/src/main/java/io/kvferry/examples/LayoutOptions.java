@@ -63,12 +63,25 @@ final class LayoutOptions {
 				description = "Prefill attention DP size; rooms go to DP group room mod N (default: ${DEFAULT-VALUE}).")
 		int dp;
 
+		@Option(names = "--prefill-cp", defaultValue = "1", paramLabel = "N",
+				description = "Prefill attention context-parallel size: only CP rank 0 sends unless --all-cp-ranks "
+						+ "(default: ${DEFAULT-VALUE}).")
+		int cp;
+
+		@Option(names = "--all-cp-ranks", description = "With --prefill-cp above 1, every CP rank sends its "
+				+ "contiguous share of each room's pages (SGLang's SGLANG_DISAGGREGATION_ALL_CP_RANKS_TRANSFER).")
+		boolean allCpRanks;
+
 		/** @throws CommandLine.ParameterException naming the bad option */
 		void validate(CommandLine cl, ModelShape shape) {
 			int layers = shape.layers();
 			ModelOptions.positive(cl, "--prefill-tp", tp);
 			ModelOptions.positive(cl, "--prefill-pp", pp);
 			ModelOptions.positive(cl, "--prefill-dp", dp);
+			ModelOptions.positive(cl, "--prefill-cp", cp);
+			if (allCpRanks && cp == 1) {
+				throw new CommandLine.ParameterException(cl, "--all-cp-ranks needs --prefill-cp above 1");
+			}
 			checkHeads(cl, "--prefill-tp", tp, shape);
 			if (layers % pp != 0) {
 				throw new CommandLine.ParameterException(cl, "--prefill-pp : " + pp
@@ -77,7 +90,7 @@ final class LayoutOptions {
 		}
 
 		int ranks() {
-			return tp * pp * dp;
+			return tp * pp * dp * cp;
 		}
 	}
 

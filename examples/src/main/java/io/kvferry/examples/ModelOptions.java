@@ -42,6 +42,15 @@ final class ModelOptions {
 			+ "instead of K and V buffers.")
 	boolean mla;
 
+	@Option(names = "--mamba-state", description = "Hybrid model preset: besides the KV pages, two Mamba state "
+			+ "tensors per request (" + MAMBA_UNITS + " units of " + MAMBA_UNIT_BYTES + " B along their TP-sharded "
+			+ "dimension), sliced across different prefill and decode TP sizes.")
+	boolean mambaState;
+
+	/** Units of the hybrid preset's TP-sharded Mamba state dimension: any TP size up to 64 that divides it works. */
+	static final int MAMBA_UNITS = 64;
+	static final int MAMBA_UNIT_BYTES = 256;
+
 	/**
 	 * @param cl the command, for error reporting
 	 * @return the shape
@@ -56,7 +65,8 @@ final class ModelOptions {
 		if ((dim * DTYPE_BYTES) % 8 != 0) {
 			throw new CommandLine.ParameterException(cl, "--head-dim : " + dim + " (expected: a multiple of 4)");
 		}
-		return new ModelShape(layers, kvHeads, dim, DTYPE_BYTES, pageSize, mla, 0, AUX_ITEM_LEN, 0);
+		ModelShape shape = new ModelShape(layers, kvHeads, dim, DTYPE_BYTES, pageSize, mla, 0, AUX_ITEM_LEN, 0);
+		return mambaState ? shape.withMamba(MAMBA_UNITS, MAMBA_UNIT_BYTES) : shape;
 	}
 
 	static void positive(CommandLine cl, String option, long value) {
@@ -68,7 +78,7 @@ final class ModelOptions {
 	/** @return e.g. {@code 32 layers, 8 KV heads x 128, bf16, page 16 (32.0 KiB per page per layer buffer)} */
 	static String describe(ModelShape s) {
 		String heads = s.mla() ? "MLA latent " + s.headDim() : s.kvHeads() + " KV heads x " + s.headDim();
-		return String.format(Locale.ROOT, "%d layers, %s, bf16, page %d (%s per page per layer buffer)", s.layers(),
-				heads, s.pageSize(), Sizes.bytes(s.itemLen(1)));
+		return String.format(Locale.ROOT, "%d layers, %s, bf16, page %d (%s per page per layer buffer)%s", s.layers(),
+				heads, s.pageSize(), Sizes.bytes(s.itemLen(1)), s.mambaUnits() > 0 ? ", two Mamba state tensors" : "");
 	}
 }

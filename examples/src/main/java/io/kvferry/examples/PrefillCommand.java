@@ -82,7 +82,13 @@ final class PrefillCommand implements Callable<Integer> {
 	Integer metricsPort;
 
 	@Mixin
+	LayerwiseOptions layers;
+
+	@Mixin
 	TimeoutOptions timeouts;
+
+	@Mixin
+	TransportOptions transportOptions;
 
 	@Mixin
 	DrainOptions drain;
@@ -96,21 +102,24 @@ final class PrefillCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		prefill.validate(cl, shape);
 		timeouts.validate(cl);
+		transportOptions.validate(cl, TransportOptions.TCP);
 		drain.validate(cl);
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
 		int poolPages = (poolTokens + shape.pageSize() - 1) / shape.pageSize();
-		DirectMemory.check(cl, DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, poolPages),
+		DirectMemory.check(cl, DirectMemory.instanceBytes(shape, prefill.tp, prefill.pp, prefill.dp, poolPages)
+				* prefill.cp,
 				"lower --pool-tokens");
 
 		PrintWriter out = cl.getOut();
 		// Before start: a signal from then on drains instead of killing the JVM mid-room.
 		Mono<String> stop = StopSignal.install();
-		NettyKVTransport transport = timeouts.transport();
+		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
-		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, poolPages,
-				poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport, client, timeouts::apply);
+		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
+				prefill.allCpRanks, poolPages, poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport,
+				client, timeouts::apply, layers.layerCompute, layers.layerwise);
 		PrefillEngine engine;
 		try {
 			engine = PrefillEngine.start(config).block(START_TIMEOUT);

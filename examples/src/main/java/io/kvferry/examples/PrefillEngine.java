@@ -17,6 +17,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
 import io.kvferry.KVManagerSpec;
@@ -52,14 +53,18 @@ final class PrefillEngine {
 	private static final int[] NO_STATE = new int[0];
 
 	private final int chunkPages;
+	private final Duration layerCompute;
+	private final boolean layerwise;
 	private final List<Group> groups = new ArrayList<>();
 	private final List<Disposable> subscriptions = new ArrayList<>();
 	private final AtomicLong served = new AtomicLong();
 	private final AtomicLong failed = new AtomicLong();
 	private final AtomicLong bytes = new AtomicLong();
 
-	private PrefillEngine(int chunkPages) {
+	private PrefillEngine(int chunkPages, Duration layerCompute, boolean layerwise) {
 		this.chunkPages = chunkPages;
+		this.layerCompute = layerCompute;
+		this.layerwise = layerwise;
 	}
 
 	/** One rank: its manager and its registered memory. */
@@ -75,26 +80,31 @@ final class PrefillEngine {
 	static Mono<PrefillEngine> start(Config config) {
 		return Mono.defer(() -> {
 			int chunkPages = Math.max(1, config.chunkTokens() / config.shape().pageSize());
-			PrefillEngine engine = new PrefillEngine(chunkPages);
+			PrefillEngine engine = new PrefillEngine(chunkPages, config.layerCompute(), config.layerwise());
 			List<Mono<PrefillKVManager>> starts = new ArrayList<>();
 			int rows = config.auxRows();
 			for (int g = 0; g < config.dp(); g++) {
-				Group group = engine.new Group(g, config.tp() * config.pp(), config.poolPages(), rows);
+				Group group = engine.new Group(g, config.tp() * config.pp() * config.cp(), config.poolPages(), rows,
+						config.shape().pageSize());
 				engine.groups.add(group);
-				for (int tp = 0; tp < config.tp(); tp++) {
-					for (int pp = 0; pp < config.pp(); pp++) {
-						ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0, config.pp(),
-								pp);
-						RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows, rows);
-						PrefillSpec spec = (PrefillSpec) config.customizer().apply(KVManagerSpec.prefill()
-								.kvArgs(memory.kvArgs()).layout(layout).transport(config.transport())
-								.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
-								.bindAddress(new HostPort(config.bindHost(), 0)));
-						if (config.advertiseHost() != null) {
-							spec = spec.advertiseHost(config.advertiseHost());
+				for (int cp = 0; cp < config.cp(); cp++) {
+					for (int tp = 0; tp < config.tp(); tp++) {
+						for (int pp = 0; pp < config.pp(); pp++) {
+							ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0,
+									config.pp(), pp, config.cp(), cp);
+							RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows,
+									rows);
+							PrefillSpec spec = (PrefillSpec) config.customizer().apply(KVManagerSpec.prefill()
+									.kvArgs(memory.kvArgs()).layout(layout).transport(config.transport())
+									.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
+									.bindAddress(new HostPort(config.bindHost(), 0))
+									.allCpRanksTransfer(config.allCpRanks()));
+							if (config.advertiseHost() != null) {
+								spec = spec.advertiseHost(config.advertiseHost());
+							}
+							// Subscribe as soon as the rank is up, before decode can know it exists.
+							starts.add(spec.start().doOnNext(m -> engine.attach(group, new Rank(m, memory))));
 						}
-						// Subscribe as soon as the rank is up, before decode can know it exists.
-						starts.add(spec.start().doOnNext(m -> engine.attach(group, new Rank(m, memory))));
 					}
 				}
 			}
@@ -176,14 +186,16 @@ final class PrefillEngine {
 		final List<Rank> ranks = new CopyOnWriteArrayList<>();
 		final Scheduler.Worker worker = Schedulers.parallel().createWorker();
 		final int capacity;
+		final int pageSize;
 		// Worker-confined.
 		final PageAllocator pages;
 		final PageAllocator rows;
 		final Map<Long, RoomRequest> queue = new LinkedHashMap<>();
 		final Set<Long> active = new HashSet<>();
 
-		Group(int index, int rankCount, int capacity, int auxRows) {
+		Group(int index, int rankCount, int capacity, int auxRows, int pageSize) {
 			this.index = index;
+			this.pageSize = pageSize;
 			this.rankCount = rankCount;
 			this.capacity = capacity;
 			this.pages = new PageAllocator(capacity);
@@ -209,15 +221,17 @@ final class PrefillEngine {
 			Iterator<RoomRequest> it = queue.values().iterator();
 			while (it.hasNext()) {
 				RoomRequest request = it.next();
-				if (request.pageCount() > capacity) {
+				// The engine computes every page of the prompt; those of decode's prefix are not sent.
+				int roomPages = request.decodePrefixLen() / pageSize + request.pageCount();
+				if (roomPages > capacity) {
 					it.remove();
-					reject(request, "room " + request.room() + " needs " + request.pageCount()
+					reject(request, "room " + request.room() + " needs " + roomPages
 							+ " pages but prefill DP group " + index + " holds " + capacity + " (raise --pool-tokens)");
 					continue;
 				}
 				// Pages scattered as an engine's allocator would (one room in four contiguous), reproducibly per room.
 				Random random = new Random(request.room());
-				int[] src = pages.allocate(request.pageCount(), random, random.nextInt(4) == 0);
+				int[] src = pages.allocate(roomPages, random, random.nextInt(4) == 0);
 				if (src == null) {
 					return;
 				}
@@ -248,9 +262,11 @@ final class PrefillEngine {
 			long room = request.room();
 			active.add(room);
 			List<KVSender> senders = new ArrayList<>(ranks.size());
+			List<KVArgs> args = new ArrayList<>(ranks.size());
 			try {
 				for (Rank r : ranks) {
 					senders.add(r.manager.sender(room));
+					args.add(r.memory.kvArgs());
 				}
 			}
 			catch (IllegalStateException e) {
@@ -264,9 +280,9 @@ final class PrefillEngine {
 			}
 			long start = System.nanoTime();
 			Flux.fromIterable(ranks)
-					.flatMap(r -> Mono.fromRunnable(() -> r.memory.fill(room, src, row, NO_STATE))
+					.flatMap(r -> Mono.fromRunnable(() -> r.memory.fill(room, src, row, state(row)))
 							.subscribeOn(Schedulers.parallel()))
-					.then(Mono.fromRunnable(() -> send(senders, src, row)))
+					.then(send(senders, args, src, row))
 					.then(Mono.whenDelayError(senders.stream().map(KVSender::completion).toList()))
 					.subscribe(null, e -> worker.schedule(() -> {
 						failed.incrementAndGet();
@@ -282,16 +298,37 @@ final class PrefillEngine {
 					}));
 		}
 
-		private void send(List<KVSender> senders, int[] src, int row) {
-			for (KVSender s : senders) {
-				s.init(src.length, row);
-				if (src.length == 0) {
-					s.send(src, NO_STATE);
-				}
+		/**
+		 * Sends the room chunk by chunk, the state with the last; with a layer compute time or layer-wise, as each
+		 * chunk's layers are done.
+		 */
+		private Mono<Void> send(List<KVSender> senders, List<KVArgs> args, int[] src, int row) {
+			return Mono.defer(() -> {
+				List<int[]> chunks = new ArrayList<>();
 				for (int from = 0; from < src.length; from += chunkPages) {
-					s.send(Arrays.copyOfRange(src, from, Math.min(src.length, from + chunkPages)), NO_STATE);
+					chunks.add(Arrays.copyOfRange(src, from, Math.min(src.length, from + chunkPages)));
 				}
-			}
+				if (chunks.isEmpty()) {
+					chunks.add(src);
+				}
+				senders.forEach(s -> s.init(src.length, row));
+				int last = chunks.size() - 1;
+				if (layerCompute.isZero() && !layerwise) {
+					for (int i = 0; i <= last; i++) {
+						int[] chunk = chunks.get(i);
+						int[] state = i == last ? state(row) : NO_STATE;
+						senders.forEach(s -> s.send(chunk, state));
+					}
+					return Mono.empty();
+				}
+				return Flux.range(0, chunks.size()).concatMap(i -> LayerCompute.forward(senders, args, chunks.get(i),
+						i == last ? state(row) : NO_STATE, layerCompute, layerwise, Schedulers.parallel())).then();
+			});
+		}
+
+		/** A hybrid model's Mamba state lives in the slot of the room's aux row. */
+		private int[] state(int row) {
+			return ranks.get(0).memory.kvArgs().stateRegions().isEmpty() ? NO_STATE : new int[] { row };
 		}
 
 		private void release(long room, int[] src, int row) {
@@ -309,6 +346,8 @@ final class PrefillEngine {
 	 * @param tp attention TP size
 	 * @param pp PP size
 	 * @param dp attention DP size
+	 * @param cp attention CP size
+	 * @param allCpRanks every CP rank sends its share of each room
 	 * @param poolPages pages per layer buffer on every rank (the page table of a DP group)
 	 * @param auxRows aux rows on every rank
 	 * @param chunkTokens tokens per {@code send} call
@@ -318,9 +357,20 @@ final class PrefillEngine {
 	 * @param transport shared transport (not disposed by the engine)
 	 * @param client shared bootstrap client (not disposed by the engine)
 	 * @param customizer adjusts every manager's spec (timeouts)
+	 * @param layerCompute compute time of one model layer, on a timer (zero: none)
+	 * @param layerwise send each layer of a chunk as soon as it is computed
 	 */
-	record Config(ModelShape shape, int tp, int pp, int dp, int poolPages, int auxRows, int chunkTokens,
+	record Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
+			int chunkTokens,
 			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
-			UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+			UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute, boolean layerwise) {
+
+		/** Without compute time, whole chunks. */
+		Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
+				int chunkTokens, String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport,
+				BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHost,
+					bootstrap, transport, client, customizer, Duration.ZERO, false);
+		}
 	}
 }

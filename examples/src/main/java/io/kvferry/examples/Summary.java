@@ -33,6 +33,8 @@ final class Summary {
 	private final long elapsedNanos;
 	private final Histogram latencyMicros;
 	private final List<String> reasons;
+	// The data path the rooms took ("shared memory (same host)", "TCP"), or null when not known.
+	private String transport;
 
 	private Summary(String title, int requests, BatchRunner.Outcome outcome) {
 		this.title = title;
@@ -78,6 +80,15 @@ final class Summary {
 		return new Summary(title, requests, outcome);
 	}
 
+	/**
+	 * @param path the data path the rooms took, for the summary's {@code transport} line
+	 * @return this summary
+	 */
+	Summary transport(String path) {
+		this.transport = path;
+		return this;
+	}
+
 	/** @return true only when every requested room ran, succeeded and every byte matched */
 	boolean verified() {
 		return failures == 0 && skipped == 0 && completed == requests;
@@ -119,6 +130,9 @@ final class Summary {
 		o.put("p50_ms", round(percentileMillis(50), 3));
 		o.put("p99_ms", round(percentileMillis(99), 3));
 		o.put("max_ms", round(maxMillis(), 3));
+		if (transport != null) {
+			o.put("transport", transport);
+		}
 		o.put("verified", verified());
 		o.putArray("failure_reasons").addAll(reasons.stream().map(o::textNode).toList());
 		return o.toString();
@@ -132,6 +146,9 @@ final class Summary {
 				+ (failures > 0 ? ", " + failures + " failed" : "") + (skipped > 0 ? ", " + skipped + " not run" : ""));
 		row(sb, "pages", String.format(Locale.ROOT, "%,d", pages));
 		row(sb, "bytes", String.format(Locale.ROOT, "%,d (%s)", bytes, Sizes.bytes(bytes)));
+		if (transport != null) {
+			row(sb, "transport", transport);
+		}
 		row(sb, "wall time", String.format(Locale.ROOT, "%.2f s", elapsedNanos / 1e9));
 		row(sb, "throughput", String.format(Locale.ROOT, "%.2f GB/s", gbps()));
 		row(sb, "latency p50", String.format(Locale.ROOT, "%.1f ms", percentileMillis(50)));

@@ -39,7 +39,15 @@ final class WorkloadOptions {
 	long poolMib;
 
 	/** @throws CommandLine.ParameterException naming the bad option */
+	@Option(names = "--decode-prefix", defaultValue = "0", paramLabel = "FRACTION",
+			description = "Share of each request's pages decode already holds in its prefix cache, 0..1 (rounded down "
+					+ "to whole pages; 1 is a full hit: only aux and state move). Default: ${DEFAULT-VALUE}.")
+	double decodePrefix;
+
 	void validate(CommandLine cl) {
+		if (decodePrefix < 0 || decodePrefix > 1) {
+			throw new CommandLine.ParameterException(cl, "--decode-prefix : " + decodePrefix + " (expected: 0..1)");
+		}
 		ModelOptions.positive(cl, "--requests", requests);
 		ModelOptions.positive(cl, "--concurrency", concurrency);
 		ModelOptions.positive(cl, "--min-tokens", minTokens);

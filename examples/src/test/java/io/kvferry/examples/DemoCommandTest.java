@@ -55,11 +55,30 @@ class DemoCommandTest {
 		}
 		assertThat(j.get("p99_ms").asDouble()).isGreaterThanOrEqualTo(j.get("p50_ms").asDouble());
 		assertThat(j.get("failure_reasons")).isEmpty();
+		assertThat(j.get("transport").asText()).as("the default data path on one host")
+				.isEqualTo("shared memory (same host)");
+	}
+
+	@Test
+	void transportTcpKeepsEveryByteOnTcpAndSaysSo() throws Exception {
+		int status = demo("--json", "--transport", "tcp");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = JSON.readTree(out.toString());
+		assertThat(j.get("verified").asBoolean()).isTrue();
+		assertThat(j.get("transport").asText()).isEqualTo("TCP");
+	}
+
+	@Test
+	void anUnknownTransportIsABadUsage() {
+		assertThat(demo("--transport", "rdma")).isEqualTo(2);
+		assertThat(err.toString()).contains("--transport : rdma (expected: shm or tcp)");
 	}
 
 	@ParameterizedTest
 	@ValueSource(strings = { "--prefill-tp 2 --decode-tp 1", "--prefill-tp 1 --decode-tp 2",
-			"--prefill-pp 2 --decode-pp 1", "--prefill-dp 2", "--mla --prefill-tp 2 --decode-tp 1" })
+			"--prefill-pp 2 --decode-pp 1", "--prefill-dp 2", "--mla --prefill-tp 2 --decode-tp 1",
+			"--prefill-cp 2 --all-cp-ranks --prefill-tp 2 --decode-tp 1", "--prefill-cp 2 --decode-prefix 0.5",
+			"--mamba-state --prefill-tp 1 --decode-tp 2 --decode-prefix 1" })
 	void everyLayoutVerifiesEveryByte(String layout) throws Exception {
 		int status = demo((layout + " --json").split(" "));
 		assertThat(status).as(err.toString()).isZero();

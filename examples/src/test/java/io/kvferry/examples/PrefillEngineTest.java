@@ -59,7 +59,7 @@ class PrefillEngineTest {
 	}
 
 	private void start(int tp, int pp, int dp, int prefillPages, int decodeTp, int decodePages) {
-		prefill = PrefillEngine.start(new PrefillEngine.Config(SHAPE, tp, pp, dp, prefillPages, prefillPages + 1, 16,
+		prefill = PrefillEngine.start(new PrefillEngine.Config(SHAPE, tp, pp, dp, 1, false, prefillPages, prefillPages + 1, 16,
 				"127.0.0.1", null, server.address(), transport, client, TIMEOUTS)).block(TIMEOUT);
 		decode = DecodeClient.start(SHAPE, decodeTp, 1, decodePages, 64, transport, client, TIMEOUTS).block(TIMEOUT);
 	}
@@ -90,6 +90,32 @@ class PrefillEngineTest {
 		assertThat(results).allSatisfy(r -> assertThat(r.bytes()).isEqualTo(13L * 512 * 8));
 		awaitCount(prefill::served, 6);
 		assertThat(prefill.failed()).isZero();
+	}
+
+	@Test
+	void contextParallelRanksADecodePrefixAndMambaStateAcrossTpSizesAreServedByteExact() {
+		ModelShape hybrid = SHAPE.withMamba(8, 16);
+		prefill = PrefillEngine.start(new PrefillEngine.Config(hybrid, 2, 1, 1, 2, true, 64, 65, 16, "127.0.0.1", null,
+				server.address(), transport, client, TIMEOUTS)).block(TIMEOUT);
+		assertThat(prefill.managers()).hasSize(4);
+		decode = DecodeClient.start(hybrid, 1, 1, 256, 64, transport, client, TIMEOUTS).block(TIMEOUT)
+				.decodePrefix(0.5);
+		// 13 pages, decode holds 6: each room moves 7 pages, and its Mamba slot from both prefill TP ranks.
+		List<RoomResult> results = run(50, 31, 32, 33);
+		assertThat(results).hasSize(3).allSatisfy(r -> assertThat(r.failure()).isNull());
+		assertThat(results).allSatisfy(r -> assertThat(r.bytes()).isEqualTo(7L * 512 * 8));
+		awaitCount(prefill::served, 3);
+	}
+
+	@Test
+	void layerByLayerComputeSendsEachStagesLayersAsTheyAreDone() {
+		prefill = PrefillEngine.start(new PrefillEngine.Config(SHAPE, 2, 2, 1, 1, false, 64, 65, 16, "127.0.0.1", null,
+				server.address(), transport, client, TIMEOUTS, Duration.ofMillis(1), true)).block(TIMEOUT);
+		decode = DecodeClient.start(SHAPE, 1, 1, 256, 64, transport, client, TIMEOUTS).block(TIMEOUT);
+		// 13 pages in chunks of 4: three layer-wise chunks and a last one, on both PP stages of both TP ranks.
+		List<RoomResult> results = run(50, 41, 42);
+		assertThat(results).hasSize(2).allSatisfy(r -> assertThat(r.failure()).isNull());
+		awaitCount(prefill::served, 2);
 	}
 
 	@Test

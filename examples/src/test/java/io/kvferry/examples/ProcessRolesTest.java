@@ -37,10 +37,11 @@ class ProcessRolesTest {
 		try (Child bootstrap = Child.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
 			String address = startBootstrap(bootstrap);
 			try (Child prefill = Child.start("prefill", args("prefill", "--bootstrap", address, "--host", "127.0.0.1",
-					"--prefill-tp", "2"))) {
+					"--prefill-tp", "2", "--transport", "shm"))) {
 				prefill.awaitLine("kvferry prefill: ready, 2 ranks", START);
 				try (Child decode = Child.start("decode", args("decode", "--bootstrap", address, "--requests", "8",
-						"--concurrency", "3", "--min-tokens", "16", "--max-tokens", "512", "--json"))) {
+						"--concurrency", "3", "--min-tokens", "16", "--max-tokens", "512", "--json", "--transport",
+						"shm"))) {
 					int status = decode.awaitExit(START);
 					assertThat(status).as(decode.output() + prefill.output()).isZero();
 					JsonNode j = JSON.readTree(decode.stdout());
@@ -49,6 +50,8 @@ class ProcessRolesTest {
 					assertThat(j.get("completed").asInt()).isEqualTo(8);
 					assertThat(j.get("failures").asInt()).isZero();
 					assertThat(j.get("bytes").asLong()).isPositive();
+					assertThat(j.get("transport").asText()).as("two processes of one host")
+							.isEqualTo("shared memory (same host)");
 				}
 			}
 		}

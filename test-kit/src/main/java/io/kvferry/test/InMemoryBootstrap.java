@@ -28,6 +28,7 @@ public final class InMemoryBootstrap implements BootstrapClient {
 
 	private static final class Instance {
 		volatile PrefillParallelInfo sizes;
+		volatile int cpSize = 1;
 		final Map<String, HostPort> ranks = new ConcurrentHashMap<>();
 	}
 
@@ -52,10 +53,11 @@ public final class InMemoryBootstrap implements BootstrapClient {
 			synchronized (i) {
 				if (i.sizes == null) {
 					i.sizes = new PrefillParallelInfo(l.attnTpSize(), l.dpSize(), l.ppSize(), r.pageSize());
+					i.cpSize = l.attnCpSize();
 				}
 			}
 			HostPort endpoint = new HostPort(r.rankIp(), r.rankPort());
-			HostPort before = i.ranks.put(key(l.dpGroup(), l.attnTpRank(), l.ppRank()), endpoint);
+			HostPort before = i.ranks.put(key(l.dpGroup(), l.attnCpRank(), l.attnTpRank(), l.ppRank()), endpoint);
 			if (before != null && !before.equals(endpoint)) {
 				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_MOVED, l.dpGroup(), l.attnTpRank(),
 						l.ppRank()));
@@ -69,7 +71,7 @@ public final class InMemoryBootstrap implements BootstrapClient {
 		return Mono.fromRunnable(() -> {
 			Instance i = instances.get(bootstrap);
 			ParallelLayout l = r.layout();
-			if (i != null && i.ranks.remove(key(l.dpGroup(), l.attnTpRank(), l.ppRank())) != null) {
+			if (i != null && i.ranks.remove(key(l.dpGroup(), l.attnCpRank(), l.attnTpRank(), l.ppRank())) != null) {
 				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_REMOVED, l.dpGroup(), l.attnTpRank(),
 						l.ppRank()));
 			}
@@ -93,7 +95,7 @@ public final class InMemoryBootstrap implements BootstrapClient {
 			checkUp(bootstrap);
 			Instance i = instances.get(bootstrap);
 			PrefillParallelInfo s = i == null ? null : i.sizes;
-			int expected = s == null ? -1 : s.attnTpSize() * s.dpSize() * s.ppSize();
+			int expected = s == null ? -1 : s.attnTpSize() * s.dpSize() * s.ppSize() * i.cpSize;
 			if (s == null || i.ranks.size() < expected) {
 				throw new BootstrapException(BootstrapException.Kind.NOT_READY, 503,
 						"Prefill server not fully registered yet (" + (i == null ? 0 : i.ranks.size())
@@ -105,13 +107,18 @@ public final class InMemoryBootstrap implements BootstrapClient {
 
 	@Override
 	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int tpRank, int ppRank) {
+		return rankEndpoint(bootstrap, dpGroup, 0, tpRank, ppRank);
+	}
+
+	@Override
+	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
 		return Mono.fromCallable(() -> {
 			checkUp(bootstrap);
 			Instance i = instances.get(bootstrap);
-			HostPort ep = i == null ? null : i.ranks.get(key(dpGroup, tpRank, ppRank));
+			HostPort ep = i == null ? null : i.ranks.get(key(dpGroup, cpRank, tpRank, ppRank));
 			if (ep == null) {
 				throw new BootstrapException(BootstrapException.Kind.NOT_FOUND, 404, "Bootstrap info not found for dp="
-						+ dpGroup + " tp=" + tpRank + " pp=" + ppRank);
+						+ dpGroup + " cp=" + cpRank + " tp=" + tpRank + " pp=" + ppRank);
 			}
 			return ep;
 		});
@@ -128,7 +135,7 @@ public final class InMemoryBootstrap implements BootstrapClient {
 		}
 	}
 
-	private static String key(int dp, int tp, int pp) {
-		return dp + "/" + tp + "/" + pp;
+	private static String key(int dp, int cp, int tp, int pp) {
+		return dp + "/" + cp + "/" + tp + "/" + pp;
 	}
 }

@@ -11,6 +11,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
@@ -57,7 +58,7 @@ public final class KVCluster {
 		return new Builder();
 	}
 
-	/** @return prefill managers by DP group, each group in (tp, pp) order */
+	/** @return prefill managers by DP group, each group in (cp, tp, pp) order */
 	public List<List<PrefillKVManager>> prefillManagers() {
 		return prefill;
 	}
@@ -99,18 +100,23 @@ public final class KVCluster {
 			prefill.add(mgrs);
 			prefillPages.add(new PageAllocator(config.pages));
 			prefillRows.add(new PageAllocator(config.rows));
-			for (int tp = 0; tp < config.prefillTp; tp++) {
-				for (int pp = 0; pp < config.prefillPp; pp++) {
-					ParallelLayout layout = new ParallelLayout(config.prefillTp, tp, config.prefillDp, g, 1, 0,
-							config.prefillPp, pp);
-					RankMemory mem = RankMemory.prefill(config.shape, layout, config.pages, config.rows, config.rows);
-					mems.add(mem);
-					mgrs.add(null);
-					int slot = mgrs.size() - 1;
-					PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
-							.transport(config.transport).bootstrapClient(config.client)
-							.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0)));
-					starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
+			for (int cp = 0; cp < config.prefillCp; cp++) {
+				for (int tp = 0; tp < config.prefillTp; tp++) {
+					for (int pp = 0; pp < config.prefillPp; pp++) {
+						ParallelLayout layout = new ParallelLayout(config.prefillTp, tp, config.prefillDp, g, 1, 0,
+								config.prefillPp, pp, config.prefillCp, cp);
+						// Every CP rank holds the whole room's KV (after CP's gather), so each is filled alike.
+						RankMemory mem = RankMemory.prefill(config.shape, layout, config.pages, config.rows,
+								config.rows);
+						mems.add(mem);
+						mgrs.add(null);
+						int slot = mgrs.size() - 1;
+						PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
+								.transport(config.transport).bootstrapClient(config.client)
+								.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0))
+								.allCpRanksTransfer(config.allCpRanks).dsaCacheLayerSplit(config.dsaLayerSplit));
+						starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
+					}
 				}
 			}
 		}
@@ -149,10 +155,12 @@ public final class KVCluster {
 		return Mono.defer(() -> {
 			int pageSize = config.shape.pageSize();
 			int numPages = (tokens + pageSize - 1) / pageSize;
+			// Pages decode already holds (its prefix cache): it asks only for the rest.
+			int prefixPages = (int) Math.floor(numPages * config.decodePrefix);
 			int g = dpGroup(room);
 			boolean contiguous = config.contiguous || random.nextInt(4) == 0;
 			int[] src = prefillPages.get(g).allocate(numPages, random, contiguous);
-			int[] dst = decodePages.allocate(numPages, random, contiguous);
+			int[] dst = decodePages.allocate(numPages - prefixPages, random, contiguous);
 			int[] srcRow = prefillRows.get(g).allocate(1, random, false);
 			int[] dstRow = decodeRows.allocate(1, random, false);
 			if (src == null || dst == null || srcRow == null || dstRow == null) {
@@ -168,10 +176,22 @@ public final class KVCluster {
 			List<Mono<Void>> done = new ArrayList<>();
 			List<KVSender> senders = new ArrayList<>();
 			List<KVReceiver> receivers = new ArrayList<>();
+			long[] outside = new long[decodeMemory.size()];
+			if (config.checkUntouched) {
+				for (int i = 0; i < outside.length; i++) {
+					outside[i] = decodeMemory.get(i).checksumOutside(dst, dstRow[0], dstState);
+				}
+			}
+			List<List<Integer>> landedLayers = new ArrayList<>();
 			for (DecodeKVManager d : decode) {
 				KVReceiver receiver = d.receiver(config.bootstrap, room);
-				receiver.sendMetadata(dst, dstRow[0], dstState);
+				receiver.sendMetadata(prefixPages * pageSize, dst, dstRow[0], new int[][] { dstState });
 				receivers.add(receiver);
+				if (config.layerwise) {
+					List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
+					landedLayers.add(landed);
+					done.add(receiver.layers().doOnNext(landed::add).then());
+				}
 			}
 			int[] cuts = cuts(numPages, chunks, random);
 			for (PrefillKVManager p : prefill.get(g)) {
@@ -179,7 +199,15 @@ public final class KVCluster {
 				sender.init(numPages, srcRow[0]);
 				for (int c = 0; c + 1 < cuts.length; c++) {
 					int[] part = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
-					sender.send(part, cuts[c + 1] == numPages ? srcState : new int[0]);
+					int[][] state = { cuts[c + 1] == numPages ? srcState : new int[0] };
+					if (config.layerwise && random.nextBoolean()) {
+						for (int layer : shuffledLayers(p.kvArgs(), random)) {
+							sender.sendLayer(layer, part, state);
+						}
+					}
+					else {
+						sender.send(part, state);
+					}
 				}
 				senders.add(sender);
 			}
@@ -199,12 +227,24 @@ public final class KVCluster {
 					.flatMap(end -> Mono.fromCallable(() -> {
 						long latency = end - start;
 						long bytes = 0;
-						for (RankMemory mem : decodeMemory) {
-							String mismatch = mem.verify(room, dst, dstRow[0], dstState);
+						for (int i = 0; i < landedLayers.size(); i++) {
+							String wrong = checkLayers(decodeMemory.get(i).kvArgs(), landedLayers.get(i));
+							if (wrong != null) {
+								return new RoomResult(room, numPages, bytes, latency, wrong);
+							}
+						}
+						for (int i = 0; i < decodeMemory.size(); i++) {
+							RankMemory mem = decodeMemory.get(i);
+							String mismatch = mem.verify(room, dst, prefixPages, dstRow[0], dstState);
+							if (mismatch == null && config.checkUntouched
+									&& mem.checksumOutside(dst, dstRow[0], dstState) != outside[i]) {
+								mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"
+										+ " pages, aux row and state slots";
+							}
 							if (mismatch != null) {
 								return new RoomResult(room, numPages, bytes, latency, mismatch);
 							}
-							bytes += mem.kvBytes(numPages);
+							bytes += mem.kvBytes(dst.length);
 						}
 						// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
 						release(g, src, dst, srcRow, dstRow);
@@ -213,6 +253,28 @@ public final class KVCluster {
 					.onErrorResume(e -> Mono.just(new RoomResult(room, numPages, 0, System.nanoTime() - start,
 							describe(e))));
 		});
+	}
+
+	/** @return a prefill rank's layers (main, then draft) in a random order */
+	private static List<Integer> shuffledLayers(KVArgs args, Random random) {
+		List<Integer> layers = new ArrayList<>();
+		for (int l = 0; l < args.kvLayerCount() + args.draftLayers(); l++) {
+			layers.add(l);
+		}
+		java.util.Collections.shuffle(layers, random);
+		return layers;
+	}
+
+	/** @return why a decode rank's landed layers are not each of its main layers once, or null */
+	private static String checkLayers(KVArgs decode, List<Integer> landed) {
+		List<Integer> sorted = new ArrayList<>(landed);
+		sorted.sort(null);
+		List<Integer> expected = new ArrayList<>();
+		// Prefill ranks here hold no draft layers: decode's draft buffers stay unfilled and are not layers of the room.
+		for (int l = 0; l < decode.kvLayerCount(); l++) {
+			expected.add(l);
+		}
+		return sorted.equals(expected) ? null : "layers() emitted " + landed + ", expected each of " + expected + " once";
 	}
 
 	/** Every distinct reason of a (possibly composite) failure. */
@@ -272,11 +334,17 @@ public final class KVCluster {
 		private int prefillTp = 1;
 		private int prefillPp = 1;
 		private int prefillDp = 1;
+		private int prefillCp = 1;
+		private boolean allCpRanks;
+		private boolean dsaLayerSplit;
+		private double decodePrefix;
+		private boolean checkUntouched;
 		private int decodeTp = 1;
 		private int decodePp = 1;
 		private int pages = 256;
 		private int rows = 64;
 		private boolean contiguous;
+		private boolean layerwise;
 		private String host = "127.0.0.1";
 		private KVTransport transport;
 		private KVTransport decodeTransport;
@@ -300,6 +368,38 @@ public final class KVCluster {
 			return this;
 		}
 
+		/**
+		 * Prefill attention CP size, and how CP ranks share the transfer.
+		 *
+		 * @param cp CP size
+		 * @param allCpRanks every CP rank sends its share of the pages (else CP rank 0 sends all)
+		 * @param dsaLayerSplit KV layers split across CP ranks
+		 */
+		public Builder prefillCp(int cp, boolean allCpRanks, boolean dsaLayerSplit) {
+			this.prefillCp = cp;
+			this.allCpRanks = allCpRanks;
+			this.dsaLayerSplit = dsaLayerSplit;
+			return this;
+		}
+
+		/**
+		 * The share of each room's pages decode already holds (rounded down to whole pages; 1 is a full hit): decode
+		 * names that prefix and asks only for the rest.
+		 */
+		public Builder decodePrefix(double fraction) {
+			if (fraction < 0 || fraction > 1) {
+				throw new IllegalArgumentException("decodePrefix : " + fraction + " (expected: 0..1)");
+			}
+			this.decodePrefix = fraction;
+			return this;
+		}
+
+		/** Also checks that no decode byte outside each room's pages, aux row and state slots changed. */
+		public Builder checkUntouched(boolean check) {
+			this.checkUntouched = check;
+			return this;
+		}
+
 		/** Decode attention TP and PP sizes. */
 		public Builder decode(int tp, int pp) {
 			this.decodeTp = tp;
@@ -315,6 +415,15 @@ public final class KVCluster {
 		}
 
 		/** Always allocate contiguous page runs (else one room in four is contiguous). */
+		/**
+		 * Sends about half the chunks layer by layer, in a shuffled layer order, and checks that every decode rank's
+		 * {@code layers()} emitted each of its layers once.
+		 */
+		public Builder layerwise(boolean layerwise) {
+			this.layerwise = layerwise;
+			return this;
+		}
+
 		public Builder contiguous(boolean contiguous) {
 			this.contiguous = contiguous;
 			return this;

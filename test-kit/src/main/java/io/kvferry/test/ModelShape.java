@@ -11,10 +11,22 @@ package io.kvferry.test;
  * @param mla MLA latent buffers (one per layer) instead of K and V
  * @param draftLayers extra draft-model layers held by decode only (speculative decoding without a prefill draft)
  * @param auxItemLen bytes of one aux row (0: no aux buffer)
- * @param stateItemLen bytes of one state slot (0: no state buffer)
+ * @param stateItemLen bytes of one state slot (0: no state buffer); with {@code mambaUnits}, bytes of one unit of
+ *        the TP-sharded state dimension
+ * @param mambaUnits 0 for one untyped state buffer; else a hybrid model with two Mamba state tensors whose
+ *        TP-sharded dimension has this many units in the model (a rank at TP t holds {@code mambaUnits / t} of them)
  */
 public record ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, int pageSize, boolean mla,
-		int draftLayers, int auxItemLen, int stateItemLen) {
+		int draftLayers, int auxItemLen, int stateItemLen, int mambaUnits) {
+
+	/** Mamba state tensors of a hybrid shape. */
+	public static final int MAMBA_TENSORS = 2;
+
+	/** A shape without Mamba state. */
+	public ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, int pageSize, boolean mla,
+			int draftLayers, int auxItemLen, int stateItemLen) {
+		this(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, draftLayers, auxItemLen, stateItemLen, 0);
+	}
 
 	public ModelShape {
 		if (layers < 1 || kvHeads < 1 || headDim < 1 || dtypeBytes < 1 || pageSize < 1 || draftLayers < 0
@@ -25,6 +37,10 @@ public record ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, i
 		if ((headDim * dtypeBytes) % 8 != 0) {
 			throw new IllegalArgumentException("headDim * dtypeBytes : " + headDim * dtypeBytes
 					+ " (expected: a multiple of 8)");
+		}
+		if (mambaUnits < 0 || (mambaUnits > 0 && stateItemLen == 0)) {
+			throw new IllegalArgumentException("mambaUnits : " + mambaUnits + " with stateItemLen " + stateItemLen
+					+ " (expected: >= 0, and a unit size when > 0)");
 		}
 		if (auxItemLen % 8 != 0 || stateItemLen % 8 != 0) {
 			throw new IllegalArgumentException("aux/state item lengths : " + auxItemLen + "/" + stateItemLen
@@ -71,16 +87,38 @@ public record ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, i
 
 	/** @return a copy with another number of layers */
 	public ModelShape withLayers(int n) {
-		return new ModelShape(n, kvHeads, headDim, dtypeBytes, pageSize, mla, draftLayers, auxItemLen, stateItemLen);
+		return new ModelShape(n, kvHeads, headDim, dtypeBytes, pageSize, mla, draftLayers, auxItemLen, stateItemLen,
+				mambaUnits);
 	}
 
 	/** @return a copy with draft layers on decode */
 	public ModelShape withDraftLayers(int n) {
-		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, n, auxItemLen, stateItemLen);
+		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, n, auxItemLen, stateItemLen,
+				mambaUnits);
 	}
 
 	/** @return a copy with that state slot size (0: none) */
 	public ModelShape withStateItemLen(int n) {
-		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, draftLayers, auxItemLen, n);
+		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, draftLayers, auxItemLen, n,
+				mambaUnits);
+	}
+
+	/**
+	 * @param units units of the TP-sharded state dimension in the model
+	 * @param unitBytes bytes of one unit (a multiple of 8)
+	 * @return a hybrid copy with two Mamba state tensors
+	 */
+	public ModelShape withMamba(int units, int unitBytes) {
+		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, draftLayers, auxItemLen, unitBytes,
+				units);
+	}
+
+	/** @return Mamba units a rank at attention TP {@code tp} holds */
+	public int mambaUnitsPerRank(int tp) {
+		if (mambaUnits % tp != 0) {
+			throw new IllegalArgumentException("mambaUnits : " + mambaUnits + " (expected: a multiple of TP " + tp
+					+ ")");
+		}
+		return mambaUnits / tp;
 	}
 }

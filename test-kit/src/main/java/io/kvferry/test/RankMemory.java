@@ -6,6 +6,7 @@ import java.util.List;
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
 import io.netty.util.internal.PlatformDependent;
 
 /**
@@ -43,13 +44,27 @@ public final class RankMemory {
 		}
 		List<MemoryRegion> aux = shape.auxItemLen() == 0 ? List.of()
 				: List.of(MemoryRegion.allocate(auxRows, shape.auxItemLen()));
-		List<MemoryRegion> state = shape.stateItemLen() == 0 ? List.of()
-				: List.of(MemoryRegion.allocate(stateSlots, shape.stateItemLen()));
+		List<MemoryRegion> state = new ArrayList<>();
+		List<StateKind> kinds = new ArrayList<>();
+		List<Integer> dims = new ArrayList<>();
+		if (shape.mambaUnits() > 0) {
+			int units = shape.mambaUnitsPerRank(layout.attnTpSize());
+			for (int t = 0; t < ModelShape.MAMBA_TENSORS; t++) {
+				state.add(MemoryRegion.allocate(stateSlots, units * shape.stateItemLen()));
+				kinds.add(StateKind.MAMBA);
+				dims.add(units);
+			}
+		}
+		else if (shape.stateItemLen() > 0) {
+			state.add(MemoryRegion.allocate(stateSlots, shape.stateItemLen()));
+		}
 		this.args = KVArgs.builder()
 				.engineRank(engineRank)
 				.kvRegions(kv)
 				.auxRegions(aux)
 				.stateRegions(state)
+				.stateKinds(kinds)
+				.stateTpDims(dims)
 				.pageSize(shape.pageSize())
 				.prefillStartLayer(firstLayer)
 				.draftLayers(draftLayers)
@@ -101,7 +116,7 @@ public final class RankMemory {
 
 	/** Writes the room's pattern into its pages, aux row and state slots. */
 	public void fill(long room, int[] pages, int auxRow, int[] stateSlots) {
-		forEachWord(room, pages, (address, expected) -> PlatformDependent.putLong(address, expected));
+		forEachWord(room, pages, 0, (address, expected) -> PlatformDependent.putLong(address, expected));
 		forEachAuxAndState(room, auxRow, stateSlots, (address, expected) -> PlatformDependent.putLong(address, expected));
 	}
 
@@ -111,6 +126,16 @@ public final class RankMemory {
 	 * @return null when all match, else a description of the first mismatch
 	 */
 	public String verify(long room, int[] pages, int auxRow, int[] stateSlots) {
+		return verify(room, pages, 0, auxRow, stateSlots);
+	}
+
+	/**
+	 * Checks the room's pages after a prefix decode already held: {@code pages[i]} holds the room's page
+	 * {@code firstPage + i}.
+	 *
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots) {
 		String[] first = new String[1];
 		WordVisitor check = (address, expected) -> {
 			if (first[0] == null && PlatformDependent.getLong(address) != expected) {
@@ -119,7 +144,7 @@ public final class RankMemory {
 						+ Long.toHexString(expected);
 			}
 		};
-		forEachWord(room, pages, check);
+		forEachWord(room, pages, firstPage, check);
 		forEachAuxAndState(room, auxRow, stateSlots, check);
 		return first[0];
 	}
@@ -159,7 +184,37 @@ public final class RankMemory {
 		void visit(long address, long expected);
 	}
 
-	private void forEachWord(long room, int[] pages, WordVisitor v) {
+	/**
+	 * A 64-bit hash of every byte of this rank's KV, aux and state regions outside the given pages, rows and slots:
+	 * equal before and after a room proves nothing outside what the room was granted changed.
+	 */
+	public long checksumOutside(int[] pages, int auxRow, int[] stateSlots) {
+		long h = 0x9E3779B97F4A7C15L;
+		h = hashOutside(h, args.kvRegions(), pages);
+		h = hashOutside(h, args.auxRegions(), auxRow < 0 ? new int[0] : new int[] { auxRow });
+		return hashOutside(h, args.stateRegions(), stateSlots);
+	}
+
+	private static long hashOutside(long h, List<MemoryRegion> regions, int[] skip) {
+		java.util.BitSet granted = new java.util.BitSet();
+		for (int i : skip) {
+			granted.set(i);
+		}
+		for (MemoryRegion r : regions) {
+			for (long item = 0; item < r.itemCount(); item++) {
+				if (granted.get((int) item)) {
+					continue;
+				}
+				long base = r.itemAddress(item);
+				for (int off = 0; off + 8 <= r.itemLen(); off += 8) {
+					h = (h ^ PlatformDependent.getLong(base + off)) * 0x100000001B3L;
+				}
+			}
+		}
+		return h;
+	}
+
+	private void forEachWord(long room, int[] pages, int firstPage, WordVisitor v) {
 		int tp = layout.attnTpSize();
 		int heads = shape.headsPerRank(tp);
 		int headWords = shape.headBytes() / 8;
@@ -173,7 +228,7 @@ public final class RankMemory {
 				for (int i = 0; i < pages.length; i++) {
 					long pageBase = region.address() + (long) pages[i] * itemLen;
 					for (int t = 0; t < shape.pageSize(); t++) {
-						long token = (long) i * shape.pageSize() + t;
+						long token = (long) (firstPage + i) * shape.pageSize() + t;
 						long tokenBase = pageBase + (long) t * tokenBytes;
 						for (int h = 0; h < heads; h++) {
 							int head = shape.modelHead(tp, layout.attnTpRank(), h);
@@ -196,6 +251,24 @@ public final class RankMemory {
 					v.visit(r.itemAddress(auxRow) + 8L * w, Patterns.word(room, Patterns.AUX, i, 0, 0, w));
 				}
 			}
+		}
+		if (shape.mambaUnits() > 0) {
+			// Each unit of the sharded dimension has the words of its model-wide position, wherever it is held.
+			int units = shape.mambaUnitsPerRank(layout.attnTpSize());
+			int unitWords = shape.stateItemLen() / 8;
+			for (int i = 0; i < args.stateRegions().size(); i++) {
+				MemoryRegion r = args.stateRegions().get(i);
+				for (int s = 0; s < stateSlots.length; s++) {
+					for (int u = 0; u < units; u++) {
+						int unit = layout.attnTpRank() * units + u;
+						long base = r.itemAddress(stateSlots[s]) + (long) u * shape.stateItemLen();
+						for (int w = 0; w < unitWords; w++) {
+							v.visit(base + 8L * w, Patterns.word(room, Patterns.STATE, i, s, unit, w));
+						}
+					}
+				}
+			}
+			return;
 		}
 		for (int i = 0; i < args.stateRegions().size(); i++) {
 			MemoryRegion r = args.stateRegions().get(i);

@@ -6,6 +6,7 @@ import java.util.Random;
 import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionLayout;
@@ -17,11 +18,13 @@ public final class Samples {
 	private Samples() {
 	}
 
-	/** @return a layout using every field, a non-ASCII dtype and three region lists */
+	/** @return a layout using every field, a non-ASCII dtype, three region lists, CP and state kinds */
 	public static PeerLayout layout(int engineRank) {
-		return new PeerLayout(engineRank, new ParallelLayout(4, 3, 2, 1, 1, 0, 2, 1), 16, false, "bf16-é", 8, 32, 16, 1,
-				List.of(new RegionLayout(32768, 1000), new RegionLayout(32768, 1000)),
-				List.of(new RegionLayout(4096, 64)), List.of(new RegionLayout(1 << 20, 3_000_000_000L)));
+		return new PeerLayout(engineRank, new ParallelLayout(4, 3, 2, 1, 1, 0, 2, 1, 2, 1), 16, false, "bf16-é", 8, 32,
+				16, 1, List.of(new RegionLayout(32768, 1000), new RegionLayout(32768, 1000)),
+				List.of(new RegionLayout(4096, 64)),
+				List.of(new RegionLayout(1 << 20, 3_000_000_000L), new RegionLayout(4096, 10)),
+				List.of(StateKind.MAMBA, StateKind.SWA), List.of(64, 1), true, false);
 	}
 
 	/** @return one message of every type */
@@ -36,6 +39,8 @@ public final class Samples {
 				new KVMessage.TransferRequest(-5, new int[0], 4, new int[0], 1, true),
 				new KVMessage.TransferRequest(9, new int[] { 1 }, 0, new int[0], 1, false,
 						"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+				new KVMessage.TransferRequest(10, new int[0], 2, new int[] { 5, 6, 7 }, 1, false, "", 4096,
+						new int[] { 1, 2 }),
 				new KVMessage.Status(42, KVPoll.SUCCESS, 5, ""),
 				new KVMessage.Status(43, KVPoll.FAILED, 0, "kv transfer failed: boom"),
 				new KVMessage.Abort(44, "decode aborted"),

@@ -14,28 +14,71 @@ import io.kvferry.spi.KVTransport;
 /**
  * The topology matrix every transport must pass: prefill TP × decode TP in {1,2,4}², MHA with KV heads
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
- * state slots. Each case moves rooms with scattered and contiguous pages in several chunks and checks every byte.
+ * state slots; then a few cells of prefill context parallelism (CP {1,2} × all-CP-ranks transfer {off,on}, DSA layer
+ * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1, and a
+ * layer-wise column on a few cells. Each case moves rooms with scattered and contiguous pages in several chunks and
+ * checks every byte (and, in the added cells, that no decode byte outside a room's pages, aux row and state slots
+ * changed).
  */
 public final class TopologyMatrix {
 
 	/** One cell of the matrix. */
-	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
+	/**
+	 * One cell of the matrix.
+	 *
+	 * @param prefillCp prefill attention CP size
+	 * @param cpTransfer how CP ranks share a room: {@code rank0} (only CP rank 0 sends), {@code all} (each its
+	 *        share of the pages) or {@code layers} (DSA layer split: each its share of the layers)
+	 * @param decodePrefix share of each room's pages decode already holds (0, part, 1 = full hit)
+	 * @param layerwise whether prefill sends chunks layer by layer (each chunk at random, whole or layer-wise)
+	 */
+	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+			int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise) {
+
+		/** A cell without CP and without decode prefix, its chunks sent whole. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, 1, "rank0", 0, false);
+		}
+
+		/** A cell of CP and decode prefix, its chunks sent whole. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				int prefillCp, String cpTransfer, double decodePrefix) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer, decodePrefix, false);
+		}
+
+		/** A cell without CP and without decode prefix. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				boolean layerwise) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, 1, "rank0", 0, layerwise);
+		}
+
 		@Override
 		public String toString() {
 			return "P" + prefillTp + "->D" + decodeTp + " " + model + " pp" + prefillPp + "->" + decodePp + " dp"
-					+ prefillDp;
+					+ prefillDp + (prefillCp == 1 && cpTransfer.equals("rank0") ? "" : " cp" + prefillCp + " " + cpTransfer)
+					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix) + (layerwise ? " layerwise" : "");
 		}
 
-		/** 4 layers; MHA with 8 heads (above TP) or 2 heads (below TP 4), or MLA; one draft layer on decode. */
+		/**
+		 * 4 layers; MHA with 8 heads (above TP) or 2 heads (below TP 4), or MLA; one draft layer on decode;
+		 * {@code hybrid} is the 8-head MHA with two Mamba state tensors of 8 units instead of the state slot.
+		 */
 		public ModelShape shape() {
 			switch (model) {
 				case "mha8":
 					return new ModelShape(4, 8, 8, 2, 4, false, 1, 64, 32);
 				case "mha2":
 					return new ModelShape(4, 2, 16, 2, 4, false, 1, 64, 32);
+				case "hybrid":
+					return new ModelShape(4, 8, 8, 2, 4, false, 1, 64, 32).withMamba(8, 16);
 				default:
 					return new ModelShape(4, 1, 32, 2, 4, true, 1, 64, 32);
 			}
+		}
+
+		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state) */
+		public boolean extended() {
+			return prefillCp > 1 || !cpTransfer.equals("rank0") || decodePrefix > 0 || model.equals("hybrid");
 		}
 	}
 
@@ -59,6 +102,33 @@ public final class TopologyMatrix {
 				}
 			}
 		}
+		// Context parallelism: CP {1,2} × all-CP-ranks {off,on}, with TP fan-in, MLA dummies and layer split.
+		out.add(new Case(1, 1, "mha8", 1, 1, 1, 1, "all", 0));
+		out.add(new Case(1, 1, "mha8", 1, 1, 1, 2, "rank0", 0));
+		out.add(new Case(1, 1, "mha8", 1, 1, 1, 2, "all", 0));
+		out.add(new Case(2, 1, "mha8", 2, 1, 2, 2, "all", 0));
+		out.add(new Case(4, 2, "mla", 1, 1, 1, 2, "rank0", 0));
+		out.add(new Case(2, 2, "mla", 1, 1, 1, 2, "layers", 0));
+		// Decode prefix: part and full hit, alone and with CP shares.
+		out.add(new Case(1, 1, "mha8", 1, 1, 1, 1, "rank0", 0.5));
+		out.add(new Case(1, 2, "mha8", 1, 1, 1, 1, "rank0", 1));
+		out.add(new Case(2, 1, "mha2", 1, 1, 1, 2, "all", 0.5));
+		out.add(new Case(1, 1, "mla", 2, 1, 1, 2, "all", 1));
+		// Hybrid model: Mamba state sliced across TP 1→2 and 2→1, then with a prefix.
+		out.add(new Case(1, 2, "hybrid", 1, 1, 1));
+		out.add(new Case(2, 1, "hybrid", 1, 1, 1));
+		out.add(new Case(2, 2, "hybrid", 1, 1, 1, 1, "rank0", 0.5));
+		// The layer-wise column, on the cells that stress how decode counts a layer's bytes: head slices from
+		// several prefill ranks, replicated heads, MLA's dummy ranks, PP stages into one decode rank and into stages.
+		out.add(new Case(4, 1, "mha8", 2, 1, 1, true));
+		out.add(new Case(1, 4, "mha2", 2, 2, 1, true));
+		out.add(new Case(4, 2, "mha2", 1, 1, 2, true));
+		out.add(new Case(2, 4, "mla", 2, 1, 1, true));
+		out.add(new Case(4, 2, "mla", 2, 2, 1, true));
+		// Layer-wise with CP shares, a decode prefix and Mamba state.
+		out.add(new Case(2, 1, "mha8", 1, 1, 1, 2, "all", 0.5, true));
+		out.add(new Case(2, 2, "mla", 1, 1, 1, 2, "layers", 0, true));
+		out.add(new Case(2, 1, "hybrid", 1, 1, 1, 1, "rank0", 0.5, true));
 		return out;
 	}
 
@@ -69,6 +139,8 @@ public final class TopologyMatrix {
 	 */
 	public static long run(Case c, KVTransport transport, BootstrapClient client, HostPort bootstrap, int rooms) {
 		KVCluster cluster = KVCluster.builder().shape(c.shape()).prefill(c.prefillTp(), c.prefillPp(), c.prefillDp())
+				.prefillCp(c.prefillCp(), c.cpTransfer().equals("all"), c.cpTransfer().equals("layers"))
+				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended()).layerwise(c.layerwise())
 				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).transport(transport).bootstrapClient(client)
 				.bootstrapAddress(bootstrap).startNow(Duration.ofSeconds(30));
 		try {

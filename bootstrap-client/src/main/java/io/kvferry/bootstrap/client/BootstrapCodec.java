@@ -59,6 +59,16 @@ final class BootstrapCodec {
 				.put(RANK_IP, registration.rankIp())
 				.put(RANK_PORT, registration.rankPort())
 				.put("page_size", registration.pageSize());
+		// Only when they say something: bodies without CP stay byte-identical to what older servers were sent.
+		if (layout.attnCpSize() > 1) {
+			body.put("attn_cp_size", layout.attnCpSize()).put("attn_cp_rank", layout.attnCpRank());
+		}
+		if (registration.dsaCacheLayerSplit()) {
+			body.put("enable_dsa_cache_layer_split", true);
+		}
+		if (registration.allCpRanksTransfer()) {
+			body.put(PrefillRegistration.ALL_CP_RANKS_FIELD, true);
+		}
 		try {
 			return MAPPER.writeValueAsBytes(body);
 		}

@@ -349,6 +349,31 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	/**
 	 * {@inheritDoc}
 	 *
+	 * <p>CP rank 0 is looked up as {@link #rankEndpoint(HostPort, int, int, int)} does; another CP rank with today's
+	 * SGLang query, {@code GET /route?prefill_dp_rank=G&prefill_cp_rank=C&target_tp_rank=T&target_pp_rank=P} (the older
+	 * protocol has no CP dimension). Not retried.
+	 *
+	 * @throws IllegalArgumentException at once when a rank is negative
+	 */
+	@Override
+	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
+		Objects.requireNonNull(bootstrap, "bootstrap");
+		checkRank("cpRank", cpRank);
+		if (cpRank == 0) {
+			return rankEndpoint(bootstrap, dpGroup, tpRank, ppRank);
+		}
+		checkRank("dpGroup", dpGroup);
+		checkRank("tpRank", tpRank);
+		checkRank("ppRank", ppRank);
+		String url = baseUrl(bootstrap) + ROUTE + "?prefill_dp_rank=" + dpGroup + "&prefill_cp_rank=" + cpRank
+				+ "&target_tp_rank=" + tpRank + "&target_pp_rank=" + ppRank;
+		return exchange(HttpMethod.GET, url, null)
+				.map(body -> BootstrapCodec.decodeRankEndpoint(call(HttpMethod.GET, url), body));
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
 	 * <p>Not retried: a heartbeat decides itself how many misses make a dead peer.
 	 */
 	@Override

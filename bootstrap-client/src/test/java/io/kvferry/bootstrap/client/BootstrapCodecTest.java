@@ -3,6 +3,8 @@ package io.kvferry.bootstrap.client;
 import java.nio.charset.StandardCharsets;
 
 import io.kvferry.HostPort;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
 import io.kvferry.bootstrap.PrefillParallelInfo;
@@ -28,6 +30,18 @@ class BootstrapCodecTest {
 		assertThat(failure.kind()).isEqualTo(Kind.OTHER);
 		assertThat(failure.status()).isEqualTo(200);
 		assertThat(failure.getMessage()).startsWith(CALL + ": ").contains(parts);
+	}
+
+	@Test
+	void aRegistrationNamesCpAndItsTransferOptionsOnlyWhenItHasThem() {
+		ParallelLayout cp1 = ParallelLayout.SINGLE.withAttnCp(2, 1);
+		String plain = new String(BootstrapCodec.encodeRegistration(PrefillRegistration.prefill(ParallelLayout.SINGLE,
+				"10.0.0.1", 17000, 16)), StandardCharsets.UTF_8);
+		String cp = new String(BootstrapCodec.encodeRegistration(new PrefillRegistration(PrefillRegistration.PREFILL,
+				cp1, "10.0.0.1", 17000, 16, true, true)), StandardCharsets.UTF_8);
+		assertThat(plain).doesNotContain("cp").doesNotContain("dsa");
+		assertThat(cp).contains("\"attn_cp_size\":2,\"attn_cp_rank\":1",
+				"\"enable_dsa_cache_layer_split\":true", "\"kvferry_all_cp_ranks_transfer\":true");
 	}
 
 	@Test

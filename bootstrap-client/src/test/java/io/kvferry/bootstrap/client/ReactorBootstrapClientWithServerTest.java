@@ -76,6 +76,35 @@ class ReactorBootstrapClientWithServerTest {
 	}
 
 	@Test
+	void contextParallelRanksRegisterApartAndAreFoundByTheirCpRank() {
+		HostPort bootstrap = start("127.0.0.1");
+		ParallelLayout cp0 = ParallelLayout.SINGLE.withAttnCp(2, 0);
+		PrefillRegistration first = new PrefillRegistration(PrefillRegistration.PREFILL, cp0, "10.2.0.1", 17100,
+				PAGE_SIZE, false, true);
+		PrefillRegistration second = new PrefillRegistration(PrefillRegistration.PREFILL, cp0.withAttnCp(2, 1),
+				"10.2.0.2", 17101, PAGE_SIZE, false, true);
+		// Not ready with one of the two CP ranks: the server counts CP ranks, which it learns from the body.
+		StepVerifier.create(client.register(bootstrap, first).then(client.parallelInfo(bootstrap)))
+				.expectErrorSatisfies(e -> assertThat(((BootstrapException) e).kind()).isEqualTo(Kind.NOT_READY))
+				.verify(VERIFY);
+		StepVerifier.create(client.register(bootstrap, second).then(client.parallelInfo(bootstrap)))
+				.expectNext(new PrefillParallelInfo(1, 1, 1, PAGE_SIZE))
+				.expectComplete()
+				.verify(VERIFY);
+		StepVerifier.create(client.rankEndpoint(bootstrap, 0, 0, 0, 0))
+				.expectNext(new HostPort("10.2.0.1", 17100))
+				.expectComplete()
+				.verify(VERIFY);
+		StepVerifier.create(client.rankEndpoint(bootstrap, 0, 1, 0, 0))
+				.expectNext(new HostPort("10.2.0.2", 17101))
+				.expectComplete()
+				.verify(VERIFY);
+		StepVerifier.create(client.rankEndpoint(bootstrap, 0, 2, 0, 0))
+				.expectErrorSatisfies(e -> assertThat(((BootstrapException) e).kind()).isEqualTo(Kind.NOT_FOUND))
+				.verify(VERIFY);
+	}
+
+	@Test
 	void reRegistrationOverwritesTheEndpoint() {
 		HostPort bootstrap = start("127.0.0.1");
 		ParallelLayout layout = ParallelLayout.tp(2, 1);

@@ -69,6 +69,10 @@ public record RankMapping(List<RankTarget> targets, int requiredDstInfoNum, int 
 			int decodePageSize, boolean mla) {
 		Objects.requireNonNull(prefill, "prefill");
 		Objects.requireNonNull(decode, "decode");
+		if (decode.attnCpSize() != 1) {
+			throw new TopologyException("decode attn_cp_size=" + decode.attnCpSize()
+					+ " (expected: 1; context parallelism is a prefill-only dimension)");
+		}
 		if (decodeEngineRank < 0) {
 			throw new IllegalArgumentException("decodeEngineRank : " + decodeEngineRank + " (expected: >= 0)");
 		}
@@ -170,6 +174,46 @@ public record RankMapping(List<RankTarget> targets, int requiredDstInfoNum, int 
 			throw new IllegalArgumentException("ppRank : " + ppRank + " (expected: 0.." + (ppSize - 1) + ")");
 		}
 		return Math.addExact(Math.multiplyExact(tpRank, ppSize), ppRank);
+	}
+
+	/**
+	 * SGLang's {@code prefill_unique_rank} with context parallelism: {@code tp × (pp size × cp size) + pp × cp size +
+	 * cp}.
+	 *
+	 * @return the unique rank
+	 * @throws IllegalArgumentException when a rank is out of range
+	 * @throws ArithmeticException when the result does not fit an {@code int}
+	 */
+	public static int prefillUniqueRank(int tpRank, int ppSize, int ppRank, int cpSize, int cpRank) {
+		if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize) {
+			throw new IllegalArgumentException("cpRank : " + cpRank + " (expected: 0.." + (cpSize - 1) + ")");
+		}
+		return Math.addExact(Math.multiplyExact(prefillUniqueRank(tpRank, ppSize, ppRank), cpSize), cpRank);
+	}
+
+	/**
+	 * The plan when decode pulls from every prefill CP rank (all-CP-ranks transfer, or DSA layer split): each target
+	 * is asked on every CP rank (CP rank 0 first, in this plan's order), and a room needs a response from each real
+	 * one.
+	 *
+	 * @param cpSize the prefill instance's attention CP size
+	 * @return the plan over every CP rank; this plan when {@code cpSize} is 1
+	 * @throws IllegalArgumentException when {@code cpSize < 1}
+	 */
+	public RankMapping spreadOverCp(int cpSize) {
+		if (cpSize < 1) {
+			throw new IllegalArgumentException("cpSize : " + cpSize + " (expected: >= 1)");
+		}
+		if (cpSize == 1) {
+			return this;
+		}
+		List<RankTarget> all = new ArrayList<>(targets.size() * cpSize);
+		for (int cp = 0; cp < cpSize; cp++) {
+			for (RankTarget t : targets) {
+				all.add(new RankTarget(t.tpRank(), t.ppRank(), t.dummy(), cp));
+			}
+		}
+		return new RankMapping(all, requiredDstInfoNum, Math.multiplyExact(requiredPrefillResponseNum, cpSize));
 	}
 
 	/** @return the targets that transfer and report, in {@link #targets()} order (all but the dummies) */

@@ -7,8 +7,14 @@ package io.kvferry.internal.topology;
  * @param ppRank the prefill rank's pipeline stage
  * @param dummy whether the rank only takes part in the status consensus (MLA with a larger prefill TP): it is sent
  *        the room's metadata with no pages, transfers nothing and reports nothing
+ * @param cpRank the prefill rank's attention CP rank (0 unless decode pulls from every CP rank)
  */
-public record RankTarget(int tpRank, int ppRank, boolean dummy) {
+public record RankTarget(int tpRank, int ppRank, boolean dummy, int cpRank) {
+
+	/** A target at CP rank 0. */
+	public RankTarget(int tpRank, int ppRank, boolean dummy) {
+		this(tpRank, ppRank, dummy, 0);
+	}
 
 	/**
 	 * @throws IllegalArgumentException when a rank is negative
@@ -20,6 +26,9 @@ public record RankTarget(int tpRank, int ppRank, boolean dummy) {
 		if (ppRank < 0) {
 			throw new IllegalArgumentException("ppRank : " + ppRank + " (expected: >= 0)");
 		}
+		if (cpRank < 0) {
+			throw new IllegalArgumentException("cpRank : " + cpRank + " (expected: >= 0)");
+		}
 	}
 
 	/**
@@ -28,5 +37,14 @@ public record RankTarget(int tpRank, int ppRank, boolean dummy) {
 	 */
 	public int uniqueRank(int prefillPpSize) {
 		return RankMapping.prefillUniqueRank(tpRank, prefillPpSize, ppRank);
+	}
+
+	/**
+	 * @param prefillPpSize the prefill instance's PP size
+	 * @param prefillCpSize the prefill instance's attention CP size
+	 * @return the prefill rank's {@code prefill_unique_rank} with context parallelism
+	 */
+	public int uniqueRank(int prefillPpSize, int prefillCpSize) {
+		return RankMapping.prefillUniqueRank(tpRank, prefillPpSize, ppRank, prefillCpSize, cpRank);
 	}
 }

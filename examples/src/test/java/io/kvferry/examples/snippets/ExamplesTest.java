@@ -56,6 +56,14 @@ class ExamplesTest {
 	}
 
 	@Test
+	void layerwiseSendsLandEveryLayerOnce() {
+		LayerwiseSends.Layerwise l = LayerwiseSends.run();
+
+		assertThat(l.landed()).containsExactly(0);
+		assertThat(l.intact()).isTrue();
+	}
+
+	@Test
 	void abortFromDecodeFailsBothSidesWithDecodesReason() {
 		AbortFromDecode.Aborted a = AbortFromDecode.run();
 

@@ -258,8 +258,15 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		Objects.requireNonNull(registration, "registration");
 		ParallelLayout l = registration.layout();
+		if (l.attnCpSize() > 1) {
+			// Its keys have room for a CP rank, but sizes and look-ups do not count CP yet: CP ranks would overwrite
+			// each other's endpoint, so they are refused by name instead.
+			return Mono.error(new BootstrapException(BootstrapException.Kind.OTHER, 0, "register " + place(l) + " of "
+					+ bootstrap + ": attn_cp_size=" + l.attnCpSize() + " is not supported by the etcd registry "
+					+ "(expected: 1; use the HTTP bootstrap server for prefill context parallelism)"));
+		}
 		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
-		String call = "register " + place(l) + " of " + bootstrap + " at " + registration.rankIp() + ":"
+		String call = "register "+ place(l) + " of " + bootstrap + " at " + registration.rankIp() + ":"
 				+ registration.rankPort();
 		InstanceSizes declared = new InstanceSizes(l.attnTpSize(), 1, l.dpSize(), l.ppSize(), registration.pageSize());
 		byte[] endpoint = endpointJson(registration);

@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
@@ -23,6 +24,7 @@ import io.kvferry.transport.netty.internal.NettyKVConnection;
 import io.kvferry.transport.netty.internal.NettyListener;
 import io.kvferry.transport.netty.internal.SharedSecret;
 import io.kvferry.transport.netty.internal.TransportSettings;
+import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.netty.bootstrap.AbstractBootstrap;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -96,6 +98,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	private final EventLoopGroup external;
 	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
 	private final ConnectionRegistry connections = new ConnectionRegistry();
+	private final AtomicLong sameHostOpened = new AtomicLong();
 	private final Set<NettyListener> listeners = ConcurrentHashMap.newKeySet();
 	private volatile boolean disposed;
 	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
@@ -252,6 +255,54 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		return new NettyKVTransport(external, settings.withEventLoopThreads(threads));
 	}
 
+	/**
+	 * Moves KV bytes through shared memory instead of TCP when both ends of a connection run on this host
+	 * ({@link SameHost#AUTO}): the connecting side (decode) offers a staging ring in a file under {@code /dev/shm}, the
+	 * accepting side (prefill) maps it when the handshake proves they share a host (the kernel's boot id and the ring
+	 * file itself), and copies each payload from its registered memory into a ring slot; decode copies it into its
+	 * regions through the same write checks as a TCP frame. Anything else (another host, TLS, no shared directory, no
+	 * room in it, a peer with {@link SameHost#OFF}) keeps TCP, the reason logged once. Both sides must turn it on.
+	 * Trust: any process of the same user that can open {@code /dev/shm} can read or change the ring's contents.
+	 *
+	 * @param mode {@link SameHost#AUTO} or {@link SameHost#OFF} (the default)
+	 * @return a new {@link NettyKVTransport}; with {@code AUTO} this host's boot id is read now, on the caller's thread
+	 */
+	public NettyKVTransport sameHost(SameHost mode) {
+		Objects.requireNonNull(mode, "mode");
+		return new NettyKVTransport(external, settings.withSameHost(ShmConfig.of(mode)));
+	}
+
+	/**
+	 * Names this host for {@link #sameHost} instead of the kernel's boot id: for containers that see different boot
+	 * ids on one host, or to keep two transports of one host apart.
+	 *
+	 * @param identity what the peer's must equal for the same-host path
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport sameHostIdentity(String identity) {
+		Objects.requireNonNull(identity, "identity");
+		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withHostIdentity(identity)));
+	}
+
+	/** @return a copy whose same-host rings have another shape, for tests in this package */
+	NettyKVTransport sameHostRing(int slots, int slotSize) {
+		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withRing(slots, slotSize)));
+	}
+
+	/** @return a copy whose same-host rings live in {@code directory}, for tests in this package */
+	NettyKVTransport sameHostDirectory(java.nio.file.Path directory) {
+		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withDirectory(directory)));
+	}
+
+	/**
+	 * @return how many connections this transport opened ({@link #connect}, as decode does) received their KV data
+	 *         through a same-host shared-memory ring (see {@link #sameHost}), open or closed since; the others used
+	 *         TCP
+	 */
+	public long sameHostConnections() {
+		return sameHostOpened.get();
+	}
+
 	/** @return the settings, for tests in this package */
 	TransportSettings settings() {
 		return settings;
@@ -382,6 +433,9 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 									NettyKVConnection.install(ch, settings, handler, null, remote);
 							connections.add(connection);
 							connection.handshakeFuture().addListener(f -> {
+								if (f.isSuccess() && connection.sameHostActive()) {
+									sameHostOpened.incrementAndGet();
+								}
 								if (f.isSuccess()) {
 									sink.success(connection);
 								}

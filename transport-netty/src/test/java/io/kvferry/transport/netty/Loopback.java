@@ -26,9 +26,9 @@ final class Loopback implements AutoCloseable {
 	final NettyKVConnection accepted;
 	final NettyKVConnection connected;
 
-	private Loopback(NettyKVTransport transport) throws Exception {
-		listening = transport;
-		connecting = transport.eventLoopThreads(1);
+	private Loopback(NettyKVTransport listening, NettyKVTransport connecting) throws Exception {
+		this.listening = listening;
+		this.connecting = connecting;
 		CompletableFuture<KVConnection> acceptedFuture = new CompletableFuture<>();
 		listener = listening.listen(new HostPort("127.0.0.1", 0), c -> {
 			acceptedFuture.complete(c);
@@ -40,7 +40,12 @@ final class Loopback implements AutoCloseable {
 
 	/** Connects a fresh pair of transports configured like {@code transport}. */
 	static Loopback open(NettyKVTransport transport) throws Exception {
-		return new Loopback(transport);
+		return new Loopback(transport, transport.eventLoopThreads(1));
+	}
+
+	/** Connects {@code connecting} to a listener of {@code listening}, each configured as the caller chose. */
+	static Loopback open(NettyKVTransport listening, NettyKVTransport connecting) throws Exception {
+		return new Loopback(listening, connecting);
 	}
 
 	@Override

@@ -35,6 +35,7 @@ import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.transport.netty.internal.SharedSecret;
 import io.kvferry.transport.netty.internal.TransportSettings;
+import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.local.LocalIoHandler;
 import io.netty.channel.nio.NioIoHandler;
@@ -57,7 +58,7 @@ class NettyKVTransportTest {
 		assertThat(base.settings()).isEqualTo(TransportSettings.DEFAULT);
 		assertThat(tuned.settings()).isEqualTo(new TransportSettings(Duration.ofMillis(250), 1 << 16, 1024, 2048,
 				Duration.ofSeconds(1), false, 1 << 20, 3,
-				SharedSecret.of("k3y-\u00e9".getBytes(StandardCharsets.UTF_8)), null));
+				SharedSecret.of("k3y-\u00e9".getBytes(StandardCharsets.UTF_8)), null, ShmConfig.OFF));
 		assertThat(tuned.settings().sharedSecret()).isNotEqualTo(SharedSecret.of(new byte[] { 'k' }));
 		assertThat(tuned.toString()).contains("SharedSecret[redacted]").doesNotContain("k3y");
 		assertThat(tuned.settings().handshakeTimeout()).isEqualTo(Duration.ofMillis(1500));

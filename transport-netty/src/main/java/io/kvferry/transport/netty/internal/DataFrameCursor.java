@@ -136,6 +136,24 @@ public final class DataFrameCursor {
 	}
 
 	/**
+	 * Copies the payload of the frame {@link #next()} returned last to {@code dst}, chunks packed one after another
+	 * (the payload's byte order), native to native.
+	 *
+	 * @param dst where its {@code payloadLength()} bytes go
+	 */
+	public void copyPayload(long dst) {
+		int count = frame.count();
+		int chunkLen = frame.chunkLen();
+		if (count == 1 || frameSourceStride == chunkLen) {
+			NativeMemory.copy(frameSource, dst, frame.payloadLength());
+			return;
+		}
+		for (int i = 0; i < count; i++) {
+			NativeMemory.copy(frameSource + i * frameSourceStride, dst + (long) i * chunkLen, chunkLen);
+		}
+	}
+
+	/**
 	 * The payload of the frame {@link #next()} returned last. Contiguous source bytes are wrapped in place with
 	 * {@link NativeMemory#wrap} (no copy; releasing the wrapper frees nothing, the memory stays the region owner's);
 	 * strided ones are gathered into one direct buffer from {@code alloc}, native to native, never via the heap.

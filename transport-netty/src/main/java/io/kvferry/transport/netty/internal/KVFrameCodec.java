@@ -10,6 +10,7 @@ import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
+import io.kvferry.StateKind;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
@@ -77,7 +78,8 @@ import io.netty.buffer.ByteBufUtil;
  * 0x02 HELLO_ACK         layout
  * 0x03 REJECT            string reason
  * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
- *                        bool dummy, string traceContext (empty: not traced; since version 3)
+ *                        bool dummy, string traceContext (empty: not traced; since version 3),
+ *                        i32 decodePrefixLen, int[] stateCounts (since version 4)
  * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
  *                        i64 checksum (CRC32C, or -1 for none)
  * 0x06 ABORT             i64 room, string reason
@@ -88,13 +90,19 @@ import io.netty.buffer.ByteBufUtil;
  *                        i32 maxFrameLength (1 KiB..1 GiB)
  * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
+ * 0x13 SHM_OFFER         same-host frames (see {@code internal.shm.ShmFrames}); only between peers that both turned
+ * 0x14 SHM_REPLY         the same-host path on: a peer that did not is never sent one
+ * 0x21 DATA_SHM
+ * 0x22 SHM_CREDIT
  *
  * layout (PeerLayout):   i32 engineRank,
  *                        8 x i32 parallel (attnTpSize, attnTpRank, attnDpSize, attnDpRank, systemDpSize,
  *                                          systemDpRank, ppSize, ppRank),
  *                        i32 pageSize, bool mla, string dtype, i32 kvHeadNum, i32 totalKvHeadNum, i32 startLayer,
  *                        i32 draftLayers,
- *                        region[] kv, region[] aux, region[] state
+ *                        region[] kv, region[] aux, region[] state,
+ *                        2 x i32 cp (attnCpSize, attnCpRank), int[] stateKinds (StateKind ordinals),
+ *                        int[] stateTpDims, bool allCpRanksTransfer, bool dsaCacheLayerSplit (since version 4)
  *
  * DATA header:           offset 0   i64 room
  *                        offset 8   u8  kind (RegionKind ordinal: 0 KV, 1 AUX, 2 STATE)
@@ -134,6 +142,14 @@ public final class KVFrameCodec {
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;
 	public static final int TYPE_DATA = 0x20;
+	/** Same-host path: decode offers a shared staging ring. */
+	public static final int TYPE_SHM_OFFER = 0x13;
+	/** Same-host path: prefill accepts or refuses the ring. */
+	public static final int TYPE_SHM_REPLY = 0x14;
+	/** Same-host path: a data header whose payload waits in a ring slot. */
+	public static final int TYPE_DATA_SHM = 0x21;
+	/** Same-host path: decode hands a ring slot back. */
+	public static final int TYPE_SHM_CREDIT = 0x22;
 
 	/** {@code AUTH} flag: the sender has a shared secret and will prove it. */
 	public static final int AUTH_FLAG_SECRET = 0x01;
@@ -180,6 +196,14 @@ public final class KVFrameCodec {
 				return "AUTH_PROOF";
 			case TYPE_DATA:
 				return "DATA";
+			case TYPE_SHM_OFFER:
+				return "SHM_OFFER";
+			case TYPE_SHM_REPLY:
+				return "SHM_REPLY";
+			case TYPE_DATA_SHM:
+				return "DATA_SHM";
+			case TYPE_SHM_CREDIT:
+				return "SHM_CREDIT";
 			default:
 				return String.format("0x%02x", type);
 		}
@@ -203,6 +227,14 @@ public final class KVFrameCodec {
 		buf.writeInt(1);
 		buf.writeByte(TYPE_HEARTBEAT);
 		return buf;
+	}
+
+	/**
+	 * @return whether {@code type} is a same-host frame type: a small body framed like a control frame and handed to
+	 *         {@link KVFrameDecoder.Listener#onExtension}
+	 */
+	public static boolean isExtensionType(int type) {
+		return type == TYPE_SHM_OFFER || type == TYPE_SHM_REPLY || type == TYPE_DATA_SHM || type == TYPE_SHM_CREDIT;
 	}
 
 	/** @return whether {@code type} is a handshake frame type ({@code AUTH} or {@code AUTH_PROOF}) */
@@ -296,6 +328,15 @@ public final class KVFrameCodec {
 		ByteBuf buf = alloc.directBuffer(size, size);
 		buf.writeInt(Math.toIntExact(1 + DATA_HEADER_LENGTH + header.payloadLength()));
 		buf.writeByte(TYPE_DATA);
+		return writeDataHeader(buf, header);
+	}
+
+	/**
+	 * Writes the 37 header bytes of a data frame, as {@link #decodeDataHeader} reads them.
+	 *
+	 * @return {@code buf}
+	 */
+	public static ByteBuf writeDataHeader(ByteBuf buf, DataHeader header) {
 		buf.writeLong(header.room());
 		buf.writeByte(header.kind().ordinal());
 		buf.writeInt(header.region());
@@ -346,7 +387,7 @@ public final class KVFrameCodec {
 		}
 		if (message instanceof KVMessage.TransferRequest t) {
 			return 8 + 4 + 4L * t.dstPages().length + 4 + 4 + 4L * t.stateIndices().length + 4 + 1
-					+ stringLength(t.traceContext());
+					+ stringLength(t.traceContext()) + 4 + 4 + 4L * t.stateCounts().length;
 		}
 		if (message instanceof KVMessage.Status s) {
 			return 8 + 1 + 4 + stringLength(s.reason()) + 8 + 8;
@@ -362,7 +403,8 @@ public final class KVFrameCodec {
 
 	private static long layoutLength(PeerLayout l) {
 		return 4 + PARALLEL_LENGTH + 4 + 1 + stringLength(l.dtype()) + 4 + 4 + 4 + 4 + regionsLength(l.kv())
-				+ regionsLength(l.aux()) + regionsLength(l.state());
+				+ regionsLength(l.aux()) + regionsLength(l.state()) + 8 + 4 + 4L * l.stateKinds().size() + 4
+				+ 4L * l.stateTpDims().size() + 2;
 	}
 
 	private static long regionsLength(List<RegionLayout> regions) {
@@ -397,6 +439,8 @@ public final class KVFrameCodec {
 			buf.writeInt(t.requiredDstInfoNum());
 			buf.writeBoolean(t.dummy());
 			writeString(buf, t.traceContext());
+			buf.writeInt(t.decodePrefixLen());
+			writeInts(buf, t.stateCounts());
 		}
 		else if (message instanceof KVMessage.Status s) {
 			buf.writeByte(TYPE_STATUS);
@@ -444,6 +488,12 @@ public final class KVFrameCodec {
 		writeRegions(buf, l.kv());
 		writeRegions(buf, l.aux());
 		writeRegions(buf, l.state());
+		buf.writeInt(p.attnCpSize());
+		buf.writeInt(p.attnCpRank());
+		writeInts(buf, l.stateKinds().stream().mapToInt(Enum::ordinal).toArray());
+		writeInts(buf, l.stateTpDims().stream().mapToInt(Integer::intValue).toArray());
+		buf.writeBoolean(l.allCpRanksTransfer());
+		buf.writeBoolean(l.dsaCacheLayerSplit());
 	}
 
 	private static void writeString(ByteBuf buf, String s) {
@@ -506,8 +556,10 @@ public final class KVFrameCodec {
 				int[] stateIndices = r.ints("stateIndices");
 				int required = r.i32("requiredDstInfoNum");
 				boolean dummy = r.bool("dummy");
+				String traceContext = r.string("traceContext");
+				int prefix = r.i32("decodePrefixLen");
 				return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy,
-						r.string("traceContext"));
+						traceContext, prefix, r.ints("stateCounts"));
 			}
 			case TYPE_STATUS: {
 				long room = r.i64("room");
@@ -533,8 +585,8 @@ public final class KVFrameCodec {
 	private static PeerLayout readLayout(Reader r) {
 		int engineRank = r.i32("engineRank");
 		r.need(PARALLEL_LENGTH, "parallel");
-		ParallelLayout parallel = new ParallelLayout(r.i32("attnTpSize"), r.i32("attnTpRank"), r.i32("attnDpSize"),
-				r.i32("attnDpRank"), r.i32("systemDpSize"), r.i32("systemDpRank"), r.i32("ppSize"), r.i32("ppRank"));
+		int[] sizes = { r.i32("attnTpSize"), r.i32("attnTpRank"), r.i32("attnDpSize"), r.i32("attnDpRank"),
+				r.i32("systemDpSize"), r.i32("systemDpRank"), r.i32("ppSize"), r.i32("ppRank") };
 		int pageSize = r.i32("pageSize");
 		boolean mla = r.bool("mla");
 		String dtype = r.string("dtype");
@@ -545,8 +597,19 @@ public final class KVFrameCodec {
 		List<RegionLayout> kv = r.regions("kv");
 		List<RegionLayout> aux = r.regions("aux");
 		List<RegionLayout> state = r.regions("state");
+		ParallelLayout parallel = new ParallelLayout(sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5],
+				sizes[6], sizes[7], r.i32("attnCpSize"), r.i32("attnCpRank"));
+		List<StateKind> kinds = new ArrayList<>();
+		for (int k : r.ints("stateKinds")) {
+			if (k < 0 || k >= StateKind.values().length) {
+				throw r.malformed("stateKinds : " + k + " (expected: 0.." + (StateKind.values().length - 1) + ")");
+			}
+			kinds.add(StateKind.values()[k]);
+		}
+		List<Integer> dims = Arrays.stream(r.ints("stateTpDims")).boxed().toList();
+		boolean allCp = r.bool("allCpRanksTransfer");
 		return new PeerLayout(engineRank, parallel, pageSize, mla, dtype, kvHeadNum, totalKvHeadNum, startLayer,
-				draftLayers, kv, aux, state);
+				draftLayers, kv, aux, state, kinds, dims, allCp, r.bool("dsaCacheLayerSplit"));
 	}
 
 	/**

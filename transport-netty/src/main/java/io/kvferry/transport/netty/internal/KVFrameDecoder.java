@@ -56,6 +56,15 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		PayloadSink onData(DataHeader header);
 
 		/**
+		 * A same-host frame arrived ({@link KVFrameCodec#isExtensionType}); {@code body} is valid during the call.
+		 * Called only by peers that turned the same-host path on, so the default refuses it.
+		 */
+		default void onExtension(int type, ByteBuf body) {
+			throw new ProtocolException("unexpected " + KVFrameCodec.typeName(type) + " frame: the same-host path is "
+					+ "off here");
+		}
+
+		/**
 		 * The stream failed: a {@link ProtocolException} for malformed input, another exception when a callback or a
 		 * sink threw. The decoder closes the channel right after and reports nothing more.
 		 */
@@ -194,6 +203,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 					else if (frameType == KVFrameCodec.TYPE_AUTH_PROOF) {
 						listener.onAuthProof(KVFrameCodec.decodeAuthProof(body));
 					}
+					else if (KVFrameCodec.isExtensionType(frameType)) {
+						listener.onExtension(frameType, body);
+					}
 					else {
 						listener.onMessage(KVFrameCodec.decode(frameType, body));
 					}
@@ -286,7 +298,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			state = State.CONTROL_BODY;
 			return true;
 		}
-		if (!KVFrameCodec.isControlType(type)) {
+		if (!KVFrameCodec.isControlType(type) && !KVFrameCodec.isExtensionType(type)) {
 			throw new ProtocolException("unknown frame type " + KVFrameCodec.typeName(type) + " (length " + length
 					+ ")");
 		}

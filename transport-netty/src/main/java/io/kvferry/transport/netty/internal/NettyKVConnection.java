@@ -22,6 +22,8 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
+import io.kvferry.transport.netty.internal.shm.SameHostLink;
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelHandlerContext;
@@ -85,6 +87,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private final Promise<NettyKVConnection> handshake;
 	private final AtomicReference<CloseReason> closeReason = new AtomicReference<>();
 	private final OutboundQueue outbound;
+	private final SameHostLink sameHost;
 
 	private final Sinks.Empty<Void> onClose = Sinks.empty();
 
@@ -125,6 +128,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING);
 		this.outbound = new OutboundQueue(channel, settings.maxFrameLength(), settings.heartbeatInterval(),
 				this::closedException);
+		this.sameHost = new SameHostLink(channel, settings, acceptor == null, outbound::sameHost, outbound::writable,
+				this::onData, () -> prefix);
 		// Run after the close's own task, in which Netty fails and releases what was still queued for the socket.
 		channel.closeFuture().addListener(f -> channel.eventLoop().execute(onClose::tryEmitEmpty));
 	}
@@ -249,6 +254,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		return buffer == null ? 0 : buffer.totalPendingWriteBytes();
 	}
 
+	/** @return whether KV data moves through a same-host shared-memory ring on this connection (read on its loop) */
+	public boolean sameHostActive() {
+		return sameHost.active();
+	}
+
 	/** @return heartbeats received so far */
 	public long heartbeatsReceived() {
 		return heartbeatsReceived;
@@ -301,6 +311,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	}
 
 	private void completeHandshake() {
+		// Decode offers its same-host ring first, so that connect() returns with the data path settled.
+		sameHost.handshakeDone(ctx, this::finishHandshake);
+	}
+
+	private void finishHandshake() {
 		if (acceptor != null) {
 			ConnectionHandler h = acceptor.apply(this);
 			if (h == null) {
@@ -308,9 +323,10 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 			handler = h;
 		}
-		log.debug("{} handshake complete (protocol version {}, {}{})", prefix, KVMessage.PROTOCOL_VERSION,
+		log.debug("{} handshake complete (protocol version {}, {}{}{})", prefix, KVMessage.PROTOCOL_VERSION,
 				settings.sharedSecret() != null ? "shared secret verified" : "no shared secret",
-				channel.pipeline().get(SslHandler.class) != null ? ", TLS" : "");
+				channel.pipeline().get(SslHandler.class) != null ? ", TLS" : "",
+				sameHost.active() ? ", same-host ring" : "");
 		handshake.trySuccess(this);
 	}
 
@@ -318,6 +334,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	public void onMessage(KVMessage message) {
 		steps.requireDone(message.getClass().getSimpleName());
 		handler.onMessage(this, message);
+	}
+
+	@Override
+	public void onExtension(int type, ByteBuf body) {
+		steps.requireDone(KVFrameCodec.typeName(type));
+		sameHost.onFrame(ctx, type, body);
 	}
 
 	@Override
@@ -458,6 +480,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		CloseReason reason = closeReason.get();
 		log.debug("{} closed: {}", prefix, reason);
 		outbound.closed();
+		sameHost.close();
 		ProtocolException handshakeFailure = steps.failure();
 		if (!handshake.isDone()) {
 			handshake.tryFailure(handshakeFailure != null

@@ -13,6 +13,7 @@ import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
+import io.kvferry.transport.netty.internal.shm.RingSender;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -68,6 +69,9 @@ final class OutboundQueue {
 	// Event-loop confined.
 	private ChannelHandlerContext ctx;
 	private DataFrameCursor current;
+	// Same host: data blocks queued from now on go through this ring's slots; null for TCP.
+	private RingSender ring;
+	private boolean currentViaRing;
 
 	/**
 	 * @param channel the connection's channel
@@ -88,6 +92,12 @@ final class OutboundQueue {
 	void start(ChannelHandlerContext ctx, String logPrefix) {
 		this.ctx = ctx;
 		this.prefix = logPrefix;
+		drain();
+	}
+
+	/** From now on data frames go through {@code sender}'s ring (same host). On the event loop. */
+	void sameHost(RingSender sender) {
+		this.ring = sender;
 		drain();
 	}
 
@@ -199,7 +209,7 @@ final class OutboundQueue {
 						dropCurrent();
 						continue;
 					}
-					if (!channel.isWritable()) {
+					if (!channel.isWritable() || currentViaRing && !ring.hasFreeSlot()) {
 						return;
 					}
 					wrote |= writeDataFrame();
@@ -220,7 +230,9 @@ final class OutboundQueue {
 						queuedBytes.addAndGet(-b.header().payloadLength());
 					}
 					else {
-						current = new DataFrameCursor(b, maxFrameLength);
+						currentViaRing = ring != null;
+						current = new DataFrameCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
+								: maxFrameLength);
 					}
 				}
 				else {
@@ -273,10 +285,16 @@ final class OutboundQueue {
 		if (!cursor.hasNext()) {
 			current = null;
 		}
-		ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
-		ByteBuf payload = cursor.payload(ctx.alloc());
-		if (payload != null) {
-			ctx.write(payload, ctx.voidPromise());
+		if (currentViaRing) {
+			// Flushed at once: decode copies this slot out while the next one is filled.
+			ctx.writeAndFlush(ring.write(ctx.alloc(), frame, cursor), ctx.voidPromise());
+		}
+		else {
+			ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
+			ByteBuf payload = cursor.payload(ctx.alloc());
+			if (payload != null) {
+				ctx.write(payload, ctx.voidPromise());
+			}
 		}
 		queuedBytes.addAndGet(-frame.payloadLength());
 		return true;

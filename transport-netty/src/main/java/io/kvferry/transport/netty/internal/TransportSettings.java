@@ -3,6 +3,7 @@ package io.kvferry.transport.netty.internal;
 import java.time.Duration;
 import java.util.Objects;
 
+import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.netty.handler.ssl.SslContext;
 
 /**
@@ -19,10 +20,11 @@ import io.netty.handler.ssl.SslContext;
  * @param eventLoopThreads threads of the transport's event loop group
  * @param sharedSecret the secret both sides must prove in the handshake, or {@code null} for none
  * @param tls the TLS contexts, or {@code null} for plain TCP
+ * @param sameHost whether and how KV bytes go through shared memory when the peer is on this host
  */
 public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, int writeBufferLow,
 		int writeBufferHigh, Duration connectTimeout, boolean preferNative, int socketBufferSize,
-		int eventLoopThreads, SharedSecret sharedSecret, Tls tls) {
+		int eventLoopThreads, SharedSecret sharedSecret, Tls tls, ShmConfig sameHost) {
 
 	/** Smallest accepted {@link #maxFrameLength}: room for every handshake message of a small layout. */
 	public static final int MIN_FRAME_LENGTH = 1024;
@@ -32,15 +34,16 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 
 	/**
 	 * 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll, one thread per core, no
-	 * shared secret, no TLS.
+	 * shared secret, no TLS, no same-host path.
 	 */
 	public static final TransportSettings DEFAULT = new TransportSettings(Duration.ofSeconds(5), 16 << 20, 4 << 20,
 			8 << 20, Duration.ofSeconds(5), true, 0, Math.max(1, Runtime.getRuntime().availableProcessors()), null,
-			null);
+			null, ShmConfig.OFF);
 
 	public TransportSettings {
 		Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
 		Objects.requireNonNull(connectTimeout, "connectTimeout");
+		Objects.requireNonNull(sameHost, "sameHost");
 		if (heartbeatInterval.toMillis() < 1) {
 			throw new IllegalArgumentException("heartbeatInterval : " + heartbeatInterval + " (expected: >= 1 ms)");
 		}
@@ -68,55 +71,61 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	/** @return a copy with another heartbeat interval */
 	public TransportSettings withHeartbeatInterval(Duration interval) {
 		return new TransportSettings(interval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy with another maximum frame length */
 	public TransportSettings withMaxFrameLength(int length) {
 		return new TransportSettings(heartbeatInterval, length, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy with other write-buffer watermarks */
 	public TransportSettings withWriteBufferWaterMark(int low, int high) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, low, high, connectTimeout, preferNative,
-				socketBufferSize, eventLoopThreads, sharedSecret, tls);
+				socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy with another connect timeout */
 	public TransportSettings withConnectTimeout(Duration timeout) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, timeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy that prefers (or not) the native transport */
 	public TransportSettings withPreferNative(boolean prefer) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, prefer, socketBufferSize, eventLoopThreads, sharedSecret, tls);
+				connectTimeout, prefer, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy with another socket buffer size (0 for the OS default) */
 	public TransportSettings withSocketBufferSize(int size) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, size, eventLoopThreads, sharedSecret, tls);
+				connectTimeout, preferNative, size, eventLoopThreads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy with another number of event loop threads */
 	public TransportSettings withEventLoopThreads(int threads) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, threads, sharedSecret, tls);
+				connectTimeout, preferNative, socketBufferSize, threads, sharedSecret, tls, sameHost);
 	}
 
 	/** @return a copy with another shared secret ({@code null}: none) */
 	public TransportSettings withSharedSecret(SharedSecret secret) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, secret, tls);
+				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, secret, tls, sameHost);
 	}
 
 	/** @return a copy with other TLS contexts ({@code null}: plain TCP) */
 	public TransportSettings withTls(Tls contexts) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, sharedSecret, contexts);
+				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, sharedSecret, contexts, sameHost);
+	}
+
+	/** @return a copy with other same-host settings */
+	public TransportSettings withSameHost(ShmConfig config) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
+				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, config);
 	}
 
 	/**

@@ -121,11 +121,19 @@ class KVFrameCodecTest {
 		ByteBuf untraced = KVFrameCodec.encode(ALLOC, new KVMessage.TransferRequest(1, new int[] { 2 }, -1,
 				new int[0], 1, false), 1024);
 		ByteBuf draining = KVFrameCodec.encode(ALLOC, new KVMessage.Draining("x"), 1024);
+		ByteBuf prefixed = KVFrameCodec.encode(ALLOC, new KVMessage.TransferRequest(1, new int[] { 2 }, -1,
+				new int[] { 3, 4 }, 1, false, "", 32, new int[] { 1, 1 }), 1024);
 		try {
 			String common = "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000" + "00000001"
 					+ "00";
-			assertThat(ByteBufUtil.hexDump(traced)).isEqualTo("00000027" + common + "00000005" + "30302d6162");
-			assertThat(ByteBufUtil.hexDump(untraced)).isEqualTo("00000022" + common + "00000000");
+			// Since version 4 a request ends with decode's prefix (tokens) and its per-component state counts.
+			assertThat(ByteBufUtil.hexDump(traced)).isEqualTo("0000002f" + common + "00000005" + "30302d6162"
+					+ "00000000" + "00000000");
+			assertThat(ByteBufUtil.hexDump(untraced)).isEqualTo("0000002a" + common + "00000000" + "00000000"
+					+ "00000000");
+			assertThat(ByteBufUtil.hexDump(prefixed)).isEqualTo("0000003a" + "04" + "0000000000000001" + "00000001"
+					+ "00000002" + "ffffffff" + "00000002" + "00000003" + "00000004" + "00000001" + "00" + "00000000"
+					+ "00000020" + "00000002" + "00000001" + "00000001");
 			assertThat(ByteBufUtil.hexDump(draining)).isEqualTo("00000006" + "08" + "00000001" + "78");
 			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_DRAINING)).isEqualTo("DRAINING");
 			assertThat(KVFrameCodec.isControlType(KVFrameCodec.TYPE_DRAINING)).isTrue();
@@ -133,6 +141,7 @@ class KVFrameCodecTest {
 		finally {
 			traced.release();
 			untraced.release();
+			prefixed.release();
 			draining.release();
 		}
 	}

@@ -209,21 +209,22 @@ class KVFrameDecoderTest {
 	}
 
 	@Test
-	void version3TransferRequestAndDrainingArriveFedByteByByte() {
+	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0003"
-					+ "00000027" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
-					+ "00000001" + "00" + "00000005" + "30302d6162"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0004"
+					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
+					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
 			for (byte b : bytes) {
 				ByteBuf piece = Unpooled.wrappedBuffer(new byte[] { b });
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(3);
-			assertThat(recorder.events).containsExactly("PREFACE 3",
-					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab"),
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(4);
+			assertThat(recorder.events).containsExactly("PREFACE 4",
+					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
+							new int[0]),
 					new KVMessage.Draining("x"));
 			assertThat(v3.isOpen()).isTrue();
 		}
@@ -233,15 +234,15 @@ class KVFrameDecoderTest {
 	}
 
 	@Test
-	void aVersion2PeerIsRejectedNamingBothVersions() {
+	void aVersion3PeerIsRejectedNamingBothVersions() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			ByteBuf preface = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520002"));
+			ByteBuf preface = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520003"));
 			fed.add(preface);
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 2 (expected: 3)");
+					.contains("incompatible kvferry protocol version : 3 (expected: 4)");
 		}
 		finally {
 			v3.finishAndReleaseAll();

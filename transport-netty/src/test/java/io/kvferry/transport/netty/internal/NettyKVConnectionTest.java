@@ -79,7 +79,7 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520003");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520004");
 			assertThat(auth.readInt()).isEqualTo(1 + KVFrameCodec.AUTH_BODY_LENGTH);
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
@@ -151,7 +151,7 @@ class NettyKVConnectionTest {
 		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
-		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 3)");
+		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 4)");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 
@@ -330,7 +330,7 @@ class NettyKVConnectionTest {
 		finally {
 			out.release();
 		}
-		StepVerifier.create(big).expectErrorMessage("cannot send TransferRequest: body of 8029 bytes exceeds "
+		StepVerifier.create(big).expectErrorMessage("cannot send TransferRequest: body of 8037 bytes exceeds "
 				+ "maxFrameLength 4096").verify(TIMEOUT);
 		StepVerifier.create(small).expectComplete().verify(TIMEOUT);
 	}

@@ -1,0 +1,356 @@
+package io.kvferry.transport.netty;
+
+import static io.kvferry.transport.netty.Loopback.TIMEOUT;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.stream.Stream;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVPoll;
+import io.kvferry.MemoryRegion;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.SendGate;
+import io.kvferry.test.RecordingHandler;
+import io.kvferry.test.RegionSink;
+import io.kvferry.test.Samples;
+import io.kvferry.test.Sent;
+import reactor.core.publisher.Mono;
+import reactor.test.StepVerifier;
+import io.kvferry.transport.netty.internal.KVFrameCodec;
+import io.kvferry.transport.netty.internal.shm.Ring;
+import io.kvferry.transport.netty.internal.shm.SameHostLink;
+import io.kvferry.transport.netty.internal.shm.ShmConfig;
+import io.kvferry.spi.KVMessage.Status;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The same-host path over real sockets between two transports: payloads through a shared ring in a real mapped file,
+ * byte-exact; refusal of forged slots; fencing; fallback to TCP; the ring file gone once both sides mapped it and the
+ * memory released when the connection ends.
+ */
+class SameHostTest {
+
+	private static final int SLOT = 64 * 1024;
+	private static final int SLOTS = 4;
+
+	@TempDir
+	Path dir;
+
+	private NettyKVTransport sameHost() {
+		return NettyKVTransport.create().sameHost(SameHost.AUTO).sameHostRing(SLOTS, SLOT).sameHostDirectory(dir);
+	}
+
+	private List<Path> ringFiles() throws IOException {
+		try (Stream<Path> files = Files.list(dir)) {
+			return files.toList();
+		}
+	}
+
+	@Test
+	void blocksCrossTheRingByteExactInOrderWithMessagesAndTheFileIsGoneOnceMapped() throws Exception {
+		try (Loopback link = Loopback.open(sameHost())) {
+			assertThat(link.connected.sameHostActive()).as("decode reads from the ring").isTrue();
+			assertThat(link.accepted.sameHostActive()).as("prefill writes to the ring").isTrue();
+			assertThat(link.connecting.sameHostConnections()).isEqualTo(1);
+			awaitNoRingFiles();
+
+			// 3 MiB through 4 slots of 64 KiB: the ring wraps 12 times, each slot coming back by credit.
+			int length = 3 << 20;
+			MemoryRegion src = Samples.randomRegion(length, 3);
+			MemoryRegion dst = MemoryRegion.allocate(length, 1);
+			MemoryRegion stridedDst = MemoryRegion.allocate(256 * 1024, 1);
+			AtomicLong received = new AtomicLong();
+			AtomicLong stridedReceived = new AtomicLong();
+			AtomicInteger completed = new AtomicInteger();
+			link.connectedHandler.sinks = h -> h.room() == 2 ? new RegionSink(stridedDst, h, stridedReceived, () -> {
+			}) : new RegionSink(dst, h, received, completed::incrementAndGet);
+
+			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+					src.address(), length));
+			link.accepted.send(new Status(1, KVPoll.SUCCESS, 0, "", length, -1));
+			// Strided on both sides: 512 chunks of 200 bytes read every 300, written every 500 (several per slot).
+			DataHeader strided = new DataHeader(2, RegionKind.KV, 0, 0, 200, 500, 512);
+			link.accepted.sendData(new DataBlock(strided, src.address(), 300));
+			link.accepted.send(new KVMessage.AbortAck(2));
+
+			assertThat(link.connectedHandler.nextMessages(2, TIMEOUT)).containsExactly(
+					new Status(1, KVPoll.SUCCESS, 0, "", length, -1), new KVMessage.AbortAck(2));
+			assertThat(received).hasValue(length);
+			assertThat(completed).as("one frame per slot").hasValue(length / SLOT);
+			assertThat(Samples.read(dst, 0, length)).isEqualTo(Samples.read(src, 0, length));
+			assertThat(stridedReceived).hasValue(512 * 200);
+			for (int i = 0; i < 512; i++) {
+				assertThat(Samples.read(stridedDst, i * 500L, 200)).as("chunk %d", i)
+						.isEqualTo(Samples.read(src, i * 300L, 200));
+			}
+			assertThat(link.connected.pendingOutboundBytes()).isZero();
+		}
+	}
+
+	@Test
+	void aGateThatClosesBetweenSlotsStopsTheBlockThereAndDropsItsGatedSuccess() throws Exception {
+		try (Loopback link = Loopback.open(sameHost())) {
+			assertThat(link.accepted.sameHostActive()).isTrue();
+			int length = 1 << 20;
+			MemoryRegion src = Samples.randomRegion(length, 5);
+			MemoryRegion dst = MemoryRegion.allocate(length, 1);
+			AtomicLong received = new AtomicLong();
+			link.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> {
+			});
+			// The room is aborted after its third slot was written: asked before each frame, the gate says so.
+			AtomicInteger asked = new AtomicInteger();
+			SendGate gate = () -> asked.incrementAndGet() <= 3;
+			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+					src.address(), length, gate));
+			Mono<Void> success = Sent.now(link.accepted, new Status(1, KVPoll.SUCCESS, 0, "", length, -1), gate);
+			link.accepted.send(new KVMessage.AbortAck(1));
+
+			assertThat(link.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
+			StepVerifier.create(success).expectErrorMessage("the room of " + new Status(1, KVPoll.SUCCESS, 0, "",
+					length, -1) + " stopped before it was written").verify(TIMEOUT);
+			assertThat(received).as("the three slots written before the abort, nothing after").hasValue(3L * SLOT);
+			assertThat(Samples.read(dst, 3L * SLOT, length - 3 * SLOT)).containsOnly(0);
+			assertThat(link.accepted.blocksDropped()).isEqualTo(1);
+		}
+	}
+
+	@Test
+	void anotherHostIdentityKeepsTcpAndSaysWhyOnce() throws Exception {
+		try (LogRecorder logs = LogRecorder.of(SameHostLink.class);
+				Loopback link = Loopback.open(sameHost(), sameHost().sameHostIdentity("another-host"))) {
+			assertThat(link.connected.sameHostActive() || link.accepted.sameHostActive()).isFalse();
+			assertThat(logs.await(l -> l.contains("KV data goes over TCP"), TIMEOUT)).contains("another host");
+			assertThat(link.connecting.sameHostConnections()).isZero();
+			int length = 1 << 20;
+			MemoryRegion src = Samples.randomRegion(length, 9);
+			MemoryRegion dst = MemoryRegion.allocate(length, 1);
+			AtomicLong received = new AtomicLong();
+			link.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> {
+			});
+			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+					src.address(), length));
+			link.accepted.send(new KVMessage.AbortAck(1));
+			assertThat(link.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
+			assertThat(Samples.read(dst, 0, length)).as("over TCP").isEqualTo(Samples.read(src, 0, length));
+			awaitNoRingFiles();
+		}
+	}
+
+
+	@ParameterizedTest(name = "slot {0}, chunkLen {1}")
+	@CsvSource({ "4, 1024, 'malformed DATA_SHM frame: slot : 4 (expected: 0..3)'",
+			"-1, 1024, 'malformed DATA_SHM frame: slot : -1 (expected: 0..3)'",
+			"0, 65537, 'malformed DATA_SHM frame: payload of 65537 bytes (chunkLen 65537 x count 1) exceeds the ring''s "
+					+ "slot size 65536'",
+			"3, 65537, 'malformed DATA_SHM frame: payload of 65537 bytes (chunkLen 65537 x count 1) exceeds the ring''s "
+					+ "slot size 65536'" })
+	void aForgedSlotOrLengthIsRefusedAndNothingIsWritten(int slot, int chunkLen, String reason) throws Exception {
+		NettyKVTransport decode = sameHost().eventLoopThreads(1);
+		RecordingHandler handler = new RecordingHandler();
+		MemoryRegion dst = MemoryRegion.allocate(4 * SLOT, 1);
+		AtomicInteger sinksAsked = new AtomicInteger();
+		AtomicLong received = new AtomicLong();
+		handler.sinks = h -> {
+			sinksAsked.incrementAndGet();
+			return new RegionSink(dst, h, received, () -> {
+			});
+		};
+		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			CompletableFuture<KVConnection> connected = decode.connect(new HostPort("127.0.0.1", server.getLocalPort()),
+					handler).toFuture();
+			try (Socket socket = server.accept(); RawRing ring = RawRing.accept(socket, dir)) {
+				assertThat(connected.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
+				ring.fill(0, (byte) 0x5A);
+				ring.fill(3, (byte) 0x5A);
+				ring.dataShm(new DataHeader(1, RegionKind.KV, 0, 0, chunkLen, chunkLen, 1), slot);
+				assertThat(handler.awaitClose(TIMEOUT)).isEqualTo(reason);
+			}
+		}
+		finally {
+			decode.disposeNow(TIMEOUT);
+		}
+		assertThat(sinksAsked).as("no sink was asked for").hasValue(0);
+		assertThat(received).hasValue(0);
+		assertThat(Samples.read(dst, 0, 4 * SLOT)).containsOnly(0);
+		awaitUnmapped();
+	}
+
+	@Test
+	void aPeerThatVanishesBeforeAnsweringFreesTheRing() throws Exception {
+		NettyKVTransport decode = sameHost().eventLoopThreads(1);
+		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			Mono<KVConnection> connect = decode.connect(new HostPort("127.0.0.1", server.getLocalPort()),
+					new RecordingHandler());
+			CompletableFuture<KVConnection> connected = connect.toFuture();
+			try (Socket socket = server.accept()) {
+				RawRing.offerOf(socket);
+				assertThat(ringFiles()).as("the offered ring").hasSize(1);
+			}
+			StepVerifier.create(Mono.fromFuture(connected)).expectErrorMessage("connection to 127.0.0.1:"
+					+ server.getLocalPort() + " closed before the handshake completed: connection closed by peer "
+					+ "127.0.0.1:" + server.getLocalPort()).verify(TIMEOUT);
+		}
+		finally {
+			decode.disposeNow(TIMEOUT);
+		}
+		awaitNoRingFiles();
+		awaitUnmapped();
+	}
+
+	@Test
+	void aConnectionClosedMidBlockReleasesTheRingOnBothSides() throws Exception {
+		try (Loopback link = Loopback.open(sameHost())) {
+			assertThat(link.accepted.sameHostActive()).isTrue();
+			assertThat(mappedRings()).as("mapped by both sides").hasSize(2);
+			int length = 8 << 20;
+			MemoryRegion src = Samples.randomRegion(length, 13);
+			MemoryRegion dst = MemoryRegion.allocate(length, 1);
+			AtomicLong received = new AtomicLong();
+			AtomicInteger frames = new AtomicInteger();
+			link.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> {
+				if (frames.incrementAndGet() == 2) {
+					link.accepted.close("prefill goes away mid-block");
+				}
+			});
+			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+					src.address(), length));
+			// Closed by peer, or reset when a credit met the closed socket: decode learns either way.
+			assertThat(link.connectedHandler.awaitClose(TIMEOUT)).containsAnyOf("connection closed by peer",
+					"Connection reset by peer");
+			assertThat(received.get()).isLessThan(length);
+			assertThat(link.connected.sameHostActive() || link.accepted.sameHostActive()).isFalse();
+			awaitUnmapped();
+		}
+	}
+
+	private void awaitNoRingFiles() throws Exception {
+		long deadline = System.nanoTime() + TIMEOUT.toNanos();
+		while (!ringFiles().isEmpty() && System.nanoTime() < deadline) {
+			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+		}
+		assertThat(ringFiles()).as("ring files left in the directory").isEmpty();
+	}
+
+	/** @return the lines of this process's memory map that map a ring of this test's directory */
+	private List<String> mappedRings() throws IOException {
+		try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
+			return lines.filter(l -> l.contains(dir.toString())).toList();
+		}
+	}
+
+	private void awaitUnmapped() throws Exception {
+		long deadline = System.nanoTime() + TIMEOUT.toNanos();
+		while (!mappedRings().isEmpty() && System.nanoTime() < deadline) {
+			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+		}
+		assertThat(mappedRings()).as("ring mappings left in this process").isEmpty();
+	}
+
+	/**
+	 * A fake prefill rank speaking the wire protocol by hand on a blocking socket: it completes the handshake, maps the
+	 * ring decode offers and accepts it, and then writes whatever DATA_SHM frame a test wants, forged ones included.
+	 */
+	private static final class RawRing implements AutoCloseable {
+
+		private final DataOutputStream out;
+		private final Ring ring;
+
+		private RawRing(DataOutputStream out, Ring ring) {
+			this.out = out;
+			this.ring = ring;
+		}
+
+		static RawRing accept(Socket socket, Path dir) throws IOException {
+			DataInputStream in = new DataInputStream(socket.getInputStream());
+			DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+			byte[] offer = offerOf(socket);
+			DataInputStream body = new DataInputStream(new java.io.ByteArrayInputStream(offer));
+			body.readFully(new byte[body.readInt()]);
+			byte[] path = new byte[body.readInt()];
+			body.readFully(path);
+			byte[] nonce = new byte[Ring.NONCE_BYTES];
+			body.readFully(nonce);
+			int slots = body.readInt();
+			int slotSize = body.readInt();
+			Ring ring = Ring.open(ShmConfig.of(SameHost.AUTO).withDirectory(dir), new String(path,
+					StandardCharsets.UTF_8), nonce, slots, slotSize);
+			out.writeInt(1 + 1 + 4);
+			out.writeByte(KVFrameCodec.TYPE_SHM_REPLY);
+			out.writeByte(1);
+			out.writeInt(0);
+			out.flush();
+			assertThat(in).isNotNull();
+			return new RawRing(out, ring);
+		}
+
+		/** Completes the handshake and reads decode's SHM_OFFER. @return its body */
+		static byte[] offerOf(Socket socket) throws IOException {
+			DataInputStream in = new DataInputStream(socket.getInputStream());
+			DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+			out.writeInt(KVFrameCodec.MAGIC);
+			out.writeShort(KVMessage.PROTOCOL_VERSION);
+			out.writeInt(1 + KVFrameCodec.AUTH_BODY_LENGTH);
+			out.writeByte(KVFrameCodec.TYPE_AUTH);
+			out.writeByte(0);
+			out.write(new byte[32]);
+			out.writeInt(16 << 20);
+			out.flush();
+			in.readFully(new byte[KVFrameCodec.PREFACE_LENGTH]);
+			for (;;) {
+				int length = in.readInt();
+				int type = in.readUnsignedByte();
+				byte[] body = new byte[length - 1];
+				in.readFully(body);
+				if (type == KVFrameCodec.TYPE_SHM_OFFER) {
+					return body;
+				}
+			}
+		}
+
+		void fill(int slot, byte value) {
+			io.netty.util.internal.PlatformDependent.setMemory(ring.slotAddress(slot), ring.slotSize(), value);
+		}
+
+		void dataShm(DataHeader h, int slot) throws IOException {
+			out.writeInt(1 + KVFrameCodec.DATA_HEADER_LENGTH + 4);
+			out.writeByte(KVFrameCodec.TYPE_DATA_SHM);
+			out.writeLong(h.room());
+			out.writeByte(h.kind().ordinal());
+			out.writeInt(h.region());
+			out.writeLong(h.dstOffset());
+			out.writeInt(h.chunkLen());
+			out.writeLong(h.dstStride());
+			out.writeInt(h.count());
+			out.writeInt(slot);
+			out.flush();
+		}
+
+		@Override
+		public void close() {
+			ring.unmap();
+		}
+	}
+}
