@@ -49,7 +49,8 @@ import reactor.core.scheduler.Schedulers;
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages), "
 						+ "after the same batch once untimed",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
-				"  same host  single-thread memcpy of the bulk bytes, the ceiling of a same-host path",
+				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
+						+ "(and over TCP), in turn",
 				"  scaling (--scaling)  concurrent rooms, room size and ranks: rooms/s, GB/s, p50/p99, CPU, memory",
 				"With --tracing it measures only what room tracing costs: rooms per second and heap bytes per room, "
 						+ "tracing off vs on (OpenTelemetry SDK, batch span processor), in alternating rounds.",
@@ -64,6 +65,7 @@ final class BenchCommand implements Callable<Integer> {
 	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int WARMUP_ROOMS = 20;
 	private static final Duration WARMUP = Duration.ofSeconds(5);
+	private static final Duration SAME_HOST_WARMUP = Duration.ofSeconds(3);
 	private static final int MANY_LAYERS = 4;
 	private static final int MANY_MAX_PAGES = 4;
 
@@ -178,6 +180,9 @@ final class BenchCommand implements Callable<Integer> {
 			double bulkGbps = result.get("bulk").get("gbps").asDouble();
 			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
 			result.set("many", many);
+			progress(err, "same host: " + Sizes.bytes(bulkBytes) + " rooms 1<->1 through shared memory, a memcpy and "
+					+ "over TCP, in turn");
+			result.set("same_host", sameHost(shape, bulkBytes, err));
 			if (scaling != null) {
 				ScalingBench sweep = new ScalingBench(shape, transport, decodeTransport, client,
 						scaling.equals("quick"), what -> progress(err, what));
@@ -212,8 +217,8 @@ final class BenchCommand implements Callable<Integer> {
 	/**
 	 * kvferry's bulk room against the pumps, in interleaved rounds after a warm-up of both: kvferry, the fair pump
 	 * (one connection, a source written before each round as kvferry's pages are), the strongest simple pump (two
-	 * connections, {@code SO_RCVLOWAT}), the cache-hot ring (the loopback ceiling) and a single-thread memcpy of the
-	 * same bytes (the same-host ceiling). Medians count; best-of is shown beside.
+	 * connections, {@code SO_RCVLOWAT}) and the cache-hot ring (the loopback ceiling). Medians count; best-of is shown
+	 * beside.
 	 */
 	private void bulk(KVCluster pair, ModelShape shape, int pages, long bytes, ObjectNode result) throws IOException {
 		int tokens = pages * shape.pageSize();
@@ -223,7 +228,6 @@ final class BenchCommand implements Callable<Integer> {
 		long[] pump = new long[rounds];
 		long[] pump2 = new long[rounds];
 		long[] ring = new long[rounds];
-		long[] memcpy = new long[rounds];
 		long moved = 0;
 		long allocated = 0;
 		String lowatMissing = RcvLowat.unavailable();
@@ -246,7 +250,6 @@ final class BenchCommand implements Callable<Integer> {
 						TcpBaseline.pump(two, src.buffer(), dst.buffer(), true);
 					}
 					tcp.ring(hotSrc.buffer(), hotDst.buffer(), bytes);
-					MemcpyBaseline.copy(src.buffer(), dst.buffer());
 				}
 			}
 			// Rounds alternate between kvferry and the baselines, so that all meet the same machine.
@@ -263,8 +266,6 @@ final class BenchCommand implements Callable<Integer> {
 					pump2[i] = TcpBaseline.pump(two, src.buffer(), dst.buffer(), true);
 				}
 				ring[i] = tcp.ring(hotSrc.buffer(), hotDst.buffer(), bytes);
-				TcpBaseline.fill(src.buffer(), room);
-				memcpy[i] = MemcpyBaseline.copy(src.buffer(), dst.buffer());
 			}
 		}
 		finally {
@@ -298,11 +299,6 @@ final class BenchCommand implements Callable<Integer> {
 		}
 		bulk.put("wire_gbps", round(wire));
 		bulk.put("wire_ratio", round(gbps / wire));
-		// No same-host transport yet: its figure stays null until one exists, the ceiling is measured already.
-		ObjectNode sameHost = result.putObject("same_host");
-		sameHost.putNull("gbps");
-		sameHost.put("memcpy_gbps", round(gbps(bytes, TcpBaseline.median(memcpy.clone()))));
-		sameHost.putNull("ratio");
 		result.put("alloc_bytes_per_mb", moved == 0 ? 0 : Math.round(allocated / (moved / 1e6)));
 	}
 
@@ -417,6 +413,39 @@ final class BenchCommand implements Callable<Integer> {
 		}
 	}
 
+	/**
+	 * The same-host path against a single-thread memcpy of the same bytes (see {@link SameHostBench}); gbps and ratio
+	 * are null, with the reason, when the rooms could not go through shared memory here.
+	 */
+	private ObjectNode sameHost(ModelShape shape, long bytes, PrintWriter err) {
+		ObjectNode o = JSON.createObjectNode();
+		SameHostBench.Result r;
+		try {
+			r = SameHostBench.run(shape, bytes, rounds, SAME_HOST_WARMUP, json && System.console() == null ? null : err);
+		}
+		catch (IOException e) {
+			failures.add("same host: " + e.getMessage());
+			o.putNull("gbps");
+			o.putNull("memcpy_gbps");
+			o.putNull("ratio");
+			return o;
+		}
+		if (r.sharedMemory()) {
+			o.put("gbps", round(r.gbps()));
+			o.put("memcpy_gbps", round(r.memcpyGbps()));
+			o.put("ratio", round(r.ratio()));
+		}
+		else {
+			o.putNull("gbps");
+			o.put("memcpy_gbps", round(r.memcpyGbps()));
+			o.putNull("ratio");
+			o.put("missing", "the rooms fell back to TCP (no shared /dev/shm here?)");
+		}
+		o.put("tcp_gbps", round(r.tcpGbps()));
+		o.put("spread", r.spread());
+		return o;
+	}
+
 	private List<RoomResult> manyBatch(KVCluster cluster, ModelShape shape, int[] pages, long firstRoom) {
 		return Flux.range(0, manyRooms)
 				.flatMap(i -> cluster.run(firstRoom + i, pages[i] * shape.pageSize(), 1, new Random(i))
@@ -477,8 +506,12 @@ final class BenchCommand implements Callable<Integer> {
 		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   %d rooms/s, %d failures, %.2f s%n",
 				"many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
 				many.get("rooms_per_second").asLong(), many.get("failures").asInt(), many.get("seconds").asDouble()));
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   (single-thread memcpy, the same-host ceiling)%n",
-				"same host", r.get("same_host").get("memcpy_gbps").asDouble()));
+		var sameHost = r.get("same_host");
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread memcpy)%n",
+				"same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT, "%9.2f GB/s",
+						sameHost.get("gbps").asDouble()), sameHost.get("memcpy_gbps").asDouble(),
+				sameHost.get("ratio").isNull() ? "-" : String.format(Locale.ROOT, "%.2f",
+						sameHost.get("ratio").asDouble())));
 		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
 				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
 		if (r.has("scaling")) {

@@ -71,16 +71,6 @@ class TcpBaselineTest {
 	}
 
 	@Test
-	void memcpyCopiesEveryByte() {
-		ByteBuffer src = ByteBuffer.allocateDirect(3 * TcpBaseline.WRITE_SIZE + 5);
-		TcpBaseline.fill(src, 9);
-		ByteBuffer dst = ByteBuffer.allocateDirect(src.capacity());
-		assertThat(MemcpyBaseline.gbps(src, dst)).isPositive();
-		assertThat(dst.duplicate().clear()).isEqualTo(src.duplicate().clear());
-		assertThat(dst.position()).isZero();
-	}
-
-	@Test
 	void pingPongAnswersEveryRequestWithThePayload() throws Exception {
 		int payload = TcpBaseline.WRITE_SIZE + 100;
 		ByteBuffer src = pattern(payload + 50);
