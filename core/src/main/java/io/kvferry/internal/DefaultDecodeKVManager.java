@@ -252,8 +252,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			for (Session s : resolved.sessions) {
 				s.rooms.add(r);
 				if (!s.conn.isActive()) {
-					table.fail(r, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint,
-							false);
+					// Closing, its onClose not run yet: a rank that said it drains closes because it drained.
+					s.lost(r, "Lost connection with prefill rank " + s.endpoint, FailureCause.CONNECTION_LOST);
 					return;
 				}
 				String draining = s.draining;
