@@ -39,7 +39,9 @@ import org.slf4j.LoggerFactory;
  * <p>Closing is ordered: control messages queued before the close are still written, queued data blocks are dropped,
  * and so are messages behind a room's gate (a Success that reports the room's data), since their data may have been
  * among the dropped blocks. The channel closes after the flush, or after a grace period if the peer does not take the
- * bytes. Once the channel is closed, what is still queued is failed (messages) or forgotten (blocks).
+ * bytes; when this side writes a same-host ring, it shuts its output down after the flush instead and closes once the
+ * peer closed (or after the grace period), so that the peer's credits in flight never reset the connection. Once the
+ * channel is closed, what is still queued is failed (messages) or forgotten (blocks).
  *
  * <p>Owns nothing it must release: data blocks reference engine memory that outlives them, and frames are handed to
  * Netty as they are written.
