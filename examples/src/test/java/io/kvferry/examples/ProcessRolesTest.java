@@ -90,24 +90,32 @@ class ProcessRolesTest {
 
 	@Test
 	void prefillDrainsOnSigtermMidBatchAndDecodeLosesNoRoomWithoutAReason() throws Exception {
-		drainPrefillMidBatch(Duration.ofSeconds(20), true);
+		drainPrefillMidBatch(Duration.ofSeconds(20), true, TransportOptions.TCP);
+	}
+
+	@Test
+	void prefillDrainsOnSigtermMidBatchThroughSharedMemoryAndDecodeLosesNoRoomWithoutAReason() throws Exception {
+		// Through a same-host ring decode writes a credit for every frame: the drain's notice and close still arrive.
+		drainPrefillMidBatch(Duration.ofSeconds(20), false, TransportOptions.SHM);
 	}
 
 	@Test
 	void pastItsDeadlinePrefillAbortsTheRoomsInFlightWithTheReasonAndStillExitsZero() throws Exception {
 		// A deadline of zero aborts whatever prefill holds at once.
-		drainPrefillMidBatch(Duration.ZERO, false);
+		drainPrefillMidBatch(Duration.ZERO, false, TransportOptions.TCP);
 	}
 
-	private void drainPrefillMidBatch(Duration deadline, boolean stopBootstrap) throws Exception {
+	private void drainPrefillMidBatch(Duration deadline, boolean stopBootstrap, String transport) throws Exception {
 		try (Child bootstrap = Child.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
 			String address = startBootstrap(bootstrap);
 			// A pool of one room's pages makes prefill serve rooms one by one: decode always has rooms waiting.
 			try (Child prefill = Child.start("prefill", args("prefill", "--bootstrap", address, "--host", "127.0.0.1",
-					"--pool-tokens", "512", "--drain-timeout", deadline.toSeconds() + "s", "--verbose"))) {
+					"--pool-tokens", "512", "--drain-timeout", deadline.toSeconds() + "s", "--verbose", "--transport",
+					transport))) {
 				prefill.awaitLine("kvferry prefill: ready", START);
 				try (Child decode = Child.start("decode", args("decode", "--bootstrap", address, "--requests", "2000",
-						"--concurrency", "4", "--min-tokens", "16", "--max-tokens", "512", "--json"))) {
+						"--concurrency", "4", "--min-tokens", "16", "--max-tokens", "512", "--json", "--transport",
+						transport))) {
 					// Mid-batch: a few rooms served, decode keeps asking for more.
 					for (int served = 0; served < 3; served++) {
 						prefill.awaitLine("room \\d+: \\d+ pages", START);

@@ -246,6 +246,36 @@ class SameHostTest {
 		}
 	}
 
+	@Test
+	void prefillClosingMidBlockStillDeliversWhatItSentBeforeAndDecodeSeesAnOrderlyClose() throws Exception {
+		// Credits are always on their way to prefill while the ring streams: a close with credits unread resets the
+		// connection, and decode, failing to write its next credit, closed before reading the last frames.
+		for (int round = 0; round < 10; round++) {
+			try (Loopback link = Loopback.open(sameHost())) {
+				assertThat(link.accepted.sameHostActive()).isTrue();
+				int length = 8 << 20;
+				MemoryRegion src = Samples.randomRegion(length, 17);
+				MemoryRegion dst = MemoryRegion.allocate(length, 1);
+				AtomicLong received = new AtomicLong();
+				AtomicInteger frames = new AtomicInteger();
+				KVMessage.Draining notice = new KVMessage.Draining("prefill rank 0 is draining");
+				int closeAt = 2 + round % 4;
+				link.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> {
+					if (frames.incrementAndGet() == closeAt) {
+						link.accepted.send(notice);
+						link.accepted.close("drained");
+					}
+				});
+				link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+						src.address(), length));
+				assertThat(link.connectedHandler.nextMessage(TIMEOUT)).as("round %d", round).isEqualTo(notice);
+				assertThat(link.connectedHandler.awaitClose(TIMEOUT)).as("round %d", round)
+						.contains("connection closed by peer");
+				awaitUnmapped();
+			}
+		}
+	}
+
 	private void awaitNoRingFiles() throws Exception {
 		long deadline = System.nanoTime() + TIMEOUT.toNanos();
 		while (!ringFiles().isEmpty() && System.nanoTime() < deadline) {

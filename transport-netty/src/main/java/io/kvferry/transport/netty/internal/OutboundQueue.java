@@ -21,6 +21,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.util.internal.PlatformDependent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,7 +39,9 @@ import org.slf4j.LoggerFactory;
  * <p>Closing is ordered: control messages queued before the close are still written, queued data blocks are dropped,
  * and so are messages behind a room's gate (a Success that reports the room's data), since their data may have been
  * among the dropped blocks. The channel closes after the flush, or after a grace period if the peer does not take the
- * bytes. Once the channel is closed, what is still queued is failed (messages) or forgotten (blocks).
+ * bytes; when this side writes a same-host ring, it shuts its output down after the flush instead and closes once the
+ * peer closed (or after the grace period), so that the peer's credits in flight never reset the connection. Once the
+ * channel is closed, what is still queued is failed (messages) or forgotten (blocks).
  *
  * <p>Owns nothing it must release: data blocks reference engine memory that outlives them, and frames are handed to
  * Netty as they are written.
@@ -317,6 +320,24 @@ final class OutboundQueue {
 
 	private void closeAfterFlush() {
 		ChannelFuture flushed = ctx.writeAndFlush(Unpooled.EMPTY_BUFFER);
+		if (ring != null && channel instanceof DuplexChannel duplex) {
+			// Same host: decode answers every ring frame with a credit, so some are always on their way here. Closing
+			// with credits unread would reset the connection, and decode, failing to write its next credit, would close
+			// before reading the last frames (a Draining notice among them). Half-close instead: decode reads up to
+			// the end of the stream, then closes, and this side closes when it reads that (or after the grace period).
+			flushed.addListener(f -> {
+				if (f.isSuccess()) {
+					duplex.shutdownOutput();
+				}
+				else {
+					channel.close();
+				}
+			});
+			ctx.executor().schedule(() -> {
+				channel.close();
+			}, closeGrace.toNanos(), TimeUnit.NANOSECONDS);
+			return;
+		}
 		flushed.addListener(ChannelFutureListener.CLOSE);
 		if (!flushed.isDone()) {
 			// The peer does not take the bytes: give it the grace period, then close anyway.
