@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.FailureCause;
@@ -76,8 +76,8 @@ public final class LayerwiseScenarios {
 	 */
 	public static void wholeAndLayerwiseChunksMix(KVCluster c) {
 		Room room = new Room(c, 102, new int[] { 11, 12, 13, 14, 30, 31 }, new int[] { 40, 41, 5, 6, 7, 50 });
-		List<Integer> landed = new ArrayList<>();
-		room.receiver.layers().subscribe(landed::add);
+		// Subscribed before any byte: it sees each layer as it lands, on the callback scheduler.
+		CompletableFuture<List<Integer>> early = room.receiver.layers().collectList().toFuture();
 		int[] a = { 11, 12 };
 		int[] b = { 13, 14 };
 		int[] last = { 30, 31 };
@@ -100,7 +100,7 @@ public final class LayerwiseScenarios {
 		StepVerifier.create(room.receiver.completion()).expectComplete().verify(T);
 		StepVerifier.create(room.receiver.layers().collectSortedList()).expectNext(List.of(0, 1, 2, 3))
 				.expectComplete().verify(T);
-		assertThat(landed).containsExactlyInAnyOrder(0, 1, 2, 3);
+		assertThat(early).succeedsWithin(T).satisfies(l -> assertThat(l).containsExactlyInAnyOrder(0, 1, 2, 3));
 		assertThat(room.verify()).isNull();
 	}
 

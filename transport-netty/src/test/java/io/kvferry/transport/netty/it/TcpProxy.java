@@ -18,6 +18,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelException;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -153,8 +154,13 @@ final class TcpProxy implements AutoCloseable {
 
 	private static ChannelFuture reset(Channel ch) {
 		if (ch.isOpen()) {
-			// SO_LINGER 0: close() sends an RST instead of a FIN, as a broken link or a killed peer would.
-			ch.config().setOption(ChannelOption.SO_LINGER, 0);
+			try {
+				// SO_LINGER 0: close() sends an RST instead of a FIN, as a broken link or a killed peer would.
+				ch.config().setOption(ChannelOption.SO_LINGER, 0);
+			}
+			catch (ChannelException e) {
+				// Closed by its own event loop since isOpen(): there is nothing left to reset.
+			}
 		}
 		return ch.close();
 	}
