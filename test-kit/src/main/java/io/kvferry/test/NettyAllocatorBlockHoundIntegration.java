@@ -1,13 +1,22 @@
 package io.kvferry.test;
 
 import reactor.blockhound.BlockHound;
+import reactor.blockhound.BlockingOperationError;
 import reactor.blockhound.integration.BlockHoundIntegration;
 
 /**
- * Tells BlockHound (through {@code META-INF/services}) that Netty 4.2's adaptive allocator may briefly wait on its own
- * lock when several event loops grow its magazine array at once: a lock held for a few instructions, not I/O, which
- * Netty's built-in BlockHound rules do not list yet. Seen under the fuzz test's concurrent load; without it the
- * affected connection is torn down by BlockHound's error. Shipped in kvferry-test so every module's tests get it.
+ * Tells BlockHound (through {@code META-INF/services}) about two locks held for a few instructions, not I/O, that its
+ * built-in rules do not list yet, and prints the stack of every blocking call it finds (its error alone names only the
+ * blocking method, and it often surfaces as a room's failure reason far from where it happened). The locks:
+ * <ul>
+ * <li>Netty 4.2's adaptive allocator growing its magazine array when several event loops do at once (seen under the
+ * fuzz test's concurrent load);</li>
+ * <li>a thread pool's main lock when a scheduler such as Reactor's bounded elastic one adds a worker, which an event
+ * loop handing file work off the loop can meet while another worker exits (the likely cause of one {@code Unsafe#park}
+ * report in a whole-suite run, which the stack printed below will confirm or refute if it recurs).</li>
+ * </ul>
+ * Without them the affected connection or room is torn down by BlockHound's error. Shipped in kvferry-test so every
+ * module's tests get it.
  */
 public final class NettyAllocatorBlockHoundIntegration implements BlockHoundIntegration {
 
@@ -15,5 +24,11 @@ public final class NettyAllocatorBlockHoundIntegration implements BlockHoundInte
 	public void applyTo(BlockHound.Builder builder) {
 		builder.allowBlockingCallsInside("io.netty.buffer.AdaptivePoolingAllocator$MagazineGroup",
 				"tryExpandMagazines");
+		builder.allowBlockingCallsInside("java.util.concurrent.ThreadPoolExecutor", "addWorker");
+		builder.blockingMethodCallback(method -> {
+			BlockingOperationError error = new BlockingOperationError(method);
+			error.printStackTrace(System.out);
+			throw error;
+		});
 	}
 }
