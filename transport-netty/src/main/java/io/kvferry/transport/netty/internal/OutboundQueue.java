@@ -22,6 +22,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.socket.DuplexChannel;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.util.internal.PlatformDependent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -320,11 +321,12 @@ final class OutboundQueue {
 
 	private void closeAfterFlush() {
 		ChannelFuture flushed = ctx.writeAndFlush(Unpooled.EMPTY_BUFFER);
-		if (ring != null && channel instanceof DuplexChannel duplex) {
-			// Same host: decode answers every ring frame with a credit, so some are always on their way here. Closing
-			// with credits unread would reset the connection, and decode, failing to write its next credit, would close
-			// before reading the last frames (a Draining notice among them). Half-close instead: decode reads up to
-			// the end of the stream, then closes, and this side closes when it reads that (or after the grace period).
+		if (channel instanceof DuplexChannel duplex && channel.pipeline().get(SslHandler.class) == null) {
+			// The peer may have bytes on their way here (heartbeats, requests, a same-host ring's credits). Closing
+			// with bytes unread resets the connection, and a reset makes the peer's kernel drop what it had not read
+			// yet: the last frames, a Draining notice among them. Half-close instead: the peer reads up to the end of
+			// the stream, then closes, and this side closes when it reads that (or after the grace period). TLS
+			// closes with its own close_notify, as before.
 			flushed.addListener(f -> {
 				if (f.isSuccess()) {
 					duplex.shutdownOutput();
