@@ -21,7 +21,9 @@ import io.kvferry.test.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.internal.PlatformDependent;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -169,21 +171,13 @@ final class ScalingBench {
 		AtomicLong heapPeak = new AtomicLong(heapBefore);
 		AtomicLong directPeak = new AtomicLong(directBefore);
 		AtomicLong poolPeak = new AtomicLong(pool());
-		Thread sampler = new Thread(() -> {
-			while (!Thread.currentThread().isInterrupted()) {
-				heapPeak.accumulateAndGet(memory.getHeapMemoryUsage().getUsed(), Math::max);
-				directPeak.accumulateAndGet(direct(), Math::max);
-				poolPeak.accumulateAndGet(pool(), Math::max);
-				try {
-					Thread.sleep(SAMPLE_MILLIS); // a sampling period, not a wait for something
-				}
-				catch (InterruptedException e) {
-					return;
-				}
-			}
-		}, "kvferry-bench-memory-sampler");
-		sampler.setDaemon(true);
-		sampler.start();
+		// Sampled on a timer thread of its own, away from the event loops and the rooms' callbacks.
+		Scheduler timer = Schedulers.newSingle("kvferry-bench-memory-sampler", true);
+		Disposable sampler = Flux.interval(Duration.ZERO, Duration.ofMillis(SAMPLE_MILLIS), timer).subscribe(tick -> {
+			heapPeak.accumulateAndGet(memory.getHeapMemoryUsage().getUsed(), Math::max);
+			directPeak.accumulateAndGet(direct(), Math::max);
+			poolPeak.accumulateAndGet(pool(), Math::max);
+		});
 		long first = nextRoom;
 		nextRoom += rooms;
 		long cpuBefore = cpu();
@@ -197,7 +191,8 @@ final class ScalingBench {
 		long nanos = System.nanoTime() - start;
 		long allocated = BenchCommand.allocatedBytes() - allocBefore;
 		long cpuNanos = cpu() - cpuBefore;
-		sampler.interrupt();
+		sampler.dispose();
+		timer.dispose();
 		long bytes = 0;
 		long[] latencies = new long[results.size()];
 		int k = 0;
