@@ -3,6 +3,7 @@ package io.kvferry.examples;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -51,6 +52,7 @@ final class PrefillEngine {
 
 	private static final Logger log = LoggerFactory.getLogger(PrefillEngine.class);
 	private static final int[] NO_STATE = new int[0];
+	private static final int ENDED_ROOMS_KEPT = 65_536;
 
 	private final int chunkPages;
 	private final Duration layerCompute;
@@ -117,6 +119,11 @@ final class PrefillEngine {
 		group.ranks.add(rank);
 		subscriptions.add(rank.manager.roomRequests().subscribe(group::offer));
 		group.worker.schedule(group::drain);
+	}
+
+	/** Hands a DP group a room request, as its ranks' request streams do. */
+	void offer(int group, RoomRequest request) {
+		groups.get(group).offer(request);
 	}
 
 	/** @return every rank's manager, DP group by group */
@@ -192,6 +199,17 @@ final class PrefillEngine {
 		final PageAllocator rows;
 		final Map<Long, RoomRequest> queue = new LinkedHashMap<>();
 		final Set<Long> active = new HashSet<>();
+		// Rooms this group served or turned away. Every rank of the group hears decode's request for a room, and a
+		// slow rank's may come after the room ended; rooms are never reused, so such a request is a late copy.
+		final Set<Long> ended = Collections.newSetFromMap(new LinkedHashMap<>() {
+
+			private static final long serialVersionUID = 1L;
+
+			@Override
+			protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+				return size() > ENDED_ROOMS_KEPT;
+			}
+		});
 
 		Group(int index, int rankCount, int capacity, int auxRows, int pageSize) {
 			this.index = index;
@@ -205,7 +223,8 @@ final class PrefillEngine {
 		void offer(RoomRequest request) {
 			worker.schedule(() -> {
 				// Dummy destinations carry no page count; every rank of the group gets a real request too.
-				if (request.dummy() || active.contains(request.room()) || queue.containsKey(request.room())) {
+				if (request.dummy() || active.contains(request.room()) || queue.containsKey(request.room())
+						|| ended.contains(request.room())) {
 					return;
 				}
 				queue.put(request.room(), request);
@@ -247,6 +266,7 @@ final class PrefillEngine {
 
 		private void reject(RoomRequest request, String reason) {
 			log.warn("[prefill dp{}] {}", index, reason);
+			ended.add(request.room());
 			failed.incrementAndGet();
 			for (Rank r : ranks) {
 				try {
@@ -333,6 +353,7 @@ final class PrefillEngine {
 
 		private void release(long room, int[] src, int row) {
 			active.remove(room);
+			ended.add(room);
 			pages.release(src);
 			rows.release(new int[] { row });
 			drain();

@@ -7,6 +7,7 @@ import java.util.function.LongSupplier;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.KVManagerSpec;
+import io.kvferry.RoomRequest;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.test.ModelShape;
@@ -116,6 +117,19 @@ class PrefillEngineTest {
 		List<RoomResult> results = run(50, 41, 42);
 		assertThat(results).hasSize(2).allSatisfy(r -> assertThat(r.failure()).isNull());
 		awaitCount(prefill::served, 2);
+	}
+
+	@Test
+	void aRanksRequestArrivingAfterItsRoomEndedIsNotServedAgain() {
+		start(1, 1, 1, 64, 1, 256);
+		assertThat(run(50, 61)).singleElement().satisfies(r -> assertThat(r.failure()).isNull());
+		awaitCount(prefill::served, 1);
+		// A slow rank's copy of decode's request for the room, heard after the room ended.
+		prefill.offer(0, new RoomRequest(61, 13, 0, false));
+		// The group's worker takes requests in order: the copy is handled before the next room is served.
+		assertThat(run(50, 62)).singleElement().satisfies(r -> assertThat(r.failure()).isNull());
+		awaitCount(prefill::served, 2);
+		assertThat(prefill.failed()).isZero();
 	}
 
 	@Test
