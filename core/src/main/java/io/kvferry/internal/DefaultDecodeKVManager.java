@@ -609,7 +609,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					w.acknowledged(this);
 				}
 			}
-			else if (index == 0) {
+			else if (index == 0 || message instanceof KVMessage.Draining) {
+				// A draining rank tells every stripe, so that whichever closes first was told why.
 				session.onMessage(c, message);
 			}
 			else if (message instanceof KVMessage.Joined j && j.stripe() == index) {

@@ -238,10 +238,12 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	void onDraining(String reason) {
 		Sinks.Empty<Void> done = Sinks.empty();
 		withdrawn = done.asMono();
-		List<Session> handshaken = new ArrayList<>();
+		// On every stripe: whichever stripe decode sees close first, it read the notice before, so the rooms it fails
+		// then fail because this rank drains.
+		List<KVConnection> handshaken = new ArrayList<>();
 		for (Session s : sessions) {
 			if (s.plan != null) {
-				handshaken.add(s);
+				handshaken.addAll(s.attached());
 			}
 		}
 		AtomicInteger untold = new AtomicInteger(handshaken.size() + 1);
@@ -250,8 +252,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				withdrawRegistration().doFinally(signal -> done.tryEmitEmpty()).subscribe();
 			}
 		};
-		for (Session s : handshaken) {
-			s.conn.send(new KVMessage.Draining(reason), SendGate.OPEN, Sends.either(told));
+		for (KVConnection c : handshaken) {
+			c.send(new KVMessage.Draining(reason), SendGate.OPEN, Sends.either(told));
 		}
 		told.run();
 	}
@@ -820,6 +822,10 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			session = s;
 			index = j.stripe();
 			conn.send(new KVMessage.Joined(index));
+			String draining = table.drainReason();
+			if (draining != null) {
+				conn.send(new KVMessage.Draining(draining));
+			}
 		}
 
 		@Override
