@@ -9,6 +9,11 @@ import reactor.core.publisher.Mono;
  */
 public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager> {
 
+	/** Default connections per prefill rank: two keep a loopback or LAN link busier than one (see {@link #stripes}). */
+	public static final int DEFAULT_STRIPES = 2;
+	/** Most connections per prefill rank that a prefill rank admits. */
+	public static final int MAX_STRIPES = 8;
+
 	DecodeSpec(KVManagerConfig config) {
 		super(config);
 	}
@@ -28,6 +33,24 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	 */
 	public DecodeSpec checksums(boolean checksums) {
 		return edit(d -> d.checksums = checksums);
+	}
+
+	/**
+	 * Sets how many connections this rank opens to each prefill rank. A room's bytes are dealt across them in pieces of
+	 * at most 4 MiB, each connection on an event loop of its own; control messages travel on the first. One TCP
+	 * connection is bound by the one thread that copies its bytes in and out of the kernel, so two move more where
+	 * cores are free; more than the cores gain nothing.
+	 *
+	 * @param stripes 1 .. {@value #MAX_STRIPES}; 1 keeps one connection per prefill rank; default
+	 *        {@value #DEFAULT_STRIPES}
+	 * @return a new spec
+	 */
+	public DecodeSpec stripes(int stripes) {
+		if (stripes < 1 || stripes > MAX_STRIPES) {
+			throw new IllegalArgumentException("stripes : " + stripes + " (expected: 1.." + MAX_STRIPES
+					+ " connections per prefill rank)");
+		}
+		return edit(d -> d.stripes = stripes);
 	}
 
 	@Override

@@ -33,12 +33,14 @@ import reactor.core.scheduler.Scheduler;
  * @param allCpRanksTransfer prefill with CP: every CP rank sends its share of a room's pages (else CP rank 0 sends
  *        all and the others only take part)
  * @param dsaCacheLayerSplit prefill with CP: KV layers are split across CP ranks, each sending its own layers
+ * @param stripes decode: connections to each prefill rank, over which a room's bytes are dealt (1: one connection)
  */
 public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLayout layout, KVTransport transport,
 		BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
 		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, String name,
 		boolean checksums, HostPort bootstrapAddress, HostPort bindAddress, String advertiseHost,
-		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit) {
+		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
+		int stripes) {
 
 	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
 	KVManagerConfig with(Consumer<Draft> edit) {
@@ -70,6 +72,7 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 		RoomTracer tracer;
 		boolean allCpRanksTransfer;
 		boolean dsaCacheLayerSplit;
+		int stripes;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -93,13 +96,14 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 			tracer = c.tracer;
 			allCpRanksTransfer = c.allCpRanksTransfer;
 			dsaCacheLayerSplit = c.dsaCacheLayerSplit;
+			stripes = c.stripes;
 		}
 
 		private KVManagerConfig build() {
 			return new KVManagerConfig(mode, kvArgs, layout, transport, bootstrapClient, bootstrapTimeout,
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
-					allCpRanksTransfer, dsaCacheLayerSplit);
+					allCpRanksTransfer, dsaCacheLayerSplit, stripes);
 		}
 	}
 }

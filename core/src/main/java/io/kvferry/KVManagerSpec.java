@@ -64,7 +64,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
 				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
 				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
-				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false);
+				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES);
 	}
 
 	/** @return a spec of this role over {@code config} */

@@ -13,7 +13,7 @@ import java.util.Map;
  * @param roomsFailed rooms that ended in {@link KVPoll#FAILED}
  * @param liveRooms rooms by current state (non-terminal states only)
  * @param failures failed rooms by cause (every cause present, zero when none)
- * @param connections open peer connections
+ * @param connections connected peer ranks (a rank reached over several stripes counts once)
  * @param heartbeatLosses connections closed because the peer went silent (no heartbeat for two intervals)
  */
 public record KVStats(long bytesSent, long bytesReceived, long pagesSent, long roomsSucceeded, long roomsFailed,

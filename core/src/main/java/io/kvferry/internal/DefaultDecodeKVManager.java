@@ -57,6 +57,11 @@ import reactor.util.retry.Retry;
  * <p>A room's pages are released (safe to reuse) once no byte can land in them any more: at Success, or after a
  * failure once every prefill rank that was asked to write for the room acknowledged the abort, reported the room
  * ended, or lost its connection.
+ *
+ * <p>Each prefill rank is reached over {@link KVManagerConfig#stripes()} connections (stripes), each read on its own
+ * thread: the room's bytes arrive on all of them at once. A rank's Success arrives on stripe 0 and is judged only once
+ * every other stripe's fence for the room arrived (so all the room's bytes landed), and an abort is acknowledged only
+ * when every stripe acknowledged it or the rank's stripes all closed.
  */
 final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.DecodeRoom> implements DecodeKVManager {
 
@@ -103,7 +108,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 		for (Session s : open) {
 			if (s.key.sameRankAs(key)) {
-				s.conn.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
+				s.close("prefill rank dp " + key.dp + " tp " + key.tp + " pp " + key.pp + " of " + key.bootstrap
 						+ (change.kind() == RegistryChange.Kind.RANK_REMOVED ? " left the registry"
 								: " registered another endpoint"));
 			}
@@ -217,8 +222,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	}
 
 	private Mono<Session> connect(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
-		Session s = new Session(key, endpoint, info, entry);
-		return config.transport().connect(endpoint, s).onErrorMap(e -> {
+		Session s = new Session(key, endpoint, info, entry, config.stripes());
+		return config.transport().connect(endpoint, s.lanes[0]).onErrorMap(e -> {
 			// A rank that said it drains and then went away is not an unexplained connection failure.
 			String reason = drained.get(endpoint);
 			return reason == null ? e : new DrainedRankException("prefill rank " + endpoint + " drained (" + reason
@@ -227,15 +232,39 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			drained.remove(endpoint);
 			s.conn = conn;
 			open.add(s);
-			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums()), SendGate.OPEN,
-					Sends.ifFailed(e -> conn.close("could not send the handshake: " + describe(e))));
+			if (!s.attach(s.lanes[0], conn)) {
+				open.remove(s);
+				return Mono.error(new ProtocolException("connection to prefill rank " + endpoint + " closed at once"));
+			}
+			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums(), s.lanes.length),
+					SendGate.OPEN, Sends.ifFailed(e -> conn.close("could not send the handshake: " + describe(e))));
 			return s.handshake.asMono()
+					.then(Mono.defer(() -> joinStripes(s)))
 					.timeout(config.handshakeTimeout(), Mono.error(() -> new ProtocolException("prefill rank "
 							+ endpoint + " did not answer the handshake within " + config.handshakeTimeout())),
 							config.timer())
-					.doOnError(e -> conn.close(describe(e)))
+					.doOnError(e -> s.close(describe(e)))
 					.thenReturn(s);
 		});
+	}
+
+	/** Opens the session's further stripes, each joining with the token of stripe 0's handshake. */
+	private Mono<Void> joinStripes(Session s) {
+		if (s.lanes.length == 1) {
+			return Mono.empty();
+		}
+		return Flux.range(1, s.lanes.length - 1)
+				.flatMap(i -> config.transport().connect(s.endpoint, s.lanes[i]).flatMap(conn -> {
+					if (!s.attach(s.lanes[i], conn)) {
+						return Mono.error(new ProtocolException("connection to prefill rank " + s.endpoint
+								+ " closed while its stripes joined"));
+					}
+					conn.send(new KVMessage.Join(s.token, i), SendGate.OPEN,
+							Sends.ifFailed(e -> conn.close("could not send the join of stripe " + i + ": "
+									+ describe(e))));
+					return s.lanes[i].joined.asMono();
+				}))
+				.then();
 	}
 
 	private void onResolved(DecodeRoom r, Resolved resolved) {
@@ -251,7 +280,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			r.sessions = resolved.sessions;
 			for (Session s : resolved.sessions) {
 				s.rooms.add(r);
-				if (!s.conn.isActive()) {
+				if (!s.isUsable()) {
 					// A session can outlive its connection by a moment; a rank that said it drains went on purpose.
 					String drainedReason = s.draining;
 					if (drainedReason != null) {
@@ -342,8 +371,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		registryWatch.dispose();
 		List<Mono<Void>> closed = new ArrayList<>();
 		for (Session s : open) {
-			s.conn.close("KV manager " + name + " closed");
-			closed.add(s.conn.onClose());
+			for (KVConnection c : s.attached()) {
+				c.close("KV manager " + name + " closed");
+				closed.add(c.onClose());
+			}
 		}
 		return Mono.when(closed);
 	}
@@ -379,7 +410,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 		for (Session s : targets) {
 			if (!s.sendAbort(r.id, r.reason())) {
-				wait.acknowledged(s);
+				wait.acknowledged(s.lanes);
 			}
 		}
 		wait.checkDone();
@@ -399,7 +430,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		WriteGrant grant;
 		final Set<Session> writers = new HashSet<>();
 		final Set<Session> finished = new HashSet<>();
-		final Map<Session, Tally> tallies = new HashMap<>();
+		// What landed per stripe, and the fences and Successes that report what was sent.
+		final Map<Lane, Tally> tallies = new HashMap<>();
+		final Map<Lane, KVMessage.Fence> fences = new HashMap<>();
+		final Map<Session, KVMessage.Status> successes = new HashMap<>();
 		final Set<Integer> responders = new HashSet<>();
 		boolean transferring;
 		volatile boolean fenced;
@@ -430,15 +464,22 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	/** A failed room's prefill ranks that may still write it, until each acknowledged or its connection closed. */
 	private final class AbortWait {
 		final DecodeRoom room;
-		final Set<Session> waiting = ConcurrentHashMap.newKeySet();
+		// Every stripe of each such rank: each must say that it carries nothing more of the room.
+		final Set<Lane> waiting = ConcurrentHashMap.newKeySet();
 
 		AbortWait(DecodeRoom room, Set<Session> pending) {
 			this.room = room;
-			waiting.addAll(pending);
+			for (Session s : pending) {
+				waiting.addAll(List.of(s.lanes));
+			}
 		}
 
-		void acknowledged(Session s) {
-			if (waiting.remove(s)) {
+		void acknowledged(Lane... lanes) {
+			boolean removed = false;
+			for (Lane l : lanes) {
+				removed |= waiting.remove(l);
+			}
+			if (removed) {
 				checkDone();
 			}
 		}
@@ -452,9 +493,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 		/** A rank that does not acknowledge may still write: closing its connection is what guarantees it stopped. */
 		void expire() {
-			for (Session s : waiting) {
-				s.conn.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room.id
-						+ " within " + config.handshakeTimeout() + "; closing so that no byte of the room can land");
+			for (Lane l : waiting) {
+				l.session.close("prefill rank " + l.session.endpoint + " did not acknowledge the abort of room "
+						+ room.id + " on stripe " + l.index + " within " + config.handshakeTimeout()
+						+ "; closing so that no byte of the room can land");
 			}
 		}
 	}
@@ -538,8 +580,68 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 	}
 
-	/** One prefill rank's connection. */
-	private final class Session implements ConnectionHandler {
+	/**
+	 * One connection of a session. Stripe 0 carries the handshake and the control messages; every stripe carries
+	 * bytes, and the fences and abort acknowledgements that say a room's bytes on it are over.
+	 */
+	private final class Lane implements ConnectionHandler {
+
+		final Session session;
+		final int index;
+		// Completes when prefill attached this stripe to the session (stripe 0: at once).
+		final Sinks.Empty<Void> joined = Sinks.empty();
+		// Guarded by the session: whether this stripe's connection closed.
+		boolean ended;
+
+		Lane(Session session, int index) {
+			this.session = session;
+			this.index = index;
+		}
+
+		@Override
+		public void onMessage(KVConnection c, KVMessage message) {
+			if (message instanceof KVMessage.Fence fence) {
+				session.onFence(this, fence);
+			}
+			else if (message instanceof KVMessage.AbortAck ack) {
+				AbortWait w = aborts.get(ack.room());
+				if (w != null) {
+					w.acknowledged(this);
+				}
+			}
+			else if (index == 0 || message instanceof KVMessage.Draining) {
+				// A draining rank tells every stripe, so that whichever closes first was told why.
+				session.onMessage(c, message);
+			}
+			else if (message instanceof KVMessage.Joined j && j.stripe() == index) {
+				joined.tryEmitEmpty();
+			}
+			else if (message instanceof KVMessage.Reject reject) {
+				joined.tryEmitError(new ProtocolException(reject.reason()));
+			}
+			else {
+				c.close("unexpected " + message + " from prefill on stripe " + index);
+			}
+		}
+
+		@Override
+		public PayloadSink onData(KVConnection c, DataHeader h) {
+			return session.onData(this, h);
+		}
+
+		@Override
+		public void onClose(KVConnection c, CloseReason reason) {
+			session.laneClosed(this, c, reason);
+		}
+
+		@Override
+		public String toString() {
+			return "stripe " + index + " of prefill rank " + session.endpoint;
+		}
+	}
+
+	/** One prefill rank: its handshake, its rooms, and the stripes its bytes come over. */
+	private final class Session {
 
 		final SessionKey key;
 		final HostPort endpoint;
@@ -547,18 +649,84 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		final Mono<Session> entry;
 		final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
 		final Sinks.Empty<Void> handshake = Sinks.empty();
+		final Lane[] lanes;
+		// Stripe 0's connection.
 		volatile KVConnection conn;
 		// The rank's layout from its handshake: which layers and heads it sends, whether decode pulls from all its
 		// CP ranks.
 		volatile PeerLayout prefill;
 		// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
 		volatile String draining;
+		// Names the session in each further stripe's join.
+		volatile long token;
+		// Once every stripe closed: nothing more lands from this rank.
+		private volatile boolean closed;
+		// Guarded by this.
+		private final KVConnection[] connections;
+		private int unclosed;
+		private String closing;
+		private CloseReason closedBy;
+		// A stripe's heartbeat loss, if any: the rank counts as lost to silence once, however many stripes saw it.
+		private CloseReason silentBy;
 
-		Session(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
+		Session(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry, int stripes) {
 			this.key = key;
 			this.endpoint = endpoint;
 			this.info = info;
 			this.entry = entry;
+			this.lanes = new Lane[stripes];
+			for (int i = 0; i < stripes; i++) {
+				lanes[i] = new Lane(this, i);
+			}
+			this.connections = new KVConnection[stripes];
+		}
+
+		/** @return false when the session is closing: {@code c} is then closed too */
+		boolean attach(Lane lane, KVConnection c) {
+			String reason;
+			synchronized (this) {
+				connections[lane.index] = c;
+				if (!lane.ended) {
+					// Else it closed before its connect returned, and was counted then.
+					unclosed++;
+				}
+				reason = closing;
+			}
+			if (reason != null) {
+				c.close(reason);
+				return false;
+			}
+			return true;
+		}
+
+		synchronized List<KVConnection> attached() {
+			List<KVConnection> list = new ArrayList<>(connections.length);
+			for (KVConnection c : connections) {
+				if (c != null) {
+					list.add(c);
+				}
+			}
+			return list;
+		}
+
+		/** Closes every stripe: one stripe alone cannot serve the session. */
+		void close(String reason) {
+			synchronized (this) {
+				if (closing == null) {
+					closing = reason;
+				}
+			}
+			for (KVConnection c : attached()) {
+				c.close(reason);
+			}
+		}
+
+		/** @return whether rooms may still be asked over this session */
+		boolean isUsable() {
+			KVConnection c = conn;
+			synchronized (this) {
+				return closing == null && closedBy == null && c != null && c.isActive();
+			}
 		}
 
 		/**
@@ -575,23 +743,27 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			}
 		}
 
-		/** @return whether an abort went out (false when the connection is gone: then nothing more can come) */
+		/**
+		 * @return whether an abort went out (false once every stripe closed: then nothing more can come); while the
+		 *         stripes are closing, their closing answers the abort
+		 */
 		boolean sendAbort(long room, String reason) {
-			if (conn == null || !conn.isActive()) {
+			if (closed) {
 				return false;
 			}
-			conn.send(new KVMessage.Abort(room, reason), SendGate.OPEN, Sends.ifFailed(e -> {
-				AbortWait w = aborts.get(room);
-				if (w != null) {
-					w.acknowledged(this);
-				}
-			}));
+			KVConnection c = conn;
+			if (c == null) {
+				return false;
+			}
+			// Not sent: the connection is going, and the session's close answers the abort once all stripes closed.
+			c.send(new KVMessage.Abort(room, reason), SendGate.OPEN,
+					Sends.ifFailed(e -> close("could not send the abort of room " + room + ": " + describe(e))));
 			return true;
 		}
 
-		@Override
-		public void onMessage(KVConnection c, KVMessage message) {
+		void onMessage(KVConnection c, KVMessage message) {
 			if (message instanceof KVMessage.HelloAck ack) {
+				token = ack.token();
 				onHelloAck(ack.layout());
 			}
 			else if (message instanceof KVMessage.Reject reject) {
@@ -605,12 +777,6 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				log.info("[{}] prefill rank {} drains: {}", name, endpoint, d.reason());
 				draining = d.reason();
 				drained.put(endpoint, d.reason());
-			}
-			else if (message instanceof KVMessage.AbortAck ack) {
-				AbortWait w = aborts.get(ack.room());
-				if (w != null) {
-					w.acknowledged(this);
-				}
 			}
 			else {
 				c.close("unexpected " + message.getClass().getSimpleName() + " from prefill");
@@ -652,10 +818,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		private void onStatus(KVMessage.Status status) {
 			DecodeRoom r = table.get(status.room());
 			if (r == null) {
-				// An ended room: whatever this rank says, it will send nothing more for it.
+				// An ended room: whatever this rank says, it will send nothing more for it on stripe 0.
 				AbortWait w = aborts.get(status.room());
 				if (w != null) {
-					w.acknowledged(this);
+					w.acknowledged(lanes[0]);
 				}
 				return;
 			}
@@ -664,49 +830,107 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					log.warn("[{}] prefill {} reported room {} it does not serve; ignored", name, endpoint, r.id);
 					return;
 				}
-				r.finished.add(this);
-				if (status.status() == KVPoll.FAILED) {
-					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
-					table.fail(r, draining != null ? FailureCause.DRAINING : FailureCause.PEER_FAILED,
-							"Prefill rank " + endpoint + " failed room " + r.id + ": " + status.reason(), true);
-					return;
-				}
 				if (status.status() != KVPoll.SUCCESS) {
+					if (lanes.length == 1) {
+						// On one connection the report follows everything the rank sent for the room.
+						r.finished.add(this);
+					}
+					if (status.status() == KVPoll.FAILED) {
+						// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
+						table.fail(r, draining != null ? FailureCause.DRAINING : FailureCause.PEER_FAILED,
+								"Prefill rank " + endpoint + " failed room " + r.id + ": " + status.reason(), true);
+					}
 					return;
 				}
-				String short_ = shortfall(r, status);
+				if (r.successes.putIfAbsent(this, status) != null) {
+					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " reported Success for room "
+							+ r.id + " twice", false);
+					return;
+				}
+				judgeWhenFenced(r);
+			}
+		}
+
+		/** A stripe's bytes for a room are over: they must be what landed on it. */
+		void onFence(Lane lane, KVMessage.Fence fence) {
+			DecodeRoom r = table.get(fence.room());
+			if (r == null) {
+				AbortWait w = aborts.get(fence.room());
+				if (w != null) {
+					w.acknowledged(lane);
+				}
+				return;
+			}
+			synchronized (r) {
+				if (lane.index == 0 || r.sessions == null || !r.writers.contains(this)) {
+					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " sent a fence for room " + r.id
+							+ " on stripe " + lane.index + " (expected: only on stripes 1.." + (lanes.length - 1)
+							+ " of a rank asked to write the room)", false);
+					return;
+				}
+				if (r.fences.putIfAbsent(lane, fence) != null) {
+					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " fenced room " + r.id
+							+ " twice on stripe " + lane.index, false);
+					return;
+				}
+				String short_ = mismatch(r, lane, fence.bytes(), fence.checksum(), "a fence");
 				if (short_ != null) {
 					table.fail(r, FailureCause.INCOMPLETE, short_, false);
 					return;
 				}
-				r.trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
-				r.responders.add(status.prefillRank());
-				if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
-					table.advance(r, KVPoll.SUCCESS);
-				}
+				judgeWhenFenced(r);
 			}
 		}
 
-		/** @return why a Success does not match what landed, or null when every byte it reports is in place */
-		private String shortfall(DecodeRoom r, KVMessage.Status status) {
-			Tally landed = r.tallies.get(this);
-			long bytes = landed == null ? 0 : landed.bytes();
-			if (status.bytes() != bytes) {
-				return "prefill rank " + endpoint + " reported Success for room " + r.id + " with " + status.bytes()
-						+ " bytes sent, but " + bytes + " landed";
+		/** Judges the rank's Success once it and every other stripe's fence arrived; under the room's monitor. */
+		private void judgeWhenFenced(DecodeRoom r) {
+			KVMessage.Status status = r.successes.get(this);
+			if (status == null || r.isTerminal()) {
+				return;
+			}
+			long fencedBytes = 0;
+			for (int i = 1; i < lanes.length; i++) {
+				KVMessage.Fence f = r.fences.get(lanes[i]);
+				if (f == null) {
+					return;
+				}
+				fencedBytes += f.bytes();
+			}
+			// Every stripe's bytes landed: the rank sends nothing more for the room.
+			r.finished.add(this);
+			String short_ = mismatch(r, lanes[0], status.bytes() - fencedBytes, status.checksum(), "Success");
+			if (short_ != null) {
+				table.fail(r, FailureCause.INCOMPLETE, short_, false);
+				return;
+			}
+			r.trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
+			r.responders.add(status.prefillRank());
+			if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
+				table.advance(r, KVPoll.SUCCESS);
+			}
+		}
+
+		/** @return why a stripe's report does not match what landed on it, or null when every byte is in place */
+		private String mismatch(DecodeRoom r, Lane lane, long bytes, long checksum, String report) {
+			Tally landed = r.tallies.get(lane);
+			long got = landed == null ? 0 : landed.bytes();
+			String where = lanes.length == 1 ? "" : " on stripe " + lane.index;
+			if (bytes != got) {
+				return "prefill rank " + endpoint + " reported " + report + " for room " + r.id + " with "
+						+ bytes + " bytes sent" + where + ", but " + got
+						+ " landed";
 			}
 			if (config.checksums()) {
 				long crc = landed == null ? new Tally(true).checksum() : landed.checksum();
-				if (status.checksum() != crc) {
-					return "prefill rank " + endpoint + " reported Success for room " + r.id + " with CRC32C "
-							+ hex(status.checksum()) + ", but the bytes that landed have " + hex(crc);
+				if (checksum != crc) {
+					return "prefill rank " + endpoint + " reported " + report + " for room " + r.id + " with CRC32C "
+							+ hex(checksum) + where + ", but the bytes that landed have " + hex(crc);
 				}
 			}
 			return null;
 		}
 
-		@Override
-		public PayloadSink onData(KVConnection c, DataHeader h) {
+		PayloadSink onData(Lane lane, DataHeader h) {
 			DecodeRoom r = table.get(h.room());
 			if (r == null || !r.acceptsBytes()) {
 				return null;
@@ -725,7 +949,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 							+ ": " + refused.getMessage(), false);
 					return null;
 				}
-				tally = r.tallies.computeIfAbsent(this, s -> new Tally(config.checksums()));
+				if (r.fences.containsKey(lane)) {
+					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " sent bytes of room " + r.id
+							+ " on stripe " + lane.index + " after fencing it", false);
+					return null;
+				}
+				// Fed only on this stripe's thread, in its order.
+				tally = r.tallies.computeIfAbsent(lane, l -> new Tally(config.checksums()));
 				if (!r.transferring) {
 					r.transferring = true;
 					r.trace.event(RoomTrace.Event.FIRST_BYTE, 0);
@@ -741,20 +971,65 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			});
 		}
 
-		@Override
-		public void onClose(KVConnection c, CloseReason reason) {
+		/**
+		 * One stripe closed: the others are closed with it, and once the last one closed (nothing of this rank lands
+		 * any more) the session's rooms fail and the aborts waiting for it are answered.
+		 */
+		void laneClosed(Lane lane, KVConnection c, CloseReason reason) {
+			boolean first;
+			boolean last;
+			CloseReason cause;
+			synchronized (this) {
+				first = closedBy == null;
+				if (first) {
+					closedBy = reason;
+					if (closing == null) {
+						closing = "stripe " + lane.index + " to prefill rank " + endpoint + " closed: " + reason;
+					}
+				}
+				if (reason.kind() == CloseReason.Kind.SILENT_PEER) {
+					silentBy = reason;
+				}
+				cause = closedBy;
+				lane.ended = true;
+				if (connections[lane.index] != null) {
+					unclosed--;
+				}
+				last = unclosed == 0 && !closed;
+				if (last) {
+					closed = true;
+				}
+			}
+			if (first) {
+				sessions.remove(key, entry);
+				ProtocolException lost = new ProtocolException("connection to prefill rank " + endpoint + " closed: "
+						+ reason);
+				handshake.tryEmitError(lost);
+				for (Lane l : lanes) {
+					l.joined.tryEmitError(lost);
+				}
+				for (KVConnection other : attached()) {
+					if (other != c) {
+						other.close("stripe " + lane.index + " to prefill rank " + endpoint + " closed: " + reason);
+					}
+				}
+			}
+			if (!last) {
+				return;
+			}
+			CloseReason silent;
+			synchronized (this) {
+				silent = silentBy;
+			}
+			connectionClosed(silent != null ? silent : cause);
 			open.remove(this);
-			connectionClosed(reason);
-			sessions.remove(key, entry);
-			handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: "
-					+ reason));
 			for (DecodeRoom r : rooms) {
-				lost(r, "Lost connection with prefill rank " + endpoint + ": " + reason, lostWith(reason));
+				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, lostWith(cause));
 			}
 			rooms.clear();
 			// Nothing more can land from this rank: every abort waiting for it is answered.
 			for (AbortWait w : aborts.values()) {
-				w.acknowledged(this);
+				w.acknowledged(lanes);
 			}
 		}
 	}

@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -8,6 +9,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.FailureCause;
 import io.kvferry.KVManagerConfig;
@@ -31,6 +33,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
 import io.kvferry.internal.topology.LocalAddress;
 import io.kvferry.internal.topology.RankMapping;
 import org.slf4j.Logger;
@@ -44,6 +47,11 @@ import reactor.core.publisher.Sinks;
 /**
  * The prefill side: listens for decode ranks, records which decode ranks wait for which room, and moves a room's
  * pages chunk by chunk as its sender is fed, then state, aux and Success, in that order on each connection.
+ *
+ * <p>A decode rank may open several connections (stripes) to this rank: the first carries the handshake and the
+ * control messages, the others join it with the session's token. A room's blocks are dealt across the stripes in
+ * pieces; before its Success each other stripe carries a fence with what it moved, and the room succeeds here only once
+ * the Success and every fence were written, so that no queued piece still reads the engine's memory.
  */
 final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManager.PrefillRoom> implements PrefillKVManager {
 
@@ -52,6 +60,12 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	private final int uniqueRank;
 	private final boolean cpDummy;
 	private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
+	// Every accepted connection until it closes, joined to a session or not: what closing the manager waits for.
+	private final Set<Stripe> links = ConcurrentHashMap.newKeySet();
+	// Sessions whose further stripes have not all joined yet, by token.
+	private final ConcurrentHashMap<Long, Session> joining = new ConcurrentHashMap<>();
+	// Session tokens: whoever knows one can join the session and receive its bytes, so they must be unguessable.
+	private final SecureRandom tokens = seededRandom();
 	private final HotStream<RoomRequest> requests;
 	private volatile KVTransport.Listener listener;
 	private volatile HostPort endpoint;
@@ -69,6 +83,22 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				l.attnCpRank());
 		// A CP rank decode never asks (only CP rank 0 transfers): its senders end on the last chunk, moving nothing.
 		this.cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
+	}
+
+	/**
+	 * @return a generator that draws tokens without touching a file: seeded here, on the caller's thread, so that an
+	 *         event loop drawing a token later never blocks on the system's entropy source
+	 */
+	private static SecureRandom seededRandom() {
+		SecureRandom random;
+		try {
+			random = SecureRandom.getInstance("DRBG");
+		}
+		catch (java.security.NoSuchAlgorithmException e) {
+			random = new SecureRandom();
+		}
+		random.nextLong();
+		return random;
 	}
 
 	static Mono<PrefillKVManager> start(KVManagerConfig config) {
@@ -123,8 +153,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	}
 
 	private ConnectionHandler accept(KVConnection connection) {
-		Session s = new Session(connection);
-		sessions.add(s);
+		Stripe s = new Stripe(connection);
+		links.add(s);
 		return s;
 	}
 
@@ -208,10 +238,12 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	void onDraining(String reason) {
 		Sinks.Empty<Void> done = Sinks.empty();
 		withdrawn = done.asMono();
-		List<Session> handshaken = new ArrayList<>();
+		// On every stripe: whichever stripe decode sees close first, it read the notice before, so the rooms it fails
+		// then fail because this rank drains.
+		List<KVConnection> handshaken = new ArrayList<>();
 		for (Session s : sessions) {
 			if (s.plan != null) {
-				handshaken.add(s);
+				handshaken.addAll(s.attached());
 			}
 		}
 		AtomicInteger untold = new AtomicInteger(handshaken.size() + 1);
@@ -220,8 +252,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				withdrawRegistration().doFinally(signal -> done.tryEmitEmpty()).subscribe();
 			}
 		};
-		for (Session s : handshaken) {
-			s.conn.send(new KVMessage.Draining(reason), SendGate.OPEN, Sends.either(told));
+		for (KVConnection c : handshaken) {
+			c.send(new KVMessage.Draining(reason), SendGate.OPEN, Sends.either(told));
 		}
 		told.run();
 	}
@@ -253,7 +285,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		List<Mono<Void>> closed = new ArrayList<>();
 		// First, so that no decode rank picks this rank while it closes.
 		closed.add(withdrawRegistration());
-		for (Session s : sessions) {
+		for (Stripe s : links) {
 			s.conn.close("KV manager " + name + " closed");
 			// Until then queued blocks may still be read from the engine's memory.
 			closed.add(s.conn.onClose());
@@ -310,7 +342,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 						r.openedEpochNanos);
 			}
 			r.trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
-			r.destinations.add(new Destination(r, s, req, new Tally(s.checksums)));
+			r.destinations.add(new Destination(r, s, req));
 			s.rooms.add(r);
 			if (r.destinations.size() == r.required) {
 				r.ready = true;
@@ -405,16 +437,29 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			table.advance(r, KVPoll.SUCCESS);
 			return;
 		}
-		AtomicInteger remaining = new AtomicInteger(real.size());
+		int messages = 0;
 		for (Destination d : real) {
-			// Gated like the room's data: a room stopped meanwhile sends neither its blocks nor this.
-			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "", d.tally.bytes(),
-					d.tally.checksum()), r.gate, Sends.of(() -> {
-						if (remaining.decrementAndGet() == 0) {
-							table.advance(r, KVPoll.SUCCESS);
-						}
-					}, e -> table.fail(r, FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + r.id + " to "
-							+ d.session.conn.remoteAddress() + ": " + describe(e), false)));
+			messages += d.tallies.length;
+		}
+		// A Success and a fence per further stripe: once all were written, every block before them was read.
+		AtomicInteger remaining = new AtomicInteger(messages);
+		for (Destination d : real) {
+			SendListener written = Sends.of(() -> {
+				if (remaining.decrementAndGet() == 0) {
+					table.advance(r, KVPoll.SUCCESS);
+				}
+			}, e -> table.fail(r, FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + r.id + " to "
+					+ d.session.conn.remoteAddress() + ": " + describe(e), false));
+			long total = 0;
+			for (int i = 1; i < d.tallies.length; i++) {
+				Tally t = d.tallies[i];
+				total += t.bytes();
+				// Gated like the room's data: a room stopped meanwhile sends neither its blocks nor these.
+				d.session.lanes[i].send(new KVMessage.Fence(r.id, t.bytes(), t.checksum()), r.gate, written);
+			}
+			Tally control = d.tallies[0];
+			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.SUCCESS, uniqueRank, "", total + control.bytes(),
+					control.checksum()), r.gate, written);
 		}
 	}
 
@@ -430,8 +475,11 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				table.fail(r, FailureCause.ABORTED, reason, true);
 			}
 		}
-		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it.
-		s.conn.send(new KVMessage.AbortAck(abort.room()));
+		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
+		// stripe that may have carried the room's bytes.
+		for (KVConnection lane : s.attached()) {
+			lane.send(new KVMessage.AbortAck(abort.room()));
+		}
 	}
 
 	/** A room no decode rank asked for still gets its trace, without a parent. */
@@ -502,37 +550,46 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	}
 
 	/**
-	 * One decode rank that asked for the room: its request, and what this rank sent it for the room so far (the
-	 * Success reports it). Fed under the room's monitor.
+	 * One decode rank that asked for the room: its request, and what this rank sent it for the room so far on each
+	 * stripe (the Success and the fences report it). Fed under the room's monitor, so each stripe's tally follows the
+	 * order of its connection.
 	 */
 	private static final class Destination implements TransferPlan.Outlet {
 		final PrefillRoom room;
 		final Session session;
 		final KVMessage.TransferRequest request;
 		final int[][] stateLists;
-		final Tally tally;
+		final Tally[] tallies;
+		// The stripe the next piece goes to.
+		private int next;
 
-		Destination(PrefillRoom room, Session session, KVMessage.TransferRequest request, Tally tally) {
+		Destination(PrefillRoom room, Session session, KVMessage.TransferRequest request) {
 			this.room = room;
 			this.session = session;
 			this.request = request;
 			this.stateLists = StateLists.split(request.stateIndices(), request.stateCounts());
-			this.tally = tally;
+			this.tallies = new Tally[session.lanes.length];
+			for (int i = 0; i < tallies.length; i++) {
+				tallies[i] = new Tally(session.checksums);
+			}
 		}
 
 		@Override
 		public void send(DataBlock block) {
-			DataHeader h = block.header();
-			if (block.isContiguous()) {
-				tally.checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));
+			if (tallies.length == 1) {
+				deal(block);
 			}
 			else {
-				for (int i = 0; i < h.count(); i++) {
-					tally.checksum(block.srcAddress() + i * block.srcStride(), h.chunkLen());
-				}
+				Stripes.cut(block, Stripes.PIECE, this::deal);
 			}
-			tally.count(h.payloadLength());
-			session.conn.sendData(block);
+		}
+
+		/** Sends a piece on the next stripe, round robin. */
+		private void deal(DataBlock piece) {
+			int lane = next;
+			next = lane + 1 == tallies.length ? 0 : lane + 1;
+			tallies[lane].add(piece);
+			session.lanes[lane].sendData(piece);
 		}
 
 		@Override
@@ -711,20 +768,149 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		}
 	}
 
-	/** One decode rank's connection. */
-	private final class Session implements ConnectionHandler {
+	/**
+	 * One accepted connection: until its first message it belongs to no session; a Hello makes it stripe 0 of a new
+	 * session, a Join a further stripe of an existing one.
+	 */
+	private final class Stripe implements ConnectionHandler {
 
 		final KVConnection conn;
-		final Set<PrefillRoom> rooms = ConcurrentHashMap.newKeySet();
-		volatile TransferPlan plan;
-		volatile boolean checksums;
+		// Set once, by the first message, on this connection's thread.
+		private Session session;
+		private int index;
 
-		Session(KVConnection conn) {
+		Stripe(KVConnection conn) {
 			this.conn = conn;
 		}
 
 		@Override
 		public void onMessage(KVConnection c, KVMessage message) {
+			if (session == null) {
+				if (message instanceof KVMessage.Hello hello) {
+					session = new Session(conn);
+					sessions.add(session);
+					session.onHello(hello);
+				}
+				else if (message instanceof KVMessage.Join j) {
+					join(j);
+				}
+				else {
+					c.close("decode sent " + message.getClass().getSimpleName() + " before the handshake");
+				}
+			}
+			else if (index == 0) {
+				session.onMessage(c, message);
+			}
+			else {
+				c.close("unexpected " + message.getClass().getSimpleName() + " from decode on stripe " + index
+						+ " (expected: control messages on stripe 0 only)");
+			}
+		}
+
+		/** Attaches this connection to the session its token names, or refuses it naming why. */
+		private void join(KVMessage.Join j) {
+			Session s = joining.get(j.token());
+			String refused = s == null ? "unknown session token (expected: the token of a HelloAck that still waits "
+					+ "for its stripes)" : s.attach(this, j.stripe());
+			if (refused != null) {
+				String why = "prefill rank " + name + " refused stripe " + j.stripe() + " from decode "
+						+ conn.remoteAddress() + ": " + refused;
+				log.warn("[{}] {}", name, why);
+				conn.send(new KVMessage.Reject(why), SendGate.OPEN, Sends.either(() -> conn.close(why)));
+				return;
+			}
+			session = s;
+			index = j.stripe();
+			conn.send(new KVMessage.Joined(index));
+			String draining = table.drainReason();
+			if (draining != null) {
+				conn.send(new KVMessage.Draining(draining));
+			}
+		}
+
+		@Override
+		public PayloadSink onData(KVConnection c, DataHeader header) {
+			throw new ProtocolException("decode " + c.remoteAddress() + " sent a data frame; prefill never receives KV");
+		}
+
+		@Override
+		public void onClose(KVConnection c, CloseReason reason) {
+			links.remove(this);
+			Session s = session;
+			if (s != null) {
+				s.stripeClosed(c, reason);
+			}
+			else {
+				connectionClosed(reason);
+			}
+		}
+	}
+
+	/** One decode rank: its handshake and rooms, over stripe 0 and the stripes that joined it. */
+	private final class Session {
+
+		final KVConnection conn;
+		final Set<PrefillRoom> rooms = ConcurrentHashMap.newKeySet();
+		volatile TransferPlan plan;
+		volatile boolean checksums;
+		// Index = stripe; set by the handshake, filled as stripes join, complete before the first room is served.
+		volatile KVConnection[] lanes;
+		// Guarded by this.
+		private long token;
+		private int joined;
+		private int unclosed;
+		private CloseReason closedBy;
+		// A stripe's heartbeat loss, if any: the decode rank counts as lost to silence once.
+		private CloseReason silentBy;
+
+		Session(KVConnection conn) {
+			this.conn = conn;
+			this.lanes = new KVConnection[] { conn };
+			this.joined = 1;
+			this.unclosed = 1;
+		}
+
+		/** @return the stripes attached so far */
+		synchronized List<KVConnection> attached() {
+			List<KVConnection> list = new ArrayList<>(lanes.length);
+			for (KVConnection c : lanes) {
+				if (c != null) {
+					list.add(c);
+				}
+			}
+			return list;
+		}
+
+		/** @return null once {@code stripe} joined, else why it may not */
+		synchronized String attach(Stripe link, int stripe) {
+			if (closedBy != null) {
+				return "the session closed (" + closedBy + ")";
+			}
+			if (stripe < 1 || stripe >= lanes.length) {
+				return "stripe index " + stripe + " (expected: 1.." + (lanes.length - 1) + ", the session has "
+						+ lanes.length + " stripes)";
+			}
+			if (lanes[stripe] != null) {
+				return "stripe " + stripe + " already joined";
+			}
+			lanes[stripe] = link.conn;
+			unclosed++;
+			if (++joined == lanes.length) {
+				joining.remove(token, this);
+			}
+			return null;
+		}
+
+		synchronized boolean isComplete() {
+			return joined == lanes.length;
+		}
+
+		@Override
+		public String toString() {
+			return "session with decode " + conn.remoteAddress();
+		}
+
+		void onMessage(KVConnection c, KVMessage message) {
 			if (message instanceof KVMessage.Hello hello) {
 				onHello(hello);
 			}
@@ -732,6 +918,10 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				c.close("decode sent " + message.getClass().getSimpleName() + " before the handshake");
 			}
 			else if (message instanceof KVMessage.TransferRequest req) {
+				if (!isComplete()) {
+					c.close("decode sent a transfer request before its " + lanes.length + " stripes joined");
+					return;
+				}
 				try {
 					onTransferRequest(this, req);
 				}
@@ -764,6 +954,10 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				reason = "protocol version mismatch: prefill " + KVMessage.PROTOCOL_VERSION + ", decode "
 						+ hello.protocolVersion();
 			}
+			else if (hello.stripes() < 1 || hello.stripes() > DecodeSpec.MAX_STRIPES) {
+				reason = "stripes : " + hello.stripes() + " (expected: 1.." + DecodeSpec.MAX_STRIPES
+						+ " connections per prefill rank)";
+			}
 			else {
 				try {
 					plan = TransferPlan.of(config.kvArgs(), config.layout(), hello.layout(), config.dsaCacheLayerSplit());
@@ -779,25 +973,64 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				return;
 			}
 			checksums = hello.checksums();
-			log.debug("[{}] decode {} registered: {}", name, conn.remoteAddress(), plan);
-			conn.send(new KVMessage.HelloAck(ownLayout));
+			long t = 0;
+			synchronized (this) {
+				if (closedBy == null && hello.stripes() > 1) {
+					KVConnection[] all = new KVConnection[hello.stripes()];
+					all[0] = conn;
+					lanes = all;
+					do {
+						t = tokens.nextLong();
+					}
+					while (t == 0 || joining.putIfAbsent(t, this) != null);
+					token = t;
+				}
+			}
+			log.debug("[{}] decode {} registered over {} stripes: {}", name, conn.remoteAddress(), hello.stripes(),
+					plan);
+			conn.send(new KVMessage.HelloAck(ownLayout, t));
 			String draining = table.drainReason();
 			if (draining != null) {
 				conn.send(new KVMessage.Draining(draining));
 			}
 		}
 
-		@Override
-		public PayloadSink onData(KVConnection c, DataHeader header) {
-			throw new ProtocolException("decode " + c.remoteAddress() + " sent a data frame; prefill never receives KV");
-		}
-
-		@Override
-		public void onClose(KVConnection c, CloseReason reason) {
+		/**
+		 * One stripe closed: the others are closed too, and the session's rooms fail once the last one closed, when no
+		 * queued block of theirs is read any more.
+		 */
+		void stripeClosed(KVConnection closed, CloseReason reason) {
+			List<KVConnection> others = List.of();
+			boolean last;
+			CloseReason first;
+			synchronized (this) {
+				if (closedBy == null) {
+					closedBy = reason;
+					others = attached();
+					joining.remove(token, this);
+				}
+				if (reason.kind() == CloseReason.Kind.SILENT_PEER) {
+					silentBy = reason;
+				}
+				first = closedBy;
+				last = --unclosed == 0;
+			}
+			for (KVConnection c : others) {
+				if (c != closed) {
+					c.close("another stripe of the " + this + " closed: " + reason);
+				}
+			}
+			if (!last) {
+				return;
+			}
+			CloseReason silent;
+			synchronized (this) {
+				silent = silentBy;
+			}
+			connectionClosed(silent != null ? silent : first);
 			sessions.remove(this);
-			connectionClosed(reason);
 			for (PrefillRoom r : rooms) {
-				table.fail(r, lostWith(reason), "Lost connection with decode " + c.remoteAddress() + ": " + reason,
+				table.fail(r, lostWith(first), "Lost connection with decode " + conn.remoteAddress() + ": " + first,
 						false);
 			}
 			rooms.clear();

@@ -3,11 +3,13 @@ package io.kvferry.internal;
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.KVMessage;
 
 /**
- * What one room moved on one connection: payload bytes and, when asked for, a CRC32C of them in stream order. Prefill
+ * What one room moved on one connection (one stripe): payload bytes and, when asked for, a CRC32C of them in stream order. Prefill
  * tallies what it hands to the transport, decode what landed; a Success carries prefill's tally and decode compares.
  * Bytes are read from native memory through one reusable view, never copied.
  *
@@ -30,6 +32,20 @@ final class Tally {
 			view = NativeMemory.retarget(view, address, length);
 			crc.update(view);
 		}
+	}
+
+	/** Takes a block about to be sent: its source bytes in the order the receiver gets them, and their count. */
+	void add(DataBlock block) {
+		DataHeader h = block.header();
+		if (block.isContiguous()) {
+			checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));
+		}
+		else {
+			for (int i = 0; i < h.count(); i++) {
+				checksum(block.srcAddress() + i * block.srcStride(), h.chunkLen());
+			}
+		}
+		count(h.payloadLength());
 	}
 
 	/** Counts bytes whose checksum was taken. */

@@ -6,14 +6,18 @@ import java.util.Objects;
 import io.kvferry.KVPoll;
 
 /**
- * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link TransferRequest} and {@link Abort};
- * prefill sends {@link HelloAck}, {@link Reject}, {@link Status}, {@link AbortAck} and {@link Draining}. On one connection messages and
- * data blocks arrive in the order they were sent.
+ * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link Join}, {@link TransferRequest} and
+ * {@link Abort}; prefill sends {@link HelloAck}, {@link Joined}, {@link Reject}, {@link Status}, {@link Fence},
+ * {@link AbortAck} and {@link Draining}. On one connection messages and data blocks arrive in the order they were sent.
+ *
+ * <p>One decode rank and one prefill rank may talk over several connections, its stripes: stripe 0 carries the
+ * handshake and every control message, and a room's data blocks are dealt across all stripes. Each further stripe
+ * opens with a {@link Join} naming the session that stripe 0's handshake started.
  */
 public sealed interface KVMessage {
 
 	/** Version of the message set; a peer with another version is rejected in the handshake. */
-	int PROTOCOL_VERSION = 4;
+	int PROTOCOL_VERSION = 5;
 
 	/** {@link TransferRequest#traceContext()} when the room is not traced. */
 	String NO_TRACE_CONTEXT = "";
@@ -27,13 +31,20 @@ public sealed interface KVMessage {
 	 * @param protocolVersion {@link #PROTOCOL_VERSION} of the sender
 	 * @param layout the decode rank's layout
 	 * @param checksums whether decode wants a CRC32C of each room's bytes with every {@link Status}
+	 * @param stripes how many connections decode opens to this rank, this one included (1: only this one); prefill
+	 *        refuses more than it admits
 	 */
-	record Hello(int protocolVersion, PeerLayout layout, boolean checksums) implements KVMessage {
+	record Hello(int protocolVersion, PeerLayout layout, boolean checksums, int stripes) implements KVMessage {
 		public Hello {
 			Objects.requireNonNull(layout, "layout");
 		}
 
-		/** A hello that asks for no checksums. */
+		/** A hello over one connection. */
+		public Hello(int protocolVersion, PeerLayout layout, boolean checksums) {
+			this(protocolVersion, layout, checksums, 1);
+		}
+
+		/** A hello over one connection that asks for no checksums. */
 		public Hello(int protocolVersion, PeerLayout layout) {
 			this(protocolVersion, layout, false);
 		}
@@ -43,10 +54,52 @@ public sealed interface KVMessage {
 	 * Prefill accepts the handshake and tells its own layout.
 	 *
 	 * @param layout the prefill rank's layout
+	 * @param token names the session in the {@link Join} of each further stripe (unguessable; 0 for one stripe)
 	 */
-	record HelloAck(PeerLayout layout) implements KVMessage {
+	record HelloAck(PeerLayout layout, long token) implements KVMessage {
 		public HelloAck {
 			Objects.requireNonNull(layout, "layout");
+		}
+
+		/** The acknowledgement of a session over one connection. */
+		public HelloAck(PeerLayout layout) {
+			this(layout, 0);
+		}
+	}
+
+	/**
+	 * First message on a further stripe, decode → prefill: this connection is stripe {@code stripe} of the session
+	 * whose {@link HelloAck} carried {@code token}. Prefill answers {@link Joined}, or {@link Reject} and closes.
+	 *
+	 * @param token the session's token
+	 * @param stripe index of this stripe, 1 .. stripes - 1
+	 */
+	record Join(long token, int stripe) implements KVMessage {
+	}
+
+	/**
+	 * Prefill attached the connection as stripe {@code stripe}; from now on it may carry the session's data.
+	 *
+	 * @param stripe index of this stripe
+	 */
+	record Joined(int stripe) implements KVMessage {
+	}
+
+	/**
+	 * Prefill sent everything of the room on this stripe, prefill → decode, on every stripe but 0 before the room's
+	 * Success on stripe 0: decode judges the Success only once each stripe's fence arrived, so that a Success never
+	 * overtakes bytes still travelling on another connection.
+	 *
+	 * @param room the room
+	 * @param bytes payload bytes sent for the room on this stripe
+	 * @param checksum CRC32C of those bytes in the order sent, when decode asked for it; else {@link #NO_CHECKSUM}
+	 */
+	record Fence(long room, long bytes, long checksum) implements KVMessage {
+		public Fence {
+			if (bytes < 0 || checksum < NO_CHECKSUM || checksum > 0xFFFF_FFFFL) {
+				throw new IllegalArgumentException("fence : bytes=" + bytes + " checksum=" + checksum
+						+ " (expected: bytes >= 0, checksum a CRC32C or -1)");
+			}
 		}
 	}
 
@@ -139,16 +192,17 @@ public sealed interface KVMessage {
 	}
 
 	/**
-	 * A room's outcome on one prefill rank, prefill → decode. A Success says what the rank sent for the room on this
-	 * connection, so that decode can check it against what landed: a Success whose bytes did not all arrive fails the
+	 * A room's outcome on one prefill rank, prefill → decode. A Success says what the rank sent the decode rank for the
+	 * room, so that decode can check it against what landed: a Success whose bytes did not all arrive fails the
 	 * room, whatever path lost them.
 	 *
 	 * @param room the room
 	 * @param status {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
 	 * @param prefillRank SGLang's prefill unique rank (tp rank × pp size × cp size + pp rank × cp size + cp rank)
 	 * @param reason why it failed; empty on success
-	 * @param bytes payload bytes sent for the room on this connection (KV, state and aux)
-	 * @param checksum CRC32C of those bytes in the order sent, when decode asked for it; else {@link #NO_CHECKSUM}
+	 * @param bytes payload bytes sent for the room (KV, state and aux), on all stripes together
+	 * @param checksum CRC32C of the bytes sent on stripe 0 in the order sent (each other stripe's is in its
+	 *        {@link Fence}), when decode asked for it; else {@link #NO_CHECKSUM}
 	 */
 	record Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum)
 			implements KVMessage {
@@ -180,7 +234,8 @@ public sealed interface KVMessage {
 	}
 
 	/**
-	 * Prefill will send no more bytes for the room on this connection: everything before this message was all.
+	 * Prefill will send no more bytes for the room on this connection: everything before this message was all. Sent
+	 * on every stripe of the session.
 	 *
 	 * @param room the room
 	 */

@@ -407,8 +407,9 @@ class KVManagerBehaviourTest {
 				rogue.address().port(), SHAPE.pageSize())).block(T);
 		prefillMem.fill(22, new int[] { 0 }, 0, new int[0]);
 		// The rogue never acknowledges the abort that follows: its connection is closed after the handshake timeout.
+		// It speaks over one connection.
 		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport)
-				.bootstrapClient(bootstrap).handshakeTimeout(Duration.ofSeconds(1)).startNow();
+				.bootstrapClient(bootstrap).handshakeTimeout(Duration.ofSeconds(1)).stripes(1).startNow();
 		KVReceiver r = decode.receiver(rogueBootstrap, 22);
 		r.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		StepVerifier.create(r.completion())

@@ -84,7 +84,10 @@ class SuccessAndReleaseTest {
 		decode = decodeSpec.startNow();
 	}
 
-	/** A prefill rank that answers the handshake and then does what {@code onRequest} says. */
+	/**
+	 * A prefill rank that answers the handshake and then does what {@code onRequest} says, over one connection: decode
+	 * managers that talk to it use one stripe.
+	 */
 	private void startRogue(BiConsumer<KVConnection, KVMessage.TransferRequest> onRequest) {
 		rogue = transport.listen(new HostPort("127.0.0.1", 0), conn -> new NoopConnectionHandler() {
 			@Override
@@ -114,7 +117,7 @@ class SuccessAndReleaseTest {
 			c.sendData(onePage(req));
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", 2L * itemLen, KVMessage.NO_CHECKSUM));
 		});
-		decode = decodeSpec().startNow();
+		decode = decodeSpec().stripes(1).startNow();
 		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 1);
 		r.sendMetadata(new int[] { 4, 5 }, -1, new int[0]);
 		StepVerifier.create(r.completion())
@@ -130,7 +133,7 @@ class SuccessAndReleaseTest {
 			c.sendData(onePage(req));
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, 0x1234L));
 		});
-		decode = decodeSpec().checksums(true).startNow();
+		decode = decodeSpec().checksums(true).stripes(1).startNow();
 		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 2);
 		r.sendMetadata(new int[] { 6 }, -1, new int[0]);
 		StepVerifier.create(r.completion())
@@ -141,7 +144,7 @@ class SuccessAndReleaseTest {
 
 	@Test
 	void aStatusFromARankThatDoesNotServeTheRoomCountsForNothing() {
-		startPrefill(decodeSpec());
+		startPrefill(decodeSpec().stripes(1));
 		// Another instance's rank reports Success for room 10, which it was never asked for, then serves its own room.
 		startRogue((c, req) -> {
 			c.send(new KVMessage.Status(10, KVPoll.SUCCESS, 0, "", 0, KVMessage.NO_CHECKSUM));
@@ -165,7 +168,7 @@ class SuccessAndReleaseTest {
 
 	@Test
 	void bytesFromARankTheRoomNeverAskedFailThatRoomAndDoNotLand() {
-		startPrefill(decodeSpec().handshakeTimeout(Duration.ofSeconds(1)));
+		startPrefill(decodeSpec().handshakeTimeout(Duration.ofSeconds(1)).stripes(1));
 		startRogue((c, req) -> {
 			// Into room 12's page 3, which only prefill A was asked for.
 			c.sendData(new DataBlock(new DataHeader(12, RegionKind.KV, 0, 3L * itemLen, itemLen, 0, 1),

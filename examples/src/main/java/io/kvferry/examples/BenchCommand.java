@@ -108,8 +108,15 @@ final class BenchCommand implements Callable<Integer> {
 			description = "Rooms per round of the tracing comparison (default: ${DEFAULT-VALUE}).")
 	int tracingRooms;
 
+	@Option(names = "--bulk-only", description = "Measure only the bulk room against its baselines (no small, many, "
+			+ "same host or scaling figures): for comparing settings such as --stripes run after run.")
+	boolean bulkOnly;
+
 	@Mixin
 	ModelOptions model;
+
+	@Mixin
+	StripeOptions stripes;
 
 	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: bulk {gbps, "
 			+ "baseline_gbps, ratio, baseline2_gbps, ratio2, wire_gbps, wire_ratio, ...}, small {p50_us, "
@@ -135,6 +142,7 @@ final class BenchCommand implements Callable<Integer> {
 		if (scaling != null && !scaling.equals("quick") && !scaling.equals("full")) {
 			throw new CommandLine.ParameterException(cl, "--scaling : " + scaling + " (expected: quick or full)");
 		}
+		stripes.validate(cl);
 		ModelShape shape = model.shape(cl);
 		if (tracing) {
 			ModelOptions.positive(cl, "--tracing-rooms", tracingRooms);
@@ -156,23 +164,27 @@ final class BenchCommand implements Callable<Integer> {
 		NettyKVTransport decodeTransport = NettyKVTransport.create();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
-			progress(err, "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1, " + rounds + " rounds each");
+			progress(err, "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes + " stripe(s), " + rounds
+					+ " rounds each");
 			KVCluster pair = KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1)
 					.capacity(bulkPages, 64).contiguous(true).transport(transport).decodeTransport(decodeTransport)
 					// A room's latency ends where its last completion is signalled, as an engine polling poll() sees
 					// it, not after a hop to a callback worker: the harness only stamps the time there.
-					.customize(spec -> spec.callbackScheduler(Schedulers.immediate()))
+					.customize(spec -> stripes.apply(spec.callbackScheduler(Schedulers.immediate())))
 					.bootstrapClient(client)
 					.bootstrapAddress(server.address()).startNow(START_TIMEOUT);
 			try {
 				bulk(pair, shape, bulkPages, bulkBytes, result);
-				for (int pages : new int[] { 1, 8 }) {
+				for (int pages : bulkOnly ? new int[0] : new int[] { 1, 8 }) {
 					progress(err, "small: " + pages + "-page rooms, " + smallIterations + " each");
 					result.set(pages == 1 ? "small" : "small_" + pages, small(pair, shape, pages, pageBytes));
 				}
 			}
 			finally {
 				pair.close().block(CLOSE_TIMEOUT);
+			}
+			if (bulkOnly) {
+				return finish(cl, result, shape);
 			}
 			progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
 			ObjectNode many = many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
@@ -198,6 +210,12 @@ final class BenchCommand implements Callable<Integer> {
 			client.dispose();
 			server.disposeNow();
 		}
+		return finish(cl, result, shape);
+	}
+
+	/** Prints the figures; returns the exit status. */
+	private int finish(CommandLine cl, ObjectNode result, ModelShape shape) {
+		PrintWriter err = cl.getErr();
 		result.put("verified", failures.isEmpty());
 		PrintWriter out = cl.getOut();
 		out.println(json ? result.toString() : table(result, shape));
@@ -279,6 +297,7 @@ final class BenchCommand implements Callable<Integer> {
 		double wire = gbps(bytes, TcpBaseline.median(ring.clone()));
 		ObjectNode bulk = result.putObject("bulk");
 		bulk.put("bytes", bytes);
+		bulk.put("stripes", stripes.stripes);
 		bulk.put("rounds", rounds);
 		bulk.put("warmup_rooms", bulkWarmup);
 		bulk.put("gbps", round(gbps));
@@ -372,7 +391,7 @@ final class BenchCommand implements Callable<Integer> {
 		try {
 			cluster = KVCluster.builder().shape(shape).prefill(2, 1, 1).decode(2, 1)
 					.capacity(total, manyRooms + 1).transport(transport).decodeTransport(decodeTransport)
-					.bootstrapClient(client)
+					.customize(stripes::apply).bootstrapClient(client)
 					.bootstrapAddress(server.address()).startNow(START_TIMEOUT);
 		}
 		catch (RuntimeException e) {
@@ -482,7 +501,7 @@ final class BenchCommand implements Callable<Integer> {
 				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		var bulk = r.get("bulk");
-		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1";
+		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
 		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
 				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
 				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
@@ -496,6 +515,9 @@ final class BenchCommand implements Callable<Integer> {
 		}
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
 				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
+		if (!r.has("many")) {
+			return sb.toString();
+		}
 		for (String key : new String[] { "small", "small_8" }) {
 			var s = r.get(key);
 			sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",

@@ -63,6 +63,9 @@ final class DecodeCommand implements Callable<Integer> {
 	TransportOptions transportOptions;
 
 	@Mixin
+	StripeOptions stripes;
+
+	@Mixin
 	DrainOptions drain;
 
 	@Option(names = "--keep-going", description = "Keep starting rooms after one failed (default: stop, finish the "
@@ -89,6 +92,7 @@ final class DecodeCommand implements Callable<Integer> {
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
 		transportOptions.validate(cl, TransportOptions.TCP);
+		stripes.validate(cl);
 		drain.validate(cl);
 		if (warmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--warmup : " + warmup + " (expected: >= 0)");
@@ -114,7 +118,7 @@ final class DecodeCommand implements Callable<Integer> {
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
-					transport, client, timeouts::apply).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
+					transport, client, spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
 			try {
 				String warmupFailure = warmUp(decoder, shape.pageSize());
 				if (warmupFailure != null) {

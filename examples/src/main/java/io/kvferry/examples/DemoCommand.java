@@ -66,6 +66,9 @@ final class DemoCommand implements Callable<Integer> {
 	TransportOptions transportOptions;
 
 	@Mixin
+	StripeOptions stripes;
+
+	@Mixin
 	LayerwiseOptions layers;
 
 	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (requests, failures, "
@@ -98,6 +101,7 @@ final class DemoCommand implements Callable<Integer> {
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
 		transportOptions.validate(cl, TransportOptions.SHM);
+		stripes.validate(cl);
 		LayoutOptions.checkPair(cl, prefill, decode, shape);
 		if (shape.mambaUnits() > 0) {
 			for (int tp : new int[] { prefill.tp, decode.tp }) {
@@ -145,7 +149,7 @@ final class DemoCommand implements Callable<Integer> {
 					.decodeTransport(decodeTransport)
 					.bootstrapClient(client)
 					.bootstrapAddress(server.address())
-					.customize(timeouts::apply)
+					.customize(spec -> stripes.apply(timeouts.apply(spec)))
 					.startNow(START_TIMEOUT);
 			try {
 				Summary summary = run(cluster, batch, pool, decodePageBytes, err, title)

@@ -33,6 +33,7 @@ class BenchCommandTest {
 		assertThat(bulk.get("ratio").asDouble()).isPositive();
 		assertThat(bulk.get("bytes").asLong()).isEqualTo(2L << 20);
 		assertThat(bulk.get("rounds").asInt()).isEqualTo(3);
+		assertThat(bulk.get("stripes").asInt()).isEqualTo(2);
 		assertThat(bulk.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(bulk.get("gbps").asDouble());
 		for (String key : new String[] { "baseline2_gbps", "ratio2", "wire_gbps", "wire_ratio" }) {
 			assertThat(bulk.get(key).asDouble()).as(key).isPositive();
@@ -57,6 +58,29 @@ class BenchCommandTest {
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
+	}
+
+	@Test
+	void bulkOnlyMeasuresTheBulkRoomOverTheStripesAsked() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--bulk-only", "--stripes", "3", "--layers", "2", "--kv-heads", "2",
+				"--head-dim", "64", "--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("bulk").get("stripes").asInt()).isEqualTo(3);
+		assertThat(j.get("bulk").get("gbps").asDouble()).isPositive();
+		assertThat(j.has("small")).isFalse();
+		assertThat(j.has("many")).isFalse();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+
+		StringWriter refusal = new StringWriter();
+		cl.setErr(new PrintWriter(refusal, true));
+		assertThat(cl.execute("bench", "--stripes", "0")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--stripes : 0 (expected: 1..8)");
 	}
 
 	@Test

@@ -31,8 +31,14 @@ public final class Samples {
 	public static List<KVMessage> everyMessage() {
 		return List.of(
 				new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, layout(3)),
+				new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, layout(2), true, 3),
 				new KVMessage.HelloAck(new PeerLayout(0, ParallelLayout.SINGLE, 1, true, "", 1, 1, 0, 0, List.of(),
 						List.of(), List.of())),
+				new KVMessage.HelloAck(layout(1), 0x8000_0000_0000_0001L),
+				new KVMessage.Join(-7, Integer.MAX_VALUE),
+				new KVMessage.Joined(2),
+				new KVMessage.Fence(45, 4L << 30, 0xFFFF_FFFFL),
+				new KVMessage.Fence(46, 0, KVMessage.NO_CHECKSUM),
 				new KVMessage.Reject("page size 16 != 32 — incompatible"),
 				new KVMessage.TransferRequest(Long.MAX_VALUE, new int[] { 0, 7, Integer.MAX_VALUE }, -1,
 						new int[] { 3 }, 2, false),

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
+import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
@@ -133,15 +134,37 @@ public final class TopologyMatrix {
 	}
 
 	/**
-	 * Runs one case: starts the cluster, moves {@code rooms} rooms, checks every byte, closes the managers.
+	 * @return a few cells that cover fan-in, fan-out, MLA dummies, PP, CP, a prefix, Mamba state and layer-wise
+	 *         sending, to run again with other stripe counts than the default
+	 */
+	public static List<Case> stripeCases() {
+		return List.of(new Case(1, 1, "mha8", 1, 1, 1), new Case(4, 1, "mha8", 2, 1, 2),
+				new Case(1, 4, "mla", 2, 2, 1), new Case(2, 1, "mha8", 2, 1, 2, 2, "all", 0.5),
+				new Case(2, 1, "hybrid", 1, 1, 1, 1, "rank0", 0.5, true));
+	}
+
+	/**
+	 * Runs one case with the decode managers' default stripes.
 	 *
 	 * @return pages moved
 	 */
 	public static long run(Case c, KVTransport transport, BootstrapClient client, HostPort bootstrap, int rooms) {
+		return run(c, transport, client, bootstrap, rooms, DecodeSpec.DEFAULT_STRIPES);
+	}
+
+	/**
+	 * Runs one case: starts the cluster, moves {@code rooms} rooms, checks every byte, closes the managers.
+	 *
+	 * @param stripes connections each decode rank opens to each prefill rank
+	 * @return pages moved
+	 */
+	public static long run(Case c, KVTransport transport, BootstrapClient client, HostPort bootstrap, int rooms,
+			int stripes) {
 		KVCluster cluster = KVCluster.builder().shape(c.shape()).prefill(c.prefillTp(), c.prefillPp(), c.prefillDp())
 				.prefillCp(c.prefillCp(), c.cpTransfer().equals("all"), c.cpTransfer().equals("layers"))
 				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended()).layerwise(c.layerwise())
 				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).transport(transport).bootstrapClient(client)
+				.customize(spec -> spec instanceof DecodeSpec d ? d.stripes(stripes) : spec)
 				.bootstrapAddress(bootstrap).startNow(Duration.ofSeconds(30));
 		try {
 			Random random = new Random(c.hashCode());

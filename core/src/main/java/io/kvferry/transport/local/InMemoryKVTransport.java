@@ -1,5 +1,7 @@
 package io.kvferry.transport.local;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Queue;
@@ -104,8 +106,16 @@ public final class InMemoryKVTransport implements KVTransport {
 	 * @param reason what the handlers are told
 	 */
 	public void disconnectAll(CloseReason reason) {
+		// Every end closes before any handler hears of it, as in a network failure: a handler that closes its other
+		// connections on hearing it then finds them closed with this reason, not with its own.
+		List<End> cut = new ArrayList<>();
 		for (End e : ends) {
-			e.closeBoth(reason, reason);
+			if (e.markClosed()) {
+				cut.add(e);
+			}
+		}
+		for (End e : cut) {
+			e.closed(reason);
 		}
 	}
 
@@ -261,14 +271,26 @@ public final class InMemoryKVTransport implements KVTransport {
 		}
 
 		private void closeOne(CloseReason reason) {
+			if (markClosed()) {
+				closed(reason);
+			}
+		}
+
+		/** @return whether this call closed the end (its handler must then hear of it) */
+		boolean markClosed() {
 			if (closed.compareAndSet(false, true)) {
 				ends.remove(this);
-				// After every delivery queued before it: none of them touches memory once it ran.
-				post(() -> {
-					handler.onClose(this, reason);
-					onClose.tryEmitEmpty();
-				});
+				return true;
 			}
+			return false;
+		}
+
+		/** Tells the handler, after every delivery queued before: none of them touches memory once it ran. */
+		void closed(CloseReason reason) {
+			post(() -> {
+				handler.onClose(this, reason);
+				onClose.tryEmitEmpty();
+			});
 		}
 
 		@Override

@@ -74,8 +74,8 @@ import io.netty.buffer.ByteBufUtil;
  *
  * <h2>Frame types and bodies</h2>
  * <pre>
- * 0x01 HELLO             i32 protocolVersion, layout, bool checksums
- * 0x02 HELLO_ACK         layout
+ * 0x01 HELLO             i32 protocolVersion, layout, bool checksums, i32 stripes (since version 5)
+ * 0x02 HELLO_ACK         layout, i64 token (since version 5)
  * 0x03 REJECT            string reason
  * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
  *                        bool dummy, string traceContext (empty: not traced; since version 3),
@@ -85,6 +85,9 @@ import io.netty.buffer.ByteBufUtil;
  * 0x06 ABORT             i64 room, string reason
  * 0x07 ABORT_ACK         i64 room
  * 0x08 DRAINING          string reason (since version 3)
+ * 0x09 JOIN              i64 token, i32 stripe (since version 5)
+ * 0x0a JOINED            i32 stripe (since version 5)
+ * 0x0b FENCE             i64 room, i64 bytes, i64 checksum (CRC32C, or -1 for none) (since version 5)
  * 0x10 HEARTBEAT         (empty body)
  * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
  *                        i32 maxFrameLength (1 KiB..1 GiB)
@@ -138,6 +141,9 @@ public final class KVFrameCodec {
 	public static final int TYPE_ABORT = 0x06;
 	public static final int TYPE_ABORT_ACK = 0x07;
 	public static final int TYPE_DRAINING = 0x08;
+	public static final int TYPE_JOIN = 0x09;
+	public static final int TYPE_JOINED = 0x0A;
+	public static final int TYPE_FENCE = 0x0B;
 	public static final int TYPE_HEARTBEAT = 0x10;
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;
@@ -166,7 +172,7 @@ public final class KVFrameCodec {
 
 	/** @return whether {@code type} is a control message type (not heartbeat, not data) */
 	public static boolean isControlType(int type) {
-		return type >= TYPE_HELLO && type <= TYPE_DRAINING;
+		return type >= TYPE_HELLO && type <= TYPE_FENCE;
 	}
 
 	/** @return a name for log lines and errors, {@code "0x7f"} for unknown types */
@@ -188,6 +194,12 @@ public final class KVFrameCodec {
 				return "ABORT_ACK";
 			case TYPE_DRAINING:
 				return "DRAINING";
+			case TYPE_JOIN:
+				return "JOIN";
+			case TYPE_JOINED:
+				return "JOINED";
+			case TYPE_FENCE:
+				return "FENCE";
 			case TYPE_HEARTBEAT:
 				return "HEARTBEAT";
 			case TYPE_AUTH:
@@ -377,10 +389,19 @@ public final class KVFrameCodec {
 
 	private static long bodyLength(KVMessage message) {
 		if (message instanceof KVMessage.Hello h) {
-			return 4 + layoutLength(h.layout()) + 1;
+			return 4 + layoutLength(h.layout()) + 1 + 4;
 		}
 		if (message instanceof KVMessage.HelloAck a) {
-			return layoutLength(a.layout());
+			return layoutLength(a.layout()) + 8;
+		}
+		if (message instanceof KVMessage.Join) {
+			return 8 + 4;
+		}
+		if (message instanceof KVMessage.Joined) {
+			return 4;
+		}
+		if (message instanceof KVMessage.Fence) {
+			return 8 + 8 + 8;
 		}
 		if (message instanceof KVMessage.Reject r) {
 			return stringLength(r.reason());
@@ -421,10 +442,27 @@ public final class KVFrameCodec {
 			buf.writeInt(h.protocolVersion());
 			writeLayout(buf, h.layout());
 			buf.writeBoolean(h.checksums());
+			buf.writeInt(h.stripes());
 		}
 		else if (message instanceof KVMessage.HelloAck a) {
 			buf.writeByte(TYPE_HELLO_ACK);
 			writeLayout(buf, a.layout());
+			buf.writeLong(a.token());
+		}
+		else if (message instanceof KVMessage.Join j) {
+			buf.writeByte(TYPE_JOIN);
+			buf.writeLong(j.token());
+			buf.writeInt(j.stripe());
+		}
+		else if (message instanceof KVMessage.Joined j) {
+			buf.writeByte(TYPE_JOINED);
+			buf.writeInt(j.stripe());
+		}
+		else if (message instanceof KVMessage.Fence f) {
+			buf.writeByte(TYPE_FENCE);
+			buf.writeLong(f.room());
+			buf.writeLong(f.bytes());
+			buf.writeLong(f.checksum());
 		}
 		else if (message instanceof KVMessage.Reject r) {
 			buf.writeByte(TYPE_REJECT);
@@ -543,10 +581,24 @@ public final class KVFrameCodec {
 			case TYPE_HELLO: {
 				int version = r.i32("protocolVersion");
 				PeerLayout layout = readLayout(r);
-				return new KVMessage.Hello(version, layout, r.bool("checksums"));
+				boolean checksums = r.bool("checksums");
+				return new KVMessage.Hello(version, layout, checksums, r.i32("stripes"));
 			}
-			case TYPE_HELLO_ACK:
-				return new KVMessage.HelloAck(readLayout(r));
+			case TYPE_HELLO_ACK: {
+				PeerLayout layout = readLayout(r);
+				return new KVMessage.HelloAck(layout, r.i64("token"));
+			}
+			case TYPE_JOIN: {
+				long token = r.i64("token");
+				return new KVMessage.Join(token, r.i32("stripe"));
+			}
+			case TYPE_JOINED:
+				return new KVMessage.Joined(r.i32("stripe"));
+			case TYPE_FENCE: {
+				long room = r.i64("room");
+				long bytes = r.i64("bytes");
+				return new KVMessage.Fence(room, bytes, r.i64("checksum"));
+			}
 			case TYPE_REJECT:
 				return new KVMessage.Reject(r.string("reason"));
 			case TYPE_TRANSFER_REQUEST: {

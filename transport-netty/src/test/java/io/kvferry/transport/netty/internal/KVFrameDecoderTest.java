@@ -212,7 +212,7 @@ class KVFrameDecoderTest {
 	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0004"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0005"
 					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
 					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
@@ -221,8 +221,7 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(4);
-			assertThat(recorder.events).containsExactly("PREFACE 4",
+			assertThat(recorder.events).containsExactly("PREFACE 5",
 					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
 							new int[0]),
 					new KVMessage.Draining("x"));
@@ -230,6 +229,47 @@ class KVFrameDecoderTest {
 		}
 		finally {
 			v3.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void version5StripeMessagesArriveFedByteByByte() {
+		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0005"
+					+ "0000000d" + "09" + "8000000000000001" + "00000002"
+					+ "00000005" + "0a" + "00000002"
+					+ "00000019" + "0b" + "0000000000000007" + "0000000000400000" + "00000000deadbeef"
+					+ "00000019" + "0b" + "0000000000000008" + "0000000000000000" + "ffffffffffffffff");
+			for (byte b : bytes) {
+				ByteBuf piece = Unpooled.wrappedBuffer(new byte[] { b });
+				fed.add(piece);
+				v5.writeInbound(piece);
+			}
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(5);
+			assertThat(recorder.events).containsExactly("PREFACE 5", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
+					new KVMessage.Joined(2), new KVMessage.Fence(7, 4 << 20, 0xdeadbeefL),
+					new KVMessage.Fence(8, 0, KVMessage.NO_CHECKSUM));
+			assertThat(v5.isOpen()).isTrue();
+		}
+		finally {
+			v5.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void aFenceWithANegativeByteCountIsMalformedNamingTheField() {
+		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0005"
+					+ "00000019" + "0b" + "0000000000000007" + "ffffffffffffffff" + "0000000000000000"));
+			fed.add(in);
+			v5.writeInbound(in);
+			assertThat(recorder.failure).isNotNull();
+			assertThat(recorder.failure.getMessage()).contains("FENCE").contains("bytes=-1");
+		}
+		finally {
+			v5.finishAndReleaseAll();
 		}
 	}
 
@@ -242,7 +282,7 @@ class KVFrameDecoderTest {
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 3 (expected: 4)");
+					.contains("incompatible kvferry protocol version : 3 (expected: 5)");
 		}
 		finally {
 			v3.finishAndReleaseAll();

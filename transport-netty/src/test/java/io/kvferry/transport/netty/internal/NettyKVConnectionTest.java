@@ -79,7 +79,7 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520004");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520005");
 			assertThat(auth.readInt()).isEqualTo(1 + KVFrameCodec.AUTH_BODY_LENGTH);
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
@@ -151,7 +151,7 @@ class NettyKVConnectionTest {
 		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
-		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 4)");
+		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 5)");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 

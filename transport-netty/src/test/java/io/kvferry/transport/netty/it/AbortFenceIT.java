@@ -63,7 +63,8 @@ class AbortFenceIT {
 		client = ReactorBootstrapClient.create();
 		transport = NettyKVTransport.create();
 		decodeMemory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 2 * PAGES, 4, 4);
-		decode = KVManagerSpec.decode().kvArgs(decodeMemory.kvArgs())
+		// The raw peer speaks over one connection.
+		decode = KVManagerSpec.decode().kvArgs(decodeMemory.kvArgs()).stripes(1)
 				.transport(transport).bootstrapClient(client).handshakeTimeout(ACK_TIMEOUT).startNow(T);
 	}
 

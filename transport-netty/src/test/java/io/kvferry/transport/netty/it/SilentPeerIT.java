@@ -57,7 +57,8 @@ class SilentPeerIT {
 		client = ReactorBootstrapClient.create();
 		transport = NettyKVTransport.create().heartbeatInterval(HEARTBEAT);
 		RankMemory memory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 32, 4, 4);
-		decode = KVManagerSpec.decode().kvArgs(memory.kvArgs())
+		// The raw peer speaks over one connection.
+		decode = KVManagerSpec.decode().kvArgs(memory.kvArgs()).stripes(1)
 				.layout(ParallelLayout.SINGLE).transport(transport).bootstrapClient(client).startNow(T);
 	}
 

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.PrefillSpec;
@@ -68,7 +69,8 @@ class SlowDecodeIT {
 						.thenCancel()
 						.verify(T);
 				List<NettyKVConnection> connections = rig.transport.accepted();
-				assertThat(connections).as("one connection per decode rank, through the proxy").hasSize(2);
+				assertThat(connections).as("each stripe of each decode rank, through the proxy")
+						.hasSize(2 * DecodeSpec.DEFAULT_STRIPES);
 
 				long pooledBefore = PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory();
 				AtomicLong maxPooled = new AtomicLong(pooledBefore);

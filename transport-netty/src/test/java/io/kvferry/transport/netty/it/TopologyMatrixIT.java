@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.stream.Stream;
 
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -12,6 +13,7 @@ import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** The whole topology matrix over real sockets, with the real bootstrap server and client. */
@@ -37,6 +39,22 @@ class TopologyMatrixIT {
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		try {
 			assertThat(TopologyMatrix.run(c, TRANSPORT, CLIENT, server.address(), 3)).isPositive();
+		}
+		finally {
+			server.disposeNow();
+		}
+	}
+
+	static Stream<Arguments> stripeCases() {
+		return TopologyMatrix.stripeCases().stream().flatMap(c -> Stream.of(Arguments.of(c, 1), Arguments.of(c, 3)));
+	}
+
+	@ParameterizedTest(name = "{0} over {1} stripes")
+	@MethodSource("stripeCases")
+	void movesEveryByteOverOtherStripeCounts(TopologyMatrix.Case c, int stripes) {
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		try {
+			assertThat(TopologyMatrix.run(c, TRANSPORT, CLIENT, server.address(), 3, stripes)).isPositive();
 		}
 		finally {
 			server.disposeNow();
