@@ -445,7 +445,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	/**
 	 * What {@link #resolve} found for each prefill instance and DP group, reused by later rooms while it is exactly what
 	 * resolving again would give: the instance's cached sizes are still the ones it was planned with, and every session
-	 * is still the one cached for its rank. A forgotten instance or a closed session takes the full path, which fetches
+	 * is still open, i.e. the one cached for its rank. A forgotten instance or a closed session takes the full path, which fetches
 	 * and connects anew; a session whose connection is closing or that drains is still the cached one, and
 	 * {@link #onResolved} fails the room for it either way.
 	 */
@@ -468,8 +468,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				return null;
 			}
 			for (Session s : resolved.sessions) {
-				// A session gone from the table closed: resolving again connects anew.
-				if (sessions.get(s.key) != s.entry) {
+				// A closed session leaves the open set as it leaves the session table (an identity look-up, no key to
+				// hash): resolving again connects anew.
+				if (!open.contains(s)) {
 					return null;
 				}
 			}
@@ -594,7 +595,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			if (regions.isEmpty()) {
 				throw new IllegalArgumentException(what + " given but this rank registered no such buffers");
 			}
-			long items = regions.stream().mapToLong(MemoryRegion::itemCount).min().orElse(0);
+			long items = Long.MAX_VALUE;
+			for (MemoryRegion r : regions) {
+				items = Math.min(items, r.itemCount());
+			}
 			for (int i : indices) {
 				if (i < 0 || i >= items) {
 					throw new IllegalArgumentException(what + " : " + i + " (expected: 0.." + (items - 1) + ")");
