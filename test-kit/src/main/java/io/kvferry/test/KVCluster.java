@@ -181,7 +181,6 @@ public final class KVCluster {
 	 */
 	public final class StagedRoom {
 		private final long room;
-		private final int chunks;
 		private final Random random;
 		private final int pageSize = config.shape.pageSize();
 		private final int numPages;
@@ -194,6 +193,9 @@ public final class KVCluster {
 		private final int[] dstRow;
 		private final int[] srcState;
 		private final int[] dstState;
+		// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
+		private final int[][] parts;
+		private final int[][][] partStates;
 		private final long[] outside = new long[decodeMemory.size()];
 		private final List<List<Integer>> landedLayers = new ArrayList<>();
 		// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
@@ -203,7 +205,6 @@ public final class KVCluster {
 
 		private StagedRoom(long room, int tokens, int chunks, Random random) {
 			this.room = room;
-			this.chunks = chunks;
 			this.random = random;
 			this.numPages = (tokens + pageSize - 1) / pageSize;
 			this.prefixPages = (int) Math.floor(numPages * config.decodePrefix);
@@ -217,6 +218,8 @@ public final class KVCluster {
 				release(g, s, d, sr, dr);
 				this.failure = "out of pages for " + numPages + " pages";
 				this.src = this.dst = this.srcRow = this.dstRow = this.srcState = this.dstState = null;
+				this.parts = null;
+				this.partStates = null;
 				return;
 			}
 			this.src = s;
@@ -225,6 +228,13 @@ public final class KVCluster {
 			this.dstRow = dr;
 			this.srcState = config.shape.stateItemLen() == 0 ? new int[0] : srcRow;
 			this.dstState = config.shape.stateItemLen() == 0 ? new int[0] : dstRow;
+			int[] cuts = cuts(numPages, chunks, random);
+			this.parts = new int[cuts.length - 1][];
+			this.partStates = new int[cuts.length - 1][][];
+			for (int c = 0; c + 1 < cuts.length; c++) {
+				parts[c] = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
+				partStates[c] = new int[][] { cuts[c + 1] == numPages ? srcState : new int[0] };
+			}
 			for (RankMemory mem : prefillMemory.get(g)) {
 				mem.fill(room, src, srcRow[0], srcState);
 			}
@@ -267,13 +277,12 @@ public final class KVCluster {
 						done.add(receiver.layers().doOnNext(landed::add).then());
 					}
 				}
-				int[] cuts = cuts(numPages, chunks, random);
 				for (PrefillKVManager p : prefill.get(g)) {
 					KVSender sender = p.sender(room);
 					sender.init(numPages, srcRow[0]);
-					for (int c = 0; c + 1 < cuts.length; c++) {
-						int[] part = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
-						int[][] state = { cuts[c + 1] == numPages ? srcState : new int[0] };
+					for (int c = 0; c < parts.length; c++) {
+						int[] part = parts[c];
+						int[][] state = partStates[c];
 						if (config.layerwise && random.nextBoolean()) {
 							for (int layer : shuffledLayers(p.kvArgs(), random)) {
 								sender.sendLayer(layer, part, state);
