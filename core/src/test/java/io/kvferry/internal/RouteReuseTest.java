@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
@@ -95,10 +96,20 @@ class RouteReuseTest {
 	@Test
 	void aRoomAfterTheConnectionClosedConnectsAgain() {
 		room(1);
+		KVReceiver live = decode.receiver(BOOTSTRAP, 2);
+		live.sendMetadata(new int[] { 2 }, 0, new int[0]);
+		// Prefill has the room's request: nothing is in flight when the connection goes.
+		StepVerifier.create(prefill.sender(2).states()).thenConsumeWhile(s -> s != KVPoll.WAITING_FOR_INPUT)
+				.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
 		transport.disconnectAll(new CloseReason(CloseReason.Kind.PEER_CLOSED, "cut by the test"));
-		room(2);
-		assertThat(registry.endpoints.get()).isEqualTo(2);
+		// The live room fails once decode handled the close (its session is gone by then).
+		StepVerifier.create(live.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("Lost connection with prefill rank")
+						.hasMessageContaining("cut by the test"))
+				.verify(T);
 		room(3);
+		assertThat(registry.endpoints.get()).isEqualTo(2);
+		room(4);
 		assertThat(registry.endpoints.get()).isEqualTo(2);
 	}
 
