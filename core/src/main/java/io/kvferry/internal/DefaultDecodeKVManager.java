@@ -72,6 +72,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private final ConcurrentHashMap<HostPort, Mono<PrefillParallelInfo>> instances = new ConcurrentHashMap<>();
 	private final ConcurrentHashMap<SessionKey, Mono<Session>> sessions = new ConcurrentHashMap<>();
+	// The last resolution of each prefill instance, per DP group: see Routes.
+	private final Routes routes = new Routes();
 	private final Set<Session> open = ConcurrentHashMap.newKeySet();
 	private final ConcurrentHashMap<Long, AbortWait> aborts = new ConcurrentHashMap<>();
 	// Prefill ranks that announced a drain, with the reason: once such a rank is gone, a room that cannot reach it
@@ -147,6 +149,14 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 		r.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
+		Resolved known = routes.current(r.bootstrap, room, prefillDpRank);
+		if (known != null) {
+			// The common case: straight to the request on this thread, without assembling and subscribing a chain.
+			r.trace.event(RoomTrace.Event.BOOTSTRAP_RESOLVED, 0);
+			r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, known.sessions.size());
+			onResolved(r, known);
+			return new Receiver(r);
+		}
 		resolve(r, prefillDpRank).subscribe(resolved -> onResolved(r, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
 						: e instanceof DrainedRankException ? FailureCause.DRAINING : FailureCause.BOOTSTRAP,
@@ -156,7 +166,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	}
 
 	private Mono<Resolved> resolve(DecodeRoom r, Integer dpHint) {
-		return parallelInfo(r.bootstrap).flatMap(info -> {
+		Mono<PrefillParallelInfo> instance = parallelInfo(r.bootstrap);
+		return instance.flatMap(info -> {
 			r.trace.event(RoomTrace.Event.BOOTSTRAP_RESOLVED, 0);
 			RankMapping mapping = RankMapping.plan(info, config.layout(), config.kvArgs().engineRank(),
 					config.kvArgs().pageSize(), config.kvArgs().isMla());
@@ -182,7 +193,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					}
 					return new Resolved(all, l);
 				});
-			}).doOnNext(resolved -> r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, resolved.sessions.size()));
+			}).doOnNext(resolved -> {
+				routes.remember(r.bootstrap, instance, info, dp, resolved);
+				r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, resolved.sessions.size());
+			});
 		});
 	}
 
@@ -205,6 +219,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
 	private void forgetInstance(HostPort bootstrap) {
 		instances.remove(bootstrap);
+		routes.forget(bootstrap);
 	}
 
 	private Mono<Session> session(SessionKey key, PrefillParallelInfo info) {
@@ -461,6 +476,57 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	private record Resolved(RankMapping mapping, List<Session> sessions) {
 	}
 
+	/**
+	 * What {@link #resolve} found for each prefill instance and DP group, reused by later rooms while it is exactly what
+	 * resolving again would give: the instance's cached sizes are still the ones it was planned with, and every session
+	 * is still open, i.e. the one cached for its rank. A forgotten instance or a closed session takes the full path, which fetches
+	 * and connects anew; a session whose connection is closing or that drains is still the cached one, and
+	 * {@link #onResolved} fails the room for it either way.
+	 */
+	private final class Routes {
+
+		private final ConcurrentHashMap<HostPort, Route> byInstance = new ConcurrentHashMap<>();
+
+		/** @return the resolution a room of this instance may reuse, or null when it must resolve */
+		Resolved current(HostPort bootstrap, long room, Integer dpHint) {
+			Route route = byInstance.get(bootstrap);
+			if (route == null || instances.get(bootstrap) != route.instance) {
+				return null;
+			}
+			if (dpHint != null && (dpHint < 0 || dpHint >= route.info.dpSize())) {
+				// Resolving names the rule this hint breaks.
+				return null;
+			}
+			Resolved resolved = route.byDp.get(RankMapping.prefillDpRank(room, dpHint, route.info.dpSize()));
+			if (resolved == null) {
+				return null;
+			}
+			for (Session s : resolved.sessions) {
+				// A closed session leaves the open set as it leaves the session table (an identity look-up, no key to
+				// hash): resolving again connects anew.
+				if (!open.contains(s)) {
+					return null;
+				}
+			}
+			return resolved;
+		}
+
+		void remember(HostPort bootstrap, Mono<PrefillParallelInfo> instance, PrefillParallelInfo info, int dp,
+				Resolved resolved) {
+			Route route = byInstance.compute(bootstrap, (b, old) -> old != null && old.instance == instance ? old
+					: new Route(instance, info, new ConcurrentHashMap<>()));
+			route.byDp.put(dp, resolved);
+		}
+
+		void forget(HostPort bootstrap) {
+			byInstance.remove(bootstrap);
+		}
+	}
+
+	private record Route(Mono<PrefillParallelInfo> instance, PrefillParallelInfo info,
+			ConcurrentHashMap<Integer, Resolved> byDp) {
+	}
+
 	/** A failed room's prefill ranks that may still write it, until each acknowledged or its connection closed. */
 	private final class AbortWait {
 		final DecodeRoom room;
@@ -571,7 +637,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			if (regions.isEmpty()) {
 				throw new IllegalArgumentException(what + " given but this rank registered no such buffers");
 			}
-			long items = regions.stream().mapToLong(MemoryRegion::itemCount).min().orElse(0);
+			long items = Long.MAX_VALUE;
+			for (MemoryRegion r : regions) {
+				items = Math.min(items, r.itemCount());
+			}
 			for (int i : indices) {
 				if (i < 0 || i >= items) {
 					throw new IllegalArgumentException(what + " : " + i + " (expected: 0.." + (items - 1) + ")");

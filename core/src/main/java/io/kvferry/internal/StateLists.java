@@ -43,8 +43,10 @@ final class StateLists {
 			copy[i] = lists[i].clone();
 		}
 		if (regions == 0) {
-			if (Arrays.stream(copy).anyMatch(l -> l.length > 0)) {
-				throw new IllegalArgumentException("state index given but this rank registered no such buffers");
+			for (int[] l : copy) {
+				if (l.length > 0) {
+					throw new IllegalArgumentException("state index given but this rank registered no such buffers");
+				}
 			}
 			return new int[][] { new int[0] };
 		}
@@ -59,12 +61,30 @@ final class StateLists {
 
 	/** @return every list, one after the other */
 	static int[] flatten(int[][] lists) {
-		return Arrays.stream(lists).flatMapToInt(Arrays::stream).toArray();
+		// Loops, not streams, here and below: once per room on the caller's thread, before its request goes out.
+		int n = 0;
+		for (int[] l : lists) {
+			n += l.length;
+		}
+		int[] flat = new int[n];
+		int at = 0;
+		for (int[] l : lists) {
+			System.arraycopy(l, 0, flat, at, l.length);
+			at += l.length;
+		}
+		return flat;
 	}
 
 	/** @return the length of each list, or none when no kinds are declared (one list for all regions) */
 	static int[] counts(List<StateKind> kinds, int[][] lists) {
-		return kinds.isEmpty() ? new int[0] : Arrays.stream(lists).mapToInt(l -> l.length).toArray();
+		if (kinds.isEmpty()) {
+			return new int[0];
+		}
+		int[] counts = new int[lists.length];
+		for (int i = 0; i < lists.length; i++) {
+			counts[i] = lists[i].length;
+		}
+		return counts;
 	}
 
 	/** @return the lists {@link #flatten} and {@link #counts} made */

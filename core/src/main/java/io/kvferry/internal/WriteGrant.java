@@ -156,7 +156,16 @@ final class WriteGrant {
 	}
 
 	private static int[] sortedDistinct(int[] values) {
-		return Arrays.stream(values).sorted().distinct().toArray();
+		// A loop, not a stream: this runs once per room on the caller's thread, before the room's request goes out.
+		int[] sorted = values.clone();
+		Arrays.sort(sorted);
+		int n = 0;
+		for (int v : sorted) {
+			if (n == 0 || v != sorted[n - 1]) {
+				sorted[n++] = v;
+			}
+		}
+		return n == sorted.length ? sorted : Arrays.copyOf(sorted, n);
 	}
 
 	/** A write the grant does not allow; its message names the field or item. Stackless: the reason says it all. */

@@ -55,6 +55,9 @@ class BenchCommandTest {
 		assertThat(many.get("failures").asInt()).isZero();
 		assertThat(many.get("gbps").asDouble()).isPositive();
 		assertThat(many.get("ratio_to_bulk").asDouble()).isPositive();
+		assertThat(many.get("batches").asInt()).isEqualTo(3);
+		assertThat(many.get("warmup_batches").asInt()).isGreaterThanOrEqualTo(2);
+		assertThat(many.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(many.get("gbps").asDouble());
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();

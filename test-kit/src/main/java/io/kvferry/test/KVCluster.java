@@ -153,106 +153,205 @@ public final class KVCluster {
 	 */
 	public Mono<RoomResult> run(long room, int tokens, int chunks, Random random) {
 		return Mono.defer(() -> {
-			int pageSize = config.shape.pageSize();
-			int numPages = (tokens + pageSize - 1) / pageSize;
-			// Pages decode already holds (its prefix cache): it asks only for the rest.
-			int prefixPages = (int) Math.floor(numPages * config.decodePrefix);
-			int g = dpGroup(room);
+			StagedRoom staged = stage(room, tokens, chunks, random);
+			// Verification is not the room's: it runs after the latency was stamped, off the completing thread.
+			return staged.transfer().then(Mono.fromCallable(staged::verify).subscribeOn(Schedulers.parallel()));
+		});
+	}
+
+	/**
+	 * Prepares one room without moving it: allocates its pages on both sides and writes its pattern into every prefill
+	 * rank's pages, aux row and state slots, so that a benchmark can start its clock after this work and stop it before
+	 * {@link StagedRoom#verify()}. {@link #run} is {@code stage}, {@link StagedRoom#transfer()}, then
+	 * {@link StagedRoom#verify()}.
+	 *
+	 * @param room the room (unique per cluster)
+	 * @param tokens prompt tokens (pages = ceil(tokens / page size))
+	 * @param chunks how many {@code send} calls the prefill ranks make
+	 * @param random page scattering and chunk cuts (also used by the transfer)
+	 * @return the staged room; when the cluster is out of pages it transfers nothing and verifies as that failure
+	 */
+	public StagedRoom stage(long room, int tokens, int chunks, Random random) {
+		return new StagedRoom(room, tokens, chunks, random);
+	}
+
+	/**
+	 * A room whose pages are allocated and whose source bytes are written: {@link #transfer()} it once, then
+	 * {@link #verify()} it once.
+	 */
+	public final class StagedRoom {
+		private final long room;
+		private final Random random;
+		private final int pageSize = config.shape.pageSize();
+		private final int numPages;
+		// Pages decode already holds (its prefix cache): it asks only for the rest.
+		private final int prefixPages;
+		private final int g;
+		private final int[] src;
+		private final int[] dst;
+		private final int[] srcRow;
+		private final int[] dstRow;
+		private final int[] srcState;
+		private final int[] dstState;
+		// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
+		private final int[][] parts;
+		private final int[][][] partStates;
+		private final long[] outside = new long[decodeMemory.size()];
+		private final List<List<Integer>> landedLayers = new ArrayList<>();
+		// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
+		private String failure;
+		private long latency;
+		private boolean transferred;
+
+		private StagedRoom(long room, int tokens, int chunks, Random random) {
+			this.room = room;
+			this.random = random;
+			this.numPages = (tokens + pageSize - 1) / pageSize;
+			this.prefixPages = (int) Math.floor(numPages * config.decodePrefix);
+			this.g = dpGroup(room);
 			boolean contiguous = config.contiguous || random.nextInt(4) == 0;
-			int[] src = prefillPages.get(g).allocate(numPages, random, contiguous);
-			int[] dst = decodePages.allocate(numPages - prefixPages, random, contiguous);
-			int[] srcRow = prefillRows.get(g).allocate(1, random, false);
-			int[] dstRow = decodeRows.allocate(1, random, false);
-			if (src == null || dst == null || srcRow == null || dstRow == null) {
-				release(g, src, dst, srcRow, dstRow);
-				return Mono.just(new RoomResult(room, numPages, 0, 0, "out of pages for " + numPages + " pages"));
+			int[] s = prefillPages.get(g).allocate(numPages, random, contiguous);
+			int[] d = decodePages.allocate(numPages - prefixPages, random, contiguous);
+			int[] sr = prefillRows.get(g).allocate(1, random, false);
+			int[] dr = decodeRows.allocate(1, random, false);
+			if (s == null || d == null || sr == null || dr == null) {
+				release(g, s, d, sr, dr);
+				this.failure = "out of pages for " + numPages + " pages";
+				this.src = this.dst = this.srcRow = this.dstRow = this.srcState = this.dstState = null;
+				this.parts = null;
+				this.partStates = null;
+				return;
 			}
-			int[] srcState = config.shape.stateItemLen() == 0 ? new int[0] : srcRow;
-			int[] dstState = config.shape.stateItemLen() == 0 ? new int[0] : dstRow;
+			this.src = s;
+			this.dst = d;
+			this.srcRow = sr;
+			this.dstRow = dr;
+			this.srcState = config.shape.stateItemLen() == 0 ? new int[0] : srcRow;
+			this.dstState = config.shape.stateItemLen() == 0 ? new int[0] : dstRow;
+			int[] cuts = cuts(numPages, chunks, random);
+			this.parts = new int[cuts.length - 1][];
+			this.partStates = new int[cuts.length - 1][][];
+			for (int c = 0; c + 1 < cuts.length; c++) {
+				parts[c] = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
+				partStates[c] = new int[][] { cuts[c + 1] == numPages ? srcState : new int[0] };
+			}
 			for (RankMemory mem : prefillMemory.get(g)) {
 				mem.fill(room, src, srcRow[0], srcState);
 			}
-			long start = System.nanoTime();
-			List<Mono<Void>> done = new ArrayList<>();
-			List<KVSender> senders = new ArrayList<>();
-			List<KVReceiver> receivers = new ArrayList<>();
-			long[] outside = new long[decodeMemory.size()];
 			if (config.checkUntouched) {
 				for (int i = 0; i < outside.length; i++) {
 					outside[i] = decodeMemory.get(i).checksumOutside(dst, dstRow[0], dstState);
 				}
 			}
-			List<List<Integer>> landedLayers = new ArrayList<>();
-			for (DecodeKVManager d : decode) {
-				KVReceiver receiver = d.receiver(config.bootstrap, room);
-				receiver.sendMetadata(prefixPages * pageSize, dst, dstRow[0], new int[][] { dstState });
-				receivers.add(receiver);
-				if (config.layerwise) {
-					List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
-					landedLayers.add(landed);
-					done.add(receiver.layers().doOnNext(landed::add).then());
+		}
+
+		public long room() {
+			return room;
+		}
+
+		/**
+		 * Moves the room: receivers and their destinations on every decode rank, sends on every prefill rank of its DP
+		 * group. Completes when every rank's completion arrived (a failed room completes too: its failure is what
+		 * {@link #verify()} returns), or at once when the room could not be staged; the latency is stamped there.
+		 */
+		public Mono<Void> transfer() {
+			return Mono.defer(() -> {
+				if (transferred) {
+					throw new IllegalStateException("room " + room + " was already transferred");
 				}
-			}
-			int[] cuts = cuts(numPages, chunks, random);
-			for (PrefillKVManager p : prefill.get(g)) {
-				KVSender sender = p.sender(room);
-				sender.init(numPages, srcRow[0]);
-				for (int c = 0; c + 1 < cuts.length; c++) {
-					int[] part = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
-					int[][] state = { cuts[c + 1] == numPages ? srcState : new int[0] };
-					if (config.layerwise && random.nextBoolean()) {
-						for (int layer : shuffledLayers(p.kvArgs(), random)) {
-							sender.sendLayer(layer, part, state);
+				transferred = true;
+				if (src == null) {
+					return Mono.empty();
+				}
+				long start = System.nanoTime();
+				List<Mono<Void>> done = new ArrayList<>();
+				List<KVSender> senders = new ArrayList<>();
+				List<KVReceiver> receivers = new ArrayList<>();
+				for (DecodeKVManager d : decode) {
+					KVReceiver receiver = d.receiver(config.bootstrap, room);
+					receiver.sendMetadata(prefixPages * pageSize, dst, dstRow[0], new int[][] { dstState });
+					receivers.add(receiver);
+					if (config.layerwise) {
+						List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
+						landedLayers.add(landed);
+						done.add(receiver.layers().doOnNext(landed::add).then());
+					}
+				}
+				for (PrefillKVManager p : prefill.get(g)) {
+					KVSender sender = p.sender(room);
+					sender.init(numPages, srcRow[0]);
+					for (int c = 0; c < parts.length; c++) {
+						int[] part = parts[c];
+						int[][] state = partStates[c];
+						if (config.layerwise && random.nextBoolean()) {
+							for (int layer : shuffledLayers(p.kvArgs(), random)) {
+								sender.sendLayer(layer, part, state);
+							}
+						}
+						else {
+							sender.send(part, state);
 						}
 					}
-					else {
-						sender.send(part, state);
-					}
+					senders.add(sender);
 				}
-				senders.add(sender);
+				// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
+				// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
+				for (KVReceiver receiver : receivers) {
+					done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
+							+ describe(e)))));
+				}
+				for (KVSender sender : senders) {
+					done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
+							+ describe(e)).subscribe())));
+				}
+				// Stamped where the last completion arrives, before any hop to verification, which is not the room's.
+				return Mono.whenDelayError(done)
+						.doOnTerminate(() -> latency = System.nanoTime() - start)
+						.onErrorResume(e -> {
+							failure = describe(e);
+							return Mono.empty();
+						});
+			});
+		}
+
+		/**
+		 * Checks every byte of every decode rank's share of the room (and, when the cluster checks it, that nothing
+		 * outside the room's pages changed), then frees the room's pages if it succeeded. Call it once, after
+		 * {@link #transfer()} completed.
+		 *
+		 * @return the room's result: a transfer failure, the first wrong byte, or success with the bytes that landed
+		 */
+		public RoomResult verify() {
+			if (src != null && !transferred) {
+				throw new IllegalStateException("room " + room + " was not transferred");
 			}
-			// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
-			// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
-			for (KVReceiver receiver : receivers) {
-				done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
-						+ describe(e)))));
+			if (failure != null) {
+				return new RoomResult(room, numPages, 0, latency, failure);
 			}
-			for (KVSender sender : senders) {
-				done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
-						+ describe(e)).subscribe())));
+			long bytes = 0;
+			for (int i = 0; i < landedLayers.size(); i++) {
+				String wrong = checkLayers(decodeMemory.get(i).kvArgs(), landedLayers.get(i));
+				if (wrong != null) {
+					return new RoomResult(room, numPages, bytes, latency, wrong);
+				}
 			}
-			// Stamped where the last completion arrives, before the hop to verification, which is not the room's.
-			return Mono.whenDelayError(done)
-					.then(Mono.fromSupplier(System::nanoTime))
-					.flatMap(end -> Mono.fromCallable(() -> {
-						long latency = end - start;
-						long bytes = 0;
-						for (int i = 0; i < landedLayers.size(); i++) {
-							String wrong = checkLayers(decodeMemory.get(i).kvArgs(), landedLayers.get(i));
-							if (wrong != null) {
-								return new RoomResult(room, numPages, bytes, latency, wrong);
-							}
-						}
-						for (int i = 0; i < decodeMemory.size(); i++) {
-							RankMemory mem = decodeMemory.get(i);
-							String mismatch = mem.verify(room, dst, prefixPages, dstRow[0], dstState);
-							if (mismatch == null && config.checkUntouched
-									&& mem.checksumOutside(dst, dstRow[0], dstState) != outside[i]) {
-								mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"
-										+ " pages, aux row and state slots";
-							}
-							if (mismatch != null) {
-								return new RoomResult(room, numPages, bytes, latency, mismatch);
-							}
-							bytes += mem.kvBytes(dst.length);
-						}
-						// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
-						release(g, src, dst, srcRow, dstRow);
-						return new RoomResult(room, numPages, bytes, latency, null);
-					}).subscribeOn(Schedulers.parallel()))
-					.onErrorResume(e -> Mono.just(new RoomResult(room, numPages, 0, System.nanoTime() - start,
-							describe(e))));
-		});
+			for (int i = 0; i < decodeMemory.size(); i++) {
+				RankMemory mem = decodeMemory.get(i);
+				String mismatch = mem.verify(room, dst, prefixPages, dstRow[0], dstState);
+				if (mismatch == null && config.checkUntouched
+						&& mem.checksumOutside(dst, dstRow[0], dstState) != outside[i]) {
+					mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"
+							+ " pages, aux row and state slots";
+				}
+				if (mismatch != null) {
+					return new RoomResult(room, numPages, bytes, latency, mismatch);
+				}
+				bytes += mem.kvBytes(dst.length);
+			}
+			// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
+			release(g, src, dst, srcRow, dstRow);
+			return new RoomResult(room, numPages, bytes, latency, null);
+		}
 	}
 
 	/** @return a prefill rank's layers (main, then draft) in a random order */

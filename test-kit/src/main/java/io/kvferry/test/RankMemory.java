@@ -116,8 +116,14 @@ public final class RankMemory {
 
 	/** Writes the room's pattern into its pages, aux row and state slots. */
 	public void fill(long room, int[] pages, int auxRow, int[] stateSlots) {
-		forEachWord(room, pages, 0, (address, expected) -> PlatformDependent.putLong(address, expected));
-		forEachAuxAndState(room, auxRow, stateSlots, (address, expected) -> PlatformDependent.putLong(address, expected));
+		WordRun write = (address, seed, words) -> {
+			for (int w = 0; w < words; w++) {
+				PlatformDependent.putLong(address + 8L * w, Patterns.word(seed, w));
+			}
+			return true;
+		};
+		forEachRun(room, pages, 0, write);
+		forEachAuxAndStateRun(room, auxRow, stateSlots, write);
 	}
 
 	/**
@@ -137,15 +143,21 @@ public final class RankMemory {
 	 */
 	public String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots) {
 		String[] first = new String[1];
-		WordVisitor check = (address, expected) -> {
-			if (first[0] == null && PlatformDependent.getLong(address) != expected) {
-				first[0] = "room " + room + ": word at 0x" + Long.toHexString(address) + " is 0x"
-						+ Long.toHexString(PlatformDependent.getLong(address)) + ", expected 0x"
-						+ Long.toHexString(expected);
+		WordRun check = (address, seed, words) -> {
+			for (int w = 0; w < words; w++) {
+				long expected = Patterns.word(seed, w);
+				long actual = PlatformDependent.getLong(address + 8L * w);
+				if (actual != expected) {
+					first[0] = "room " + room + ": word at 0x" + Long.toHexString(address + 8L * w) + " is 0x"
+							+ Long.toHexString(actual) + ", expected 0x" + Long.toHexString(expected);
+					return false;
+				}
 			}
+			return true;
 		};
-		forEachWord(room, pages, firstPage, check);
-		forEachAuxAndState(room, auxRow, stateSlots, check);
+		if (forEachRun(room, pages, firstPage, check)) {
+			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
+		}
 		return first[0];
 	}
 
@@ -180,8 +192,9 @@ public final class RankMemory {
 		return h;
 	}
 
-	private interface WordVisitor {
-		void visit(long address, long expected);
+	/** Visits a run of consecutive words that share one {@link Patterns#seed}; returns false to stop. */
+	private interface WordRun {
+		boolean visit(long address, long seed, int words);
 	}
 
 	/**
@@ -214,13 +227,18 @@ public final class RankMemory {
 		return h;
 	}
 
-	private void forEachWord(long room, int[] pages, int firstPage, WordVisitor v) {
+	/** @return false when the visitor stopped early */
+	private boolean forEachRun(long room, int[] pages, int firstPage, WordRun v) {
 		int tp = layout.attnTpSize();
 		int heads = shape.headsPerRank(tp);
 		int headWords = shape.headBytes() / 8;
 		int tokenBytes = heads * shape.headBytes();
 		int itemLen = shape.itemLen(tp);
 		int buffers = shape.mla() ? 1 : 2;
+		int[] modelHeads = new int[heads];
+		for (int h = 0; h < heads; h++) {
+			modelHeads[h] = shape.modelHead(tp, layout.attnTpRank(), h);
+		}
 		for (int b = 0; b < buffers; b++) {
 			for (int l = 0; l < layerCount; l++) {
 				MemoryRegion region = args.kvRegions().get(b * layerCount + l);
@@ -231,24 +249,24 @@ public final class RankMemory {
 						long token = (long) (firstPage + i) * shape.pageSize() + t;
 						long tokenBase = pageBase + (long) t * tokenBytes;
 						for (int h = 0; h < heads; h++) {
-							int head = shape.modelHead(tp, layout.attnTpRank(), h);
-							long headBase = tokenBase + (long) h * shape.headBytes();
-							for (int w = 0; w < headWords; w++) {
-								v.visit(headBase + 8L * w, Patterns.word(room, layer, b, token, head, w));
+							long seed = Patterns.seed(room, layer, b, token, modelHeads[h]);
+							if (!v.visit(tokenBase + (long) h * shape.headBytes(), seed, headWords)) {
+								return false;
 							}
 						}
 					}
 				}
 			}
 		}
+		return true;
 	}
 
-	private void forEachAuxAndState(long room, int auxRow, int[] stateSlots, WordVisitor v) {
+	private void forEachAuxAndStateRun(long room, int auxRow, int[] stateSlots, WordRun v) {
 		if (auxRow >= 0) {
 			for (int i = 0; i < args.auxRegions().size(); i++) {
 				MemoryRegion r = args.auxRegions().get(i);
-				for (int w = 0; w < r.itemLen() / 8; w++) {
-					v.visit(r.itemAddress(auxRow) + 8L * w, Patterns.word(room, Patterns.AUX, i, 0, 0, w));
+				if (!v.visit(r.itemAddress(auxRow), Patterns.seed(room, Patterns.AUX, i, 0, 0), r.itemLen() / 8)) {
+					return;
 				}
 			}
 		}
@@ -262,8 +280,8 @@ public final class RankMemory {
 					for (int u = 0; u < units; u++) {
 						int unit = layout.attnTpRank() * units + u;
 						long base = r.itemAddress(stateSlots[s]) + (long) u * shape.stateItemLen();
-						for (int w = 0; w < unitWords; w++) {
-							v.visit(base + 8L * w, Patterns.word(room, Patterns.STATE, i, s, unit, w));
+						if (!v.visit(base, Patterns.seed(room, Patterns.STATE, i, s, unit), unitWords)) {
+							return;
 						}
 					}
 				}
@@ -273,8 +291,9 @@ public final class RankMemory {
 		for (int i = 0; i < args.stateRegions().size(); i++) {
 			MemoryRegion r = args.stateRegions().get(i);
 			for (int s = 0; s < stateSlots.length; s++) {
-				for (int w = 0; w < r.itemLen() / 8; w++) {
-					v.visit(r.itemAddress(stateSlots[s]) + 8L * w, Patterns.word(room, Patterns.STATE, i, s, 0, w));
+				if (!v.visit(r.itemAddress(stateSlots[s]), Patterns.seed(room, Patterns.STATE, i, s, 0),
+						r.itemLen() / 8)) {
+					return;
 				}
 			}
 		}
