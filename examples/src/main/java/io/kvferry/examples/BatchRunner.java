@@ -2,6 +2,7 @@ package io.kvferry.examples;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -22,7 +23,8 @@ final class BatchRunner {
 	 * The batch's outcome.
 	 *
 	 * @param results every room that ran, in completion order
-	 * @param skipped requests never started (after a failure with stop-on-failure, or {@link #stop()})
+	 * @param skipped requests never started (after a failure with stop-on-failure, or {@link #stop()}, or turned away
+	 *        by the runner)
 	 * @param elapsedNanos from the first start to the last completion
 	 */
 	record Outcome(List<RoomResult> results, int skipped, long elapsedNanos) {
@@ -40,6 +42,7 @@ final class BatchRunner {
 	// Guarded by this.
 	private int next;
 	private int inFlight;
+	private int turnedAway;
 	private long pagesHeld;
 	private boolean stopped;
 	private long start;
@@ -49,7 +52,7 @@ final class BatchRunner {
 	 * @param concurrency rooms in flight at most, at least 1
 	 * @param poolPages pages held at most (a request larger than the pool still runs, alone)
 	 * @param stopOnFailure start no new room once one failed
-	 * @param runner runs one room; must not error (a failure is in the result)
+	 * @param runner runs one room; must not error (a failure is in the result); empty when it did not start the room
 	 * @param listener told of every result, on the completing thread
 	 */
 	BatchRunner(List<Workload.Request> requests, int concurrency, long poolPages, boolean stopOnFailure,
@@ -100,7 +103,8 @@ final class BatchRunner {
 				launch.add(r);
 			}
 			if (inFlight == 0 && launch.isEmpty() && (stopped || next == requests.size())) {
-				finished = new Outcome(List.copyOf(results), requests.size() - next, System.nanoTime() - start);
+				finished = new Outcome(List.copyOf(results), requests.size() - next + turnedAway,
+						System.nanoTime() - start);
 			}
 		}
 		if (finished != null) {
@@ -112,8 +116,19 @@ final class BatchRunner {
 			runner.apply(r)
 					.subscribeOn(Schedulers.parallel())
 					.onErrorResume(e -> Mono.just(new RoomResult(r.room(), r.pages(), 0, 0, String.valueOf(e))))
-					.subscribe(result -> complete(r, result));
+					.map(Optional::of)
+					.defaultIfEmpty(Optional.empty())
+					.subscribe(result -> result.ifPresentOrElse(done -> complete(r, done), () -> turnedAway(r)));
 		}
+	}
+
+	private void turnedAway(Workload.Request r) {
+		synchronized (this) {
+			inFlight--;
+			pagesHeld -= r.pages();
+			turnedAway++;
+		}
+		pump();
 	}
 
 	private void complete(Workload.Request r, RoomResult result) {

@@ -3,6 +3,7 @@ package io.kvferry.examples;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
@@ -22,6 +23,7 @@ import io.kvferry.test.RoomResult;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -42,6 +44,11 @@ final class DecodeClient {
 	private final PageAllocator pages;
 	private final PageAllocator rows;
 	private volatile double decodePrefix;
+	// Admission: once closed, no room starts; rooms past the check are counted until their receivers exist, so that
+	// a drain begun after closeAdmission() completes can never refuse a room this client already started.
+	private volatile boolean admitting = true;
+	private final AtomicInteger starting = new AtomicInteger();
+	private final Sinks.Empty<Void> noneStarting = Sinks.empty();
 
 	private DecodeClient(ModelShape shape, int poolPages, int auxRows) {
 		this.shape = shape;
@@ -100,49 +107,76 @@ final class DecodeClient {
 	 * @param bootstrap the prefill instance's bootstrap server
 	 * @param room the room (new to the prefill instance)
 	 * @param tokens prompt tokens
-	 * @return the result, after every byte was checked
+	 * @return the result, after every byte was checked; empty when the room did not start (admission closed)
 	 */
 	Mono<RoomResult> run(HostPort bootstrap, long room, int tokens) {
 		return Mono.defer(() -> {
-			int numPages = (tokens + shape.pageSize() - 1) / shape.pageSize();
-			int prefixPages = (int) Math.floor(numPages * decodePrefix);
-			Random random = new Random(room);
-			int[] dst = pages.allocate(numPages - prefixPages, random, random.nextInt(4) == 0);
-			int[] row = rows.allocate(1, random, false);
-			if (dst == null || row == null) {
-				free(dst, row);
-				return Mono.just(new RoomResult(room, numPages, 0, 0, "decode pool has no room for " + numPages
-						+ " pages"));
-			}
-			long start = System.nanoTime();
-			List<KVReceiver> receivers = new ArrayList<>(managers.size());
+			starting.incrementAndGet();
 			try {
-				for (DecodeKVManager m : managers) {
-					KVReceiver r = m.receiver(bootstrap, room);
-					receivers.add(r);
-					r.sendMetadata(prefixPages * shape.pageSize(), dst, row[0], new int[][] { state(row) });
+				return admitting ? start(bootstrap, room, tokens) : Mono.<RoomResult>empty();
+			}
+			finally {
+				if (starting.decrementAndGet() == 0 && !admitting) {
+					noneStarting.tryEmitEmpty();
 				}
 			}
-			catch (RuntimeException e) {
-				// A room id the managers already know, or bad indices: ranks asked before the failure may already write.
-				String reason = describe(e);
-				return Flux.fromIterable(receivers).flatMap(r -> r.abort(reason))
-						.then(Mono.fromRunnable(() -> free(dst, row)))
-						.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
-			}
-			return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
-					.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start))
-							.subscribeOn(Schedulers.parallel()))
-					.onErrorResume(e -> {
-						long latency = System.nanoTime() - start;
-						String reason = describe(e);
-						// The room is failed on every rank; its pages are reusable once prefill can no longer write.
-						return Flux.fromIterable(receivers)
-								.flatMap(r -> r.abort(reason))
-								.then(Mono.fromRunnable(() -> free(dst, row)))
-								.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
-					});
 		});
+	}
+
+	/**
+	 * Starts no new room: {@link #run} is empty from now on.
+	 *
+	 * @return completes once every room that did start has its receivers (lazy: closes admission on subscription)
+	 */
+	Mono<Void> closeAdmission() {
+		return Mono.defer(() -> {
+			admitting = false;
+			if (starting.get() == 0) {
+				noneStarting.tryEmitEmpty();
+			}
+			return noneStarting.asMono();
+		});
+	}
+
+	private Mono<RoomResult> start(HostPort bootstrap, long room, int tokens) {
+		int numPages = (tokens + shape.pageSize() - 1) / shape.pageSize();
+		int prefixPages = (int) Math.floor(numPages * decodePrefix);
+		Random random = new Random(room);
+		int[] dst = pages.allocate(numPages - prefixPages, random, random.nextInt(4) == 0);
+		int[] row = rows.allocate(1, random, false);
+		if (dst == null || row == null) {
+			free(dst, row);
+			return Mono.just(new RoomResult(room, numPages, 0, 0, "decode pool has no room for " + numPages
+					+ " pages"));
+		}
+		long start = System.nanoTime();
+		List<KVReceiver> receivers = new ArrayList<>(managers.size());
+		try {
+			for (DecodeKVManager m : managers) {
+				KVReceiver r = m.receiver(bootstrap, room);
+				receivers.add(r);
+				r.sendMetadata(prefixPages * shape.pageSize(), dst, row[0], new int[][] { state(row) });
+			}
+		}
+		catch (RuntimeException e) {
+			// A room id the managers already know, or bad indices: ranks asked before the failure may already write.
+			String reason = describe(e);
+			return Flux.fromIterable(receivers).flatMap(r -> r.abort(reason))
+					.then(Mono.fromRunnable(() -> free(dst, row)))
+					.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
+		}
+		return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
+				.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start))
+						.subscribeOn(Schedulers.parallel()))
+				.onErrorResume(e -> {
+					long latency = System.nanoTime() - start;
+					String reason = describe(e);
+					// The room is failed on every rank; its pages are reusable once prefill can no longer write.
+					return Flux.fromIterable(receivers)
+							.flatMap(r -> r.abort(reason))
+							.then(Mono.fromRunnable(() -> free(dst, row)))
+							.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
+				});
 	}
 
 	/** A hybrid model's Mamba state goes to the slot of the room's aux row. */

@@ -137,7 +137,11 @@ final class DecodeCommand implements Callable<Integer> {
 							+ "(deadline " + drain.drainTimeout + ")");
 					err.flush();
 					runner.stop();
-					Mono.when(decoder.managers().stream().map(m -> m.drain(drain.drainTimeout)).toList()).subscribe();
+					// A room the runner launched just before may still be creating its receivers: a drain begun
+					// before they exist would refuse it as a failure, though it never started.
+					decoder.closeAdmission()
+							.then(Mono.when(decoder.managers().stream().map(m -> m.drain(drain.drainTimeout)).toList()))
+							.subscribe();
 				});
 				BatchRunner.Outcome outcome;
 				try {

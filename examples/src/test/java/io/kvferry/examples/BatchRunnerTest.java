@@ -155,6 +155,21 @@ class BatchRunnerTest {
 				.verify(TIMEOUT);
 	}
 
+	@Test
+	void roomsTheRunnerTurnsAwayCountAsSkippedAndFreeTheirPlace() {
+		// Odd rooms are turned away (empty): each frees its slot and pages, and the batch still ends.
+		BatchRunner runner = new BatchRunner(requests(1, 1, 1, 1, 1), 1, 1, false,
+				r -> r.room() % 2 == 1 ? Mono.empty() : Mono.just(new RoomResult(r.room(), r.pages(), 1, 1, null)),
+				r -> { });
+		StepVerifier.create(runner.run())
+				.assertNext(o -> {
+					assertThat(o.results()).extracting(RoomResult::room).containsExactly(0L, 2L, 4L);
+					assertThat(o.skipped()).isEqualTo(2);
+				})
+				.expectComplete()
+				.verify(TIMEOUT);
+	}
+
 	private static RoomResult poll(BlockingQueue<RoomResult> ended) {
 		try {
 			return ended.poll(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);

@@ -133,6 +133,18 @@ class PrefillEngineTest {
 	}
 
 	@Test
+	void decodeStartsNoRoomOnceItClosedAdmissionAndTheManagersStillServeThoseStartedBefore() {
+		start(1, 1, 1, 64, 1, 256);
+		// Started before admission closes: it runs to the end.
+		Mono<RoomResult> before = decode.run(server.address(), 71, 50).cache();
+		before.subscribe();
+		StepVerifier.create(decode.closeAdmission()).expectComplete().verify(TIMEOUT);
+		StepVerifier.create(decode.run(server.address(), 72, 50)).expectComplete().verify(TIMEOUT);
+		StepVerifier.create(before).assertNext(r -> assertThat(r.failure()).isNull()).expectComplete().verify(TIMEOUT);
+		awaitCount(prefill::served, 1);
+	}
+
+	@Test
 	void roomsThatDoNotFitThePoolWaitTheirTurn() {
 		// Room for one 13-page room at a time on prefill: the others queue in arrival order.
 		start(1, 1, 1, 16, 2, 256);
