@@ -502,9 +502,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				return null;
 			}
 			for (Session s : resolved.sessions) {
-				// A closed session leaves the open set as it leaves the session table (an identity look-up, no key to
-				// hash): resolving again connects anew.
-				if (!open.contains(s)) {
+				// A session leaves the session table when its first stripe closes and the open set when its last one
+				// does: either way it is no longer the one to ask, and resolving again connects anew.
+				if (!open.contains(s) || sessions.get(s.key) != s.entry) {
 					return null;
 				}
 			}
@@ -769,13 +769,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		}
 
 		synchronized List<KVConnection> attached() {
-			List<KVConnection> list = new ArrayList<>(connections.length);
-			for (KVConnection c : connections) {
-				if (c != null) {
-					list.add(c);
-				}
-			}
-			return list;
+			return Stripes.attached(connections);
 		}
 
 		/** Closes every stripe: one stripe alone cannot serve the session. */
@@ -1018,9 +1012,11 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 							+ ": " + refused.getMessage(), false);
 					return null;
 				}
-				if (r.fences.containsKey(lane)) {
+				// Stripe 0's Success fences it as a Fence does the others: nothing more may come on it.
+				if (r.fences.containsKey(lane) || lane.index == 0 && r.successes.containsKey(this)) {
 					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " sent bytes of room " + r.id
-							+ " on stripe " + lane.index + " after fencing it", false);
+							+ " on stripe " + lane.index + " after " + (lane.index == 0 ? "its Success" : "fencing it"),
+							false);
 					return null;
 				}
 				// Fed only on this stripe's thread, in its order.

@@ -4,7 +4,9 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -503,24 +505,32 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			destinations = new ArrayList<>(r.destinations);
 			r.pending.clear();
 		}
-		List<Destination> toTell = new ArrayList<>();
+		// A failed room is handed off once a message queued after its last frame was written on every stripe that
+		// may have carried its bytes: a frame handed to the transport before the gate closed still reads the room's
+		// memory until it is written. Stripe 0 of a rank that did not abort the room is told why; the others, and
+		// every stripe of the aborting rank, get an AbortAck (decode ignores one it is not waiting for).
+		Map<KVConnection, KVMessage> last = new LinkedHashMap<>();
 		for (Destination d : destinations) {
 			d.session.rooms.remove(r);
-			if (failed && d.session != r.abortedBy && d.session.conn.isActive()) {
-				toTell.add(d);
+			if (!failed) {
+				continue;
+			}
+			for (KVConnection lane : d.session.attached()) {
+				if (lane.isActive()) {
+					last.put(lane, lane == d.session.conn && d.session != r.abortedBy
+							? new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank, r.failure().reason())
+							: new KVMessage.AbortAck(r.id));
+				}
 			}
 		}
-		AtomicInteger untold = new AtomicInteger(toTell.size() + 1);
+		AtomicInteger untold = new AtomicInteger(last.size() + 1);
 		// Written, or its connection is gone (decode then fails the room itself): either way handed off.
 		Runnable told = () -> {
 			if (untold.decrementAndGet() == 0) {
 				r.handedOff.tryEmitEmpty();
 			}
 		};
-		for (Destination d : toTell) {
-			d.session.conn.send(new KVMessage.Status(r.id, KVPoll.FAILED, uniqueRank, r.failure().reason()),
-					SendGate.OPEN, Sends.either(told));
-		}
+		last.forEach((lane, message) -> lane.send(message, SendGate.OPEN, Sends.either(told)));
 		told.run();
 	}
 
@@ -588,8 +598,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		private void deal(DataBlock piece) {
 			int lane = next;
 			next = lane + 1 == tallies.length ? 0 : lane + 1;
-			tallies[lane].add(piece);
 			session.lanes[lane].sendData(piece);
+			// Counted once the transport took it: a block it refuses is no byte of the Success.
+			tallies[lane].add(piece);
 		}
 
 		@Override
@@ -872,13 +883,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 
 		/** @return the stripes attached so far */
 		synchronized List<KVConnection> attached() {
-			List<KVConnection> list = new ArrayList<>(lanes.length);
-			for (KVConnection c : lanes) {
-				if (c != null) {
-					list.add(c);
-				}
-			}
-			return list;
+			return Stripes.attached(lanes);
 		}
 
 		/** @return null once {@code stripe} joined, else why it may not */

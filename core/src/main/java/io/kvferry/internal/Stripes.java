@@ -1,9 +1,12 @@
 package io.kvferry.internal;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Consumer;
 
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
 
 /**
  * Cuts data blocks into pieces that can be dealt across a session's stripes. A piece is a run of whole chunks of its
@@ -43,5 +46,16 @@ final class Stripes {
 					h.chunkLen(), h.dstStride(), k), block.srcAddress() + i * block.srcStride(), block.srcStride(),
 					block.gate()));
 		}
+	}
+
+	/** @return the stripes of a session that are attached so far (null slots have not joined yet), in index order */
+	static List<KVConnection> attached(KVConnection[] stripes) {
+		List<KVConnection> list = new ArrayList<>(stripes.length);
+		for (KVConnection c : stripes) {
+			if (c != null) {
+				list.add(c);
+			}
+		}
+		return list;
 	}
 }

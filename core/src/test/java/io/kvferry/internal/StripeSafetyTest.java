@@ -32,6 +32,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.test.ModelShape;
 import io.kvferry.test.RankMemory;
@@ -113,6 +114,64 @@ class StripeSafetyTest {
 		stripe1.release();
 		StepVerifier.create(r.completion()).expectComplete().verify(T);
 		assertThat(decodeMem.verify(7, dst, 1, new int[0])).isNull();
+	}
+
+	@Test
+	void bytesOnStripeZeroAfterItsSuccessFailTheRoom() {
+		start(2, UnaryOperator.identity());
+		warmUp();
+		// Stripe 1's fence waits, so the room is still judging when stripe 0 goes on writing.
+		Tap stripe1 = transport.decodeStripe(1);
+		stripe1.hold();
+		int[] dst = { 50, 51 };
+		KVReceiver r = room(12, new int[] { 1, 2 }, dst, 4)[0];
+		Tap stripe0 = transport.decodeStripe(0);
+		StepVerifier.create(stripe0.statuses().filter(s -> s.room() == 12).next())
+				.expectNextMatches(s -> s.status() == KVPoll.SUCCESS)
+				.expectComplete()
+				.verify(T);
+		// A frame of the room on stripe 0 after its Success, inside the room's pages: the write check alone allows it.
+		long itemLen = decodeMem.kvArgs().kvRegions().get(0).itemLen();
+		assertThat(stripe0.inject(new DataHeader(12, RegionKind.KV, 0, dst[0] * itemLen, 8, 8, 1)))
+				.as("where the late frame would land").isNull();
+		stripe1.release();
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.failureCause()).isEqualTo(FailureCause.PROTOCOL);
+					assertThat(k.reason()).contains("sent bytes of room 12 on stripe 0 after its Success");
+				})
+				.verify(T);
+	}
+
+	@Test
+	void aRoomPrefillGivesUpOnSendsAMessageBehindItsFramesOnEveryStripe() {
+		start(2, UnaryOperator.identity());
+		warmUp();
+		// Decode never hears of the failure on stripe 0, so it sends no Abort whose acks would reach stripe 1 anyway.
+		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 13
+				&& st.status() == KVPoll.FAILED ? new KVMessage.AbortAck(Long.MAX_VALUE) : m);
+		AtomicInteger acks = new AtomicInteger();
+		transport.decodeStripe(1).tamper(m -> {
+			if (m instanceof KVMessage.AbortAck a && a.room() == 13) {
+				acks.incrementAndGet();
+			}
+			return m;
+		});
+		int[] src = { 1, 2, 3, 4 };
+		prefillMem.fill(13, src, 5, new int[0]);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 13);
+		r.sendMetadata(new int[] { 52, 53, 54, 55 }, 5, new int[0]);
+		KVSender sender = prefill.sender(13);
+		StepVerifier.create(sender.states()).thenConsumeWhile(st -> st != KVPoll.WAITING_FOR_INPUT)
+				.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
+		sender.init(src.length * 2, 5);
+		sender.send(src, new int[0]);
+		// Handed off only once a message queued after the room's frames was written on stripe 1 as well.
+		StepVerifier.create(sender.abort("the engine gave up")).expectComplete().verify(T);
+		StepVerifier.create(Flux.interval(Duration.ofMillis(5)).filter(i -> acks.get() > 0).next())
+				.expectNextCount(1).expectComplete().verify(T);
+		r.abort("test over").subscribe();
 	}
 
 	@Test
@@ -383,6 +442,11 @@ class StripeSafetyTest {
 
 		int fences() {
 			return fences.get();
+		}
+
+		/** Hands decode a frame header as if the peer had sent it on this stripe, now, on the caller's thread. */
+		synchronized PayloadSink inject(DataHeader header) {
+			return engine.onData(connection, header);
 		}
 
 		void tamper(Function<KVMessage, KVMessage> edit) {

@@ -1,6 +1,7 @@
 package io.kvferry.test;
 
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 
 import io.kvferry.KVArgs;
@@ -209,7 +210,7 @@ public final class RankMemory {
 	}
 
 	private static long hashOutside(long h, List<MemoryRegion> regions, int[] skip) {
-		java.util.BitSet granted = new java.util.BitSet();
+		BitSet granted = new BitSet();
 		for (int i : skip) {
 			granted.set(i);
 		}
