@@ -12,6 +12,7 @@ import java.util.Random;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -49,8 +50,9 @@ import reactor.core.scheduler.Schedulers;
 				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after 5 s of "
 						+ "warm-up, a room and a round trip in turn",
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages): "
-						+ "the same batch untimed for 5 s (2 batches at least), then --rounds timed batches (median, "
-						+ "best beside); sources written before the clock starts, every byte checked after it stops",
+						+ "the same batch untimed for --many-warmup seconds (2 batches at least), then --rounds timed "
+						+ "batches (median, best beside, and the cores busy meanwhile); sources written before the clock "
+						+ "starts, every byte checked after it stops",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
 				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
 						+ "(and over TCP), in turn",
@@ -106,6 +108,13 @@ final class BenchCommand implements Callable<Integer> {
 			description = "Concurrent rooms of the many test (default: ${DEFAULT-VALUE}).")
 	int manyRooms;
 
+	// A batch of a thousand rooms runs every per-room path at once: batch times swung 2x for about 12 s, C2
+	// recompiling and the heap, the pools and the registered pages being touched for the first time, then settled.
+	@Option(names = "--many-warmup", defaultValue = "15", paramLabel = "SECONDS",
+			description = "Untimed many batches for this long (2 at least) before the timed ones "
+					+ "(default: ${DEFAULT-VALUE}).")
+	int manyWarmupSeconds;
+
 	@Option(names = "--tracing", description = "Measure only the cost of room tracing: --tracing-rooms 1-page rooms "
 			+ "(16 concurrent) per round, tracing off and on in turn, --rounds rounds each after a warm-up round.")
 	boolean tracing;
@@ -117,6 +126,10 @@ final class BenchCommand implements Callable<Integer> {
 	@Option(names = "--bulk-only", description = "Measure only the bulk room against its baselines (no small, many, "
 			+ "same host or scaling figures): for comparing settings such as --stripes run after run.")
 	boolean bulkOnly;
+
+	@Option(names = "--many-only", description = "Measure only the many test (no bulk, small, same host or scaling "
+			+ "figures, so no ratio to bulk): for profiling or comparing settings on many rooms.")
+	boolean manyOnly;
 
 	@Mixin
 	ModelOptions model;
@@ -142,6 +155,9 @@ final class BenchCommand implements Callable<Integer> {
 		ModelOptions.positive(cl, "--rounds", rounds);
 		ModelOptions.positive(cl, "--small-iterations", smallIterations);
 		ModelOptions.positive(cl, "--many-rooms", manyRooms);
+		if (manyWarmupSeconds < 0) {
+			throw new CommandLine.ParameterException(cl, "--many-warmup : " + manyWarmupSeconds + " (expected: >= 0)");
+		}
 		if (bulkWarmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--bulk-warmup : " + bulkWarmup + " (expected: >= 0)");
 		}
@@ -163,6 +179,9 @@ final class BenchCommand implements Callable<Integer> {
 		DirectMemory.check(cl, 4 * bulkBytes, "lower --bulk-mib");
 		PrintWriter err = cl.getErr();
 
+		if (bulkOnly && manyOnly) {
+			throw new CommandLine.ParameterException(cl, "--bulk-only and --many-only exclude each other");
+		}
 		ObjectNode result = JSON.createObjectNode();
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		// Prefill and decode each with their own event loops, as in two processes.
@@ -170,6 +189,12 @@ final class BenchCommand implements Callable<Integer> {
 		NettyKVTransport decodeTransport = NettyKVTransport.create();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
+			if (manyOnly) {
+				progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
+				result.set("many", many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
+						decodeTransport, client));
+				return finish(cl, result, shape);
+			}
 			progress(err, "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes + " stripe(s), " + rounds
 					+ " rounds each");
 			KVCluster pair = KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1)
@@ -411,7 +436,7 @@ final class BenchCommand implements Callable<Integer> {
 			// The same batch untimed first, until the per-room code is compiled (as bulk and small warm up), then
 			// --rounds timed batches: the median counts, the best is shown beside.
 			long room = 3_000_000L;
-			long warmEnd = System.nanoTime() + WARMUP.toNanos();
+			long warmEnd = System.nanoTime() + Duration.ofSeconds(manyWarmupSeconds).toNanos();
 			int warmup = 0;
 			while (warmup < MANY_MIN_WARMUP_BATCHES || System.nanoTime() < warmEnd) {
 				for (RoomResult r : manyBatch(cluster, shape, pages, room).results()) {
@@ -421,6 +446,7 @@ final class BenchCommand implements Callable<Integer> {
 				warmup++;
 			}
 			long[] nanos = new long[rounds];
+			long[] cores = new long[rounds];
 			double[] gbps = new double[rounds];
 			ArrayNode seconds = JSON.createArrayNode();
 			long bytes = 0;
@@ -429,6 +455,7 @@ final class BenchCommand implements Callable<Integer> {
 				ManyBatch batch = manyBatch(cluster, shape, pages, room);
 				room += manyRooms;
 				nanos[i] = batch.nanos();
+				cores[i] = batch.cpuNanos() * 1000 / batch.nanos();
 				bytes = 0;
 				for (RoomResult r : batch.results()) {
 					if (r.ok()) {
@@ -455,6 +482,9 @@ final class BenchCommand implements Callable<Integer> {
 			o.put("rooms_per_second", Math.round(manyRooms / (elapsed / 1e9)));
 			o.put("failures", failed);
 			o.set("batch_seconds", seconds);
+			// Cores busy while the rooms moved (the process's CPU time over the window): at the machine's core count
+			// the rooms are bound by CPU, not by waiting.
+			o.put("cpu_cores", TcpBaseline.median(cores) / 1000.0);
 			return o;
 		}
 		finally {
@@ -505,21 +535,32 @@ final class BenchCommand implements Callable<Integer> {
 		for (int i = 0; i < manyRooms; i++) {
 			staged.add(cluster.stage(firstRoom + i, pages[i] * shape.pageSize(), 1, new Random(i)));
 		}
+		long cpu0 = processCpuNanos();
 		long start = System.nanoTime();
 		Flux.fromIterable(staged)
 				.flatMap(room -> room.transfer().subscribeOn(Schedulers.parallel()), manyRooms)
 				.then()
 				.block();
 		long nanos = System.nanoTime() - start;
+		long cpu = processCpuNanos() - cpu0;
 		List<RoomResult> results = new ArrayList<>(manyRooms);
 		for (KVCluster.StagedRoom room : staged) {
 			results.add(room.verify());
 		}
-		return new ManyBatch(results, nanos);
+		return new ManyBatch(results, nanos, cpu);
 	}
 
-	/** The rooms of a batch, verified, and the nanoseconds from the first room's start to the last room's end. */
-	private record ManyBatch(List<RoomResult> results, long nanos) {
+	/** @return CPU time of the whole process so far, or 0 when the JVM cannot tell */
+	private static long processCpuNanos() {
+		return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+				? Math.max(0, os.getProcessCpuTime()) : 0;
+	}
+
+	/**
+	 * The rooms of a batch, verified; the nanoseconds from the first room's start to the last room's end, and the
+	 * process's CPU time over the same window.
+	 */
+	private record ManyBatch(List<RoomResult> results, long nanos, long cpuNanos) {
 	}
 
 	private RoomResult check(RoomResult r) {
@@ -548,6 +589,10 @@ final class BenchCommand implements Callable<Integer> {
 		StringBuilder sb = new StringBuilder();
 		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
 				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
+		if (!r.has("bulk")) {
+			manyLine(sb, r.get("many"));
+			return sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED").toString();
+		}
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		var bulk = r.get("bulk");
 		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
@@ -573,10 +618,7 @@ final class BenchCommand implements Callable<Integer> {
 					"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong()) + ")",
 					s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(), s.get("ratio").asDouble()));
 		}
-		var many = r.get("many");
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   %d rooms/s, %d failures, %.2f s%n",
-				"many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
-				many.get("rooms_per_second").asLong(), many.get("failures").asInt(), many.get("seconds").asDouble()));
+		manyLine(sb, r.get("many"));
 		var sameHost = r.get("same_host");
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread memcpy)%n",
 				"same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT, "%9.2f GB/s",
@@ -607,6 +649,13 @@ final class BenchCommand implements Callable<Integer> {
 		}
 		sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED");
 		return sb.toString();
+	}
+
+	private static void manyLine(StringBuilder sb, JsonNode many) {
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   %d rooms/s, %d failures, %.2f s, %.1f cores busy%n",
+				"many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
+				many.get("rooms_per_second").asLong(), many.get("failures").asInt(), many.get("seconds").asDouble(),
+				many.get("cpu_cores").asDouble()));
 	}
 
 	private static double round(double v) {

@@ -24,7 +24,7 @@ class BenchCommandTest {
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
 				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--many-rooms",
-				"20");
+				"20", "--many-warmup", "0");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		JsonNode bulk = j.get("bulk");
@@ -84,6 +84,43 @@ class BenchCommandTest {
 		cl.setErr(new PrintWriter(refusal, true));
 		assertThat(cl.execute("bench", "--stripes", "0")).isEqualTo(2);
 		assertThat(refusal.toString()).contains("--stripes : 0 (expected: 1..8)");
+	}
+
+	@Test
+	void manyOnlyMeasuresTheConcurrentRoomsAndTheCoresTheyKeptBusy() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim",
+				"64", "--many-rooms", "30", "--many-warmup", "0", "--rounds", "3");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		JsonNode many = j.get("many");
+		assertThat(many.get("rooms").asInt()).isEqualTo(30);
+		assertThat(many.get("batches").asInt()).isEqualTo(3);
+		assertThat(many.get("warmup_batches").asInt()).isEqualTo(2);
+		assertThat(many.get("failures").asInt()).isZero();
+		assertThat(many.get("gbps").asDouble()).isPositive();
+		assertThat(many.get("cpu_cores").asDouble()).isPositive();
+		assertThat(j.has("bulk")).isFalse();
+		assertThat(j.has("same_host")).isFalse();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+
+		StringWriter table = new StringWriter();
+		cl.setOut(new PrintWriter(table, true));
+		assertThat(cl.execute("bench", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
+				"--many-rooms", "10", "--many-warmup", "0", "--rounds", "1")).isZero();
+		assertThat(table.toString()).contains("many 10 rooms 2<->2").contains("cores busy")
+				.contains("OK, every byte matched").doesNotContain("bulk");
+
+		StringWriter refusal = new StringWriter();
+		cl.setErr(new PrintWriter(refusal, true));
+		assertThat(cl.execute("bench", "--many-only", "--bulk-only")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--bulk-only and --many-only exclude each other");
+		assertThat(cl.execute("bench", "--many-warmup", "-1")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--many-warmup : -1 (expected: >= 0)");
 	}
 
 	@Test

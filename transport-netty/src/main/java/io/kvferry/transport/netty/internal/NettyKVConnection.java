@@ -39,6 +39,7 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -153,7 +154,9 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		}
 		KVFrameDecoder decoder = new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, settings.maxFrameLength(), connection);
 		channel.pipeline()
-				.addLast("kvferry.idle", new IdleStateHandler(true, 2 * interval, interval, 0, TimeUnit.NANOSECONDS))
+				// Reader idle only: a writer idle time makes the handler swap every write's void promise for a new
+				// one with a listener, two per data frame; heartbeats go out from the connection's own tick instead.
+				.addLast("kvferry.idle", new IdleStateHandler(2 * interval, 0, 0, TimeUnit.NANOSECONDS))
 				.addLast("kvferry.decoder", decoder)
 				.addLast("kvferry.connection", connection);
 		if (tls == null) {
@@ -398,6 +401,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				channel.close();
 			});
 			outbound.start(ctx, prefix);
+			startHeartbeats(ctx);
 		}
 		ctx.fireChannelActive();
 	}
@@ -440,9 +444,6 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				}
 				ctx.close();
 			}
-			else if (e.state() == IdleState.WRITER_IDLE && !closed) {
-				ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
-			}
 			return;
 		}
 		ctx.fireUserEventTriggered(evt);
@@ -467,6 +468,24 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 		}
 		ctx.close();
+	}
+
+	/**
+	 * Writes a heartbeat whenever a whole interval passed without a write: ticks every half interval, and a tick
+	 * that finds no write since the one before sends one (and counts it as a write), so the peer never goes two
+	 * intervals (its dead-peer timeout) without a frame from here.
+	 */
+	private void startHeartbeats(ChannelHandlerContext ctx) {
+		long half = Math.max(1, settings.heartbeatInterval().toNanos() / 2);
+		// The preface just went out.
+		outbound.written();
+		ScheduledFuture<?> tick = ctx.executor().scheduleAtFixedRate(() -> {
+			if (!closed && !outbound.takeWritten()) {
+				ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
+				outbound.written();
+			}
+		}, half, half, TimeUnit.NANOSECONDS);
+		channel.closeFuture().addListener(f -> tick.cancel(false));
 	}
 
 	@Override

@@ -76,6 +76,8 @@ final class OutboundQueue {
 	// Same host: data blocks queued from now on go through this ring's slots; null for TCP.
 	private RingSender ring;
 	private boolean currentViaRing;
+	// Something was written since the heartbeat tick last looked.
+	private boolean written;
 
 	/**
 	 * @param channel the connection's channel
@@ -167,6 +169,18 @@ final class OutboundQueue {
 		failQueued();
 	}
 
+	/** @return whether anything was written since the last call; clears it. On the event loop. */
+	boolean takeWritten() {
+		boolean w = written;
+		written = false;
+		return w;
+	}
+
+	/** Counts a write made outside the queue (a heartbeat) for {@link #takeWritten()}. On the event loop. */
+	void written() {
+		written = true;
+	}
+
 	/** @return payload bytes of data blocks queued but not yet handed to Netty */
 	long queuedBytes() {
 		return queuedBytes.get();
@@ -248,6 +262,7 @@ final class OutboundQueue {
 		}
 		finally {
 			if (wrote) {
+				written = true;
 				ctx.flush();
 			}
 		}
