@@ -332,6 +332,16 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (r.required < 0) {
 				r.required = req.requiredDstInfoNum();
 			}
+			for (Destination d : r.destinations) {
+				if (d.session == s) {
+					// One decode rank is one destination: a second request would take another rank's place and
+					// send the room's bytes to this rank twice.
+					table.fail(r, FailureCause.PROTOCOL, "decode " + s.conn.remoteAddress() + " asked for room "
+							+ req.room() + " twice", false);
+					s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()));
+					return;
+				}
+			}
 			if (req.requiredDstInfoNum() != r.required || r.destinations.size() >= r.required) {
 				table.fail(r, FailureCause.PROTOCOL, "room " + req.room() + " got " + (r.destinations.size() + 1)
 						+ " decode destinations (expected " + r.required + ")", false);

@@ -452,6 +452,22 @@ class KVManagerBehaviourTest {
 	}
 
 	@Test
+	void aSecondRequestForARoomOnOneConnectionFailsTheRoomInsteadOfTakingAnotherRanksPlace() {
+		start(UnaryOperator.identity());
+		KVSender sender = prefill.sender(26);
+		KVConnection conn = transport.connect(prefill.endpoint(), new NoopConnectionHandler()).block(T);
+		conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, PeerLayout.of(decodeMem.kvArgs(), ParallelLayout.SINGLE)));
+		// Two destinations expected (two decode ranks), both claimed by this one connection.
+		conn.send(new KVMessage.TransferRequest(26, new int[] { 1 }, 0, new int[0], 2, false));
+		conn.send(new KVMessage.TransferRequest(26, new int[] { 2 }, 0, new int[0], 2, false));
+		StepVerifier.create(sender.completion())
+				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("asked for room 26 twice"))
+				.verify(T);
+		assertThat(prefill.stats().failures()).containsEntry(io.kvferry.FailureCause.PROTOCOL, 1L);
+		conn.close("done");
+	}
+
+	@Test
 	void closingTheManagerFailsLiveRoomsAndCompletesItsStreams() {
 		start(UnaryOperator.identity());
 		KVSender sender = prefill.sender(23);
