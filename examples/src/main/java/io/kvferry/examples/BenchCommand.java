@@ -82,7 +82,7 @@ final class BenchCommand implements Callable<Integer> {
 			description = "Size of the bulk room (default: ${DEFAULT-VALUE}).")
 	int bulkMib;
 
-	@Option(names = "--rounds", defaultValue = "5", paramLabel = "N",
+	@Option(names = "--rounds", defaultValue = "9", paramLabel = "N",
 			description = "Timed bulk rounds of each side, interleaved; medians count, best-of is shown beside "
 					+ "(default: ${DEFAULT-VALUE}).")
 	int rounds;
