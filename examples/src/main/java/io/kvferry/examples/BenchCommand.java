@@ -406,7 +406,7 @@ final class BenchCommand implements Callable<Integer> {
 	}
 
 	private ObjectNode many(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
-			ReactorBootstrapClient client) {
+			ReactorBootstrapClient client) throws IOException {
 		SplittableRandom sizes = new SplittableRandom(7);
 		int[] pages = new int[manyRooms];
 		int total = 0;
@@ -414,7 +414,14 @@ final class BenchCommand implements Callable<Integer> {
 			pages[i] = 1 + sizes.nextInt(MANY_MAX_PAGES);
 			total += pages[i];
 		}
-		DirectMemory.check(spec.commandLine(), 2 * DirectMemory.instanceBytes(shape, 2, 1, 1, total),
+		int[][] frames = manyFrames(shape, pages);
+		long frameBytes = 0;
+		for (int[] stream : frames) {
+			for (int f = 1; f < stream.length; f += 2) {
+				frameBytes += stream[f];
+			}
+		}
+		DirectMemory.check(spec.commandLine(), 2 * DirectMemory.instanceBytes(shape, 2, 1, 1, total) + 2 * frameBytes,
 				"lower --many-rooms");
 		// Its own bootstrap server: the first registration of an instance fixes its TP size.
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
@@ -432,9 +439,20 @@ final class BenchCommand implements Callable<Integer> {
 			server.disposeNow();
 			throw e;
 		}
-		try {
+		CleanableDirectBuffer src = PlatformDependent.allocateDirect((int) frameBytes);
+		CleanableDirectBuffer dst = PlatformDependent.allocateDirect((int) frameBytes);
+		try (TcpBaseline tcp = TcpBaseline.open(); TcpBaseline second = TcpBaseline.open()) {
+			TcpBaseline[] pair = { tcp, second };
+			TcpBaseline.fill(src.buffer(), 3);
+			// The pump's first run lands in zeroed memory: every byte of it is checked once.
+			long[] pump = new long[rounds];
+			framePump(pair, src, dst, frames);
+			if (dst.buffer().mismatch(src.buffer()) >= 0) {
+				failures.add("many: the frame pump moved wrong bytes (at " + dst.buffer().mismatch(src.buffer()) + ")");
+			}
 			// The same batch untimed first, until the per-room code is compiled (as bulk and small warm up), then
-			// --rounds timed batches: the median counts, the best is shown beside.
+			// --rounds timed batches: the median counts, the best is shown beside. The frame pump takes its turn
+			// after each batch, warm-up included.
 			long room = 3_000_000L;
 			long warmEnd = System.nanoTime() + Duration.ofSeconds(manyWarmupSeconds).toNanos();
 			int warmup = 0;
@@ -442,6 +460,7 @@ final class BenchCommand implements Callable<Integer> {
 				for (RoomResult r : manyBatch(cluster, shape, pages, room).results()) {
 					check(r);
 				}
+				framePump(pair, src, dst, frames);
 				room += manyRooms;
 				warmup++;
 			}
@@ -468,6 +487,7 @@ final class BenchCommand implements Callable<Integer> {
 				}
 				gbps[i] = bytes / (double) batch.nanos();
 				seconds.add(round(batch.nanos() / 1e9));
+				pump[i] = framePump(pair, src, dst, frames);
 			}
 			Arrays.sort(gbps);
 			ObjectNode o = JSON.createObjectNode();
@@ -481,6 +501,10 @@ final class BenchCommand implements Callable<Integer> {
 			o.put("best_gbps", round(gbps[rounds - 1]));
 			o.put("rooms_per_second", Math.round(manyRooms / (elapsed / 1e9)));
 			o.put("failures", failed);
+			double pumpGbps = frameBytes / (double) TcpBaseline.median(pump);
+			o.put("baseline_gbps", round(pumpGbps));
+			o.put("ratio", round(gbps[rounds / 2] / pumpGbps));
+			o.put("frames", frames[0].length / 2 + frames[1].length / 2);
 			o.set("batch_seconds", seconds);
 			// Cores busy while the rooms moved (the process's CPU time over the window): at the machine's core count
 			// the rooms are bound by CPU, not by waiting.
@@ -490,7 +514,55 @@ final class BenchCommand implements Callable<Integer> {
 		finally {
 			cluster.close().block(CLOSE_TIMEOUT);
 			server.disposeNow();
+			src.clean();
+			dst.clean();
 		}
+	}
+
+	/** @return nanoseconds of one run of the frame pump over {@code frames} */
+	private static long framePump(TcpBaseline[] pair, CleanableDirectBuffer src, CleanableDirectBuffer dst,
+			int[][] frames) throws IOException {
+		return TcpBaseline.frames(pair, src.buffer(), dst.buffer(), frames);
+	}
+
+	/**
+	 * The frames the many batch's rooms make, for the frame pump: per room, rank and layer buffer, one frame of all
+	 * its pages when the room's pages are contiguous (a quarter of the rooms, as the test kit stages them), else one
+	 * frame per page (scattered pages make runs of one). Rank {@code r}'s frames go over connection {@code r}.
+	 *
+	 * @return per connection, (offset, length) pairs laid out one after another
+	 */
+	private static int[][] manyFrames(ModelShape shape, int[] pages) {
+		int chunk = shape.itemLen(2);
+		int buffers = shape.layers() * (shape.mla() ? 1 : 2);
+		List<List<Integer>> lengths = List.of(new ArrayList<>(), new ArrayList<>());
+		for (int i = 0; i < pages.length; i++) {
+			boolean contiguous = new Random(i).nextInt(4) == 0;
+			for (List<Integer> stream : lengths) {
+				for (int b = 0; b < buffers; b++) {
+					if (contiguous) {
+						stream.add(pages[i] * chunk);
+					}
+					else {
+						for (int p = 0; p < pages[i]; p++) {
+							stream.add(chunk);
+						}
+					}
+				}
+			}
+		}
+		int[][] frames = new int[2][];
+		long offset = 0;
+		for (int r = 0; r < 2; r++) {
+			List<Integer> stream = lengths.get(r);
+			frames[r] = new int[2 * stream.size()];
+			for (int f = 0; f < stream.size(); f++) {
+				frames[r][2 * f] = Math.toIntExact(offset);
+				frames[r][2 * f + 1] = stream.get(f);
+				offset += stream.get(f);
+			}
+		}
+		return frames;
 	}
 
 	/**
@@ -589,11 +661,11 @@ final class BenchCommand implements Callable<Integer> {
 		StringBuilder sb = new StringBuilder();
 		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
 				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		if (!r.has("bulk")) {
 			manyLine(sb, r.get("many"));
 			return sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED").toString();
 		}
-		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		var bulk = r.get("bulk");
 		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
 		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
@@ -652,10 +724,12 @@ final class BenchCommand implements Callable<Integer> {
 	}
 
 	private static void manyLine(StringBuilder sb, JsonNode many) {
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s   %d rooms/s, %d failures, %.2f s, %.1f cores busy%n",
-				"many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
-				many.get("rooms_per_second").asLong(), many.get("failures").asInt(), many.get("seconds").asDouble(),
-				many.get("cpu_cores").asDouble()));
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (frame pump: the same frames, "
+				+ "2 connections)%n", "many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
+				many.get("baseline_gbps").asDouble(), many.get("ratio").asDouble()));
+		sb.append(String.format(Locale.ROOT, "  %-28s %d rooms/s, %d frames, %d failures, %.2f s, %.1f cores busy%n", "",
+				many.get("rooms_per_second").asLong(), many.get("frames").asInt(), many.get("failures").asInt(),
+				many.get("seconds").asDouble(), many.get("cpu_cores").asDouble()));
 	}
 
 	private static double round(double v) {

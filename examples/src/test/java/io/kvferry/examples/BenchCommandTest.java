@@ -104,6 +104,11 @@ class BenchCommandTest {
 		assertThat(many.get("failures").asInt()).isZero();
 		assertThat(many.get("gbps").asDouble()).isPositive();
 		assertThat(many.get("cpu_cores").asDouble()).isPositive();
+		// The frame pump moves the same frames (every byte of its first run checked, else "verified" is false): at
+		// least one per room, rank and layer buffer (2 layers, K and V), at most one per page of each.
+		assertThat(many.get("baseline_gbps").asDouble()).isPositive();
+		assertThat(many.get("ratio").asDouble()).isPositive();
+		assertThat(many.get("frames").asInt()).isBetween(30 * 2 * 4, 30 * 2 * 4 * 4);
 		assertThat(j.has("bulk")).isFalse();
 		assertThat(j.has("same_host")).isFalse();
 		assertThat(j.get("verified").asBoolean()).isTrue();
@@ -112,7 +117,7 @@ class BenchCommandTest {
 		cl.setOut(new PrintWriter(table, true));
 		assertThat(cl.execute("bench", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
 				"--many-rooms", "10", "--many-warmup", "0", "--rounds", "1")).isZero();
-		assertThat(table.toString()).contains("many 10 rooms 2<->2").contains("cores busy")
+		assertThat(table.toString()).contains("many 10 rooms 2<->2").contains("cores busy").contains("frame pump")
 				.contains("OK, every byte matched").doesNotContain("bulk");
 
 		StringWriter refusal = new StringWriter();
