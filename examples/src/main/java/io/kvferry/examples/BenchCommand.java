@@ -52,7 +52,8 @@ import reactor.core.scheduler.Schedulers;
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages): "
 						+ "the same batch untimed for --many-warmup seconds (2 batches at least), then --rounds timed "
 						+ "batches (median, best beside, and the cores busy meanwhile); sources written before the clock "
-						+ "starts, every byte checked after it stops",
+						+ "starts, every byte checked after it stops; vs the frame pump (the batch's own frames, a "
+						+ "16-byte header each, over 2 connections, read 128 KiB at a time and copied out), in turn",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
 				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
 						+ "(and over TCP), in turn",
@@ -139,8 +140,9 @@ final class BenchCommand implements Callable<Integer> {
 
 	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: bulk {gbps, "
 			+ "baseline_gbps, ratio, baseline2_gbps, ratio2, wire_gbps, wire_ratio, ...}, small {p50_us, "
-			+ "baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, failures, ratio_to_bulk}, same_host {gbps, "
-			+ "memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] (with --scaling), verified.")
+			+ "baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, baseline_gbps, ratio, failures, "
+			+ "ratio_to_bulk, cpu_cores, ...}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] "
+			+ "(with --scaling), verified.")
 	boolean json;
 
 	@Mixin
