@@ -527,6 +527,14 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			ConcurrentHashMap<Integer, Resolved> byDp) {
 	}
 
+	/** {@code lane} carries nothing more of {@code room}, if the room waits on an abort. */
+	private void acknowledgeAbort(long room, Lane lane) {
+		AbortWait w = aborts.get(room);
+		if (w != null) {
+			w.acknowledged(lane);
+		}
+	}
+
 	/** A failed room's prefill ranks that may still write it, until each acknowledged or its connection closed. */
 	private final class AbortWait {
 		final DecodeRoom room;
@@ -673,10 +681,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				session.onFence(this, fence);
 			}
 			else if (message instanceof KVMessage.AbortAck ack) {
-				AbortWait w = aborts.get(ack.room());
-				if (w != null) {
-					w.acknowledged(this);
-				}
+				acknowledgeAbort(ack.room(), this);
 			}
 			else if (index == 0 || message instanceof KVMessage.Draining) {
 				// A draining rank tells every stripe, so that whichever closes first was told why.
@@ -837,9 +842,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				onStatus(status);
 			}
 			else if (message instanceof KVMessage.Draining d) {
-				log.info("[{}] prefill rank {} drains: {}", name, endpoint, d.reason());
-				draining = d.reason();
+				String before;
+				// Every stripe carries the notice: log it once.
+				synchronized (this) {
+					before = draining;
+					draining = d.reason();
+				}
 				drained.put(endpoint, d.reason());
+				if (before == null) {
+					log.info("[{}] prefill rank {} drains: {}", name, endpoint, d.reason());
+				}
 			}
 			else {
 				c.close("unexpected " + message.getClass().getSimpleName() + " from prefill");
@@ -882,10 +894,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			DecodeRoom r = table.get(status.room());
 			if (r == null) {
 				// An ended room: whatever this rank says, it will send nothing more for it on stripe 0.
-				AbortWait w = aborts.get(status.room());
-				if (w != null) {
-					w.acknowledged(lanes[0]);
-				}
+				acknowledgeAbort(status.room(), lanes[0]);
 				return;
 			}
 			synchronized (r) {
@@ -918,10 +927,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		void onFence(Lane lane, KVMessage.Fence fence) {
 			DecodeRoom r = table.get(fence.room());
 			if (r == null) {
-				AbortWait w = aborts.get(fence.room());
-				if (w != null) {
-					w.acknowledged(lane);
-				}
+				acknowledgeAbort(fence.room(), lane);
 				return;
 			}
 			synchronized (r) {
