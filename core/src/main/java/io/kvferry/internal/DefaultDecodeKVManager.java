@@ -985,9 +985,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			long got = landed == null ? 0 : landed.bytes();
 			String where = lanes.length == 1 ? "" : " on stripe " + lane.index;
 			if (bytes != got) {
-				return "prefill rank " + endpoint + " reported " + report + " for room " + r.id + " with "
-						+ bytes + " bytes sent" + where + ", but " + got
-						+ " landed";
+				return "prefill rank " + endpoint + " reported " + report + " for room " + r.id + " with " + bytes
+						+ " bytes sent" + where + ", but " + got + " landed";
 			}
 			if (config.checksums()) {
 				long crc = landed == null ? new Tally(true).checksum() : landed.checksum();
@@ -1050,6 +1049,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			boolean first;
 			boolean last;
 			CloseReason cause;
+			// What the session is counted lost to once the last stripe closed: silence if any stripe saw it.
+			CloseReason counted = null;
 			synchronized (this) {
 				first = closedBy == null;
 				if (first) {
@@ -1069,6 +1070,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				last = unclosed == 0 && !closed;
 				if (last) {
 					closed = true;
+					counted = silentBy != null ? silentBy : closedBy;
 				}
 			}
 			if (first) {
@@ -1088,11 +1090,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			if (!last) {
 				return;
 			}
-			CloseReason silent;
-			synchronized (this) {
-				silent = silentBy;
-			}
-			connectionClosed(silent != null ? silent : cause);
+			connectionClosed(counted);
 			open.remove(this);
 			for (DecodeRoom r : rooms) {
 				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, lostWith(cause));

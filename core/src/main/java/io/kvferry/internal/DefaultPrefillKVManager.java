@@ -1018,6 +1018,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			List<KVConnection> others = List.of();
 			boolean last;
 			CloseReason first;
+			// What the session is counted lost to once the last stripe closed: silence if any stripe saw it.
+			CloseReason counted;
 			synchronized (this) {
 				if (closedBy == null) {
 					closedBy = reason;
@@ -1029,6 +1031,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				}
 				first = closedBy;
 				last = --unclosed == 0;
+				counted = silentBy != null ? silentBy : closedBy;
 			}
 			for (KVConnection c : others) {
 				if (c != closed) {
@@ -1038,11 +1041,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 			if (!last) {
 				return;
 			}
-			CloseReason silent;
-			synchronized (this) {
-				silent = silentBy;
-			}
-			connectionClosed(silent != null ? silent : first);
+			connectionClosed(counted);
 			sessions.remove(this);
 			for (PrefillRoom r : rooms) {
 				table.fail(r, lostWith(first), "Lost connection with decode " + conn.remoteAddress() + ": " + first,

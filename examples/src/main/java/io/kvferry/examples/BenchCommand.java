@@ -416,13 +416,8 @@ final class BenchCommand implements Callable<Integer> {
 			pages[i] = 1 + sizes.nextInt(MANY_MAX_PAGES);
 			total += pages[i];
 		}
-		int[][] frames = manyFrames(shape, pages);
-		long frameBytes = 0;
-		for (int[] stream : frames) {
-			for (int f = 1; f < stream.length; f += 2) {
-				frameBytes += stream[f];
-			}
-		}
+		// The KV bytes of a batch: every page of each layer buffer, on both ranks.
+		long frameBytes = (long) total * shape.itemLen(2) * manyBuffers(shape) * 2;
 		DirectMemory.check(spec.commandLine(), 2 * DirectMemory.instanceBytes(shape, 2, 1, 1, total) + 2 * frameBytes,
 				"lower --many-rooms");
 		// Its own bootstrap server: the first registration of an instance fixes its TP size.
@@ -446,21 +441,27 @@ final class BenchCommand implements Callable<Integer> {
 		try (TcpBaseline tcp = TcpBaseline.open(); TcpBaseline second = TcpBaseline.open()) {
 			TcpBaseline[] pair = { tcp, second };
 			TcpBaseline.fill(src.buffer(), 3);
-			// The pump's first run lands in zeroed memory: every byte of it is checked once.
 			long[] pump = new long[rounds];
-			framePump(pair, src, dst, frames);
-			if (dst.buffer().mismatch(src.buffer()) >= 0) {
-				failures.add("many: the frame pump moved wrong bytes (at " + dst.buffer().mismatch(src.buffer()) + ")");
-			}
 			// The same batch untimed first, until the per-room code is compiled (as bulk and small warm up), then
 			// --rounds timed batches: the median counts, the best is shown beside. The frame pump takes its turn
-			// after each batch, warm-up included.
+			// after each batch, warm-up included, with the frames of the first batch's rooms.
 			long room = 3_000_000L;
 			long warmEnd = System.nanoTime() + Duration.ofSeconds(manyWarmupSeconds).toNanos();
 			int warmup = 0;
+			int[][] frames = null;
 			while (warmup < MANY_MIN_WARMUP_BATCHES || System.nanoTime() < warmEnd) {
-				for (RoomResult r : manyBatch(cluster, shape, pages, room).results()) {
+				ManyBatch batch = manyBatch(cluster, shape, pages, room);
+				for (RoomResult r : batch.results()) {
 					check(r);
+				}
+				if (frames == null) {
+					frames = manyFrames(shape, batch.staged());
+					// The pump's first run lands in zeroed memory: every byte of it is checked once.
+					framePump(pair, src, dst, frames);
+					if (dst.buffer().mismatch(src.buffer()) >= 0) {
+						failures.add("many: the frame pump moved wrong bytes (at "
+								+ dst.buffer().mismatch(src.buffer()) + ")");
+					}
 				}
 				framePump(pair, src, dst, frames);
 				room += manyRooms;
@@ -527,28 +528,27 @@ final class BenchCommand implements Callable<Integer> {
 		return TcpBaseline.frames(pair, src.buffer(), dst.buffer(), frames);
 	}
 
+	/** @return the layer buffers of a rank: K and V of every layer, or one per layer for MLA */
+	private static int manyBuffers(ModelShape shape) {
+		return shape.layers() * (shape.mla() ? 1 : 2);
+	}
+
 	/**
-	 * The frames the many batch's rooms make, for the frame pump: per room, rank and layer buffer, one frame of all
-	 * its pages when the room's pages are contiguous (a quarter of the rooms, as the test kit stages them), else one
-	 * frame per page (scattered pages make runs of one). Rank {@code r}'s frames go over connection {@code r}.
+	 * The frames a batch's rooms made, for the frame pump: per room, rank pair and layer buffer, one frame per run of
+	 * pages adjacent on both sides (as prefill cuts blocks). Rank {@code r}'s frames go over connection {@code r}.
 	 *
 	 * @return per connection, (offset, length) pairs laid out one after another
 	 */
-	private static int[][] manyFrames(ModelShape shape, int[] pages) {
+	private static int[][] manyFrames(ModelShape shape, List<KVCluster.StagedRoom> rooms) {
 		int chunk = shape.itemLen(2);
-		int buffers = shape.layers() * (shape.mla() ? 1 : 2);
+		int buffers = manyBuffers(shape);
 		List<List<Integer>> lengths = List.of(new ArrayList<>(), new ArrayList<>());
-		for (int i = 0; i < pages.length; i++) {
-			boolean contiguous = new Random(i).nextInt(4) == 0;
+		for (KVCluster.StagedRoom room : rooms) {
+			int[] runs = room.pageRuns();
 			for (List<Integer> stream : lengths) {
 				for (int b = 0; b < buffers; b++) {
-					if (contiguous) {
-						stream.add(pages[i] * chunk);
-					}
-					else {
-						for (int p = 0; p < pages[i]; p++) {
-							stream.add(chunk);
-						}
+					for (int run : runs) {
+						stream.add(run * chunk);
 					}
 				}
 			}
@@ -621,7 +621,7 @@ final class BenchCommand implements Callable<Integer> {
 		for (KVCluster.StagedRoom room : staged) {
 			results.add(room.verify());
 		}
-		return new ManyBatch(results, nanos, cpu);
+		return new ManyBatch(staged, results, nanos, cpu);
 	}
 
 	/** @return CPU time of the whole process so far, or 0 when the JVM cannot tell */
@@ -631,10 +631,10 @@ final class BenchCommand implements Callable<Integer> {
 	}
 
 	/**
-	 * The rooms of a batch, verified; the nanoseconds from the first room's start to the last room's end, and the
-	 * process's CPU time over the same window.
+	 * The rooms of a batch as staged and as verified; the nanoseconds from the first room's start to the last room's
+	 * end, and the process's CPU time over the same window.
 	 */
-	private record ManyBatch(List<RoomResult> results, long nanos, long cpuNanos) {
+	private record ManyBatch(List<KVCluster.StagedRoom> staged, List<RoomResult> results, long nanos, long cpuNanos) {
 	}
 
 	private RoomResult check(RoomResult r) {

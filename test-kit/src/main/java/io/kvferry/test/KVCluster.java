@@ -250,6 +250,32 @@ public final class KVCluster {
 		}
 
 		/**
+		 * @return the lengths of the runs of pages decode asks for whose source and destination pages are both
+		 *         adjacent, in order (each run is one data block per layer buffer and rank pair); empty when the room
+		 *         could not be staged
+		 */
+		public int[] pageRuns() {
+			if (dst == null) {
+				return new int[0];
+			}
+			List<Integer> runs = new ArrayList<>();
+			int length = 0;
+			for (int k = 0; k < dst.length; k++) {
+				boolean adjacent = k > 0 && src[prefixPages + k] == src[prefixPages + k - 1] + 1
+						&& dst[k] == dst[k - 1] + 1;
+				if (k > 0 && !adjacent) {
+					runs.add(length);
+					length = 0;
+				}
+				length++;
+			}
+			if (length > 0) {
+				runs.add(length);
+			}
+			return runs.stream().mapToInt(Integer::intValue).toArray();
+		}
+
+		/**
 		 * Moves the room: receivers and their destinations on every decode rank, sends on every prefill rank of its DP
 		 * group. Completes when every rank's completion arrived (a failed room completes too: its failure is what
 		 * {@link #verify()} returns), or at once when the room could not be staged; the latency is stamped there.

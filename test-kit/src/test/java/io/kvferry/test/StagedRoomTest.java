@@ -49,6 +49,25 @@ class StagedRoomTest {
 	}
 
 	@Test
+	void pageRunsCoverTheRoomsPagesAndContiguousPagesAreOneRun() {
+		for (int seed = 0; seed < 8; seed++) {
+			KVCluster.StagedRoom staged = cluster.stage(10 + seed, 3 * SHAPE.pageSize(), 1, new Random(seed));
+			assertThat(java.util.Arrays.stream(staged.pageRuns()).sum()).isEqualTo(3);
+			StepVerifier.create(staged.transfer()).expectComplete().verify(T);
+			assertThat(staged.verify().failure()).isNull();
+		}
+		KVCluster contiguous = KVCluster.builder().shape(SHAPE).prefill(2, 1, 1).decode(2, 1).capacity(16, 4)
+				.contiguous(true).transport(InMemoryKVTransport.create()).bootstrapClient(new InMemoryBootstrap())
+				.bootstrapAddress(new HostPort("127.0.0.1", 8999)).startNow(T);
+		try {
+			assertThat(contiguous.stage(20, 4 * SHAPE.pageSize(), 1, new Random(20)).pageRuns()).containsExactly(4);
+		}
+		finally {
+			contiguous.close().block(T);
+		}
+	}
+
+	@Test
 	void aByteChangedAfterTheTransferFailsTheRoom() {
 		KVCluster.StagedRoom staged = cluster.stage(2, 2 * SHAPE.pageSize(), 1, new Random(2));
 		StepVerifier.create(staged.transfer()).expectComplete().verify(T);
