@@ -283,6 +283,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 	}
 
 	private void onResolved(DecodeRoom r, Resolved resolved) {
+		// User code: read before the room's monitor is taken.
+		String traceContext = r.trace.context();
 		synchronized (r) {
 			if (r.isTerminal()) {
 				// Gave up while resolving: prefill ranks that already made a sender for the room must hear of it.
@@ -318,15 +320,26 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			}
 			table.advance(r, KVPoll.WAITING_FOR_INPUT);
 			if (r.pages != null) {
-				sendRequests(r);
+				sendRequests(r, traceContext);
 			}
 		}
 	}
 
-	/** Sends the room's destinations to every target; the caller holds the room's monitor. */
-	private void sendRequests(DecodeRoom r) {
+	/**
+	 * Opens the room's ledger, then sends the room's destinations to every target; the caller holds the room's
+	 * monitor.
+	 */
+	private void sendRequests(DecodeRoom r, String traceContext) {
 		List<RankTarget> targets = r.mapping.targets();
-		String traceContext = r.trace.context();
+		try {
+			r.ledger = RoomPlan.ledger(config.kvArgs(), ownLayout, r.pages, r.auxIndex, StateLists.perRegion(
+					config.kvArgs().stateKinds(), config.kvArgs().stateRegions().size(), r.stateSlots), sources(r));
+		}
+		catch (TopologyException e) {
+			table.fail(r, FailureCause.INCOMPATIBLE, "room " + r.id + ": " + e.getMessage(), false);
+			return;
+		}
+		r.layers.expect(r.ledger);
 		for (int i = 0; i < targets.size(); i++) {
 			Session s = r.sessions.get(i);
 			boolean dummy = targets.get(i).dummy();
@@ -351,29 +364,19 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 						+ ": " + describe(e), false);
 			}));
 		}
-		expectLayers(r);
 		r.trace.event(RoomTrace.Event.REQUEST_SENT, r.pages.length);
 	}
 
-	/** Tells the room's layer count what each KV buffer awaits from the ranks just asked; under the room's monitor. */
-	private void expectLayers(DecodeRoom r) {
-		List<PeerLayout> sources = new ArrayList<>();
+	/** @return the layouts of the prefill ranks that write the room (not MLA's dummy ranks), with their CP ranks */
+	private List<RoomPlan.Source> sources(DecodeRoom r) {
+		List<RoomPlan.Source> sources = new ArrayList<>();
 		List<RankTarget> targets = r.mapping.targets();
 		for (int i = 0; i < targets.size(); i++) {
-			// The CP ranks of one prefill rank split its pages (or its layers) between them: together they fill
-			// what CP rank 0 alone would, so it stands for them all.
-			if (!targets.get(i).dummy() && targets.get(i).cpRank() == 0) {
-				sources.add(r.sessions.get(i).prefill);
+			if (!targets.get(i).dummy()) {
+				sources.add(new RoomPlan.Source(r.sessions.get(i).prefill, targets.get(i).cpRank()));
 			}
 		}
-		try {
-			r.layers.expect(LayerLanding.bytesPerPage(ownLayout, sources), r.pages.length);
-		}
-		catch (RuntimeException e) {
-			// The prefill ranks accepted the handshake, so they can pair; should they not, the room's layer stream
-			// stays silent until the end, and that is all this costs.
-			log.warn("[{}] room {}: cannot tell which layers the prefill ranks fill: {}", name, r.id, describe(e));
-		}
+		return sources;
 	}
 
 	@Override
@@ -443,6 +446,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		int[][] stateSlots;
 		int prefixLen;
 		WriteGrant grant;
+		// Set with the requests, before any byte can land.
+		RoomLedger ledger;
 		final Set<Session> writers = new HashSet<>();
 		final Set<Session> finished = new HashSet<>();
 		// What landed per stripe, and the fences and Successes that report what was sent.
@@ -457,7 +462,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		DecodeRoom(long id, HostPort bootstrap, LayerRegions ownLayers) {
 			super(id);
 			this.bootstrap = bootstrap;
-			this.layers = new LayerLanding(id, ownLayers, this::acceptsBytes);
+			this.layers = new LayerLanding(ownLayers, this::acceptsBytes);
 		}
 
 		boolean acceptsBytes() {
@@ -612,6 +617,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				checkIndices("auxIndex", new int[] { auxIndex }, config.kvArgs().auxRegions());
 			}
 			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, perRegion);
+			// User code: read before the room's monitor is taken.
+			String traceContext = room.trace.context();
 			synchronized (room) {
 				if (room.pages != null) {
 					throw new IllegalStateException("room " + room.id + ": sendMetadata called twice");
@@ -622,7 +629,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				room.prefixLen = decodePrefixLen;
 				room.grant = grant;
 				if (room.mapping != null && !room.isTerminal()) {
-					sendRequests(room);
+					sendRequests(room, traceContext);
 				}
 			}
 		}
@@ -652,6 +659,14 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			for (int i : indices) {
 				if (i < 0 || i >= items) {
 					throw new IllegalArgumentException(what + " : " + i + " (expected: 0.." + (items - 1) + ")");
+				}
+			}
+			int[] sorted = indices.clone();
+			java.util.Arrays.sort(sorted);
+			for (int i = 1; i < sorted.length; i++) {
+				if (sorted[i] == sorted[i - 1]) {
+					// Two positions would land in one item: one of them would overwrite the other.
+					throw new IllegalArgumentException(what + " " + sorted[i] + " listed twice (expected: distinct)");
 				}
 			}
 		}
@@ -975,6 +990,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			r.trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
 			r.responders.add(status.prefillRank());
 			if (r.responders.size() >= r.mapping.requiredPrefillResponseNum()) {
+				// Every rank says it is done; decode's own ledger decides whether the room is.
+				String missing = r.ledger.incomplete();
+				if (missing != null) {
+					table.fail(r, FailureCause.INCOMPLETE, "room " + r.id + " is incomplete although its prefill "
+							+ "ranks reported Success: " + missing, false);
+					return;
+				}
 				table.advance(r, KVPoll.SUCCESS);
 			}
 		}
@@ -1024,6 +1046,14 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 							false);
 					return null;
 				}
+				try {
+					r.ledger.reserve(h);
+				}
+				catch (WriteGrant.Refused refused) {
+					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " wrote room " + r.id
+							+ " more than its ledger allows: " + refused.getMessage(), false);
+					return null;
+				}
 				// Fed only on this stripe's thread, in its order.
 				tally = r.tallies.computeIfAbsent(lane, l -> new Tally(config.checksums()));
 				if (!r.transferring) {
@@ -1032,12 +1062,13 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
-			if (h.kind() != RegionKind.KV) {
-				return new PayloadWriter(destination, h, r::acceptsBytes, tally, bytesReceived::add);
-			}
+			RoomLedger ledger = r.ledger;
 			return new PayloadWriter(destination, h, r::acceptsBytes, tally, n -> {
 				bytesReceived.add(n);
-				r.layers.landed(h.region(), n);
+				ledger.landed(h.kind(), h.region(), n);
+				if (h.kind() == RegionKind.KV) {
+					r.layers.landed(h.region());
+				}
 			});
 		}
 

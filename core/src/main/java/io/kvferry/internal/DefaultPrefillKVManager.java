@@ -404,6 +404,19 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 						+ " pages, but prefill sends " + (c.offset + c.pages.length - prefixPages), false);
 				return;
 			}
+			if (c.last && r.numPages - prefixPages != dstAll.length) {
+				// Fewer pages than decode asked for would leave some of its pages unwritten.
+				table.fail(r, FailureCause.INCOMPLETE, "decode " + d.session.conn.remoteAddress() + " asked for "
+						+ dstAll.length + " pages of room " + r.id + " after a prefix of " + prefixPages
+						+ " pages, but the room has only " + (r.numPages - prefixPages) + " after it", false);
+				return;
+			}
+			if (c.last && d.request.auxIndex() >= 0 && r.auxIndex < 0 && !config.kvArgs().auxRegions().isEmpty()) {
+				table.fail(r, FailureCause.INCOMPLETE, "decode " + d.session.conn.remoteAddress() + " asked for aux row "
+						+ d.request.auxIndex() + " of room " + r.id + ", but the engine gave the room no aux row",
+						false);
+				return;
+			}
 			String badState = c.last ? d.session.plan.checkState(c.stateIndices, d.stateLists) : null;
 			if (badState != null) {
 				table.fail(r, FailureCause.INCOMPATIBLE, badState + " for room " + r.id, false);

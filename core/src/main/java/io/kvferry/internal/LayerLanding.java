@@ -2,7 +2,6 @@ package io.kvferry.internal;
 
 import java.util.BitSet;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.BooleanSupplier;
 
 import io.kvferry.TopologyException;
@@ -11,18 +10,17 @@ import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.internal.topology.RegionPair;
 import io.kvferry.spi.PeerLayout;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import io.kvferry.spi.RegionKind;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * Decode's view of one room's layers: the KV bytes that landed in each of the rank's KV buffers, against what the
- * room's prefill ranks send into it, and the layers whose buffers (MHA: K and V) all hold their bytes. A layer is
- * emitted once, when its last byte landed, whichever prefill rank wrote it; the stream completes once the room ended.
- * After Success every layer some prefill rank fills was emitted (a room of no pages emits them at Success, when
- * nothing had to land); after a failure only those that were complete before.
+ * Decode's view of one room's layers: a layer is emitted once, when every KV buffer it owns (MHA: K and V) holds all
+ * the bytes the room's ledger expects there, whichever prefill rank wrote them; the stream completes once the room
+ * ended. The ledger refuses any byte written more often than planned, so a buffer whose landed count reached its
+ * expectation holds every granted byte. After Success every layer the room fills was emitted (a room of no pages emits
+ * them at Success, when nothing had to land); after a failure only those that were complete before.
  *
  * <p>Counting is lock-free on the connections' threads; a layer's emission and the completion take this object's
  * monitor, which serializes them and under which no other lock is taken. Subscribers only see the stream through
@@ -30,29 +28,22 @@ import reactor.core.scheduler.Scheduler;
  */
 final class LayerLanding {
 
-	private static final Logger log = LoggerFactory.getLogger(LayerLanding.class);
-
-	private final long room;
 	private final LayerRegions layers;
-	private final AtomicLongArray landed;
 	private final BooleanSupplier live;
 	// Every emitted layer is replayed to late subscribers: at most one item per layer.
 	private final Sinks.Many<Integer> sink = Sinks.unsafe().many().replay().all();
 	// Set once, when the room asked its prefill ranks (before any byte can land); null before.
-	private volatile Expected expected;
+	private volatile RoomLedger ledger;
 	// Guarded by this.
 	private final BitSet emitted = new BitSet();
 	private boolean ended;
 
 	/**
-	 * @param room the room, for log lines
 	 * @param layers the rank's layers and their buffers
 	 * @param live whether the room still takes bytes (false once it ended): no layer is emitted after
 	 */
-	LayerLanding(long room, LayerRegions layers, BooleanSupplier live) {
-		this.room = room;
+	LayerLanding(LayerRegions layers, BooleanSupplier live) {
 		this.layers = layers;
-		this.landed = new AtomicLongArray(layers.regionCount());
 		this.live = live;
 	}
 
@@ -85,37 +76,24 @@ final class LayerLanding {
 		return perPage;
 	}
 
-	/**
-	 * Sets what the room's pages await; called once, before any of its bytes can land.
-	 *
-	 * @param perPage bytes per page each KV buffer receives ({@link #bytesPerPage})
-	 * @param pages the room's destination pages
-	 */
-	void expect(long[] perPage, int pages) {
-		long[] bytes = new long[perPage.length];
-		for (int i = 0; i < perPage.length; i++) {
-			bytes[i] = perPage[i] * pages;
-		}
-		expected = new Expected(perPage, bytes);
+	/** Sets the room's ledger; called once, before any of its bytes can land. */
+	void expect(RoomLedger roomLedger) {
+		ledger = roomLedger;
 	}
 
-	/** Counts {@code n} bytes that landed in KV buffer {@code region}; emits its layer when that completed it. */
-	void landed(int region, long n) {
-		Expected e = expected;
-		if (e == null || region < 0 || region >= e.bytes.length) {
-			return;
-		}
-		long now = landed.addAndGet(region, n);
-		if (now >= e.bytes[region] && now - n < e.bytes[region] && live.getAsBoolean()) {
-			emitIfComplete(e, layers.layerOf(region));
+	/** Emits the layer of KV buffer {@code region} when bytes that just landed there completed it. */
+	void landed(int region) {
+		RoomLedger l = ledger;
+		if (l != null && region >= 0 && region < layers.regionCount() && live.getAsBoolean()) {
+			int layer = layers.layerOf(region);
+			if (fills(l, layer) && complete(l, layer)) {
+				emitIfComplete(l, layer);
+			}
 		}
 	}
 
-	private synchronized void emitIfComplete(Expected e, int layer) {
+	private synchronized void emitIfComplete(RoomLedger l, int layer) {
 		if (ended || emitted.get(layer)) {
-			return;
-		}
-		if (!fills(e, layer) || !complete(e, layer)) {
 			return;
 		}
 		emitted.set(layer);
@@ -123,8 +101,8 @@ final class LayerLanding {
 	}
 
 	/**
-	 * Completes the stream once the room ended. After Success a layer with nothing to land (a room of no pages) is
-	 * emitted first.
+	 * Completes the stream once the room ended. After Success (which the ledger allows only once every granted byte
+	 * landed) a layer not yet emitted, as in a room of no pages, is emitted first.
 	 *
 	 * @param success whether the room succeeded
 	 */
@@ -133,38 +111,31 @@ final class LayerLanding {
 			return;
 		}
 		ended = true;
-		Expected e = expected;
-		if (success && e != null) {
+		RoomLedger l = ledger;
+		if (success && l != null) {
 			for (int layer = 0; layer < layers.layers(); layer++) {
-				if (emitted.get(layer) || !fills(e, layer)) {
-					continue;
-				}
-				if (complete(e, layer)) {
+				if (!emitted.get(layer) && fills(l, layer) && complete(l, layer)) {
 					emitted.set(layer);
 					sink.tryEmitNext(layer);
-				}
-				else {
-					// Success checked every rank's byte count, so the expectation is what is wrong: say so rather
-					// than announce a layer whose bytes were not counted.
-					log.warn("room {}: layer {} was not counted complete at Success", room, layer);
 				}
 			}
 		}
 		sink.tryEmitComplete();
 	}
 
-	private boolean complete(Expected e, int layer) {
+	private boolean complete(RoomLedger l, int layer) {
 		for (int r : layers.regions(layer)) {
-			if (landed.get(r) < e.bytes[r]) {
+			if (l.landed(RegionKind.KV, r) < l.expected(RegionKind.KV, r)) {
 				return false;
 			}
 		}
 		return true;
 	}
 
-	private boolean fills(Expected e, int layer) {
+	/** Whether the room's prefill ranks write the layer at all (else it is never emitted). */
+	private boolean fills(RoomLedger l, int layer) {
 		for (int r : layers.regions(layer)) {
-			if (e.perPage[r] == 0) {
+			if (l.times(RegionKind.KV, r) == 0) {
 				return false;
 			}
 		}
@@ -176,6 +147,4 @@ final class LayerLanding {
 		return sink.asFlux().publishOn(callbacks);
 	}
 
-	private record Expected(long[] perPage, long[] bytes) {
-	}
 }

@@ -134,7 +134,7 @@ final class StatePlan {
 
 	/**
 	 * Checks the last chunk's state sources against a destination's lists: Mamba and undeclared state need one
-	 * destination per source; SWA and DSA lists may differ (the common prefix moves).
+	 * destination per source; SWA and DSA lists may be longer on prefill (the common prefix moves), never on decode.
 	 *
 	 * @return why the room cannot be served, or null
 	 */
@@ -148,6 +148,11 @@ final class StatePlan {
 			if (!pages && srcLists[c].length != dstLists[c].length) {
 				return (kind == null ? "state" : kind + " state") + " slot count mismatch: prefill "
 						+ srcLists[c].length + ", decode " + dstLists[c].length;
+			}
+			if (pages && srcLists[c].length < dstLists[c].length) {
+				// Decode would wait for pages nobody writes.
+				return kind + " state page count mismatch: decode asked for " + dstLists[c].length
+						+ " pages, prefill has " + srcLists[c].length + " (expected: at most as many as prefill has)";
 			}
 		}
 		return srcLists.length == dstLists.length ? null

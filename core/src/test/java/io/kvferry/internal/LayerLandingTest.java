@@ -8,8 +8,11 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
 import org.junit.jupiter.api.Test;
 import reactor.core.scheduler.Schedulers;
@@ -22,7 +25,7 @@ class LayerLandingTest {
 	// 3 main layers and 1 draft layer, MHA: K0 K1 K2 V0 V1 V2 Kd Vd.
 	private final LayerRegions layers = LayerRegions.of(8, 1, false);
 	private final AtomicBoolean live = new AtomicBoolean(true);
-	private final LayerLanding landing = new LayerLanding(1, layers, live::get);
+	private final LayerLanding landing = new LayerLanding(layers, live::get);
 
 	@Test
 	void layersOwnTheirKAndVBuffersMainThenDraft() {
@@ -40,18 +43,19 @@ class LayerLandingTest {
 
 	@Test
 	void aLayerIsEmittedOnceOnlyWhenItsKAndVBuffersAreBothComplete() {
-		// Draft layer unfilled: not a layer of the room.
-		landing.expect(new long[] { 10, 10, 10, 10, 10, 10, 0, 0 }, 3);
+		// Draft layer unfilled: not a layer of the room. Items of 10 bytes, 3 pages.
+		RoomLedger ledger = ledger(10, new int[] { 1, 2, 3 }, 1, 1, 1, 1, 1, 1, 0, 0);
+		landing.expect(ledger);
 		List<Integer> seen = new ArrayList<>();
 		landing.flux(Schedulers.immediate()).subscribe(seen::add);
-		landing.landed(1, 30);
-		landing.landed(4, 29);
+		land(ledger, 1, 30);
+		land(ledger, 4, 29);
 		assertThat(seen).as("layer 1 with its K buffer complete and one byte of V missing").isEmpty();
-		landing.landed(4, 1);
+		land(ledger, 4, 1);
 		assertThat(seen).containsExactly(1);
 		for (int r : new int[] { 0, 3, 2, 5 }) {
-			landing.landed(r, 15);
-			landing.landed(r, 15);
+			land(ledger, r, 15);
+			land(ledger, r, 15);
 		}
 		assertThat(seen).containsExactly(1, 0, 2);
 		landing.end(true);
@@ -60,17 +64,18 @@ class LayerLandingTest {
 
 	@Test
 	void afterAFailureNoMoreLayersAndTheStreamCompletes() {
-		landing.expect(new long[] { 4, 4, 4, 4, 4, 4, 4, 4 }, 1);
+		RoomLedger ledger = ledger(4, new int[] { 0 }, 1, 1, 1, 1, 1, 1, 1, 1);
+		landing.expect(ledger);
 		StepVerifier.create(landing.flux(Schedulers.immediate()))
 				.then(() -> {
-					landing.landed(0, 4);
-					landing.landed(3, 4);
+					land(ledger, 0, 4);
+					land(ledger, 3, 4);
 				})
 				.expectNext(0)
 				.then(() -> {
 					live.set(false);
-					landing.landed(1, 4);
-					landing.landed(4, 4);
+					land(ledger, 1, 4);
+					land(ledger, 4, 4);
 					landing.end(false);
 				})
 				.expectComplete()
@@ -79,7 +84,7 @@ class LayerLandingTest {
 
 	@Test
 	void aRoomOfNoPagesEmitsItsLayersAtSuccess() {
-		landing.expect(new long[] { 4, 4, 4, 4, 4, 4, 4, 4 }, 0);
+		landing.expect(ledger(4, new int[0], 1, 1, 1, 1, 1, 1, 1, 1));
 		landing.end(true);
 		// Hot and replayed: a late subscriber sees every layer, then the end.
 		StepVerifier.create(landing.flux(Schedulers.immediate())).expectNext(0, 1, 2, 3).expectComplete().verify(T);
@@ -87,7 +92,8 @@ class LayerLandingTest {
 
 	@Test
 	void concurrentLandingsEmitEachLayerOnce() throws Exception {
-		landing.expect(new long[] { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000 }, 1);
+		RoomLedger ledger = ledger(1000, new int[] { 0 }, 1, 1, 1, 1, 1, 1, 1, 1);
+		landing.expect(ledger);
 		List<Integer> seen = Collections.synchronizedList(new ArrayList<>());
 		landing.flux(Schedulers.immediate()).subscribe(seen::add);
 		List<Thread> threads = new ArrayList<>();
@@ -95,7 +101,7 @@ class LayerLandingTest {
 			Thread thread = new Thread(() -> {
 				for (int i = 0; i < 250; i++) {
 					for (int r = 0; r < 8; r++) {
-						landing.landed(r, 1);
+						land(ledger, r, 1);
 					}
 				}
 			});
@@ -106,6 +112,21 @@ class LayerLandingTest {
 			thread.join(T.toMillis());
 		}
 		assertThat(seen).containsExactlyInAnyOrder(0, 1, 2, 3);
+	}
+
+	private void land(RoomLedger ledger, int region, long n) {
+		ledger.landed(RegionKind.KV, region, n);
+		landing.landed(region);
+	}
+
+	/** A ledger over 8 KV buffers of {@code itemLen}-byte pages, each written {@code times[r]} times. */
+	private static RoomLedger ledger(int itemLen, int[] pages, int... times) {
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int r = 0; r < 8; r++) {
+			kv.add(MemoryRegion.of(1L << 20, 16L * itemLen, itemLen));
+		}
+		KVArgs args = KVArgs.builder().pageSize(1).kvRegions(kv).draftLayers(1).build();
+		return RoomLedger.of(args, pages, -1, new int[0][], times, 0, new int[0]);
 	}
 
 	@Test

@@ -148,8 +148,13 @@ class SuccessAndReleaseTest {
 		// Another instance's rank reports Success for room 10, which it was never asked for, then serves its own room.
 		startRogue((c, req) -> {
 			c.send(new KVMessage.Status(10, KVPoll.SUCCESS, 0, "", 0, KVMessage.NO_CHECKSUM));
-			c.sendData(onePage(req));
-			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, KVMessage.NO_CHECKSUM));
+			int buffers = prefillMem.kvArgs().kvRegions().size();
+			for (int r = 0; r < buffers; r++) {
+				c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, r, (long) req.dstPages()[0] * itemLen,
+						itemLen, 0, 1), prefillMem.kvArgs().kvRegions().get(r).address(), 0));
+			}
+			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", (long) buffers * itemLen,
+					KVMessage.NO_CHECKSUM));
 		});
 		KVReceiver honest = decode.receiver(BOOTSTRAP, 10);
 		honest.sendMetadata(new int[] { 3 }, 1, new int[0]);

@@ -1,0 +1,106 @@
+package io.kvferry.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import io.kvferry.KVArgs;
+import io.kvferry.StateKind;
+import io.kvferry.TopologyException;
+import io.kvferry.internal.topology.HeadSlicing;
+import io.kvferry.spi.PeerLayout;
+
+/**
+ * What a decode room expects from the prefill ranks it asks, worked out from their handshake layouts the way each of
+ * them plans its sends: how many times every granted byte of each KV, aux and state buffer is written. Stateless.
+ */
+final class RoomPlan {
+
+	/** A prefill rank that writes the room: its layout and its CP rank. */
+	record Source(PeerLayout layout, int cpRank) {
+	}
+
+	private RoomPlan() {
+	}
+
+	/**
+	 * @param args this decode rank's registered memory
+	 * @param own this decode rank's layout
+	 * @param pages the room's destination pages
+	 * @param auxRow the room's aux row, or -1
+	 * @param slotsPerRegion the room's slots in each state buffer
+	 * @param sources the prefill ranks asked to write (not MLA's dummy ranks), every CP rank that sends a share
+	 * @return the room's ledger
+	 * @throws TopologyException when a granted item has no prefill rank to write it, or the ranks would write part of
+	 *         an item's bytes more often than the rest
+	 */
+	static RoomLedger ledger(KVArgs args, PeerLayout own, int[] pages, int auxRow, int[][] slotsPerRegion,
+			List<Source> sources) {
+		// The CP ranks of one prefill rank split its pages (or its layers) between them: together they fill what CP
+		// rank 0 alone would, so it stands for them all.
+		List<PeerLayout> kvSources = new ArrayList<>();
+		for (Source s : sources) {
+			if (s.cpRank() == 0) {
+				kvSources.add(s.layout());
+			}
+		}
+		long[] perPage = LayerLanding.bytesPerPage(own, kvSources);
+		int[] kvTimes = new int[perPage.length];
+		for (int r = 0; r < perPage.length; r++) {
+			kvTimes[r] = times("KV buffer " + r, perPage[r], args.kvRegions().get(r).itemLen());
+		}
+		int auxTimes = 0;
+		if (auxRow >= 0 && !args.auxRegions().isEmpty()) {
+			// Every prefill rank asked sends the aux row whole: the same bytes from each.
+			for (Source s : sources) {
+				if (!s.layout().aux().isEmpty()) {
+					auxTimes++;
+				}
+			}
+			if (auxTimes == 0) {
+				throw new TopologyException("decode asked for aux row " + auxRow + ", but none of the "
+						+ sources.size() + " prefill ranks asked registers aux buffers");
+			}
+		}
+		int[] stateTimes = new int[args.stateRegions().size()];
+		for (int i = 0; i < stateTimes.length; i++) {
+			if (i >= slotsPerRegion.length || slotsPerRegion[i].length == 0) {
+				continue;
+			}
+			long perSlot = 0;
+			for (Source s : sources) {
+				perSlot += stateBytes(own, s.layout(), i);
+			}
+			stateTimes[i] = times("state buffer " + i, perSlot, args.stateRegions().get(i).itemLen());
+			if (stateTimes[i] == 0) {
+				throw new TopologyException("decode asked for " + slotsPerRegion[i].length + " slots of state buffer "
+						+ i + ", but none of the " + sources.size() + " prefill ranks asked sends state there");
+			}
+		}
+		return RoomLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
+	}
+
+	/** @return bytes of each slot of decode state buffer {@code i} that one prefill rank sends, as its plan cuts them */
+	private static long stateBytes(PeerLayout decode, PeerLayout prefill, int i) {
+		if (i >= prefill.state().size()) {
+			return 0;
+		}
+		int dstLen = decode.state().get(i).itemLen();
+		int p = prefill.parallel().attnTpSize();
+		int d = decode.parallel().attnTpSize();
+		StateKind kind = decode.stateKinds().isEmpty() ? null : decode.stateKinds().get(i);
+		if (p == d || kind != StateKind.MAMBA || prefill.stateTpDims().isEmpty()) {
+			return dstLen;
+		}
+		int srcDim = prefill.stateTpDims().get(i);
+		return HeadSlicing.plan(srcDim * p, p, d, prefill.parallel().attnTpRank(), decode.engineRank() % d,
+				prefill.state().get(i).itemLen(), dstLen, 1).sliceBytes();
+	}
+
+	private static int times(String what, long bytesPerItem, int itemLen) {
+		if (bytesPerItem % itemLen != 0) {
+			throw new TopologyException(what + ": the prefill ranks asked write " + bytesPerItem + " bytes into each "
+					+ itemLen + "-byte item (expected: every byte of it equally often)");
+		}
+		return Math.toIntExact(bytesPerItem / itemLen);
+	}
+}
