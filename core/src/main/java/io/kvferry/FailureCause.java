@@ -22,7 +22,10 @@ public enum FailureCause {
 	PROTOCOL,
 	/** A Success whose bytes did not all land (count or checksum). */
 	INCOMPLETE,
-	/** The room was dropped because a subscriber fell behind. */
+	/**
+	 * A bound was reached: a subscriber fell behind and its room was dropped, or the prefill rank turned the room away
+	 * because too many rooms (or too many request bytes) already wait for its engine. Another rank may take it.
+	 */
 	OVERLOAD,
 	/**
 	 * A draining manager (this one, or the peer rank) admits no new rooms, or its drain deadline passed before the

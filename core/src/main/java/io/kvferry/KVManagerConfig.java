@@ -34,13 +34,16 @@ import reactor.core.scheduler.Scheduler;
  *        all and the others only take part)
  * @param dsaCacheLayerSplit prefill with CP: KV layers are split across CP ranks, each sending its own layers
  * @param stripes decode: connections to each prefill rank, over which a room's bytes are dealt (1: one connection)
+ * @param unclaimedRoomsPerPeer prefill: rooms one decode rank may have asked for that no sender claimed yet
+ * @param unclaimedRooms prefill: such rooms from all decode ranks together
+ * @param unclaimedRoomTimeout prefill: how long a room asked for waits for its sender before it fails
  */
 public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLayout layout, KVTransport transport,
 		BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
 		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, String name,
 		boolean checksums, HostPort bootstrapAddress, HostPort bindAddress, String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
-		int stripes) {
+		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout) {
 
 	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
 	KVManagerConfig with(Consumer<Draft> edit) {
@@ -73,6 +76,9 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 		boolean allCpRanksTransfer;
 		boolean dsaCacheLayerSplit;
 		int stripes;
+		int unclaimedRoomsPerPeer;
+		int unclaimedRooms;
+		Duration unclaimedRoomTimeout;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -97,13 +103,17 @@ public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLa
 			allCpRanksTransfer = c.allCpRanksTransfer;
 			dsaCacheLayerSplit = c.dsaCacheLayerSplit;
 			stripes = c.stripes;
+			unclaimedRoomsPerPeer = c.unclaimedRoomsPerPeer;
+			unclaimedRooms = c.unclaimedRooms;
+			unclaimedRoomTimeout = c.unclaimedRoomTimeout;
 		}
 
 		private KVManagerConfig build() {
 			return new KVManagerConfig(mode, kvArgs, layout, transport, bootstrapClient, bootstrapTimeout,
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
-					allCpRanksTransfer, dsaCacheLayerSplit, stripes);
+					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
+					unclaimedRoomTimeout);
 		}
 	}
 }

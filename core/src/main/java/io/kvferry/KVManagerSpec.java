@@ -64,7 +64,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
 				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
 				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
-				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES);
+				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES,
+				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT);
 	}
 
 	/** @return a spec of this role over {@code config} */

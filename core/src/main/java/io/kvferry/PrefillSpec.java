@@ -13,6 +13,12 @@ import reactor.core.publisher.Mono;
  */
 public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManager> {
 
+	/** Default bound on rooms one decode rank asked for that no sender claimed yet. */
+	public static final int DEFAULT_UNCLAIMED_PER_PEER = 1024;
+	/** Default bound on such rooms from all decode ranks. */
+	public static final int DEFAULT_UNCLAIMED = 4096;
+	static final Duration DEFAULT_UNCLAIMED_TIMEOUT = Duration.ofSeconds(60);
+
 	PrefillSpec(KVManagerConfig config) {
 		super(config);
 	}
@@ -42,6 +48,39 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	public PrefillSpec advertiseHost(String host) {
 		Objects.requireNonNull(host, "host");
 		return edit(d -> d.advertiseHost = host);
+	}
+
+	/**
+	 * Bounds the rooms decode ranks may ask for before the engine claims them with {@code sender(room)}: each such room
+	 * holds its request until then, so a peer that asks for many would otherwise hold this rank's memory. A request
+	 * over either bound is refused at once: decode's room fails with {@link FailureCause#OVERLOAD}.
+	 *
+	 * @param perPeer rooms one decode rank may have waiting; default {@value #DEFAULT_UNCLAIMED_PER_PEER}
+	 * @param total rooms all decode ranks together may have waiting; default {@value #DEFAULT_UNCLAIMED}
+	 * @return a new spec
+	 */
+	public PrefillSpec unclaimedRooms(int perPeer, int total) {
+		if (perPeer < 1 || total < perPeer) {
+			throw new IllegalArgumentException("unclaimedRooms : " + perPeer + " per peer, " + total
+					+ " in all (expected: 1 <= perPeer <= total)");
+		}
+		return edit(d -> {
+			d.unclaimedRoomsPerPeer = perPeer;
+			d.unclaimedRooms = total;
+		});
+	}
+
+	/**
+	 * @param timeout how long a room a decode rank asked for waits for the engine's sender before it fails (the
+	 *        engine then never made one); default 60 s
+	 * @return a new spec
+	 */
+	public PrefillSpec unclaimedRoomTimeout(Duration timeout) {
+		Objects.requireNonNull(timeout, "timeout");
+		if (timeout.isNegative() || timeout.isZero()) {
+			throw new IllegalArgumentException("unclaimedRoomTimeout : " + timeout + " (expected: > 0)");
+		}
+		return edit(d -> d.unclaimedRoomTimeout = timeout);
 	}
 
 	/**

@@ -924,7 +924,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					}
 					if (status.status() == KVPoll.FAILED) {
 						// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
-						table.fail(r, draining != null ? FailureCause.DRAINING : FailureCause.PEER_FAILED,
+						table.fail(r, draining != null ? FailureCause.DRAINING
+								: status.reason().startsWith(KVMessage.OVERLOADED) ? FailureCause.OVERLOAD
+										: FailureCause.PEER_FAILED,
 								"Prefill rank " + endpoint + " failed room " + r.id + ": " + status.reason(), true);
 					}
 					return;

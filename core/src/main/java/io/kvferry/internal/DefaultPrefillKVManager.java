@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.DecodeSpec;
@@ -69,6 +70,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	// Session tokens: whoever knows one can join the session and receive its bytes, so they must be unguessable.
 	private final SecureRandom tokens = seededRandom();
 	private final HotStream<RoomRequest> requests;
+	private final UnclaimedRooms unclaimed;
 	private volatile KVTransport.Listener listener;
 	private volatile HostPort endpoint;
 	private volatile Disposable reregistration = Disposables.disposed();
@@ -80,6 +82,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
 				dropped -> config.timer().schedule(() -> requestDropped(dropped)));
+		this.unclaimed = new UnclaimedRooms(config.unclaimedRoomsPerPeer(), config.unclaimedRooms());
 		ParallelLayout l = config.layout();
 		this.uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
 				l.attnCpRank());
@@ -207,6 +210,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				throw new IllegalStateException("room " + room + " already has a live sender on " + name);
 			}
 			r.hasSender = true;
+			release(r);
 			if (r.state() == null) {
 				table.advance(r, KVPoll.BOOTSTRAPPING);
 			}
@@ -329,6 +333,15 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank, r.failure().reason()));
 				return;
 			}
+			if (!r.hasSender) {
+				String over = hold(r, s, req);
+				if (over != null) {
+					table.fail(r, FailureCause.OVERLOAD, "room " + req.room() + " refused: " + over, false);
+					s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
+							KVMessage.OVERLOADED + r.failure().reason()));
+					return;
+				}
+			}
 			if (r.required < 0) {
 				r.required = req.requiredDstInfoNum();
 			}
@@ -366,6 +379,44 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 					dispatch(r, c);
 				}
 			}
+		}
+	}
+
+	/**
+	 * Counts a request for a room the engine has not claimed: the room holds it until then, within the bounds, and
+	 * fails if no sender claims it in time. The caller holds the room's monitor.
+	 *
+	 * @return why the request is refused, or null
+	 */
+	private String hold(PrefillRoom r, Session s, KVMessage.TransferRequest req) {
+		long bytes = UnclaimedRooms.bytesOf(req);
+		boolean first = r.heldBy == null;
+		String over = unclaimed.admit(first ? s.unclaimed : r.heldBy, first, bytes);
+		if (over != null) {
+			return over;
+		}
+		r.heldBytes += bytes;
+		if (first) {
+			r.heldBy = s.unclaimed;
+			Duration limit = config.unclaimedRoomTimeout();
+			config.timer().schedule(() -> {
+				synchronized (r) {
+					if (!r.hasSender) {
+						table.fail(r, FailureCause.TIMEOUT, "no sender claimed room " + r.id + " within "
+								+ limit.toMillis() + " ms of decode's request", false);
+					}
+				}
+			}, limit.toNanos(), TimeUnit.NANOSECONDS);
+		}
+		return null;
+	}
+
+	/** Stops counting a room as unclaimed, once claimed or ended; the caller holds the room's monitor. */
+	private void release(PrefillRoom r) {
+		if (r.heldBy != null) {
+			unclaimed.release(r.heldBy, r.heldBytes);
+			r.heldBy = null;
+			r.heldBytes = 0;
 		}
 	}
 
@@ -527,6 +578,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		synchronized (r) {
 			destinations = new ArrayList<>(r.destinations);
 			r.pending.clear();
+			release(r);
 		}
 		// A failed room is handed off once a message queued after its last frame was written on every stripe that
 		// may have carried its bytes: a frame handed to the transport before the gate closed still reads the room's
@@ -564,6 +616,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 		int required = -1;
 		boolean ready;
 		boolean hasSender;
+		// While no sender claimed the room: the requesting peer's count of such rooms, and the bytes its requests hold.
+		AtomicInteger heldBy;
+		long heldBytes;
 		int numPages = -1;
 		int auxIndex = -1;
 		int cursor;
@@ -885,6 +940,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 
 		final KVConnection conn;
 		final Set<PrefillRoom> rooms = ConcurrentHashMap.newKeySet();
+		// Rooms this decode rank asked for that no sender claimed yet.
+		final AtomicInteger unclaimed = new AtomicInteger();
 		volatile TransferPlan plan;
 		volatile boolean checksums;
 		// Index = stripe; set by the handshake, filled as stripes join, complete before the first room is served.

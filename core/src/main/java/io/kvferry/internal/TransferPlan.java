@@ -158,6 +158,10 @@ final class TransferPlan {
 	 * @return why it cannot be served, or null
 	 */
 	String check(int[] pages, int auxRow, int[][] stateLists) {
+		if (pages.length > dstPages) {
+			// Distinct pages cannot outnumber the pages decode registered: such a request only holds memory here.
+			return pages.length + " destination pages, more than the " + dstPages + " decode registered";
+		}
 		for (int p : pages) {
 			if (p < 0 || p >= dstPages) {
 				return "destination page " + p + " outside decode's 0.." + (dstPages - 1);

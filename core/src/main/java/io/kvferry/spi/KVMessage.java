@@ -26,6 +26,13 @@ public sealed interface KVMessage {
 	long NO_CHECKSUM = -1;
 
 	/**
+	 * How a FAILED {@link Status} reason starts when prefill turned the room away because a bound was reached (rooms or
+	 * request bytes waiting for the engine): decode fails such a room as overloaded, which a router may retry
+	 * elsewhere.
+	 */
+	String OVERLOADED = "overloaded: ";
+
+	/**
 	 * First message on a connection, decode → prefill: the decode rank's layout (SGLang's KV-args registration).
 	 *
 	 * @param protocolVersion {@link #PROTOCOL_VERSION} of the sender

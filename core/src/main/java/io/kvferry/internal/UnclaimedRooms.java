@@ -1,0 +1,81 @@
+package io.kvferry.internal;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * What decode ranks make a prefill rank hold for rooms its engine has not claimed yet: each such room keeps its
+ * requests (page lists) until the engine makes its sender, so the rooms one peer may leave waiting, all peers together,
+ * and the bytes their requests hold are bounded. Over a bound a request is refused at once, never queued.
+ *
+ * <p>Thread-safe; counts are adjusted under the room's monitor, so each room is counted and released once.
+ */
+final class UnclaimedRooms {
+
+	/** Heap the requests of unclaimed rooms may hold, in all. */
+	static final long MAX_BYTES = 64L << 20;
+
+	private final int perPeer;
+	private final int total;
+	private final AtomicInteger rooms = new AtomicInteger();
+	private final AtomicLong bytes = new AtomicLong();
+
+	UnclaimedRooms(int perPeer, int total) {
+		this.perPeer = perPeer;
+		this.total = total;
+	}
+
+	/**
+	 * Counts a request for a room no sender claimed yet.
+	 *
+	 * @param peer the rooms the requesting decode rank has waiting
+	 * @param newRoom whether the request makes the room wait (its first request), rather than joins a waiting one
+	 * @param requestBytes heap the request holds
+	 * @return null when counted, else why the request is refused (nothing counted then)
+	 */
+	String admit(AtomicInteger peer, boolean newRoom, long requestBytes) {
+		if (newRoom) {
+			if (peer.incrementAndGet() > perPeer) {
+				peer.decrementAndGet();
+				return "this decode rank already has " + perPeer + " rooms waiting for their prefill sender";
+			}
+			if (rooms.incrementAndGet() > total) {
+				rooms.decrementAndGet();
+				peer.decrementAndGet();
+				return total + " rooms already wait for their prefill sender on this rank";
+			}
+		}
+		if (bytes.addAndGet(requestBytes) > MAX_BYTES) {
+			bytes.addAndGet(-requestBytes);
+			if (newRoom) {
+				rooms.decrementAndGet();
+				peer.decrementAndGet();
+			}
+			return "the requests of rooms waiting for their prefill sender already hold " + (MAX_BYTES >> 20)
+					+ " MiB on this rank";
+		}
+		return null;
+	}
+
+	/** Releases a room once claimed or ended: one room of {@code peer}, and the bytes its requests held. */
+	void release(AtomicInteger peer, long requestBytes) {
+		peer.decrementAndGet();
+		rooms.decrementAndGet();
+		bytes.addAndGet(-requestBytes);
+	}
+
+	/** @return rooms waiting now */
+	int rooms() {
+		return rooms.get();
+	}
+
+	/** @return heap bytes waiting rooms' requests hold now (for tests and metrics) */
+	long bytes() {
+		return bytes.get();
+	}
+
+	/** @return heap a request holds: its page, state and count lists */
+	static long bytesOf(io.kvferry.spi.KVMessage.TransferRequest req) {
+		return 64L + 4L * (req.dstPages().length + req.stateIndices().length + req.stateCounts().length);
+	}
+}

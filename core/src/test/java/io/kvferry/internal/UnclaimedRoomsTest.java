@@ -1,0 +1,107 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+
+import io.kvferry.DecodeKVManager;
+import io.kvferry.FailureCause;
+import io.kvferry.HostPort;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVTransferException;
+import io.kvferry.ParallelLayout;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.test.ModelShape;
+import io.kvferry.test.RankMemory;
+import io.kvferry.transport.local.InMemoryKVTransport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+/**
+ * A decode peer cannot make prefill hold unbounded memory for rooms its engine never claims: rooms waiting for their
+ * sender are bounded per peer and in all, an over-bound request fails at once and decode reports it as overload, and
+ * a room nobody claims fails after a short timeout.
+ */
+class UnclaimedRoomsTest {
+
+	private static final Duration T = Duration.ofSeconds(10);
+	private static final ModelShape SHAPE = new ModelShape(1, 1, 16, 2, 4, false, 0, 0, 0);
+	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
+
+	private final InMemoryBootstrap bootstrap = new InMemoryBootstrap();
+	private final InMemoryKVTransport transport = InMemoryKVTransport.create();
+	private final RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
+	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
+	private PrefillKVManager prefill;
+	private DecodeKVManager decode;
+
+	@AfterEach
+	void close() {
+		for (KVManager m : new KVManager[] { prefill, decode }) {
+			if (m != null) {
+				m.disposeNow(T);
+			}
+		}
+	}
+
+	private void start(PrefillSpec spec) {
+		prefill = spec.kvArgs(prefillMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
+				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
+		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
+				.stripes(1).startNow();
+	}
+
+	private KVReceiver ask(long room) {
+		KVReceiver r = decode.receiver(BOOTSTRAP, room);
+		r.sendMetadata(new int[] { (int) room % 16 }, -1, new int[0]);
+		return r;
+	}
+
+	private static void waits(KVReceiver r) {
+		StepVerifier.create(r.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).next()).expectNextCount(1)
+				.verifyComplete();
+	}
+
+	@Test
+	void aRequestOverTheBoundFailsAtOnceAsOverloadAndAClaimMakesRoom() {
+		start(KVManagerSpec.prefill().unclaimedRooms(2, 2));
+		KVReceiver a = ask(1);
+		KVReceiver b = ask(2);
+		waits(a);
+		waits(b);
+		KVReceiver c = ask(3);
+		StepVerifier.create(c.completion()).expectErrorSatisfies(e -> {
+			KVTransferException k = (KVTransferException) e;
+			assertThat(k.failureCause()).isEqualTo(FailureCause.OVERLOAD);
+			assertThat(k.reason()).contains("room 3 refused: this decode rank already has 2 rooms waiting for their "
+					+ "prefill sender");
+		}).verify(T);
+		// The engine claims room 1: its place is free again.
+		prefill.sender(1);
+		KVReceiver d = ask(4);
+		waits(d);
+		assertThat(a.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+	}
+
+	@Test
+	void aRoomNoSenderClaimsFailsAfterTheUnclaimedTimeoutAndFreesItsPlace() {
+		start(KVManagerSpec.prefill().unclaimedRooms(1, 1).unclaimedRoomTimeout(Duration.ofMillis(200)));
+		KVReceiver a = ask(1);
+		StepVerifier.create(a.completion()).expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+				.contains("no sender claimed room 1 within 200 ms of decode's request")).verify(T);
+		KVReceiver b = ask(2);
+		waits(b);
+	}
+
+	@Test
+	void boundsAreChecked() {
+		org.assertj.core.api.Assertions.assertThatThrownBy(() -> KVManagerSpec.prefill().unclaimedRooms(4, 2))
+				.hasMessage("unclaimedRooms : 4 per peer, 2 in all (expected: 1 <= perPeer <= total)");
+	}
+}
