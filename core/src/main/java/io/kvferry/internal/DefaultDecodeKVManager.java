@@ -335,8 +335,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			r.ledger = RoomPlan.ledger(config.kvArgs(), ownLayout, r.pages, r.auxIndex, StateLists.perRegion(
 					config.kvArgs().stateKinds(), config.kvArgs().stateRegions().size(), r.stateSlots), sources(r));
 		}
-		catch (TopologyException e) {
-			table.fail(r, FailureCause.INCOMPATIBLE, "room " + r.id + ": " + e.getMessage(), false);
+		catch (RuntimeException e) {
+			// The handshakes passed, so the ranks can pair; should the plan still not add up, no byte may be asked for.
+			table.fail(r, FailureCause.INCOMPATIBLE, "room " + r.id + ": " + describe(e), false);
 			return;
 		}
 		r.layers.expect(r.ledger);

@@ -145,6 +145,32 @@ class StripeSafetyTest {
 	}
 
 	@Test
+	void aPageWrittenAgainOnAnotherStripeFailsTheRoomWhateverTheCounts() {
+		start(2, d -> d.checksums(true));
+		warmUp();
+		Tap stripe1 = transport.decodeStripe(1);
+		stripe1.hold();
+		int[] dst = { 20, 21 };
+		KVReceiver r = room(14, new int[] { 1, 2 }, dst, -1)[0];
+		StepVerifier.create(transport.decodeStripe(0).statuses().filter(s -> s.room() == 14).next())
+				.expectNextMatches(s -> s.status() == KVPoll.SUCCESS)
+				.expectComplete()
+				.verify(T);
+		// Page 20 of buffer 0 once more on stripe 1: refused at once if its bytes already landed on stripe 0, else the
+		// block that carries them is refused when stripe 1 goes on.
+		long itemLen = decodeMem.kvArgs().kvRegions().get(0).itemLen();
+		stripe1.inject(new DataHeader(14, RegionKind.KV, 0, dst[0] * itemLen, (int) itemLen, 0, 1));
+		stripe1.release();
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.failureCause()).isEqualTo(FailureCause.PROTOCOL);
+					assertThat(k.reason()).contains("KV item 20 of region 0: bytes [0, " + itemLen + ") written twice");
+				})
+				.verify(T);
+	}
+
+	@Test
 	void aRoomPrefillGivesUpOnSendsAMessageBehindItsFramesOnEveryStripe() {
 		start(2, UnaryOperator.identity());
 		warmUp();

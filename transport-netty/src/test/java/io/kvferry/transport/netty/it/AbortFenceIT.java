@@ -81,6 +81,7 @@ class AbortFenceIT {
 		long victim = 1;
 		long control = 2;
 		int itemLen = SHAPE.itemLen(1);
+		int buffers = decodeMemory.kvArgs().kvRegions().size();
 		CountDownLatch halfSent = new CountDownLatch(1);
 		CompletableFuture<Void> abortSeen = new CompletableFuture<>();
 		RawPrefillPeer.Script rogue = new RawPrefillPeer.Script() {
@@ -92,10 +93,14 @@ class AbortFenceIT {
 					wire.payload(PAGES / 2 * itemLen, BEFORE).addListener(f -> halfSent.countDown());
 				}
 				else {
-					// The control room's bytes come after everything the rogue wrote for the victim.
+					// The control room's bytes come after everything the rogue wrote for the victim: its page in every
+					// KV buffer, as decode's ledger expects.
 					long offset = (long) req.dstPages()[0] * itemLen;
-					wire.data(new DataHeader(control, RegionKind.KV, 0, offset, itemLen, 0, 1), (byte) 7);
-					wire.send(new KVMessage.Status(control, KVPoll.SUCCESS, 0, "", itemLen, KVMessage.NO_CHECKSUM));
+					for (int r = 0; r < buffers; r++) {
+						wire.data(new DataHeader(control, RegionKind.KV, r, offset, itemLen, 0, 1), (byte) 7);
+					}
+					wire.send(new KVMessage.Status(control, KVPoll.SUCCESS, 0, "", (long) buffers * itemLen,
+							KVMessage.NO_CHECKSUM));
 				}
 			}
 
@@ -132,7 +137,7 @@ class AbortFenceIT {
 			assertThat(abortSeen).succeedsWithin(T);
 			// Once the control room succeeded, decode has read every byte the rogue wrote for the victim after the abort.
 			KVReceiver check = decode.receiver(server.address(), control);
-			check.sendMetadata(new int[] { PAGES + 1 }, 1, new int[0]);
+			check.sendMetadata(new int[] { PAGES + 1 }, -1, new int[0]);
 			StepVerifier.create(check.completion()).expectComplete().verify(T);
 
 			assertThat(count(decodeMemory.kvArgs().kvRegions().get(0), PAGES * itemLen, AFTER))
