@@ -1,6 +1,7 @@
 package io.kvferry.bootstrap.server;
 
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -303,6 +304,57 @@ public final class BootstrapServer {
 		});
 	}
 
+	/**
+	 * With {@link #etcdRegistry}: speaks TLS to etcd ({@code https://}), trusting the etcd server certificates that
+	 * {@code caCertificate} signed, and for etcd run with {@code --client-cert-auth} presents a client certificate.
+	 * The files are read now (and again at each bind), so a missing, unreadable or malformed one fails here, named.
+	 *
+	 * @param caCertificate PEM file of the CA that signed etcd's certificate
+	 * @param clientCertificate PEM file of the client certificate, or null for none
+	 * @param clientKey PEM file of its unencrypted key (PKCS#8, or OpenSSL's RSA / EC form), null exactly when
+	 *        {@code clientCertificate} is
+	 * @return a new {@link BootstrapServer}
+	 * @throws IllegalArgumentException naming the file that is missing, unreadable, malformed or expired, or a key
+	 *         that is not the certificate's
+	 */
+	public BootstrapServer etcdTls(Path caCertificate, Path clientCertificate, Path clientKey) {
+		Objects.requireNonNull(caCertificate, "caCertificate");
+		EtcdStoreSupport.Access access = new EtcdStoreSupport.Access(caCertificate, clientCertificate, clientKey,
+				settings.etcdAccess.user(), settings.etcdAccess.password());
+		EtcdStoreSupport.check(access);
+		return with(s -> s.etcdAccess = access);
+	}
+
+	/**
+	 * With {@link #etcdRegistry}: authenticates to etcd as {@code user}, whose role must be allowed to read and write
+	 * the registry's keys ({@code kvferry/}). Over plain http the password crosses the network in clear: combine with
+	 * {@link #etcdTls}.
+	 *
+	 * @param user the etcd user
+	 * @param password its password; never logged nor shown by {@link #toString()}
+	 * @return a new {@link BootstrapServer}
+	 * @throws IllegalArgumentException when either is empty
+	 */
+	public BootstrapServer etcdCredentials(String user, String password) {
+		Objects.requireNonNull(user, "user");
+		Objects.requireNonNull(password, "password");
+		EtcdStoreSupport.Access current = settings.etcdAccess;
+		EtcdStoreSupport.Access access = new EtcdStoreSupport.Access(current.ca(), current.certificate(),
+				current.key(), user, password);
+		EtcdStoreSupport.check(new EtcdStoreSupport.Access(null, null, null, user, password));
+		return with(s -> s.etcdAccess = access);
+	}
+
+	/** @return whether etcd is spoken to over TLS ({@link #etcdTls}) */
+	public boolean isEtcdSecure() {
+		return settings.etcdAccess.ca() != null;
+	}
+
+	/** @return the etcd user ({@link #etcdCredentials}), or null */
+	public String etcdUser() {
+		return settings.etcdAccess.user();
+	}
+
 	/** @return the etcd endpoints registrations are kept in, or an empty list when they are kept in memory */
 	public List<HostPort> etcdEndpoints() {
 		return settings.etcdEndpoints == null ? List.of() : settings.etcdEndpoints;
@@ -427,8 +479,12 @@ public final class BootstrapServer {
 	 */
 	public Mono<DisposableBootstrapServer> bind() {
 		return Mono.defer(() -> {
+			if (settings.etcdEndpoints == null && settings.etcdAccess.isSet()) {
+				return Mono.error(new IllegalStateException("etcdTls / etcdCredentials without etcdRegistry (expected: "
+						+ "etcdRegistry(endpoints, instance) too)"));
+			}
 			RouteStore routes = settings.etcdEndpoints == null ? new RouteTable()
-					: EtcdStoreSupport.open(settings.etcdEndpoints, settings.instance);
+					: EtcdStoreSupport.open(settings.etcdEndpoints, settings.instance, settings.etcdAccess);
 			RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, settings.maxDpRankEntries,
 					System::nanoTime);
 			ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
@@ -524,7 +580,7 @@ public final class BootstrapServer {
 				+ ", metrics=" + (settings.meterRegistry == null ? "none"
 						: settings.meterRegistry.getClass().getSimpleName())
 				+ (settings.etcdEndpoints == null ? "" : ", etcd=" + settings.etcdEndpoints + " instance="
-						+ settings.instance) + "}";
+						+ settings.instance) + (settings.etcdAccess.isSet() ? " " + settings.etcdAccess : "") + "}";
 	}
 
 	/** What one configuration holds; mutated only on a fresh copy, inside {@link #with}, before it is shared. */
@@ -545,6 +601,7 @@ public final class BootstrapServer {
 		private int ioThreads = DEFAULT_IO_THREADS;
 		private List<HostPort> etcdEndpoints;
 		private HostPort instance;
+		private EtcdStoreSupport.Access etcdAccess = EtcdStoreSupport.Access.NONE;
 
 		Settings copy() {
 			Settings copy = new Settings();
@@ -563,6 +620,7 @@ public final class BootstrapServer {
 			copy.ioThreads = ioThreads;
 			copy.etcdEndpoints = etcdEndpoints;
 			copy.instance = instance;
+			copy.etcdAccess = etcdAccess;
 			return copy;
 		}
 	}

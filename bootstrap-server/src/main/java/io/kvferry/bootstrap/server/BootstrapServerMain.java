@@ -1,11 +1,20 @@
 package io.kvferry.bootstrap.server;
 
 import java.io.File;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.StopSignal;
@@ -42,7 +51,10 @@ import reactor.netty.http.HttpResources;
  * {@code --no-metrics} is given.
  * <p>
  * Keeps registrations in memory, or in etcd with {@code --registry etcd://host:port[,...]} (and {@code --instance}
- * naming the prefill instance), so that several servers answer the same and a restart loses nothing.
+ * naming the prefill instance), so that several servers answer the same and a restart loses nothing. A secured etcd
+ * takes {@code --etcd-ca} (TLS), {@code --etcd-cert} and {@code --etcd-key} (mutual TLS) and {@code --etcd-user} with
+ * the password in {@code --etcd-password-file} or {@value #ETCD_PASSWORD_ENV}; there is no option that takes the
+ * password itself, since options show in process lists.
  * <p>
  * Logs one INFO line with the bound URL when ready, then serves until SIGTERM (or Ctrl-C): then it drains, that is stops
  * listening, lets requests in flight finish for up to {@code --drain-timeout-seconds}, closes what is left, and exits
@@ -67,6 +79,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 
 	/** The environment variable the TLS key password comes from when {@code --tls-key-password} is not given. */
 	public static final String TLS_KEY_PASSWORD_ENV = "KVFERRY_BOOTSTRAP_TLS_KEY_PASSWORD";
+
+	/** The environment variable the etcd password comes from when {@code --etcd-password-file} is not given. */
+	public static final String ETCD_PASSWORD_ENV = "KVFERRY_ETCD_PASSWORD";
 
 	/** Exit status for bad options or a failed bind. */
 	public static final int EXIT_USAGE = 2;
@@ -160,6 +175,31 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ "or the load balancer's in front of several); default: --host:--port.")
 	private String instance;
 
+	@Option(names = "--etcd-ca", paramLabel = "PEM",
+			description = "With --registry: speak TLS to etcd (https) and trust the etcd certificates this CA "
+					+ "certificate signed (etcdctl's --cacert). Each etcd certificate must name its endpoint.")
+	private File etcdCa;
+
+	@Option(names = "--etcd-cert", paramLabel = "PEM",
+			description = "With --etcd-ca: present this client certificate to etcd (mutual TLS, for etcd run with "
+					+ "--client-cert-auth); needs --etcd-key.")
+	private File etcdCert;
+
+	@Option(names = "--etcd-key", paramLabel = "PEM",
+			description = "Private key of --etcd-cert, unencrypted (PKCS#8, or OpenSSL's RSA / EC PRIVATE KEY).")
+	private File etcdKey;
+
+	@Option(names = "--etcd-user", paramLabel = "NAME",
+			description = "With --registry: authenticate to etcd as this user (its role needs readwrite on the "
+					+ "kvferry/ prefix). The password comes from --etcd-password-file or $" + ETCD_PASSWORD_ENV
+					+ ", never from the command line.")
+	private String etcdUser;
+
+	@Option(names = "--etcd-password-file", paramLabel = "FILE",
+			description = "File holding the password of --etcd-user (a trailing newline is ignored; keep it mode "
+					+ "600). Default: $" + ETCD_PASSWORD_ENV + ".")
+	private File etcdPasswordFile;
+
 	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "" + BootstrapServer.DEFAULT_IO_THREADS,
 			description = "Event loop threads (default: ${DEFAULT-VALUE}). One serves tens of thousands of look-ups a "
 					+ "second; more only contend for the CPUs with the engines on the same host.")
@@ -172,6 +212,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 
 	@Option(names = { "-h", "--help" }, usageHelp = true, description = "Show this help and exit.")
 	private boolean help;
+
+	/** Where environment variables are read; tests give their own. */
+	private Function<String, String> environment = System::getenv;
 
 	/** The registry and JVM meters behind GET /metrics; null with --no-metrics or before {@link #configure()}. */
 	private PrometheusMeterRegistry registry;
@@ -216,7 +259,21 @@ public final class BootstrapServerMain implements Callable<Integer> {
 	 * @throws ParameterException for bad options
 	 */
 	static Configured configuration(String... args) {
+		return configuration(Map.of(), args);
+	}
+
+	/**
+	 * Parses a command line as {@link #configuration(String...)} does, with the given environment variables instead
+	 * of the process's.
+	 *
+	 * @param environment environment variables
+	 * @param args command-line arguments
+	 * @return the configuration and the metrics to close after use
+	 * @throws ParameterException for bad options
+	 */
+	static Configured configuration(Map<String, String> environment, String... args) {
 		BootstrapServerMain main = new BootstrapServerMain();
+		main.environment = environment::get;
 		new CommandLine(main).parseArgs(args);
 		return new Configured(main.configure(), main::closeMetrics);
 	}
@@ -251,7 +308,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			notes.add("Prometheus metrics on GET /metrics");
 		}
 		if (!config.etcdEndpoints().isEmpty()) {
-			notes.add("registrations in etcd " + config.etcdEndpoints());
+			notes.add("registrations in etcd " + config.etcdEndpoints() + (config.isEtcdSecure() ? " over TLS" : "")
+					+ (etcdCert != null ? " with a client certificate" : "")
+					+ (config.etcdUser() != null ? " as user " + config.etcdUser() : ""));
 		}
 		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.baseUrl(),
 				notes.isEmpty() ? "" : " (" + String.join("; ", notes) + ")");
@@ -287,9 +346,17 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			if (registryUri != null) {
 				config = config.etcdRegistry(registryUri, instance != null ? parseInstance(instance)
 						: new HostPort(host, port));
+				config = etcdAccess(config);
 			}
 			else if (instance != null) {
 				throw new IllegalArgumentException("--instance : " + instance + " (expected: only with --registry)");
+			}
+			else {
+				onlyWithRegistry("--etcd-ca", etcdCa);
+				onlyWithRegistry("--etcd-cert", etcdCert);
+				onlyWithRegistry("--etcd-key", etcdKey);
+				onlyWithRegistry("--etcd-user", etcdUser);
+				onlyWithRegistry("--etcd-password-file", etcdPasswordFile);
 			}
 		}
 		catch (IllegalArgumentException e) {
@@ -351,6 +418,92 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					AUTH_TOKEN_ENV);
 		}
 		return required ? authToken : null;
+	}
+
+	private static void onlyWithRegistry(String option, Object value) {
+		if (value != null) {
+			throw new IllegalArgumentException(option + " : " + value + " (expected: only with --registry)");
+		}
+	}
+
+	/** Applies --etcd-ca, --etcd-cert, --etcd-key, --etcd-user and the password to the etcd registry. */
+	private BootstrapServer etcdAccess(BootstrapServer config) {
+		BootstrapServer secured = config;
+		if ((etcdCert == null) != (etcdKey == null)) {
+			throw new IllegalArgumentException("--etcd-cert and --etcd-key go together (expected: both or neither)");
+		}
+		if (etcdCert != null && etcdCa == null) {
+			throw new IllegalArgumentException("--etcd-cert : " + etcdCert + " without --etcd-ca (expected: "
+					+ "--etcd-ca too, the CA that signed etcd's certificate)");
+		}
+		if (etcdCa != null) {
+			secured = secured.etcdTls(etcdCa.toPath(), etcdCert == null ? null : etcdCert.toPath(),
+					etcdKey == null ? null : etcdKey.toPath());
+		}
+		if (etcdUser != null) {
+			secured = secured.etcdCredentials(etcdUser, etcdPassword());
+			if (etcdCa == null) {
+				Log.LOG.warn("The etcd password of user {} crosses the network in clear: etcd is spoken to over plain "
+						+ "http (--etcd-ca speaks TLS)", etcdUser);
+			}
+		}
+		else if (etcdPasswordFile != null) {
+			throw new IllegalArgumentException("--etcd-password-file : " + etcdPasswordFile + " without --etcd-user "
+					+ "(expected: --etcd-user too)");
+		}
+		return secured;
+	}
+
+	/** @return the password of --etcd-user: from --etcd-password-file, else from the environment */
+	private String etcdPassword() {
+		if (etcdPasswordFile == null) {
+			String password = environment.apply(ETCD_PASSWORD_ENV);
+			if (password == null || password.isEmpty()) {
+				throw new IllegalArgumentException("--etcd-user : " + etcdUser + " without a password (expected: "
+						+ "--etcd-password-file FILE or $" + ETCD_PASSWORD_ENV + "; the password is never an option)");
+			}
+			return password;
+		}
+		Path file = etcdPasswordFile.toPath();
+		if (!Files.isRegularFile(file) || !Files.isReadable(file)) {
+			throw new IllegalArgumentException("--etcd-password-file : " + file + " (expected: a readable file; "
+					+ (Files.exists(file) ? "it is not a readable regular file" : "no such file") + ")");
+		}
+		String password;
+		try {
+			password = Files.readString(file, StandardCharsets.UTF_8);
+		}
+		catch (IOException e) {
+			throw new IllegalArgumentException("--etcd-password-file : " + file + " cannot be read (" + describe(e)
+					+ ")", e);
+		}
+		// One trailing line end, as echo and editors leave it; nothing else is trimmed.
+		if (password.endsWith("\r\n")) {
+			password = password.substring(0, password.length() - 2);
+		}
+		else if (password.endsWith("\n")) {
+			password = password.substring(0, password.length() - 1);
+		}
+		if (password.isEmpty()) {
+			throw new IllegalArgumentException("--etcd-password-file : " + file + " is empty (expected: the password "
+					+ "of --etcd-user " + etcdUser + ")");
+		}
+		warnIfOthersRead(file);
+		return password;
+	}
+
+	private static void warnIfOthersRead(Path file) {
+		try {
+			Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(file);
+			if (permissions.contains(PosixFilePermission.OTHERS_READ)
+					|| permissions.contains(PosixFilePermission.GROUP_READ)) {
+				Log.LOG.warn("--etcd-password-file {} is readable by other users ({}): chmod 600 it", file,
+						PosixFilePermissions.toString(permissions));
+			}
+		}
+		catch (UnsupportedOperationException | IOException e) {
+			// Not a POSIX file system: nothing to say.
+		}
 	}
 
 	/** @return the server TLS context from --tls-cert and --tls-key, or null when neither is given */

@@ -138,7 +138,7 @@ class BootstrapServerEtcdIT {
 		try {
 			HttpResponse<String> answer = new TestHttp(server.address()).get(QUERIES.get(1));
 			assertThat(answer.statusCode()).isEqualTo(503);
-			assertThat(answer.body()).startsWith("registry unavailable: ").contains("on etcd [127.0.0.1:1]");
+			assertThat(answer.body()).startsWith("registry unavailable: ").contains("on etcd [http://127.0.0.1:1]");
 		}
 		finally {
 			server.disposeNow();

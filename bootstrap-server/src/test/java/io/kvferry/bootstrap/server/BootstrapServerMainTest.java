@@ -8,8 +8,10 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 
 import io.kvferry.HostPort;
+import io.kvferry.registry.etcd.EtcdTestPki;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -30,7 +32,9 @@ class BootstrapServerMainTest {
 				"--tls-key", "--tls-key-password", "--[no-]metrics", "--idle-timeout-seconds",
 				"--request-timeout-seconds", "--io-threads", "--max-connections", "--max-dp-rank-entries", "100000",
 				"--max-lingering-refusals", "--[no-]require-auth-token",
-				BootstrapServerMain.TLS_KEY_PASSWORD_ENV);
+				BootstrapServerMain.TLS_KEY_PASSWORD_ENV, "--etcd-ca", "--etcd-cert", "--etcd-key", "--etcd-user",
+				"--etcd-password-file", BootstrapServerMain.ETCD_PASSWORD_ENV);
+		assertThat(out.toString()).doesNotContain("--etcd-password ");
 		assertThat(err.toString()).isEmpty();
 	}
 
@@ -118,6 +122,57 @@ class BootstrapServerMainTest {
 		assertThat(err.toString()).contains("expected: etcd://host:port[,host:port...]");
 		assertThat(run("--instance", "prefill-lb:8998")).isEqualTo(2);
 		assertThat(err.toString()).contains("--instance : prefill-lb:8998 (expected: only with --registry)");
+	}
+
+	@Test
+	void securesTheEtcdRegistryWithItsOptions(@TempDir Path dir) throws IOException {
+		EtcdTestPki pki = EtcdTestPki.create(dir);
+		Path passwordFile = Files.writeString(dir.resolve("etcd-password"), "pa ss\n");
+		BootstrapServerMain.Configured secured = BootstrapServerMain.configuration("--no-metrics", "--registry",
+				"etcd://127.0.0.1:2379", "--etcd-ca", pki.ca().toString(), "--etcd-cert", pki.clientCert().toString(),
+				"--etcd-key", pki.clientKey().toString(), "--etcd-user", "kvferry", "--etcd-password-file",
+				passwordFile.toString());
+		assertThat(secured.server().isEtcdSecure()).isTrue();
+		assertThat(secured.server().etcdUser()).isEqualTo("kvferry");
+		assertThat(secured.server().toString()).contains("tls=CA " + pki.ca() + ", client certificate "
+				+ pki.clientCert()).contains("user=kvferry").doesNotContain("pa ss");
+		// The password may come from the environment instead of a file; TLS without a client certificate.
+		BootstrapServerMain.Configured fromEnvironment = BootstrapServerMain.configuration(
+				Map.of(BootstrapServerMain.ETCD_PASSWORD_ENV, "pw"), "--no-metrics", "--registry",
+				"etcd://127.0.0.1:2379", "--etcd-ca", pki.ca().toString(), "--etcd-user", "kvferry");
+		assertThat(fromEnvironment.server().etcdUser()).isEqualTo("kvferry");
+		assertThat(BootstrapServerMain.configuration("--no-metrics", "--registry", "etcd://127.0.0.1:2379").server()
+				.isEtcdSecure()).isFalse();
+	}
+
+	@Test
+	void refusesIncompleteOrBadEtcdSecurityOptions(@TempDir Path dir) throws IOException {
+		EtcdTestPki pki = EtcdTestPki.create(dir);
+		String registry = "--registry etcd://127.0.0.1:2379 ";
+		Path empty = Files.writeString(dir.resolve("empty-password"), "\n");
+		String[][] cases = {
+				{ "--etcd-ca " + pki.ca(), "--etcd-ca : " + pki.ca() + " (expected: only with --registry)" },
+				{ "--etcd-user kvferry", "--etcd-user : kvferry (expected: only with --registry)" },
+				{ registry + "--etcd-ca " + dir.resolve("missing.pem"), "etcd TLS: CA certificate "
+						+ dir.resolve("missing.pem") + ": no such file" },
+				{ registry + "--etcd-ca " + pki.ca() + " --etcd-cert " + pki.clientCert(),
+						"--etcd-cert and --etcd-key go together" },
+				{ registry + "--etcd-cert " + pki.clientCert() + " --etcd-key " + pki.clientKey(),
+						"without --etcd-ca" },
+				{ registry + "--etcd-ca " + pki.ca() + " --etcd-cert " + pki.clientCert() + " --etcd-key "
+						+ pki.strangerKey(), "is not the key of client certificate " + pki.clientCert() },
+				{ registry + "--etcd-user kvferry", "--etcd-user : kvferry without a password (expected: "
+						+ "--etcd-password-file FILE or $" + BootstrapServerMain.ETCD_PASSWORD_ENV },
+				{ registry + "--etcd-user kvferry --etcd-password-file " + dir.resolve("nope"),
+						"--etcd-password-file : " + dir.resolve("nope") + " (expected: a readable file; no such file)" },
+				{ registry + "--etcd-user kvferry --etcd-password-file " + empty, "is empty" },
+				{ registry + "--etcd-password-file " + empty, "without --etcd-user" },
+				{ registry + "--etcd-password pw", "Unknown option" } };
+		for (String[] c : cases) {
+			err.getBuffer().setLength(0);
+			assertThat(run(c[0].split(" "))).as(c[0]).isEqualTo(BootstrapServerMain.EXIT_USAGE);
+			assertThat(err.toString()).as(c[0]).contains(c[1]);
+		}
 	}
 
 	private int run(String... args) {

@@ -3,6 +3,7 @@ package io.kvferry.registry.etcd;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -16,10 +17,12 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.common.exception.CompactedException;
@@ -43,6 +46,7 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.RegistryChange;
+import io.netty.handler.ssl.SslContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -91,8 +95,21 @@ import reactor.util.retry.Retry;
  * itself). Failures are {@link BootstrapException}s naming the call and the etcd endpoints:
  * {@link BootstrapException.Kind#TIMEOUT} when no quorum answered in time, {@code UNREACHABLE} when no member
  * could be reached, {@code NOT_FOUND} for an unregistered rank (status 404), {@code NOT_READY} for an instance not
- * fully registered (503), {@code BAD_REQUEST} for a rank outside the instance's fixed sizes (400). Results are
- * signalled on the etcd client's event loop or on the timer thread: do not block downstream.
+ * fully registered (503), {@code BAD_REQUEST} for a rank outside the instance's fixed sizes (400),
+ * {@code UNAUTHORIZED} when etcd refused the user, its password or its permissions, and {@code OTHER} for a failed TLS
+ * handshake (saying which side refused and why); those last two are not retried. Results are signalled on the etcd
+ * client's event loop or on the timer thread: do not block downstream.
+ *
+ * <p><b>Security.</b> Plain {@code http://} with no user by default. {@link #tls(Path)} speaks TLS and trusts the
+ * CA that signed etcd's certificate, {@link #tls(Path, Path, Path)} also presents a client certificate (etcd's
+ * {@code --client-cert-auth}), {@link #credentials(String, String)} authenticates as an etcd user (etcd's
+ * {@code auth enable}); the files are read, and their problems reported naming them, when the client is configured:
+ * <pre>{@code
+ * EtcdBootstrapClient registry = EtcdBootstrapClient.create("etcd://10.0.0.1:2379")
+ *         .tls(Path.of("/etc/kvferry/etcd-ca.pem"), Path.of("/etc/kvferry/etcd-client.pem"),
+ *                 Path.of("/etc/kvferry/etcd-client-key.pem"))
+ *         .credentials("kvferry", System.getenv("KVFERRY_ETCD_PASSWORD"));
+ * }</pre>
  *
  * <p><b>Configuration.</b> Immutable: every setter returns a new client and leaves this one as it was; a client owns
  * nothing (no connection, no thread) until its first call, and {@link #dispose()} releases what it opened.
@@ -124,6 +141,10 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	private final Duration timeout;
 	private final Duration leaseTtl;
 	private final RegistryKeys keys;
+	/** Null for plain {@code http://}. */
+	private final EtcdTls tls;
+	/** Null for no authentication. */
+	private final Credentials credentials;
 
 	/** Null until the first call, then the jetcd {@link Client}, then {@link #DISPOSED}. */
 	private final AtomicReference<Object> state = new AtomicReference<>();
@@ -131,11 +152,18 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	private final Map<String, RankLease> leases = new ConcurrentHashMap<>();
 	private final Flux<RegistryChange> changes;
 
-	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys) {
+	/** An etcd user and its password; the password never appears in a message. */
+	private record Credentials(String user, byte[] password) {
+	}
+
+	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys,
+			EtcdTls tls, Credentials credentials) {
 		this.endpoints = List.copyOf(endpoints);
 		this.timeout = timeout;
 		this.leaseTtl = leaseTtl;
 		this.keys = keys;
+		this.tls = tls;
+		this.credentials = credentials;
 		this.changes = Flux.defer(this::watch).share();
 	}
 
@@ -160,7 +188,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		}
 		endpoints.forEach(e -> Objects.requireNonNull(e, "endpoints[i]"));
 		return new EtcdBootstrapClient(endpoints, DEFAULT_TIMEOUT, DEFAULT_LEASE_TTL,
-				new RegistryKeys(RegistryKeys.DEFAULT_PREFIX));
+				new RegistryKeys(RegistryKeys.DEFAULT_PREFIX), null, null);
 	}
 
 	/**
@@ -203,7 +231,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		if (timeout.isNegative() || timeout.isZero()) {
 			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys);
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, credentials);
 	}
 
 	/**
@@ -217,7 +245,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			throw new IllegalArgumentException("leaseTtl : " + ttl + " (expected: whole seconds, >= "
 					+ MIN_LEASE_TTL.toSeconds() + " s, the shortest lease etcd grants)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, ttl, keys);
+		return new EtcdBootstrapClient(endpoints, timeout, ttl, keys, tls, credentials);
 	}
 
 	/**
@@ -226,7 +254,80 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * @return a new {@link EtcdBootstrapClient}
 	 */
 	public EtcdBootstrapClient prefix(String prefix) {
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, new RegistryKeys(prefix));
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, new RegistryKeys(prefix), tls, credentials);
+	}
+
+	/**
+	 * Speaks TLS to etcd ({@code https://}) and trusts the server certificates that {@code caCertificate} signed; no
+	 * client certificate is presented (etcd without {@code --client-cert-auth}). The certificate of every endpoint
+	 * must name it (a SAN with the endpoint's host name or IP address). The file is read now.
+	 *
+	 * @param caCertificate PEM file of the CA certificate(s) etcd's certificate chains to (the file etcd's own
+	 * clients get as {@code --cacert})
+	 * @return a new {@link EtcdBootstrapClient}
+	 * @throws IllegalArgumentException naming the file when it is missing, unreadable, holds no PEM certificate or an
+	 * expired one
+	 */
+	public EtcdBootstrapClient tls(Path caCertificate) {
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.fromFiles(caCertificate, null,
+				null), credentials);
+	}
+
+	/**
+	 * Speaks mutual TLS to etcd ({@code https://}): trusts the server certificates that {@code caCertificate}
+	 * signed and presents {@code clientCertificate}, which etcd started with {@code --client-cert-auth} checks
+	 * against its {@code --trusted-ca-file}. The files are read now; rotated files are read by a new client.
+	 *
+	 * @param caCertificate PEM file of the CA certificate(s) etcd's certificate chains to
+	 * @param clientCertificate PEM file of this client's certificate (leaf first, then any intermediates)
+	 * @param clientKey PEM file of its private key, unencrypted: PKCS#8 ({@code BEGIN PRIVATE KEY}) or OpenSSL's
+	 * {@code BEGIN RSA PRIVATE KEY} / {@code BEGIN EC PRIVATE KEY}, as cfssl and openssl write them
+	 * @return a new {@link EtcdBootstrapClient}
+	 * @throws IllegalArgumentException naming the file when one is missing, unreadable or malformed, a certificate
+	 * expired, or the key is not the client certificate's
+	 */
+	public EtcdBootstrapClient tls(Path caCertificate, Path clientCertificate, Path clientKey) {
+		Objects.requireNonNull(clientCertificate, "clientCertificate");
+		Objects.requireNonNull(clientKey, "clientKey");
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.fromFiles(caCertificate,
+				clientCertificate, clientKey), credentials);
+	}
+
+	/**
+	 * Speaks TLS to etcd ({@code https://}) with a context of the caller's, for key material that is not in files.
+	 *
+	 * @param sslContext a client context that offers HTTP/2 through ALPN, as gRPC needs:
+	 * {@code GrpcSslContexts.forClient().trustManager(..).keyManager(..).build()}
+	 * @return a new {@link EtcdBootstrapClient}
+	 * @throws IllegalArgumentException for a server context or one that does not offer {@code h2}
+	 */
+	public EtcdBootstrapClient tls(SslContext sslContext) {
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.of(sslContext), credentials);
+	}
+
+	/**
+	 * Authenticates to etcd (with {@code auth enable}) as {@code user}: jetcd trades the password for a token on the
+	 * first call and again when etcd ends the token. Over plain {@code http://} the password crosses the network in
+	 * clear: combine with {@link #tls(Path)}. The user's role needs read-write permission on the key prefix
+	 * ({@link #prefix(String)}, {@code kvferry/} by default).
+	 *
+	 * @param user the etcd user
+	 * @param password its password; kept by this client and never logged
+	 * @return a new {@link EtcdBootstrapClient}
+	 * @throws IllegalArgumentException when either is empty
+	 */
+	public EtcdBootstrapClient credentials(String user, String password) {
+		Objects.requireNonNull(user, "user");
+		Objects.requireNonNull(password, "password");
+		if (user.isEmpty()) {
+			throw new IllegalArgumentException("etcd user : empty (expected: an etcd user name)");
+		}
+		if (password.isEmpty()) {
+			throw new IllegalArgumentException("etcd password of user '" + user + "' : empty (expected: the "
+					+ "user's password)");
+		}
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, new Credentials(user,
+				password.getBytes(StandardCharsets.UTF_8)));
 	}
 
 	/** @return the etcd endpoints */
@@ -242,6 +343,37 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	/** @return the key layout */
 	public RegistryKeys keys() {
 		return keys;
+	}
+
+	/** @return whether etcd is spoken to over TLS */
+	public boolean isSecure() {
+		return tls != null;
+	}
+
+	/** @return the etcd user this client authenticates as, or null when it does not authenticate */
+	public String user() {
+		return credentials == null ? null : credentials.user;
+	}
+
+	/**
+	 * @return the endpoints with their scheme, the TLS material and the user (never the password), e.g.
+	 * {@code EtcdBootstrapClient[https://10.0.0.1:2379] TLS (CA /etc/etcd/ca.pem, client certificate ...), user
+	 * kvferry, prefix kvferry}
+	 */
+	@Override
+	public String toString() {
+		return "EtcdBootstrapClient" + where() + (tls == null ? "" : " " + tls)
+				+ (credentials == null ? "" : ", user " + credentials.user) + ", prefix " + keys.prefix();
+	}
+
+	private EtcdErrors.Access access() {
+		return new EtcdErrors.Access(where(), tls, credentials == null ? null : credentials.user, keys.prefix());
+	}
+
+	/** @return the endpoints with their scheme, as failure messages name them: {@code [https://10.0.0.1:2379]} */
+	private String where() {
+		String scheme = tls == null ? "http://" : "https://";
+		return endpoints.stream().map(e -> scheme + e).collect(Collectors.joining(", ", "[", "]"));
 	}
 
 	/**
@@ -520,8 +652,9 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				})
 				.retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(100)).maxBackoff(Duration.ofSeconds(2))
 						.filter(e -> !isDisposed())
-						.doBeforeRetry(s -> LOG.warn("etcd watch on {} failed, resuming after revision {}: {}",
-								endpoints, seen.get(), EtcdErrors.describe(s.failure()))));
+						.doBeforeRetry(s -> LOG.warn("etcd watch failed, resuming after revision {}: {}", seen.get(),
+								EtcdErrors.map("watch " + keys.instances(), access(), timeout, s.failure())
+										.getMessage())));
 	}
 
 	private void open(Client client, AtomicLong seen, FluxSink<RegistryChange> sink) {
@@ -598,8 +731,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 							}))
 					.timeout(timeout, Schedulers.parallel())
 					.onErrorMap(TimeoutException.class, e -> transientFailure.get() == null ? e
-							: EtcdErrors.gaveUp(transientFailure.get(), timeout));
-		})).onErrorMap(e -> EtcdErrors.map(call, endpoints.toString(), timeout, e));
+							: EtcdErrors.gaveUp(transientFailure.get(), timeout, access()));
+		})).onErrorMap(e -> EtcdErrors.map(call, access(), timeout, e));
 	}
 
 	private Duration attemptTimeout() {
@@ -629,13 +762,27 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			if (current == DISPOSED) {
 				throw new IllegalStateException("etcd registry client disposed");
 			}
-			Client created = Client.builder()
-					.endpoints(endpoints.stream().map(e -> URI.create("http://" + e)).toList())
+			ClientBuilder builder = Client.builder()
+					.endpoints(endpoints.stream().map(e -> URI.create((tls == null ? "http://" : "https://") + e))
+							.toList())
 					.connectTimeout(timeout)
-					.retryMaxDuration(timeout)
-					.build();
+					// Calls fail at once, with the reason, when no member can be connected to (refused, TLS
+					// handshake failed), instead of waiting for one until the attempt times out with no reason;
+					// bounded() tries again what passes by itself. jetcd retries nothing itself: its retries would
+					// hide a TLS failure behind the attempt timeout as well.
+					.waitForReady(false)
+					.retryMaxAttempts(0)
+					.retryMaxDuration(timeout);
+			if (tls != null) {
+				builder.sslContext(tls.context());
+			}
+			if (credentials != null) {
+				builder.user(ByteSequence.from(credentials.user, StandardCharsets.UTF_8))
+						.password(ByteSequence.from(credentials.password));
+			}
+			Client created = builder.build();
 			if (state.compareAndSet(null, created)) {
-				LOG.debug("Connected etcd registry client to {}", endpoints);
+				LOG.debug("Connected etcd registry client to {}", this);
 				return created;
 			}
 			created.close();

@@ -3,7 +3,9 @@
  * {@link io.kvferry.bootstrap.BootstrapClient} whose prefill ranks register under leased keys (gone within one lease
  * TTL after the process dies) and whose decode ranks resolve instances from etcd and are told at once, from a watch,
  * when a rank leaves or moves or an instance changes shape. {@link io.kvferry.registry.etcd.RegistryKeys} is the key
- * layout, shared with the bootstrap server's etcd store.
+ * layout, shared with the bootstrap server's etcd store. A secured etcd is reached over TLS, with a client certificate
+ * for mutual TLS, and as an etcd user ({@link io.kvferry.registry.etcd.EtcdBootstrapClient#tls(java.nio.file.Path)},
+ * {@link io.kvferry.registry.etcd.EtcdBootstrapClient#credentials(String, String)}).
  *
  * <p><b>Why etcd's own client (jetcd).</b> jetcd 0.8 runs its gRPC channel on Vert.x 5, which is built on Netty 4.2,
  * so the project's pinned Netty (the netty BOM) serves both without a second Netty on the class path. Its

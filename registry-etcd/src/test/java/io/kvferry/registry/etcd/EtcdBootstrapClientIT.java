@@ -159,7 +159,7 @@ class EtcdBootstrapClientIT {
 			StepVerifier.create(nowhere.rankEndpoint(A, 0, 0, 0))
 					.expectErrorSatisfies(e -> {
 						assertThat(e).isInstanceOf(BootstrapException.class)
-								.hasMessageContaining("rank dp=0 tp=0 pp=0 of prefill-a:8998 on etcd [127.0.0.1:1]");
+								.hasMessageContaining("rank dp=0 tp=0 pp=0 of prefill-a:8998 on etcd [http://127.0.0.1:1]");
 						assertThat(((BootstrapException) e).kind()).isIn(BootstrapException.Kind.TIMEOUT,
 								BootstrapException.Kind.UNREACHABLE);
 						assertThat(((BootstrapException) e).isRetryable()).isTrue();
@@ -168,6 +168,24 @@ class EtcdBootstrapClientIT {
 		}
 		finally {
 			nowhere.dispose();
+		}
+	}
+
+	@Test
+	void aUserGivenToAnEtcdWithoutAuthenticationFailsSayingSo() {
+		// jetcd, unlike etcdctl, does not fall back to no user: say so rather than fail with a bare status.
+		EtcdBootstrapClient withUser = client.credentials("kvferry", "pw");
+		try {
+			StepVerifier.create(withUser.rankEndpoint(A, 0, 0, 0))
+					.expectErrorSatisfies(e -> {
+						assertThat(e).isInstanceOf(BootstrapException.class).hasMessageContaining("authentication "
+								+ "failed: user 'kvferry' was given but etcd has authentication disabled");
+						assertThat(((BootstrapException) e).kind()).isEqualTo(BootstrapException.Kind.UNAUTHORIZED);
+					})
+					.verify(T);
+		}
+		finally {
+			withUser.dispose();
 		}
 	}
 

@@ -9,18 +9,32 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import javax.net.ssl.SSLException;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.etcd.jetcd.Auth;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
+import io.etcd.jetcd.auth.Permission;
+import io.etcd.jetcd.options.OptionsUtil;
+import io.grpc.netty.GrpcSslContexts;
 import io.kvferry.HostPort;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
@@ -32,6 +46,9 @@ import org.slf4j.LoggerFactory;
  * temporary directory. {@link #close()} kills every member and deletes the directory; a JVM shutdown hook does the
  * same if a test run dies first.
  *
+ * <p>Members serve plain {@code http://} ({@link #start(int)}) or TLS ({@link #startTls}: {@code https://}, optionally
+ * requiring client certificates); {@link #enableAuth} turns etcd's user/password authentication on.
+ *
  * <p>Needs Debian's {@code etcd-server} ({@code /usr/bin/etcd}) or {@code ETCD_BIN}. Without it a test is skipped with
  * a message, except in CI ({@code CI} or {@code KVFERRY_REQUIRE_ETCD} set), where it fails.
  */
@@ -40,9 +57,15 @@ public final class EtcdCluster implements AutoCloseable {
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdCluster.class);
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
 
+	/** The root user {@link #enableAuth} creates. */
+	public static final String ROOT_USER = "root";
+
 	private final Path dir;
 	private final List<Member> members = new ArrayList<>();
 	private final Thread shutdownHook;
+	/** Null for plain http. */
+	private final EtcdTestPki tls;
+	private final boolean clientCertAuth;
 
 	private record Member(String name, int clientPort, int peerPort, Path dataDir, Path log, Process[] process) {
 
@@ -51,8 +74,10 @@ public final class EtcdCluster implements AutoCloseable {
 		}
 	}
 
-	private EtcdCluster(Path dir) {
+	private EtcdCluster(Path dir, EtcdTestPki tls, boolean clientCertAuth) {
 		this.dir = dir;
+		this.tls = tls;
+		this.clientCertAuth = clientCertAuth;
 		this.shutdownHook = new Thread(this::kill, "etcd-test-cleanup");
 		Runtime.getRuntime().addShutdownHook(shutdownHook);
 	}
@@ -64,6 +89,25 @@ public final class EtcdCluster implements AutoCloseable {
 	 * @return the running cluster
 	 */
 	public static EtcdCluster start(int size) {
+		return start(size, null, false);
+	}
+
+	/**
+	 * Starts {@code size} members serving clients over TLS only ({@code https://}) with the certificates of
+	 * {@code pki}: etcd's {@code --cert-file} and {@code --key-file}, and with {@code clientCertAuth} also
+	 * {@code --client-cert-auth --trusted-ca-file}, so that a client without a certificate signed by the CA is
+	 * refused. Peers speak plain http among themselves.
+	 *
+	 * @param size members
+	 * @param pki the certificates, from {@link EtcdTestPki#create}
+	 * @param clientCertAuth whether clients must present a certificate the CA signed
+	 * @return the running cluster
+	 */
+	public static EtcdCluster startTls(int size, EtcdTestPki pki, boolean clientCertAuth) {
+		return start(size, Objects.requireNonNull(pki, "pki"), clientCertAuth);
+	}
+
+	private static EtcdCluster start(int size, EtcdTestPki pki, boolean clientCertAuth) {
 		String etcd = etcdBinary();
 		Path dir;
 		try {
@@ -72,7 +116,7 @@ public final class EtcdCluster implements AutoCloseable {
 		catch (IOException e) {
 			throw new UncheckedIOException(e);
 		}
-		EtcdCluster cluster = new EtcdCluster(dir);
+		EtcdCluster cluster = new EtcdCluster(dir, pki, clientCertAuth);
 		try {
 			int[] ports = freePorts(2 * size);
 			for (int i = 0; i < size; i++) {
@@ -88,7 +132,8 @@ public final class EtcdCluster implements AutoCloseable {
 			for (Member m : cluster.members) {
 				cluster.awaitHealthy(m);
 			}
-			LOG.info("etcd cluster of {} up: {}", size, cluster.endpoints());
+			LOG.info("etcd cluster of {} up: {}{}", size, cluster.endpoints(), pki == null ? ""
+					: clientCertAuth ? " (TLS, client certificates required)" : " (TLS)");
 			return cluster;
 		}
 		catch (RuntimeException | Error e) {
@@ -102,6 +147,76 @@ public final class EtcdCluster implements AutoCloseable {
 		return members.stream().map(Member::client).toList();
 	}
 
+	/** @return the TLS material the members serve with, or null when they serve plain http */
+	public EtcdTestPki tls() {
+		return tls;
+	}
+
+	/**
+	 * Turns etcd's authentication on, as an operator would with etcdctl, over jetcd's Auth API: adds the root user
+	 * (password {@code rootPassword}) with the root role, a role {@code user + "-rw"} allowed to read and write every
+	 * key under {@code prefix + "/"}, and {@code user} with that role, then {@code auth enable}. From then on every
+	 * request needs a user.
+	 *
+	 * @param rootPassword the root user's password
+	 * @param user a user for the registry
+	 * @param password its password
+	 * @param prefix the registry's key prefix, e.g. {@code kvferry}
+	 */
+	public void enableAuth(String rootPassword, String user, String password, String prefix) {
+		ClientBuilder builder = Client.builder()
+				.endpoints(endpoints().stream().map(e -> URI.create(scheme() + e)).toList());
+		if (tls != null) {
+			try {
+				builder.sslContext(GrpcSslContexts.forClient()
+						.trustManager(tls.ca().toFile())
+						.keyManager(tls.clientCert().toFile(), tls.clientKey().toFile()).build());
+			}
+			catch (SSLException e) {
+				throw new IllegalStateException(e);
+			}
+		}
+		try (Client client = builder.build()) {
+			Auth auth = client.getAuthClient();
+			String role = user + "-rw";
+			ByteSequence from = bytes(prefix + "/");
+			auth.userAdd(bytes(ROOT_USER), bytes(rootPassword))
+					.thenCompose(r -> auth.userGrantRole(bytes(ROOT_USER), bytes("root")))
+					.thenCompose(r -> auth.roleAdd(bytes(role)))
+					.thenCompose(r -> auth.roleGrantPermission(bytes(role), from,
+							OptionsUtil.prefixEndOf(from), Permission.Type.READWRITE))
+					.thenCompose(r -> auth.userAdd(bytes(user), bytes(password)))
+					.thenCompose(r -> auth.userGrantRole(bytes(user), bytes(role)))
+					.thenCompose(r -> auth.authEnable())
+					.get(30, TimeUnit.SECONDS);
+			LOG.info("etcd authentication enabled: user {} may read and write {}/", user, prefix);
+		}
+		catch (ExecutionException | TimeoutException e) {
+			throw new IllegalStateException("cannot enable etcd authentication: " + e, e);
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(e);
+		}
+	}
+
+	private static ByteSequence bytes(String text) {
+		return ByteSequence.from(text, StandardCharsets.UTF_8);
+	}
+
+	private String scheme() {
+		return tls == null ? "http://" : "https://";
+	}
+
+	/** @return a JDK HTTP client for the members' HTTP endpoints, with the client certificate under TLS */
+	private HttpClient http(Duration connectTimeout) {
+		HttpClient.Builder builder = HttpClient.newBuilder().connectTimeout(connectTimeout);
+		if (tls != null) {
+			builder.sslContext(tls.jdkClientContext());
+		}
+		return builder.build();
+	}
+
 	/** @return {@code etcd://host:port,...} for every member */
 	public String uri() {
 		return "etcd://" + endpoints().stream().map(HostPort::toString).collect(Collectors.joining(","));
@@ -111,11 +226,11 @@ public final class EtcdCluster implements AutoCloseable {
 	 * @return the index of the member that leads the cluster now, as member 0 sees it (asked over etcd's HTTP gateway)
 	 */
 	public int leader() {
-		HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+		HttpClient http = http(Duration.ofSeconds(2));
 		long leader = -1;
 		List<Long> ids = new ArrayList<>();
 		for (Member m : members) {
-			HttpRequest status = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.clientPort
+			HttpRequest status = HttpRequest.newBuilder(URI.create(scheme() + "127.0.0.1:" + m.clientPort
 					+ "/v3/maintenance/status")).timeout(Duration.ofSeconds(5))
 					.POST(HttpRequest.BodyPublishers.ofString("{}")).build();
 			try {
@@ -186,12 +301,20 @@ public final class EtcdCluster implements AutoCloseable {
 	}
 
 	private void launch(String etcd, Member m, String initialCluster, String token) {
-		String client = "http://127.0.0.1:" + m.clientPort;
+		String client = scheme() + "127.0.0.1:" + m.clientPort;
 		String peer = "http://127.0.0.1:" + m.peerPort;
-		ProcessBuilder pb = new ProcessBuilder(etcd, "--name", m.name, "--data-dir", m.dataDir.toString(),
+		List<String> command = new ArrayList<>(List.of(etcd, "--name", m.name, "--data-dir", m.dataDir.toString(),
 				"--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
 				"--initial-advertise-peer-urls", peer, "--initial-cluster", initialCluster, "--initial-cluster-token",
-				token, "--initial-cluster-state", "new")
+				token, "--initial-cluster-state", "new"));
+		if (tls != null) {
+			command.addAll(List.of("--cert-file", tls.serverCert().toString(), "--key-file",
+					tls.serverKey().toString()));
+			if (clientCertAuth) {
+				command.addAll(List.of("--client-cert-auth", "--trusted-ca-file", tls.ca().toString()));
+			}
+		}
+		ProcessBuilder pb = new ProcessBuilder(command)
 				.redirectErrorStream(true)
 				.redirectOutput(m.log.toFile());
 		// Settings of a system etcd (ETCD_NAME, ETCD_DATA_DIR, ...) must not leak into the test's members.
@@ -205,8 +328,8 @@ public final class EtcdCluster implements AutoCloseable {
 	}
 
 	private void awaitHealthy(Member m) {
-		HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
-		HttpRequest health = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.clientPort + "/health"))
+		HttpClient http = http(Duration.ofSeconds(1));
+		HttpRequest health = HttpRequest.newBuilder(URI.create(scheme() + "127.0.0.1:" + m.clientPort + "/health"))
 				.timeout(Duration.ofSeconds(2)).build();
 		long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
 		String last = "no answer";
