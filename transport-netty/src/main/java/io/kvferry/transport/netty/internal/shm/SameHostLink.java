@@ -1,6 +1,7 @@
 package io.kvferry.transport.netty.internal.shm;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -31,10 +32,11 @@ import reactor.core.scheduler.Schedulers;
  * {@code SHM_OFFER} with its host identity (the kernel's boot id), the file's path, a nonce and the ring's shape; its
  * {@code connect} completes only when the answer came (or did not in time), so the first room already uses the ring.
  * The accepting side (prefill) refuses at once when its identity differs, otherwise maps the file and checks that its
- * header carries the nonce (the probe: same host, same shared-memory directory), then routes its data through the
- * ring and answers {@code SHM_REPLY}. Decode unlinks the file once answered; the mappings live until the connection
- * ends. Any failure falls back to TCP with the reason (logged once per transport at INFO, then at DEBUG). Files are
- * created and mapped off the event loop.
+ * header carries the nonce (the probe: same host, same shared-memory directory), unlinks the file (both sides have
+ * it mapped now, and the mappings keep the memory), answers {@code SHM_REPLY} and routes its data through the ring.
+ * Decode unlinks it too when the answer comes, or when none came in time, so that the name never outlives the offer;
+ * the mappings live until the connection ends. Any failure falls back to TCP with the reason (logged once per
+ * transport at INFO, then at DEBUG). Files are created, mapped and unlinked off the event loop.
  *
  * <p><b>Data.</b> Prefill copies a frame's payload from registered memory into a free slot and writes a
  * {@code DATA_SHM} frame (the usual header and the slot index) in stream order. Decode checks the slot index and that
@@ -136,8 +138,7 @@ public final class SameHostLink {
 				}
 				pending = ring;
 				ctx.writeAndFlush(ShmFrames.offer(ctx.alloc(), config.hostIdentity(), ring));
-				replyTimer = ctx.executor().schedule(() -> fallback("no SHM_REPLY within "
-						+ TransportSettings.format(settings.handshakeTimeout())), settings.handshakeTimeout().toNanos(),
+				replyTimer = ctx.executor().schedule(this::offerTimedOut, offerTimeout().toNanos(),
 						TimeUnit.NANOSECONDS);
 			}, ring);
 		}, () -> fallback("the transport is shutting down"));
@@ -240,6 +241,9 @@ public final class SameHostLink {
 				onLoop(() -> refuse(ctx, "cannot map the offered ring: " + e.getMessage()), null);
 				return;
 			}
+			// Both sides have it mapped now (decode since it created it): the earliest moment the name can go, even
+			// if decode dies before it reads the answer.
+			RingFiles.unlink(ring.path());
 			onLoop(() -> {
 				if (closed) {
 					release(ring);
@@ -247,10 +251,11 @@ public final class SameHostLink {
 				}
 				sendRing = ring;
 				sending = new RingSender(ring, resume);
-				installSender.accept(sending);
 				inUse = true;
 				log.debug("{} same-host ring in use: {}", prefix.get(), ring);
+				// The answer precedes every DATA_SHM frame: installing the sender writes queued blocks at once.
 				ctx.writeAndFlush(ShmFrames.reply(ctx.alloc(), true, ""));
+				installSender.accept(sending);
 			}, ring);
 		}, () -> refuse(ctx, "the transport is shutting down"));
 	}
@@ -277,6 +282,36 @@ public final class SameHostLink {
 			release(ring);
 			fallback("the peer refused the ring: " + reply.reason());
 		}
+	}
+
+	/**
+	 * No answer in time: TCP from now on, and the file loses its name before {@code connect} completes, so that a
+	 * process killed later leaves nothing behind. The mapping stays until an answer comes or the connection ends: a
+	 * prefill that mapped the file before it lost its name shares its memory and may still accept it; one that tries
+	 * later cannot open it and refuses.
+	 */
+	private void offerTimedOut() {
+		replyTimer = null;
+		Ring ring = pending;
+		if (closed || ring == null) {
+			return;
+		}
+		String reason = "no SHM_REPLY within " + TransportSettings.format(offerTimeout());
+		offBlocking(() -> {
+			RingFiles.unlink(ring.path());
+			onLoop(() -> {
+				if (onSettled != null) {
+					fallback(reason);
+				}
+			}, null);
+		}, () -> {
+			RingFiles.unlink(ring.path());
+			fallback(reason);
+		});
+	}
+
+	private Duration offerTimeout() {
+		return config.offerTimeout() != null ? config.offerTimeout() : settings.handshakeTimeout();
 	}
 
 	private void fallback(String reason) {
