@@ -1,6 +1,7 @@
 package io.kvferry.transport.netty.internal.shm;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -43,7 +44,8 @@ import reactor.core.scheduler.Schedulers;
  * the payload fits a slot ({@link ProtocolException} otherwise, before anything is written), asks the engine for the
  * header's sink exactly as for a TCP frame (so the same write check, room liveness and abort fencing apply, and the
  * same byte count reaches Success), writes the slot's bytes to it, and hands the slot back with {@code SHM_CREDIT}.
- * Nothing from the peer becomes an address except through a bounds-checked slot index.
+ * Nothing from the peer becomes an address except through a bounds-checked slot index. A peer that shrinks the file
+ * under the mapping closes the connection with a reason that says so (see {@link RingSender}).
  *
  * <p><b>Trust.</b> A process of the same user on the same host that can open the shared-memory directory can read or
  * change ring contents: the same trust as the host's loopback traffic without TLS. Never used under TLS.
@@ -208,6 +210,11 @@ public final class SameHostLink {
 				try {
 					sink.write(slot);
 				}
+				catch (InternalError e) {
+					// How the JVM reports a fault of the read: the peer shrank the file under the mapping.
+					throw new ProtocolException("the shared-memory ring of " + peer() + " faulted during a copy "
+							+ "(truncated by the peer?): " + e.getMessage(), e);
+				}
 				finally {
 					slot.release();
 				}
@@ -250,7 +257,7 @@ public final class SameHostLink {
 					return;
 				}
 				sendRing = ring;
-				sending = new RingSender(ring, resume);
+				sending = new RingSender(ring, resume, peer());
 				inUse = true;
 				log.debug("{} same-host ring in use: {}", prefix.get(), ring);
 				// The answer precedes every DATA_SHM frame: installing the sender writes queued blocks at once.
@@ -312,6 +319,11 @@ public final class SameHostLink {
 
 	private Duration offerTimeout() {
 		return config.offerTimeout() != null ? config.offerTimeout() : settings.handshakeTimeout();
+	}
+
+	private String peer() {
+		return channel.remoteAddress() instanceof InetSocketAddress a ? a.getHostString() + ":" + a.getPort()
+				: String.valueOf(channel.remoteAddress());
 	}
 
 	private void fallback(String reason) {
