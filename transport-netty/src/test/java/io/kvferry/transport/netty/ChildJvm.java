@@ -5,21 +5,17 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A {@code main} of the test class path in a JVM of its own, its output (stdout and stderr merged) read line by line,
- * for tests that need a real process to kill.
+ * A {@code main} of the test class path in a JVM of its own, its output (stdout and stderr merged) kept for failure
+ * messages, for tests that need a real process to kill.
  */
 final class ChildJvm implements AutoCloseable {
 
 	private final Process process;
-	private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 	private final StringBuffer output = new StringBuffer();
 
 	private ChildJvm(Process process) {
@@ -30,7 +26,6 @@ final class ChildJvm implements AutoCloseable {
 				String line;
 				while ((line = r.readLine()) != null) {
 					output.append(line).append('\n');
-					lines.add(line);
 				}
 			}
 			catch (IOException e) {
@@ -51,25 +46,9 @@ final class ChildJvm implements AutoCloseable {
 		return new ChildJvm(new ProcessBuilder(command).redirectErrorStream(true).start());
 	}
 
-	/**
-	 * Waits for a line that contains {@code text}.
-	 *
-	 * @throws AssertionError when none came within {@code timeout} or the process ended first
-	 */
-	void awaitLine(String text, Duration timeout) throws InterruptedException {
-		long deadline = System.nanoTime() + timeout.toNanos();
-		for (;;) {
-			long left = deadline - System.nanoTime();
-			String line = left > 0 ? lines.poll(Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)),
-					TimeUnit.NANOSECONDS) : null;
-			if (line != null && line.contains(text)) {
-				return;
-			}
-			if (line == null && (left <= 0 || !process.isAlive() && lines.isEmpty())) {
-				throw new AssertionError("no line containing \"" + text + "\" within " + timeout + " ("
-						+ (process.isAlive() ? "still running" : "exited " + process.exitValue()) + "):\n" + output);
-			}
-		}
+	/** @return what it wrote so far, for failure messages */
+	String output() {
+		return output.toString();
 	}
 
 	/** Kills the process as {@code kill -9} does (no shutdown hook runs) and waits until it is gone. */

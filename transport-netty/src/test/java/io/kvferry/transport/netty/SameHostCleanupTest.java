@@ -12,6 +12,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -131,7 +132,8 @@ class SameHostCleanupTest {
 				ChildJvm decode = ChildJvm.start(SameHostDecodeMain.class, dir.toString(),
 						String.valueOf(relay.port()))) {
 			// Prefill mapped the ring and answered; decode never gets the answer, so it never unlinks the file.
-			relay.replyHeld.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+			assertThat(relay.replyHeld).as("prefill's answer (decode's output:\n%s)", decode.output())
+					.succeedsWithin(TIMEOUT);
 			assertThat(RingDir.files(dir)).as("ring files once prefill mapped the ring").isEmpty();
 			assertThat(RingDir.mapped(dir)).as("prefill's mapping").hasSize(1);
 
@@ -150,8 +152,7 @@ class SameHostCleanupTest {
 		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
 				ChildJvm decode = ChildJvm.start(SameHostDecodeMain.class, dir.toString(),
 						String.valueOf(server.getLocalPort()))) {
-			server.setSoTimeout((int) TIMEOUT.toMillis());
-			try (Socket socket = server.accept()) {
+			try (Socket socket = accept(server, decode)) {
 				socket.setSoTimeout((int) TIMEOUT.toMillis());
 				// A prefill that never answers: the offered file keeps its name while decode waits.
 				Path offered = offeredPath(RawRing.offerOf(socket));
@@ -189,6 +190,16 @@ class SameHostCleanupTest {
 	private static void release(Ring ring) {
 		ring.unmap();
 		RingFiles.unlink(ring.path());
+	}
+
+	private static Socket accept(ServerSocket server, ChildJvm client) throws IOException {
+		server.setSoTimeout((int) TIMEOUT.toMillis());
+		try {
+			return server.accept();
+		}
+		catch (SocketTimeoutException e) {
+			throw new AssertionError("no connection within " + TIMEOUT + "; the child said:\n" + client.output(), e);
+		}
 	}
 
 	private static Path offeredPath(byte[] offer) throws IOException {
