@@ -294,6 +294,11 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withDirectory(directory)));
 	}
 
+	/** @return a copy whose same-host offers wait {@code timeout} for their answer, for tests in this package */
+	NettyKVTransport sameHostOfferTimeout(Duration timeout) {
+		return new NettyKVTransport(external, settings.withSameHost(settings.sameHost().withOfferTimeout(timeout)));
+	}
+
 	/**
 	 * @return how many connections this transport opened ({@link #connect}, as decode does) received their KV data
 	 *         through a same-host shared-memory ring (see {@link #sameHost}), open or closed since; the others used

@@ -3,23 +3,17 @@ package io.kvferry.transport.netty;
 import static io.kvferry.transport.netty.Loopback.TIMEOUT;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.stream.Stream;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVPoll;
@@ -36,10 +30,7 @@ import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
-import io.kvferry.transport.netty.internal.KVFrameCodec;
-import io.kvferry.transport.netty.internal.shm.Ring;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
-import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.kvferry.spi.KVMessage.Status;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -64,9 +55,7 @@ class SameHostTest {
 	}
 
 	private List<Path> ringFiles() throws IOException {
-		try (Stream<Path> files = Files.list(dir)) {
-			return files.toList();
-		}
+		return RingDir.files(dir);
 	}
 
 	@Test
@@ -282,110 +271,14 @@ class SameHostTest {
 	}
 
 	private void awaitNoRingFiles() throws Exception {
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		while (!ringFiles().isEmpty() && System.nanoTime() < deadline) {
-			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-		}
-		assertThat(ringFiles()).as("ring files left in the directory").isEmpty();
+		RingDir.awaitNoFiles(dir);
 	}
 
-	/** @return the lines of this process's memory map that map a ring of this test's directory */
 	private List<String> mappedRings() throws IOException {
-		try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
-			return lines.filter(l -> l.contains(dir.toString())).toList();
-		}
+		return RingDir.mapped(dir);
 	}
 
 	private void awaitUnmapped() throws Exception {
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		while (!mappedRings().isEmpty() && System.nanoTime() < deadline) {
-			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-		}
-		assertThat(mappedRings()).as("ring mappings left in this process").isEmpty();
-	}
-
-	/**
-	 * A fake prefill rank speaking the wire protocol by hand on a blocking socket: it completes the handshake, maps the
-	 * ring decode offers and accepts it, and then writes whatever DATA_SHM frame a test wants, forged ones included.
-	 */
-	private static final class RawRing implements AutoCloseable {
-
-		private final DataOutputStream out;
-		private final Ring ring;
-
-		private RawRing(DataOutputStream out, Ring ring) {
-			this.out = out;
-			this.ring = ring;
-		}
-
-		static RawRing accept(Socket socket, Path dir) throws IOException {
-			DataInputStream in = new DataInputStream(socket.getInputStream());
-			DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-			byte[] offer = offerOf(socket);
-			DataInputStream body = new DataInputStream(new java.io.ByteArrayInputStream(offer));
-			body.readFully(new byte[body.readInt()]);
-			byte[] path = new byte[body.readInt()];
-			body.readFully(path);
-			byte[] nonce = new byte[Ring.NONCE_BYTES];
-			body.readFully(nonce);
-			int slots = body.readInt();
-			int slotSize = body.readInt();
-			Ring ring = Ring.open(ShmConfig.of(SameHost.AUTO).withDirectory(dir), new String(path,
-					StandardCharsets.UTF_8), nonce, slots, slotSize);
-			out.writeInt(1 + 1 + 4);
-			out.writeByte(KVFrameCodec.TYPE_SHM_REPLY);
-			out.writeByte(1);
-			out.writeInt(0);
-			out.flush();
-			assertThat(in).isNotNull();
-			return new RawRing(out, ring);
-		}
-
-		/** Completes the handshake and reads decode's SHM_OFFER. @return its body */
-		static byte[] offerOf(Socket socket) throws IOException {
-			DataInputStream in = new DataInputStream(socket.getInputStream());
-			DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-			out.writeInt(KVFrameCodec.MAGIC);
-			out.writeShort(KVMessage.PROTOCOL_VERSION);
-			out.writeInt(1 + KVFrameCodec.AUTH_BODY_LENGTH);
-			out.writeByte(KVFrameCodec.TYPE_AUTH);
-			out.writeByte(0);
-			out.write(new byte[32]);
-			out.writeInt(16 << 20);
-			out.flush();
-			in.readFully(new byte[KVFrameCodec.PREFACE_LENGTH]);
-			for (;;) {
-				int length = in.readInt();
-				int type = in.readUnsignedByte();
-				byte[] body = new byte[length - 1];
-				in.readFully(body);
-				if (type == KVFrameCodec.TYPE_SHM_OFFER) {
-					return body;
-				}
-			}
-		}
-
-		void fill(int slot, byte value) {
-			io.netty.util.internal.PlatformDependent.setMemory(ring.slotAddress(slot), ring.slotSize(), value);
-		}
-
-		void dataShm(DataHeader h, int slot) throws IOException {
-			out.writeInt(1 + KVFrameCodec.DATA_HEADER_LENGTH + 4);
-			out.writeByte(KVFrameCodec.TYPE_DATA_SHM);
-			out.writeLong(h.room());
-			out.writeByte(h.kind().ordinal());
-			out.writeInt(h.region());
-			out.writeLong(h.dstOffset());
-			out.writeInt(h.chunkLen());
-			out.writeLong(h.dstStride());
-			out.writeInt(h.count());
-			out.writeInt(slot);
-			out.flush();
-		}
-
-		@Override
-		public void close() {
-			ring.unmap();
-		}
+		RingDir.awaitUnmapped(dir);
 	}
 }

@@ -128,7 +128,10 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		this.steps = new Handshake(settings,
 				acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING);
 		this.outbound = new OutboundQueue(channel, settings.maxFrameLength(), settings.heartbeatInterval(),
-				this::closedException);
+				this::closedException, cause -> {
+					onFailure(cause);
+					channel.close();
+				});
 		this.sameHost = new SameHostLink(channel, settings, acceptor == null, outbound::sameHost, outbound::writable,
 				this::onData, () -> prefix);
 		// Run after the close's own task, in which Netty fails and releases what was still queued for the socket.

@@ -7,8 +7,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
+import java.util.function.Consumer;
 
 import io.kvferry.KVFerryException;
+import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -42,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * among the dropped blocks. The channel closes after the flush, or after a grace period if the peer does not take the
  * bytes; when this side writes a same-host ring, it shuts its output down after the flush instead and closes once the
  * peer closed (or after the grace period), so that the peer's credits in flight never reset the connection. Once the
- * channel is closed, what is still queued is failed (messages) or forgotten (blocks).
+ * channel is closed, what is still queued is failed (messages) or forgotten (blocks). A same-host ring its peer broke
+ * (shrank its file) closes the channel at once instead: no room of the connection could finish.
  *
  * <p>Owns nothing it must release: data blocks reference engine memory that outlives them, and frames are handed to
  * Netty as they are written.
@@ -57,6 +60,8 @@ final class OutboundQueue {
 	private final Duration closeGrace;
 	// Builds the error a message fails with when the connection closed before it went out: "closed <when>: <reason>".
 	private final BiFunction<String, Throwable, KVFerryException> closedError;
+	// Closes the connection at once, with the reason: the peer broke the same-host ring.
+	private final Consumer<ProtocolException> failNow;
 	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
 	private final AtomicBoolean drainScheduled = new AtomicBoolean();
 	private final AtomicLong queuedBytes = new AtomicLong();
@@ -84,13 +89,15 @@ final class OutboundQueue {
 	 * @param maxFrameLength payload bytes per data frame until the peer says otherwise
 	 * @param closeGrace how long a close waits for the peer to take the last bytes
 	 * @param closedError the error of a message the connection could not write, given when and the Netty cause
+	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring)
 	 */
 	OutboundQueue(Channel channel, int maxFrameLength, Duration closeGrace,
-			BiFunction<String, Throwable, KVFerryException> closedError) {
+			BiFunction<String, Throwable, KVFerryException> closedError, Consumer<ProtocolException> failNow) {
 		this.channel = channel;
 		this.maxFrameLength = maxFrameLength;
 		this.closeGrace = closeGrace;
 		this.closedError = closedError;
+		this.failNow = failNow;
 		this.prefix = "[" + channel.id().asShortText() + "]";
 	}
 
@@ -231,6 +238,9 @@ final class OutboundQueue {
 						return;
 					}
 					wrote |= writeDataFrame();
+					if (!channel.isOpen()) {
+						return;
+					}
 					continue;
 				}
 				if (!closing.get() && !channel.isWritable()) {
@@ -305,8 +315,21 @@ final class OutboundQueue {
 			current = null;
 		}
 		if (currentViaRing) {
+			ByteBuf slotFrame;
+			try {
+				slotFrame = ring.write(ctx.alloc(), frame, cursor);
+			}
+			catch (ProtocolException e) {
+				// The ring cannot carry anything any more, so no room of this connection can finish: close now.
+				queuedBytes.addAndGet(-frame.payloadLength());
+				if (current != null) {
+					dropCurrent();
+				}
+				failNow.accept(e);
+				return false;
+			}
 			// Flushed at once: decode copies this slot out while the next one is filled.
-			ctx.writeAndFlush(ring.write(ctx.alloc(), frame, cursor), ctx.voidPromise());
+			ctx.writeAndFlush(slotFrame, ctx.voidPromise());
 		}
 		else {
 			ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());

@@ -5,6 +5,7 @@ import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -26,9 +27,13 @@ import io.netty.util.internal.PlatformDependent;
  * Opening checks the file's size and that its header carries the nonce the offer did: the probe that both processes
  * see the same file, so the same memory.
  *
+ * <p>Each side keeps its file open while it maps the ring: the creator holds a lock on it (a process that finds a ring
+ * unlocked knows its creator ended, see {@link RingFiles}), and either side can ask the file's size, which a peer may
+ * shrink under the mapping ({@link #fileSize}).
+ *
  * <p>Slots are addressed by index only; {@link #slotAddress} checks it. Mapping, unmapping and file operations block:
- * they run off the event loops. Unmapping must wait until no thread reads or writes the ring (the connection's event
- * loop has let go of it).
+ * they run off the event loops ({@link #fileSize} excepted: one {@code fstat}). Unmapping must wait until no thread
+ * reads or writes the ring (the connection's event loop has let go of it).
  */
 public final class Ring {
 
@@ -37,8 +42,10 @@ public final class Ring {
 	/** Bytes of the nonce an offer carries and the header repeats. */
 	public static final int NONCE_BYTES = 16;
 
-	private static final long MAGIC = 0x4B564652_53484D31L; // "KVFRSHM1"
-	private static final Pattern NAME = Pattern.compile("kvferry-[0-9a-f]{32}");
+	/** The header's first 8 bytes, {@code "KVFRSHM1"}; written last when a ring is created. */
+	static final long MAGIC = 0x4B564652_53484D31L;
+	/** How ring files are named. */
+	static final Pattern NAME = Pattern.compile("kvferry-[0-9a-f]{32}");
 	private static final SecureRandom RANDOM = new SecureRandom();
 	private static final sun.misc.Unsafe UNSAFE;
 
@@ -58,24 +65,28 @@ public final class Ring {
 	private final int slots;
 	private final int slotSize;
 	private final MappedByteBuffer map;
+	private final FileChannel file;
 	private final long base;
 	private volatile boolean unmapped;
 
-	private Ring(Path path, byte[] nonce, int slots, int slotSize, MappedByteBuffer map) {
+	private Ring(Path path, byte[] nonce, int slots, int slotSize, MappedByteBuffer map, FileChannel file) {
 		this.path = path;
 		this.nonce = nonce;
 		this.slots = slots;
 		this.slotSize = slotSize;
 		this.map = map;
+		this.file = file;
 		this.base = PlatformDependent.directBufferAddress(map);
 	}
 
 	/**
 	 * Creates a ring file with a fresh name and nonce in the config's directory, readable and writable by this user
 	 * only, with every page allocated now (a tmpfs without room fails here with an {@link IOException}, not later
-	 * with a fault on first touch), and maps it. Blocks: never on an event loop.
+	 * with a fault on first touch), and maps it. Ring files that processes killed before they could unlink them left
+	 * in the directory are removed first. Blocks: never on an event loop.
 	 */
 	public static Ring create(ShmConfig config) throws IOException {
+		RingFiles.sweep(config.directory());
 		byte[] nonce = new byte[NONCE_BYTES];
 		byte[] name = new byte[16];
 		RANDOM.nextBytes(nonce);
@@ -83,22 +94,31 @@ public final class Ring {
 		Path path = config.directory().resolve("kvferry-" + HexFormat.of().formatHex(name));
 		long size = config.ringBytes();
 		RingFiles.created(path);
-		try (FileChannel ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-				StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(
-						"rw-------")))) {
+		FileChannel ch = null;
+		try {
+			ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+					StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(
+							"rw-------")));
+			// Held as long as this process lives (released when the channel closes, or by the kernel when the
+			// process dies): the mark of a ring whose creator can still unlink it.
+			FileLock lock = ch.tryLock();
+			if (lock == null) {
+				throw new IOException("ring " + path + " was locked by another process as it was created");
+			}
 			ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(size, 1 << 20));
 			for (long at = 0; at < size;) {
 				zeros.clear().limit((int) Math.min(zeros.capacity(), size - at));
 				at += ch.write(zeros, at);
 			}
 			MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
-			map.putLong(0, MAGIC);
 			map.put(8, nonce);
 			map.putInt(8 + NONCE_BYTES, config.slots());
 			map.putInt(12 + NONCE_BYTES, config.slotSize());
-			return new Ring(path, nonce, config.slots(), config.slotSize(), map);
+			map.putLong(0, MAGIC);
+			return new Ring(path, nonce, config.slots(), config.slotSize(), map, ch);
 		}
 		catch (IOException | RuntimeException e) {
+			closeQuietly(ch);
 			RingFiles.unlink(path);
 			throw e;
 		}
@@ -118,14 +138,15 @@ public final class Ring {
 					+ config.directory());
 		}
 		long size = HEADER_BYTES + (long) slots * slotSize;
-		try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
-				LinkOption.NOFOLLOW_LINKS)) {
+		FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+				LinkOption.NOFOLLOW_LINKS);
+		try {
 			if (ch.size() != size) {
 				throw new IOException("ring " + offeredPath + " has " + ch.size() + " bytes (expected: " + size
 						+ " for " + slots + " slots of " + slotSize + ")");
 			}
 			MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
-			Ring ring = new Ring(path, nonce.clone(), slots, slotSize, map);
+			Ring ring = new Ring(path, nonce.clone(), slots, slotSize, map, ch);
 			byte[] seen = new byte[NONCE_BYTES];
 			map.get(8, seen);
 			if (map.getLong(0) != MAGIC || !Arrays.equals(seen, nonce) || map.getInt(8 + NONCE_BYTES) != slots
@@ -135,6 +156,10 @@ public final class Ring {
 						+ "than the peer's: not the same host or shared-memory namespace)");
 			}
 			return ring;
+		}
+		catch (IOException | RuntimeException e) {
+			closeQuietly(ch);
+			throw e;
 		}
 	}
 
@@ -156,6 +181,20 @@ public final class Ring {
 		return slotSize;
 	}
 
+	/** @return bytes the file must have: the header page and every slot */
+	public long fileBytes() {
+		return HEADER_BYTES + (long) slots * slotSize;
+	}
+
+	/**
+	 * @return the file's size now: below {@link #fileBytes()} when a process shrank it, and then touching a slot past
+	 *         its end faults
+	 * @throws IOException when it cannot be read (the file closed with the ring)
+	 */
+	public long fileSize() throws IOException {
+		return file.size();
+	}
+
 	/**
 	 * @return the address of slot {@code slot}
 	 * @throws IndexOutOfBoundsException when it is not a slot of this ring, or the ring is unmapped
@@ -168,11 +207,26 @@ public final class Ring {
 		return base + HEADER_BYTES + (long) slot * slotSize;
 	}
 
-	/** Unmaps the memory now; no thread may touch a slot after this. Idempotent. */
+	/**
+	 * Unmaps the memory now and closes the file (a creator's lock goes with it); no thread may touch a slot after
+	 * this. Idempotent.
+	 */
 	public void unmap() {
 		if (!unmapped) {
 			unmapped = true;
 			UNSAFE.invokeCleaner(map);
+			closeQuietly(file);
+		}
+	}
+
+	private static void closeQuietly(FileChannel ch) {
+		if (ch != null) {
+			try {
+				ch.close();
+			}
+			catch (IOException e) {
+				// Nothing to do: the descriptor is released either way.
+			}
 		}
 	}
 

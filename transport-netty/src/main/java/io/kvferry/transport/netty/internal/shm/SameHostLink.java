@@ -1,6 +1,8 @@
 package io.kvferry.transport.netty.internal.shm;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -31,17 +33,19 @@ import reactor.core.scheduler.Schedulers;
  * {@code SHM_OFFER} with its host identity (the kernel's boot id), the file's path, a nonce and the ring's shape; its
  * {@code connect} completes only when the answer came (or did not in time), so the first room already uses the ring.
  * The accepting side (prefill) refuses at once when its identity differs, otherwise maps the file and checks that its
- * header carries the nonce (the probe: same host, same shared-memory directory), then routes its data through the
- * ring and answers {@code SHM_REPLY}. Decode unlinks the file once answered; the mappings live until the connection
- * ends. Any failure falls back to TCP with the reason (logged once per transport at INFO, then at DEBUG). Files are
- * created and mapped off the event loop.
+ * header carries the nonce (the probe: same host, same shared-memory directory), unlinks the file (both sides have
+ * it mapped now, and the mappings keep the memory), answers {@code SHM_REPLY} and routes its data through the ring.
+ * Decode unlinks it too when the answer comes, or when none came in time, so that the name never outlives the offer;
+ * the mappings live until the connection ends. Any failure falls back to TCP with the reason (logged once per
+ * transport at INFO, then at DEBUG). Files are created, mapped and unlinked off the event loop.
  *
  * <p><b>Data.</b> Prefill copies a frame's payload from registered memory into a free slot and writes a
  * {@code DATA_SHM} frame (the usual header and the slot index) in stream order. Decode checks the slot index and that
  * the payload fits a slot ({@link ProtocolException} otherwise, before anything is written), asks the engine for the
  * header's sink exactly as for a TCP frame (so the same write check, room liveness and abort fencing apply, and the
  * same byte count reaches Success), writes the slot's bytes to it, and hands the slot back with {@code SHM_CREDIT}.
- * Nothing from the peer becomes an address except through a bounds-checked slot index.
+ * Nothing from the peer becomes an address except through a bounds-checked slot index. A peer that shrinks the file
+ * under the mapping closes the connection with a reason that says so (see {@link RingSender}).
  *
  * <p><b>Trust.</b> A process of the same user on the same host that can open the shared-memory directory can read or
  * change ring contents: the same trust as the host's loopback traffic without TLS. Never used under TLS.
@@ -136,8 +140,7 @@ public final class SameHostLink {
 				}
 				pending = ring;
 				ctx.writeAndFlush(ShmFrames.offer(ctx.alloc(), config.hostIdentity(), ring));
-				replyTimer = ctx.executor().schedule(() -> fallback("no SHM_REPLY within "
-						+ TransportSettings.format(settings.handshakeTimeout())), settings.handshakeTimeout().toNanos(),
+				replyTimer = ctx.executor().schedule(this::offerTimedOut, offerTimeout().toNanos(),
 						TimeUnit.NANOSECONDS);
 			}, ring);
 		}, () -> fallback("the transport is shutting down"));
@@ -207,6 +210,11 @@ public final class SameHostLink {
 				try {
 					sink.write(slot);
 				}
+				catch (InternalError e) {
+					// How the JVM reports a fault of the read: the peer shrank the file under the mapping.
+					throw new ProtocolException("the shared-memory ring of " + peer() + " faulted during a copy "
+							+ "(truncated by the peer?): " + e.getMessage(), e);
+				}
 				finally {
 					slot.release();
 				}
@@ -240,17 +248,21 @@ public final class SameHostLink {
 				onLoop(() -> refuse(ctx, "cannot map the offered ring: " + e.getMessage()), null);
 				return;
 			}
+			// Both sides have it mapped now (decode since it created it): the earliest moment the name can go, even
+			// if decode dies before it reads the answer.
+			RingFiles.unlink(ring.path());
 			onLoop(() -> {
 				if (closed) {
 					release(ring);
 					return;
 				}
 				sendRing = ring;
-				sending = new RingSender(ring, resume);
-				installSender.accept(sending);
+				sending = new RingSender(ring, resume, peer());
 				inUse = true;
 				log.debug("{} same-host ring in use: {}", prefix.get(), ring);
+				// The answer precedes every DATA_SHM frame: installing the sender writes queued blocks at once.
 				ctx.writeAndFlush(ShmFrames.reply(ctx.alloc(), true, ""));
+				installSender.accept(sending);
 			}, ring);
 		}, () -> refuse(ctx, "the transport is shutting down"));
 	}
@@ -277,6 +289,41 @@ public final class SameHostLink {
 			release(ring);
 			fallback("the peer refused the ring: " + reply.reason());
 		}
+	}
+
+	/**
+	 * No answer in time: TCP from now on, and the file loses its name before {@code connect} completes, so that a
+	 * process killed later leaves nothing behind. The mapping stays until an answer comes or the connection ends: a
+	 * prefill that mapped the file before it lost its name shares its memory and may still accept it; one that tries
+	 * later cannot open it and refuses.
+	 */
+	private void offerTimedOut() {
+		replyTimer = null;
+		Ring ring = pending;
+		if (closed || ring == null) {
+			return;
+		}
+		String reason = "no SHM_REPLY within " + TransportSettings.format(offerTimeout());
+		offBlocking(() -> {
+			RingFiles.unlink(ring.path());
+			onLoop(() -> {
+				if (onSettled != null) {
+					fallback(reason);
+				}
+			}, null);
+		}, () -> {
+			RingFiles.unlink(ring.path());
+			fallback(reason);
+		});
+	}
+
+	private Duration offerTimeout() {
+		return config.offerTimeout() != null ? config.offerTimeout() : settings.handshakeTimeout();
+	}
+
+	private String peer() {
+		return channel.remoteAddress() instanceof InetSocketAddress a ? a.getHostString() + ":" + a.getPort()
+				: String.valueOf(channel.remoteAddress());
 	}
 
 	private void fallback(String reason) {

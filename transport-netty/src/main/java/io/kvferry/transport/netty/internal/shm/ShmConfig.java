@@ -3,6 +3,7 @@ package io.kvferry.transport.netty.internal.shm;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -16,10 +17,12 @@ import io.kvferry.transport.netty.SameHost;
  * @param directory where ring files are created and opened (a tmpfs: {@code /dev/shm})
  * @param slots ring slots per connection (1..64)
  * @param slotSize bytes per slot, the largest payload one slot carries
+ * @param offerTimeout how long the offering side waits for the answer to its offer before it keeps TCP, or
+ *        {@code null} for the transport's handshake timeout
  * @param fallbackLogged whether a fallback to TCP was logged at INFO already (later ones go to DEBUG)
  */
 public record ShmConfig(SameHost mode, String hostIdentity, Path directory, int slots, int slotSize,
-		AtomicBoolean fallbackLogged) {
+		Duration offerTimeout, AtomicBoolean fallbackLogged) {
 
 	/** Where the kernel says which boot this is: the same on every process of one host, different on another. */
 	public static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
@@ -35,7 +38,7 @@ public record ShmConfig(SameHost mode, String hostIdentity, Path directory, int 
 	public static final int MAX_SLOT_SIZE = 64 << 20;
 
 	/** The path off: no identity read, nothing created. */
-	public static final ShmConfig OFF = new ShmConfig(SameHost.OFF, null, DEFAULT_DIRECTORY, 16, 1 << 20,
+	public static final ShmConfig OFF = new ShmConfig(SameHost.OFF, null, DEFAULT_DIRECTORY, 16, 1 << 20, null,
 			new AtomicBoolean());
 
 	public ShmConfig {
@@ -49,6 +52,10 @@ public record ShmConfig(SameHost mode, String hostIdentity, Path directory, int 
 			throw new IllegalArgumentException("sameHost slotSize : " + slotSize + " (expected: " + MIN_SLOT_SIZE
 					+ ".." + MAX_SLOT_SIZE + ")");
 		}
+		if (offerTimeout != null && (offerTimeout.toMillis() < 1 || offerTimeout.toMillis() > Integer.MAX_VALUE)) {
+			throw new IllegalArgumentException("sameHost offerTimeout : " + offerTimeout + " (expected: 1 ms.."
+					+ Integer.MAX_VALUE + " ms)");
+		}
 	}
 
 	/**
@@ -60,22 +67,29 @@ public record ShmConfig(SameHost mode, String hostIdentity, Path directory, int 
 		if (mode == SameHost.OFF) {
 			return OFF;
 		}
-		return new ShmConfig(mode, readBootId(), DEFAULT_DIRECTORY, OFF.slots, OFF.slotSize, new AtomicBoolean());
+		return new ShmConfig(mode, readBootId(), DEFAULT_DIRECTORY, OFF.slots, OFF.slotSize, null,
+				new AtomicBoolean());
 	}
 
 	/** @return a copy that identifies this host as {@code identity} (containers, tests) */
 	public ShmConfig withHostIdentity(String identity) {
-		return new ShmConfig(mode, identity, directory, slots, slotSize, new AtomicBoolean());
+		return new ShmConfig(mode, identity, directory, slots, slotSize, offerTimeout, new AtomicBoolean());
 	}
 
 	/** @return a copy with another ring shape */
 	public ShmConfig withRing(int ringSlots, int ringSlotSize) {
-		return new ShmConfig(mode, hostIdentity, directory, ringSlots, ringSlotSize, new AtomicBoolean());
+		return new ShmConfig(mode, hostIdentity, directory, ringSlots, ringSlotSize, offerTimeout,
+				new AtomicBoolean());
 	}
 
 	/** @return a copy that creates and opens rings in {@code dir} */
 	public ShmConfig withDirectory(Path dir) {
-		return new ShmConfig(mode, hostIdentity, dir, slots, slotSize, new AtomicBoolean());
+		return new ShmConfig(mode, hostIdentity, dir, slots, slotSize, offerTimeout, new AtomicBoolean());
+	}
+
+	/** @return a copy whose offers wait {@code timeout} for their answer instead of the handshake timeout */
+	public ShmConfig withOfferTimeout(Duration timeout) {
+		return new ShmConfig(mode, hostIdentity, directory, slots, slotSize, timeout, new AtomicBoolean());
 	}
 
 	/** @return bytes of one ring file: a header page and the slots */
