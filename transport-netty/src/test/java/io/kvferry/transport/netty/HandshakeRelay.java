@@ -157,8 +157,8 @@ final class HandshakeRelay implements AutoCloseable {
 				in.release();
 			}
 			int prefix = KVFrameCodec.PREFACE_LENGTH + KVFrameCodec.FRAME_PREFIX_LENGTH;
-			if (head.readableBytes() < prefix
-					|| head.readableBytes() < KVFrameCodec.PREFACE_LENGTH + 4 + head.getInt(KVFrameCodec.PREFACE_LENGTH)) {
+			int preface = KVFrameCodec.PREFACE_LENGTH;
+			if (head.readableBytes() < prefix || head.readableBytes() < preface + 4 + head.getInt(preface)) {
 				return;
 			}
 			ByteBuf stream = head;

@@ -104,8 +104,8 @@ class SecretRelayTest {
 	private void expectRefused(HostPort dialled, String reason) throws Exception {
 		StepVerifier.create(decode.connect(dialled, new RecordingHandler()))
 				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(ProtocolException.class)
-						.hasMessageStartingWith("handshake with " + dialled + " failed: the peer refused the handshake: "
-								+ reason))
+						.hasMessageStartingWith("handshake with " + dialled
+								+ " failed: the peer refused the handshake: " + reason))
 				.verify(TIMEOUT);
 		String listenerSide = "L:/127.0.0.1:" + listener.address().port() + " - R:";
 		assertThat(log.await(line -> line.startsWith("WARN ") && line.contains(listenerSide)

@@ -299,8 +299,8 @@ final class FuzzCorpus {
 			case 3: {
 				int original = frame.bytes().length - 4;
 				// 38, 46 and 646: the first data length, the fewest and most AUTH bytes (length counts the type).
-				int[] values = { 0, 1, 2, 37, 38, 39, 45, 46, 646, 647, original - 1, original + 1, original + r.nextInt(1, 17),
-					original - r.nextInt(1, 17), maxFrameLength, maxFrameLength + 1, maxFrameLength + 38,
+				int[] values = { 0, 1, 2, 37, 38, 39, 45, 46, 646, 647, original - 1, original + 1,
+					original + r.nextInt(1, 17), original - r.nextInt(1, 17), maxFrameLength, maxFrameLength + 1, maxFrameLength + 38,
 					maxFrameLength + 39, Integer.MAX_VALUE, -1, r.nextInt(maxFrameLength + 64), r.nextInt() };
 				putI32(s, frameStart, values[r.nextInt(values.length)]);
 				applied.append("length@").append(frameStart).append(' ');

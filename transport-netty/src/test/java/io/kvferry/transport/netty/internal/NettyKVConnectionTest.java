@@ -155,7 +155,8 @@ class NettyKVConnectionTest {
 		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
-		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: " + KVMessage.PROTOCOL_VERSION + ")");
+		assertThat(connection.handshakeFuture().cause())
+				.hasMessageContaining("version : 9 (expected: " + KVMessage.PROTOCOL_VERSION + ")");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 
