@@ -16,8 +16,11 @@ import io.kvferry.KVPoll;
  */
 public sealed interface KVMessage {
 
-	/** Version of the message set; a peer with another version is rejected in the handshake. */
-	int PROTOCOL_VERSION = 5;
+	/**
+	 * Version of the message set and of the transport handshake; a peer with another version is rejected in the
+	 * handshake. 6: the shared-secret handshake binds the endpoint the connecting side dialled.
+	 */
+	int PROTOCOL_VERSION = 6;
 
 	/** {@link TransferRequest#traceContext()} when the room is not traced. */
 	String NO_TRACE_CONTEXT = "";

@@ -4,6 +4,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -162,12 +163,19 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 
 	/**
 	 * Requires every peer to prove knowledge of {@code secret} in the handshake, and proves it to them: each side sends
-	 * a random 32-byte nonce and answers the other's with an HMAC-SHA256 keyed by the secret (wire details on
+	 * a random 32-byte nonce and answers the other's with an HMAC-SHA256 keyed by the secret, over both nonces, its
+	 * role and the endpoint the connecting side dialled (wire details on
 	 * {@link io.kvferry.transport.netty.internal.KVFrameCodec}). The secret itself is never sent. A peer with another
 	 * secret or none is disconnected on both sides with the reason logged ("shared secret mismatch", "peer did not
 	 * prove the shared secret"), never reaches the acceptor, and {@link #connect} errors with a
 	 * {@link io.kvferry.ProtocolException}. Both sides must be configured with the same secret; use at least 32 random
 	 * bytes (a short passphrase can be guessed offline from a recorded handshake unless TLS hides it).
+	 *
+	 * <p>A listener refuses a peer that dialled another address than one of its own names ("dialled endpoint
+	 * mismatch"), so that a party without the secret cannot relay the handshake from a registry entry pointing at
+	 * itself to a real listener. Its names are its socket's local address and {@link #advertisedAddresses}: when peers
+	 * reach a listener through NAT, port forwarding or a name that does not resolve to the listener's own address,
+	 * list that address there.
 	 *
 	 * @param secret at least one byte; copied
 	 * @return a new {@link NettyKVTransport}
@@ -186,6 +194,25 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	public NettyKVTransport sharedSecret(String secret) {
 		Objects.requireNonNull(secret, "secret");
 		return sharedSecret(secret.getBytes(StandardCharsets.UTF_8));
+	}
+
+	/**
+	 * Names the addresses peers dial this transport's listeners at besides each accepted socket's own local address,
+	 * for the shared-secret handshake's check of the dialled endpoint (see {@link #sharedSecret(byte[])}): the public
+	 * address of a NAT or port forward, a service name, the host a container's port is published on. A peer matches
+	 * when the {@code host:port} it dialled, or the address its socket reached, equals one of them; hosts are compared
+	 * as written, never resolved (IP literals by address, names ignoring case), and port 0 stands for the port the
+	 * connection arrived on. Without a shared secret the names are not checked.
+	 *
+	 * @param addresses the names, replacing any set before (none by default)
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport advertisedAddresses(HostPort... addresses) {
+		Objects.requireNonNull(addresses, "addresses");
+		for (int i = 0; i < addresses.length; i++) {
+			Objects.requireNonNull(addresses[i], "addresses[" + i + "]");
+		}
+		return new NettyKVTransport(external, settings.withAdvertisedAddresses(List.of(addresses)));
 	}
 
 	/**

@@ -59,7 +59,7 @@ class BackpressureTest {
 					new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20)));
 			in = new DataInputStream(socket.getInputStream());
 			in.readNBytes(KVFrameCodec.PREFACE_LENGTH + KVFrameCodec.FRAME_PREFIX_LENGTH
-					+ KVFrameCodec.AUTH_BODY_LENGTH);
+					+ KVFrameCodec.AUTH_MIN_BODY_LENGTH);
 		}
 
 		private void write(ByteBuf buf) throws IOException {

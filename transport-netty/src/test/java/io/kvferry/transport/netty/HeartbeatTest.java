@@ -17,6 +17,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.test.RecordingHandler;
+import io.kvferry.transport.netty.internal.DialledEndpoint;
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
 import io.kvferry.transport.netty.internal.SharedSecret;
@@ -32,8 +33,8 @@ class HeartbeatTest {
 	private static final Duration INTERVAL = Duration.ofMillis(500);
 	/** The rule is two intervals of silence; the slack is for a busy 2-core machine's timers, not a second rule. */
 	private static final Duration SLACK = Duration.ofMillis(750);
-	/** What a transport without a shared secret writes first: the preface, then AUTH (flags 0, zero nonce). */
-	private static final byte[] HANDSHAKE = handshake();
+	/** What a listener without a shared secret writes first: the preface, then AUTH (flags 0, zero nonce). */
+	private static final byte[] HANDSHAKE = handshake(DialledEndpoint.NONE);
 
 	@Test
 	void listenerClosesAPeerThatWentSilentAfterTheHandshake() throws Exception {
@@ -69,7 +70,9 @@ class HeartbeatTest {
 				long lastWrite = System.nanoTime();
 				silent.getOutputStream().write(HANDSHAKE);
 				InputStream in = silent.getInputStream();
-				assertThat(in.readNBytes(HANDSHAKE.length)).isEqualTo(HANDSHAKE);
+				// The connecting side's AUTH also says what it dialled.
+				byte[] expected = handshake(new DialledEndpoint(address.toString(), address.toString()));
+				assertThat(in.readNBytes(expected.length)).isEqualTo(expected);
 				assertThat(connection.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
 				assertThat(handler.awaitClose(TIMEOUT))
 						.isEqualTo("no heartbeat from " + address + " for 2 intervals (1 s)");
@@ -106,10 +109,10 @@ class HeartbeatTest {
 				.isLessThanOrEqualTo(INTERVAL.multipliedBy(2).plus(SLACK));
 	}
 
-	private static byte[] handshake() {
+	private static byte[] handshake(DialledEndpoint dialled) {
 		ByteBuf preface = KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION);
 		ByteBuf auth = KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
-				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
+				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20, dialled));
 		try {
 			byte[] bytes = new byte[preface.readableBytes() + auth.readableBytes()];
 			preface.readBytes(bytes, 0, preface.readableBytes());

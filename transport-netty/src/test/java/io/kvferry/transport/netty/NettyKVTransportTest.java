@@ -58,7 +58,14 @@ class NettyKVTransportTest {
 		assertThat(base.settings()).isEqualTo(TransportSettings.DEFAULT);
 		assertThat(tuned.settings()).isEqualTo(new TransportSettings(Duration.ofMillis(250), 1 << 16, 1024, 2048,
 				Duration.ofSeconds(1), false, 1 << 20, 3,
-				SharedSecret.of("k3y-\u00e9".getBytes(StandardCharsets.UTF_8)), null, ShmConfig.OFF));
+				SharedSecret.of("k3y-\u00e9".getBytes(StandardCharsets.UTF_8)), null, ShmConfig.OFF, List.of()));
+		NettyKVTransport named = tuned.advertisedAddresses(new HostPort("prefill.example", 0), new HostPort("::1", 9));
+		assertThat(named.settings().advertisedAddresses())
+				.containsExactly(new HostPort("prefill.example", 0), new HostPort("::1", 9));
+		assertThat(named.advertisedAddresses().settings().advertisedAddresses()).isEmpty();
+		assertThat(tuned.settings().advertisedAddresses()).isEmpty();
+		assertThatThrownBy(() -> base.advertisedAddresses(new HostPort("a", 1), null))
+				.isInstanceOf(NullPointerException.class).hasMessage("addresses[1]");
 		assertThat(tuned.settings().sharedSecret()).isNotEqualTo(SharedSecret.of(new byte[] { 'k' }));
 		assertThat(tuned.toString()).contains("SharedSecret[redacted]").doesNotContain("k3y");
 		assertThat(tuned.settings().handshakeTimeout()).isEqualTo(Duration.ofMillis(1500));
@@ -382,10 +389,11 @@ class NettyKVTransportTest {
 				socket.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
 				InputStream in = socket.getInputStream();
 				assertThat(in.readNBytes(6)).containsExactly('K', 'V', 'F', 'R', 0, KVMessage.PROTOCOL_VERSION);
-				// The listener's AUTH frame (no secret: flags 0, zero nonce, 16 MiB frames), then the close.
-				byte[] auth = in.readNBytes(5 + 37);
-				assertThat(auth).startsWith(0, 0, 0, 38, 0x11, 0).endsWith(0, 0, 0, 0, 1, 0, 0, 0)
-						.containsOnly(0, 1, 38, 0x11);
+				// The listener's AUTH frame (no secret: flags 0, zero nonce, 16 MiB frames, it dialled nothing), then
+				// the close.
+				byte[] auth = in.readNBytes(5 + 45);
+				assertThat(auth).startsWith(0, 0, 0, 46, 0x11, 0).endsWith(0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+						0, 0).containsOnly(0, 1, 46, 0x11);
 				assertThat(in.read()).as("connection closed by the listener").isEqualTo(-1);
 			}
 			assertThat(accepted).hasValue(0);

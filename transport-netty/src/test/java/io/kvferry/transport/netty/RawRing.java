@@ -58,11 +58,14 @@ final class RawRing implements AutoCloseable {
 		DataOutputStream out = new DataOutputStream(socket.getOutputStream());
 		out.writeInt(KVFrameCodec.MAGIC);
 		out.writeShort(KVMessage.PROTOCOL_VERSION);
-		out.writeInt(1 + KVFrameCodec.AUTH_BODY_LENGTH);
+		out.writeInt(1 + KVFrameCodec.AUTH_MIN_BODY_LENGTH);
 		out.writeByte(KVFrameCodec.TYPE_AUTH);
 		out.writeByte(0);
 		out.write(new byte[32]);
 		out.writeInt(16 << 20);
+		// The accepting side dialled nothing: empty endpoint and address.
+		out.writeInt(0);
+		out.writeInt(0);
 		out.flush();
 		in.readFully(new byte[KVFrameCodec.PREFACE_LENGTH]);
 		for (;;) {

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
+import io.kvferry.HostPort;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.KVMessage;
 import io.netty.channel.ChannelHandlerContext;
@@ -12,21 +13,30 @@ import io.netty.channel.ChannelHandlerContext;
  * The kvferry handshake of one connection, as a state machine apart from the traffic that follows it.
  *
  * <p>On connect each side writes its preface and an {@code AUTH} frame (its nonce, whether it has a shared secret,
- * its frame limit). With a shared secret on both sides each then proves it with an {@code AUTH_PROOF} (see
- * {@link SharedSecret}). The handshake completes when the peer's preface was valid and its {@code AUTH} (and, with
- * secrets, its proof) checked out; a side configured differently from its peer is refused with a message saying how to
- * fix it. A handshake not completed within {@link TransportSettings#handshakeTimeout()} is reported to the
- * connection, which closes.
+ * its frame limit and, from the connecting side, the endpoint it dialled). With a shared secret on both sides the
+ * connecting side then proves it with an {@code AUTH_PROOF}; the accepting side checks that the dialled endpoint is
+ * one of its names and that proof, and only then proves the secret in turn (see {@link SharedSecret} for what this
+ * order and the binding prevent). The handshake completes when the peer's preface was valid and its {@code AUTH}
+ * (and, with secrets, its proof) checked out; a side configured differently from its peer is refused with a message
+ * saying how to fix it. A handshake not completed within {@link TransportSettings#handshakeTimeout()} is reported to
+ * the connection, which closes.
  *
  * <p>Event-loop confined: every method runs on the connection's event loop.
  */
 final class Handshake {
+
+	/** Longest peer-supplied refusal reason kept in a failure message. */
+	private static final int MAX_REJECT_REASON = 500;
 
 	private final TransportSettings settings;
 	private final SharedSecret secret;
 	private final SharedSecret.Role role;
 
 	private byte[] ownNonce;
+	// What the connecting side dialled: its own announcement there, the peer's on the accepting side once its AUTH
+	// arrived. Both proofs cover it.
+	private DialledEndpoint dialled = DialledEndpoint.NONE;
+	private ListenerNames names;
 	private boolean prefaceReceived;
 	private KVFrameCodec.Auth peerAuth;
 	private ScheduledFuture<?> timer;
@@ -42,13 +52,20 @@ final class Handshake {
 	/**
 	 * Writes this side's preface and {@code AUTH}, and arms the timeout.
 	 *
+	 * @param remote the endpoint the connecting side dialled (ignored on the accepting side)
 	 * @param onTimeout run when the handshake is still not done after the timeout
 	 */
-	void start(ChannelHandlerContext ctx, Runnable onTimeout) {
+	void start(ChannelHandlerContext ctx, HostPort remote, Runnable onTimeout) {
 		ownNonce = secret != null ? secret.newNonce() : new byte[SharedSecret.NONCE_LENGTH];
+		if (role == SharedSecret.Role.CONNECTING) {
+			dialled = DialledEndpoint.of(remote, ctx.channel().remoteAddress());
+		}
+		else {
+			names = ListenerNames.of(ctx.channel().localAddress(), settings.advertisedAddresses());
+		}
 		ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
 		ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(),
-				new KVFrameCodec.Auth(secret != null, ownNonce, settings.maxFrameLength())));
+				new KVFrameCodec.Auth(secret != null, ownNonce, settings.maxFrameLength(), dialled)));
 		timer = ctx.executor().schedule(() -> {
 			if (!done) {
 				onTimeout.run();
@@ -61,8 +78,8 @@ final class Handshake {
 	}
 
 	/**
-	 * @return true when the handshake is complete (no shared secret); false when this side sent its proof and waits
-	 *         for the peer's
+	 * @return true when the handshake is complete (no shared secret); false when it waits for a proof (the connecting
+	 *         side has sent its own)
 	 * @throws ProtocolException naming the mismatch
 	 */
 	boolean onAuth(ChannelHandlerContext ctx, KVFrameCodec.Auth auth) {
@@ -81,27 +98,61 @@ final class Handshake {
 			throw new ProtocolException("peer did not prove the shared secret: it has none configured (configure the "
 					+ "same sharedSecret on both sides)");
 		}
-		byte[] proof = secret.proof(role, auth.nonce(), ownNonce);
-		ctx.writeAndFlush(KVFrameCodec.encodeAuthProof(ctx.alloc(), proof));
+		if (role == SharedSecret.Role.CONNECTING) {
+			ctx.writeAndFlush(KVFrameCodec.encodeAuthProof(ctx.alloc(),
+					secret.proof(role, auth.nonce(), ownNonce, dialled)));
+			return false;
+		}
+		if (auth.dialled().isNone()) {
+			throw new ProtocolException("peer did not say which endpoint it dialled (its AUTH frame has none, as "
+					+ "only an accepting side's has)");
+		}
+		if (!names.answers(auth.dialled())) {
+			throw new ProtocolException("dialled endpoint mismatch: the peer dialled " + auth.dialled()
+					+ ", which is not this listener; it answers to " + names + ". Either a relay or a stale "
+					+ "registration forwarded the peer here, or peers reach this listener at an address it was not "
+					+ "told (NAT, port forwarding, a service name): add that address to advertisedAddresses");
+		}
+		dialled = auth.dialled();
 		return false;
 	}
 
 	/**
-	 * @return true: the handshake is complete
+	 * @return true: the handshake is complete (on the accepting side after writing its own proof)
 	 * @throws ProtocolException when the proof is unexpected or does not verify
 	 */
-	boolean onAuthProof(byte[] proof) {
+	boolean onAuthProof(ChannelHandlerContext ctx, byte[] proof) {
 		if (secret == null || peerAuth == null || done) {
 			throw new ProtocolException("unexpected AUTH_PROOF frame ("
 					+ (secret == null ? "no shared secret is configured here"
 							: peerAuth == null ? "before the peer's AUTH" : "after the handshake")
 					+ ")");
 		}
-		if (!secret.verify(role.peer(), proof, ownNonce, peerAuth.nonce())) {
+		if (!secret.verify(role.peer(), proof, ownNonce, peerAuth.nonce(), dialled)) {
 			throw new ProtocolException("shared secret mismatch: the peer's proof does not verify (the two sides have "
-					+ "different secrets)");
+					+ "different secrets, or something between them altered the handshake, as a relay that rewrites "
+					+ "the dialled endpoint does)");
+		}
+		if (role == SharedSecret.Role.ACCEPTING) {
+			// Proven only now: a peer without the secret never sees a proof from this side.
+			ctx.writeAndFlush(KVFrameCodec.encodeAuthProof(ctx.alloc(),
+					secret.proof(role, peerAuth.nonce(), ownNonce, dialled)));
 		}
 		return complete();
+	}
+
+	/**
+	 * @param reason what the peer's {@code REJECT} said
+	 * @return the failure of a handshake the peer refused (its reason shortened, control characters replaced)
+	 */
+	ProtocolException refused(String reason) {
+		StringBuilder b = new StringBuilder("the peer refused the handshake: ");
+		int n = Math.min(reason.length(), MAX_REJECT_REASON);
+		for (int i = 0; i < n; i++) {
+			char c = reason.charAt(i);
+			b.append(c < ' ' || c == 0x7f ? '?' : c);
+		}
+		return new ProtocolException(reason.length() > n ? b.append("...").toString() : b.toString());
 	}
 
 	private boolean complete() {
@@ -151,6 +202,11 @@ final class Handshake {
 	/** @return why the handshake failed, or {@code null} */
 	ProtocolException failure() {
 		return failure;
+	}
+
+	/** @return which side of the connection this is */
+	SharedSecret.Role role() {
+		return role;
 	}
 
 	boolean prefaceReceived() {

@@ -40,21 +40,30 @@ import io.netty.buffer.ByteBufUtil;
  * offset 0  4 bytes  magic 0x4B 0x56 0x46 0x52 ("KVFR")
  * offset 4  u16      protocol version ({@link KVMessage#PROTOCOL_VERSION})
  * </pre>
- * A wrong magic ("not a kvferry peer") or another version closes the connection with that reason.
+ * A wrong magic ("not a kvferry peer") or another version closes the connection with that reason. Version 6 changed the
+ * {@code AUTH} frame and the shared-secret proofs (they bind the endpoint the connecting side dialled), so a version-5
+ * peer is refused here, before any {@code AUTH}.
  *
  * <h2>Handshake</h2>
- * Right after its preface each side writes one {@code AUTH} frame (below) with its flags, a nonce and the largest frame
- * it accepts, again without waiting. Flag {@code 0x01} says the side has a shared secret; its nonce is then 32 random
- * bytes (zeros otherwise). Each side then cuts what it sends to the peer's {@code maxFrameLength}, so two sides with
- * different limits still work together.
+ * Right after its preface each side writes one {@code AUTH} frame (below) with its flags, a nonce, the largest frame
+ * it accepts and, from the connecting side, the endpoint it dialled ({@link DialledEndpoint}: {@code host:port} as
+ * dialled, and the IP literal and port its socket reached; both empty from the accepting side), again without
+ * waiting. Flag {@code 0x01} says the side has a shared secret; its nonce is then 32 random bytes (zeros otherwise).
+ * Each side then cuts what it sends to the peer's {@code maxFrameLength}, so two sides with different limits still
+ * work together.
  * <ul>
  * <li>Neither side has a secret: the handshake is complete when the peer's preface and {@code AUTH} arrived.</li>
- * <li>Both have one: on the peer's {@code AUTH} each side writes an {@code AUTH_PROOF} frame,
- * {@code HMAC-SHA256(secret, "kvferry-auth-v1" || role || peerNonce || ownNonce)} with role {@code 'C'} for the
- * connecting side and {@code 'A'} for the accepting one (see {@link SharedSecret}); the handshake is complete when
- * the peer's proof verifies. A wrong proof closes with "shared secret mismatch".</li>
+ * <li>Both have one: proofs are {@code HMAC-SHA256(secret, "kvferry-auth-v2" || role || peerNonce || ownNonce ||
+ * dialled endpoint)} with role {@code 'C'} for the connecting side and {@code 'A'} for the accepting one (exact bytes
+ * on {@link SharedSecret}). On the accepting side's {@code AUTH} the connecting side writes its {@code AUTH_PROOF}.
+ * The accepting side refuses a dialled endpoint that is not one of its names (its socket's local address, or an
+ * advertised address; see {@code ListenerNames}), waits for the connecting side's proof, and only once it verified
+ * writes its own {@code AUTH_PROOF} and completes; the connecting side completes when that proof verifies over the
+ * endpoint it dialled itself. A wrong proof closes with "shared secret mismatch".</li>
  * <li>Only one side has one: both close ("peer did not prove the shared secret" on the side with the secret).</li>
  * </ul>
+ * The accepting side reports why it refuses a peer during the handshake in a {@code REJECT} frame before closing, so
+ * that the connecting side can say why; a {@code REJECT} before the handshake completed fails it with that reason.
  * Any other frame before the handshake completes, a second {@code AUTH} or an unexpected {@code AUTH_PROOF} closes the
  * connection; heartbeats are allowed. The secret itself never goes on the wire. With TLS, all of this runs inside
  * the TLS session.
@@ -67,8 +76,8 @@ import io.netty.buffer.ByteBufUtil;
  * offset 5  ...  body (length - 1 bytes)
  * </pre>
  * A control body is at most {@code maxFrameLength} bytes; a data frame's payload is at most {@code maxFrameLength}
- * bytes (its length field may exceed {@code maxFrameLength} by the 38 bytes of type and header); {@code AUTH} and
- * {@code AUTH_PROOF} bodies have exactly their fixed length, a heartbeat none. Any other announced length is malformed
+ * bytes (its length field may exceed {@code maxFrameLength} by the 38 bytes of type and header); an {@code AUTH} body
+ * is 45..645 bytes, an {@code AUTH_PROOF} body exactly 32, a heartbeat none. Any other announced length is malformed
  * and rejected before any byte of the body is buffered. A control body must be consumed exactly: missing or trailing
  * bytes are malformed.
  *
@@ -90,7 +99,9 @@ import io.netty.buffer.ByteBufUtil;
  * 0x0b FENCE             i64 room, i64 bytes, i64 checksum (CRC32C, or -1 for none) (since version 5)
  * 0x10 HEARTBEAT         (empty body)
  * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
- *                        i32 maxFrameLength (1 KiB..1 GiB)
+ *                        i32 maxFrameLength (1 KiB..1 GiB), string endpoint, string address (since version 6;
+ *                        each empty or host:port, at most 300 bytes, no space or control character; address an IP
+ *                        literal)
  * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
  * 0x13 SHM_OFFER         same-host frames (see {@code internal.shm.ShmFrames}); only between peers that both turned
@@ -159,8 +170,10 @@ public final class KVFrameCodec {
 
 	/** {@code AUTH} flag: the sender has a shared secret and will prove it. */
 	public static final int AUTH_FLAG_SECRET = 0x01;
-	/** Bytes of an {@code AUTH} body: flags, nonce and the largest frame the sender accepts. */
-	public static final int AUTH_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH + 4;
+	/** Fewest bytes of an {@code AUTH} body: flags, nonce, the largest frame the sender accepts, two empty strings. */
+	public static final int AUTH_MIN_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH + 4 + 4 + 4;
+	/** Most bytes of an {@code AUTH} body: both strings of the dialled endpoint at their longest. */
+	public static final int AUTH_MAX_BODY_LENGTH = AUTH_MIN_BODY_LENGTH + 2 * DialledEndpoint.MAX_LENGTH;
 	/** Bytes of an {@code AUTH_PROOF} body. */
 	public static final int AUTH_PROOF_BODY_LENGTH = SharedSecret.PROOF_LENGTH;
 
@@ -254,24 +267,37 @@ public final class KVFrameCodec {
 		return type == TYPE_AUTH || type == TYPE_AUTH_PROOF;
 	}
 
-	/** @return the exact body length of a handshake frame type */
-	public static int authBodyLength(int type) {
-		return type == TYPE_AUTH ? AUTH_BODY_LENGTH : AUTH_PROOF_BODY_LENGTH;
+	/** @return the fewest body bytes of a handshake frame type */
+	public static int authMinBodyLength(int type) {
+		return type == TYPE_AUTH ? AUTH_MIN_BODY_LENGTH : AUTH_PROOF_BODY_LENGTH;
+	}
+
+	/** @return the most body bytes of a handshake frame type */
+	public static int authMaxBodyLength(int type) {
+		return type == TYPE_AUTH ? AUTH_MAX_BODY_LENGTH : AUTH_PROOF_BODY_LENGTH;
 	}
 
 	/**
 	 * @param alloc where the buffer comes from
-	 * @param auth the flags and nonce to announce
+	 * @param auth the flags, nonce, frame limit and dialled endpoint to announce
 	 * @return the {@code AUTH} frame; the caller owns the buffer
 	 */
 	public static ByteBuf encodeAuth(ByteBufAllocator alloc, Auth auth) {
-		int size = FRAME_PREFIX_LENGTH + AUTH_BODY_LENGTH;
+		// The same bytes the proofs cover (SharedSecret hashes String.getBytes too).
+		byte[] endpoint = auth.dialled().endpoint().getBytes(StandardCharsets.UTF_8);
+		byte[] address = auth.dialled().address().getBytes(StandardCharsets.UTF_8);
+		int body = AUTH_MIN_BODY_LENGTH + endpoint.length + address.length;
+		int size = FRAME_PREFIX_LENGTH + body;
 		ByteBuf buf = alloc.buffer(size, size);
-		buf.writeInt(1 + AUTH_BODY_LENGTH);
+		buf.writeInt(1 + body);
 		buf.writeByte(TYPE_AUTH);
 		buf.writeByte(auth.hasSecret() ? AUTH_FLAG_SECRET : 0);
 		buf.writeBytes(auth.nonce());
 		buf.writeInt(auth.maxFrameLength());
+		buf.writeInt(endpoint.length);
+		buf.writeBytes(endpoint);
+		buf.writeInt(address.length);
+		buf.writeBytes(address);
 		return buf;
 	}
 
@@ -297,8 +323,9 @@ public final class KVFrameCodec {
 	 * Decodes an {@code AUTH} body.
 	 *
 	 * @param body exactly the frame's body; read, not released
-	 * @return the flags and nonce
-	 * @throws ProtocolException when the body has another length or an unknown flag
+	 * @return the flags, nonce, frame limit and dialled endpoint
+	 * @throws ProtocolException when the body is truncated or has trailing bytes, an unknown flag, a frame limit out of
+	 *         range, or an endpoint that is too long or not {@code host:port}
 	 */
 	public static Auth decodeAuth(ByteBuf body) {
 		Reader r = new Reader(body, "AUTH");
@@ -308,12 +335,14 @@ public final class KVFrameCodec {
 		}
 		byte[] nonce = r.bytes("nonce", SharedSecret.NONCE_LENGTH);
 		int maxFrameLength = r.i32("maxFrameLength");
-		r.end();
 		if (maxFrameLength < TransportSettings.MIN_FRAME_LENGTH || maxFrameLength > TransportSettings.MAX_FRAME_LENGTH) {
 			throw r.malformed("maxFrameLength : " + maxFrameLength + " (expected: " + TransportSettings.MIN_FRAME_LENGTH
 					+ ".." + TransportSettings.MAX_FRAME_LENGTH + ")");
 		}
-		return new Auth(flags == AUTH_FLAG_SECRET, nonce, maxFrameLength);
+		String endpoint = r.endpointField("endpoint", false);
+		String address = r.endpointField("address", true);
+		r.end();
+		return new Auth(flags == AUTH_FLAG_SECRET, nonce, maxFrameLength, new DialledEndpoint(endpoint, address));
 	}
 
 	/**
@@ -697,31 +726,40 @@ public final class KVFrameCodec {
 	 * @param hasSecret whether the sender has a shared secret (and will send a proof)
 	 * @param nonce the sender's {@value SharedSecret#NONCE_LENGTH}-byte nonce
 	 * @param maxFrameLength the largest control body and data payload the sender accepts
+	 * @param dialled what the sender dialled, when it is the connecting side; {@link DialledEndpoint#NONE} from the
+	 *        accepting side
 	 */
-	public record Auth(boolean hasSecret, byte[] nonce, int maxFrameLength) {
+	public record Auth(boolean hasSecret, byte[] nonce, int maxFrameLength, DialledEndpoint dialled) {
 
 		public Auth {
 			Objects.requireNonNull(nonce, "nonce");
+			Objects.requireNonNull(dialled, "dialled");
 			if (nonce.length != SharedSecret.NONCE_LENGTH) {
 				throw new IllegalArgumentException("nonce : " + nonce.length + " bytes (expected: "
 						+ SharedSecret.NONCE_LENGTH + ")");
 			}
 		}
 
+		/** The accepting side's body: it dialled nothing. */
+		public Auth(boolean hasSecret, byte[] nonce, int maxFrameLength) {
+			this(hasSecret, nonce, maxFrameLength, DialledEndpoint.NONE);
+		}
+
 		@Override
 		public boolean equals(Object o) {
 			return o instanceof Auth a && a.hasSecret == hasSecret && Arrays.equals(a.nonce, nonce)
-					&& a.maxFrameLength == maxFrameLength;
+					&& a.maxFrameLength == maxFrameLength && a.dialled.equals(dialled);
 		}
 
 		@Override
 		public int hashCode() {
-			return 31 * (31 * Boolean.hashCode(hasSecret) + Arrays.hashCode(nonce)) + maxFrameLength;
+			return 31 * (31 * (31 * Boolean.hashCode(hasSecret) + Arrays.hashCode(nonce)) + maxFrameLength)
+					+ dialled.hashCode();
 		}
 
 		@Override
 		public String toString() {
-			return "Auth[hasSecret=" + hasSecret + ", maxFrameLength=" + maxFrameLength + "]";
+			return "Auth[hasSecret=" + hasSecret + ", maxFrameLength=" + maxFrameLength + ", dialled=" + dialled + "]";
 		}
 	}
 
@@ -810,6 +848,21 @@ public final class KVFrameCodec {
 			byte[] b = new byte[length];
 			buf.readBytes(b);
 			return b;
+		}
+
+		/** Reads a string of a dialled endpoint: bounded before anything is copied, then checked as text. */
+		String endpointField(String field, boolean ipLiteral) {
+			int n = count(field + " length", 1);
+			if (n > DialledEndpoint.MAX_LENGTH) {
+				throw malformed(field + " length : " + n + " (expected: 0.." + DialledEndpoint.MAX_LENGTH + ")");
+			}
+			String s = buf.toString(buf.readerIndex(), n, StandardCharsets.UTF_8);
+			buf.skipBytes(n);
+			String problem = DialledEndpoint.problem(s, ipLiteral);
+			if (problem != null) {
+				throw malformed(problem);
+			}
+			return s;
 		}
 
 		void end() {

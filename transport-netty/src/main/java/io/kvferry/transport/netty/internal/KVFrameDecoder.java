@@ -267,7 +267,8 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		in.skipBytes(KVFrameCodec.PREFACE_LENGTH);
 		if (version != expectedVersion) {
 			throw new ProtocolException("incompatible kvferry protocol version : " + version + " (expected: "
-					+ expectedVersion + ")");
+					+ expectedVersion + "): the peer runs " + (version < expectedVersion ? "an older" : "a newer")
+					+ " kvferry release; run the same release on both sides");
 		}
 		state = State.FRAME_PREFIX;
 		listener.onPreface(version);
@@ -306,9 +307,11 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			return true;
 		}
 		if (KVFrameCodec.isAuthType(type)) {
-			if (body != KVFrameCodec.authBodyLength(type)) {
+			int min = KVFrameCodec.authMinBodyLength(type);
+			int max = KVFrameCodec.authMaxBodyLength(type);
+			if (body < min || body > max) {
 				throw new ProtocolException("malformed " + KVFrameCodec.typeName(type) + " frame: body of " + body
-						+ " bytes (expected: " + KVFrameCodec.authBodyLength(type) + ")");
+						+ " bytes (expected: " + (min == max ? String.valueOf(min) : min + ".." + max) + ")");
 			}
 			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
 			bodyLength = (int) body;

@@ -54,7 +54,8 @@ import reactor.core.publisher.Sinks;
  * close) and the inbound side: {@link KVFrameDecoder} reports to this connection, which forwards to the
  * {@link ConnectionHandler} on the event loop once the handshake completed. Only then does the accepting side ask the
  * acceptor for a handler and the connecting side's {@code connect} succeed. A handshake failure closes the connection
- * with a reason logged on each side, and fails {@link #handshakeFuture()} with a {@link ProtocolException}.
+ * with a reason logged on each side (the accepting side sends its reason in a {@code REJECT} first), and fails
+ * {@link #handshakeFuture()} with a {@link ProtocolException}.
  *
  * <p><b>Heartbeats.</b> The idle handler reports writer idleness after one interval (a heartbeat is written) and reader
  * idleness after two (the connection closes with "no heartbeat from ...").
@@ -312,7 +313,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void onAuthProof(byte[] proof) {
-		if (steps.onAuthProof(proof)) {
+		if (steps.onAuthProof(ctx, proof)) {
 			completeHandshake();
 		}
 	}
@@ -339,6 +340,9 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void onMessage(KVMessage message) {
+		if (!steps.isDone() && message instanceof KVMessage.Reject r) {
+			throw steps.refused(r.reason());
+		}
 		steps.requireDone(message.getClass().getSimpleName());
 		handler.onMessage(this, message);
 	}
@@ -367,6 +371,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		String reason = protocol ? cause.getMessage() : "handler failed: " + cause;
 		if (!handshake.isDone() && protocol) {
 			steps.failed((ProtocolException) cause);
+			tellRefused(reason);
 		}
 		if (!closeReason.compareAndSet(null, new CloseReason(protocol ? CloseReason.Kind.PROTOCOL
 				: CloseReason.Kind.IO, reason))) {
@@ -378,6 +383,22 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		else {
 			log.error("{} closing: {}", prefix, reason, cause);
 		}
+	}
+
+	/**
+	 * The accepting side says why it refuses a kvferry peer during the handshake, before the decoder closes the
+	 * channel: the connecting side cannot see that judgement otherwise, since this side proves nothing to a peer it
+	 * refuses. A handshake reason holds no secret: what the peer sent, and this listener's own names.
+	 */
+	private void tellRefused(String reason) {
+		if (steps.role() != SharedSecret.Role.ACCEPTING || steps.isDone() || !steps.prefaceReceived() || ctx == null
+				|| !channel.isActive()) {
+			return;
+		}
+		int limit = steps.peerMaxFrameLength();
+		// At most 3 UTF-8 bytes a char, after the string's 4-byte length: always within the peer's frame limit.
+		String text = reason.length() > (limit - 4) / 3 ? reason.substring(0, (limit - 4) / 3) : reason;
+		ctx.writeAndFlush(KVFrameCodec.encode(ctx.alloc(), new KVMessage.Reject(text), limit));
 	}
 
 	// ---- channel events -----------------------------------------------------------------------------------------
@@ -396,7 +417,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			}
 			prefix = "[" + id + ", L:" + channel.localAddress() + " - R:" + channel.remoteAddress() + "]";
 			log.debug("{} open", prefix);
-			steps.start(ctx, () -> {
+			steps.start(ctx, remote, () -> {
 				String reason = "handshake not completed within " + TransportSettings.format(steps.timeout());
 				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, reason))) {
 					log.warn("{} closing: {}", prefix, reason);

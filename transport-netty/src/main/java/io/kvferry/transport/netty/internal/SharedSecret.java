@@ -13,13 +13,22 @@ import javax.crypto.spec.SecretKeySpec;
 /**
  * The secret both ends of a connection must know, and the challenge-response that proves it without sending it.
  *
- * <p>Each side sends a random {@value #NONCE_LENGTH}-byte nonce in its {@code AUTH} frame. A side proves the secret
- * with {@code HMAC-SHA256(secret, "kvferry-auth-v1" || role || verifierNonce || proverNonce)}, where {@code role} is
- * the prover's role byte ({@code 'C'} connecting, {@code 'A'} accepting) and {@code verifierNonce} is the nonce the
- * other side chose for this connection. The verifier recomputes the value and compares in constant time. A captured
- * proof is useless elsewhere: another connection has other nonces, and a side's own proof never verifies as the
- * peer's because the roles differ. The secret authenticates peers only; it neither encrypts nor protects frames after
- * the handshake (TLS does).
+ * <p>Each side sends a random {@value #NONCE_LENGTH}-byte nonce in its {@code AUTH} frame, and the connecting side
+ * also the endpoint it dialled ({@link DialledEndpoint}). A side proves the secret with
+ * {@code HMAC-SHA256(secret, "kvferry-auth-v2" || role || verifierNonce || proverNonce || len || endpoint || len ||
+ * address)}, where {@code role} is the prover's role byte ({@code 'C'} connecting, {@code 'A'} accepting),
+ * {@code verifierNonce} is the nonce the other side chose for this connection, {@code endpoint} and {@code address}
+ * are the connecting side's announcement in UTF-8 and each {@code len} is its byte count as a big-endian {@code i32}.
+ * The verifier recomputes the value and compares in constant time.
+ *
+ * <p>What the proof binds: a captured proof is useless on another connection (other nonces); a side's own proof never
+ * verifies as the peer's (the roles differ); and a proof obtained through a relay is useless to it, because the
+ * accepting side refuses an endpoint that is not one of its names and the connecting side checks the accepting
+ * side's proof over the endpoint it dialled itself, so a relay dialled at its own address can neither forward the
+ * announcement unchanged nor rewrite it. The accepting side proves only after the connecting side's proof verified,
+ * so a party without the secret that connects to a listener never obtains a proof over nonces of its choosing (no
+ * oracle, nothing to guess a weak secret from offline). The secret authenticates peers only; it neither encrypts
+ * nor protects frames after the handshake, and cannot stop a party on the network path (TLS does).
  *
  * <p>Immutable and thread-safe; {@link #toString()} never shows the secret. The nonce generator is a DRBG seeded when
  * the instance is created (on the configuring thread), so event loops never read the OS entropy source.
@@ -32,7 +41,7 @@ public final class SharedSecret {
 	public static final int PROOF_LENGTH = 32;
 
 	private static final String ALGORITHM = "HmacSHA256";
-	private static final byte[] LABEL = "kvferry-auth-v1".getBytes(StandardCharsets.US_ASCII);
+	private static final byte[] LABEL = "kvferry-auth-v2".getBytes(StandardCharsets.US_ASCII);
 
 	/** Which end of the TCP connection proves. */
 	public enum Role {
@@ -61,7 +70,7 @@ public final class SharedSecret {
 		this.random = newRandom();
 		// Seed now, off any event loop, and fail here rather than in a handshake if HMAC-SHA256 is missing.
 		random.nextBytes(new byte[NONCE_LENGTH]);
-		proof(Role.CONNECTING, new byte[NONCE_LENGTH], new byte[NONCE_LENGTH]);
+		proof(Role.CONNECTING, new byte[NONCE_LENGTH], new byte[NONCE_LENGTH], DialledEndpoint.NONE);
 	}
 
 	/**
@@ -99,12 +108,15 @@ public final class SharedSecret {
 	 * @param prover the role of the side that proves
 	 * @param verifierNonce the nonce the other side sent
 	 * @param proverNonce the prover's own nonce
+	 * @param dialled what the connecting side dialled: its own record on the connecting side, the one its
+	 *        {@code AUTH} announced on the accepting side
 	 * @return {@value #PROOF_LENGTH} bytes
 	 */
-	public byte[] proof(Role prover, byte[] verifierNonce, byte[] proverNonce) {
+	public byte[] proof(Role prover, byte[] verifierNonce, byte[] proverNonce, DialledEndpoint dialled) {
 		Objects.requireNonNull(prover, "prover");
 		checkNonce(verifierNonce, "verifierNonce");
 		checkNonce(proverNonce, "proverNonce");
+		Objects.requireNonNull(dialled, "dialled");
 		try {
 			Mac mac = Mac.getInstance(ALGORITHM);
 			mac.init(new SecretKeySpec(key, ALGORITHM));
@@ -112,11 +124,21 @@ public final class SharedSecret {
 			mac.update(prover.code);
 			mac.update(verifierNonce);
 			mac.update(proverNonce);
+			// Length-prefixed, so that no two announcements feed the same bytes.
+			updateField(mac, dialled.endpoint());
+			updateField(mac, dialled.address());
 			return mac.doFinal();
 		}
 		catch (GeneralSecurityException e) {
 			throw new IllegalStateException(ALGORITHM + " unavailable", e);
 		}
+	}
+
+	private static void updateField(Mac mac, String value) {
+		byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+		mac.update(new byte[] { (byte) (bytes.length >>> 24), (byte) (bytes.length >>> 16), (byte) (bytes.length >>> 8),
+				(byte) bytes.length });
+		mac.update(bytes);
 	}
 
 	/**
@@ -126,11 +148,13 @@ public final class SharedSecret {
 	 * @param proof what it sent
 	 * @param verifierNonce the verifying side's own nonce
 	 * @param proverNonce the nonce the prover sent
-	 * @return whether the prover knows this secret and answered this connection's nonces
+	 * @param dialled what the connecting side dialled, as the verifier knows it
+	 * @return whether the prover knows this secret and answered this connection's nonces and dialled endpoint
 	 */
-	public boolean verify(Role prover, byte[] proof, byte[] verifierNonce, byte[] proverNonce) {
+	public boolean verify(Role prover, byte[] proof, byte[] verifierNonce, byte[] proverNonce,
+			DialledEndpoint dialled) {
 		Objects.requireNonNull(proof, "proof");
-		return MessageDigest.isEqual(proof(prover, verifierNonce, proverNonce), proof);
+		return MessageDigest.isEqual(proof(prover, verifierNonce, proverNonce, dialled), proof);
 	}
 
 	private static void checkNonce(byte[] nonce, String name) {

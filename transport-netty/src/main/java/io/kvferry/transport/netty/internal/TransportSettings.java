@@ -1,8 +1,10 @@
 package io.kvferry.transport.netty.internal;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 
+import io.kvferry.HostPort;
 import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.netty.handler.ssl.SslContext;
 
@@ -21,10 +23,13 @@ import io.netty.handler.ssl.SslContext;
  * @param sharedSecret the secret both sides must prove in the handshake, or {@code null} for none
  * @param tls the TLS contexts, or {@code null} for plain TCP
  * @param sameHost whether and how KV bytes go through shared memory when the peer is on this host
+ * @param advertisedAddresses the addresses peers dial this transport's listeners at besides their sockets' own (NAT,
+ *        port forwarding, a service name); port 0 stands for the listener's own port
  */
 public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, int writeBufferLow,
 		int writeBufferHigh, Duration connectTimeout, boolean preferNative, int socketBufferSize,
-		int eventLoopThreads, SharedSecret sharedSecret, Tls tls, ShmConfig sameHost) {
+		int eventLoopThreads, SharedSecret sharedSecret, Tls tls, ShmConfig sameHost,
+		List<HostPort> advertisedAddresses) {
 
 	/** Smallest accepted {@link #maxFrameLength}: room for every handshake message of a small layout. */
 	public static final int MIN_FRAME_LENGTH = 1024;
@@ -34,16 +39,17 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 
 	/**
 	 * 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll, one thread per core, no
-	 * shared secret, no TLS, no same-host path.
+	 * shared secret, no TLS, no same-host path, no advertised addresses.
 	 */
 	public static final TransportSettings DEFAULT = new TransportSettings(Duration.ofSeconds(5), 16 << 20, 4 << 20,
 			8 << 20, Duration.ofSeconds(5), true, 0, Math.max(1, Runtime.getRuntime().availableProcessors()), null,
-			null, ShmConfig.OFF);
+			null, ShmConfig.OFF, List.of());
 
 	public TransportSettings {
 		Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
 		Objects.requireNonNull(connectTimeout, "connectTimeout");
 		Objects.requireNonNull(sameHost, "sameHost");
+		advertisedAddresses = List.copyOf(Objects.requireNonNull(advertisedAddresses, "advertisedAddresses"));
 		if (heartbeatInterval.toMillis() < 1) {
 			throw new IllegalArgumentException("heartbeatInterval : " + heartbeatInterval + " (expected: >= 1 ms)");
 		}
@@ -71,61 +77,68 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	/** @return a copy with another heartbeat interval */
 	public TransportSettings withHeartbeatInterval(Duration interval) {
 		return new TransportSettings(interval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with another maximum frame length */
 	public TransportSettings withMaxFrameLength(int length) {
 		return new TransportSettings(heartbeatInterval, length, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with other write-buffer watermarks */
 	public TransportSettings withWriteBufferWaterMark(int low, int high) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, low, high, connectTimeout, preferNative,
-				socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
+				socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with another connect timeout */
 	public TransportSettings withConnectTimeout(Duration timeout) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, timeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy that prefers (or not) the native transport */
 	public TransportSettings withPreferNative(boolean prefer) {
-		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, prefer, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost);
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				prefer, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with another socket buffer size (0 for the OS default) */
 	public TransportSettings withSocketBufferSize(int size) {
-		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, size, eventLoopThreads, sharedSecret, tls, sameHost);
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, size, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with another number of event loop threads */
 	public TransportSettings withEventLoopThreads(int threads) {
-		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, threads, sharedSecret, tls, sameHost);
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, threads, sharedSecret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with another shared secret ({@code null}: none) */
 	public TransportSettings withSharedSecret(SharedSecret secret) {
-		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, secret, tls, sameHost);
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, eventLoopThreads, secret, tls, sameHost, advertisedAddresses);
 	}
 
 	/** @return a copy with other TLS contexts ({@code null}: plain TCP) */
 	public TransportSettings withTls(Tls contexts) {
-		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, sharedSecret, contexts, sameHost);
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, contexts, sameHost,
+				advertisedAddresses);
 	}
 
 	/** @return a copy with other same-host settings */
 	public TransportSettings withSameHost(ShmConfig config) {
-		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh,
-				connectTimeout, preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, config);
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, config, advertisedAddresses);
+	}
+
+	/** @return a copy whose listeners also answer to {@code addresses} (each non-null; copied) */
+	public TransportSettings withAdvertisedAddresses(List<HostPort> addresses) {
+		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, addresses);
 	}
 
 	/**

@@ -55,6 +55,11 @@ final class FuzzCorpus {
 				new int[0]));
 		authWithoutSecret = auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		auth(new KVFrameCodec.Auth(true, bytes(r, SharedSecret.NONCE_LENGTH), 16 << 20));
+		// A connecting side's: the endpoint it dialled and the address it reached, two strings the mutations target.
+		auth(new KVFrameCodec.Auth(true, bytes(r, SharedSecret.NONCE_LENGTH), 1 << 20,
+				new DialledEndpoint("prefill-0.prefill.ns.svc.cluster.local:5000", "[2001:db8::7]:5000")));
+		auth(new KVFrameCodec.Auth(true, bytes(r, SharedSecret.NONCE_LENGTH), 1 << 20,
+				new DialledEndpoint("x".repeat(DialledEndpoint.MAX_LENGTH - 2) + ":1", "255.255.255.255:65535")));
 		byte[] proof = bytes(r, SharedSecret.PROOF_LENGTH);
 		frames.add(new Frame(take(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, proof)),
 				List.of("PROOF " + ByteBufUtil.hexDump(proof)), new int[0]));
@@ -81,8 +86,10 @@ final class FuzzCorpus {
 	}
 
 	private Frame auth(KVFrameCodec.Auth auth) {
-		Frame frame = new Frame(take(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, auth)), List.of(auth),
-				new int[0]);
+		byte[] bytes = take(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, auth));
+		int endpointLength = BODY + 1 + SharedSecret.NONCE_LENGTH + 4;
+		int addressLength = endpointLength + 4 + i32(bytes, endpointLength);
+		Frame frame = new Frame(bytes, List.of(auth), new int[] { endpointLength, addressLength });
 		frames.add(frame);
 		return frame;
 	}
@@ -291,8 +298,9 @@ final class FuzzCorpus {
 			}
 			case 3: {
 				int original = frame.bytes().length - 4;
-				int[] values = { 0, 1, 2, 37, 38, 39, original - 1, original + 1, original + r.nextInt(1, 17),
-					original - r.nextInt(1, 17), maxFrameLength, maxFrameLength + 1, maxFrameLength + 38,
+				// 38, 46 and 646: the first data length, the fewest and most AUTH bytes (length counts the type).
+				int[] values = { 0, 1, 2, 37, 38, 39, 45, 46, 646, 647, original - 1, original + 1,
+					original + r.nextInt(1, 17), original - r.nextInt(1, 17), maxFrameLength, maxFrameLength + 1, maxFrameLength + 38,
 					maxFrameLength + 39, Integer.MAX_VALUE, -1, r.nextInt(maxFrameLength + 64), r.nextInt() };
 				putI32(s, frameStart, values[r.nextInt(values.length)]);
 				applied.append("length@").append(frameStart).append(' ');

@@ -3,6 +3,8 @@ package io.kvferry.transport.netty.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.charset.StandardCharsets;
+
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
@@ -57,18 +59,23 @@ class KVFrameCodecTest {
 		nonce[31] = 0x22;
 		byte[] proof = new byte[SharedSecret.PROOF_LENGTH];
 		proof[5] = 0x33;
-		ByteBuf auth = KVFrameCodec.encodeAuth(ALLOC, new KVFrameCodec.Auth(true, nonce, 16 << 20));
+		DialledEndpoint dialled = new DialledEndpoint("p.x:80", "[::1]:80");
+		ByteBuf auth = KVFrameCodec.encodeAuth(ALLOC, new KVFrameCodec.Auth(true, nonce, 16 << 20, dialled));
 		ByteBuf none = KVFrameCodec.encodeAuth(ALLOC,
 				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		ByteBuf proofFrame = KVFrameCodec.encodeAuthProof(ALLOC, proof);
 		try {
-			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("00000026" + "11" + "01" + "11" + "00".repeat(30) + "22"
-					+ "01000000");
-			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("00000026" + "11" + "00" + "00".repeat(32) + "01000000");
+			// Body: flags, nonce, maxFrameLength, then the endpoint "p.x:80" and the address "[::1]:80" as strings.
+			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("0000003c" + "11" + "01" + "11" + "00".repeat(30) + "22"
+					+ "01000000" + "00000006" + "702e783a3830" + "00000008" + "5b3a3a315d3a3830");
+			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("0000002e" + "11" + "00" + "00".repeat(32) + "01000000"
+					+ "00000000" + "00000000");
 			assertThat(ByteBufUtil.hexDump(proofFrame)).isEqualTo("00000021" + "12" + "0000000000" + "33"
 					+ "00".repeat(26));
 			assertThat(KVFrameCodec.decodeAuth(auth.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
-					.isEqualTo(new KVFrameCodec.Auth(true, nonce, 16 << 20));
+					.isEqualTo(new KVFrameCodec.Auth(true, nonce, 16 << 20, dialled));
+			assertThat(KVFrameCodec.decodeAuth(none.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)).dialled())
+					.isEqualTo(DialledEndpoint.NONE);
 			assertThat(KVFrameCodec.decodeAuthProof(proofFrame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
 					.isEqualTo(proof);
 			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_AUTH)).isEqualTo("AUTH");
@@ -85,6 +92,46 @@ class KVFrameCodecTest {
 				.isInstanceOf(IllegalArgumentException.class).hasMessage("proof : 3 bytes (expected: 32)");
 		assertThatThrownBy(() -> new KVFrameCodec.Auth(false, new byte[31], 16 << 20))
 				.isInstanceOf(IllegalArgumentException.class).hasMessage("nonce : 31 bytes (expected: 32)");
+	}
+
+	@Test
+	void anAuthEndpointThatIsTooLongOrNotHostAndPortIsMalformedNamingTheField() {
+		assertMalformedAuth(authBody("x".repeat(DialledEndpoint.MAX_LENGTH - 1) + ":1", ""),
+				"malformed AUTH frame: endpoint length : 301 (expected: 0..300)");
+		assertMalformedAuth(authBody("p.x:80\n", ""),
+				"malformed AUTH frame: endpoint : a control character or space at index 6 (expected: host:port)");
+		assertMalformedAuth(authBody("p.x", ""), "malformed AUTH frame: endpoint : address 'p.x': missing ':port'");
+		assertMalformedAuth(authBody("p.x:80", "p.x:80"),
+				"malformed AUTH frame: address : 'p.x:80' (expected: an IP literal and a port)");
+		assertMalformedAuth(authBody("p.x:80", "1.2.3.4:80").writeByte(0),
+				"malformed AUTH frame: 1 trailing bytes after the last field");
+		ByteBuf truncated = authBody("p.x:80", "");
+		assertMalformedAuth(truncated.writerIndex(truncated.writerIndex() - 2),
+				"malformed AUTH frame: address length needs 4 bytes but 2 remain (truncated body)");
+		// The endpoint count is checked against the bytes present before anything is copied.
+		ByteBuf lying = Unpooled.buffer().writeByte(1).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20)
+				.writeInt(200).writeZero(4);
+		assertMalformedAuth(lying, "malformed AUTH frame: endpoint length : 200 (expected: 0..4)");
+		assertThatThrownBy(() -> new DialledEndpoint("p.x:80", "p.x:80")).isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("address : 'p.x:80' (expected: an IP literal and a port)");
+	}
+
+	/** @return an AUTH body (flags 1, zero nonce, 1 MiB frames) with the given endpoint fields, written as-is */
+	private static ByteBuf authBody(String endpoint, String address) {
+		ByteBuf body = Unpooled.buffer().writeByte(1).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20);
+		byte[] e = endpoint.getBytes(StandardCharsets.UTF_8);
+		byte[] a = address.getBytes(StandardCharsets.UTF_8);
+		return body.writeInt(e.length).writeBytes(e).writeInt(a.length).writeBytes(a);
+	}
+
+	private static void assertMalformedAuth(ByteBuf body, String message) {
+		try {
+			assertThatThrownBy(() -> KVFrameCodec.decodeAuth(body)).isInstanceOf(ProtocolException.class)
+					.hasMessage(message);
+		}
+		finally {
+			assertThat(body.release()).isTrue();
+		}
 	}
 
 	@Test

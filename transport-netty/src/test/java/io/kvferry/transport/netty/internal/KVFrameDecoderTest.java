@@ -154,9 +154,12 @@ class KVFrameDecoderTest {
 	void authAndProofFramesArriveFedByteByByte() {
 		byte[] nonce = random(SharedSecret.NONCE_LENGTH, 1);
 		byte[] proof = random(SharedSecret.PROOF_LENGTH, 2);
-		feed(new Stream().preface(1).auth(new KVFrameCodec.Auth(true, nonce, 16 << 20)).heartbeat().proof(proof)
-				.auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20)).bytes(), 1);
-		assertThat(recorder.events).containsExactly("PREFACE 1", new KVFrameCodec.Auth(true, nonce, 16 << 20), HEARTBEAT,
+		DialledEndpoint dialled = new DialledEndpoint("prefill-0.example:5000", "[fe80::1]:5000");
+		feed(new Stream().preface(1).auth(new KVFrameCodec.Auth(true, nonce, 16 << 20, dialled)).heartbeat()
+				.proof(proof).auth(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20))
+				.bytes(), 1);
+		assertThat(recorder.events).containsExactly("PREFACE 1", new KVFrameCodec.Auth(true, nonce, 16 << 20, dialled),
+				HEARTBEAT,
 				"PROOF " + ByteBufUtil.hexDump(proof),
 				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		assertFalse(channel.finish());
@@ -165,7 +168,14 @@ class KVFrameDecoderTest {
 	@Test
 	void authFrameOfAnotherLengthIsRejectedFromItsPrefix() {
 		feed(new Stream().preface(1).raw(0, 0, 0x10, 0, KVFrameCodec.TYPE_AUTH).bytes(), 1);
-		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 37)");
+		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 45..645)");
+	}
+
+	@Test
+	void authFrameTooShortForItsEndpointFieldsIsRejectedFromItsPrefix() {
+		// A version-5 AUTH body (37 bytes: no endpoint fields) under a version-6 preface.
+		feed(new Stream().preface(1).raw(0, 0, 0, 38, KVFrameCodec.TYPE_AUTH).bytes(), 1);
+		assertClosedWith("malformed AUTH frame: body of 37 bytes (expected: 45..645)");
 	}
 
 	@Test
@@ -176,14 +186,15 @@ class KVFrameDecoderTest {
 
 	@Test
 	void authFrameWithAnUnknownFlagIsRejected() {
-		ByteBuf body = Unpooled.buffer().writeByte(0x03).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20);
+		ByteBuf body = Unpooled.buffer().writeByte(0x03).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20)
+				.writeLong(0);
 		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
 		assertClosedWith("malformed AUTH frame: flags : 0x03 (expected: 0x00 or 0x01)");
 	}
 
 	@Test
 	void authFrameWithAFrameLimitOutOfRangeIsRejected() {
-		ByteBuf body = Unpooled.buffer().writeByte(0).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1023);
+		ByteBuf body = Unpooled.buffer().writeByte(0).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1023).writeLong(0);
 		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
 		assertClosedWith("malformed AUTH frame: maxFrameLength : 1023 (expected: 1024..1073741824)");
 	}
@@ -212,7 +223,7 @@ class KVFrameDecoderTest {
 	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0005"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0006"
 					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
 					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
@@ -221,7 +232,7 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(recorder.events).containsExactly("PREFACE 5",
+			assertThat(recorder.events).containsExactly("PREFACE 6",
 					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
 							new int[0]),
 					new KVMessage.Draining("x"));
@@ -236,7 +247,7 @@ class KVFrameDecoderTest {
 	void version5StripeMessagesArriveFedByteByByte() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0005"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0006"
 					+ "0000000d" + "09" + "8000000000000001" + "00000002"
 					+ "00000005" + "0a" + "00000002"
 					+ "00000019" + "0b" + "0000000000000007" + "0000000000400000" + "00000000deadbeef"
@@ -246,8 +257,8 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v5.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(5);
-			assertThat(recorder.events).containsExactly("PREFACE 5", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(6);
+			assertThat(recorder.events).containsExactly("PREFACE 6", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
 					new KVMessage.Joined(2), new KVMessage.Fence(7, 4 << 20, 0xdeadbeefL),
 					new KVMessage.Fence(8, 0, KVMessage.NO_CHECKSUM));
 			assertThat(v5.isOpen()).isTrue();
@@ -261,7 +272,7 @@ class KVFrameDecoderTest {
 	void aFenceWithANegativeByteCountIsMalformedNamingTheField() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0005"
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0006"
 					+ "00000019" + "0b" + "0000000000000007" + "ffffffffffffffff" + "0000000000000000"));
 			fed.add(in);
 			v5.writeInbound(in);
@@ -274,6 +285,25 @@ class KVFrameDecoderTest {
 	}
 
 	@Test
+	void aVersion5PeerWhoseAuthHasNoEndpointIsRefusedAtItsPreface() {
+		EmbeddedChannel v6 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			// A version-5 peer's preface and AUTH (37-byte body): refused before its AUTH is read.
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520005" + "00000026" + "11" + "01"
+					+ "00".repeat(32) + "01000000"));
+			fed.add(in);
+			v6.writeInbound(in);
+			assertThat(recorder.failure).isNotNull();
+			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 5 (expected: "
+					+ "6): the peer runs an older kvferry release; run the same release on both sides");
+			assertThat(recorder.events).isEmpty();
+		}
+		finally {
+			v6.finishAndReleaseAll();
+		}
+	}
+
+	@Test
 	void aVersion3PeerIsRejectedNamingBothVersions() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
@@ -282,7 +312,8 @@ class KVFrameDecoderTest {
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 3 (expected: 5)");
+					.contains("incompatible kvferry protocol version : 3 (expected: 6): the peer runs an older "
+							+ "kvferry release");
 		}
 		finally {
 			v3.finishAndReleaseAll();

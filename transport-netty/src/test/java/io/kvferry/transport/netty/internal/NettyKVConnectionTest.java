@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.kvferry.HostPort;
 import io.kvferry.test.Sent;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
@@ -45,6 +46,9 @@ class NettyKVConnectionTest {
 	private static final Duration TIMEOUT = Duration.ofSeconds(5);
 	private static final TransportSettings SETTINGS = TransportSettings.DEFAULT
 			.withHeartbeatInterval(Duration.ofSeconds(1)).withMaxFrameLength(4096);
+	/** What a connecting peer says it dialled, and the name an accepting side answers to for it. */
+	private static final DialledEndpoint DIALLED = new DialledEndpoint("prefill.test:7000", "");
+	private static final List<HostPort> NAMES = List.of(new HostPort("prefill.test", 7000));
 
 	private final RecordingHandler handler = new RecordingHandler();
 	private final AtomicReference<KVConnection> accepted = new AtomicReference<>();
@@ -79,8 +83,8 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520005");
-			assertThat(auth.readInt()).isEqualTo(1 + KVFrameCodec.AUTH_BODY_LENGTH);
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520006");
+			assertThat(auth.readInt()).isEqualTo(auth.readableBytes());
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
 		}
@@ -151,14 +155,17 @@ class NettyKVConnectionTest {
 		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
-		assertThat(connection.handshakeFuture().cause()).hasMessageContaining("version : 9 (expected: 5)");
+		assertThat(connection.handshakeFuture().cause())
+				.hasMessageContaining("version : 9 (expected: " + KVMessage.PROTOCOL_VERSION + ")");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 
 	@Test
 	void withoutSecretsTheAuthFrameCarriesNoFlagAndAZeroNonce() {
 		KVFrameCodec.Auth auth = open(false, SETTINGS);
-		assertThat(auth).isEqualTo(noSecret());
+		// A connecting side still says what it dialled (an embedded channel reaches no IP address).
+		assertThat(auth).isEqualTo(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH],
+				SETTINGS.maxFrameLength(), new DialledEndpoint("embedded:0", "")));
 	}
 
 	@Test
@@ -195,29 +202,33 @@ class NettyKVConnectionTest {
 	}
 
 	@Test
-	void secretHandshakeAnswersTheNonceAndCompletesOnlyOnAValidProof() {
+	void secretHandshakeProvesOnlyAfterTheConnectingSidesProofVerifiedAndThenCompletes() {
 		SharedSecret secret = SharedSecret.of("k".getBytes(StandardCharsets.UTF_8));
-		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret));
+		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret).withAdvertisedAddresses(NAMES));
 		assertThat(own.hasSecret()).isTrue();
 		assertThat(own.nonce()).isNotEqualTo(new byte[SharedSecret.NONCE_LENGTH]);
+		assertThat(own.dialled()).isEqualTo(DialledEndpoint.NONE);
 
 		byte[] peerNonce = secret.newNonce();
 		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
-		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce, 16 << 20)));
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
+				new KVFrameCodec.Auth(true, peerNonce, 16 << 20, DIALLED)));
+		// Nothing proven yet: the peer has not proven the secret.
+		channel.runPendingTasks();
+		assertThat((Object) channel.readOutbound()).isNull();
+		assertThat(connection.handshakeFuture().isDone()).isFalse();
+
+		byte[] peerProof = secret.proof(SharedSecret.Role.CONNECTING, own.nonce(), peerNonce, DIALLED);
+		inbound(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, peerProof));
 		ByteBuf proofFrame = readOutbound();
 		try {
 			proofFrame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
 			byte[] proof = KVFrameCodec.decodeAuthProof(proofFrame);
-			assertThat(secret.verify(SharedSecret.Role.ACCEPTING, proof, peerNonce, own.nonce())).isTrue();
+			assertThat(secret.verify(SharedSecret.Role.ACCEPTING, proof, peerNonce, own.nonce(), DIALLED)).isTrue();
 		}
 		finally {
 			proofFrame.release();
 		}
-		assertThat(connection.handshakeFuture().isDone()).isFalse();
-		assertThat(accepted.get()).isNull();
-
-		byte[] peerProof = secret.proof(SharedSecret.Role.CONNECTING, own.nonce(), peerNonce);
-		inbound(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, peerProof));
 		assertThat(connection.handshakeFuture().isSuccess()).isTrue();
 		assertThat(accepted.get()).isSameAs(connection);
 	}
@@ -225,13 +236,13 @@ class NettyKVConnectionTest {
 	@Test
 	void secretHandshakeRejectsAProofForAnotherNonce() {
 		SharedSecret secret = SharedSecret.of(new byte[] { 1, 2, 3 });
-		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret));
+		KVFrameCodec.Auth own = open(true, SETTINGS.withSharedSecret(secret).withAdvertisedAddresses(NAMES));
 		byte[] peerNonce = secret.newNonce();
 		inbound(KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION));
-		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(true, peerNonce, 16 << 20)));
-		readOutbound().release();
+		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
+				new KVFrameCodec.Auth(true, peerNonce, 16 << 20, DIALLED)));
 		// A proof recorded on another connection: right secret, wrong nonce.
-		byte[] replayed = secret.proof(SharedSecret.Role.CONNECTING, secret.newNonce(), peerNonce);
+		byte[] replayed = secret.proof(SharedSecret.Role.CONNECTING, secret.newNonce(), peerNonce, DIALLED);
 		inbound(KVFrameCodec.encodeAuthProof(UnpooledByteBufAllocator.DEFAULT, replayed));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
