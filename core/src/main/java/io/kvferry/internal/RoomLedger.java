@@ -190,7 +190,8 @@ final class RoomLedger {
 		private void add(TreeMap<Integer, Integer> parts, int from, int to, int max, int r, long item) {
 			for (Map.Entry<Integer, Integer> e = parts.floorEntry(from); e != null && e.getKey() < to;
 					e = parts.higherEntry(e.getKey())) {
-				if (e.getValue() >= max && parts.higherKey(e.getKey()) > from) {
+				// Each key from the floor of from on starts a range that overlaps [from, to).
+				if (e.getValue() >= max) {
 					throw twice(r, item, Math.max(from, e.getKey()), Math.min(to, parts.higherKey(e.getKey())));
 				}
 			}

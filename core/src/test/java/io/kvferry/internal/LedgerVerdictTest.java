@@ -17,18 +17,15 @@ import io.kvferry.KVSender;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
-import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.KVTransport;
-import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.test.ModelShape;
-import io.kvferry.test.NoopConnectionHandler;
 import io.kvferry.test.RankMemory;
+import io.kvferry.test.RoguePrefill;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -53,7 +50,7 @@ class LedgerVerdictTest {
 	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
 	private final int itemLen = prefillMem.kvArgs().kvRegions().get(0).itemLen();
 	private final int buffers = prefillMem.kvArgs().kvRegions().size();
-	private KVTransport.Listener rogue;
+	private RoguePrefill rogue;
 	private PrefillKVManager prefill;
 	private DecodeKVManager decode;
 
@@ -65,7 +62,7 @@ class LedgerVerdictTest {
 			}
 		}
 		if (rogue != null) {
-			rogue.dispose();
+			rogue.close();
 		}
 	}
 
@@ -240,21 +237,6 @@ class LedgerVerdictTest {
 	private void startRogue(BiConsumer<KVConnection, KVMessage.TransferRequest> onRequest) {
 		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
 				.stripes(1).startNow();
-		rogue = transport.listen(new HostPort("127.0.0.1", 0), conn -> new NoopConnectionHandler() {
-			@Override
-			public void onMessage(KVConnection c, KVMessage m) {
-				if (m instanceof KVMessage.Hello) {
-					c.send(new KVMessage.HelloAck(PeerLayout.of(prefillMem.kvArgs(), ParallelLayout.SINGLE)));
-				}
-				else if (m instanceof KVMessage.TransferRequest req) {
-					onRequest.accept(c, req);
-				}
-				else if (m instanceof KVMessage.Abort abort) {
-					c.send(new KVMessage.AbortAck(abort.room()));
-				}
-			}
-		}).block(T);
-		bootstrap.register(ROGUE_BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
-				rogue.address().port(), SHAPE.pageSize())).block(T);
+		rogue = RoguePrefill.start(transport, bootstrap, ROGUE_BOOTSTRAP, prefillMem.kvArgs(), onRequest);
 	}
 }

@@ -100,6 +100,37 @@ class UnclaimedRoomsTest {
 	}
 
 	@Test
+	void theHeldRequestBytesAreBoundedTooAndReleasedWithTheirRoom() {
+		UnclaimedRooms u = new UnclaimedRooms(4, 8);
+		java.util.concurrent.atomic.AtomicInteger peer = new java.util.concurrent.atomic.AtomicInteger();
+		assertThat(u.admit(peer, true, UnclaimedRooms.MAX_BYTES - 10)).isNull();
+		assertThat(u.admit(peer, true, 11)).isEqualTo("the requests of rooms waiting for their prefill sender already "
+				+ "hold 64 MiB on this rank");
+		assertThat(peer.get()).as("nothing counted for the refused request").isEqualTo(1);
+		assertThat(u.rooms()).isEqualTo(1);
+		assertThat(u.admit(peer, false, 10)).as("a second request of the waiting room, within the bound").isNull();
+		u.release(peer, UnclaimedRooms.MAX_BYTES);
+		assertThat(u.bytes()).isZero();
+		assertThat(u.rooms()).isZero();
+		assertThat(peer.get()).isZero();
+	}
+
+	@Test
+	void theManagerWideBoundHoldsAcrossPeers() {
+		UnclaimedRooms u = new UnclaimedRooms(2, 3);
+		java.util.concurrent.atomic.AtomicInteger a = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicInteger b = new java.util.concurrent.atomic.AtomicInteger();
+		assertThat(u.admit(a, true, 1)).isNull();
+		assertThat(u.admit(a, true, 1)).isNull();
+		assertThat(u.admit(b, true, 1)).isNull();
+		assertThat(u.admit(b, true, 1)).isEqualTo("3 rooms already wait for their prefill sender on this rank");
+		assertThat(b.get()).isEqualTo(1);
+		assertThat(u.bytes()).isEqualTo(3);
+		assertThat(UnclaimedRooms.bytesOf(new io.kvferry.spi.KVMessage.TransferRequest(1, new int[10], -1,
+				new int[3], 1, false, "", 0, new int[] { 1, 2 }))).isEqualTo(64 + 4 * 15);
+	}
+
+	@Test
 	void boundsAreChecked() {
 		org.assertj.core.api.Assertions.assertThatThrownBy(() -> KVManagerSpec.prefill().unclaimedRooms(4, 2))
 				.hasMessage("unclaimedRooms : 4 per peer, 2 in all (expected: 1 <= perPeer <= total)");

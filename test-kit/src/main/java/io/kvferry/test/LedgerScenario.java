@@ -15,13 +15,10 @@ import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
-import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
-import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
-import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import reactor.core.publisher.Mono;
 
@@ -45,36 +42,23 @@ public final class LedgerScenario implements AutoCloseable {
 	private final int auxLen = prefillMem.kvArgs().auxRegions().get(0).itemLen();
 	private final int buffers = prefillMem.kvArgs().kvRegions().size();
 	private final ConcurrentHashMap<Long, List<DataHeader>> plans = new ConcurrentHashMap<>();
-	private final KVTransport.Listener peer;
+	private final RoguePrefill peer;
 	private final DecodeKVManager decode;
 
 	/** @param transports makes the two ends' transports (the peer's first, then decode's) */
 	public LedgerScenario(Supplier<KVTransport> transports) {
 		KVTransport peerTransport = transports.get();
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
-		this.peer = peerTransport.listen(new HostPort("127.0.0.1", 0), conn -> new NoopConnectionHandler() {
-			@Override
-			public void onMessage(KVConnection c, KVMessage m) {
-				if (m instanceof KVMessage.Hello) {
-					c.send(new KVMessage.HelloAck(PeerLayout.of(prefillMem.kvArgs(), ParallelLayout.SINGLE)));
-				}
-				else if (m instanceof KVMessage.TransferRequest req) {
-					long sent = 0;
-					for (DataHeader h : plans.remove(req.room())) {
-						long src = (h.kind() == RegionKind.KV ? prefillMem.kvArgs().kvRegions()
-								: prefillMem.kvArgs().auxRegions()).get(h.region()).address();
-						c.sendData(new DataBlock(h, src, 0));
-						sent += h.payloadLength();
-					}
-					c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", sent, KVMessage.NO_CHECKSUM));
-				}
-				else if (m instanceof KVMessage.Abort a) {
-					c.send(new KVMessage.AbortAck(a.room()));
-				}
+		this.peer = RoguePrefill.start(peerTransport, bootstrap, BOOTSTRAP, prefillMem.kvArgs(), (c, req) -> {
+			long sent = 0;
+			for (DataHeader h : plans.remove(req.room())) {
+				long src = (h.kind() == RegionKind.KV ? prefillMem.kvArgs().kvRegions()
+						: prefillMem.kvArgs().auxRegions()).get(h.region()).address();
+				c.sendData(new DataBlock(h, src, 0));
+				sent += h.payloadLength();
 			}
-		}).block(T);
-		bootstrap.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
-				peer.address().port(), SHAPE.pageSize())).block(T);
+			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", sent, KVMessage.NO_CHECKSUM));
+		});
 		this.decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transports.get())
 				.bootstrapClient(bootstrap).stripes(1).startNow();
 	}
@@ -207,6 +191,6 @@ public final class LedgerScenario implements AutoCloseable {
 	@Override
 	public void close() {
 		decode.disposeNow(T);
-		peer.dispose();
+		peer.close();
 	}
 }
