@@ -213,6 +213,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				.retryWhen(Retry.fixedDelay(PARALLEL_INFO_ATTEMPTS - 1, PARALLEL_INFO_DELAY)
 						.filter(e -> e instanceof BootstrapException be && be.isRetryable())
 						.scheduler(config.timer())
+						// Rooms wait meanwhile: say why, or a room that times out in Bootstrapping names no cause.
+						.doBeforeRetry(signal -> log.warn("[{}] parallel info of {}: attempt {}/{} failed, retrying in {} "
+								+ "ms: {}", name, b, signal.totalRetries() + 1, PARALLEL_INFO_ATTEMPTS,
+								PARALLEL_INFO_DELAY.toMillis(), describe(signal.failure())))
 						.onRetryExhaustedThrow((spec, signal) -> signal.failure()))
 				.doOnError(e -> instances.remove(b))
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
