@@ -118,8 +118,9 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	}
 
 	/**
-	 * @param timeout bound of one handshake with a prefill rank, and of a prefill rank's acknowledgement of an abort
-	 *        (one that does not acknowledge in time is disconnected); default 10 s
+	 * @param timeout bound of setting up a session with a prefill rank (connecting, the handshake, every stripe
+	 *        joining), timed on this manager's timer, and of a prefill rank's acknowledgement of an abort (one that
+	 *        does not acknowledge in time is disconnected); default 10 s
 	 * @return a new spec
 	 */
 	public S handshakeTimeout(Duration timeout) {

@@ -208,9 +208,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
 		return instances.computeIfAbsent(bootstrap, b -> config.bootstrapClient().parallelInfo(b)
+				.switchIfEmpty(Mono.error(() -> new BootstrapException(BootstrapException.Kind.OTHER, 0,
+						"the bootstrap client answered nothing for the parallel info of " + b)))
 				.retryWhen(Retry.fixedDelay(PARALLEL_INFO_ATTEMPTS - 1, PARALLEL_INFO_DELAY)
 						.filter(e -> e instanceof BootstrapException be && be.isRetryable())
 						.scheduler(config.timer())
+						// Rooms wait meanwhile: say why, or a room that times out in Bootstrapping names no cause.
+						.doBeforeRetry(signal -> log.warn("[{}] parallel info of {}: attempt {}/{} failed, retrying in {} "
+								+ "ms: {}", name, b, signal.totalRetries() + 1, PARALLEL_INFO_ATTEMPTS,
+								PARALLEL_INFO_DELAY.toMillis(), describe(signal.failure())))
 						.onRetryExhaustedThrow((spec, signal) -> signal.failure()))
 				.doOnError(e -> instances.remove(b))
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
@@ -228,6 +234,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			AtomicReference<Mono<Session>> entry = new AtomicReference<>();
 			Mono<Session> mono = config.bootstrapClient()
 					.rankEndpoint(k.bootstrap, k.dp, k.cp, k.tp, k.pp)
+					// An answer without an endpoint must fail the rooms, not leave them waiting for their timeout.
+					.switchIfEmpty(Mono.error(() -> new BootstrapException(BootstrapException.Kind.OTHER, 0,
+							"the bootstrap client answered nothing for prefill rank dp " + k.dp + " cp " + k.cp + " tp "
+									+ k.tp + " pp " + k.pp + " of " + k.bootstrap)))
 					.flatMap(endpoint -> connect(k, endpoint, info, entry.get()))
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
@@ -238,12 +248,14 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 
 	private Mono<Session> connect(SessionKey key, HostPort endpoint, PrefillParallelInfo info, Mono<Session> entry) {
 		Session s = new Session(key, endpoint, info, entry, config.stripes());
+		Duration limit = config.handshakeTimeout();
 		return config.transport().connect(endpoint, s.lanes[0]).onErrorMap(e -> {
 			// A rank that said it drains and then went away is not an unexplained connection failure.
 			String reason = drained.get(endpoint);
 			return reason == null ? e : new DrainedRankException("prefill rank " + endpoint + " drained (" + reason
 					+ ") and is gone: " + describe(e), e);
-		}).flatMap(conn -> {
+		}).switchIfEmpty(Mono.error(() -> new ProtocolException("the transport ended the connect to prefill rank "
+				+ endpoint + " without a connection"))).flatMap(conn -> {
 			drained.remove(endpoint);
 			s.conn = conn;
 			open.add(s);
@@ -253,14 +265,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			}
 			conn.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, ownLayout, config.checksums(), s.lanes.length),
 					SendGate.OPEN, Sends.ifFailed(e -> conn.close("could not send the handshake: " + describe(e))));
-			return s.handshake.asMono()
-					.then(Mono.defer(() -> joinStripes(s)))
-					.timeout(config.handshakeTimeout(), Mono.error(() -> new ProtocolException("prefill rank "
-							+ endpoint + " did not answer the handshake within " + config.handshakeTimeout())),
-							config.timer())
-					.doOnError(e -> s.close(describe(e)))
-					.thenReturn(s);
-		});
+			return s.handshake.asMono().then(Mono.defer(() -> joinStripes(s)));
+		})
+				// One deadline on this manager's timer for the connect, the handshake and the stripes: the transport's
+				// own connect and handshake timers run on the event loop that makes the connection, so a loop that
+				// never gets to it would hold the session, and every room waiting on it, until the rooms' timeout.
+				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + s.stalledAt()
+						+ " within " + limit)), config.timer())
+				.doOnError(e -> s.close(describe(e)))
+				.thenReturn(s);
 	}
 
 	/** Opens the session's further stripes, each joining with the token of stripe 0's handshake. */
@@ -803,6 +816,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			for (KVConnection c : attached()) {
 				c.close(reason);
 			}
+		}
+
+		/** @return the step of the session's setup that has not finished, for the reason of its timeout */
+		String stalledAt() {
+			if (conn == null) {
+				return "could not be connected to";
+			}
+			if (prefill == null) {
+				return "did not answer the handshake";
+			}
+			return "did not let all " + lanes.length + " stripes join";
 		}
 
 		/** @return whether rooms may still be asked over this session */

@@ -14,8 +14,9 @@ import reactor.core.scheduler.Schedulers;
 /**
  * Runs a batch of rooms with at most {@code concurrency} in flight and at most {@code poolPages} pages held, in request
  * order, as a decode engine's scheduler admits requests only when it has room for their KV. A room's pages are given
- * back when it succeeds; a failed room's pages stay held (its destination memory is fenced, not reusable), so the
- * budget mirrors the pool. Thread-safe: rooms complete on any thread.
+ * back when it succeeds; a failed room's pages are given back too when the runner freed them before its result (a
+ * decode process frees them once prefill can no longer write them), and otherwise stay held (an in-process cluster
+ * keeps them fenced), so the budget mirrors the pool. Thread-safe: rooms complete on any thread.
  */
 final class BatchRunner {
 
@@ -34,6 +35,7 @@ final class BatchRunner {
 	private final int concurrency;
 	private final long poolPages;
 	private final boolean stopOnFailure;
+	private final boolean failedRoomsFreed;
 	private final Function<Workload.Request, Mono<RoomResult>> runner;
 	private final Consumer<RoomResult> listener;
 	private final Sinks.One<Outcome> done = Sinks.one();
@@ -57,6 +59,16 @@ final class BatchRunner {
 	 */
 	BatchRunner(List<Workload.Request> requests, int concurrency, long poolPages, boolean stopOnFailure,
 			Function<Workload.Request, Mono<RoomResult>> runner, Consumer<RoomResult> listener) {
+		this(requests, concurrency, poolPages, stopOnFailure, false, runner, listener);
+	}
+
+	/**
+	 * @param failedRoomsFreed whether {@code runner} has freed a failed room's pages by the time it gives its result
+	 *        (else they stay counted as held)
+	 */
+	BatchRunner(List<Workload.Request> requests, int concurrency, long poolPages, boolean stopOnFailure,
+			boolean failedRoomsFreed, Function<Workload.Request, Mono<RoomResult>> runner,
+			Consumer<RoomResult> listener) {
 		if (concurrency < 1) {
 			throw new IllegalArgumentException("concurrency : " + concurrency + " (expected: >= 1)");
 		}
@@ -64,6 +76,7 @@ final class BatchRunner {
 		this.concurrency = concurrency;
 		this.poolPages = poolPages;
 		this.stopOnFailure = stopOnFailure;
+		this.failedRoomsFreed = failedRoomsFreed;
 		this.runner = runner;
 		this.listener = listener;
 	}
@@ -135,10 +148,10 @@ final class BatchRunner {
 		synchronized (this) {
 			inFlight--;
 			results.add(result);
-			if (result.ok()) {
+			if (result.ok() || failedRoomsFreed) {
 				pagesHeld -= r.pages();
 			}
-			else if (stopOnFailure) {
+			if (!result.ok() && stopOnFailure) {
 				stopped = true;
 			}
 		}

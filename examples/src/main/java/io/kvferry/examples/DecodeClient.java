@@ -101,8 +101,9 @@ final class DecodeClient {
 	}
 
 	/**
-	 * Runs one room. Never errors: a failure is in the result. A successful room's pages are zeroed and freed; a failed
-	 * room's pages are freed once every rank's abort was acknowledged (until then prefill might still write them).
+	 * Runs one room. Never errors: a failure is in the result. Every room's pages are free again by the time its result
+	 * comes: a failed room's once every rank's abort was acknowledged (until then prefill might still write them), a
+	 * room whose bytes differ once checked (prefill writes nothing after Success).
 	 *
 	 * @param bootstrap the prefill instance's bootstrap server
 	 * @param room the room (new to the prefill instance)
@@ -189,6 +190,8 @@ final class DecodeClient {
 		for (RankMemory mem : memory) {
 			String mismatch = mem.verify(room, dst, prefixPages, row[0], state(row));
 			if (mismatch != null) {
+				// Reusable as they are: the pattern depends on the room, so these bytes never verify for another.
+				free(dst, row);
 				return new RoomResult(room, dst.length, bytes, latency, mismatch);
 			}
 			bytes += mem.kvBytes(dst.length);

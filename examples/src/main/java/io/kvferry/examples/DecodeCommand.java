@@ -128,7 +128,9 @@ final class DecodeCommand implements Callable<Integer> {
 				}
 				Progress progress = Progress.forConsole(err, !json || System.console() != null,
 						batch.requests().size(), batch.totalPages() * pageBytes);
-				BatchRunner runner = new BatchRunner(batch.requests(), workload.concurrency, pool, !keepGoing,
+				// The client frees a failed room's pages before its result: with --keep-going, rooms failed while
+				// prefill was away (a restart) must not shrink the batch to one room at a time for good.
+				BatchRunner runner = new BatchRunner(batch.requests(), workload.concurrency, pool, !keepGoing, true,
 						r -> decoder.run(bootstrap, r.room(), r.tokens()), progress::record);
 				progress.start();
 				Disposable draining = stop.subscribe(signal -> {

@@ -145,6 +145,39 @@ class BatchRunnerTest {
 	}
 
 	@Test
+	void aFailedRoomKeepsItsPagesHeldUnlessTheRunnerFreedThem() {
+		// Rooms of 5 pages in a pool of 10: two at once. Room 0 fails while room 1 still runs.
+		for (boolean freed : new boolean[] { false, true }) {
+			Rooms rooms = new Rooms();
+			BlockingQueue<RoomResult> ended = new LinkedBlockingQueue<>();
+			BatchRunner runner = new BatchRunner(requests(5, 5, 5), 2, 10, false, freed, rooms::run, ended::add);
+			StepVerifier.create(runner.run())
+					.then(() -> awaitQuietly(rooms, 2))
+					.then(() -> {
+						rooms.fail(0);
+						assertThat(poll(ended)).extracting(RoomResult::room).isEqualTo(0L);
+						if (freed) {
+							// Its pages came back: room 2 fits beside room 1, as after a prefill restart with
+							// --keep-going the batch keeps its concurrency.
+							awaitQuietly(rooms, 3);
+							assertThat(rooms.open).containsOnlyKeys(1L, 2L);
+						}
+						else {
+							// Still fenced: room 2 waits for room 1.
+							assertThat(rooms.started).containsExactly(0L, 1L);
+						}
+						rooms.succeed(1);
+						awaitQuietly(rooms, 3);
+						rooms.succeed(2);
+					})
+					.assertNext(o -> assertThat(o.results()).hasSize(3))
+					.expectComplete()
+					.verify(TIMEOUT);
+			assertThat(rooms.maxInFlight.get()).as("failed rooms freed: " + freed).isEqualTo(2);
+		}
+	}
+
+	@Test
 	void aRunnerErrorBecomesAFailedResult() {
 		BatchRunner runner = new BatchRunner(requests(1), 1, 10, false,
 				r -> Mono.error(new IllegalStateException("boom")), r -> { });
