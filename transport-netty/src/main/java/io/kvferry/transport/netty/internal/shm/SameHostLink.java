@@ -175,16 +175,22 @@ public final class SameHostLink {
 	public void close() {
 		closed = true;
 		inUse = false;
-		cancelTimer();
-		if (sending != null) {
-			sending.close();
+		try {
+			cancelTimer();
+			if (sending != null) {
+				sending.close();
+			}
 		}
-		release(receiving);
-		release(pending);
-		release(sendRing);
-		receiving = null;
-		pending = null;
-		sendRing = null;
+		finally {
+			// A fault of a truncated ring may surface here (on JDK 17 a copy's fault is raised at the thread's next
+			// entry into the VM): the rings are released whatever it interrupted.
+			release(receiving);
+			release(pending);
+			release(sendRing);
+			receiving = null;
+			pending = null;
+			sendRing = null;
+		}
 	}
 
 	private void onSlotData(ChannelHandlerContext ctx, ShmFrames.SlotData data) {
