@@ -1092,8 +1092,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			RoomLedger ledger = r.ledger;
 			return new PayloadWriter(destination, h, r::acceptsBytes, tally, n -> {
 				bytesReceived.add(n);
-				ledger.landed(h.kind(), h.region(), n);
-				if (h.kind() == RegionKind.KV) {
+				if (ledger.landed(h.kind(), h.region(), n) && h.kind() == RegionKind.KV) {
 					r.layers.landed(h.region());
 				}
 			});

@@ -81,7 +81,7 @@ final class LayerLanding {
 		ledger = roomLedger;
 	}
 
-	/** Emits the layer of KV buffer {@code region} when bytes that just landed there completed it. */
+	/** Emits the layer of KV buffer {@code region}, whose bytes just became complete, if its other buffers are too. */
 	void landed(int region) {
 		RoomLedger l = ledger;
 		if (l != null && region >= 0 && region < layers.regionCount() && live.getAsBoolean()) {

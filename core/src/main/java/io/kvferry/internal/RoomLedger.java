@@ -90,9 +90,15 @@ final class RoomLedger {
 		}
 	}
 
-	/** Counts {@code n} bytes of an accepted write that landed. */
-	void landed(RegionKind kind, int region, long n) {
-		sections[kind.ordinal()].landed.addAndGet(region, n);
+	/**
+	 * Counts {@code n} bytes of an accepted write that landed.
+	 *
+	 * @return whether they completed the buffer: it now holds every byte the room expects there (true once at most,
+	 *         since no write past the expectation is accepted)
+	 */
+	boolean landed(RegionKind kind, int region, long n) {
+		Section s = sections[kind.ordinal()];
+		return n > 0 && s.landed.addAndGet(region, n) == s.expected[region];
 	}
 
 	/** @return bytes landed so far in the buffer */
@@ -168,7 +174,8 @@ final class RoomLedger {
 				long from = Math.max(start, item * len) - item * len;
 				long to = Math.min(end, (item + 1) * len) - item * len;
 				long key = (long) r << 32 | at;
-				TreeMap<Integer, Integer> parts = partial.get(key);
+				// Most rooms never write part of an item: skip the look-up (and its boxed key) for them.
+				TreeMap<Integer, Integer> parts = partial.isEmpty() ? null : partial.get(key);
 				if (from == 0 && to == len && parts == null) {
 					if (whole[r][at] >= times[r]) {
 						throw twice(r, item, 0, len);

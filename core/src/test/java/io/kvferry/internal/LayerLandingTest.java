@@ -115,8 +115,9 @@ class LayerLandingTest {
 	}
 
 	private void land(RoomLedger ledger, int region, long n) {
-		ledger.landed(RegionKind.KV, region, n);
-		landing.landed(region);
+		if (ledger.landed(RegionKind.KV, region, n)) {
+			landing.landed(region);
+		}
 	}
 
 	/** A ledger over 8 KV buffers of {@code itemLen}-byte pages, each written {@code times[r]} times. */
