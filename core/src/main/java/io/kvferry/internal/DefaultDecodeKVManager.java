@@ -2,6 +2,7 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -676,7 +677,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				}
 			}
 			int[] sorted = indices.clone();
-			java.util.Arrays.sort(sorted);
+			Arrays.sort(sorted);
 			for (int i = 1; i < sorted.length; i++) {
 				if (sorted[i] == sorted[i - 1]) {
 					// Two positions would land in one item: one of them would overwrite the other.

@@ -304,6 +304,15 @@ final class DefaultPrefillKVManager extends BaseKVManager<DefaultPrefillKVManage
 	}
 
 	private void onTransferRequest(Session s, KVMessage.TransferRequest req) {
+		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
+			String over = unclaimed.refuses(s.unclaimed, UnclaimedRooms.bytesOf(req));
+			// Refused before the room exists: the engine's sender(room) is then born failed with the reason.
+			if (over != null && table.endBeforeKnown(req.room(), "room " + req.room() + " refused: " + over) == null) {
+				s.conn.send(new KVMessage.Status(req.room(), KVPoll.FAILED, uniqueRank,
+						KVMessage.OVERLOADED + "room " + req.room() + " refused: " + over));
+				return;
+			}
+		}
 		PrefillRoom r = table.getOrCreate(req.room(), PrefillRoom::new);
 		if (r == null) {
 			String draining = table.drainReason();

@@ -57,6 +57,26 @@ final class UnclaimedRooms {
 		return null;
 	}
 
+	/**
+	 * Tells, without counting anything, whether a request that would make a new room wait is over a bound: it is then
+	 * refused before its room exists, so that the engine's later {@code sender(room)} is born failed with the reason.
+	 *
+	 * @return why it would be refused, or null
+	 */
+	String refuses(AtomicInteger peer, long requestBytes) {
+		if (peer.get() >= perPeer) {
+			return "this decode rank already has " + perPeer + " rooms waiting for their prefill sender";
+		}
+		if (rooms.get() >= total) {
+			return total + " rooms already wait for their prefill sender on this rank";
+		}
+		if (bytes.get() + requestBytes > MAX_BYTES) {
+			return "the requests of rooms waiting for their prefill sender already hold " + (MAX_BYTES >> 20)
+					+ " MiB on this rank";
+		}
+		return null;
+	}
+
 	/** Releases a room once claimed or ended: one room of {@code peer}, and the bytes its requests held. */
 	void release(AtomicInteger peer, long requestBytes) {
 		peer.decrementAndGet();

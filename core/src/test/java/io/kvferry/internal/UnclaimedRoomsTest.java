@@ -82,6 +82,10 @@ class UnclaimedRoomsTest {
 			assertThat(k.reason()).contains("room 3 refused: this decode rank already has 2 rooms waiting for their "
 					+ "prefill sender");
 		}).verify(T);
+		// The engine that later makes room 3's sender gets it failed with the reason, not an exception.
+		StepVerifier.create(prefill.sender(3).completion()).expectErrorSatisfies(e -> assertThat(
+				((KVTransferException) e).reason()).contains("room 3 refused: this decode rank already has 2 rooms"))
+				.verify(T);
 		// The engine claims room 1: its place is free again.
 		prefill.sender(1);
 		KVReceiver d = ask(4);
