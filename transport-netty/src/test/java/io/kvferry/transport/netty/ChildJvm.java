@@ -25,7 +25,10 @@ final class ChildJvm implements AutoCloseable {
 					StandardCharsets.UTF_8))) {
 				String line;
 				while ((line = r.readLine()) != null) {
-					output.append(line).append('\n');
+					synchronized (output) {
+						output.append(line).append('\n');
+						output.notifyAll();
+					}
 				}
 			}
 			catch (IOException e) {
@@ -38,12 +41,42 @@ final class ChildJvm implements AutoCloseable {
 
 	/** Starts {@code mainClass}'s {@code main(args)} in a new JVM with this one's class path and test logging. */
 	static ChildJvm start(Class<?> mainClass, String... args) throws IOException {
+		return start("128m", mainClass, args);
+	}
+
+	/** Starts {@code mainClass}'s {@code main(args)} as {@link #start(Class, String...)} does, with a heap of {@code heap}. */
+	static ChildJvm start(String heap, Class<?> mainClass, String... args) throws IOException {
 		List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-				.toString(), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+				.toString(), "-Xmx" + heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 				"-Dlogback.configurationFile=io/kvferry/test/logback-test.xml",
 				"-cp", System.getProperty("java.class.path"), mainClass.getName()));
 		command.addAll(List.of(args));
 		return new ChildJvm(new ProcessBuilder(command).redirectErrorStream(true).start());
+	}
+
+	/**
+	 * Waits for a line of output that starts with {@code prefix}.
+	 *
+	 * @return the rest of that line
+	 * @throws AssertionError when no such line came within {@code timeout} or the process ended first
+	 */
+	String awaitLine(String prefix, java.time.Duration timeout) throws InterruptedException {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		synchronized (output) {
+			while (true) {
+				for (String line : output.toString().split("\n")) {
+					if (line.startsWith(prefix)) {
+						return line.substring(prefix.length());
+					}
+				}
+				long left = deadline - System.nanoTime();
+				if (left <= 0 || !process.isAlive()) {
+					throw new AssertionError("no line starting '" + prefix + "' within " + timeout + "; the child said:\n"
+							+ output);
+				}
+				TimeUnit.NANOSECONDS.timedWait(output, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+			}
+		}
 	}
 
 	/** @return what it wrote so far, for failure messages */

@@ -572,6 +572,14 @@ public final class KVFrameCodec {
 
 	private static void writeInts(ByteBuf buf, int[] values) {
 		buf.writeInt(values.length);
+		int bytes = 4 * values.length;
+		buf.ensureWritable(bytes);
+		if (buf.nioBufferCount() == 1) {
+			// A page list can hold millions of entries: one bulk copy instead of a bounds-checked call per entry.
+			buf.nioBuffer(buf.writerIndex(), bytes).asIntBuffer().put(values);
+			buf.writerIndex(buf.writerIndex() + bytes);
+			return;
+		}
 		for (int v : values) {
 			buf.writeInt(v);
 		}
@@ -828,9 +836,8 @@ public final class KVFrameCodec {
 		int[] ints(String field) {
 			int n = count(field + " count", 4);
 			int[] values = new int[n];
-			for (int i = 0; i < n; i++) {
-				values[i] = buf.readInt();
-			}
+			buf.nioBuffer(buf.readerIndex(), 4 * n).asIntBuffer().get(values);
+			buf.skipBytes(4 * n);
 			return values;
 		}
 
