@@ -46,6 +46,25 @@ class ReadmeSnippetsTest {
 	}
 
 	@Test
+	void everyMarkedBlockOfTheDocsPagesEqualsItsTaggedRegion() throws IOException {
+		Map<String, String> blocks = new LinkedHashMap<>();
+		try (var pages = Files.walk(ROOT.resolve("docs"))) {
+			for (Path page : pages.filter(p -> p.toString().endsWith(".md")).sorted().toList()) {
+				blocks.putAll(markedBlocks(Files.readString(page)));
+			}
+		}
+
+		assertThat(blocks).as("the docs pages' snippets taken from the examples").containsKeys(
+				"examples/src/main/java/io/kvferry/examples/snippets/WatchStates.java#watch-states",
+				"examples/src/main/java/io/kvferry/examples/snippets/LayerwiseSends.java#layerwise-sends");
+		blocks.forEach((ref, block) -> {
+			String file = ref.substring(0, ref.indexOf('#'));
+			String tag = ref.substring(ref.indexOf('#') + 1);
+			assertThat(block).as("docs block marked %s", ref).isEqualTo(regions(read(file)).get(tag));
+		});
+	}
+
+	@Test
 	void everyTagInTheExamplesIsClosedAndUnique() throws IOException {
 		try (var files = Files.list(Path.of("src/main/java/io/kvferry/examples/snippets"))) {
 			for (Path f : files.toList()) {
