@@ -7,7 +7,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -561,10 +563,21 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		disposed = true;
 		disposedSignal.tryEmitEmpty();
 		listeners.forEach(NettyListener::dispose);
-		connections.closeAll(new CloseReason(CloseReason.Kind.DISPOSED, "transport disposed"));
+		CompletableFuture<Void> closed = connections.closeAll(new CloseReason(CloseReason.Kind.DISPOSED,
+				"transport disposed"));
 		EventLoopResources res = resources.get();
 		if (res != null) {
-			res.shutdown(settings.heartbeatInterval().plusSeconds(1));
+			// The loops stop once the connections closed: a loop that stops while a half-closed connection waits for
+			// its peer's end closes the channel without channelInactive, and its handler and same-host rings would
+			// never hear of it. A peer that does not answer is closed after the close grace, on the loop.
+			Duration grace = settings.heartbeatInterval().plusSeconds(1);
+			closed.completeOnTimeout(null, grace.toMillis(), TimeUnit.MILLISECONDS)
+					.whenComplete((v, e) -> {
+						res.shutdown(grace);
+						if (res.isOwned()) {
+							res.group().terminationFuture().addListener(f -> connections.loopsEnded());
+						}
+					});
 		}
 	}
 

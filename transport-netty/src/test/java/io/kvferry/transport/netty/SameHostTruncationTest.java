@@ -103,8 +103,6 @@ class SameHostTruncationTest {
 			decode.disposeNow(TIMEOUT);
 			prefill.disposeNow(TIMEOUT);
 		}
-		// Not checked here: that every ring is unmapped afterwards. The truncated ring's mapping outlived the
-		// transports in about 2 runs of 10 on JDK 17 (a fault of the copy is raised later, at the thread's next entry
-		// into the VM, and can interrupt its release); SameHostTest checks unmapping for every other path.
+		RingDir.awaitUnmapped(dir);
 	}
 }

@@ -27,6 +27,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.unix.UnixChannel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
@@ -96,6 +97,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private volatile ConnectionHandler handler;
 	private volatile HostPort remote;
 	private volatile boolean closed;
+	// What channelInactive does was done (on the loop, or once the loop ended: see loopEnded).
+	private volatile boolean inactiveDone;
 	private volatile long heartbeatsReceived;
 	// "[id, L:local - R:remote]" once active; read by log lines on any thread.
 	private volatile String prefix;
@@ -514,6 +517,33 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void channelInactive(ChannelHandlerContext ctx) {
+		inactive();
+		ctx.fireChannelInactive();
+	}
+
+	/**
+	 * The event loop ended and left this channel open, or closed it without firing {@code channelInactive} (a loop
+	 * that shuts down while a half-closed channel waits for its peer's end refuses the task that would fire it): the
+	 * socket is closed and what {@code channelInactive} does is done from the calling thread, as no loop runs any more.
+	 */
+	void loopEnded() {
+		if (channel.isOpen() && channel instanceof UnixChannel unix) {
+			// Channel.close needs the loop; the descriptor can be closed without it.
+			try {
+				unix.fd().close();
+			}
+			catch (IOException e) {
+				log.debug("{} closing the socket after its event loop ended: {}", prefix, e.toString());
+			}
+		}
+		inactive();
+	}
+
+	private void inactive() {
+		if (inactiveDone) {
+			return;
+		}
+		inactiveDone = true;
 		closed = true;
 		steps.stop();
 		closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PEER_CLOSED, "connection closed by peer "
@@ -542,7 +572,6 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				log.error("{} onClose failed", prefix, e);
 			}
 		}
-		ctx.fireChannelInactive();
 	}
 
 	private static String describeTls(Throwable cause) {
