@@ -1,17 +1,11 @@
 package io.kvferry.transport.netty;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.CompletableFuture;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
@@ -21,35 +15,16 @@ import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
-import io.kvferry.transport.netty.internal.ConnectionRegistry;
 import io.kvferry.transport.netty.internal.EventLoopResources;
-import io.kvferry.transport.netty.internal.NettyKVConnection;
-import io.kvferry.transport.netty.internal.NettyListener;
 import io.kvferry.transport.netty.internal.SharedSecret;
+import io.kvferry.transport.netty.internal.TransportChannels;
 import io.kvferry.transport.netty.internal.TransportSettings;
 import io.kvferry.transport.netty.internal.shm.ShmConfig;
-import io.netty.bootstrap.AbstractBootstrap;
-import io.netty.bootstrap.Bootstrap;
-import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.PooledByteBufAllocator;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
-import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
-import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.RecvByteBufAllocator;
-import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.ssl.SslContext;
-import io.netty.util.NetUtil;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * The TCP {@link KVTransport}: plain Netty, Epoll when available, one event loop group shared by every listener and
@@ -85,30 +60,18 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class NettyKVTransport implements KVTransport, Disposable {
 
-	private static final Logger log = LoggerFactory.getLogger(NettyKVTransport.class);
-
-	// Reads of up to 128 KiB: large enough for few syscalls, small enough that the read buffer is still in cache when
-	// the sink copies it into registered memory (measured: 128 KiB beats 64 KiB, 256 KiB and 1 MiB on loopback). Large
-	// contiguous payloads skip this buffer: they are read straight into registered memory (LandingRecvByteBufAllocator).
-	private static final int MAX_READ_BUFFER = 128 * 1024;
-
-	// The classic pooled allocator: per-thread caches and no lock an event loop could park on (Netty 4.2's default
-	// adaptive allocator may park on a StampedLock when two loops grow it at once, which BlockHound reports).
-	private static final ByteBufAllocator ALLOCATOR = PooledByteBufAllocator.DEFAULT;
-
 	private final TransportSettings settings;
 	// The caller's event loop group (runOn), or null: the transport makes and owns one.
 	private final EventLoopGroup external;
 	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
-	private final ConnectionRegistry connections = new ConnectionRegistry();
-	private final AtomicLong sameHostOpened = new AtomicLong();
-	private final Set<NettyListener> listeners = ConcurrentHashMap.newKeySet();
+	private final TransportChannels channels;
 	private volatile boolean disposed;
 	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
 
 	private NettyKVTransport(EventLoopGroup external, TransportSettings settings) {
 		this.external = external;
 		this.settings = settings;
+		this.channels = new TransportChannels(settings);
 	}
 
 	/**
@@ -334,7 +297,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 *         TCP
 	 */
 	public long sameHostConnections() {
-		return sameHostOpened.get();
+		return channels.sameHostOpened();
 	}
 
 	/** @return the settings, for tests in this package */
@@ -363,68 +326,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	public Mono<Listener> listen(HostPort bindAddress, Function<KVConnection, ConnectionHandler> acceptor) {
 		Objects.requireNonNull(bindAddress, "bindAddress");
 		Objects.requireNonNull(acceptor, "acceptor");
-		return Mono.defer(() -> {
-			EventLoopResources res = resources();
-			return resolve(bindAddress).flatMap(address -> bind(res, bindAddress, address, acceptor));
-		});
-	}
-
-	private Mono<Listener> bind(EventLoopResources res, HostPort bindAddress, InetSocketAddress address,
-			Function<KVConnection, ConnectionHandler> acceptor) {
-		return Mono.create(sink -> {
-			ConnectionRegistry accepted = new ConnectionRegistry();
-			ServerBootstrap bootstrap = new ServerBootstrap()
-					.group(res.group())
-					.channel(res.serverChannel())
-					.option(ChannelOption.SO_REUSEADDR, true)
-					.childOption(ChannelOption.TCP_NODELAY, true)
-					.childOption(ChannelOption.SO_KEEPALIVE, true)
-					.childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark())
-					.childOption(ChannelOption.RECVBUF_ALLOCATOR, recvAllocator())
-					.childOption(ChannelOption.ALLOCATOR, ALLOCATOR)
-					.childHandler(new ChannelInitializer<Channel>() {
-						@Override
-						protected void initChannel(Channel ch) {
-							NettyKVConnection connection =
-									NettyKVConnection.install(ch, settings, null, acceptor, null);
-							accepted.add(connection);
-							connections.add(connection);
-						}
-					});
-			if (settings.socketBufferSize() > 0) {
-				// SO_RCVBUF on the listening socket so that accepted sockets negotiate a matching window.
-				bootstrap.option(ChannelOption.SO_RCVBUF, settings.socketBufferSize())
-						.childOption(ChannelOption.SO_SNDBUF, settings.socketBufferSize())
-						.childOption(ChannelOption.SO_RCVBUF, settings.socketBufferSize());
-			}
-			AtomicBoolean cancelled = new AtomicBoolean();
-			ChannelFuture bound = bootstrap.bind(address);
-			sink.onCancel(() -> {
-				cancelled.set(true);
-				bound.channel().close();
-			});
-			bound.addListener((ChannelFuture f) -> {
-				if (!f.isSuccess()) {
-					sink.error(new KVFerryException("cannot listen on " + bindAddress + ": " + f.cause().getMessage(),
-							f.cause()));
-					return;
-				}
-				int port = ((InetSocketAddress) f.channel().localAddress()).getPort();
-				HostPort boundAddress = new HostPort(bindAddress.host(), port);
-				NettyListener listener = new NettyListener(f.channel(), boundAddress, accepted);
-				listeners.add(listener);
-				listener.onClose().addListener(x -> {
-					listeners.remove(listener);
-					listener.dispose();
-				});
-				if (cancelled.get() || disposed) {
-					listener.dispose();
-				}
-				log.debug("[{}] listening on {} ({})", f.channel().id().asShortText(), listener.address(),
-						res.isEpoll() ? "epoll" : "nio");
-				sink.success(listener);
-			});
-		});
+		return Mono.defer(() -> channels.listen(resources(), bindAddress, acceptor));
 	}
 
 	/**
@@ -442,91 +344,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	public Mono<KVConnection> connect(HostPort remote, ConnectionHandler handler) {
 		Objects.requireNonNull(remote, "remote");
 		Objects.requireNonNull(handler, "handler");
-		return Mono.defer(() -> {
-			EventLoopResources res = resources();
-			return resolve(remote).flatMap(address -> connect(res, remote, address, handler));
-		});
-	}
-
-	private Mono<KVConnection> connect(EventLoopResources res, HostPort remote, InetSocketAddress address,
-			ConnectionHandler handler) {
-		return Mono.create(sink -> {
-			Bootstrap bootstrap = new Bootstrap()
-					.group(res.group())
-					.channel(res.socketChannel())
-					.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.connectTimeout().toMillis())
-					.option(ChannelOption.TCP_NODELAY, true)
-					.option(ChannelOption.SO_KEEPALIVE, true)
-					.option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark())
-					.option(ChannelOption.RECVBUF_ALLOCATOR, recvAllocator())
-					.option(ChannelOption.ALLOCATOR, ALLOCATOR)
-					.handler(new ChannelInitializer<Channel>() {
-						@Override
-						protected void initChannel(Channel ch) {
-							NettyKVConnection connection =
-									NettyKVConnection.install(ch, settings, handler, null, remote);
-							connections.add(connection);
-							connection.handshakeFuture().addListener(f -> {
-								if (f.isSuccess() && connection.sameHostActive()) {
-									sameHostOpened.incrementAndGet();
-								}
-								if (f.isSuccess()) {
-									sink.success(connection);
-								}
-								else {
-									sink.error(f.cause());
-								}
-							});
-						}
-					});
-			socketBuffers(bootstrap);
-			ChannelFuture connected = bootstrap.connect(address);
-			sink.onCancel(() -> connected.channel().close());
-			connected.addListener((ChannelFuture f) -> {
-				if (!f.isSuccess()) {
-					sink.error(connectFailure(remote, f.cause()));
-				}
-			});
-		});
-	}
-
-	private void socketBuffers(AbstractBootstrap<?, ?> bootstrap) {
-		if (settings.socketBufferSize() > 0) {
-			bootstrap.option(ChannelOption.SO_SNDBUF, settings.socketBufferSize())
-					.option(ChannelOption.SO_RCVBUF, settings.socketBufferSize());
-		}
-	}
-
-	private KVFerryException connectFailure(HostPort remote, Throwable cause) {
-		if (cause instanceof ConnectTimeoutException) {
-			return new KVFerryException("cannot connect to " + remote + ": timed out after "
-					+ TransportSettings.format(settings.connectTimeout()), cause);
-		}
-		return new KVFerryException("cannot connect to " + remote + ": " + cause.getMessage(), cause);
-	}
-
-	private WriteBufferWaterMark waterMark() {
-		return new WriteBufferWaterMark(settings.writeBufferLow(), settings.writeBufferHigh());
-	}
-
-	private static RecvByteBufAllocator recvAllocator() {
-		return new AdaptiveRecvByteBufAllocator(64, 64 * 1024, MAX_READ_BUFFER);
-	}
-
-	/** Resolves off the event loop unless the host is an IP literal (a name lookup may block). */
-	private static Mono<InetSocketAddress> resolve(HostPort hostPort) {
-		String host = hostPort.host();
-		if (NetUtil.isValidIpV4Address(host) || NetUtil.isValidIpV6Address(host)) {
-			InetAddress literal = NetUtil.createInetAddressFromIpAddressString(host);
-			return Mono.just(new InetSocketAddress(literal, hostPort.port()));
-		}
-		return Mono.fromCallable(() -> {
-			InetSocketAddress address = new InetSocketAddress(host, hostPort.port());
-			if (address.isUnresolved()) {
-				throw new KVFerryException("cannot resolve host " + host + " of " + hostPort);
-			}
-			return address;
-		}).subscribeOn(Schedulers.boundedElastic());
+		return Mono.defer(() -> channels.connect(resources(), remote, handler));
 	}
 
 	private EventLoopResources resources() {
@@ -562,8 +380,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		}
 		disposed = true;
 		disposedSignal.tryEmitEmpty();
-		listeners.forEach(NettyListener::dispose);
-		CompletableFuture<Void> closed = connections.closeAll(new CloseReason(CloseReason.Kind.DISPOSED,
+		CompletableFuture<Void> closed = channels.closeAll(new CloseReason(CloseReason.Kind.DISPOSED,
 				"transport disposed"));
 		EventLoopResources res = resources.get();
 		if (res != null) {
@@ -575,7 +392,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 					.whenComplete((v, e) -> {
 						res.shutdown(grace);
 						if (res.isOwned()) {
-							res.group().terminationFuture().addListener(f -> connections.loopsEnded());
+							res.group().terminationFuture().addListener(f -> channels.loopsEnded());
 						}
 					});
 		}

@@ -1,6 +1,5 @@
 package io.kvferry.transport.netty.internal;
 
-import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -155,6 +154,23 @@ final class Handshake {
 		return new ProtocolException(reason.length() > n ? b.append("...").toString() : b.toString());
 	}
 
+	/**
+	 * The accepting side says why it refuses a kvferry peer during the handshake, before the decoder closes the
+	 * channel: the connecting side cannot see that judgement otherwise, since this side proves nothing to a peer it
+	 * refuses. A handshake reason holds no secret: what the peer sent, and this listener's own names. Nothing is
+	 * written on the connecting side, after the handshake, before the peer's preface or on a closed channel.
+	 */
+	void tellRefused(ChannelHandlerContext ctx, String reason) {
+		if (role != SharedSecret.Role.ACCEPTING || done || !prefaceReceived || ctx == null
+				|| !ctx.channel().isActive()) {
+			return;
+		}
+		int limit = peerMaxFrameLength();
+		// At most 3 UTF-8 bytes a char, after the string's 4-byte length: always within the peer's frame limit.
+		String text = reason.length() > (limit - 4) / 3 ? reason.substring(0, (limit - 4) / 3) : reason;
+		ctx.writeAndFlush(KVFrameCodec.encode(ctx.alloc(), new KVMessage.Reject(text), limit));
+	}
+
 	private boolean complete() {
 		if (!prefaceReceived) {
 			// The decoder reports AUTH only after a valid preface; kept as a guard for the ordering it relies on.
@@ -211,10 +227,5 @@ final class Handshake {
 
 	boolean prefaceReceived() {
 		return prefaceReceived;
-	}
-
-	/** @return how long a handshake may take */
-	Duration timeout() {
-		return settings.handshakeTimeout();
 	}
 }

@@ -306,9 +306,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			state = State.DATA_HEADER;
 			return true;
 		}
-		if (KVFrameCodec.isAuthType(type)) {
-			int min = KVFrameCodec.authMinBodyLength(type);
-			int max = KVFrameCodec.authMaxBodyLength(type);
+		if (AuthFrames.isAuthType(type)) {
+			int min = AuthFrames.authMinBodyLength(type);
+			int max = AuthFrames.authMaxBodyLength(type);
 			if (body < min || body > max) {
 				throw new ProtocolException("malformed " + KVFrameCodec.typeName(type) + " frame: body of " + body
 						+ " bytes (expected: " + (min == max ? String.valueOf(min) : min + ".." + max) + ")");

@@ -4,11 +4,8 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
-
-import javax.net.ssl.SSLException;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
@@ -23,16 +20,12 @@ import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.unix.UnixChannel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
-import io.netty.handler.codec.DecoderException;
-import io.netty.handler.ssl.NotSslRecordException;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.handler.timeout.IdleState;
@@ -40,7 +33,6 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
-import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -50,25 +42,24 @@ import reactor.core.publisher.Sinks;
  * One kvferry TCP connection: the {@link KVConnection} the engine uses and the last handler of the channel's pipeline
  * ({@link SslHandler} when TLS is on, {@link IdleStateHandler}, {@link KVFrameDecoder}, this).
  *
- * <p>It joins three parts: the {@link Handshake} (preface, {@code AUTH}, shared-secret proofs, timeout), the
+ * <p>It joins the parts: the {@link Handshake} (preface, {@code AUTH}, shared-secret proofs, timeout), the
  * {@link OutboundQueue} (any thread sends; writes drain on the event loop only while the channel is writable; ordered
- * close) and the inbound side: {@link KVFrameDecoder} reports to this connection, which forwards to the
+ * close) and the {@link ConnectionInbound}, which {@link KVFrameDecoder} reports to and which forwards to the
  * {@link ConnectionHandler} on the event loop once the handshake completed. Only then does the accepting side ask the
  * acceptor for a handler and the connecting side's {@code connect} succeed. A handshake failure closes the connection
  * with a reason logged on each side (the accepting side sends its reason in a {@code REJECT} first), and fails
- * {@link #handshakeFuture()} with a {@link ProtocolException}.
+ * {@link #handshakeFuture()} with a {@link ProtocolException}. {@link ConnectionPipeline} lays the handlers out.
  *
- * <p><b>Heartbeats.</b> The idle handler reports writer idleness after one interval (a heartbeat is written) and reader
- * idleness after two (the connection closes with "no heartbeat from ...").
+ * <p><b>Heartbeats.</b> {@link Heartbeats} writes one whenever an interval passed without a write; the idle handler
+ * reports reader idleness after two intervals (the connection closes with "no heartbeat from ...").
  *
  * <p><b>Closing.</b> {@link #close(String)} is ordered as {@link OutboundQueue} describes; the channel closes after
  * the flush, or after one heartbeat interval if the peer does not take the bytes. Whoever closes first names the
- * reason; {@link ConnectionHandler#onClose} is called exactly once, on the event loop, after every other handler call,
- * and only for connections whose handshake completed. Messages still queued then fail their {@code send} result with
- * a {@link KVFerryException} saying the connection closed.
+ * reason ({@link CloseReasons} words each cause); {@link ConnectionHandler#onClose} is called exactly once, on the
+ * event loop, after every other handler call, and only for connections whose handshake completed. Messages still
+ * queued then fail their {@code send} result with a {@link KVFerryException} saying the connection closed.
  */
-public final class NettyKVConnection extends ChannelInboundHandlerAdapter implements KVConnection,
-		KVFrameDecoder.Listener {
+public final class NettyKVConnection extends ChannelInboundHandlerAdapter implements KVConnection {
 
 	/** Fired down the pipeline (after this handler) for each heartbeat received; for diagnostics and tests. */
 	public static final Object HEARTBEAT_RECEIVED = new Object() {
@@ -80,9 +71,6 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	private static final Logger log = LoggerFactory.getLogger(NettyKVConnection.class);
 
-	/** Longest excerpt of a TLS error message in a close reason (Netty's can hex-dump a whole read). */
-	private static final int MAX_TLS_DETAIL = 160;
-
 	private final Channel channel;
 	private final TransportSettings settings;
 	private final String id;
@@ -91,15 +79,13 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private final AtomicReference<CloseReason> closeReason = new AtomicReference<>();
 	private final OutboundQueue outbound;
 	private final SameHostLink sameHost;
+	private final Heartbeats heartbeats;
+	private final ConnectionInbound inbound;
 
 	private final Sinks.Empty<Void> onClose = Sinks.empty();
 
 	private volatile ConnectionHandler handler;
 	private volatile HostPort remote;
-	private volatile boolean closed;
-	// What channelInactive does was done (on the loop, or once the loop ended: see loopEnded).
-	private volatile boolean inactiveDone;
-	private volatile long heartbeatsReceived;
 	// "[id, L:local - R:remote]" once active; read by log lines on any thread.
 	private volatile String prefix;
 
@@ -108,6 +94,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private ChannelHandlerContext ctx;
 	private boolean activated;
 	private boolean closeNotified;
+	// What channelInactive does was done (on the loop, or once the loop ended: see loopEnded).
+	private volatile boolean inactiveDone;
 
 	/**
 	 * @param channel the channel, registered with its event loop
@@ -136,8 +124,10 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 					onFailure(cause);
 					channel.close();
 				});
+		this.heartbeats = new Heartbeats(outbound, settings.heartbeatInterval());
 		this.sameHost = new SameHostLink(channel, settings, acceptor == null, outbound::sameHost, outbound::writable,
-				this::onData, () -> prefix);
+				this::ringData, () -> prefix);
+		this.inbound = new ConnectionInbound(this, steps, outbound, heartbeats, sameHost);
 		// Run after the close's own task, in which Netty fails and releases what was still queued for the socket.
 		channel.closeFuture().addListener(f -> channel.eventLoop().execute(onClose::tryEmitEmpty));
 	}
@@ -151,27 +141,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	public static NettyKVConnection install(Channel channel, TransportSettings settings, ConnectionHandler handler,
 			Function<KVConnection, ConnectionHandler> acceptor, HostPort remote) {
 		NettyKVConnection connection = new NettyKVConnection(channel, settings, handler, acceptor, remote);
-		long interval = settings.heartbeatInterval().toNanos();
-		TransportSettings.Tls tls = settings.tls();
-		if (tls != null) {
-			SslHandler ssl = acceptor != null || remote == null ? tls.server().newHandler(channel.alloc())
-					: tls.client().newHandler(channel.alloc(), remote.host(), remote.port());
-			ssl.setHandshakeTimeoutMillis(settings.handshakeTimeout().toMillis());
-			channel.pipeline().addLast("kvferry.tls", ssl);
-		}
-		KVFrameDecoder decoder = new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, settings.maxFrameLength(), connection);
-		channel.pipeline()
-				// Reader idle only: a writer idle time makes the handler swap every write's void promise for a new
-				// one with a listener, two per data frame; heartbeats go out from the connection's own tick instead.
-				.addLast("kvferry.idle", new IdleStateHandler(2 * interval, 0, 0, TimeUnit.NANOSECONDS))
-				.addLast("kvferry.decoder", decoder)
-				.addLast("kvferry.connection", connection);
-		if (tls == null) {
-			// Large payloads are read straight into registered memory; under TLS the socket holds ciphertext.
-			ChannelConfig config = channel.config();
-			config.setRecvByteBufAllocator(new LandingRecvByteBufAllocator(config.getRecvByteBufAllocator(), decoder));
-			decoder.lowWater(ReceiveLowWater.of(channel));
-		}
+		ConnectionPipeline.install(channel, settings, connection, connection.inbound, acceptor != null ? null : remote);
 		return connection;
 	}
 
@@ -272,7 +242,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	/** @return heartbeats received so far */
 	public long heartbeatsReceived() {
-		return heartbeatsReceived;
+		return heartbeats.receivedCount();
 	}
 
 	/** @return data blocks dropped because their room was no longer sendable */
@@ -291,7 +261,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		return "NettyKVConnection" + prefix;
 	}
 
-	// ---- inbound (KVFrameDecoder.Listener) ---------------------------------------------------------------------
+	// ---- handshake and failures ----------------------------------------------------------------------------------
 
 	private KVFerryException closedException(String when, Throwable cause) {
 		String reason = closeReason();
@@ -299,30 +269,8 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				+ (reason == null ? "" : ": " + reason), cause);
 	}
 
-	@Override
-	public void onPreface(int version) {
-		steps.onPreface();
-		log.trace("{} peer preface ok (protocol version {})", prefix, version);
-	}
-
-	@Override
-	public void onAuth(KVFrameCodec.Auth auth) {
-		boolean complete = steps.onAuth(ctx, auth);
-		outbound.maxFrameLength(auth.maxFrameLength());
-		if (complete) {
-			completeHandshake();
-		}
-	}
-
-	@Override
-	public void onAuthProof(byte[] proof) {
-		if (steps.onAuthProof(ctx, proof)) {
-			completeHandshake();
-		}
-	}
-
-	private void completeHandshake() {
-		// Decode offers its same-host ring first, so that connect() returns with the data path settled.
+	/** The handshake completed: decode offers its same-host ring first, so that connect() returns with it settled. */
+	void handshakeCompleted() {
 		sameHost.handshakeDone(ctx, this::finishHandshake);
 	}
 
@@ -341,67 +289,49 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		handshake.trySuccess(this);
 	}
 
-	@Override
-	public void onMessage(KVMessage message) {
-		if (!steps.isDone() && message instanceof KVMessage.Reject r) {
-			throw steps.refused(r.reason());
+	/** @return the engine's handler; known once the handshake completed */
+	ConnectionHandler handler() {
+		return handler;
+	}
+
+	/** @return the "[id, L:local - R:remote]" that starts this connection's log lines */
+	String logPrefix() {
+		return prefix;
+	}
+
+	// Data from the same-host ring passes the same gate as a TCP data frame.
+	private PayloadSink ringData(DataHeader header) {
+		return inbound.onData(header);
+	}
+
+	/** A protocol error or a failing handler, reported by the inbound side or the outbound queue: closes. */
+	void onFailure(Throwable cause) {
+		CloseReason reason = CloseReasons.failure(cause);
+		if (!handshake.isDone() && cause instanceof ProtocolException protocol) {
+			steps.failed(protocol);
+			steps.tellRefused(ctx, reason.message());
 		}
-		steps.requireDone(message.getClass().getSimpleName());
-		handler.onMessage(this, message);
-	}
-
-	@Override
-	public void onExtension(int type, ByteBuf body) {
-		steps.requireDone(KVFrameCodec.typeName(type));
-		sameHost.onFrame(ctx, type, body);
-	}
-
-	@Override
-	public void onHeartbeat() {
-		heartbeatsReceived++;
-		ctx.fireUserEventTriggered(HEARTBEAT_RECEIVED);
-	}
-
-	@Override
-	public PayloadSink onData(DataHeader header) {
-		steps.requireDone("DATA");
-		return handler.onData(this, header);
-	}
-
-	@Override
-	public void onFailure(Throwable cause) {
-		boolean protocol = cause instanceof ProtocolException;
-		String reason = protocol ? cause.getMessage() : "handler failed: " + cause;
-		if (!handshake.isDone() && protocol) {
-			steps.failed((ProtocolException) cause);
-			tellRefused(reason);
+		if (!firstReason(reason)) {
+			log.debug("{} after close ({}): {}", prefix, closeReason(), reason.message());
 		}
-		if (!closeReason.compareAndSet(null, new CloseReason(protocol ? CloseReason.Kind.PROTOCOL
-				: CloseReason.Kind.IO, reason))) {
-			log.debug("{} after close ({}): {}", prefix, closeReason(), reason);
-		}
-		else if (protocol) {
-			log.warn("{} closing: {}", prefix, reason);
+		else if (reason.kind() == CloseReason.Kind.PROTOCOL) {
+			log.warn("{} closing: {}", prefix, reason.message());
 		}
 		else {
-			log.error("{} closing: {}", prefix, reason, cause);
+			log.error("{} closing: {}", prefix, reason.message(), cause);
 		}
 	}
 
-	/**
-	 * The accepting side says why it refuses a kvferry peer during the handshake, before the decoder closes the
-	 * channel: the connecting side cannot see that judgement otherwise, since this side proves nothing to a peer it
-	 * refuses. A handshake reason holds no secret: what the peer sent, and this listener's own names.
-	 */
-	private void tellRefused(String reason) {
-		if (steps.role() != SharedSecret.Role.ACCEPTING || steps.isDone() || !steps.prefaceReceived() || ctx == null
-				|| !channel.isActive()) {
-			return;
+	/** @return whether {@code reason} is the connection's: the first one recorded names why it closes */
+	private boolean firstReason(CloseReason reason) {
+		return closeReason.compareAndSet(null, reason);
+	}
+
+	/** Records {@code reason} and logs that the connection closes for it, when it is the first. */
+	private void closing(CloseReason reason) {
+		if (firstReason(reason)) {
+			log.warn("{} closing: {}", prefix, reason.message());
 		}
-		int limit = steps.peerMaxFrameLength();
-		// At most 3 UTF-8 bytes a char, after the string's 4-byte length: always within the peer's frame limit.
-		String text = reason.length() > (limit - 4) / 3 ? reason.substring(0, (limit - 4) / 3) : reason;
-		ctx.writeAndFlush(KVFrameCodec.encode(ctx.alloc(), new KVMessage.Reject(text), limit));
 	}
 
 	// ---- channel events -----------------------------------------------------------------------------------------
@@ -409,6 +339,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	@Override
 	public void handlerAdded(ChannelHandlerContext ctx) {
 		this.ctx = ctx;
+		inbound.attach(ctx);
 	}
 
 	@Override
@@ -421,14 +352,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			prefix = "[" + id + ", L:" + channel.localAddress() + " - R:" + channel.remoteAddress() + "]";
 			log.debug("{} open", prefix);
 			steps.start(ctx, remote, () -> {
-				String reason = "handshake not completed within " + TransportSettings.format(steps.timeout());
-				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, reason))) {
-					log.warn("{} closing: {}", prefix, reason);
-				}
+				closing(CloseReasons.handshakeTimeout(settings));
 				channel.close();
 			});
 			outbound.start(ctx, prefix);
-			startHeartbeats(ctx);
+			heartbeats.start(ctx);
 		}
 		ctx.fireChannelActive();
 	}
@@ -450,25 +378,18 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 						ssl.engine().getSession().getCipherSuite());
 			}
 			else {
-				ProtocolException failure = new ProtocolException("TLS handshake failed: " + describeTls(e.cause()),
-						e.cause());
+				ProtocolException failure = CloseReasons.tlsHandshakeFailed(e.cause());
 				if (!handshake.isDone()) {
 					steps.failed(failure);
 				}
-				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PROTOCOL, failure.getMessage()))) {
-					log.warn("{} closing: {}", prefix, failure.getMessage());
-				}
+				closing(new CloseReason(CloseReason.Kind.PROTOCOL, failure.getMessage()));
 				ctx.close();
 			}
 			return;
 		}
 		if (evt instanceof IdleStateEvent e) {
 			if (e.state() == IdleState.READER_IDLE) {
-				String reason = "no heartbeat from " + remoteAddress() + " for 2 intervals ("
-						+ TransportSettings.format(settings.deadPeerTimeout()) + ")";
-				if (closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.SILENT_PEER, reason))) {
-					log.warn("{} closing: {}", prefix, reason);
-				}
+				closing(CloseReasons.silentPeer(remoteAddress(), settings));
 				ctx.close();
 			}
 			return;
@@ -478,41 +399,19 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-		Throwable tls = cause instanceof DecoderException && cause.getCause() instanceof SSLException
-				? cause.getCause() : cause instanceof SSLException ? cause : null;
-		String reason = tls != null ? "TLS error: " + describeTls(tls)
-				: cause instanceof IOException ? "I/O error: " + cause.getMessage() : "pipeline error: " + cause;
-		if (closeReason.compareAndSet(null, new CloseReason(tls != null ? CloseReason.Kind.PROTOCOL
-				: CloseReason.Kind.IO, reason))) {
-			if (tls != null) {
-				log.warn("{} closing: {}", prefix, reason);
+		CloseReason reason = CloseReasons.pipelineError(cause);
+		if (firstReason(reason)) {
+			if (CloseReasons.tlsCause(cause) != null) {
+				log.warn("{} closing: {}", prefix, reason.message());
 			}
 			else if (cause instanceof IOException) {
-				log.debug("{} closing: {}", prefix, reason);
+				log.debug("{} closing: {}", prefix, reason.message());
 			}
 			else {
-				log.warn("{} closing: {}", prefix, reason, cause);
+				log.warn("{} closing: {}", prefix, reason.message(), cause);
 			}
 		}
 		ctx.close();
-	}
-
-	/**
-	 * Writes a heartbeat whenever a whole interval passed without a write: ticks every half interval, and a tick
-	 * that finds no write since the one before sends one (and counts it as a write), so the peer never goes two
-	 * intervals (its dead-peer timeout) without a frame from here.
-	 */
-	private void startHeartbeats(ChannelHandlerContext ctx) {
-		long half = Math.max(1, settings.heartbeatInterval().toNanos() / 2);
-		// The preface just went out.
-		outbound.written();
-		ScheduledFuture<?> tick = ctx.executor().scheduleAtFixedRate(() -> {
-			if (!closed && !outbound.takeWritten()) {
-				ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
-				outbound.written();
-			}
-		}, half, half, TimeUnit.NANOSECONDS);
-		channel.closeFuture().addListener(f -> tick.cancel(false));
 	}
 
 	@Override
@@ -544,24 +443,15 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			return;
 		}
 		inactiveDone = true;
-		closed = true;
+		heartbeats.stop();
 		steps.stop();
-		closeReason.compareAndSet(null, new CloseReason(CloseReason.Kind.PEER_CLOSED, "connection closed by peer "
-				+ remoteAddress() + (steps.prefaceReceived() ? ""
-						: " before it sent a kvferry preface" + (settings.tls() == null
-								? " (a listener that requires TLS closes plain connections this way)"
-								: ""))));
+		firstReason(CloseReasons.peerClosed(remoteAddress(), steps.prefaceReceived(), settings));
 		CloseReason reason = closeReason.get();
 		log.debug("{} closed: {}", prefix, reason);
 		outbound.closed();
 		sameHost.close();
-		ProtocolException handshakeFailure = steps.failure();
 		if (!handshake.isDone()) {
-			handshake.tryFailure(handshakeFailure != null
-					? new ProtocolException("handshake with " + remoteAddress() + " failed: "
-							+ handshakeFailure.getMessage(), handshakeFailure)
-					: new KVFerryException("connection to " + remoteAddress()
-							+ " closed before the handshake completed: " + reason));
+			handshake.tryFailure(CloseReasons.handshakeFailed(remoteAddress(), steps.failure(), reason));
 		}
 		else if (!closeNotified && handler != null) {
 			closeNotified = true;
@@ -572,18 +462,6 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 				log.error("{} onClose failed", prefix, e);
 			}
 		}
-	}
-
-	private static String describeTls(Throwable cause) {
-		Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
-		String message = String.valueOf(c.getMessage());
-		if (message.length() > MAX_TLS_DETAIL) {
-			message = message.substring(0, MAX_TLS_DETAIL) + "...";
-		}
-		if (c instanceof NotSslRecordException) {
-			return "the peer does not speak TLS (" + message + ")";
-		}
-		return c.getClass().getSimpleName() + ": " + message;
 	}
 
 	private static HostPort toHostPort(SocketAddress address) {

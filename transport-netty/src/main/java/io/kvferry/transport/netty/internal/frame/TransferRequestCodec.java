@@ -1,0 +1,49 @@
+package io.kvferry.transport.netty.internal.frame;
+
+import io.kvferry.transport.netty.internal.KVFrameCodec;
+import io.kvferry.spi.KVMessage;
+import io.netty.buffer.ByteBuf;
+
+/**
+ * {@code TRANSFER_REQUEST}: {@code i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices,
+ * i32 requiredDstInfoNum, bool dummy, string traceContext, i32 decodePrefixLen, int[] stateCounts}.
+ */
+final class TransferRequestCodec extends ControlCodec<KVMessage.TransferRequest> {
+
+	TransferRequestCodec() {
+		super(KVFrameCodec.TYPE_TRANSFER_REQUEST, "TRANSFER_REQUEST", KVMessage.TransferRequest.class);
+	}
+
+	@Override
+	long length(KVMessage.TransferRequest t) {
+		return 8 + Fields.intsLength(t.dstPages().length) + 4 + Fields.intsLength(t.stateIndices().length) + 4 + 1
+				+ Fields.stringLength(t.traceContext()) + 4 + Fields.intsLength(t.stateCounts().length);
+	}
+
+	@Override
+	void write(ByteBuf buf, KVMessage.TransferRequest t) {
+		buf.writeLong(t.room());
+		Fields.writeInts(buf, t.dstPages());
+		buf.writeInt(t.auxIndex());
+		Fields.writeInts(buf, t.stateIndices());
+		buf.writeInt(t.requiredDstInfoNum());
+		buf.writeBoolean(t.dummy());
+		Fields.writeString(buf, t.traceContext());
+		buf.writeInt(t.decodePrefixLen());
+		Fields.writeInts(buf, t.stateCounts());
+	}
+
+	@Override
+	KVMessage.TransferRequest read(FrameReader r) {
+		long room = r.i64("room");
+		int[] dstPages = r.ints("dstPages");
+		int auxIndex = r.i32("auxIndex");
+		int[] stateIndices = r.ints("stateIndices");
+		int required = r.i32("requiredDstInfoNum");
+		boolean dummy = r.bool("dummy");
+		String traceContext = r.string("traceContext");
+		int prefix = r.i32("decodePrefixLen");
+		return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy, traceContext,
+				prefix, r.ints("stateCounts"));
+	}
+}
