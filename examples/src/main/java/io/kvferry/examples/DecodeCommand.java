@@ -8,8 +8,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.StopSignal;
-import io.kvferry.test.ModelShape;
-import io.kvferry.test.RoomResult;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;

@@ -3,7 +3,7 @@ package io.kvferry.examples;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import io.netty.util.internal.PlatformDependent;
 import picocli.CommandLine;
 

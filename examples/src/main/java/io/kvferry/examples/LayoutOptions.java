@@ -3,7 +3,7 @@ package io.kvferry.examples;
 import io.kvferry.ParallelLayout;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import io.kvferry.internal.topology.RankMapping;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;

@@ -2,7 +2,7 @@ package io.kvferry.examples;
 
 import java.util.Locale;
 
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 

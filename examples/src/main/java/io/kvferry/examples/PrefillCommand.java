@@ -9,7 +9,7 @@ import java.util.stream.Collectors;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.PrefillKVManager;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;

@@ -9,7 +9,7 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvferry.test.RoomResult;
+import io.kvferry.harness.RoomResult;
 import org.HdrHistogram.Histogram;
 
 /**

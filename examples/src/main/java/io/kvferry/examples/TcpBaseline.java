@@ -17,7 +17,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
-import io.kvferry.test.Patterns;
+import io.kvferry.harness.Patterns;
 
 /**
  * The baselines kvferry is measured against: the strongest simple ways to move the same bytes over loopback TCP with

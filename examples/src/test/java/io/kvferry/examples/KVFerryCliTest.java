@@ -42,7 +42,7 @@ class KVFerryCliTest {
 		assertThat(demo.workload.requests).isEqualTo(64);
 		assertThat(demo.workload.concurrency).isEqualTo(4);
 		assertThat(demo.workload.maxTokens).isGreaterThanOrEqualTo(10_000);
-		assertThat(demo.model.shape(cli())).isEqualTo(io.kvferry.test.ModelShape.llama3_8b());
+		assertThat(demo.model.shape(cli())).isEqualTo(io.kvferry.harness.ModelShape.llama3_8b());
 		assertThat(demo.prefill.tp).isEqualTo(1);
 		assertThat(demo.prefill.pp).isEqualTo(1);
 		assertThat(demo.prefill.dp).isEqualTo(1);
@@ -67,7 +67,7 @@ class KVFerryCliTest {
 		assertThat(demo.prefill.dp).isEqualTo(2);
 		assertThat(demo.model.mla).isTrue();
 		assertThat(demo.model.shape(cli())).isEqualTo(
-				new io.kvferry.test.ModelShape(8, 4, 64, 2, 32, true, 0, ModelOptions.AUX_ITEM_LEN, 0));
+				new io.kvferry.harness.ModelShape(8, 4, 64, 2, 32, true, 0, ModelOptions.AUX_ITEM_LEN, 0));
 		assertThat(demo.json).isTrue();
 		assertThat(demo.workload.seed).isEqualTo(7);
 		assertThat(demo.workload.minTokens).isEqualTo(100);

@@ -13,8 +13,8 @@ import java.util.Random;
 import io.kvferry.HostPort;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.kvferry.test.InMemoryBootstrap;
-import io.kvferry.test.KVCluster;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
 import org.junit.jupiter.api.Test;
 
 class MetricsEndpointTest {

@@ -1,4 +1,4 @@
-package io.kvferry.test;
+package io.kvferry.harness;
 
 /**
  * Deterministic 64-bit words for verifiable KV bytes: the value depends only on what the bytes mean (room, layer, K or

@@ -1,4 +1,4 @@
-package io.kvferry.test;
+package io.kvferry.harness;
 
 /**
  * The outcome of one room run by {@link KVCluster}.

@@ -1,4 +1,4 @@
-package io.kvferry.test;
+package io.kvferry.harness;
 
 import java.util.BitSet;
 import java.util.Random;

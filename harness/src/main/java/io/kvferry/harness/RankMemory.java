@@ -1,4 +1,4 @@
-package io.kvferry.test;
+package io.kvferry.harness;
 
 import java.util.ArrayList;
 import java.util.BitSet;

@@ -1,4 +1,4 @@
-package io.kvferry.test;
+package io.kvferry.harness;
 
 /**
  * The KV shape of a model as far as transfer cares.

@@ -1,12 +1,9 @@
-package io.kvferry.test;
+package io.kvferry.harness;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Objects;
 import java.util.Random;
-import java.util.function.UnaryOperator;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DecodeSpec;
@@ -19,8 +16,6 @@ import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
 import io.kvferry.ParallelLayout;
-import io.kvferry.bootstrap.BootstrapClient;
-import io.kvferry.spi.KVTransport;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -38,7 +33,7 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class KVCluster {
 
-	private final Builder config;
+	private final KVClusterBuilder config;
 	private final List<List<RankMemory>> prefillMemory = new ArrayList<>();
 	private final List<List<PrefillKVManager>> prefill = new ArrayList<>();
 	private final List<RankMemory> decodeMemory = new ArrayList<>();
@@ -48,14 +43,14 @@ public final class KVCluster {
 	private final PageAllocator decodePages;
 	private final PageAllocator decodeRows;
 
-	private KVCluster(Builder b) {
+	KVCluster(KVClusterBuilder b) {
 		this.config = b;
 		this.decodePages = new PageAllocator(b.pages);
 		this.decodeRows = new PageAllocator(b.rows);
 	}
 
-	public static Builder builder() {
-		return new Builder();
+	public static KVClusterBuilder builder() {
+		return new KVClusterBuilder();
 	}
 
 	/** @return prefill managers by DP group, each group in (cp, tp, pp) order */
@@ -91,7 +86,7 @@ public final class KVCluster {
 		return decodePages.free();
 	}
 
-	private Mono<KVCluster> startAll() {
+	Mono<KVCluster> startAll() {
 		List<Mono<? extends KVManager>> starts = new ArrayList<>();
 		for (int g = 0; g < config.prefillDp; g++) {
 			List<RankMemory> mems = new ArrayList<>();
@@ -451,157 +446,5 @@ public final class KVCluster {
 			}
 			return Mono.when(released);
 		});
-	}
-
-	/** Mutable builder of a cluster. */
-	public static final class Builder {
-		private ModelShape shape = ModelShape.llama3_8b();
-		private int prefillTp = 1;
-		private int prefillPp = 1;
-		private int prefillDp = 1;
-		private int prefillCp = 1;
-		private boolean allCpRanks;
-		private boolean dsaLayerSplit;
-		private double decodePrefix;
-		private boolean checkUntouched;
-		private int decodeTp = 1;
-		private int decodePp = 1;
-		private int pages = 256;
-		private int rows = 64;
-		private boolean contiguous;
-		private boolean layerwise;
-		private String host = "127.0.0.1";
-		private KVTransport transport;
-		private KVTransport decodeTransport;
-		private BootstrapClient client;
-		private HostPort bootstrap;
-		private UnaryOperator<KVManagerSpec<?, ?>> customizer = UnaryOperator.identity();
-
-		private Builder() {
-		}
-
-		public Builder shape(ModelShape shape) {
-			this.shape = Objects.requireNonNull(shape, "shape");
-			return this;
-		}
-
-		/** Prefill attention TP, PP and DP sizes. */
-		public Builder prefill(int tp, int pp, int dp) {
-			this.prefillTp = tp;
-			this.prefillPp = pp;
-			this.prefillDp = dp;
-			return this;
-		}
-
-		/**
-		 * Prefill attention CP size, and how CP ranks share the transfer.
-		 *
-		 * @param cp CP size
-		 * @param allCpRanks every CP rank sends its share of the pages (else CP rank 0 sends all)
-		 * @param dsaLayerSplit KV layers split across CP ranks
-		 */
-		public Builder prefillCp(int cp, boolean allCpRanks, boolean dsaLayerSplit) {
-			this.prefillCp = cp;
-			this.allCpRanks = allCpRanks;
-			this.dsaLayerSplit = dsaLayerSplit;
-			return this;
-		}
-
-		/**
-		 * The share of each room's pages decode already holds (rounded down to whole pages; 1 is a full hit): decode
-		 * names that prefix and asks only for the rest.
-		 */
-		public Builder decodePrefix(double fraction) {
-			if (fraction < 0 || fraction > 1) {
-				throw new IllegalArgumentException("decodePrefix : " + fraction + " (expected: 0..1)");
-			}
-			this.decodePrefix = fraction;
-			return this;
-		}
-
-		/** Also checks that no decode byte outside each room's pages, aux row and state slots changed. */
-		public Builder checkUntouched(boolean check) {
-			this.checkUntouched = check;
-			return this;
-		}
-
-		/** Decode attention TP and PP sizes. */
-		public Builder decode(int tp, int pp) {
-			this.decodeTp = tp;
-			this.decodePp = pp;
-			return this;
-		}
-
-		/** Pages per layer buffer on every rank, and aux rows / state slots. */
-		public Builder capacity(int pages, int rows) {
-			this.pages = pages;
-			this.rows = rows;
-			return this;
-		}
-
-		/** Always allocate contiguous page runs (else one room in four is contiguous). */
-		/**
-		 * Sends about half the chunks layer by layer, in a shuffled layer order, and checks that every decode rank's
-		 * {@code layers()} emitted each of its layers once.
-		 */
-		public Builder layerwise(boolean layerwise) {
-			this.layerwise = layerwise;
-			return this;
-		}
-
-		public Builder contiguous(boolean contiguous) {
-			this.contiguous = contiguous;
-			return this;
-		}
-
-		/** Host prefill ranks listen on (default 127.0.0.1). */
-		public Builder host(String host) {
-			this.host = Objects.requireNonNull(host, "host");
-			return this;
-		}
-
-		/** Transport of every rank (of the prefill ranks only when {@link #decodeTransport} is set). */
-		public Builder transport(KVTransport transport) {
-			this.transport = Objects.requireNonNull(transport, "transport");
-			return this;
-		}
-
-		/**
-		 * Transport of the decode ranks, when it should not be the prefill ranks' one: with its own event loops, as a
-		 * decode instance in another process has.
-		 */
-		public Builder decodeTransport(KVTransport transport) {
-			this.decodeTransport = Objects.requireNonNull(transport, "transport");
-			return this;
-		}
-
-		public Builder bootstrapClient(BootstrapClient client) {
-			this.client = Objects.requireNonNull(client, "client");
-			return this;
-		}
-
-		public Builder bootstrapAddress(HostPort bootstrap) {
-			this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
-			return this;
-		}
-
-		/** Adjusts every manager's spec (timeouts, timer). */
-		public Builder customize(UnaryOperator<KVManagerSpec<?, ?>> customizer) {
-			this.customizer = Objects.requireNonNull(customizer, "customizer");
-			return this;
-		}
-
-		/** @return the started cluster (every prefill rank registered) */
-		public Mono<KVCluster> start() {
-			Objects.requireNonNull(transport, "transport");
-			Objects.requireNonNull(client, "bootstrapClient");
-			Objects.requireNonNull(bootstrap, "bootstrapAddress");
-			return Mono.defer(() -> new KVCluster(this).startAll());
-		}
-
-		/** Blocking {@link #start()} bounded by {@code timeout}. */
-		public KVCluster startNow(Duration timeout) {
-			return start().block(timeout);
-		}
 	}
 }
