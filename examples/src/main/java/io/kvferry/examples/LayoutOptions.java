@@ -4,7 +4,6 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.harness.ModelShape;
-import io.kvferry.internal.topology.RankMapping;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 
@@ -28,7 +27,7 @@ final class LayoutOptions {
 		try {
 			for (int pp = 0; pp < decode.pp; pp++) {
 				ParallelLayout rank = new ParallelLayout(decode.tp, 0, 1, 0, 1, 0, decode.pp, pp);
-				RankMapping.plan(info, rank, 0, shape.pageSize(), shape.mla());
+				info.checkDecode(rank, shape.pageSize(), shape.mla());
 			}
 		}
 		catch (TopologyException e) {
