@@ -22,8 +22,8 @@ public record PrefillParallelInfo(int attnTpSize, int dpSize, int ppSize, int pa
 	}
 
 	/**
-	 * Checks that decode ranks of this layout can pull KV from this instance, by the rules a decode manager applies when
-	 * it first meets it, so that a launcher or a router can refuse the pair before anything starts.
+	 * Checks that decode ranks of this layout can pull KV from this instance, by the rules a decode manager applies
+	 * when it first meets it, so that a launcher or a router can refuse the pair before anything starts.
 	 *
 	 * @param decode a decode rank's layout (its attention TP size, PP size and PP rank are used)
 	 * @param decodePageSize the decode's page size
