@@ -5,16 +5,11 @@ import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import java.util.Random;
-import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -31,7 +26,6 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -66,15 +60,13 @@ import reactor.core.scheduler.Schedulers;
 				+ "3 could not run." })
 final class BenchCommand implements Callable<Integer> {
 
-	private static final ObjectMapper JSON = new ObjectMapper();
-	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+	static final ObjectMapper JSON = new ObjectMapper();
+	static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int WARMUP_ROOMS = 20;
 	private static final Duration WARMUP = Duration.ofSeconds(5);
 	private static final Duration SAME_HOST_WARMUP = Duration.ofSeconds(3);
 	private static final int MANY_LAYERS = 4;
-	private static final int MANY_MAX_PAGES = 4;
-	private static final int MANY_MIN_WARMUP_BATCHES = 2;
 
 	@Spec
 	CommandSpec spec;
@@ -193,7 +185,7 @@ final class BenchCommand implements Callable<Integer> {
 		try {
 			if (manyOnly) {
 				progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-				result.set("many", many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
+				result.set("many", many().run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
 						decodeTransport, client));
 				return finish(cl, result, shape);
 			}
@@ -220,7 +212,7 @@ final class BenchCommand implements Callable<Integer> {
 				return finish(cl, result, shape);
 			}
 			progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-			ObjectNode many = many(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
+			ObjectNode many = many().run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
 					decodeTransport, client);
 			double bulkGbps = result.get("bulk").get("gbps").asDouble();
 			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
@@ -251,7 +243,7 @@ final class BenchCommand implements Callable<Integer> {
 		PrintWriter err = cl.getErr();
 		result.put("verified", failures.isEmpty());
 		PrintWriter out = cl.getOut();
-		out.println(json ? result.toString() : table(result, shape));
+		out.println(json ? result.toString() : BenchTable.render(result, shape, failures.isEmpty()));
 		out.flush();
 		failures.forEach(f -> err.println("kvferry bench: failed: " + f));
 		err.flush();
@@ -407,166 +399,6 @@ final class BenchCommand implements Callable<Integer> {
 		return o;
 	}
 
-	private ObjectNode many(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
-			ReactorBootstrapClient client) throws IOException {
-		SplittableRandom sizes = new SplittableRandom(7);
-		int[] pages = new int[manyRooms];
-		int total = 0;
-		for (int i = 0; i < manyRooms; i++) {
-			pages[i] = 1 + sizes.nextInt(MANY_MAX_PAGES);
-			total += pages[i];
-		}
-		// The KV bytes of a batch: every page of each layer buffer, on both ranks.
-		long frameBytes = (long) total * shape.itemLen(2) * manyBuffers(shape) * 2;
-		DirectMemory.check(spec.commandLine(), 2 * DirectMemory.instanceBytes(shape, 2, 1, 1, total) + 2 * frameBytes,
-				"lower --many-rooms");
-		// Its own bootstrap server: the first registration of an instance fixes its TP size.
-		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		KVCluster cluster;
-		try {
-			cluster = KVCluster.builder().shape(shape).prefill(2, 1, 1).decode(2, 1)
-					.capacity(total, manyRooms + 1).transport(transport).decodeTransport(decodeTransport)
-					// As in bulk and small: a room ends where its completion is signalled, as an engine polling poll()
-					// sees it, not after a hop to a callback worker (four per room, a thread wake-up each).
-					.customize(spec -> stripes.apply(spec.callbackScheduler(Schedulers.immediate())))
-					.bootstrapClient(client)
-					.bootstrapAddress(server.address()).startNow(START_TIMEOUT);
-		}
-		catch (RuntimeException e) {
-			server.disposeNow();
-			throw e;
-		}
-		CleanableDirectBuffer src = PlatformDependent.allocateDirect((int) frameBytes);
-		CleanableDirectBuffer dst = PlatformDependent.allocateDirect((int) frameBytes);
-		try (TcpBaseline tcp = TcpBaseline.open(); TcpBaseline second = TcpBaseline.open()) {
-			TcpBaseline[] pair = { tcp, second };
-			TcpBaseline.fill(src.buffer(), 3);
-			long[] pump = new long[rounds];
-			// The same batch untimed first, until the per-room code is compiled (as bulk and small warm up), then
-			// --rounds timed batches: the median counts, the best is shown beside. The frame pump takes its turn
-			// after each batch, warm-up included, with the frames of the first batch's rooms.
-			long room = 3_000_000L;
-			long warmEnd = System.nanoTime() + Duration.ofSeconds(manyWarmupSeconds).toNanos();
-			int warmup = 0;
-			int[][] frames = null;
-			while (warmup < MANY_MIN_WARMUP_BATCHES || System.nanoTime() < warmEnd) {
-				ManyBatch batch = manyBatch(cluster, shape, pages, room);
-				for (RoomResult r : batch.results()) {
-					check(r);
-				}
-				if (frames == null) {
-					frames = manyFrames(shape, batch.staged());
-					// The pump's first run lands in zeroed memory: every byte of it is checked once.
-					framePump(pair, src, dst, frames);
-					if (dst.buffer().mismatch(src.buffer()) >= 0) {
-						failures.add("many: the frame pump moved wrong bytes (at "
-								+ dst.buffer().mismatch(src.buffer()) + ")");
-					}
-				}
-				framePump(pair, src, dst, frames);
-				room += manyRooms;
-				warmup++;
-			}
-			long[] nanos = new long[rounds];
-			long[] cores = new long[rounds];
-			double[] gbps = new double[rounds];
-			ArrayNode seconds = JSON.createArrayNode();
-			long bytes = 0;
-			int failed = 0;
-			for (int i = 0; i < rounds; i++) {
-				ManyBatch batch = manyBatch(cluster, shape, pages, room);
-				room += manyRooms;
-				nanos[i] = batch.nanos();
-				cores[i] = batch.cpuNanos() * 1000 / batch.nanos();
-				bytes = 0;
-				for (RoomResult r : batch.results()) {
-					if (r.ok()) {
-						bytes += r.bytes();
-					}
-					else {
-						failed++;
-						check(r);
-					}
-				}
-				gbps[i] = bytes / (double) batch.nanos();
-				seconds.add(round(batch.nanos() / 1e9));
-				pump[i] = framePump(pair, src, dst, frames);
-			}
-			Arrays.sort(gbps);
-			ObjectNode o = JSON.createObjectNode();
-			o.put("rooms", manyRooms);
-			o.put("bytes", bytes);
-			o.put("batches", rounds);
-			o.put("warmup_batches", warmup);
-			long elapsed = TcpBaseline.median(nanos.clone());
-			o.put("seconds", round(elapsed / 1e9));
-			o.put("gbps", round(gbps[rounds / 2]));
-			o.put("best_gbps", round(gbps[rounds - 1]));
-			o.put("rooms_per_second", Math.round(manyRooms / (elapsed / 1e9)));
-			o.put("failures", failed);
-			double pumpGbps = frameBytes / (double) TcpBaseline.median(pump);
-			o.put("baseline_gbps", round(pumpGbps));
-			o.put("ratio", round(gbps[rounds / 2] / pumpGbps));
-			o.put("frames", frames[0].length / 2 + frames[1].length / 2);
-			o.set("batch_seconds", seconds);
-			// Cores busy while the rooms moved (the process's CPU time over the window): at the machine's core count
-			// the rooms are bound by CPU, not by waiting.
-			o.put("cpu_cores", TcpBaseline.median(cores) / 1000.0);
-			return o;
-		}
-		finally {
-			cluster.close().block(CLOSE_TIMEOUT);
-			server.disposeNow();
-			src.clean();
-			dst.clean();
-		}
-	}
-
-	/** @return nanoseconds of one run of the frame pump over {@code frames} */
-	private static long framePump(TcpBaseline[] pair, CleanableDirectBuffer src, CleanableDirectBuffer dst,
-			int[][] frames) throws IOException {
-		return TcpBaseline.frames(pair, src.buffer(), dst.buffer(), frames);
-	}
-
-	/** @return the layer buffers of a rank: K and V of every layer, or one per layer for MLA */
-	private static int manyBuffers(ModelShape shape) {
-		return shape.layers() * (shape.mla() ? 1 : 2);
-	}
-
-	/**
-	 * The frames a batch's rooms made, for the frame pump: per room, rank pair and layer buffer, one frame per run of
-	 * pages adjacent on both sides (as prefill cuts blocks). Rank {@code r}'s frames go over connection {@code r}.
-	 *
-	 * @return per connection, (offset, length) pairs laid out one after another
-	 */
-	private static int[][] manyFrames(ModelShape shape, List<KVCluster.StagedRoom> rooms) {
-		int chunk = shape.itemLen(2);
-		int buffers = manyBuffers(shape);
-		List<List<Integer>> lengths = List.of(new ArrayList<>(), new ArrayList<>());
-		for (KVCluster.StagedRoom room : rooms) {
-			int[] runs = room.pageRuns();
-			for (List<Integer> stream : lengths) {
-				for (int b = 0; b < buffers; b++) {
-					for (int run : runs) {
-						stream.add(run * chunk);
-					}
-				}
-			}
-		}
-		int[][] frames = new int[2][];
-		long offset = 0;
-		for (int r = 0; r < 2; r++) {
-			List<Integer> stream = lengths.get(r);
-			frames[r] = new int[2 * stream.size()];
-			for (int f = 0; f < stream.size(); f++) {
-				frames[r][2 * f] = Math.toIntExact(offset);
-				frames[r][2 * f + 1] = stream.get(f);
-				offset += stream.get(f);
-			}
-		}
-		return frames;
-	}
-
 	/**
 	 * The same-host path against a single-thread memcpy of the same bytes (see {@link SameHostBench}); gbps and ratio
 	 * are null, with the reason, when the rooms could not go through shared memory here.
@@ -600,44 +432,16 @@ final class BenchCommand implements Callable<Integer> {
 		return o;
 	}
 
-	/**
-	 * Every room's source pages are written before the clock starts and every destination byte is checked after it
-	 * stops: the window holds the transfers only (the pattern's fill and check cost more CPU than the rooms' moves).
-	 */
-	private ManyBatch manyBatch(KVCluster cluster, ModelShape shape, int[] pages, long firstRoom) {
-		List<KVCluster.StagedRoom> staged = new ArrayList<>(manyRooms);
-		for (int i = 0; i < manyRooms; i++) {
-			staged.add(cluster.stage(firstRoom + i, pages[i] * shape.pageSize(), 1, new Random(i)));
-		}
-		long cpu0 = processCpuNanos();
-		long start = System.nanoTime();
-		Flux.fromIterable(staged)
-				.flatMap(room -> room.transfer().subscribeOn(Schedulers.parallel()), manyRooms)
-				.then()
-				.block();
-		long nanos = System.nanoTime() - start;
-		long cpu = processCpuNanos() - cpu0;
-		List<RoomResult> results = new ArrayList<>(manyRooms);
-		for (KVCluster.StagedRoom room : staged) {
-			results.add(room.verify());
-		}
-		return new ManyBatch(staged, results, nanos, cpu);
-	}
-
-	/** @return CPU time of the whole process so far, or 0 when the JVM cannot tell */
-	private static long processCpuNanos() {
-		return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
-				? Math.max(0, os.getProcessCpuTime()) : 0;
-	}
-
-	/**
-	 * The rooms of a batch as staged and as verified; the nanoseconds from the first room's start to the last room's
-	 * end, and the process's CPU time over the same window.
-	 */
-	private record ManyBatch(List<KVCluster.StagedRoom> staged, List<RoomResult> results, long nanos, long cpuNanos) {
+	private ManyBench many() {
+		return new ManyBench(spec.commandLine(), manyRooms, rounds, manyWarmupSeconds, stripes, failures);
 	}
 
 	private RoomResult check(RoomResult r) {
+		return check(failures, r);
+	}
+
+	/** Tells a failed room (the first ten) in {@code failures}; returns the result. */
+	static RoomResult check(List<String> failures, RoomResult r) {
 		if (!r.ok() && failures.size() < 10) {
 			failures.add("room " + r.room() + ": " + r.failure());
 		}
@@ -659,82 +463,7 @@ final class BenchCommand implements Callable<Integer> {
 		return sum;
 	}
 
-	private String table(ObjectNode r, ModelShape shape) {
-		StringBuilder sb = new StringBuilder();
-		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
-				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
-		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
-		if (!r.has("bulk")) {
-			manyLine(sb, r.get("many"));
-			return sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED").toString();
-		}
-		var bulk = r.get("bulk");
-		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
-				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
-				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
-				bulk.get("baseline_best_gbps").asDouble()));
-		if (bulk.get("baseline2_gbps").isNull()) {
-			sb.append(String.format(Locale.ROOT, "  %-28s %s%n", "", bulk.get("baseline2_missing").asText()));
-		}
-		else {
-			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (2 connections + SO_RCVLOWAT)%n",
-					"", "", bulk.get("baseline2_gbps").asDouble(), bulk.get("ratio2").asDouble()));
-		}
-		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
-				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
-		if (!r.has("many")) {
-			return sb.toString();
-		}
-		for (String key : new String[] { "small", "small_8" }) {
-			var s = r.get(key);
-			sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",
-					"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong()) + ")",
-					s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(), s.get("ratio").asDouble()));
-		}
-		manyLine(sb, r.get("many"));
-		var sameHost = r.get("same_host");
-		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread memcpy)%n",
-				"same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT, "%9.2f GB/s",
-						sameHost.get("gbps").asDouble()), sameHost.get("memcpy_gbps").asDouble(),
-				sameHost.get("ratio").isNull() ? "-" : String.format(Locale.ROOT, "%.2f",
-						sameHost.get("ratio").asDouble())));
-		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
-				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
-		if (r.has("scaling")) {
-			sb.append(String.format(Locale.ROOT, "  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %12s %12s %12s %12s%n",
-					"", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "alloc B/room",
-					"heap peak", "direct peak", "netty pool"));
-			for (var row : r.get("scaling")) {
-				String dim = row.get("dimension").asText();
-				long v = row.get("value").asLong();
-				String name = switch (dim) {
-					case "rooms" -> v + " concurrent";
-					case "room_bytes" -> Sizes.bytes(v) + " rooms";
-					default -> v + "<->" + v + " ranks";
-				};
-				sb.append(String.format(Locale.ROOT, "  %-18s %8d %10d %8.2f %9d %9d %10d %12d %12s %12s %12s%n", name,
-						row.get("rooms").asInt(), row.get("rooms_per_second").asLong(), row.get("gbps").asDouble(),
-						row.get("p50_us").asLong(), row.get("p99_us").asLong(), row.get("cpu_us_per_room").asLong(),
-						row.get("alloc_bytes_per_room").asLong(), Sizes.bytes(row.get("heap_peak_bytes").asLong()),
-						Sizes.bytes(row.get("direct_peak_bytes").asLong()),
-						Sizes.bytes(row.get("transport_pool_bytes").asLong())));
-			}
-		}
-		sb.append("  result: ").append(failures.isEmpty() ? "OK, every byte matched" : "FAILED");
-		return sb.toString();
-	}
-
-	private static void manyLine(StringBuilder sb, JsonNode many) {
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (frame pump: the same frames, "
-				+ "2 connections)%n", "many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
-				many.get("baseline_gbps").asDouble(), many.get("ratio").asDouble()));
-		sb.append(String.format(Locale.ROOT, "  %-28s %d rooms/s, %d frames, %d failures, %.2f s, %.1f cores busy%n", "",
-				many.get("rooms_per_second").asLong(), many.get("frames").asInt(), many.get("failures").asInt(),
-				many.get("seconds").asDouble(), many.get("cpu_cores").asDouble()));
-	}
-
-	private static double round(double v) {
+	static double round(double v) {
 		return Math.round(v * 1000) / 1000.0;
 	}
 }
