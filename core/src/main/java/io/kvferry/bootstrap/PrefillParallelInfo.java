@@ -1,5 +1,9 @@
 package io.kvferry.bootstrap;
 
+import io.kvferry.ParallelLayout;
+import io.kvferry.TopologyException;
+import io.kvferry.internal.topology.RankMapping;
+
 /**
  * A prefill instance's sizes as the bootstrap server answers {@code GET /route} with all three values −1.
  *
@@ -15,5 +19,19 @@ public record PrefillParallelInfo(int attnTpSize, int dpSize, int ppSize, int pa
 			throw new IllegalArgumentException("prefill parallel info : tp=" + attnTpSize + " dp=" + dpSize + " pp="
 					+ ppSize + " page_size=" + pageSize + " (expected: all >= 1)");
 		}
+	}
+
+	/**
+	 * Checks that decode ranks of this layout can pull KV from this instance, by the rules a decode manager applies
+	 * when it first meets it, so that a launcher or a router can refuse the pair before anything starts.
+	 *
+	 * @param decode a decode rank's layout (its attention TP size, PP size and PP rank are used)
+	 * @param decodePageSize the decode's page size
+	 * @param mla whether the KV cache is MLA (latent KV replicated on every TP rank)
+	 * @throws TopologyException naming both values when the TP sizes do not divide each other, the PP sizes are
+	 *         neither equal nor decode 1, the page sizes differ or the decode layout has context parallelism
+	 */
+	public void checkDecode(ParallelLayout decode, int decodePageSize, boolean mla) {
+		RankMapping.plan(this, decode, 0, decodePageSize, mla);
 	}
 }

@@ -5,7 +5,7 @@ import java.time.Duration;
 import io.kvferry.HostPort;
 import io.kvferry.test.AbortHoldingTransport;
 import io.kvferry.test.InMemoryBootstrap;
-import io.kvferry.test.KVCluster;
+import io.kvferry.harness.KVCluster;
 import io.kvferry.test.LayerwiseScenarios;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.api.AfterEach;

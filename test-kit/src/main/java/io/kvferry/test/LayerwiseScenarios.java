@@ -15,6 +15,10 @@ import io.kvferry.KVSender;
 import io.kvferry.KVTransferException;
 import io.kvferry.MemoryRegion;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.KVClusterBuilder;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RankMemory;
 import io.netty.util.internal.PlatformDependent;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
@@ -36,7 +40,7 @@ public final class LayerwiseScenarios {
 	}
 
 	/** @return a builder for the cluster the scenarios expect: one prefill and one decode rank of {@link #SHAPE} */
-	public static KVCluster.Builder cluster() {
+	public static KVClusterBuilder cluster() {
 		return KVCluster.builder().shape(SHAPE).capacity(64, 8);
 	}
 

@@ -15,6 +15,8 @@ import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RankMemory;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;

@@ -10,6 +10,9 @@ import java.util.Random;
 import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
 import io.kvferry.spi.KVTransport;
 
 /**

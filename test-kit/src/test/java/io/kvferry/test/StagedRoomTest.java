@@ -8,6 +8,10 @@ import java.util.Random;
 
 import io.kvferry.HostPort;
 import io.kvferry.MemoryRegion;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.Patterns;
+import io.kvferry.harness.RoomResult;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.netty.util.internal.PlatformDependent;
 import org.junit.jupiter.api.AfterEach;

@@ -4,7 +4,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 
-import io.kvferry.examples.Child;
+import io.kvferry.test.Child;
 import io.netty.pkitesting.X509Bundle;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -15,7 +15,7 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;

@@ -13,7 +13,7 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
 import io.kvferry.PrefillKVManager;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;

@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Random;
 import java.util.function.UnaryOperator;
 
-import io.kvferry.test.ModelShape;
-import io.kvferry.test.RoomResult;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;

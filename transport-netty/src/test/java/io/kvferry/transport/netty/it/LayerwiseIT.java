@@ -6,7 +6,7 @@ import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.test.AbortHoldingTransport;
-import io.kvferry.test.KVCluster;
+import io.kvferry.harness.KVCluster;
 import io.kvferry.test.LayerwiseScenarios;
 import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.AfterEach;

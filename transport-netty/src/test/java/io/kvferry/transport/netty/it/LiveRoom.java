@@ -9,7 +9,7 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
-import io.kvferry.test.RankMemory;
+import io.kvferry.harness.RankMemory;
 import reactor.core.publisher.Mono;
 
 /**

@@ -5,8 +5,9 @@ import java.util.function.UnaryOperator;
 
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
-import io.kvferry.test.KVCluster;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.KVClusterBuilder;
+import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 
@@ -32,7 +33,7 @@ final class LoopbackCluster implements AutoCloseable {
 	}
 
 	static LoopbackCluster start(ModelShape shape, int prefillTp, int prefillPp, int prefillDp, int decodeTp,
-			int decodePp, int pages, int rows, UnaryOperator<KVCluster.Builder> more) {
+			int decodePp, int pages, int rows, UnaryOperator<KVClusterBuilder> more) {
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		NettyKVTransport transport = NettyKVTransport.create();

@@ -15,7 +15,7 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.PrefillSpec;
 import io.kvferry.bootstrap.PrefillRegistration;
-import io.kvferry.test.ModelShape;
+import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
 import io.netty.buffer.PooledByteBufAllocator;

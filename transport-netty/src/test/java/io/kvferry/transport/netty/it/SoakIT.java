@@ -9,8 +9,8 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 
-import io.kvferry.test.ModelShape;
-import io.kvferry.test.RoomResult;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.netty.buffer.PooledByteBufAllocator;
 import org.junit.jupiter.api.Test;

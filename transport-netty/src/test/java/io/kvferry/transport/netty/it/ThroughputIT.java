@@ -6,8 +6,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.Random;
 import java.util.function.UnaryOperator;
 
-import io.kvferry.test.ModelShape;
-import io.kvferry.test.RoomResult;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

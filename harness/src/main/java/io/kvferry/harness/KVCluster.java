@@ -1,0 +1,450 @@
+package io.kvferry.harness;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
+import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
+import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
+import io.kvferry.ParallelLayout;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * A prefill instance and a decode instance of any parallel layout, each rank with its own managed memory, that runs
+ * whole rooms: pattern fill on every prefill rank of the room's DP group, receivers on every decode rank, chunked
+ * sends, and a byte-exact check of every decode rank's pages, aux row and state slots.
+ *
+ * <pre>{@code
+ * KVCluster cluster = KVCluster.builder().shape(ModelShape.llama3_8b()).prefill(2, 1, 1).decode(2, 1)
+ *         .transport(transport).bootstrapClient(client).bootstrapAddress(bootstrap).start().block();
+ * RoomResult r = cluster.run(room, 4096, 3, new Random(1)).block();
+ * }</pre>
+ */
+public final class KVCluster {
+
+	private final KVClusterBuilder config;
+	private final List<List<RankMemory>> prefillMemory = new ArrayList<>();
+	private final List<List<PrefillKVManager>> prefill = new ArrayList<>();
+	private final List<RankMemory> decodeMemory = new ArrayList<>();
+	private final List<DecodeKVManager> decode = new ArrayList<>();
+	private final List<PageAllocator> prefillPages = new ArrayList<>();
+	private final List<PageAllocator> prefillRows = new ArrayList<>();
+	private final PageAllocator decodePages;
+	private final PageAllocator decodeRows;
+
+	KVCluster(KVClusterBuilder b) {
+		this.config = b;
+		this.decodePages = new PageAllocator(b.pages);
+		this.decodeRows = new PageAllocator(b.rows);
+	}
+
+	public static KVClusterBuilder builder() {
+		return new KVClusterBuilder();
+	}
+
+	/** @return prefill managers by DP group, each group in (cp, tp, pp) order */
+	public List<List<PrefillKVManager>> prefillManagers() {
+		return prefill;
+	}
+
+	public List<DecodeKVManager> decodeManagers() {
+		return decode;
+	}
+
+	/** @return prefill memory by DP group, in the order of {@link #prefillManagers()} */
+	public List<List<RankMemory>> prefillMemory() {
+		return prefillMemory;
+	}
+
+	/** @return the bootstrap server's address */
+	public HostPort bootstrapAddress() {
+		return config.bootstrap;
+	}
+
+	public List<RankMemory> decodeMemory() {
+		return decodeMemory;
+	}
+
+	/** @return the prefill DP group that serves {@code room} (room mod DP size, as decode routes it) */
+	public int dpGroup(long room) {
+		return (int) Math.floorMod(room, (long) config.prefillDp);
+	}
+
+	/** @return pages free on decode (all pages come back after successful rooms) */
+	public int freeDecodePages() {
+		return decodePages.free();
+	}
+
+	Mono<KVCluster> startAll() {
+		List<Mono<? extends KVManager>> starts = new ArrayList<>();
+		for (int g = 0; g < config.prefillDp; g++) {
+			List<RankMemory> mems = new ArrayList<>();
+			List<PrefillKVManager> mgrs = new ArrayList<>();
+			prefillMemory.add(mems);
+			prefill.add(mgrs);
+			prefillPages.add(new PageAllocator(config.pages));
+			prefillRows.add(new PageAllocator(config.rows));
+			for (int cp = 0; cp < config.prefillCp; cp++) {
+				for (int tp = 0; tp < config.prefillTp; tp++) {
+					for (int pp = 0; pp < config.prefillPp; pp++) {
+						ParallelLayout layout = new ParallelLayout(config.prefillTp, tp, config.prefillDp, g, 1, 0,
+								config.prefillPp, pp, config.prefillCp, cp);
+						// Every CP rank holds the whole room's KV (after CP's gather), so each is filled alike.
+						RankMemory mem = RankMemory.prefill(config.shape, layout, config.pages, config.rows,
+								config.rows);
+						mems.add(mem);
+						mgrs.add(null);
+						int slot = mgrs.size() - 1;
+						PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
+								.transport(config.transport).bootstrapClient(config.client)
+								.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0))
+								.allCpRanksTransfer(config.allCpRanks).dsaCacheLayerSplit(config.dsaLayerSplit));
+						starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
+					}
+				}
+			}
+		}
+		for (int tp = 0; tp < config.decodeTp; tp++) {
+			for (int pp = 0; pp < config.decodePp; pp++) {
+				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp);
+				RankMemory mem = RankMemory.decode(config.shape, layout, config.pages, config.rows, config.rows);
+				decodeMemory.add(mem);
+				decode.add(null);
+				int slot = decode.size() - 1;
+				DecodeSpec spec = custom(KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
+						.transport(config.decodeTransport != null ? config.decodeTransport : config.transport)
+						.bootstrapClient(config.client));
+				starts.add(spec.start().doOnNext(m -> decode.set(slot, m)));
+			}
+		}
+		return Flux.merge(starts).then(Mono.just(this));
+	}
+
+	/** The builder's customizer applies to both roles' specs; it returns a spec of the role it was given. */
+	@SuppressWarnings("unchecked")
+	private <S extends KVManagerSpec<S, ?>> S custom(S spec) {
+		return (S) config.customizer.apply(spec);
+	}
+
+	/**
+	 * Runs one room end to end. Never errors: a failure is in the result.
+	 *
+	 * @param room the room (unique per cluster)
+	 * @param tokens prompt tokens (pages = ceil(tokens / page size))
+	 * @param chunks how many {@code send} calls the prefill ranks make
+	 * @param random page scattering and chunk cuts
+	 * @return the result after every rank finished and decode memory was checked
+	 */
+	public Mono<RoomResult> run(long room, int tokens, int chunks, Random random) {
+		return Mono.defer(() -> {
+			StagedRoom staged = stage(room, tokens, chunks, random);
+			// Verification is not the room's: it runs after the latency was stamped, off the completing thread.
+			return staged.transfer().then(Mono.fromCallable(staged::verify).subscribeOn(Schedulers.parallel()));
+		});
+	}
+
+	/**
+	 * Prepares one room without moving it: allocates its pages on both sides and writes its pattern into every prefill
+	 * rank's pages, aux row and state slots, so that a benchmark can start its clock after this work and stop it before
+	 * {@link StagedRoom#verify()}. {@link #run} is {@code stage}, {@link StagedRoom#transfer()}, then
+	 * {@link StagedRoom#verify()}.
+	 *
+	 * @param room the room (unique per cluster)
+	 * @param tokens prompt tokens (pages = ceil(tokens / page size))
+	 * @param chunks how many {@code send} calls the prefill ranks make
+	 * @param random page scattering and chunk cuts (also used by the transfer)
+	 * @return the staged room; when the cluster is out of pages it transfers nothing and verifies as that failure
+	 */
+	public StagedRoom stage(long room, int tokens, int chunks, Random random) {
+		return new StagedRoom(room, tokens, chunks, random);
+	}
+
+	/**
+	 * A room whose pages are allocated and whose source bytes are written: {@link #transfer()} it once, then
+	 * {@link #verify()} it once.
+	 */
+	public final class StagedRoom {
+		private final long room;
+		private final Random random;
+		private final int pageSize = config.shape.pageSize();
+		private final int numPages;
+		// Pages decode already holds (its prefix cache): it asks only for the rest.
+		private final int prefixPages;
+		private final int g;
+		private final int[] src;
+		private final int[] dst;
+		private final int[] srcRow;
+		private final int[] dstRow;
+		private final int[] srcState;
+		private final int[] dstState;
+		// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
+		private final int[][] parts;
+		private final int[][][] partStates;
+		private final long[] outside = new long[decodeMemory.size()];
+		private final List<List<Integer>> landedLayers = new ArrayList<>();
+		// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
+		private String failure;
+		private long latency;
+		private boolean transferred;
+
+		private StagedRoom(long room, int tokens, int chunks, Random random) {
+			this.room = room;
+			this.random = random;
+			this.numPages = (tokens + pageSize - 1) / pageSize;
+			this.prefixPages = (int) Math.floor(numPages * config.decodePrefix);
+			this.g = dpGroup(room);
+			boolean contiguous = config.contiguous || random.nextInt(4) == 0;
+			int[] s = prefillPages.get(g).allocate(numPages, random, contiguous);
+			int[] d = decodePages.allocate(numPages - prefixPages, random, contiguous);
+			int[] sr = prefillRows.get(g).allocate(1, random, false);
+			int[] dr = decodeRows.allocate(1, random, false);
+			if (s == null || d == null || sr == null || dr == null) {
+				release(g, s, d, sr, dr);
+				this.failure = "out of pages for " + numPages + " pages";
+				this.src = this.dst = this.srcRow = this.dstRow = this.srcState = this.dstState = null;
+				this.parts = null;
+				this.partStates = null;
+				return;
+			}
+			this.src = s;
+			this.dst = d;
+			this.srcRow = sr;
+			this.dstRow = dr;
+			this.srcState = config.shape.stateItemLen() == 0 ? new int[0] : srcRow;
+			this.dstState = config.shape.stateItemLen() == 0 ? new int[0] : dstRow;
+			int[] cuts = cuts(numPages, chunks, random);
+			this.parts = new int[cuts.length - 1][];
+			this.partStates = new int[cuts.length - 1][][];
+			for (int c = 0; c + 1 < cuts.length; c++) {
+				parts[c] = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
+				partStates[c] = new int[][] { cuts[c + 1] == numPages ? srcState : new int[0] };
+			}
+			for (RankMemory mem : prefillMemory.get(g)) {
+				mem.fill(room, src, srcRow[0], srcState);
+			}
+			if (config.checkUntouched) {
+				for (int i = 0; i < outside.length; i++) {
+					outside[i] = decodeMemory.get(i).checksumOutside(dst, dstRow[0], dstState);
+				}
+			}
+		}
+
+		public long room() {
+			return room;
+		}
+
+		/**
+		 * @return the lengths of the runs of pages decode asks for whose source and destination pages are both
+		 *         adjacent, in order (each run is one data block per layer buffer and rank pair); empty when the room
+		 *         could not be staged
+		 */
+		public int[] pageRuns() {
+			if (dst == null) {
+				return new int[0];
+			}
+			List<Integer> runs = new ArrayList<>();
+			int length = 0;
+			for (int k = 0; k < dst.length; k++) {
+				boolean adjacent = k > 0 && src[prefixPages + k] == src[prefixPages + k - 1] + 1
+						&& dst[k] == dst[k - 1] + 1;
+				if (k > 0 && !adjacent) {
+					runs.add(length);
+					length = 0;
+				}
+				length++;
+			}
+			if (length > 0) {
+				runs.add(length);
+			}
+			return runs.stream().mapToInt(Integer::intValue).toArray();
+		}
+
+		/**
+		 * Moves the room: receivers and their destinations on every decode rank, sends on every prefill rank of its DP
+		 * group. Completes when every rank's completion arrived (a failed room completes too: its failure is what
+		 * {@link #verify()} returns), or at once when the room could not be staged; the latency is stamped there.
+		 */
+		public Mono<Void> transfer() {
+			return Mono.defer(() -> {
+				if (transferred) {
+					throw new IllegalStateException("room " + room + " was already transferred");
+				}
+				transferred = true;
+				if (src == null) {
+					return Mono.empty();
+				}
+				long start = System.nanoTime();
+				List<Mono<Void>> done = new ArrayList<>();
+				List<KVSender> senders = new ArrayList<>();
+				List<KVReceiver> receivers = new ArrayList<>();
+				for (DecodeKVManager d : decode) {
+					KVReceiver receiver = d.receiver(config.bootstrap, room);
+					receiver.sendMetadata(prefixPages * pageSize, dst, dstRow[0], new int[][] { dstState });
+					receivers.add(receiver);
+					if (config.layerwise) {
+						List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
+						landedLayers.add(landed);
+						done.add(receiver.layers().doOnNext(landed::add).then());
+					}
+				}
+				for (PrefillKVManager p : prefill.get(g)) {
+					KVSender sender = p.sender(room);
+					sender.init(numPages, srcRow[0]);
+					for (int c = 0; c < parts.length; c++) {
+						int[] part = parts[c];
+						int[][] state = partStates[c];
+						if (config.layerwise && random.nextBoolean()) {
+							for (int layer : shuffledLayers(p.kvArgs(), random)) {
+								sender.sendLayer(layer, part, state);
+							}
+						}
+						else {
+							sender.send(part, state);
+						}
+					}
+					senders.add(sender);
+				}
+				// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
+				// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
+				for (KVReceiver receiver : receivers) {
+					done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
+							+ describe(e)))));
+				}
+				for (KVSender sender : senders) {
+					done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
+							+ describe(e)).subscribe())));
+				}
+				// Stamped where the last completion arrives, before any hop to verification, which is not the room's.
+				return Mono.whenDelayError(done)
+						.doOnTerminate(() -> latency = System.nanoTime() - start)
+						.onErrorResume(e -> {
+							failure = describe(e);
+							return Mono.empty();
+						});
+			});
+		}
+
+		/**
+		 * Checks every byte of every decode rank's share of the room (and, when the cluster checks it, that nothing
+		 * outside the room's pages changed), then frees the room's pages if it succeeded. Call it once, after
+		 * {@link #transfer()} completed.
+		 *
+		 * @return the room's result: a transfer failure, the first wrong byte, or success with the bytes that landed
+		 */
+		public RoomResult verify() {
+			if (src != null && !transferred) {
+				throw new IllegalStateException("room " + room + " was not transferred");
+			}
+			if (failure != null) {
+				return new RoomResult(room, numPages, 0, latency, failure);
+			}
+			long bytes = 0;
+			for (int i = 0; i < landedLayers.size(); i++) {
+				String wrong = checkLayers(decodeMemory.get(i).kvArgs(), landedLayers.get(i));
+				if (wrong != null) {
+					return new RoomResult(room, numPages, bytes, latency, wrong);
+				}
+			}
+			for (int i = 0; i < decodeMemory.size(); i++) {
+				RankMemory mem = decodeMemory.get(i);
+				String mismatch = mem.verify(room, dst, prefixPages, dstRow[0], dstState);
+				if (mismatch == null && config.checkUntouched
+						&& mem.checksumOutside(dst, dstRow[0], dstState) != outside[i]) {
+					mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"
+							+ " pages, aux row and state slots";
+				}
+				if (mismatch != null) {
+					return new RoomResult(room, numPages, bytes, latency, mismatch);
+				}
+				bytes += mem.kvBytes(dst.length);
+			}
+			// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
+			release(g, src, dst, srcRow, dstRow);
+			return new RoomResult(room, numPages, bytes, latency, null);
+		}
+	}
+
+	/** @return a prefill rank's layers (main, then draft) in a random order */
+	private static List<Integer> shuffledLayers(KVArgs args, Random random) {
+		List<Integer> layers = new ArrayList<>();
+		for (int l = 0; l < args.kvLayerCount() + args.draftLayers(); l++) {
+			layers.add(l);
+		}
+		java.util.Collections.shuffle(layers, random);
+		return layers;
+	}
+
+	/** @return why a decode rank's landed layers are not each of its main layers once, or null */
+	private static String checkLayers(KVArgs decode, List<Integer> landed) {
+		List<Integer> sorted = new ArrayList<>(landed);
+		sorted.sort(null);
+		List<Integer> expected = new ArrayList<>();
+		// Prefill ranks here hold no draft layers: decode's draft buffers stay unfilled and are not layers of the room.
+		for (int l = 0; l < decode.kvLayerCount(); l++) {
+			expected.add(l);
+		}
+		return sorted.equals(expected) ? null : "layers() emitted " + landed + ", expected each of " + expected + " once";
+	}
+
+	/** Every distinct reason of a (possibly composite) failure. */
+	static String describe(Throwable e) {
+		return reactor.core.Exceptions.unwrapMultiple(e).stream()
+				.map(t -> t.getMessage() == null ? t.toString() : t.getMessage())
+				.distinct()
+				.collect(java.util.stream.Collectors.joining("; "));
+	}
+
+	private static int[] cuts(int numPages, int chunks, Random random) {
+		int n = Math.max(1, Math.min(chunks, Math.max(1, numPages)));
+		java.util.TreeSet<Integer> points = new java.util.TreeSet<>();
+		points.add(0);
+		points.add(numPages);
+		while (points.size() < n + 1 && numPages > 1) {
+			points.add(1 + random.nextInt(numPages - 1));
+		}
+		return points.stream().mapToInt(Integer::intValue).toArray();
+	}
+
+	private void release(int g, int[] src, int[] dst, int[] srcRow, int[] dstRow) {
+		if (src != null) {
+			prefillPages.get(g).release(src);
+		}
+		if (dst != null) {
+			decodePages.release(dst);
+		}
+		if (srcRow != null) {
+			prefillRows.get(g).release(srcRow);
+		}
+		if (dstRow != null) {
+			decodeRows.release(dstRow);
+		}
+	}
+
+	/** Closes every manager (not the transport nor the bootstrap client); completes when they are released. */
+	public Mono<Void> close() {
+		return Mono.defer(() -> {
+			List<KVManager> all = new ArrayList<>();
+			prefill.forEach(all::addAll);
+			all.addAll(decode);
+			List<Mono<Void>> released = new ArrayList<>();
+			for (KVManager m : all) {
+				if (m != null) {
+					m.dispose();
+					released.add(m.onDispose());
+				}
+			}
+			return Mono.when(released);
+		});
+	}
+}

@@ -1,0 +1,164 @@
+package io.kvferry.harness;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
+import reactor.core.publisher.Mono;
+
+/** Mutable builder of a {@link KVCluster}. */
+public final class KVClusterBuilder {
+	// Read by the cluster it starts; a builder is not shared between threads while it is set up.
+	ModelShape shape = ModelShape.llama3_8b();
+	int prefillTp = 1;
+	int prefillPp = 1;
+	int prefillDp = 1;
+	int prefillCp = 1;
+	boolean allCpRanks;
+	boolean dsaLayerSplit;
+	double decodePrefix;
+	boolean checkUntouched;
+	int decodeTp = 1;
+	int decodePp = 1;
+	int pages = 256;
+	int rows = 64;
+	boolean contiguous;
+	boolean layerwise;
+	String host = "127.0.0.1";
+	KVTransport transport;
+	KVTransport decodeTransport;
+	BootstrapClient client;
+	HostPort bootstrap;
+	UnaryOperator<KVManagerSpec<?, ?>> customizer = UnaryOperator.identity();
+
+	KVClusterBuilder() {
+	}
+
+	public KVClusterBuilder shape(ModelShape shape) {
+		this.shape = Objects.requireNonNull(shape, "shape");
+		return this;
+	}
+
+	/** Prefill attention TP, PP and DP sizes. */
+	public KVClusterBuilder prefill(int tp, int pp, int dp) {
+		this.prefillTp = tp;
+		this.prefillPp = pp;
+		this.prefillDp = dp;
+		return this;
+	}
+
+	/**
+	 * Prefill attention CP size, and how CP ranks share the transfer.
+	 *
+	 * @param cp CP size
+	 * @param allCpRanks every CP rank sends its share of the pages (else CP rank 0 sends all)
+	 * @param dsaLayerSplit KV layers split across CP ranks
+	 */
+	public KVClusterBuilder prefillCp(int cp, boolean allCpRanks, boolean dsaLayerSplit) {
+		this.prefillCp = cp;
+		this.allCpRanks = allCpRanks;
+		this.dsaLayerSplit = dsaLayerSplit;
+		return this;
+	}
+
+	/**
+	 * The share of each room's pages decode already holds (rounded down to whole pages; 1 is a full hit): decode
+	 * names that prefix and asks only for the rest.
+	 */
+	public KVClusterBuilder decodePrefix(double fraction) {
+		if (fraction < 0 || fraction > 1) {
+			throw new IllegalArgumentException("decodePrefix : " + fraction + " (expected: 0..1)");
+		}
+		this.decodePrefix = fraction;
+		return this;
+	}
+
+	/** Also checks that no decode byte outside each room's pages, aux row and state slots changed. */
+	public KVClusterBuilder checkUntouched(boolean check) {
+		this.checkUntouched = check;
+		return this;
+	}
+
+	/** Decode attention TP and PP sizes. */
+	public KVClusterBuilder decode(int tp, int pp) {
+		this.decodeTp = tp;
+		this.decodePp = pp;
+		return this;
+	}
+
+	/** Pages per layer buffer on every rank, and aux rows / state slots. */
+	public KVClusterBuilder capacity(int pages, int rows) {
+		this.pages = pages;
+		this.rows = rows;
+		return this;
+	}
+
+	/**
+	 * Sends about half the chunks layer by layer, in a shuffled layer order, and checks that every decode rank's
+	 * {@code layers()} emitted each of its layers once.
+	 */
+	public KVClusterBuilder layerwise(boolean layerwise) {
+		this.layerwise = layerwise;
+		return this;
+	}
+
+	/** Always allocate contiguous page runs (else one room in four is contiguous). */
+	public KVClusterBuilder contiguous(boolean contiguous) {
+		this.contiguous = contiguous;
+		return this;
+	}
+
+	/** Host prefill ranks listen on (default 127.0.0.1). */
+	public KVClusterBuilder host(String host) {
+		this.host = Objects.requireNonNull(host, "host");
+		return this;
+	}
+
+	/** Transport of every rank (of the prefill ranks only when {@link #decodeTransport} is set). */
+	public KVClusterBuilder transport(KVTransport transport) {
+		this.transport = Objects.requireNonNull(transport, "transport");
+		return this;
+	}
+
+	/**
+	 * Transport of the decode ranks, when it should not be the prefill ranks' one: with its own event loops, as a
+	 * decode instance in another process has.
+	 */
+	public KVClusterBuilder decodeTransport(KVTransport transport) {
+		this.decodeTransport = Objects.requireNonNull(transport, "transport");
+		return this;
+	}
+
+	public KVClusterBuilder bootstrapClient(BootstrapClient client) {
+		this.client = Objects.requireNonNull(client, "client");
+		return this;
+	}
+
+	public KVClusterBuilder bootstrapAddress(HostPort bootstrap) {
+		this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
+		return this;
+	}
+
+	/** Adjusts every manager's spec (timeouts, timer). */
+	public KVClusterBuilder customize(UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+		this.customizer = Objects.requireNonNull(customizer, "customizer");
+		return this;
+	}
+
+	/** @return the started cluster (every prefill rank registered) */
+	public Mono<KVCluster> start() {
+		Objects.requireNonNull(transport, "transport");
+		Objects.requireNonNull(client, "bootstrapClient");
+		Objects.requireNonNull(bootstrap, "bootstrapAddress");
+		return Mono.defer(() -> new KVCluster(this).startAll());
+	}
+
+	/** Blocking {@link #start()} bounded by {@code timeout}. */
+	public KVCluster startNow(Duration timeout) {
+		return start().block(timeout);
+	}
+}

@@ -1,0 +1,302 @@
+package io.kvferry.harness;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+
+import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
+import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
+import io.netty.util.internal.PlatformDependent;
+
+/**
+ * One rank's registered memory laid out as SGLang lays it out (K buffers of the rank's layers, then V buffers, then
+ * draft K and V; MLA one buffer per layer), with pattern fill on prefill and byte-exact checks on decode.
+ */
+public final class RankMemory {
+
+	private final ModelShape shape;
+	private final ParallelLayout layout;
+	private final int firstLayer;
+	private final int layerCount;
+	private final int draftLayers;
+	private final KVArgs args;
+
+	private RankMemory(ModelShape shape, ParallelLayout layout, int engineRank, int firstLayer, int layerCount,
+			int draftLayers, long pages, int auxRows, int stateSlots) {
+		this.shape = shape;
+		this.layout = layout;
+		this.firstLayer = firstLayer;
+		this.layerCount = layerCount;
+		this.draftLayers = draftLayers;
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		int buffersPerLayer = shape.mla() ? 1 : 2;
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int b = 0; b < buffersPerLayer; b++) {
+			for (int l = 0; l < layerCount; l++) {
+				kv.add(MemoryRegion.allocate(pages, itemLen));
+			}
+		}
+		for (int b = 0; b < buffersPerLayer; b++) {
+			for (int l = 0; l < draftLayers; l++) {
+				kv.add(MemoryRegion.allocate(pages, itemLen));
+			}
+		}
+		List<MemoryRegion> aux = shape.auxItemLen() == 0 ? List.of()
+				: List.of(MemoryRegion.allocate(auxRows, shape.auxItemLen()));
+		List<MemoryRegion> state = new ArrayList<>();
+		List<StateKind> kinds = new ArrayList<>();
+		List<Integer> dims = new ArrayList<>();
+		if (shape.mambaUnits() > 0) {
+			int units = shape.mambaUnitsPerRank(layout.attnTpSize());
+			for (int t = 0; t < ModelShape.MAMBA_TENSORS; t++) {
+				state.add(MemoryRegion.allocate(stateSlots, units * shape.stateItemLen()));
+				kinds.add(StateKind.MAMBA);
+				dims.add(units);
+			}
+		}
+		else if (shape.stateItemLen() > 0) {
+			state.add(MemoryRegion.allocate(stateSlots, shape.stateItemLen()));
+		}
+		this.args = KVArgs.builder()
+				.engineRank(engineRank)
+				.kvRegions(kv)
+				.auxRegions(aux)
+				.stateRegions(state)
+				.stateKinds(kinds)
+				.stateTpDims(dims)
+				.pageSize(shape.pageSize())
+				.prefillStartLayer(firstLayer)
+				.draftLayers(draftLayers)
+				.kvHeads(shape.headsPerRank(layout.attnTpSize()), shape.mla() ? 1 : shape.kvHeads())
+				.mla(shape.mla())
+				.build();
+	}
+
+	/**
+	 * Memory of a prefill rank: the layers of its PP stage, no draft layers.
+	 *
+	 * @param pages pages per layer buffer
+	 * @param auxRows rows of the aux buffer
+	 * @param stateSlots slots of the state buffer
+	 */
+	public static RankMemory prefill(ModelShape shape, ParallelLayout layout, long pages, int auxRows, int stateSlots) {
+		int per = stageLayers(shape, layout);
+		return new RankMemory(shape, layout, layout.attnTpRank(), layout.ppRank() * per, per, 0, pages, auxRows,
+				stateSlots);
+	}
+
+	/** Memory of a decode rank: its PP stage's layers (all layers at PP 1), then the shape's draft layers. */
+	public static RankMemory decode(ModelShape shape, ParallelLayout layout, long pages, int auxRows, int stateSlots) {
+		int per = stageLayers(shape, layout);
+		return new RankMemory(shape, layout, layout.attnTpRank(), layout.ppRank() * per, per, shape.draftLayers(),
+				pages, auxRows, stateSlots);
+	}
+
+	private static int stageLayers(ModelShape shape, ParallelLayout layout) {
+		if (shape.layers() % layout.ppSize() != 0) {
+			throw new IllegalArgumentException("layers : " + shape.layers() + " (expected: a multiple of PP size "
+					+ layout.ppSize() + ")");
+		}
+		return shape.layers() / layout.ppSize();
+	}
+
+	public KVArgs kvArgs() {
+		return args;
+	}
+
+	public ParallelLayout layout() {
+		return layout;
+	}
+
+	/** @return KV bytes this rank holds for {@code pages} pages (all its layer buffers, draft excluded) */
+	public long kvBytes(int pages) {
+		return (long) pages * shape.itemLen(layout.attnTpSize()) * layerCount * (shape.mla() ? 1 : 2);
+	}
+
+	/** Writes the room's pattern into its pages, aux row and state slots. */
+	public void fill(long room, int[] pages, int auxRow, int[] stateSlots) {
+		WordRun write = (address, seed, words) -> {
+			for (int w = 0; w < words; w++) {
+				PlatformDependent.putLong(address + 8L * w, Patterns.word(seed, w));
+			}
+			return true;
+		};
+		forEachRun(room, pages, 0, write);
+		forEachAuxAndStateRun(room, auxRow, stateSlots, write);
+	}
+
+	/**
+	 * Checks every byte of the room's pages (layers this rank holds, not draft layers), its aux row and state slots.
+	 *
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public String verify(long room, int[] pages, int auxRow, int[] stateSlots) {
+		return verify(room, pages, 0, auxRow, stateSlots);
+	}
+
+	/**
+	 * Checks the room's pages after a prefix decode already held: {@code pages[i]} holds the room's page
+	 * {@code firstPage + i}.
+	 *
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots) {
+		String[] first = new String[1];
+		WordRun check = (address, seed, words) -> {
+			for (int w = 0; w < words; w++) {
+				long expected = Patterns.word(seed, w);
+				long actual = PlatformDependent.getLong(address + 8L * w);
+				if (actual != expected) {
+					first[0] = "room " + room + ": word at 0x" + Long.toHexString(address + 8L * w) + " is 0x"
+							+ Long.toHexString(actual) + ", expected 0x" + Long.toHexString(expected);
+					return false;
+				}
+			}
+			return true;
+		};
+		if (forEachRun(room, pages, firstPage, check)) {
+			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
+		}
+		return first[0];
+	}
+
+	/** @return whether every byte of these pages in every KV buffer is zero (pages of an aborted room) */
+	public boolean isZero(int[] pages) {
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		for (MemoryRegion r : args.kvRegions()) {
+			for (int p : pages) {
+				long base = r.itemAddress(p);
+				for (int off = 0; off < itemLen; off += 8) {
+					if (PlatformDependent.getLong(base + off) != 0) {
+						return false;
+					}
+				}
+			}
+		}
+		return true;
+	}
+
+	/** @return a 64-bit hash of these pages' bytes in every KV buffer (to prove they did not change) */
+	public long checksum(int[] pages) {
+		int itemLen = shape.itemLen(layout.attnTpSize());
+		long h = 0x9E3779B97F4A7C15L;
+		for (MemoryRegion r : args.kvRegions()) {
+			for (int p : pages) {
+				long base = r.itemAddress(p);
+				for (int off = 0; off < itemLen; off += 8) {
+					h = (h ^ PlatformDependent.getLong(base + off)) * 0x100000001B3L;
+				}
+			}
+		}
+		return h;
+	}
+
+	/** Visits a run of consecutive words that share one {@link Patterns#seed}; returns false to stop. */
+	private interface WordRun {
+		boolean visit(long address, long seed, int words);
+	}
+
+	/**
+	 * A 64-bit hash of every byte of this rank's KV, aux and state regions outside the given pages, rows and slots:
+	 * equal before and after a room proves nothing outside what the room was granted changed.
+	 */
+	public long checksumOutside(int[] pages, int auxRow, int[] stateSlots) {
+		long h = 0x9E3779B97F4A7C15L;
+		h = hashOutside(h, args.kvRegions(), pages);
+		h = hashOutside(h, args.auxRegions(), auxRow < 0 ? new int[0] : new int[] { auxRow });
+		return hashOutside(h, args.stateRegions(), stateSlots);
+	}
+
+	private static long hashOutside(long h, List<MemoryRegion> regions, int[] skip) {
+		BitSet granted = new BitSet();
+		for (int i : skip) {
+			granted.set(i);
+		}
+		for (MemoryRegion r : regions) {
+			for (long item = 0; item < r.itemCount(); item++) {
+				if (granted.get((int) item)) {
+					continue;
+				}
+				long base = r.itemAddress(item);
+				for (int off = 0; off + 8 <= r.itemLen(); off += 8) {
+					h = (h ^ PlatformDependent.getLong(base + off)) * 0x100000001B3L;
+				}
+			}
+		}
+		return h;
+	}
+
+	/** @return false when the visitor stopped early */
+	private boolean forEachRun(long room, int[] pages, int firstPage, WordRun v) {
+		int tp = layout.attnTpSize();
+		int heads = shape.headsPerRank(tp);
+		int headWords = shape.headBytes() / 8;
+		int tokenBytes = heads * shape.headBytes();
+		int itemLen = shape.itemLen(tp);
+		int buffers = shape.mla() ? 1 : 2;
+		int[] modelHeads = new int[heads];
+		for (int h = 0; h < heads; h++) {
+			modelHeads[h] = shape.modelHead(tp, layout.attnTpRank(), h);
+		}
+		for (int b = 0; b < buffers; b++) {
+			for (int l = 0; l < layerCount; l++) {
+				MemoryRegion region = args.kvRegions().get(b * layerCount + l);
+				int layer = firstLayer + l;
+				for (int i = 0; i < pages.length; i++) {
+					long pageBase = region.address() + (long) pages[i] * itemLen;
+					for (int t = 0; t < shape.pageSize(); t++) {
+						long token = (long) (firstPage + i) * shape.pageSize() + t;
+						long tokenBase = pageBase + (long) t * tokenBytes;
+						for (int h = 0; h < heads; h++) {
+							long seed = Patterns.seed(room, layer, b, token, modelHeads[h]);
+							if (!v.visit(tokenBase + (long) h * shape.headBytes(), seed, headWords)) {
+								return false;
+							}
+						}
+					}
+				}
+			}
+		}
+		return true;
+	}
+
+	private void forEachAuxAndStateRun(long room, int auxRow, int[] stateSlots, WordRun v) {
+		if (auxRow >= 0) {
+			for (int i = 0; i < args.auxRegions().size(); i++) {
+				MemoryRegion r = args.auxRegions().get(i);
+				if (!v.visit(r.itemAddress(auxRow), Patterns.seed(room, Patterns.AUX, i, 0, 0), r.itemLen() / 8)) {
+					return;
+				}
+			}
+		}
+		if (shape.mambaUnits() > 0) {
+			// Each unit of the sharded dimension has the words of its model-wide position, wherever it is held.
+			int units = shape.mambaUnitsPerRank(layout.attnTpSize());
+			int unitWords = shape.stateItemLen() / 8;
+			for (int i = 0; i < args.stateRegions().size(); i++) {
+				MemoryRegion r = args.stateRegions().get(i);
+				for (int s = 0; s < stateSlots.length; s++) {
+					for (int u = 0; u < units; u++) {
+						int unit = layout.attnTpRank() * units + u;
+						long base = r.itemAddress(stateSlots[s]) + (long) u * shape.stateItemLen();
+						if (!v.visit(base, Patterns.seed(room, Patterns.STATE, i, s, unit), unitWords)) {
+							return;
+						}
+					}
+				}
+			}
+			return;
+		}
+		for (int i = 0; i < args.stateRegions().size(); i++) {
+			MemoryRegion r = args.stateRegions().get(i);
+			for (int s = 0; s < stateSlots.length; s++) {
+				if (!v.visit(r.itemAddress(stateSlots[s]), Patterns.seed(room, Patterns.STATE, i, s, 0),
+						r.itemLen() / 8)) {
+					return;
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package io.kvferry.cli;
+
+import java.util.Locale;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.harness.ModelShape;
+
+/** The bench's figures as a table for people (the JSON object is for programs). */
+final class BenchTable {
+
+	private BenchTable() {
+	}
+
+	/**
+	 * @param r the figures, as {@code --json} prints them
+	 * @param ok whether every room succeeded and every byte matched
+	 */
+	static String render(ObjectNode r, ModelShape shape, boolean ok) {
+		StringBuilder sb = new StringBuilder();
+		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
+				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
+		if (!r.has("bulk")) {
+			manyLine(sb, r.get("many"));
+			return sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED").toString();
+		}
+		var bulk = r.get("bulk");
+		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
+				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
+				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
+				bulk.get("baseline_best_gbps").asDouble()));
+		if (bulk.get("baseline2_gbps").isNull()) {
+			sb.append(String.format(Locale.ROOT, "  %-28s %s%n", "", bulk.get("baseline2_missing").asText()));
+		}
+		else {
+			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (2 connections + SO_RCVLOWAT)%n",
+					"", "", bulk.get("baseline2_gbps").asDouble(), bulk.get("ratio2").asDouble()));
+		}
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
+				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
+		if (!r.has("many")) {
+			return sb.toString();
+		}
+		for (String key : new String[] { "small", "small_8" }) {
+			var s = r.get(key);
+			sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",
+					"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong()) + ")",
+					s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(), s.get("ratio").asDouble()));
+		}
+		manyLine(sb, r.get("many"));
+		var sameHost = r.get("same_host");
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread memcpy)%n",
+				"same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT, "%9.2f GB/s",
+						sameHost.get("gbps").asDouble()), sameHost.get("memcpy_gbps").asDouble(),
+				sameHost.get("ratio").isNull() ? "-" : String.format(Locale.ROOT, "%.2f",
+						sameHost.get("ratio").asDouble())));
+		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
+				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
+		if (r.has("scaling")) {
+			sb.append(String.format(Locale.ROOT, "  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %12s %12s %12s %12s%n",
+					"", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "alloc B/room",
+					"heap peak", "direct peak", "netty pool"));
+			for (var row : r.get("scaling")) {
+				String dim = row.get("dimension").asText();
+				long v = row.get("value").asLong();
+				String name = switch (dim) {
+					case "rooms" -> v + " concurrent";
+					case "room_bytes" -> Sizes.bytes(v) + " rooms";
+					default -> v + "<->" + v + " ranks";
+				};
+				sb.append(String.format(Locale.ROOT, "  %-18s %8d %10d %8.2f %9d %9d %10d %12d %12s %12s %12s%n", name,
+						row.get("rooms").asInt(), row.get("rooms_per_second").asLong(), row.get("gbps").asDouble(),
+						row.get("p50_us").asLong(), row.get("p99_us").asLong(), row.get("cpu_us_per_room").asLong(),
+						row.get("alloc_bytes_per_room").asLong(), Sizes.bytes(row.get("heap_peak_bytes").asLong()),
+						Sizes.bytes(row.get("direct_peak_bytes").asLong()),
+						Sizes.bytes(row.get("transport_pool_bytes").asLong())));
+			}
+		}
+		sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED");
+		return sb.toString();
+	}
+
+	private static void manyLine(StringBuilder sb, JsonNode many) {
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (frame pump: the same frames, "
+				+ "2 connections)%n", "many " + many.get("rooms").asInt() + " rooms 2<->2", many.get("gbps").asDouble(),
+				many.get("baseline_gbps").asDouble(), many.get("ratio").asDouble()));
+		sb.append(String.format(Locale.ROOT, "  %-28s %d rooms/s, %d frames, %d failures, %.2f s, %.1f cores busy%n", "",
+				many.get("rooms_per_second").asLong(), many.get("frames").asInt(), many.get("failures").asInt(),
+				many.get("seconds").asDouble(), many.get("cpu_cores").asDouble()));
+	}
+}

@@ -1,0 +1,234 @@
+package io.kvferry.cli;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+import java.util.stream.Collectors;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.HostPort;
+import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVReceiver;
+import io.kvferry.ParallelLayout;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.PageAllocator;
+import io.kvferry.harness.RankMemory;
+import io.kvferry.harness.RoomResult;
+import reactor.core.Exceptions;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * A decode instance that asks a prefill instance for rooms and checks them: for each room it allocates destination
+ * pages (one page table for all its ranks), opens a receiver on every rank, sends the destinations, waits for every
+ * rank's terminal state and verifies every byte against the pattern the room's prefill wrote. It needs no knowledge of
+ * prefill's pages: the pattern depends only on what the bytes mean.
+ *
+ * <p>Thread-safe: rooms may run concurrently; verification runs on the parallel scheduler.
+ */
+final class DecodeClient {
+
+	private static final int[] NO_STATE = new int[0];
+
+	private final ModelShape shape;
+	private final List<RankMemory> memory = new ArrayList<>();
+	private final List<DecodeKVManager> managers = new ArrayList<>();
+	private final PageAllocator pages;
+	private final PageAllocator rows;
+	private volatile double decodePrefix;
+	// Admission: once closed, no room starts; rooms past the check are counted until their receivers exist, so that
+	// a drain begun after closeAdmission() completes can never refuse a room this client already started.
+	private volatile boolean admitting = true;
+	private final AtomicInteger starting = new AtomicInteger();
+	private final Sinks.Empty<Void> noneStarting = Sinks.empty();
+
+	private DecodeClient(ModelShape shape, int poolPages, int auxRows) {
+		this.shape = shape;
+		this.pages = new PageAllocator(poolPages);
+		this.rows = new PageAllocator(auxRows);
+	}
+
+	/**
+	 * Starts one decode manager per rank.
+	 *
+	 * @param shape the model (the same as prefill's)
+	 * @param tp decode attention TP size
+	 * @param pp decode PP size
+	 * @param poolPages pages per layer buffer on every rank
+	 * @param auxRows aux rows on every rank
+	 * @param transport shared transport (not disposed here)
+	 * @param client shared bootstrap client (not disposed here)
+	 * @param customizer adjusts every manager's spec (timeouts)
+	 * @return the started client
+	 */
+	static Mono<DecodeClient> start(ModelShape shape, int tp, int pp, int poolPages, int auxRows, KVTransport transport,
+			BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+		return Mono.defer(() -> {
+			DecodeClient c = new DecodeClient(shape, poolPages, auxRows);
+			List<Mono<DecodeKVManager>> starts = new ArrayList<>();
+			for (int t = 0; t < tp; t++) {
+				for (int p = 0; p < pp; p++) {
+					ParallelLayout layout = new ParallelLayout(tp, t, 1, 0, 1, 0, pp, p);
+					RankMemory mem = RankMemory.decode(shape, layout, poolPages, auxRows, auxRows);
+					c.memory.add(mem);
+					c.managers.add(null);
+					int slot = c.managers.size() - 1;
+					starts.add(((DecodeSpec) customizer.apply(KVManagerSpec.decode()
+							.kvArgs(mem.kvArgs()).layout(layout).transport(transport).bootstrapClient(client)))
+							.start().doOnNext(m -> c.managers.set(slot, m)));
+				}
+			}
+			return Flux.concat(starts).then(Mono.just(c)).onErrorResume(e -> c.close().then(Mono.error(e)));
+		});
+	}
+
+	/**
+	 * @param fraction share of each room's pages this decode instance already holds (rounded down to whole pages; 1 is
+	 *        a full hit): it asks prefill only for the rest
+	 * @return this client
+	 */
+	DecodeClient decodePrefix(double fraction) {
+		this.decodePrefix = fraction;
+		return this;
+	}
+
+	/**
+	 * Runs one room. Never errors: a failure is in the result. Every room's pages are free again by the time its result
+	 * comes: a failed room's once every rank's abort was acknowledged (until then prefill might still write them), a
+	 * room whose bytes differ once checked (prefill writes nothing after Success).
+	 *
+	 * @param bootstrap the prefill instance's bootstrap server
+	 * @param room the room (new to the prefill instance)
+	 * @param tokens prompt tokens
+	 * @return the result, after every byte was checked; empty when the room did not start (admission closed)
+	 */
+	Mono<RoomResult> run(HostPort bootstrap, long room, int tokens) {
+		return Mono.defer(() -> {
+			starting.incrementAndGet();
+			try {
+				return admitting ? start(bootstrap, room, tokens) : Mono.<RoomResult>empty();
+			}
+			finally {
+				if (starting.decrementAndGet() == 0 && !admitting) {
+					noneStarting.tryEmitEmpty();
+				}
+			}
+		});
+	}
+
+	/**
+	 * Starts no new room: {@link #run} is empty from now on.
+	 *
+	 * @return completes once every room that did start has its receivers (lazy: closes admission on subscription)
+	 */
+	Mono<Void> closeAdmission() {
+		return Mono.defer(() -> {
+			admitting = false;
+			if (starting.get() == 0) {
+				noneStarting.tryEmitEmpty();
+			}
+			return noneStarting.asMono();
+		});
+	}
+
+	private Mono<RoomResult> start(HostPort bootstrap, long room, int tokens) {
+		int numPages = (tokens + shape.pageSize() - 1) / shape.pageSize();
+		int prefixPages = (int) Math.floor(numPages * decodePrefix);
+		Random random = new Random(room);
+		int[] dst = pages.allocate(numPages - prefixPages, random, random.nextInt(4) == 0);
+		int[] row = rows.allocate(1, random, false);
+		if (dst == null || row == null) {
+			free(dst, row);
+			return Mono.just(new RoomResult(room, numPages, 0, 0, "decode pool has no room for " + numPages
+					+ " pages"));
+		}
+		long start = System.nanoTime();
+		List<KVReceiver> receivers = new ArrayList<>(managers.size());
+		try {
+			for (DecodeKVManager m : managers) {
+				KVReceiver r = m.receiver(bootstrap, room);
+				receivers.add(r);
+				r.sendMetadata(prefixPages * shape.pageSize(), dst, row[0], new int[][] { state(row) });
+			}
+		}
+		catch (RuntimeException e) {
+			// A room id the managers already know, or bad indices: ranks asked before the failure may already write.
+			String reason = describe(e);
+			return Flux.fromIterable(receivers).flatMap(r -> r.abort(reason))
+					.then(Mono.fromRunnable(() -> free(dst, row)))
+					.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
+		}
+		return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
+				.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start))
+						.subscribeOn(Schedulers.parallel()))
+				.onErrorResume(e -> {
+					long latency = System.nanoTime() - start;
+					String reason = describe(e);
+					// The room is failed on every rank; its pages are reusable once prefill can no longer write.
+					return Flux.fromIterable(receivers)
+							.flatMap(r -> r.abort(reason))
+							.then(Mono.fromRunnable(() -> free(dst, row)))
+							.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
+				});
+	}
+
+	/** A hybrid model's Mamba state goes to the slot of the room's aux row. */
+	private int[] state(int[] row) {
+		return shape.mambaUnits() > 0 ? row : NO_STATE;
+	}
+
+	private RoomResult verify(long room, int[] dst, int prefixPages, int[] row, long latency) {
+		long bytes = 0;
+		for (RankMemory mem : memory) {
+			String mismatch = mem.verify(room, dst, prefixPages, row[0], state(row));
+			if (mismatch != null) {
+				// Reusable as they are: the pattern depends on the room, so these bytes never verify for another.
+				free(dst, row);
+				return new RoomResult(room, dst.length, bytes, latency, mismatch);
+			}
+			bytes += mem.kvBytes(dst.length);
+		}
+		// No zeroing before reuse: the pattern depends on the room, so a stale page never verifies for another room.
+		free(dst, row);
+		return new RoomResult(room, dst.length, bytes, latency, null);
+	}
+
+	private void free(int[] dst, int[] row) {
+		if (dst != null) {
+			pages.release(dst);
+		}
+		if (row != null) {
+			rows.release(row);
+		}
+	}
+
+	/** @return every distinct reason of a (possibly composite) failure, joined */
+	static String describe(Throwable e) {
+		return Exceptions.unwrapMultiple(e).stream()
+				.map(t -> t.getMessage() == null ? t.toString() : t.getMessage())
+				.distinct()
+				.collect(Collectors.joining("; "));
+	}
+
+	/** @return the managers, one per rank */
+	List<DecodeKVManager> managers() {
+		return managers;
+	}
+
+	/** Closes every manager (not the transport nor the bootstrap client). */
+	Mono<Void> close() {
+		return Mono.defer(() -> Mono.whenDelayError(managers.stream().filter(m -> m != null)
+				.map(m -> {
+					m.dispose();
+					return m.onDispose();
+				}).toList()));
+	}
+}

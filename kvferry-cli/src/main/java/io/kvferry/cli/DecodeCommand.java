@@ -1,0 +1,194 @@
+package io.kvferry.cli;
+
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.kvferry.HostPort;
+import io.kvferry.bootstrap.server.internal.StopSignal;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+
+/**
+ * {@code kvferry decode}: a decode instance in its own process. Asks a running prefill instance (found through its
+ * bootstrap server) for a batch of rooms, verifies every byte and exits; never hangs (heartbeats and state timeouts).
+ */
+@Command(name = "decode", sortOptions = false, mixinStandardHelpOptions = true,
+		description = {
+				"Runs a decode instance: asks the prefill instance registered with --bootstrap for a batch of rooms, "
+						+ "checks every byte against the pattern prefill writes, prints a summary and exits. Start "
+						+ "`kvferry bootstrap` and `kvferry prefill` first, with the same model options.",
+				"" },
+		footer = { "", "On SIGTERM or SIGINT it starts no new room, lets the rooms in flight finish for up to "
+				+ "--drain-timeout (aborting the rest with the reason), prints the summary and exits.",
+				"", "Exit status: 0 every byte matched (after a signal: of every room that ran); 1 a room failed or a "
+						+ "byte differed (reasons on stderr); 2 bad usage; 3 could not run." })
+final class DecodeCommand implements Callable<Integer> {
+
+	private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
+	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+
+	@Spec
+	CommandSpec spec;
+
+	@Option(names = "--bootstrap", required = true, paramLabel = "HOST:PORT",
+			description = "The prefill instance's bootstrap server.")
+	HostPort bootstrap;
+
+	@Mixin
+	WorkloadOptions workload;
+
+	@Mixin
+	ModelOptions model;
+
+	@Mixin
+	LayoutOptions.Decode decode;
+
+	@Mixin
+	TimeoutOptions timeouts;
+
+	@Mixin
+	TransportOptions transportOptions;
+
+	@Mixin
+	StripeOptions stripes;
+
+	@Mixin
+	DrainOptions drain;
+
+	@Option(names = "--keep-going", description = "Keep starting rooms after one failed (default: stop, finish the "
+			+ "rooms in flight, report).")
+	boolean keepGoing;
+
+	@Option(names = "--warmup", defaultValue = "0", paramLabel = "N",
+			description = "First run N rooms of --min-tokens tokens one at a time, left out of the summary: they find "
+					+ "the prefill instance, open the connections and warm the JVM, so that the figures measure "
+					+ "steady transfers (default: ${DEFAULT-VALUE}).")
+	int warmup;
+
+	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (the demo's fields).")
+	boolean json;
+
+	@Mixin
+	LoggingOptions logging;
+
+	@Override
+	public Integer call() {
+		CommandLine cl = spec.commandLine();
+		workload.validate(cl);
+		ModelShape shape = model.shape(cl);
+		decode.validate(cl, shape);
+		timeouts.validate(cl);
+		transportOptions.validate(cl, TransportOptions.TCP);
+		stripes.validate(cl);
+		drain.validate(cl);
+		if (warmup < 0) {
+			throw new CommandLine.ParameterException(cl, "--warmup : " + warmup + " (expected: >= 0)");
+		}
+		// Room ids must be new to a long-running prefill: random per run, lengths still from --seed.
+		Workload batch = workload.workload(shape.pageSize(), System.nanoTime() ^ workload.seed);
+		long pageBytes = DirectMemory.instanceBytes(shape, decode.tp, decode.pp, 1, 1);
+		int pool = batch.poolPages(workload.concurrency, (workload.poolMib << 20) / pageBytes);
+		DirectMemory.check(cl, pool * pageBytes, "lower --max-tokens, --concurrency or --pool-mib");
+
+		PrintWriter out = cl.getOut();
+		PrintWriter err = cl.getErr();
+		String title = String.format(Locale.ROOT, "kvferry decode: %d requests (%d..%d tokens, %s) from %s, decode "
+				+ "TP%d PP%d", batch.requests().size(), batch.minTokens(), batch.maxTokens(),
+				Sizes.bytes(batch.totalPages() * pageBytes), bootstrap, decode.tp, decode.pp);
+		if (!json) {
+			err.println(title);
+			err.flush();
+		}
+		Mono<String> stop = StopSignal.install();
+		AtomicReference<String> stoppedBy = new AtomicReference<>();
+		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		try {
+			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
+					transport, client, spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
+			try {
+				String warmupFailure = warmUp(decoder, shape.pageSize());
+				if (warmupFailure != null) {
+					err.println("kvferry decode: failed: warm-up room: " + warmupFailure);
+					err.flush();
+					return 1;
+				}
+				Progress progress = Progress.forConsole(err, !json || System.console() != null,
+						batch.requests().size(), batch.totalPages() * pageBytes);
+				// The client frees a failed room's pages before its result: with --keep-going, rooms failed while
+				// prefill was away (a restart) must not shrink the batch to one room at a time for good.
+				BatchRunner runner = new BatchRunner(batch.requests(), workload.concurrency, pool, !keepGoing, true,
+						r -> decoder.run(bootstrap, r.room(), r.tokens()), progress::record);
+				progress.start();
+				Disposable draining = stop.subscribe(signal -> {
+					stoppedBy.set(signal);
+					err.println("kvferry decode: " + signal + ": starting no new room, draining the rooms in flight "
+							+ "(deadline " + drain.drainTimeout + ")");
+					err.flush();
+					runner.stop();
+					// A room the runner launched just before may still be creating its receivers: a drain begun
+					// before they exist would refuse it as a failure, though it never started.
+					decoder.closeAdmission()
+							.then(Mono.when(decoder.managers().stream().map(m -> m.drain(drain.drainTimeout)).toList()))
+							.subscribe();
+				});
+				BatchRunner.Outcome outcome;
+				try {
+					outcome = runner.run().block();
+				}
+				finally {
+					draining.dispose();
+					progress.stop();
+				}
+				Summary summary = Summary.of(title, batch.requests().size(), outcome)
+						.transport(TransportOptions.describe(transport));
+				out.println(json ? summary.toJson() : summary.table());
+				out.flush();
+				if (!summary.verified()) {
+					summary.reasons().forEach(r -> err.println("kvferry decode: failed: " + r));
+					err.flush();
+				}
+				// Rooms a signal kept from starting are no failure: every room that ran must have matched.
+				boolean ok = stoppedBy.get() != null ? summary.failures() == 0 : summary.verified();
+				return ok ? 0 : 1;
+			}
+			finally {
+				decoder.close().block(CLOSE_TIMEOUT);
+			}
+		}
+		finally {
+			transport.dispose();
+			client.dispose();
+		}
+	}
+
+	/** @return null when every warm-up room was verified, else the first failure */
+	private String warmUp(DecodeClient decoder, int pageSize) {
+		if (warmup == 0) {
+			return null;
+		}
+		// Own room ids (another seed): the batch's ids stay new to prefill.
+		Workload rooms = Workload.generate(warmup, workload.minTokens, workload.minTokens, pageSize, workload.seed,
+				~System.nanoTime());
+		for (Workload.Request r : rooms.requests()) {
+			RoomResult result = decoder.run(bootstrap, r.room(), r.tokens()).block();
+			if (!result.ok()) {
+				return result.failure();
+			}
+		}
+		return null;
+	}
+}

@@ -1,0 +1,69 @@
+package io.kvferry.cli;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+import io.kvferry.KVManager;
+import io.kvferry.metrics.micrometer.KVManagerMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+
+/**
+ * A Prometheus scrape endpoint ({@code GET /metrics}) for the KV managers of one process: bytes and pages moved, rooms
+ * by state, room durations, failures by category, connections and lost heartbeats of every rank.
+ */
+final class MetricsEndpoint implements Disposable {
+
+	private final DisposableServer server;
+	private final List<KVManagerMetrics> bindings;
+
+	private MetricsEndpoint(DisposableServer server, List<KVManagerMetrics> bindings) {
+		this.server = server;
+		this.bindings = bindings;
+	}
+
+	/**
+	 * @param host where to listen
+	 * @param port port (0: any free one)
+	 * @param managers the ranks to publish
+	 * @return the running endpoint
+	 */
+	static MetricsEndpoint start(String host, int port, List<? extends KVManager> managers) {
+		Objects.requireNonNull(host, "host");
+		PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+		List<KVManagerMetrics> bindings = new ArrayList<>();
+		for (KVManager m : managers) {
+			bindings.add(KVManagerMetrics.bind(m, registry));
+		}
+		DisposableServer server = HttpServer.create().host(host).port(port)
+				.route(r -> r.get("/metrics", (req, res) -> res
+						.header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+						// Rendering walks every meter: off the event loop.
+						.sendString(Mono.fromCallable(registry::scrape).subscribeOn(Schedulers.boundedElastic()))))
+				.bindNow(Duration.ofSeconds(10));
+		return new MetricsEndpoint(server, bindings);
+	}
+
+	/** @return the bound port */
+	int port() {
+		return server.port();
+	}
+
+	@Override
+	public void dispose() {
+		bindings.forEach(KVManagerMetrics::dispose);
+		server.disposeNow(Duration.ofSeconds(5));
+	}
+
+	@Override
+	public boolean isDisposed() {
+		return server.isDisposed();
+	}
+}

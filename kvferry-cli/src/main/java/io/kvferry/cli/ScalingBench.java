@@ -1,0 +1,255 @@
+package io.kvferry.cli;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntUnaryOperator;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
+import io.kvferry.transport.netty.NettyKVTransport;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.util.internal.PlatformDependent;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * How kvferry's costs grow as its work grows: the bench's {@code scaling} rows. Three sweeps, each changing one thing:
+ * concurrent rooms (1-page rooms of a 1-layer model, 64 KiB with the default heads), room size (1↔1, one room at a
+ * time) and ranks (prefill TP n ↔ decode TP n, 1-4-page rooms of a 4-layer model, all at once). Each row: rooms per
+ * second, GB/s, latency p50/p99, process CPU and heap allocation per room, the peak heap and direct memory above what
+ * the cluster held before the row, and the transport's pooled direct memory (its high-water mark so far). Per-room figures that stay flat while the row's work grows are what
+ * "nothing grows faster than the work" means.
+ */
+final class ScalingBench {
+
+	private static final ObjectMapper JSON = new ObjectMapper();
+	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+	private static final long SAMPLE_MILLIS = 5;
+
+	private final ModelShape shape;
+	private final NettyKVTransport prefillTransport;
+	private final NettyKVTransport decodeTransport;
+	private final ReactorBootstrapClient client;
+	private final boolean quick;
+	private final Progress progress;
+	private long nextRoom = 10_000_000;
+	private int failures;
+	private String firstFailure;
+
+	/** Prints what is about to run. */
+	@FunctionalInterface
+	interface Progress {
+		void show(String what);
+	}
+
+	ScalingBench(ModelShape shape, NettyKVTransport prefillTransport, NettyKVTransport decodeTransport,
+			ReactorBootstrapClient client, boolean quick, Progress progress) {
+		this.shape = shape;
+		this.prefillTransport = prefillTransport;
+		this.decodeTransport = decodeTransport;
+		this.client = client;
+		this.quick = quick;
+		this.progress = progress;
+	}
+
+	/** @return the first failed room's reason, or null when every room succeeded and verified */
+	String firstFailure() {
+		return firstFailure;
+	}
+
+	/** @return rooms that failed or did not verify */
+	int failures() {
+		return failures;
+	}
+
+	/** Runs the three sweeps. */
+	ArrayNode run() {
+		ArrayNode rows = JSON.createArrayNode();
+		concurrency(rows);
+		sizes(rows);
+		ranks(rows);
+		return rows;
+	}
+
+	private void concurrency(ArrayNode rows) {
+		int[] levels = { 1, 10, 100, 1_000, 10_000 };
+		int minRooms = quick ? 1_000 : 4_000;
+		int max = levels[levels.length - 1];
+		ModelShape one = shape.withLayers(1);
+		progress.show("scaling: concurrent rooms " + Arrays.toString(levels) + ", 1-page rooms of "
+				+ Sizes.bytes(DirectMemory.instanceBytes(one, 1, 1, 1, 1)));
+		withCluster(one, 1, max, false, cluster -> {
+			batch(cluster, one, 2 * minRooms, 100, i -> 1); // warm-up, not reported
+			for (int n : levels) {
+				rows.add(row("rooms", n, batch(cluster, one, Math.max(n, minRooms), n, i -> 1)));
+			}
+		});
+	}
+
+	private void sizes(ArrayNode rows) {
+		ModelShape one = shape.withLayers(1);
+		long page = DirectMemory.instanceBytes(one, 1, 1, 1, 1);
+		long[] sizes = quick ? new long[] { 64L << 10, 1L << 20, 16L << 20, 256L << 20 }
+				: new long[] { 64L << 10, 1L << 20, 16L << 20, 256L << 20, 1L << 30 };
+		int maxPages = (int) Math.max(1, sizes[sizes.length - 1] / page);
+		progress.show("scaling: room sizes " + Sizes.bytes(sizes[0]) + " .. " + Sizes.bytes(sizes[sizes.length - 1])
+				+ ", 1<->1, one at a time");
+		withCluster(one, 1, maxPages, true, cluster -> {
+			batch(cluster, one, 5, 1, i -> maxPages); // warm-up, not reported
+			for (long size : sizes) {
+				int pages = (int) Math.max(1, size / page);
+				long rooms = Math.max(3, Math.min(quick ? 200 : 1_000, (quick ? 512L << 20 : 2L << 30) / size));
+				rows.add(row("room_bytes", pages * page, batch(cluster, one, (int) rooms, 1, i -> pages)));
+			}
+		});
+	}
+
+	private void ranks(ArrayNode rows) {
+		ModelShape four = shape.withLayers(Math.min(4, shape.layers()));
+		int rooms = 1_000;
+		for (int tp : new int[] { 1, 2, 4 }) {
+			if (four.kvHeads() % tp != 0 && tp % four.kvHeads() != 0) {
+				continue;
+			}
+			progress.show("scaling: ranks " + tp + "<->" + tp + ", " + rooms + " concurrent 1-4-page rooms");
+			withCluster(four, tp, 4 * rooms, false, cluster -> {
+				batch(cluster, four, rooms, rooms, i -> 1 + i % 4); // warm-up, not reported
+				rows.add(row("ranks", tp, batch(cluster, four, rooms, rooms, i -> 1 + i % 4)));
+			});
+		}
+	}
+
+	private interface ClusterWork {
+		void run(KVCluster cluster);
+	}
+
+	private void withCluster(ModelShape s, int tp, int pages, boolean contiguous, ClusterWork work) {
+		// Its own bootstrap server per cluster: the first registration of an instance fixes its TP size.
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		try {
+			KVCluster cluster = KVCluster.builder().shape(s).prefill(tp, 1, 1).decode(tp, 1)
+					.capacity(pages, pages + 1).contiguous(contiguous).transport(prefillTransport)
+					.decodeTransport(decodeTransport).bootstrapClient(client).bootstrapAddress(server.address())
+					.startNow(START_TIMEOUT);
+			try {
+				work.run(cluster);
+			}
+			finally {
+				cluster.close().block(CLOSE_TIMEOUT);
+			}
+		}
+		finally {
+			server.disposeNow();
+		}
+	}
+
+	/** What one batch measured. */
+	private record Batch(int rooms, int concurrency, long bytes, long nanos, long[] latencies, long cpuNanos,
+			long allocated, long heapPeak, long directPeak, long poolPeak) {
+	}
+
+	private Batch batch(KVCluster cluster, ModelShape s, int rooms, int concurrency, IntUnaryOperator pages) {
+		System.gc();
+		MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+		long heapBefore = memory.getHeapMemoryUsage().getUsed();
+		long directBefore = direct();
+		AtomicLong heapPeak = new AtomicLong(heapBefore);
+		AtomicLong directPeak = new AtomicLong(directBefore);
+		AtomicLong poolPeak = new AtomicLong(pool());
+		// Sampled on a timer thread of its own, away from the event loops and the rooms' callbacks.
+		Scheduler timer = Schedulers.newSingle("kvferry-bench-memory-sampler", true);
+		Disposable sampler = Flux.interval(Duration.ZERO, Duration.ofMillis(SAMPLE_MILLIS), timer).subscribe(tick -> {
+			heapPeak.accumulateAndGet(memory.getHeapMemoryUsage().getUsed(), Math::max);
+			directPeak.accumulateAndGet(direct(), Math::max);
+			poolPeak.accumulateAndGet(pool(), Math::max);
+		});
+		long first = nextRoom;
+		nextRoom += rooms;
+		long cpuBefore = cpu();
+		long allocBefore = BenchCommand.allocatedBytes();
+		long start = System.nanoTime();
+		List<RoomResult> results = Flux.range(0, rooms)
+				.flatMap(i -> cluster.run(first + i, pages.applyAsInt(i) * s.pageSize(), 1, new Random(first + i))
+						.subscribeOn(Schedulers.parallel()), concurrency)
+				.collectList()
+				.block();
+		long nanos = System.nanoTime() - start;
+		long allocated = BenchCommand.allocatedBytes() - allocBefore;
+		long cpuNanos = cpu() - cpuBefore;
+		sampler.dispose();
+		timer.dispose();
+		long bytes = 0;
+		long[] latencies = new long[results.size()];
+		int k = 0;
+		for (RoomResult r : results) {
+			if (r.ok()) {
+				bytes += r.bytes();
+				latencies[k++] = r.latencyNanos();
+			}
+			else {
+				failures++;
+				if (firstFailure == null) {
+					firstFailure = "room " + r.room() + ": " + r.failure();
+				}
+			}
+		}
+		return new Batch(rooms, concurrency, bytes, nanos, Arrays.copyOf(latencies, k), cpuNanos, allocated,
+				Math.max(0, heapPeak.get() - heapBefore), Math.max(0, directPeak.get() - directBefore), poolPeak.get());
+	}
+
+	private static ObjectNode row(String dimension, long value, Batch b) {
+		ObjectNode o = JSON.createObjectNode();
+		o.put("dimension", dimension);
+		o.put("value", value);
+		o.put("rooms", b.rooms);
+		o.put("concurrency", b.concurrency);
+		o.put("rooms_per_second", Math.round(b.rooms / (b.nanos / 1e9)));
+		o.put("gbps", Math.round(b.bytes / (double) b.nanos * 1000) / 1000.0);
+		Arrays.sort(b.latencies);
+		o.put("p50_us", b.latencies.length == 0 ? 0 : Math.round(b.latencies[b.latencies.length / 2] / 1e3));
+		o.put("p99_us", b.latencies.length == 0 ? 0
+				: Math.round(b.latencies[Math.min(b.latencies.length - 1, (int) (b.latencies.length * 0.99))] / 1e3));
+		o.put("cpu_us_per_room", Math.round(b.cpuNanos / 1e3 / b.rooms));
+		o.put("alloc_bytes_per_room", b.allocated / b.rooms);
+		o.put("heap_peak_bytes", b.heapPeak);
+		o.put("direct_peak_bytes", b.directPeak);
+		o.put("transport_pool_bytes", b.poolPeak);
+		return o;
+	}
+
+	/** @return direct memory in use: the JDK's buffers plus what Netty allocates outside them */
+	private static long direct() {
+		return DirectMemory.used() + Math.max(0, PlatformDependent.usedDirectMemory());
+	}
+
+	/**
+	 * @return direct memory the transport's pooled allocator holds in its arenas: it keeps what it grew to, so this is
+	 *         the high-water mark of transport buffers so far, whatever the row
+	 */
+	private static long pool() {
+		return PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory();
+	}
+
+	/** @return CPU time of the whole process so far, in nanoseconds (0 when the JVM does not tell) */
+	private static long cpu() {
+		if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+			return Math.max(0, os.getProcessCpuTime());
+		}
+		return 0;
+	}
+}

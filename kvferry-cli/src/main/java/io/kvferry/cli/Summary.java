@@ -1,0 +1,173 @@
+package io.kvferry.cli;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.harness.RoomResult;
+import org.HdrHistogram.Histogram;
+
+/**
+ * The figures of a finished batch: rooms, pages, bytes, throughput, latency percentiles and failures, as a table for
+ * people and as one JSON object for scripts. Immutable once built.
+ */
+final class Summary {
+
+	private static final ObjectMapper JSON = new ObjectMapper();
+	private static final int MAX_REASONS = 10;
+	private static final Pattern ROOM_PREFIX = Pattern.compile("KVTransferError\\(bootstrap_room=-?\\d+\\): ");
+	private static final Pattern ROOM_ID = Pattern.compile("\\broom -?\\d+");
+
+	private final String title;
+	private final int requests;
+	private final int completed;
+	private final int failures;
+	private final int skipped;
+	private final long pages;
+	private final long bytes;
+	private final long elapsedNanos;
+	private final Histogram latencyMicros;
+	private final List<String> reasons;
+	// The data path the rooms took ("shared memory (same host)", "TCP"), or null when not known.
+	private String transport;
+
+	private Summary(String title, int requests, BatchRunner.Outcome outcome) {
+		this.title = title;
+		this.requests = requests;
+		this.skipped = outcome.skipped();
+		this.elapsedNanos = outcome.elapsedNanos();
+		this.latencyMicros = new Histogram(3);
+		int ok = 0;
+		int failed = 0;
+		long p = 0;
+		long b = 0;
+		Map<String, Integer> why = new LinkedHashMap<>();
+		for (RoomResult r : outcome.results()) {
+			if (r.ok()) {
+				ok++;
+				p += r.pages();
+				b += r.bytes();
+				latencyMicros.recordValue(Math.max(1, r.latencyNanos() / 1_000));
+			}
+			else {
+				failed++;
+				// Group rooms that failed for the same reason: drop the room ids.
+				String reason = ROOM_PREFIX.matcher(r.failure()).replaceAll("");
+				why.merge(ROOM_ID.matcher(reason).replaceAll("room N"), 1, Integer::sum);
+			}
+		}
+		this.completed = ok;
+		this.failures = failed;
+		this.pages = p;
+		this.bytes = b;
+		List<String> lines = new ArrayList<>();
+		why.forEach((reason, n) -> lines.add(n == 1 ? reason : n + " rooms: " + reason));
+		this.reasons = List.copyOf(lines.subList(0, Math.min(MAX_REASONS, lines.size())));
+	}
+
+	/**
+	 * @param title what ran (first line of the table)
+	 * @param requests requests asked for
+	 * @param outcome what happened
+	 * @return the summary
+	 */
+	static Summary of(String title, int requests, BatchRunner.Outcome outcome) {
+		return new Summary(title, requests, outcome);
+	}
+
+	/**
+	 * @param path the data path the rooms took, for the summary's {@code transport} line
+	 * @return this summary
+	 */
+	Summary transport(String path) {
+		this.transport = path;
+		return this;
+	}
+
+	/** @return true only when every requested room ran, succeeded and every byte matched */
+	boolean verified() {
+		return failures == 0 && skipped == 0 && completed == requests;
+	}
+
+	int failures() {
+		return failures;
+	}
+
+	/** @return distinct failure reasons (at most ten), each with its count when more than one room failed so */
+	List<String> reasons() {
+		return reasons;
+	}
+
+	/** @return decimal gigabytes per second of verified KV bytes over the batch's wall time */
+	double gbps() {
+		return elapsedNanos == 0 ? 0 : bytes / (double) elapsedNanos;
+	}
+
+	private double percentileMillis(double percentile) {
+		return latencyMicros.getTotalCount() == 0 ? 0 : latencyMicros.getValueAtPercentile(percentile) / 1_000.0;
+	}
+
+	private double maxMillis() {
+		return latencyMicros.getTotalCount() == 0 ? 0 : latencyMicros.getMaxValue() / 1_000.0;
+	}
+
+	/** @return the summary as one JSON object (one line) */
+	String toJson() {
+		ObjectNode o = JSON.createObjectNode();
+		o.put("requests", requests);
+		o.put("completed", completed);
+		o.put("failures", failures);
+		o.put("skipped", skipped);
+		o.put("pages", pages);
+		o.put("bytes", bytes);
+		o.put("seconds", round(elapsedNanos / 1e9, 3));
+		o.put("gbps", round(gbps(), 3));
+		o.put("p50_ms", round(percentileMillis(50), 3));
+		o.put("p99_ms", round(percentileMillis(99), 3));
+		o.put("max_ms", round(maxMillis(), 3));
+		if (transport != null) {
+			o.put("transport", transport);
+		}
+		o.put("verified", verified());
+		o.putArray("failure_reasons").addAll(reasons.stream().map(o::textNode).toList());
+		return o.toString();
+	}
+
+	/** @return the summary as an aligned table, one line per figure */
+	String table() {
+		StringBuilder sb = new StringBuilder();
+		sb.append(title).append('\n');
+		row(sb, "requests", completed + " of " + requests + " verified"
+				+ (failures > 0 ? ", " + failures + " failed" : "") + (skipped > 0 ? ", " + skipped + " not run" : ""));
+		row(sb, "pages", String.format(Locale.ROOT, "%,d", pages));
+		row(sb, "bytes", String.format(Locale.ROOT, "%,d (%s)", bytes, Sizes.bytes(bytes)));
+		if (transport != null) {
+			row(sb, "transport", transport);
+		}
+		row(sb, "wall time", String.format(Locale.ROOT, "%.2f s", elapsedNanos / 1e9));
+		row(sb, "throughput", String.format(Locale.ROOT, "%.2f GB/s", gbps()));
+		row(sb, "latency p50", String.format(Locale.ROOT, "%.1f ms", percentileMillis(50)));
+		row(sb, "latency p99", String.format(Locale.ROOT, "%.1f ms", percentileMillis(99)));
+		row(sb, "latency max", String.format(Locale.ROOT, "%.1f ms", maxMillis()));
+		row(sb, "failures", String.valueOf(failures));
+		for (String r : reasons) {
+			row(sb, "", r);
+		}
+		row(sb, "result", verified() ? "OK: every byte matched" : "FAILED");
+		return sb.toString();
+	}
+
+	private static void row(StringBuilder sb, String name, String value) {
+		sb.append(String.format(Locale.ROOT, "  %-12s %s%n", name, value));
+	}
+
+	private static double round(double v, int digits) {
+		double f = Math.pow(10, digits);
+		return Math.round(v * f) / f;
+	}
+}

@@ -1,0 +1,151 @@
+package io.kvferry.cli;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Runs the benchmark in-process at toy sizes: checks what it reports, not how fast anything is. */
+@Timeout(90)
+class BenchCommandTest {
+
+	@Test
+	void jsonReportsEveryFigureNextToItsBaseline() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
+				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--many-rooms",
+				"20", "--many-warmup", "0");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		JsonNode bulk = j.get("bulk");
+		assertThat(bulk.get("gbps").asDouble()).isPositive();
+		assertThat(bulk.get("baseline_gbps").asDouble()).isPositive();
+		assertThat(bulk.get("ratio").asDouble()).isPositive();
+		assertThat(bulk.get("bytes").asLong()).isEqualTo(2L << 20);
+		assertThat(bulk.get("rounds").asInt()).isEqualTo(3);
+		assertThat(bulk.get("stripes").asInt()).isEqualTo(2);
+		assertThat(bulk.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(bulk.get("gbps").asDouble());
+		for (String key : new String[] { "baseline2_gbps", "ratio2", "wire_gbps", "wire_ratio" }) {
+			assertThat(bulk.get(key).asDouble()).as(key).isPositive();
+		}
+		JsonNode sameHost = j.get("same_host");
+		assertThat(sameHost.get("memcpy_gbps").asDouble()).isPositive();
+		assertThat(sameHost.get("gbps").asDouble()).as(sameHost.toString()).isPositive();
+		assertThat(sameHost.get("ratio").asDouble()).isPositive();
+		for (String key : new String[] { "small", "small_8" }) {
+			JsonNode small = j.get(key);
+			assertThat(small.get("p50_us").asDouble()).as(key).isPositive();
+			assertThat(small.get("baseline_p50_us").asDouble()).as(key).isPositive();
+			assertThat(small.get("ratio").asDouble()).as(key).isPositive();
+		}
+		assertThat(j.get("small").get("pages").asInt()).isEqualTo(1);
+		assertThat(j.get("small_8").get("pages").asInt()).isEqualTo(8);
+		JsonNode many = j.get("many");
+		assertThat(many.get("rooms").asInt()).isEqualTo(20);
+		assertThat(many.get("failures").asInt()).isZero();
+		assertThat(many.get("gbps").asDouble()).isPositive();
+		assertThat(many.get("ratio_to_bulk").asDouble()).isPositive();
+		assertThat(many.get("batches").asInt()).isEqualTo(3);
+		assertThat(many.get("warmup_batches").asInt()).isGreaterThanOrEqualTo(2);
+		assertThat(many.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(many.get("gbps").asDouble());
+		assertThat(j.has("scaling")).isFalse();
+		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+	}
+
+	@Test
+	void bulkOnlyMeasuresTheBulkRoomOverTheStripesAsked() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--bulk-only", "--stripes", "3", "--layers", "2", "--kv-heads", "2",
+				"--head-dim", "64", "--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("bulk").get("stripes").asInt()).isEqualTo(3);
+		assertThat(j.get("bulk").get("gbps").asDouble()).isPositive();
+		assertThat(j.has("small")).isFalse();
+		assertThat(j.has("many")).isFalse();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+
+		StringWriter refusal = new StringWriter();
+		cl.setErr(new PrintWriter(refusal, true));
+		assertThat(cl.execute("bench", "--stripes", "0")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--stripes : 0 (expected: 1..8)");
+	}
+
+	@Test
+	void manyOnlyMeasuresTheConcurrentRoomsAndTheCoresTheyKeptBusy() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim",
+				"64", "--many-rooms", "30", "--many-warmup", "0", "--rounds", "3");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		JsonNode many = j.get("many");
+		assertThat(many.get("rooms").asInt()).isEqualTo(30);
+		assertThat(many.get("batches").asInt()).isEqualTo(3);
+		assertThat(many.get("warmup_batches").asInt()).isEqualTo(2);
+		assertThat(many.get("failures").asInt()).isZero();
+		assertThat(many.get("gbps").asDouble()).isPositive();
+		assertThat(many.get("cpu_cores").asDouble()).isPositive();
+		// The frame pump moves the same frames (every byte of its first run checked, else "verified" is false): at
+		// least one per room, rank and layer buffer (2 layers, K and V), at most one per page of each.
+		assertThat(many.get("baseline_gbps").asDouble()).isPositive();
+		assertThat(many.get("ratio").asDouble()).isPositive();
+		assertThat(many.get("frames").asInt()).isBetween(30 * 2 * 4, 30 * 2 * 4 * 4);
+		assertThat(j.has("bulk")).isFalse();
+		assertThat(j.has("same_host")).isFalse();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+
+		StringWriter table = new StringWriter();
+		cl.setOut(new PrintWriter(table, true));
+		assertThat(cl.execute("bench", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
+				"--many-rooms", "10", "--many-warmup", "0", "--rounds", "1")).isZero();
+		assertThat(table.toString()).contains("many 10 rooms 2<->2").contains("cores busy").contains("frame pump")
+				.contains("OK, every byte matched").doesNotContain("bulk");
+
+		StringWriter refusal = new StringWriter();
+		cl.setErr(new PrintWriter(refusal, true));
+		assertThat(cl.execute("bench", "--many-only", "--bulk-only")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--bulk-only and --many-only exclude each other");
+		assertThat(cl.execute("bench", "--many-warmup", "-1")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--many-warmup : -1 (expected: >= 0)");
+	}
+
+	@Test
+	void tracingComparisonReportsBothSidesAndExportsTwoSpansPerTracedRoom() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--tracing", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim",
+				"64", "--tracing-rooms", "20", "--rounds", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("rooms_per_round").asInt()).isEqualTo(20);
+		assertThat(j.get("off_rooms_per_second").asLong()).isPositive();
+		assertThat(j.get("on_rooms_per_second").asLong()).isPositive();
+		assertThat(j.get("off_bytes_per_room").asLong()).isPositive();
+		assertThat(j.get("on_bytes_per_room").asLong()).isPositive();
+		// A decode and a prefill span per traced room: the warm-up round and the timed one.
+		assertThat(j.get("spans_exported").asLong()).isEqualTo(2 * 2 * 20);
+		assertThat(j.get("failures").asInt()).isZero();
+	}
+}

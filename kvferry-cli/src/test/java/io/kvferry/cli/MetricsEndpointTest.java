@@ -1,0 +1,43 @@
+package io.kvferry.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Random;
+
+import io.kvferry.HostPort;
+import io.kvferry.transport.local.InMemoryKVTransport;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
+import org.junit.jupiter.api.Test;
+
+class MetricsEndpointTest {
+
+	@Test
+	void servesEveryRanksMetricsForPrometheus() throws Exception {
+		KVCluster c = KVCluster.builder().shape(new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0)).capacity(16, 4)
+				.transport(InMemoryKVTransport.create()).bootstrapClient(new InMemoryBootstrap())
+				.bootstrapAddress(new HostPort("127.0.0.1", 8998)).startNow(Duration.ofSeconds(10));
+		MetricsEndpoint endpoint = MetricsEndpoint.start("127.0.0.1", 0,
+				List.of(c.prefillManagers().get(0).get(0), c.decodeManagers().get(0)));
+		try {
+			assertThat(c.run(1, 20, 2, new Random(1)).block(Duration.ofSeconds(10)).ok()).isTrue();
+			HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+					URI.create("http://127.0.0.1:" + endpoint.port() + "/metrics")).timeout(Duration.ofSeconds(10))
+					.build(), HttpResponse.BodyHandlers.ofString());
+			assertThat(r.statusCode()).isEqualTo(200);
+			assertThat(r.body()).contains("kvferry_bytes_sent_bytes_total{", "mode=\"prefill\"",
+					"kvferry_room_duration_seconds", "kvferry_heartbeats_missed_total");
+		}
+		finally {
+			endpoint.dispose();
+			c.close().block(Duration.ofSeconds(10));
+		}
+	}
+}

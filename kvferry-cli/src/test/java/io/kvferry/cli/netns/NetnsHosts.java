@@ -1,0 +1,341 @@
+package io.kvferry.cli.netns;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvferry.cli.CliChild;
+import io.kvferry.test.Child;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Hosts made of Linux network namespaces: one namespace per host, each with its own loopback and one {@code eth0}
+ * (a veth pair) plugged into a bridge in a further "switch" namespace, with an address on a private subnet. Nothing
+ * is shared with the machine's own network: the roles started here reach each other only through the switch.
+ *
+ * <p>The harness can unplug a host's cable at the switch ({@link #cutLink}, {@link #restoreLink}) and cap what a host
+ * sends with a token bucket ({@link #capEgress}, the {@code tbf} qdisc). Every namespace has a name unique to this run,
+ * so a leftover of a crashed run never collides; {@link #close} removes them all and checks that none is left, and a
+ * JVM shutdown hook does the same should the test JVM end without closing.
+ *
+ * <p>Needs Linux, root and {@code ip}/{@code tc} (iproute2): {@link #assumeAvailable()} skips the calling tests with
+ * the reason when any is missing.
+ */
+final class NetnsHosts implements AutoCloseable {
+
+	/** Environment variables that would override address detection in the roles: the hosts must not inherit them. */
+	static final Set<String> ADDRESS_ENV = Set.of("SGLANG_HOST_IP", "HOST_IP", "SGLANG_LOCAL_IP_NIC");
+	/** Every host's interface, as on a real machine. */
+	static final String NIC = "eth0";
+
+	private static final String IP = find("ip");
+	private static final String TC = find("tc");
+	private static final String SUBNET = "10.203.0.";
+	private static final int FIRST_HOST = 10;
+	private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(20);
+	private static final Duration LINK_TIMEOUT = Duration.ofSeconds(10);
+	private static final Duration POLL = Duration.ofMillis(20);
+	// Bucket depth of the cap: above the largest frame, small next to any transfer measured through it.
+	private static final String TBF_BURST = "64kb";
+	private static final ObjectMapper JSON = new ObjectMapper();
+
+	private final String prefix;
+	private final String switchNs;
+	private final Map<String, Host> hosts = new LinkedHashMap<>();
+	// Namespaces made so far, in order: what close removes.
+	private final List<String> made = Collections.synchronizedList(new ArrayList<>());
+	private final AtomicBoolean closed = new AtomicBoolean();
+	private final Thread backstop;
+
+	/**
+	 * One host.
+	 *
+	 * @param name the test's name for it (also its switch port)
+	 * @param namespace its network namespace
+	 * @param address its IPv4 address on the subnet
+	 */
+	record Host(String name, String namespace, String address) {
+	}
+
+	private NetnsHosts(String prefix) {
+		this.prefix = prefix;
+		this.switchNs = prefix + "-switch";
+		this.backstop = new Thread(this::removeAll, "netns-hosts-cleanup");
+		Runtime.getRuntime().addShutdownHook(backstop);
+	}
+
+	/**
+	 * Skips the calling test (a JUnit assumption, with the reason) where network namespaces cannot be made: not Linux,
+	 * not root, no {@code ip} or {@code tc}, or the kernel refuses a namespace (e.g. an unprivileged container).
+	 */
+	static void assumeAvailable() {
+		String os = System.getProperty("os.name");
+		assumeTrue(os.toLowerCase(Locale.ROOT).contains("linux"),
+				"network namespace tests need Linux; this is " + os);
+		String uid = effectiveUid();
+		assumeTrue("0".equals(uid), "network namespace tests need root to make namespaces; effective uid is " + uid);
+		assumeTrue(IP != null, "network namespace tests need `ip` (iproute2) on PATH; `.ci/run` installs it");
+		assumeTrue(TC != null, "network namespace tests need `tc` (iproute2) on PATH; `.ci/run` installs it");
+		String probe = newPrefix() + "-probe";
+		Result made = exec(List.of(IP, "netns", "add", probe));
+		if (made.status() == 0) {
+			exec(List.of(IP, "netns", "del", probe));
+		}
+		assumeTrue(made.status() == 0, "network namespace tests: this machine refuses to make a network namespace ("
+				+ "`ip netns add` exited " + made.status() + ": " + made.output().strip() + ")");
+	}
+
+	/**
+	 * Makes the switch and one host per name, each link up with the given MTU.
+	 *
+	 * @param mtu MTU of every link
+	 * @param names the hosts (lower-case letters, at most 15 characters: they name the switch ports)
+	 */
+	static NetnsHosts create(int mtu, String... names) {
+		NetnsHosts net = new NetnsHosts(newPrefix());
+		try {
+			net.build(mtu, names);
+			return net;
+		}
+		catch (RuntimeException | Error e) {
+			try {
+				net.close();
+			}
+			catch (RuntimeException suppressed) {
+				e.addSuppressed(suppressed);
+			}
+			throw e;
+		}
+	}
+
+	private void build(int mtu, String... names) {
+		addNamespace(switchNs);
+		run(IP, "-n", switchNs, "link", "add", "br0", "type", "bridge");
+		run(IP, "-n", switchNs, "link", "set", "br0", "up");
+		for (String name : names) {
+			if (!name.matches("[a-z][a-z0-9]{0,14}") || hosts.containsKey(name)) {
+				throw new IllegalArgumentException("host name : " + name
+						+ " (expected: unique, a lower-case letter then up to 14 letters or digits)");
+			}
+			Host host = new Host(name, prefix + "-" + name, SUBNET + (FIRST_HOST + hosts.size()));
+			addNamespace(host.namespace());
+			run(IP, "-n", host.namespace(), "link", "set", "lo", "up");
+			// Made in the switch: the port's name only has to be unique there, the host's end is eth0 in its own.
+			run(IP, "-n", switchNs, "link", "add", name, "mtu", String.valueOf(mtu), "type", "veth", "peer", "name",
+					NIC, "mtu", String.valueOf(mtu), "netns", host.namespace());
+			run(IP, "-n", switchNs, "link", "set", name, "master", "br0", "up");
+			run(IP, "-n", host.namespace(), "addr", "add", host.address() + "/24", "dev", NIC);
+			run(IP, "-n", host.namespace(), "link", "set", NIC, "up");
+			hosts.put(name, host);
+		}
+		for (Host host : hosts.values()) {
+			awaitOperstate(host, "UP");
+		}
+	}
+
+	private void addNamespace(String namespace) {
+		made.add(namespace);
+		run(IP, "netns", "add", namespace);
+	}
+
+	/** @return the host's address on the subnet */
+	String address(String host) {
+		return host(host).address();
+	}
+
+	/**
+	 * Starts {@code kvferry args...} on the host, in a JVM inside its namespace, without the environment variables
+	 * that would override address detection.
+	 */
+	Child start(String host, String name, String... args) throws IOException, URISyntaxException {
+		return CliChild.start(name, List.of(IP, "netns", "exec", host(host).namespace()), ADDRESS_ENV, args);
+	}
+
+	/** Unplugs the host's cable at the switch: its eth0 stays configured but loses its carrier (reports DOWN). */
+	void cutLink(String host) {
+		run(IP, "-n", switchNs, "link", "set", host(host).name(), "down");
+		awaitOperstate(host(host), "DOWN");
+	}
+
+	/** Plugs the host's cable back in. */
+	void restoreLink(String host) {
+		run(IP, "-n", switchNs, "link", "set", host(host).name(), "up");
+		awaitOperstate(host(host), "UP");
+	}
+
+	/** Caps what the host sends at {@code bitsPerSecond} (a token bucket on its eth0; what it receives is not capped). */
+	void capEgress(String host, long bitsPerSecond) {
+		run(IP, "netns", "exec", host(host).namespace(), TC, "qdisc", "replace", "dev", NIC, "root", "tbf", "rate",
+				bitsPerSecond + "bit", "burst", TBF_BURST, "latency", "100ms");
+	}
+
+	/** @return bytes the host sent on its eth0 so far (as the interface counts them: frames with their headers) */
+	long txBytes(String host) {
+		JsonNode link = linkJson(host(host));
+		return link.path("stats64").path("tx").path("bytes").asLong();
+	}
+
+	private JsonNode linkJson(Host host) {
+		String out = run(IP, "-n", host.namespace(), "-j", "-s", "link", "show", "dev", NIC);
+		try {
+			return JSON.readTree(out).get(0);
+		}
+		catch (IOException e) {
+			throw new UncheckedIOException("`ip -j link show` printed no JSON: " + out, e);
+		}
+	}
+
+	// The host's end reports what the test did at the switch once the kernel applied it.
+	private void awaitOperstate(Host host, String state) {
+		long deadline = System.nanoTime() + LINK_TIMEOUT.toNanos();
+		String seen;
+		while (!(seen = linkJson(host).path("operstate").asText()).equals(state)) {
+			if (System.nanoTime() > deadline) {
+				throw new AssertionError(host.name() + ": " + NIC + " is " + seen + ", not " + state + " within "
+						+ LINK_TIMEOUT);
+			}
+			try {
+				TimeUnit.NANOSECONDS.sleep(POLL.toNanos());
+			}
+			catch (InterruptedException e) {
+				Thread.currentThread().interrupt();
+				throw new AssertionError("interrupted waiting for " + host.name() + " to be " + state, e);
+			}
+		}
+	}
+
+	private Host host(String name) {
+		Host h = hosts.get(name);
+		if (h == null) {
+			throw new IllegalArgumentException("host : " + name + " (expected one of " + hosts.keySet() + ")");
+		}
+		return h;
+	}
+
+	/**
+	 * Removes every namespace this made (their links go with them), then checks that none is left.
+	 *
+	 * @throws IllegalStateException naming the namespaces that could not be removed
+	 */
+	@Override
+	public void close() {
+		if (!closed.compareAndSet(false, true)) {
+			return;
+		}
+		removeAll();
+		try {
+			Runtime.getRuntime().removeShutdownHook(backstop);
+		}
+		catch (IllegalStateException e) {
+			// The JVM is shutting down: the hook runs anyway and finds nothing left.
+		}
+		List<String> left = leftovers();
+		if (!left.isEmpty()) {
+			throw new IllegalStateException("network namespaces left behind: " + left);
+		}
+	}
+
+	private void removeAll() {
+		List<String> all;
+		synchronized (made) {
+			all = new ArrayList<>(made);
+			made.clear();
+		}
+		// Hosts first, the switch last; removing a namespace destroys its end of each veth pair, and so the pair.
+		Collections.reverse(all);
+		for (String ns : all) {
+			exec(List.of(IP, "netns", "del", ns));
+		}
+	}
+
+	/** @return namespaces of this run that still exist */
+	List<String> leftovers() {
+		return exec(List.of(IP, "netns", "list")).output().lines()
+				.map(l -> l.split(" ", 2)[0])
+				.filter(n -> n.startsWith(prefix + "-"))
+				.toList();
+	}
+
+	private static String newPrefix() {
+		return String.format(Locale.ROOT, "kvf%08x", ThreadLocalRandom.current().nextInt());
+	}
+
+	private static String run(String... command) {
+		Result r = exec(List.of(command));
+		if (r.status() != 0) {
+			throw new IllegalStateException("`" + String.join(" ", command) + "` exited " + r.status() + ": "
+					+ r.output().strip());
+		}
+		return r.output();
+	}
+
+	private record Result(int status, String output) {
+	}
+
+	private static Result exec(List<String> command) {
+		try {
+			Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+			p.getOutputStream().close();
+			byte[] out = readAll(p.getInputStream());
+			if (!p.waitFor(COMMAND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+				p.destroyForcibly();
+				return new Result(-1, "did not end within " + COMMAND_TIMEOUT);
+			}
+			return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
+		}
+		catch (IOException e) {
+			return new Result(-1, e.toString());
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			return new Result(-1, "interrupted");
+		}
+	}
+
+	private static byte[] readAll(InputStream in) throws IOException {
+		ByteArrayOutputStream buf = new ByteArrayOutputStream();
+		in.transferTo(buf);
+		return buf.toByteArray();
+	}
+
+	// The program's absolute path, or null: root's tools live in sbin, which a non-login PATH may lack.
+	private static String find(String program) {
+		String path = System.getenv("PATH");
+		List<String> dirs = new ArrayList<>(path == null ? List.of() : List.of(path.split(":")));
+		dirs.addAll(List.of("/usr/sbin", "/sbin", "/usr/bin", "/bin"));
+		return dirs.stream().filter(d -> !d.isEmpty()).map(d -> Path.of(d, program)).filter(Files::isExecutable)
+				.map(Path::toString).findFirst().orElse(null);
+	}
+
+	private static String effectiveUid() {
+		try {
+			// "Uid:	real	effective	saved	filesystem"
+			return Files.readAllLines(Path.of("/proc/self/status")).stream()
+					.filter(l -> l.startsWith("Uid:"))
+					.map(l -> l.split("\\s+")[2])
+					.findFirst().orElse("unknown");
+		}
+		catch (IOException e) {
+			return "unknown (" + e.getMessage() + ")";
+		}
+	}
+}
