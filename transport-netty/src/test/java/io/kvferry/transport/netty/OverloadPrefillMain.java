@@ -8,8 +8,8 @@ import io.kvferry.KVManagerSpec;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.harness.RankMemory;
 import io.kvferry.test.InMemoryBootstrap;
-import io.kvferry.test.RankMemory;
 
 /**
  * A prefill rank in a JVM of its own, for tests that replay a hostile decode against a small heap: listens on

@@ -16,12 +16,12 @@ import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RankMemory;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionLayout;
 import io.kvferry.test.InMemoryBootstrap;
-import io.kvferry.test.ModelShape;
-import io.kvferry.test.RankMemory;
 import io.kvferry.test.RecordingHandler;
 import reactor.test.StepVerifier;
 
