@@ -2,6 +2,7 @@ package io.kvferry;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -25,7 +26,7 @@ public interface KVManager extends Disposable {
 	ParallelLayout layout();
 
 	/** @return the state of {@code room}, or null when the manager does not know it (never opened, or ended) */
-	KVPoll status(long room);
+	@Nullable KVPoll status(long room);
 
 	/**
 	 * Every state change of every room, hot: a subscriber sees changes from its subscription on, on the callback

@@ -5,6 +5,7 @@ import java.util.function.Consumer;
 
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
+import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -38,10 +39,10 @@ import reactor.core.scheduler.Scheduler;
  * @param unclaimedRooms prefill: such rooms from all decode ranks together
  * @param unclaimedRoomTimeout prefill: how long a room asked for waits for its sender before it fails
  */
-public record KVManagerConfig(DisaggregationMode mode, KVArgs kvArgs, ParallelLayout layout, KVTransport transport,
-		BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
-		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, String name,
-		boolean checksums, HostPort bootstrapAddress, HostPort bindAddress, String advertiseHost,
+public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
+		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
+		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, @Nullable String name,
+		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout) {
 

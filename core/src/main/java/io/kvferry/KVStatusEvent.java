@@ -2,6 +2,8 @@ package io.kvferry;
 
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One state change of one room on one manager, as published on {@link KVManager#events()}.
  *
@@ -12,7 +14,8 @@ import java.util.Objects;
  * @param reason why it failed; empty unless {@code current} is {@link KVPoll#FAILED}
  * @param timestampNanos {@link System#nanoTime()}-based time of the change
  */
-public record KVStatusEvent(long room, KVPoll previous, KVPoll current, FailureCause cause, String reason,
+public record KVStatusEvent(long room, @Nullable KVPoll previous, KVPoll current, @Nullable FailureCause cause,
+		String reason,
 		long timestampNanos) {
 
 	public KVStatusEvent {

@@ -6,6 +6,7 @@ import java.util.Objects;
 import io.kvferry.spi.NativeMemory;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.internal.PlatformDependent;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A registered block of native memory holding {@code itemLen}-byte items: one page of one layer's K, V or MLA buffer,
@@ -21,9 +22,9 @@ public final class MemoryRegion {
 	private final long length;
 	private final int itemLen;
 	// Keeps allocated memory alive; null for regions that only describe memory.
-	private final ByteBuffer owner;
+	private final @Nullable ByteBuffer owner;
 
-	private MemoryRegion(long address, long length, int itemLen, ByteBuffer owner) {
+	private MemoryRegion(long address, long length, int itemLen, @Nullable ByteBuffer owner) {
 		if (address == 0) {
 			throw new IllegalArgumentException("address : 0 (expected: a non-null native address)");
 		}

@@ -1,5 +1,7 @@
 package io.kvferry;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The trace of one room on one manager, opened by a {@link RoomTracer}: the steps of its transfer as they happen, then
  * its outcome. Every method has an empty default; {@link #NONE} is the trace of an untraced room.
@@ -61,7 +63,7 @@ public interface RoomTrace {
 	 * @param cause why it failed, or null on success
 	 * @param reason why it failed; empty on success
 	 */
-	default void end(KVPoll outcome, FailureCause cause, String reason) {
+	default void end(KVPoll outcome, @Nullable FailureCause cause, String reason) {
 	}
 
 	/**
@@ -73,7 +75,7 @@ public interface RoomTrace {
 	 * @param reason why it failed; empty on success
 	 * @param epochNanos when the room ended, in nanoseconds since the epoch
 	 */
-	default void end(KVPoll outcome, FailureCause cause, String reason, long epochNanos) {
+	default void end(KVPoll outcome, @Nullable FailureCause cause, String reason, long epochNanos) {
 		end(outcome, cause, reason);
 	}
 }

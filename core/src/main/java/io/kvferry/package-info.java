@@ -4,4 +4,7 @@
  * with its senders and receivers ({@link io.kvferry.KVManagerSpec} builds one), and the exception hierarchy rooted at
  * {@link io.kvferry.KVFerryException}.
  */
+@NullMarked
 package io.kvferry;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,5 +1,7 @@
 package io.kvferry.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The engine's side of one connection. A transport calls these methods serially for one connection (from its I/O
  * thread), never concurrently; implementations must not block.
@@ -15,7 +17,7 @@ public interface ConnectionHandler {
 	 * @return where the payload goes, or {@code null} to discard it (unknown, aborted or finished room)
 	 * @throws io.kvferry.ProtocolException when the write is forbidden; the transport closes the connection
 	 */
-	PayloadSink onData(KVConnection connection, DataHeader header);
+	@Nullable PayloadSink onData(KVConnection connection, DataHeader header);
 
 	/** The connection closed (either side, heartbeat loss, malformed input); called once. */
 	void onClose(KVConnection connection, CloseReason reason);

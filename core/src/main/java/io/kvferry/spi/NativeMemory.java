@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.util.internal.PlatformDependent;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Views of registered memory as buffers, without copying. Transports use {@link #wrap(long, int)} to send KV bytes
@@ -89,7 +90,7 @@ public final class NativeMemory {
 	 * @param view a view from {@link #byteBuffer(long, int)}, or {@code null} for a new one
 	 * @return {@code view} (or the new view) over {@code [address, address + length)}, position 0
 	 */
-	public static ByteBuffer retarget(ByteBuffer view, long address, int length) {
+	public static ByteBuffer retarget(@Nullable ByteBuffer view, long address, int length) {
 		if (view == null) {
 			return byteBuffer(address, length);
 		}

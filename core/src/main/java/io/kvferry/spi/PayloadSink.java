@@ -1,6 +1,7 @@
 package io.kvferry.spi;
 
 import io.netty.buffer.ByteBuf;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Receives a data frame's payload as it arrives, in order, possibly in many segments. Returned by
@@ -33,7 +34,7 @@ public interface PayloadSink {
 	 *         when the bytes must come through {@link #write} (fewer than {@code minBytes} contiguous destination
 	 *         bytes, or the destination refuses bytes)
 	 */
-	default ByteBuf landingZone(int minBytes, int maxBytes) {
+	default @Nullable ByteBuf landingZone(int minBytes, int maxBytes) {
 		return null;
 	}
 

@@ -5,4 +5,7 @@
  * implementation runs the contract tests of {@code kvferry-test} ({@code io.kvferry.test.tck.TransportTck}).
  * {@link io.kvferry.spi.NativeMemory} gives transports views of registered memory without copying.
  */
+@NullMarked
 package io.kvferry.spi;
+
+import org.jspecify.annotations.NullMarked;
