@@ -37,7 +37,10 @@ public record PrefillSizes(int attnTpSize, int attnCpSize, int dpSize, int ppSiz
 		return fixed != null ? fixed : declared;
 	}
 
-	/** @return dp × cp × tp × pp: how many distinct ranks make the instance complete (saturates at {@code Long.MAX_VALUE}) */
+	/**
+	 * @return dp × cp × tp × pp: how many distinct ranks make the instance complete; saturates at
+	 *         {@code Long.MAX_VALUE}, as a product of four sizes of up to 2^16 each could overflow
+	 */
 	public long totalRanks() {
 		long total = 1;
 		for (int size : new int[] { dpSize, attnCpSize, attnTpSize, ppSize }) {

@@ -89,7 +89,8 @@ final class BootstrapCodec {
 			return new HostPort(ip.textValue().strip(), port);
 		}
 		catch (IllegalArgumentException e) {
-			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid '" + BootstrapFields.RANK_IP + "': " + e.getMessage(), e);
+			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid '" + BootstrapFields.RANK_IP + "': "
+					+ e.getMessage(), e);
 		}
 	}
 
