@@ -108,7 +108,7 @@ public final class RouteTable implements RouteStore {
 	/** @return whether every rank of the instance (dp × cp × tp × pp) has registered */
 	public boolean isReady() {
 		PrefillTopology fixed = topology.get();
-		return fixed != null && distinctRanks.get() >= fixed.totalRanks();
+		return fixed != null && fixed.sizes().isComplete(distinctRanks.get());
 	}
 
 	/**
