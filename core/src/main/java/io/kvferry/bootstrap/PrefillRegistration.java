@@ -6,7 +6,8 @@ import io.kvferry.ParallelLayout;
 
 /**
  * What a prefill rank publishes with {@code PUT /route}: its parallel layout and the endpoint its KV manager listens on.
- * Field names on the wire are SGLang's ({@code attn_tp_size}, {@code rank_ip}, ...).
+ * Field names on the wire are SGLang's ({@code attn_tp_size}, {@code rank_ip}, ...); {@link BootstrapFields} names
+ * them and encodes a registration.
  *
  * @param role always {@code Prefill} for ranks that serve KV
  * @param layout the rank's parallel layout
@@ -21,10 +22,10 @@ public record PrefillRegistration(String role, ParallelLayout layout, String ran
 		boolean dsaCacheLayerSplit, boolean allCpRanksTransfer) {
 
 	/** The registration field that says all CP ranks transfer; sent only when true. */
-	public static final String ALL_CP_RANKS_FIELD = "kvferry_all_cp_ranks_transfer";
+	public static final String ALL_CP_RANKS_FIELD = BootstrapFields.ALL_CP_RANKS_TRANSFER;
 
 	/** SGLang's role string for prefill ranks. */
-	public static final String PREFILL = "Prefill";
+	public static final String PREFILL = BootstrapFields.PREFILL_ROLE;
 
 	public PrefillRegistration {
 		Objects.requireNonNull(role, "role");

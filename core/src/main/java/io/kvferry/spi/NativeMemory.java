@@ -1,8 +1,7 @@
 package io.kvferry.spi;
 
-import java.lang.reflect.Field;
-import java.nio.Buffer;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -16,34 +15,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Netty can wrap a raw address only when the JVM lets it call {@code DirectByteBuffer(long, int)}, which on Java 9+
  * takes {@code --add-opens java.base/java.nio=ALL-UNNAMED -Dio.netty.tryReflectionSetAccessible=true}. So that users
  * need no flags, this class falls back to building the {@code ByteBuffer} view itself through {@code sun.misc.Unsafe}
- * (which the {@code jdk.unsupported} module keeps open).
+ * (which the {@code jdk.unsupported} module keeps open), held by this package's one accessor of it.
  */
 public final class NativeMemory {
-
-	private static final sun.misc.Unsafe UNSAFE;
-	private static final Class<?> DIRECT;
-	private static final long ADDRESS;
-	private static final long CAPACITY;
-	private static final long LIMIT;
-	private static final long MARK;
-	private static final long POSITION;
-
-	static {
-		try {
-			Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
-			f.setAccessible(true);
-			UNSAFE = (sun.misc.Unsafe) f.get(null);
-			DIRECT = Class.forName("java.nio.DirectByteBuffer");
-			ADDRESS = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("address"));
-			CAPACITY = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("capacity"));
-			LIMIT = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("limit"));
-			MARK = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("mark"));
-			POSITION = UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("position"));
-		}
-		catch (ReflectiveOperationException | RuntimeException e) {
-			throw new ExceptionInInitializerError("kvferry needs sun.misc.Unsafe (module jdk.unsupported): " + e);
-		}
-	}
 
 	private NativeMemory() {
 	}
@@ -70,17 +44,7 @@ public final class NativeMemory {
 	 *         the memory
 	 */
 	public static ByteBuffer byteBuffer(long address, int length) {
-		try {
-			ByteBuffer b = (ByteBuffer) UNSAFE.allocateInstance(DIRECT);
-			UNSAFE.putLong(b, ADDRESS, address);
-			UNSAFE.putInt(b, CAPACITY, length);
-			UNSAFE.putInt(b, LIMIT, length);
-			UNSAFE.putInt(b, MARK, -1);
-			return b;
-		}
-		catch (InstantiationException e) {
-			throw new IllegalStateException("cannot create a direct buffer view: " + e, e);
-		}
+		return UnsafeAccess.directView(address, length);
 	}
 
 	/**
@@ -94,12 +58,19 @@ public final class NativeMemory {
 		if (view == null) {
 			return byteBuffer(address, length);
 		}
-		UNSAFE.putLong(view, ADDRESS, address);
-		UNSAFE.putInt(view, CAPACITY, length);
-		UNSAFE.putInt(view, LIMIT, length);
-		UNSAFE.putInt(view, POSITION, 0);
-		UNSAFE.putInt(view, MARK, -1);
+		UnsafeAccess.retarget(view, address, length);
 		return view;
+	}
+
+	/**
+	 * Unmaps a mapped file's memory now, instead of when the buffer is collected, so that a ring can be unmapped at a
+	 * known moment. No thread may read or write the buffer's memory afterwards: it would fault.
+	 *
+	 * @param mapped a buffer from {@code FileChannel.map}
+	 * @throws IllegalArgumentException for a slice or duplicate (only the mapping itself can be unmapped)
+	 */
+	public static void unmap(MappedByteBuffer mapped) {
+		UnsafeAccess.invokeCleaner(mapped);
 	}
 
 	/** Copies {@code length} bytes between native addresses. */

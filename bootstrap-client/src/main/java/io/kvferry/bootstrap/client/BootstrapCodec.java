@@ -8,30 +8,20 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvferry.HostPort;
-import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
+import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
 
 /**
- * SGLang's bootstrap JSON: the {@code PUT /route} body and the two {@code GET /route} answers. Unknown fields in an
- * answer are ignored, so a newer server that adds fields keeps working (SGLang's decode side fails on them). Stateless
- * and thread-safe; works on byte arrays already copied out of Netty buffers, so no buffer is held here.
+ * SGLang's bootstrap JSON: the {@code PUT /route} body and the two {@code GET /route} answers, with the field names
+ * and the registration encoder of {@link BootstrapFields}. Unknown fields in an answer are ignored, so a newer server
+ * that adds fields keeps working (SGLang's decode side fails on them). Stateless and thread-safe; works on byte arrays
+ * already copied out of Netty buffers, so no buffer is held here.
  */
 final class BootstrapCodec {
-
-	/** Parallel-info answer fields (SGLang's {@code engine_rank=-1} protocol). */
-	static final String PREFILL_ATTN_TP_SIZE = "prefill_attn_tp_size";
-	static final String PREFILL_DP_SIZE = "prefill_dp_size";
-	static final String PREFILL_PP_SIZE = "prefill_pp_size";
-	static final String PREFILL_PAGE_SIZE = "prefill_page_size";
-
-	/** Rank look-up answer fields. */
-	static final String RANK_IP = "rank_ip";
-	static final String RANK_PORT = "rank_port";
 
 	private static final ObjectMapper MAPPER = JsonMapper.builder()
 			.disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
@@ -45,35 +35,11 @@ final class BootstrapCodec {
 	 * @return the {@code PUT /route} body with SGLang's field names, UTF-8
 	 */
 	static byte[] encodeRegistration(PrefillRegistration registration) {
-		ParallelLayout layout = registration.layout();
-		ObjectNode body = MAPPER.createObjectNode()
-				.put("role", registration.role())
-				.put("attn_tp_size", layout.attnTpSize())
-				.put("attn_tp_rank", layout.attnTpRank())
-				.put("attn_dp_size", layout.attnDpSize())
-				.put("attn_dp_rank", layout.attnDpRank())
-				.put("pp_size", layout.ppSize())
-				.put("pp_rank", layout.ppRank())
-				.put("system_dp_size", layout.systemDpSize())
-				.put("system_dp_rank", layout.systemDpRank())
-				.put(RANK_IP, registration.rankIp())
-				.put(RANK_PORT, registration.rankPort())
-				.put("page_size", registration.pageSize());
-		// Only when they say something: bodies without CP stay byte-identical to what older servers were sent.
-		if (layout.attnCpSize() > 1) {
-			body.put("attn_cp_size", layout.attnCpSize()).put("attn_cp_rank", layout.attnCpRank());
-		}
-		if (registration.dsaCacheLayerSplit()) {
-			body.put("enable_dsa_cache_layer_split", true);
-		}
-		if (registration.allCpRanksTransfer()) {
-			body.put(PrefillRegistration.ALL_CP_RANKS_FIELD, true);
-		}
 		try {
-			return MAPPER.writeValueAsBytes(body);
+			return MAPPER.writeValueAsBytes(BootstrapFields.registration(registration));
 		}
 		catch (JsonProcessingException e) {
-			// A tree of strings and ints always serializes; this only guards Jackson's checked signature.
+			// A map of strings, ints and booleans always serializes; this only guards Jackson's checked signature.
 			throw new UncheckedIOException(e);
 		}
 	}
@@ -86,10 +52,10 @@ final class BootstrapCodec {
 	 */
 	static PrefillParallelInfo decodeParallelInfo(String call, byte[] body) {
 		JsonNode root = parseObject(call, body);
-		int tpSize = intField(call, root, PREFILL_ATTN_TP_SIZE);
-		int dpSize = intField(call, root, PREFILL_DP_SIZE);
-		int ppSize = intField(call, root, PREFILL_PP_SIZE);
-		int pageSize = intField(call, root, PREFILL_PAGE_SIZE);
+		int tpSize = intField(call, root, BootstrapFields.PREFILL_ATTN_TP_SIZE);
+		int dpSize = intField(call, root, BootstrapFields.PREFILL_DP_SIZE);
+		int ppSize = intField(call, root, BootstrapFields.PREFILL_PP_SIZE);
+		int pageSize = intField(call, root, BootstrapFields.PREFILL_PAGE_SIZE);
 		try {
 			return new PrefillParallelInfo(tpSize, dpSize, ppSize, pageSize);
 		}
@@ -106,24 +72,25 @@ final class BootstrapCodec {
 	 */
 	static HostPort decodeRankEndpoint(String call, byte[] body) {
 		JsonNode root = parseObject(call, body);
-		JsonNode ip = root.get(RANK_IP);
+		JsonNode ip = root.get(BootstrapFields.RANK_IP);
 		if (ip == null || ip.isNull()) {
-			throw missing(call, RANK_IP);
+			throw missing(call, BootstrapFields.RANK_IP);
 		}
 		if (!ip.isTextual() || ip.textValue().isBlank()) {
 			throw new BootstrapException(Kind.OTHER, 200,
-					call + ": '" + RANK_IP + "' is not a host: " + abbreviate(ip.toString()));
+					call + ": '" + BootstrapFields.RANK_IP + "' is not a host: " + abbreviate(ip.toString()));
 		}
-		int port = intField(call, root, RANK_PORT);
+		int port = intField(call, root, BootstrapFields.RANK_PORT);
 		if (port < 1 || port > 65535) {
 			throw new BootstrapException(Kind.OTHER, 200,
-					call + ": '" + RANK_PORT + "' : " + port + " (expected: 1..65535)");
+					call + ": '" + BootstrapFields.RANK_PORT + "' : " + port + " (expected: 1..65535)");
 		}
 		try {
 			return new HostPort(ip.textValue().strip(), port);
 		}
 		catch (IllegalArgumentException e) {
-			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid '" + RANK_IP + "': " + e.getMessage(), e);
+			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid '" + BootstrapFields.RANK_IP + "': "
+					+ e.getMessage(), e);
 		}
 	}
 

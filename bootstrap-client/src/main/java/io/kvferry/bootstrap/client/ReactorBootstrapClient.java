@@ -1,12 +1,8 @@
 package io.kvferry.bootstrap.client;
 
-import java.net.URI;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Objects;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
 
 import javax.net.ssl.SSLException;
@@ -16,9 +12,6 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
-import io.netty.channel.ChannelOption;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
@@ -28,10 +21,7 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.netty.ByteBufFlux;
 import reactor.netty.http.client.HttpClient;
-import reactor.netty.http.client.HttpClientResponse;
-import reactor.netty.resources.ConnectionProvider;
 import reactor.util.retry.Retry;
 
 /**
@@ -91,23 +81,11 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	/** Largest answer body accepted; bootstrap answers are a few hundred bytes. */
 	public static final int DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
-	/** Connections kept per bootstrap server. */
-	static final int MAX_CONNECTIONS = 16;
-
-	/** Calls that may wait for a pooled connection per bootstrap server, beyond {@link #MAX_CONNECTIONS}. */
-	static final int MAX_PENDING_ACQUIRES = 1024;
-
-	/** Idle pooled connections are closed before a server's keep-alive timeout (aiohttp: 75 s) closes them. */
-	static final Duration MAX_IDLE_TIME = Duration.ofSeconds(20);
-
 	private static final Logger LOG = LoggerFactory.getLogger(ReactorBootstrapClient.class);
 
 	private static final String ROUTE = "/route";
 	private static final String HEALTH = "/health";
 	private static final String PARALLEL_INFO_QUERY = "?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1";
-
-	/** {@link #transport} once disposed. */
-	private static final Object DISPOSED = new Object();
 
 	private final Duration timeout;
 	private final int registerAttempts;
@@ -122,8 +100,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	/** Null: plain HTTP. */
 	private final SslContext sslContext;
 
-	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
-	private final AtomicReference<Object> transport = new AtomicReference<>();
+	/** This client's own connection pool and calls. */
+	private final BootstrapHttp http;
 
 	private ReactorBootstrapClient(Duration timeout, int registerAttempts, Duration backoffBase, Duration backoffCap,
 			DoubleSupplier jitter, Scheduler scheduler, String bearerToken, int maxResponseBytes,
@@ -137,6 +115,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		this.bearerToken = bearerToken;
 		this.maxResponseBytes = maxResponseBytes;
 		this.sslContext = sslContext;
+		this.http = new BootstrapHttp(timeout, bearerToken, maxResponseBytes, sslContext);
 	}
 
 	/**
@@ -144,7 +123,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	public static ReactorBootstrapClient create() {
 		return new ReactorBootstrapClient(DEFAULT_TIMEOUT, DEFAULT_REGISTER_ATTEMPTS, DEFAULT_BACKOFF_BASE,
-				DEFAULT_BACKOFF_CAP, ReactorBootstrapClient::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES,
+				DEFAULT_BACKOFF_CAP, RegisterRetry::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES,
 				null);
 	}
 
@@ -298,13 +277,14 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		String url = baseUrl(bootstrap) + ROUTE;
 		return Mono.defer(() -> {
 			byte[] body = BootstrapCodec.encodeRegistration(registration);
+			RegisterRetry retry = new RegisterRetry(registerAttempts, backoffBase, backoffCap, jitter);
 			AtomicInteger attempts = new AtomicInteger();
 			Scheduler delays = scheduler != null ? scheduler : Schedulers.parallel();
-			return exchange(HttpMethod.PUT, url, body)
+			return http.exchange(HttpMethod.PUT, url, body)
 					.doOnSubscribe(s -> attempts.incrementAndGet())
 					.retryWhen(Retry.from(signals -> signals.concatMap(signal ->
-							retryDelay(url, signal.totalRetries(), signal.failure(), delays))))
-					.onErrorMap(BootstrapException.class, last -> gaveUp(attempts.get(), last))
+							retryDelay(retry, url, signal.totalRetries(), signal.failure(), delays))))
+					.onErrorMap(BootstrapException.class, last -> RegisterRetry.gaveUp(attempts.get(), last))
 					.doOnError(BootstrapException.class, failure -> LOG.error("{}", failure.getMessage()))
 					.then();
 		});
@@ -322,8 +302,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		String url = baseUrl(bootstrap) + ROUTE + PARALLEL_INFO_QUERY;
-		return exchange(HttpMethod.GET, url, null)
-				.map(body -> BootstrapCodec.decodeParallelInfo(call(HttpMethod.GET, url), body));
+		return http.exchange(HttpMethod.GET, url, null)
+				.map(body -> BootstrapCodec.decodeParallelInfo(BootstrapHttp.call(HttpMethod.GET, url), body));
 	}
 
 	/**
@@ -342,8 +322,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		checkRank("ppRank", ppRank);
 		String url = baseUrl(bootstrap) + ROUTE + "?engine_rank=" + tpRank + "&target_dp_group=" + dpGroup
 				+ "&target_pp_rank=" + ppRank;
-		return exchange(HttpMethod.GET, url, null)
-				.map(body -> BootstrapCodec.decodeRankEndpoint(call(HttpMethod.GET, url), body));
+		return http.exchange(HttpMethod.GET, url, null)
+				.map(body -> BootstrapCodec.decodeRankEndpoint(BootstrapHttp.call(HttpMethod.GET, url), body));
 	}
 
 	/**
@@ -367,8 +347,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		checkRank("ppRank", ppRank);
 		String url = baseUrl(bootstrap) + ROUTE + "?prefill_dp_rank=" + dpGroup + "&prefill_cp_rank=" + cpRank
 				+ "&target_tp_rank=" + tpRank + "&target_pp_rank=" + ppRank;
-		return exchange(HttpMethod.GET, url, null)
-				.map(body -> BootstrapCodec.decodeRankEndpoint(call(HttpMethod.GET, url), body));
+		return http.exchange(HttpMethod.GET, url, null)
+				.map(body -> BootstrapCodec.decodeRankEndpoint(BootstrapHttp.call(HttpMethod.GET, url), body));
 	}
 
 	/**
@@ -379,7 +359,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	@Override
 	public Mono<Void> health(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
-		return exchange(HttpMethod.GET, baseUrl(bootstrap) + HEALTH, null).then();
+		return http.exchange(HttpMethod.GET, baseUrl(bootstrap) + HEALTH, null).then();
 	}
 
 	/**
@@ -388,116 +368,24 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	@Override
 	public void dispose() {
-		Object previous = transport.getAndSet(DISPOSED);
-		if (previous instanceof Pool pool) {
-			pool.provider.dispose();
-		}
+		http.dispose();
 	}
 
 	/** @return whether {@link #dispose()} was called */
 	@Override
 	public boolean isDisposed() {
-		return transport.get() == DISPOSED;
+		return http.isDisposed();
 	}
 
-	/**
-	 * The delay before registration try {@code retry + 2}: {@code min(base × 2^retry, cap) × jitter}, saturating
-	 * rather than overflowing.
-	 *
-	 * @param retry retries made so far (0 before the first retry)
-	 * @param base delay before the first retry
-	 * @param cap longest delay before jitter
-	 * @param jitter the factor, finite and >= 0
-	 * @return the delay
-	 */
-	static Duration backoffDelay(long retry, Duration base, Duration cap, double jitter) {
-		if (!(jitter >= 0) || Double.isInfinite(jitter)) {
-			throw new IllegalArgumentException("jitter : " + jitter + " (expected: a finite value >= 0)");
-		}
-		long capNanos = saturatedNanos(cap);
-		long nanos = Math.min(saturatedNanos(base), capNanos);
-		for (long k = 0; k < retry && nanos < capNanos; k++) {
-			nanos = nanos > capNanos / 2 ? capNanos : nanos * 2;
-		}
-		double scaled = nanos * jitter;
-		return Duration.ofNanos(scaled >= Long.MAX_VALUE ? Long.MAX_VALUE : (long) scaled);
-	}
-
-	private Mono<Long> retryDelay(String url, long retries, Throwable failure, Scheduler delays) {
-		long attempt = retries + 1;
-		if (!(failure instanceof BootstrapException bootstrapFailure) || !bootstrapFailure.isRetryable()
-				|| attempt >= registerAttempts) {
+	private static Mono<Long> retryDelay(RegisterRetry retry, String url, long retries, Throwable failure,
+			Scheduler delays) {
+		Duration delay = retry.nextDelay(retries, failure);
+		if (delay == null) {
 			return Mono.error(failure);
 		}
-		Duration delay = backoffDelay(retries, backoffBase, backoffCap, jitter.getAsDouble());
-		LOG.warn("Registration attempt {}/{} with {} failed, retrying in {} ms: {}", attempt, registerAttempts, url,
+		LOG.warn("Registration attempt {}/{} with {} failed, retrying in {} ms: {}", retries + 1, retry.attempts(), url,
 				delay.toMillis(), failure.getMessage());
 		return Mono.delay(delay, delays);
-	}
-
-	private static BootstrapException gaveUp(int attempts, BootstrapException last) {
-		return new BootstrapException(last.kind(), last.status(), "Registration with the bootstrap server failed after "
-				+ attempts + (attempts == 1 ? " attempt" : " attempts") + "; last error: " + last.getMessage(), last);
-	}
-
-	/**
-	 * One HTTP exchange, bounded by the timeout: a 200 answer's body, or a {@link BootstrapException}.
-	 *
-	 * @param body the JSON request body (then the bearer token, if any, is sent), or null for none
-	 */
-	private Mono<byte[]> exchange(HttpMethod method, String url, byte[] body) {
-		String call = call(method, url);
-		return Mono.defer(() -> {
-			// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
-			HttpClient.RequestSender request = pool().http.request(method).uri(URI.create(url));
-			HttpClient.ResponseReceiver<?> receiver = body == null ? request : request.send((req, out) -> {
-				req.header(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
-				if (bearerToken != null) {
-					req.header(HttpHeaderNames.AUTHORIZATION, "Bearer " + bearerToken);
-				}
-				return out.sendByteArray(Mono.just(body));
-			});
-			return receiver.response((response, content) -> readAnswer(call, response, content))
-					.next()
-					// Looked up per subscription, like the retry scheduler, so a virtual clock installed later applies.
-					.timeout(timeout, Schedulers.parallel());
-		})
-				.onErrorMap(error -> BootstrapErrors.fromFailure(call, timeout, error));
-	}
-
-	private Mono<byte[]> readAnswer(String call, HttpClientResponse response, ByteBufFlux content) {
-		int status = response.status().code();
-		String reason = response.status().reasonPhrase();
-		// asByteArray copies each chunk while Reactor Netty still holds it; Reactor Netty then releases the buffer.
-		return content.asByteArray()
-				.collect(() -> new Body(call, status, maxResponseBytes), Body::append)
-				.handle((answer, sink) -> {
-					byte[] bytes = answer.toByteArray();
-					if (status == 200) {
-						sink.next(bytes);
-					}
-					else {
-						sink.error(BootstrapErrors.fromStatus(call, status, reason, bytes));
-					}
-				});
-	}
-
-	private Pool pool() {
-		for (;;) {
-			Object current = transport.get();
-			if (current instanceof Pool pool) {
-				return pool;
-			}
-			if (current == DISPOSED) {
-				throw new IllegalStateException("bootstrap client disposed");
-			}
-			Pool created = new Pool(timeout, sslContext);
-			if (transport.compareAndSet(null, created)) {
-				return created;
-			}
-			// Another call won the race; this pool never opened a connection.
-			created.provider.dispose();
-		}
 	}
 
 	/** @return {@code http://host:port}, or {@code https://host:port} when secured; IPv6 bracketed */
@@ -505,79 +393,9 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		return sslContext == null ? bootstrap.httpUrl() : "https://" + bootstrap;
 	}
 
-	private static String call(HttpMethod method, String url) {
-		return method.name() + " " + url;
-	}
-
 	private static void checkRank(String name, int rank) {
 		if (rank < 0) {
 			throw new IllegalArgumentException(name + " : " + rank + " (expected: >= 0)");
-		}
-	}
-
-	private static long saturatedNanos(Duration duration) {
-		try {
-			return duration.toNanos();
-		}
-		catch (ArithmeticException e) {
-			return Long.MAX_VALUE;
-		}
-	}
-
-	private static double sglangJitter() {
-		return ThreadLocalRandom.current().nextDouble(0.75, 1.0);
-	}
-
-	/** The HTTP client and the pool it owns; one per {@link ReactorBootstrapClient}, created on first use. */
-	private static final class Pool {
-
-		final ConnectionProvider provider;
-		final HttpClient http;
-
-		Pool(Duration timeout, SslContext sslContext) {
-			this.provider = ConnectionProvider.builder("kvferry-bootstrap")
-					.maxConnections(MAX_CONNECTIONS)
-					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
-					.pendingAcquireTimeout(timeout)
-					.maxIdleTime(MAX_IDLE_TIME)
-					.build();
-			int connectMillis = (int) Math.max(1, Math.min(saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
-			HttpClient client = HttpClient.create(provider).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
-			// The handshake is part of the call, so the call's timeout bounds it too.
-			this.http = sslContext == null ? client
-					: client.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(timeout));
-		}
-	}
-
-	/** An answer body being read, refused once it grows past the limit. Used by one exchange at a time. */
-	private static final class Body {
-
-		private final String call;
-		private final int status;
-		private final int maxBytes;
-		private byte[] bytes = new byte[256];
-		private int length;
-
-		Body(String call, int status, int maxBytes) {
-			this.call = call;
-			this.status = status;
-			this.maxBytes = maxBytes;
-		}
-
-		void append(byte[] chunk) {
-			if (chunk.length > maxBytes - length) {
-				throw new BootstrapException(BootstrapException.Kind.OTHER, status,
-						call + ": answer larger than " + maxBytes + " bytes");
-			}
-			if (length + chunk.length > bytes.length) {
-				bytes = Arrays.copyOf(bytes, Math.min(maxBytes, Math.max(bytes.length * 2, length + chunk.length)));
-			}
-			System.arraycopy(chunk, 0, bytes, length, chunk.length);
-			length += chunk.length;
-		}
-
-		byte[] toByteArray() {
-			return Arrays.copyOf(bytes, length);
 		}
 	}
 }

@@ -685,21 +685,21 @@ class ReactorBootstrapClientTest {
 		Duration base = Duration.ofSeconds(1);
 		Duration cap = Duration.ofSeconds(30);
 
-		assertThat(ReactorBootstrapClient.backoffDelay(0, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(1));
-		assertThat(ReactorBootstrapClient.backoffDelay(3, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(8));
-		assertThat(ReactorBootstrapClient.backoffDelay(4, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(16));
-		assertThat(ReactorBootstrapClient.backoffDelay(5, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(30));
-		assertThat(ReactorBootstrapClient.backoffDelay(5, base, cap, 0.75)).isEqualTo(Duration.ofMillis(22_500));
-		assertThat(ReactorBootstrapClient.backoffDelay(Long.MAX_VALUE, base, cap, 0.5))
+		assertThat(RegisterRetry.backoffDelay(0, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(1));
+		assertThat(RegisterRetry.backoffDelay(3, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(8));
+		assertThat(RegisterRetry.backoffDelay(4, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(16));
+		assertThat(RegisterRetry.backoffDelay(5, base, cap, 1.0)).isEqualTo(Duration.ofSeconds(30));
+		assertThat(RegisterRetry.backoffDelay(5, base, cap, 0.75)).isEqualTo(Duration.ofMillis(22_500));
+		assertThat(RegisterRetry.backoffDelay(Long.MAX_VALUE, base, cap, 0.5))
 				.isEqualTo(Duration.ofSeconds(15));
-		assertThat(ReactorBootstrapClient.backoffDelay(2, base, cap, 0.0)).isEqualTo(Duration.ZERO);
-		assertThat(ReactorBootstrapClient.backoffDelay(200, base, Duration.ofSeconds(Long.MAX_VALUE), 2.0))
+		assertThat(RegisterRetry.backoffDelay(2, base, cap, 0.0)).isEqualTo(Duration.ZERO);
+		assertThat(RegisterRetry.backoffDelay(200, base, Duration.ofSeconds(Long.MAX_VALUE), 2.0))
 				.isEqualTo(Duration.ofNanos(Long.MAX_VALUE));
 		assertThatIllegalArgumentException()
-				.isThrownBy(() -> ReactorBootstrapClient.backoffDelay(0, base, cap, -0.1))
+				.isThrownBy(() -> RegisterRetry.backoffDelay(0, base, cap, -0.1))
 				.withMessage("jitter : -0.1 (expected: a finite value >= 0)");
 		assertThatIllegalArgumentException()
-				.isThrownBy(() -> ReactorBootstrapClient.backoffDelay(0, base, cap, Double.POSITIVE_INFINITY))
+				.isThrownBy(() -> RegisterRetry.backoffDelay(0, base, cap, Double.POSITIVE_INFINITY))
 				.withMessage("jitter : Infinity (expected: a finite value >= 0)");
 	}
 }

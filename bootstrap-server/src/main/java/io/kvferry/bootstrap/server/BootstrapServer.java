@@ -1,35 +1,17 @@
 package io.kvferry.bootstrap.server;
 
-import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 import io.kvferry.HostPort;
-import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
-import io.kvferry.bootstrap.server.internal.ConnectionLimit;
-import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapServer;
 import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
-import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
-import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
-import io.kvferry.bootstrap.server.internal.RouteStore;
-import io.kvferry.bootstrap.server.internal.RouteTable;
-import io.kvferry.bootstrap.server.internal.ServerMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.handler.ssl.SslContext;
-import io.netty.util.concurrent.GlobalEventExecutor;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
-import reactor.netty.http.server.HttpServer;
-import reactor.netty.resources.LoopResources;
 
 /**
  * An SGLang-compatible bootstrap server, configured immutably: every setter returns a new {@code BootstrapServer} and
@@ -114,11 +96,11 @@ public final class BootstrapServer {
 	/** How long {@link #bindNow()} waits for the socket to be bound. */
 	public static final Duration DEFAULT_BIND_TIMEOUT = Duration.ofSeconds(45);
 
-	private static final BootstrapServer DEFAULT = new BootstrapServer(new Settings());
+	private static final BootstrapServer DEFAULT = new BootstrapServer(new ServerSettings());
 
-	private final Settings settings;
+	private final ServerSettings settings;
 
-	private BootstrapServer(Settings settings) {
+	private BootstrapServer(ServerSettings settings) {
 		this.settings = settings;
 	}
 
@@ -390,7 +372,6 @@ public final class BootstrapServer {
 		return with(s -> s.maxLingeringRefusals = maxLingeringRefusals);
 	}
 
-	/** @return most refused connections kept open at once to deliver their answer */
 	/** @return event loop threads of each bound server */
 	public int ioThreads() {
 		return settings.ioThreads;
@@ -478,56 +459,7 @@ public final class BootstrapServer {
 	 * @return emits the running server
 	 */
 	public Mono<DisposableBootstrapServer> bind() {
-		return Mono.defer(() -> {
-			if (settings.etcdEndpoints == null && settings.etcdAccess.isSet()) {
-				return Mono.error(new IllegalStateException("etcdTls / etcdCredentials without etcdRegistry (expected: "
-						+ "etcdRegistry(endpoints, instance) too)"));
-			}
-			RouteStore routes = settings.etcdEndpoints == null ? new RouteTable()
-					: EtcdStoreSupport.open(settings.etcdEndpoints, settings.instance, settings.etcdAccess);
-			RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, settings.maxDpRankEntries,
-					System::nanoTime);
-			ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
-					: ServerMetrics.of(settings.meterRegistry);
-			BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
-					settings.authToken, metrics);
-			// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
-			ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
-			ConnectionLimit limit = new ConnectionLimit(settings.maxConnections, settings.maxLingeringRefusals);
-			LoopResources loops = LoopResources.create("kvferry-bootstrap", 1, settings.ioThreads, true);
-			HttpServer http = HttpServer.create()
-					.runOn(loops)
-					.host(settings.host)
-					.port(settings.port)
-					.channelGroup(connections)
-					.idleTimeout(settings.idleTimeout)
-					// Not Reactor Netty's requestTimeout: it starts after the headers, so it misses trickled headers.
-					.doOnChannelInit((observer, channel, remote) -> {
-						RequestReadTimeout.install(channel.pipeline(), settings.requestTimeout);
-						limit.admit(channel);
-					})
-					.handle(handler);
-			if (settings.sslContext != null) {
-				Duration handshakeTimeout = settings.requestTimeout.compareTo(MAX_TLS_HANDSHAKE_TIMEOUT) < 0
-						? settings.requestTimeout : MAX_TLS_HANDSHAKE_TIMEOUT;
-				http = http.secure(spec -> spec.sslContext(settings.sslContext).handshakeTimeout(handshakeTimeout));
-			}
-			return http.bind()
-					.doOnError(e -> routes.dispose())
-					.onErrorResume(e -> loops.disposeLater().then(Mono.error(e)))
-					.map(server -> {
-						Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
-								settings.dpRankEntryLifetime.toMillis(), settings.dpRankEntryLifetime.toMillis(),
-								TimeUnit.MILLISECONDS);
-						Disposable gauges = metrics.registerGauges(routes, rooms, limit);
-						InetSocketAddress bound = (InetSocketAddress) server.address();
-						HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
-						return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
-								routes, address, settings.sslContext != null,
-								Disposables.composite(sweeper, gauges, routes),
-								limit, loops);
-					});
-		});
+		return Mono.defer(() -> ServerBinding.bind(settings));
 	}
 
 	/**
@@ -563,8 +495,8 @@ public final class BootstrapServer {
 		}
 	}
 
-	private BootstrapServer with(Consumer<Settings> change) {
-		Settings copy = settings.copy();
+	private BootstrapServer with(Consumer<ServerSettings> change) {
+		ServerSettings copy = settings.copy();
 		change.accept(copy);
 		return new BootstrapServer(copy);
 	}
@@ -581,47 +513,5 @@ public final class BootstrapServer {
 						: settings.meterRegistry.getClass().getSimpleName())
 				+ (settings.etcdEndpoints == null ? "" : ", etcd=" + settings.etcdEndpoints + " instance="
 						+ settings.instance) + (settings.etcdAccess.isSet() ? " " + settings.etcdAccess : "") + "}";
-	}
-
-	/** What one configuration holds; mutated only on a fresh copy, inside {@link #with}, before it is shared. */
-	private static final class Settings {
-
-		private String host = DEFAULT_HOST;
-		private int port = DEFAULT_PORT;
-		private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
-		private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
-		private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
-		private Duration dpRankEntryLifetime = DEFAULT_DP_RANK_ENTRY_LIFETIME;
-		private int maxDpRankEntries = DEFAULT_MAX_DP_RANK_ENTRIES;
-		private String authToken;
-		private SslContext sslContext;
-		private MeterRegistry meterRegistry;
-		private int maxConnections = DEFAULT_MAX_CONNECTIONS;
-		private int maxLingeringRefusals = DEFAULT_MAX_LINGERING_REFUSALS;
-		private int ioThreads = DEFAULT_IO_THREADS;
-		private List<HostPort> etcdEndpoints;
-		private HostPort instance;
-		private EtcdStoreSupport.Access etcdAccess = EtcdStoreSupport.Access.NONE;
-
-		Settings copy() {
-			Settings copy = new Settings();
-			copy.host = host;
-			copy.port = port;
-			copy.maxBodyBytes = maxBodyBytes;
-			copy.idleTimeout = idleTimeout;
-			copy.requestTimeout = requestTimeout;
-			copy.dpRankEntryLifetime = dpRankEntryLifetime;
-			copy.maxDpRankEntries = maxDpRankEntries;
-			copy.authToken = authToken;
-			copy.sslContext = sslContext;
-			copy.meterRegistry = meterRegistry;
-			copy.maxConnections = maxConnections;
-			copy.maxLingeringRefusals = maxLingeringRefusals;
-			copy.ioThreads = ioThreads;
-			copy.etcdEndpoints = etcdEndpoints;
-			copy.instance = instance;
-			copy.etcdAccess = etcdAccess;
-			return copy;
-		}
 	}
 }

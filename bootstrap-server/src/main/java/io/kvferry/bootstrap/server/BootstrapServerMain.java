@@ -1,13 +1,6 @@
 package io.kvferry.bootstrap.server;
 
-import java.io.File;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,11 +20,11 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.handler.ssl.SslContext;
-import io.netty.handler.ssl.SslContextBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -124,18 +117,8 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ "(default: ${DEFAULT-VALUE}).")
 	private long requestTimeoutSeconds;
 
-	@Option(names = "--tls-cert", paramLabel = "PEM",
-			description = "Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.")
-	private File tlsCert;
-
-	@Option(names = "--tls-key", paramLabel = "PEM",
-			description = "Private key of --tls-cert (PKCS#8 PEM, encrypted or not).")
-	private File tlsKey;
-
-	@Option(names = "--tls-key-password", paramLabel = "PASSWORD",
-			defaultValue = "${env:" + TLS_KEY_PASSWORD_ENV + "}",
-			description = "Password of an encrypted --tls-key (default: $" + TLS_KEY_PASSWORD_ENV + ", else none).")
-	private String tlsKeyPassword;
+	@Mixin
+	private TlsOptions tls;
 
 	@Option(names = "--metrics", negatable = true, defaultValue = "true", fallbackValue = "true",
 			description = "Serve Prometheus metrics on GET /metrics; --no-metrics turns them off (default: on).")
@@ -175,30 +158,8 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ "or the load balancer's in front of several); default: --host:--port.")
 	private String instance;
 
-	@Option(names = "--etcd-ca", paramLabel = "PEM",
-			description = "With --registry: speak TLS to etcd (https) and trust the etcd certificates this CA "
-					+ "certificate signed (etcdctl's --cacert). Each etcd certificate must name its endpoint.")
-	private File etcdCa;
-
-	@Option(names = "--etcd-cert", paramLabel = "PEM",
-			description = "With --etcd-ca: present this client certificate to etcd (mutual TLS, for etcd run with "
-					+ "--client-cert-auth); needs --etcd-key.")
-	private File etcdCert;
-
-	@Option(names = "--etcd-key", paramLabel = "PEM",
-			description = "Private key of --etcd-cert, unencrypted (PKCS#8, or OpenSSL's RSA / EC PRIVATE KEY).")
-	private File etcdKey;
-
-	@Option(names = "--etcd-user", paramLabel = "NAME",
-			description = "With --registry: authenticate to etcd as this user (its role needs readwrite on the "
-					+ "kvferry/ prefix). The password comes from --etcd-password-file or $" + ETCD_PASSWORD_ENV
-					+ ", never from the command line.")
-	private String etcdUser;
-
-	@Option(names = "--etcd-password-file", paramLabel = "FILE",
-			description = "File holding the password of --etcd-user (a trailing newline is ignored; keep it mode "
-					+ "600). Default: $" + ETCD_PASSWORD_ENV + ".")
-	private File etcdPasswordFile;
+	@Mixin
+	private EtcdAccessOptions etcd;
 
 	@Option(names = "--io-threads", paramLabel = "N", defaultValue = "" + BootstrapServer.DEFAULT_IO_THREADS,
 			description = "Event loop threads (default: ${DEFAULT-VALUE}). One serves tens of thousands of look-ups a "
@@ -309,7 +270,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 		if (!config.etcdEndpoints().isEmpty()) {
 			notes.add("registrations in etcd " + config.etcdEndpoints() + (config.isEtcdSecure() ? " over TLS" : "")
-					+ (etcdCert != null ? " with a client certificate" : "")
+					+ (etcd.hasClientCertificate() ? " with a client certificate" : "")
 					+ (config.etcdUser() != null ? " as user " + config.etcdUser() : ""));
 		}
 		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.baseUrl(),
@@ -346,17 +307,13 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			if (registryUri != null) {
 				config = config.etcdRegistry(registryUri, instance != null ? parseInstance(instance)
 						: new HostPort(host, port));
-				config = etcdAccess(config);
+				config = etcd.apply(config, environment);
 			}
 			else if (instance != null) {
 				throw new IllegalArgumentException("--instance : " + instance + " (expected: only with --registry)");
 			}
 			else {
-				onlyWithRegistry("--etcd-ca", etcdCa);
-				onlyWithRegistry("--etcd-cert", etcdCert);
-				onlyWithRegistry("--etcd-key", etcdKey);
-				onlyWithRegistry("--etcd-user", etcdUser);
-				onlyWithRegistry("--etcd-password-file", etcdPasswordFile);
+				etcd.checkUnused();
 			}
 		}
 		catch (IllegalArgumentException e) {
@@ -371,9 +328,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 					+ " (expected: >= 1)");
 		}
 		config = config.ioThreads(ioThreads);
-		SslContext tls = tlsContext();
-		if (tls != null) {
-			config = config.secure(tls);
+		SslContext context = tls.context(spec.commandLine());
+		if (context != null) {
+			config = config.secure(context);
 		}
 		if (metrics) {
 			registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -420,122 +377,6 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		return required ? authToken : null;
 	}
 
-	private static void onlyWithRegistry(String option, Object value) {
-		if (value != null) {
-			throw new IllegalArgumentException(option + " : " + value + " (expected: only with --registry)");
-		}
-	}
-
-	/** Applies --etcd-ca, --etcd-cert, --etcd-key, --etcd-user and the password to the etcd registry. */
-	private BootstrapServer etcdAccess(BootstrapServer config) {
-		BootstrapServer secured = config;
-		if ((etcdCert == null) != (etcdKey == null)) {
-			throw new IllegalArgumentException("--etcd-cert and --etcd-key go together (expected: both or neither)");
-		}
-		if (etcdCert != null && etcdCa == null) {
-			throw new IllegalArgumentException("--etcd-cert : " + etcdCert + " without --etcd-ca (expected: "
-					+ "--etcd-ca too, the CA that signed etcd's certificate)");
-		}
-		if (etcdCa != null) {
-			secured = secured.etcdTls(etcdCa.toPath(), etcdCert == null ? null : etcdCert.toPath(),
-					etcdKey == null ? null : etcdKey.toPath());
-		}
-		if (etcdUser != null) {
-			secured = secured.etcdCredentials(etcdUser, etcdPassword());
-			if (etcdCa == null) {
-				Log.LOG.warn("The etcd password of user {} crosses the network in clear: etcd is spoken to over plain "
-						+ "http (--etcd-ca speaks TLS)", etcdUser);
-			}
-		}
-		else if (etcdPasswordFile != null) {
-			throw new IllegalArgumentException("--etcd-password-file : " + etcdPasswordFile + " without --etcd-user "
-					+ "(expected: --etcd-user too)");
-		}
-		return secured;
-	}
-
-	/** @return the password of --etcd-user: from --etcd-password-file, else from the environment */
-	private String etcdPassword() {
-		if (etcdPasswordFile == null) {
-			String password = environment.apply(ETCD_PASSWORD_ENV);
-			if (password == null || password.isEmpty()) {
-				throw new IllegalArgumentException("--etcd-user : " + etcdUser + " without a password (expected: "
-						+ "--etcd-password-file FILE or $" + ETCD_PASSWORD_ENV + "; the password is never an option)");
-			}
-			return password;
-		}
-		Path file = etcdPasswordFile.toPath();
-		if (!Files.isRegularFile(file) || !Files.isReadable(file)) {
-			throw new IllegalArgumentException("--etcd-password-file : " + file + " (expected: a readable file; "
-					+ (Files.exists(file) ? "it is not a readable regular file" : "no such file") + ")");
-		}
-		String password;
-		try {
-			password = Files.readString(file, StandardCharsets.UTF_8);
-		}
-		catch (IOException e) {
-			throw new IllegalArgumentException("--etcd-password-file : " + file + " cannot be read (" + describe(e)
-					+ ")", e);
-		}
-		// One trailing line end, as echo and editors leave it; nothing else is trimmed.
-		if (password.endsWith("\r\n")) {
-			password = password.substring(0, password.length() - 2);
-		}
-		else if (password.endsWith("\n")) {
-			password = password.substring(0, password.length() - 1);
-		}
-		if (password.isEmpty()) {
-			throw new IllegalArgumentException("--etcd-password-file : " + file + " is empty (expected: the password "
-					+ "of --etcd-user " + etcdUser + ")");
-		}
-		warnIfOthersRead(file);
-		return password;
-	}
-
-	private static void warnIfOthersRead(Path file) {
-		try {
-			Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(file);
-			if (permissions.contains(PosixFilePermission.OTHERS_READ)
-					|| permissions.contains(PosixFilePermission.GROUP_READ)) {
-				Log.LOG.warn("--etcd-password-file {} is readable by other users ({}): chmod 600 it", file,
-						PosixFilePermissions.toString(permissions));
-			}
-		}
-		catch (UnsupportedOperationException | IOException e) {
-			// Not a POSIX file system: nothing to say.
-		}
-	}
-
-	/** @return the server TLS context from --tls-cert and --tls-key, or null when neither is given */
-	private SslContext tlsContext() {
-		if (tlsCert == null && tlsKey == null) {
-			return null;
-		}
-		if (tlsCert == null || tlsKey == null) {
-			throw new ParameterException(spec.commandLine(), "Invalid option value: --tls-cert and --tls-key go "
-					+ "together (expected: both or neither)");
-		}
-		checkReadable("--tls-cert", tlsCert);
-		checkReadable("--tls-key", tlsKey);
-		String password = tlsKeyPassword == null || tlsKeyPassword.isEmpty() ? null : tlsKeyPassword;
-		try {
-			return SslContextBuilder.forServer(tlsCert, tlsKey, password).build();
-		}
-		catch (Exception e) {
-			// Netty signals unreadable PEM with IllegalArgumentException, key and TLS setup errors with SSLException.
-			throw new ParameterException(spec.commandLine(), "Invalid option value: --tls-cert " + tlsCert
-					+ " / --tls-key " + tlsKey + ": " + describe(e) + " (expected: a PEM certificate chain and its "
-					+ "PKCS#8 PEM private key)", e);
-		}
-	}
-
-	private void checkReadable(String option, File file) {
-		if (!file.isFile() || !file.canRead()) {
-			throw new ParameterException(spec.commandLine(), "Invalid option value: " + option + " : " + file
-					+ " (expected: a readable PEM file)");
-		}
-	}
-
 	private void closeMetrics() {
 		if (gcMetrics != null) {
 			gcMetrics.close();
@@ -572,7 +413,8 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 	}
 
-	private static String describe(Throwable e) {
+	/** @return the message of {@code e} and of each cause that adds to it */
+	static String describe(Throwable e) {
 		StringBuilder message = new StringBuilder(String.valueOf(e.getMessage()));
 		for (Throwable cause = e.getCause(); cause != null && cause != cause.getCause(); cause = cause.getCause()) {
 			if (cause.getMessage() != null && !message.toString().contains(cause.getMessage())) {

@@ -1,60 +1,38 @@
 package io.kvferry.registry.etcd;
 
-import java.io.IOException;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import java.util.stream.Collectors;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import io.etcd.jetcd.ClientBuilder;
-import io.etcd.jetcd.KeyValue;
-import io.etcd.jetcd.Watch;
-import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.kv.GetResponse;
-import io.etcd.jetcd.kv.TxnResponse;
-import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
-import io.etcd.jetcd.options.WatchOption;
-import io.etcd.jetcd.support.CloseableClient;
-import io.etcd.jetcd.watch.WatchEvent;
-import io.grpc.stub.StreamObserver;
 import io.kvferry.HostPort;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.PrefillSizes;
 import io.kvferry.bootstrap.RegistryChange;
 import io.netty.handler.ssl.SslContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
-import reactor.util.retry.Retry;
 
 /**
  * A {@link BootstrapClient} on etcd: prefill ranks register under leased keys that vanish when the rank dies, decode
@@ -125,17 +103,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	/** etcd refuses shorter leases (its minimum is 1.5 election timeouts, rounded up to whole seconds). */
 	static final Duration MIN_LEASE_TTL = Duration.ofSeconds(2);
 
-	/** First and longest pause before a call that failed transiently is tried again. */
-	private static final Duration RETRY_FIRST_DELAY = Duration.ofMillis(50);
-	private static final Duration RETRY_MAX_DELAY = Duration.ofSeconds(1);
-
-	/** Longest wait for one try of a call before it is tried again, within the call's timeout. */
-	private static final Duration MAX_ATTEMPT_TIMEOUT = Duration.ofSeconds(2);
-
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdBootstrapClient.class);
-
-	/** {@link #state} once disposed. */
-	private static final Object DISPOSED = new Object();
 
 	private final List<HostPort> endpoints;
 	private final Duration timeout;
@@ -144,27 +112,23 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	/** Null for plain {@code http://}. */
 	private final EtcdTls tls;
 	/** Null for no authentication. */
-	private final Credentials credentials;
+	private final EtcdConnection.Credentials credentials;
 
-	/** Null until the first call, then the jetcd {@link Client}, then {@link #DISPOSED}. */
-	private final AtomicReference<Object> state = new AtomicReference<>();
-	/** Live leases by rank key: one per rank this client registered and has not withdrawn. */
-	private final Map<String, RankLease> leases = new ConcurrentHashMap<>();
+	private final EtcdConnection connection;
+	private final RankLeases leases;
 	private final Flux<RegistryChange> changes;
 
-	/** An etcd user and its password; the password never appears in a message. */
-	private record Credentials(String user, byte[] password) {
-	}
-
 	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys,
-			EtcdTls tls, Credentials credentials) {
+			EtcdTls tls, EtcdConnection.Credentials credentials) {
 		this.endpoints = List.copyOf(endpoints);
 		this.timeout = timeout;
 		this.leaseTtl = leaseTtl;
 		this.keys = keys;
 		this.tls = tls;
 		this.credentials = credentials;
-		this.changes = Flux.defer(this::watch).share();
+		this.connection = new EtcdConnection(this.endpoints, timeout, tls, credentials, keys.prefix());
+		this.leases = new RankLeases(leaseTtl, connection::isDisposed, this::register);
+		this.changes = Flux.defer(() -> RegistryWatch.changes(connection, keys)).share();
 	}
 
 	/**
@@ -326,7 +290,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			throw new IllegalArgumentException("etcd password of user '" + user + "' : empty (expected: the "
 					+ "user's password)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, new Credentials(user,
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, new EtcdConnection.Credentials(user,
 				password.getBytes(StandardCharsets.UTF_8)));
 	}
 
@@ -352,7 +316,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
 	/** @return the etcd user this client authenticates as, or null when it does not authenticate */
 	public String user() {
-		return credentials == null ? null : credentials.user;
+		return credentials == null ? null : credentials.user();
 	}
 
 	/**
@@ -362,18 +326,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	@Override
 	public String toString() {
-		return "EtcdBootstrapClient" + where() + (tls == null ? "" : " " + tls)
-				+ (credentials == null ? "" : ", user " + credentials.user) + ", prefix " + keys.prefix();
-	}
-
-	private EtcdErrors.Access access() {
-		return new EtcdErrors.Access(where(), tls, credentials == null ? null : credentials.user, keys.prefix());
-	}
-
-	/** @return the endpoints with their scheme, as failure messages name them: {@code [https://10.0.0.1:2379]} */
-	private String where() {
-		String scheme = tls == null ? "http://" : "https://";
-		return endpoints.stream().map(e -> scheme + e).collect(Collectors.joining(", ", "[", "]"));
+		return "EtcdBootstrapClient" + connection.where() + (tls == null ? "" : " " + tls)
+				+ (credentials == null ? "" : ", user " + credentials.user()) + ", prefix " + keys.prefix();
 	}
 
 	/**
@@ -400,11 +354,11 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
 		String call = "register "+ place(l) + " of " + bootstrap + " at " + registration.rankIp() + ":"
 				+ registration.rankPort();
-		InstanceSizes declared = new InstanceSizes(l.attnTpSize(), 1, l.dpSize(), l.ppSize(), registration.pageSize());
+		PrefillSizes declared = PrefillSizes.declaredBy(registration);
 		byte[] endpoint = endpointJson(registration);
-		return bounded(call, client -> fixSizes(client, bootstrap, declared, 3)
-				.doOnNext(fixed -> checkFits(call, l, fixed))
-				.then(lease(client, rankKey, bootstrap, registration))
+		return connection.bounded(call, client -> InstanceInfo.fix(client, keys, bootstrap, declared)
+				.doOnNext(fixed -> InstanceInfo.checkFits(call, fixed, l))
+				.then(leases.lease(client, rankKey, bootstrap, registration))
 				.flatMap(lease -> future(() -> client.getKVClient().put(bytes(rankKey), ByteSequence.from(endpoint),
 						PutOption.builder().withLeaseId(lease).build())))
 				.doOnNext(put -> LOG.debug("Registered {} as {}", rankKey,
@@ -424,12 +378,11 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		Objects.requireNonNull(registration, "registration");
 		ParallelLayout l = registration.layout();
 		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
-		return bounded("deregister " + place(l) + " of " + bootstrap, client -> Mono.defer(() -> {
-			RankLease lease = leases.remove(rankKey);
+		return connection.bounded("deregister " + place(l) + " of " + bootstrap, client -> Mono.defer(() -> {
+			Long lease = leases.withdraw(rankKey);
 			if (lease != null) {
-				lease.stop();
-				return future(() -> client.getLeaseClient().revoke(lease.id))
-						.doOnNext(r -> LOG.debug("Revoked lease {} of {}", Long.toHexString(lease.id), rankKey))
+				return future(() -> client.getLeaseClient().revoke(lease))
+						.doOnNext(r -> LOG.debug("Revoked lease {} of {}", Long.toHexString(lease), rankKey))
 						// Already ended (expired, or an earlier try of this revoke went through): the key is gone.
 						.onErrorResume(EtcdErrors::isLeaseNotFound, e -> Mono.empty())
 						.then();
@@ -451,7 +404,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		String call = "parallel info of " + bootstrap;
-		return bounded(call, client -> future(() -> client.getKVClient().txn()
+		return connection.bounded(call, client -> future(() -> client.getKVClient().txn()
 				.Then(Op.get(bytes(keys.info(bootstrap)), GetOption.DEFAULT),
 						Op.get(bytes(keys.ranks(bootstrap)), GetOption.builder().isPrefix(true).withCountOnly(true)
 								.build()))
@@ -459,8 +412,9 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				.handle((txn, sink) -> {
 					GetResponse info = txn.getGetResponses().get(0);
 					long registered = txn.getGetResponses().get(1).getCount();
-					InstanceSizes sizes = info.getKvs().isEmpty() ? null : readSizes(call, info.getKvs().get(0));
-					if (sizes == null || registered < sizes.totalRanks()) {
+					PrefillSizes sizes = info.getKvs().isEmpty() ? null
+							: RegistryCodec.readSizes(call, info.getKvs().get(0));
+					if (sizes == null || !sizes.isComplete(registered)) {
 						sink.error(new BootstrapException(BootstrapException.Kind.NOT_READY, 503, call
 								+ ": prefill instance not fully registered yet (" + registered + " of "
 								+ (sizes == null ? "?" : sizes.totalRanks()) + " ranks registered in etcd "
@@ -479,14 +433,14 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		checkRank("ppRank", ppRank);
 		String call = "rank dp=" + dpGroup + " tp=" + tpRank + " pp=" + ppRank + " of " + bootstrap;
 		String rankKey = keys.rank(bootstrap, dpGroup, 0, tpRank, ppRank);
-		return bounded(call, client -> future(() -> client.getKVClient().get(bytes(rankKey)))
+		return connection.bounded(call, client -> future(() -> client.getKVClient().get(bytes(rankKey)))
 				.handle((get, sink) -> {
 					if (get.getKvs().isEmpty()) {
 						sink.error(new BootstrapException(BootstrapException.Kind.NOT_FOUND, 404, call
 								+ ": not registered in etcd " + endpoints + " (no key " + rankKey + ")"));
 						return;
 					}
-					sink.next(readEndpoint(call, get.getKvs().get(0)));
+					sink.next(RegistryCodec.readEndpoint(call, get.getKvs().get(0)));
 				}));
 	}
 
@@ -497,7 +451,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	@Override
 	public Mono<Void> health(HostPort bootstrap) {
-		return bounded("health", client -> future(() -> client.getKVClient().get(bytes(keys.instances()),
+		return connection.bounded("health", client -> future(() -> client.getKVClient().get(bytes(keys.instances()),
 				GetOption.builder().withCountOnly(true).build())).then());
 	}
 
@@ -518,7 +472,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	public <T> Mono<T> call(String call, Function<Client, Mono<T>> body) {
 		Objects.requireNonNull(call, "call");
 		Objects.requireNonNull(body, "body");
-		return bounded(call, body);
+		return connection.bounded(call, body);
 	}
 
 	/**
@@ -527,266 +481,12 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	@Override
 	public void dispose() {
-		Object previous = state.getAndSet(DISPOSED);
-		leases.values().forEach(RankLease::stop);
-		leases.clear();
-		if (previous instanceof Client client) {
-			client.close();
-		}
+		connection.dispose(leases::stopAll);
 	}
 
 	@Override
 	public boolean isDisposed() {
-		return state.get() == DISPOSED;
-	}
-
-	// ---------------------------------------------------------------------------------------------------------------
-
-	/**
-	 * Makes sure the instance's sizes are fixed and answers them: the declared ones if no {@code info} key exists or
-	 * no rank is registered any more, else the stored ones.
-	 */
-	private Mono<InstanceSizes> fixSizes(Client client, HostPort bootstrap, InstanceSizes declared, int tries) {
-		ByteSequence info = bytes(keys.info(bootstrap));
-		return future(() -> client.getKVClient().txn()
-				.If(new Cmp(info, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
-				.Then(Op.put(info, ByteSequence.from(declared.toJson()), PutOption.DEFAULT))
-				.Else(Op.get(info, GetOption.DEFAULT), Op.get(bytes(keys.ranks(bootstrap)),
-						GetOption.builder().isPrefix(true).withCountOnly(true).build()))
-				.commit())
-				.flatMap(txn -> {
-					if (txn.isSucceeded()) {
-						LOG.info("Prefill instance {} sizes fixed by its first registration: {}", bootstrap, declared);
-						return Mono.just(declared);
-					}
-					List<KeyValue> stored = txn.getGetResponses().get(0).getKvs();
-					if (stored.isEmpty()) {
-						// Deleted between the compare and the read: start over.
-						return retryFix(client, bootstrap, declared, tries);
-					}
-					KeyValue kv = stored.get(0);
-					InstanceSizes fixed = readSizes("sizes of " + bootstrap, kv);
-					if (fixed.equals(declared)) {
-						return Mono.just(fixed);
-					}
-					if (txn.getGetResponses().get(1).getCount() > 0) {
-						LOG.warn("Registration for {} declares {} but the instance is {} (fixed by its first "
-								+ "registration)", bootstrap, declared, fixed);
-						return Mono.just(fixed);
-					}
-					// No rank left: the instance was restarted with another shape.
-					return future(() -> client.getKVClient().txn()
-							.If(new Cmp(info, Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
-							.Then(Op.put(info, ByteSequence.from(declared.toJson()), PutOption.DEFAULT))
-							.commit())
-							.flatMap(replaced -> {
-								if (!replaced.isSucceeded()) {
-									return retryFix(client, bootstrap, declared, tries);
-								}
-								LOG.info("Prefill instance {} had no rank registered; its sizes are now {} (were {})",
-										bootstrap, declared, fixed);
-								return Mono.just(declared);
-							});
-				});
-	}
-
-	private Mono<InstanceSizes> retryFix(Client client, HostPort bootstrap, InstanceSizes declared, int tries) {
-		if (tries <= 1) {
-			return Mono.error(new BootstrapException(BootstrapException.Kind.OTHER, 0, "sizes of " + bootstrap
-					+ " keep changing under concurrent registrations; try again"));
-		}
-		return fixSizes(client, bootstrap, declared, tries - 1);
-	}
-
-	private static void checkFits(String call, ParallelLayout l, InstanceSizes fixed) {
-		checkFits(call, "dp group", l.dpGroup(), fixed.dpSize(), "dp_size");
-		checkFits(call, "attn_tp_rank", l.attnTpRank(), fixed.attnTpSize(), "attn_tp_size");
-		checkFits(call, "pp_rank", l.ppRank(), fixed.ppSize(), "pp_size");
-	}
-
-	private static void checkFits(String call, String field, int rank, int size, String sizeName) {
-		if (rank >= size) {
-			throw new BootstrapException(BootstrapException.Kind.BAD_REQUEST, 400, call + ": " + field + " : " + rank
-					+ " (expected: 0.." + (size - 1) + " for the " + sizeName + " " + size
-					+ " fixed by the instance's first registration)");
-		}
-	}
-
-	/** The rank's live lease, or a new one, renewed until deregistered or found ended. */
-	private Mono<Long> lease(Client client, String rankKey, HostPort bootstrap, PrefillRegistration registration) {
-		return Mono.defer(() -> {
-			RankLease held = leases.get(rankKey);
-			if (held != null && held.alive.get()) {
-				return Mono.just(held.id);
-			}
-			return future(() -> client.getLeaseClient().grant(leaseTtl.toSeconds())).map(granted -> {
-				RankLease fresh = new RankLease(rankKey, granted.getID(), bootstrap, registration);
-				RankLease previous = leases.put(rankKey, fresh);
-				if (previous != null && previous != held) {
-					// A concurrent registration of the same rank won a lease too: keep ours, end theirs.
-					previous.stop();
-					client.getLeaseClient().revoke(previous.id);
-				}
-				if (state.get() == DISPOSED) {
-					fresh.stop();
-				}
-				else {
-					fresh.keepAlive = client.getLeaseClient().keepAlive(fresh.id, fresh);
-				}
-				LOG.debug("Granted lease {} ({} s) for {}", Long.toHexString(fresh.id), leaseTtl.toSeconds(), rankKey);
-				return fresh.id;
-			});
-		});
-	}
-
-	/** The watch behind {@link #changes()}: opened by the first subscriber, resumed after failures. */
-	private Flux<RegistryChange> watch() {
-		AtomicLong seen = new AtomicLong();
-		return connection()
-				.flatMapMany(client -> Flux.<RegistryChange>create(sink -> open(client, seen, sink)))
-				.doOnError(CompactedException.class, e -> {
-					// The revisions after the last one seen are gone: changes in between may be lost; watch from now.
-					LOG.warn("etcd compacted the revisions after {} before the watch resumed; changes in between may "
-							+ "not be reported", seen.get());
-					seen.set(0);
-				})
-				.retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(100)).maxBackoff(Duration.ofSeconds(2))
-						.filter(e -> !isDisposed())
-						.doBeforeRetry(s -> LOG.warn("etcd watch failed, resuming after revision {}: {}", seen.get(),
-								EtcdErrors.map("watch " + keys.instances(), access(), timeout, s.failure())
-										.getMessage())));
-	}
-
-	private void open(Client client, AtomicLong seen, FluxSink<RegistryChange> sink) {
-		WatchOption.Builder option = WatchOption.builder().isPrefix(true).withPrevKV(true);
-		if (seen.get() > 0) {
-			option.withRevision(seen.get() + 1);
-		}
-		Watch.Watcher watcher = client.getWatchClient().watch(bytes(keys.instances()), option.build(),
-				Watch.listener(response -> {
-					for (WatchEvent event : response.getEvents()) {
-						seen.accumulateAndGet(event.getKeyValue().getModRevision(), Math::max);
-						RegistryChange change = toChange(event);
-						if (change != null) {
-							LOG.debug("Registry change: {}", change);
-							sink.next(change);
-						}
-					}
-				}, sink::error, sink::complete));
-		sink.onDispose(watcher::close);
-	}
-
-	private RegistryChange toChange(WatchEvent event) {
-		RegistryKeys.Parsed key = keys.parse(event.getKeyValue().getKey().toString(StandardCharsets.UTF_8));
-		if (key == null) {
-			return null;
-		}
-		boolean deleted = event.getEventType() == WatchEvent.EventType.DELETE;
-		KeyValue prev = event.getPrevKV();
-		boolean hadValue = prev != null && prev.getVersion() > 0;
-		if (key.isInfo()) {
-			if (deleted || (hadValue && !sameSizes(prev.getValue(), event.getKeyValue().getValue()))) {
-				return RegistryChange.instance(key.instance());
-			}
-			return null;
-		}
-		if (deleted) {
-			return new RegistryChange(key.instance(), RegistryChange.Kind.RANK_REMOVED, key.dpGroup(), key.tpRank(),
-					key.ppRank());
-		}
-		if (hadValue && !prev.getValue().equals(event.getKeyValue().getValue())) {
-			return new RegistryChange(key.instance(), RegistryChange.Kind.RANK_MOVED, key.dpGroup(), key.tpRank(),
-					key.ppRank());
-		}
-		return null;
-	}
-
-	private static boolean sameSizes(ByteSequence before, ByteSequence after) {
-		try {
-			return InstanceSizes.fromJson(before.getBytes()).equals(InstanceSizes.fromJson(after.getBytes()));
-		}
-		catch (IllegalArgumentException e) {
-			return before.equals(after);
-		}
-	}
-
-	/**
-	 * Runs one call on the connection, bounded by the timeout, with failures typed. Building the client on the first
-	 * call is local work (no network) and is not counted against the timeout.
-	 */
-	private <T> Mono<T> bounded(String call, Function<Client, Mono<T>> body) {
-		return connection().flatMap(client -> Mono.defer(() -> {
-			// What etcd answers while it elects a leader or a member is down passes: such calls are tried again
-			// (every call here is idempotent) until the timeout, which then reports the last such failure.
-			AtomicReference<Throwable> transientFailure = new AtomicReference<>();
-			return body.apply(client)
-					// A member that died with the call in flight answers nothing (or, as a follower that lost its
-					// leader, only after etcd's own request timeout, 7 s by default): ask again instead.
-					.timeout(attemptTimeout(), Schedulers.parallel())
-					.retryWhen(Retry.backoff(Long.MAX_VALUE, RETRY_FIRST_DELAY).maxBackoff(RETRY_MAX_DELAY)
-							.filter(e -> EtcdErrors.isTransient(e) && !isDisposed())
-							.doBeforeRetry(s -> {
-								transientFailure.set(s.failure());
-								LOG.debug("{}: retrying after {}", call, EtcdErrors.describe(s.failure()));
-							}))
-					.timeout(timeout, Schedulers.parallel())
-					.onErrorMap(TimeoutException.class, e -> transientFailure.get() == null ? e
-							: EtcdErrors.gaveUp(transientFailure.get(), timeout, access()));
-		})).onErrorMap(e -> EtcdErrors.map(call, access(), timeout, e));
-	}
-
-	private Duration attemptTimeout() {
-		return timeout.compareTo(MAX_ATTEMPT_TIMEOUT) < 0 ? timeout : MAX_ATTEMPT_TIMEOUT;
-	}
-
-	/** The etcd client, created on first use off the caller's thread (building it starts Vert.x). */
-	private Mono<Client> connection() {
-		return Mono.defer(() -> {
-			Object current = state.get();
-			if (current instanceof Client client) {
-				return Mono.just(client);
-			}
-			if (current == DISPOSED) {
-				return Mono.error(new IllegalStateException("etcd registry client disposed"));
-			}
-			return Mono.fromCallable(this::connect).subscribeOn(Schedulers.boundedElastic());
-		});
-	}
-
-	private Client connect() {
-		for (;;) {
-			Object current = state.get();
-			if (current instanceof Client client) {
-				return client;
-			}
-			if (current == DISPOSED) {
-				throw new IllegalStateException("etcd registry client disposed");
-			}
-			ClientBuilder builder = Client.builder()
-					.endpoints(endpoints.stream().map(e -> URI.create((tls == null ? "http://" : "https://") + e))
-							.toList())
-					.connectTimeout(timeout)
-					// Calls fail at once, with the reason, when no member can be connected to (refused, TLS
-					// handshake failed), instead of waiting for one until the attempt times out with no reason;
-					// bounded() tries again what passes by itself. jetcd retries nothing itself: its retries would
-					// hide a TLS failure behind the attempt timeout as well.
-					.waitForReady(false)
-					.retryMaxAttempts(0)
-					.retryMaxDuration(timeout);
-			if (tls != null) {
-				builder.sslContext(tls.context());
-			}
-			if (credentials != null) {
-				builder.user(ByteSequence.from(credentials.user, StandardCharsets.UTF_8))
-						.password(ByteSequence.from(credentials.password));
-			}
-			Client created = builder.build();
-			if (state.compareAndSet(null, created)) {
-				LOG.debug("Connected etcd registry client to {}", this);
-				return created;
-			}
-			created.close();
-		}
+		return connection.isDisposed();
 	}
 
 	private static <T> Mono<T> future(Supplier<CompletableFuture<T>> call) {
@@ -798,34 +498,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	}
 
 	static byte[] endpointJson(PrefillRegistration registration) {
-		return InstanceSizes.JSON.createObjectNode().put("rank_ip", registration.rankIp())
-				.put("rank_port", registration.rankPort()).toString().getBytes(StandardCharsets.UTF_8);
-	}
-
-	private static HostPort readEndpoint(String call, KeyValue kv) {
-		try {
-			JsonNode node = InstanceSizes.JSON.readTree(kv.getValue().getBytes());
-			JsonNode ip = node == null ? null : node.get("rank_ip");
-			JsonNode port = node == null ? null : node.get("rank_port");
-			if (ip == null || !ip.isTextual() || port == null || !port.canConvertToInt()) {
-				throw new IllegalArgumentException("expected {\"rank_ip\": text, \"rank_port\": integer}");
-			}
-			return new HostPort(ip.textValue(), port.intValue());
-		}
-		catch (IOException | IllegalArgumentException e) {
-			throw new BootstrapException(BootstrapException.Kind.OTHER, 0, call + ": unreadable value of "
-					+ kv.getKey().toString(StandardCharsets.UTF_8) + ": " + e.getMessage(), e);
-		}
-	}
-
-	private static InstanceSizes readSizes(String call, KeyValue kv) {
-		try {
-			return InstanceSizes.fromJson(kv.getValue().getBytes());
-		}
-		catch (IllegalArgumentException e) {
-			throw new BootstrapException(BootstrapException.Kind.OTHER, 0, call + ": unreadable value of "
-					+ kv.getKey().toString(StandardCharsets.UTF_8) + ": " + e.getMessage(), e);
-		}
+		return RegistryCodec.endpointJson(registration.rankIp(), registration.rankPort());
 	}
 
 	private static String place(ParallelLayout l) {
@@ -835,62 +508,6 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	private static void checkRank(String name, int rank) {
 		if (rank < 0) {
 			throw new IllegalArgumentException(name + " : " + rank + " (expected: >= 0)");
-		}
-	}
-
-	/**
-	 * One rank's lease and its renewals. When etcd reports the lease ended while the rank is still registered, the
-	 * rank registers again (a new lease, its key written anew).
-	 */
-	private final class RankLease implements StreamObserver<LeaseKeepAliveResponse> {
-
-		final String rankKey;
-		final long id;
-		final HostPort bootstrap;
-		final PrefillRegistration registration;
-		final AtomicBoolean alive = new AtomicBoolean(true);
-		volatile CloseableClient keepAlive;
-
-		RankLease(String rankKey, long id, HostPort bootstrap, PrefillRegistration registration) {
-			this.rankKey = rankKey;
-			this.id = id;
-			this.bootstrap = bootstrap;
-			this.registration = registration;
-		}
-
-		void stop() {
-			alive.set(false);
-			CloseableClient k = keepAlive;
-			if (k != null) {
-				k.close();
-			}
-		}
-
-		@Override
-		public void onNext(LeaseKeepAliveResponse response) {
-			if (response.getTTL() <= 0) {
-				ended("etcd reports it expired");
-			}
-		}
-
-		@Override
-		public void onError(Throwable error) {
-			ended(EtcdErrors.describe(error));
-		}
-
-		@Override
-		public void onCompleted() {
-			ended("renewals stopped");
-		}
-
-		private void ended(String why) {
-			if (!alive.compareAndSet(true, false) || leases.get(rankKey) != this || isDisposed()) {
-				return;
-			}
-			LOG.warn("Lease {} of {} ended ({}); registering again", Long.toHexString(id), rankKey, why);
-			stop();
-			register(bootstrap, registration).subscribe(null, e -> LOG.warn("Registering {} again failed: {}",
-					rankKey, EtcdErrors.describe(e)));
 		}
 	}
 }

@@ -14,6 +14,7 @@ import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.registry.etcd.EtcdBootstrapClient;
 import io.kvferry.registry.etcd.RegistryKeys;
 import org.slf4j.Logger;
@@ -133,8 +134,8 @@ public final class EtcdRouteStore implements RouteStore {
 					if (key != null && !txn.getGetResponses().get(2).getKvs().isEmpty()) {
 						JsonNode value = Json.readObject(txn.getGetResponses().get(2).getKvs().get(0).getValue()
 								.getBytes());
-						endpoint = new RankEndpoint(Json.requiredString(value, "rank_ip"),
-								Json.requiredInt(value, "rank_port"));
+						endpoint = new RankEndpoint(Json.requiredString(value, BootstrapFields.RANK_IP),
+								Json.requiredInt(value, BootstrapFields.RANK_PORT));
 					}
 					lastTopology = topology;
 					lastRegistered = registered;

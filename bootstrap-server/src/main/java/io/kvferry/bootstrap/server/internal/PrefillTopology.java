@@ -2,7 +2,6 @@ package io.kvferry.bootstrap.server.internal;
 
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -10,11 +9,14 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvferry.bootstrap.BootstrapFields;
+import io.kvferry.bootstrap.PrefillSizes;
 
 /**
  * A prefill instance's instance-level fields, as its registrations declare them and as SGLang's server keeps them:
- * each is fixed by the first registration, except {@code kv_cache_dtype} and {@code prefill_http_port}, which the
- * first registration that carries a value fixes ({@link #fillMissing}).
+ * each is fixed by the first registration (the sizes by the rule of {@link PrefillSizes}), except
+ * {@code kv_cache_dtype} and {@code prefill_http_port}, which the first registration that carries a value fixes
+ * ({@link #fillMissing}). Field names are {@link BootstrapFields}'.
  *
  * @param attnTpSize attention TP size
  * @param attnCpSize attention CP size (1 in SGLang's older protocol, which has no CP)
@@ -32,15 +34,9 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 		String kvCacheDtype, boolean followBootstrapRoom, boolean enableDsaCacheLayerSplit, Integer prefillHttpPort,
 		Map<String, JsonNode> passedThrough) {
 
-	/** SGLang's decode-side scratch fields of its {@code PrefillServerInfo}: always {@code null} on the wire. */
-	private static final List<String> SCRATCH_FIELDS = List.of("target_tp_rank", "target_tp_ranks",
-			"target_cp_ranks", "target_pp_ranks", "required_dst_info_num", "required_prefill_response_num");
-
 	/** Every field of today's parallel-info answer but the passed-through ones: a registration cannot set them. */
-	public static final Set<String> ANSWER_FIELDS = Stream.concat(Stream.of("attn_tp_size", "attn_cp_size",
-			"dp_size", "pp_size", "page_size", "kv_cache_dtype", "follow_bootstrap_room",
-			"enable_dsa_cache_layer_split", "prefill_http_port"), SCRATCH_FIELDS.stream())
-			.collect(Collectors.toUnmodifiableSet());
+	public static final Set<String> ANSWER_FIELDS = Stream.concat(BootstrapFields.PARALLEL_INFO.stream(),
+			BootstrapFields.PARALLEL_INFO_SCRATCH.stream()).collect(Collectors.toUnmodifiableSet());
 
 	public PrefillTopology {
 		passedThrough = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(passedThrough,
@@ -61,25 +57,23 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 				passedThrough.put(field.getKey(), field.getValue());
 			}
 		});
-		return new PrefillTopology(Json.requiredInt(json, "attn_tp_size"), Json.requiredInt(json, "attn_cp_size"),
-				Json.requiredInt(json, "dp_size"), Json.requiredInt(json, "pp_size"),
-				Json.requiredInt(json, "page_size"), Json.optionalString(json, "kv_cache_dtype"),
-				Json.optionalBoolean(json, "follow_bootstrap_room", false),
-				Json.optionalBoolean(json, "enable_dsa_cache_layer_split", false),
-				Json.optionalIntOrIntText(json, "prefill_http_port"), passedThrough);
+		return new PrefillTopology(Json.requiredInt(json, BootstrapFields.ATTN_TP_SIZE),
+				Json.requiredInt(json, BootstrapFields.ATTN_CP_SIZE), Json.requiredInt(json, BootstrapFields.DP_SIZE),
+				Json.requiredInt(json, BootstrapFields.PP_SIZE), Json.requiredInt(json, BootstrapFields.PAGE_SIZE),
+				Json.optionalString(json, BootstrapFields.KV_CACHE_DTYPE),
+				Json.optionalBoolean(json, BootstrapFields.FOLLOW_BOOTSTRAP_ROOM, false),
+				Json.optionalBoolean(json, BootstrapFields.ENABLE_DSA_CACHE_LAYER_SPLIT, false),
+				Json.optionalIntOrIntText(json, BootstrapFields.PREFILL_HTTP_PORT), passedThrough);
+	}
+
+	/** @return the sizes the first registration fixed, which the rule of {@link PrefillSizes} keeps */
+	public PrefillSizes sizes() {
+		return new PrefillSizes(attnTpSize, attnCpSize, dpSize, ppSize, pageSize);
 	}
 
 	/** @return dp × cp × tp × pp: how many distinct ranks make the instance complete */
 	public long totalRanks() {
-		// Each size is at most Registration.MAX_SIZE (2^16): the product of four could overflow a long, so saturate.
-		long total = 1;
-		for (int size : new int[] { dpSize, attnCpSize, attnTpSize, ppSize }) {
-			if (total > Long.MAX_VALUE / size) {
-				return Long.MAX_VALUE;
-			}
-			total *= size;
-		}
-		return total;
+		return sizes().totalRanks();
 	}
 
 	/**
@@ -87,8 +81,7 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 	 * @return whether both describe the same parallel shape and page size
 	 */
 	public boolean sameShape(PrefillTopology other) {
-		return attnTpSize == other.attnTpSize && attnCpSize == other.attnCpSize && dpSize == other.dpSize
-				&& ppSize == other.ppSize && pageSize == other.pageSize;
+		return sizes().equals(other.sizes());
 	}
 
 	/**
@@ -110,12 +103,7 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 
 	/** @return the older protocol's parallel-info answer ({@code GET /route} with engine_rank, target_dp_group, pp all −1) */
 	public Map<String, Object> toLegacyJson() {
-		Map<String, Object> json = new LinkedHashMap<>();
-		json.put("prefill_attn_tp_size", attnTpSize);
-		json.put("prefill_dp_size", dpSize);
-		json.put("prefill_pp_size", ppSize);
-		json.put("prefill_page_size", pageSize);
-		return json;
+		return BootstrapFields.legacyParallelInfo(sizes());
 	}
 
 	/**
@@ -125,24 +113,23 @@ public record PrefillTopology(int attnTpSize, int attnCpSize, int dpSize, int pp
 	 */
 	public Map<String, Object> toJson() {
 		Map<String, Object> json = new LinkedHashMap<>();
-		json.put("attn_tp_size", attnTpSize);
-		json.put("attn_cp_size", attnCpSize);
-		json.put("dp_size", dpSize);
-		json.put("pp_size", ppSize);
-		json.put("page_size", pageSize);
-		json.put("kv_cache_dtype", kvCacheDtype);
-		json.put("follow_bootstrap_room", followBootstrapRoom);
-		json.put("enable_dsa_cache_layer_split", enableDsaCacheLayerSplit);
-		json.put("prefill_http_port", prefillHttpPort);
+		json.put(BootstrapFields.ATTN_TP_SIZE, attnTpSize);
+		json.put(BootstrapFields.ATTN_CP_SIZE, attnCpSize);
+		json.put(BootstrapFields.DP_SIZE, dpSize);
+		json.put(BootstrapFields.PP_SIZE, ppSize);
+		json.put(BootstrapFields.PAGE_SIZE, pageSize);
+		json.put(BootstrapFields.KV_CACHE_DTYPE, kvCacheDtype);
+		json.put(BootstrapFields.FOLLOW_BOOTSTRAP_ROOM, followBootstrapRoom);
+		json.put(BootstrapFields.ENABLE_DSA_CACHE_LAYER_SPLIT, enableDsaCacheLayerSplit);
+		json.put(BootstrapFields.PREFILL_HTTP_PORT, prefillHttpPort);
 		json.putAll(passedThrough);
-		SCRATCH_FIELDS.forEach(field -> json.put(field, null));
+		BootstrapFields.PARALLEL_INFO_SCRATCH.forEach(field -> json.put(field, null));
 		return json;
 	}
 
 	@Override
 	public String toString() {
-		return "dp=" + dpSize + " cp=" + attnCpSize + " tp=" + attnTpSize + " pp=" + ppSize + " page_size=" + pageSize
-				+ (kvCacheDtype == null ? "" : " kv_cache_dtype=" + kvCacheDtype)
+		return sizes() + (kvCacheDtype == null ? "" : " kv_cache_dtype=" + kvCacheDtype)
 				+ (enableDsaCacheLayerSplit ? " dsa_cache_layer_split" : "")
 				+ (passedThrough.isEmpty() ? "" : " passed through: " + passedThrough.keySet());
 	}

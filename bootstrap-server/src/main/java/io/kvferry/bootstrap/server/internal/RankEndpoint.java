@@ -1,8 +1,9 @@
 package io.kvferry.bootstrap.server.internal;
 
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+
+import io.kvferry.bootstrap.BootstrapFields;
 
 /**
  * A prefill rank's published endpoint, answered to decode ranks as {@code {"rank_ip": .., "rank_port": ..}}.
@@ -18,10 +19,7 @@ public record RankEndpoint(String rankIp, int rankPort) {
 
 	/** @return the JSON object decode ranks expect, in SGLang's key order */
 	public Map<String, Object> toJson() {
-		Map<String, Object> json = new LinkedHashMap<>();
-		json.put("rank_ip", rankIp);
-		json.put("rank_port", rankPort);
-		return json;
+		return BootstrapFields.endpoint(rankIp, rankPort);
 	}
 
 	@Override

@@ -8,9 +8,12 @@ import java.util.Objects;
 import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvferry.bootstrap.BootstrapFields;
+import io.kvferry.bootstrap.PrefillSizes;
 
 /**
- * One validated {@code PUT /route} body: a rank publishing its endpoint. Accepts the older protocol's fields (with {@code role})
+ * One validated {@code PUT /route} body: a rank publishing its endpoint. The fields read are
+ * {@link BootstrapFields#REGISTRATION}. Accepts the older protocol's fields (with {@code role})
  * and today's SGLang fields ({@code attn_cp_size}, {@code attn_cp_rank}, {@code kv_cache_dtype},
  * {@code load_balance_method}, {@code enable_dsa_cache_layer_split}, {@code prefill_http_port}, no {@code role}).
  * <p>
@@ -46,10 +49,10 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		Integer prefillHttpPort, Map<String, JsonNode> instanceFields) {
 
 	/** SGLang's role string for prefill ranks. */
-	public static final String PREFILL = "Prefill";
+	public static final String PREFILL = BootstrapFields.PREFILL_ROLE;
 
 	/** SGLang's default prefill DP dispatch: the DP rank follows from the bootstrap room. */
-	public static final String FOLLOW_BOOTSTRAP_ROOM = "follow_bootstrap_room";
+	public static final String FOLLOW_BOOTSTRAP_ROOM = BootstrapFields.FOLLOW_BOOTSTRAP_ROOM_METHOD;
 
 	/** Largest accepted size of any one parallel dimension; far above any real deployment. */
 	public static final int MAX_SIZE = 65536;
@@ -57,10 +60,7 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 	private static final int MAX_RANK_IP_LENGTH = 255;
 
 	/** The fields {@link #parse} reads; none of them is passed through. */
-	private static final Set<String> KNOWN_FIELDS = Set.of("role", "attn_tp_size", "attn_tp_rank", "attn_cp_size",
-			"attn_cp_rank", "attn_dp_size", "attn_dp_rank", "pp_size", "pp_rank", "system_dp_size", "system_dp_rank",
-			"rank_ip", "rank_port", "page_size", "kv_cache_dtype", "load_balance_method",
-			"enable_dsa_cache_layer_split", "prefill_http_port");
+	private static final Set<String> KNOWN_FIELDS = Set.copyOf(BootstrapFields.REGISTRATION);
 
 	public Registration {
 		Objects.requireNonNull(role, "role");
@@ -77,17 +77,17 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 	 */
 	public static Registration parse(JsonNode body) {
 		Objects.requireNonNull(body, "body");
-		String role = Json.optionalString(body, "role");
-		int attnTpSize = size(body, "attn_tp_size");
-		int attnTpRank = rank(body, "attn_tp_rank", attnTpSize, "attn_tp_size");
-		int attnCpSize = optionalSize(body, "attn_cp_size");
-		int attnCpRank = optionalRank(body, "attn_cp_rank", attnCpSize, "attn_cp_size");
-		int attnDpSize = size(body, "attn_dp_size");
-		int attnDpRank = rank(body, "attn_dp_rank", attnDpSize, "attn_dp_size");
-		int ppSize = size(body, "pp_size");
-		int ppRank = rank(body, "pp_rank", ppSize, "pp_size");
-		int systemDpSize = size(body, "system_dp_size");
-		int systemDpRank = Json.requiredInt(body, "system_dp_rank");
+		String role = Json.optionalString(body, BootstrapFields.ROLE);
+		int attnTpSize = size(body, BootstrapFields.ATTN_TP_SIZE);
+		int attnTpRank = rank(body, BootstrapFields.ATTN_TP_RANK, attnTpSize, BootstrapFields.ATTN_TP_SIZE);
+		int attnCpSize = optionalSize(body, BootstrapFields.ATTN_CP_SIZE);
+		int attnCpRank = optionalRank(body, BootstrapFields.ATTN_CP_RANK, attnCpSize, BootstrapFields.ATTN_CP_SIZE);
+		int attnDpSize = size(body, BootstrapFields.ATTN_DP_SIZE);
+		int attnDpRank = rank(body, BootstrapFields.ATTN_DP_RANK, attnDpSize, BootstrapFields.ATTN_DP_SIZE);
+		int ppSize = size(body, BootstrapFields.PP_SIZE);
+		int ppRank = rank(body, BootstrapFields.PP_RANK, ppSize, BootstrapFields.PP_SIZE);
+		int systemDpSize = size(body, BootstrapFields.SYSTEM_DP_SIZE);
+		int systemDpRank = Json.requiredInt(body, BootstrapFields.SYSTEM_DP_RANK);
 		// With DP attention SGLang sends system_dp_size 1 and may still send the scheduler's DP rank here; the value
 		// is only used (and so only bounded by the size) when system_dp_size > 1.
 		if (systemDpRank < 0 || (systemDpSize > 1 && systemDpRank >= systemDpSize)) {
@@ -95,22 +95,23 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 					+ (systemDpSize > 1 ? "0.." + (systemDpSize - 1) + " for system_dp_size " + systemDpSize : ">= 0")
 					+ ")");
 		}
-		String rankIp = Json.requiredString(body, "rank_ip");
+		String rankIp = Json.requiredString(body, BootstrapFields.RANK_IP);
 		checkRankIp(rankIp);
-		int rankPort = Json.requiredIntOrIntText(body, "rank_port");
+		int rankPort = Json.requiredIntOrIntText(body, BootstrapFields.RANK_PORT);
 		if (rankPort < 1 || rankPort > 65535) {
 			throw RequestException.badRequest("rank_port : " + rankPort + " (expected: 1..65535)");
 		}
-		int pageSize = Json.requiredIntOrIntText(body, "page_size");
+		int pageSize = Json.requiredIntOrIntText(body, BootstrapFields.PAGE_SIZE);
 		if (pageSize < 1) {
 			throw RequestException.badRequest("page_size : " + pageSize + " (expected: >= 1)");
 		}
-		String kvCacheDtype = Json.optionalString(body, "kv_cache_dtype");
-		String loadBalanceMethod = Json.optionalString(body, "load_balance_method");
-		boolean followBootstrapRoom = body.has("load_balance_method") ? FOLLOW_BOOTSTRAP_ROOM.equals(loadBalanceMethod)
-				: true;
-		boolean enableDsaCacheLayerSplit = Json.optionalBoolean(body, "enable_dsa_cache_layer_split", false);
-		Integer prefillHttpPort = Json.optionalIntOrIntText(body, "prefill_http_port");
+		String kvCacheDtype = Json.optionalString(body, BootstrapFields.KV_CACHE_DTYPE);
+		String loadBalanceMethod = Json.optionalString(body, BootstrapFields.LOAD_BALANCE_METHOD);
+		boolean followBootstrapRoom = body.has(BootstrapFields.LOAD_BALANCE_METHOD)
+				? FOLLOW_BOOTSTRAP_ROOM.equals(loadBalanceMethod) : true;
+		boolean enableDsaCacheLayerSplit = Json.optionalBoolean(body, BootstrapFields.ENABLE_DSA_CACHE_LAYER_SPLIT,
+				false);
+		Integer prefillHttpPort = Json.optionalIntOrIntText(body, BootstrapFields.PREFILL_HTTP_PORT);
 		if (prefillHttpPort != null && (prefillHttpPort < 1 || prefillHttpPort > 65535)) {
 			throw RequestException.badRequest("prefill_http_port : " + prefillHttpPort + " (expected: 1..65535)");
 		}
@@ -150,7 +151,7 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 
 	/** @return the request field {@link #dpGroup()} came from, for messages */
 	public String dpGroupField() {
-		return systemDpSize == 1 ? "attn_dp_rank" : "system_dp_rank";
+		return PrefillSizes.dpGroupField(systemDpSize);
 	}
 
 	/** @return where this rank goes in the table */

@@ -49,7 +49,7 @@ public interface RouteStore extends Disposable {
 
 		/** @return whether every rank of the instance (dp × cp × tp × pp) has registered */
 		public boolean isReady() {
-			return topology != null && registered >= topology.totalRanks();
+			return topology != null && topology.sizes().isComplete(registered);
 		}
 	}
 }

@@ -108,7 +108,7 @@ public final class RouteTable implements RouteStore {
 	/** @return whether every rank of the instance (dp × cp × tp × pp) has registered */
 	public boolean isReady() {
 		PrefillTopology fixed = topology.get();
-		return fixed != null && distinctRanks.get() >= fixed.totalRanks();
+		return fixed != null && fixed.sizes().isComplete(distinctRanks.get());
 	}
 
 	/**
@@ -124,16 +124,10 @@ public final class RouteTable implements RouteStore {
 	 * @throws RequestException 400 when the registration's rank lies outside the fixed sizes
 	 */
 	static void checkFits(Registration registration, PrefillTopology fixed) {
-		checkFits(registration.dpGroupField(), registration.dpGroup(), fixed.dpSize(), "dp size");
-		checkFits("attn_cp_rank", registration.attnCpRank(), fixed.attnCpSize(), "attn_cp_size");
-		checkFits("attn_tp_rank", registration.attnTpRank(), fixed.attnTpSize(), "attn_tp_size");
-		checkFits("pp_rank", registration.ppRank(), fixed.ppSize(), "pp_size");
-	}
-
-	private static void checkFits(String field, int rank, int size, String sizeName) {
-		if (rank >= size) {
-			throw RequestException.badRequest(field + " : " + rank + " (expected: 0.." + (size - 1) + " for the "
-					+ sizeName + " " + size + " fixed by the instance's first registration)");
+		String misfit = fixed.sizes().misfit(registration.dpGroupField(), registration.dpGroup(),
+				registration.attnCpRank(), registration.attnTpRank(), registration.ppRank());
+		if (misfit != null) {
+			throw RequestException.badRequest(misfit);
 		}
 	}
 }

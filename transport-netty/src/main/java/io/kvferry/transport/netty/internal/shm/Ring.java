@@ -1,7 +1,6 @@
 package io.kvferry.transport.netty.internal.shm;
 
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -16,6 +15,7 @@ import java.util.HexFormat;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import io.kvferry.spi.NativeMemory;
 import io.netty.util.internal.PlatformDependent;
 
 /**
@@ -47,18 +47,6 @@ public final class Ring {
 	/** How ring files are named. */
 	static final Pattern NAME = Pattern.compile("kvferry-[0-9a-f]{32}");
 	private static final SecureRandom RANDOM = new SecureRandom();
-	private static final sun.misc.Unsafe UNSAFE;
-
-	static {
-		try {
-			Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
-			f.setAccessible(true);
-			UNSAFE = (sun.misc.Unsafe) f.get(null);
-		}
-		catch (ReflectiveOperationException | RuntimeException e) {
-			throw new ExceptionInInitializerError("kvferry needs sun.misc.Unsafe (module jdk.unsupported): " + e);
-		}
-	}
 
 	private final Path path;
 	private final byte[] nonce;
@@ -214,7 +202,7 @@ public final class Ring {
 	public void unmap() {
 		if (!unmapped) {
 			unmapped = true;
-			UNSAFE.invokeCleaner(map);
+			NativeMemory.unmap(map);
 			closeQuietly(file);
 		}
 	}

@@ -1,0 +1,185 @@
+package io.kvferry.bootstrap.client;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.kvferry.bootstrap.BootstrapException;
+import io.netty.channel.ChannelOption;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.ssl.SslContext;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.ByteBufFlux;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.client.HttpClientResponse;
+import reactor.netty.resources.ConnectionProvider;
+
+/**
+ * The HTTP side of one {@link ReactorBootstrapClient}: its connection pool, created on the first call and reused by
+ * every later one from any thread, and the bounded exchange each call is. No {@code ByteBuf} leaves this class: bodies
+ * are copied into byte arrays as they arrive and Reactor Netty releases its buffers.
+ */
+final class BootstrapHttp {
+
+	/** Connections kept per bootstrap server. */
+	static final int MAX_CONNECTIONS = 16;
+
+	/** Calls that may wait for a pooled connection per bootstrap server, beyond {@link #MAX_CONNECTIONS}. */
+	static final int MAX_PENDING_ACQUIRES = 1024;
+
+	/** Idle pooled connections are closed before a server's keep-alive timeout (aiohttp: 75 s) closes them. */
+	static final Duration MAX_IDLE_TIME = Duration.ofSeconds(20);
+
+	/** {@link #transport} once disposed. */
+	private static final Object DISPOSED = new Object();
+
+	private final Duration timeout;
+	/** Null: no Authorization header. */
+	private final String bearerToken;
+	private final int maxResponseBytes;
+	/** Null: plain HTTP. */
+	private final SslContext sslContext;
+	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
+	private final AtomicReference<Object> transport = new AtomicReference<>();
+
+	BootstrapHttp(Duration timeout, String bearerToken, int maxResponseBytes, SslContext sslContext) {
+		this.timeout = timeout;
+		this.bearerToken = bearerToken;
+		this.maxResponseBytes = maxResponseBytes;
+		this.sslContext = sslContext;
+	}
+
+	/**
+	 * One HTTP exchange, bounded by the timeout: a 200 answer's body, or a {@link BootstrapException}.
+	 *
+	 * @param body the JSON request body (then the bearer token, if any, is sent), or null for none
+	 */
+	Mono<byte[]> exchange(HttpMethod method, String url, byte[] body) {
+		String call = call(method, url);
+		return Mono.defer(() -> {
+			// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
+			HttpClient.RequestSender request = pool().http.request(method).uri(URI.create(url));
+			HttpClient.ResponseReceiver<?> receiver = body == null ? request : request.send((req, out) -> {
+				req.header(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+				if (bearerToken != null) {
+					req.header(HttpHeaderNames.AUTHORIZATION, "Bearer " + bearerToken);
+				}
+				return out.sendByteArray(Mono.just(body));
+			});
+			return receiver.response((response, content) -> readAnswer(call, response, content))
+					.next()
+					// Looked up per subscription, like the retry scheduler, so a virtual clock installed later applies.
+					.timeout(timeout, Schedulers.parallel());
+		})
+				.onErrorMap(error -> BootstrapErrors.fromFailure(call, timeout, error));
+	}
+
+	private Mono<byte[]> readAnswer(String call, HttpClientResponse response, ByteBufFlux content) {
+		int status = response.status().code();
+		String reason = response.status().reasonPhrase();
+		// asByteArray copies each chunk while Reactor Netty still holds it; Reactor Netty then releases the buffer.
+		return content.asByteArray()
+				.collect(() -> new Body(call, status, maxResponseBytes), Body::append)
+				.handle((answer, sink) -> {
+					byte[] bytes = answer.toByteArray();
+					if (status == 200) {
+						sink.next(bytes);
+					}
+					else {
+						sink.error(BootstrapErrors.fromStatus(call, status, reason, bytes));
+					}
+				});
+	}
+
+	private Pool pool() {
+		for (;;) {
+			Object current = transport.get();
+			if (current instanceof Pool pool) {
+				return pool;
+			}
+			if (current == DISPOSED) {
+				throw new IllegalStateException("bootstrap client disposed");
+			}
+			Pool created = new Pool(timeout, sslContext);
+			if (transport.compareAndSet(null, created)) {
+				return created;
+			}
+			// Another call won the race; this pool never opened a connection.
+			created.provider.dispose();
+		}
+	}
+
+	/** Closes the pool, if one was created, without waiting; later calls fail. Idempotent, any thread. */
+	void dispose() {
+		Object previous = transport.getAndSet(DISPOSED);
+		if (previous instanceof Pool pool) {
+			pool.provider.dispose();
+		}
+	}
+
+	boolean isDisposed() {
+		return transport.get() == DISPOSED;
+	}
+
+	/** @return the method and URL, as failure messages start */
+	static String call(HttpMethod method, String url) {
+		return method.name() + " " + url;
+	}
+
+	/** The HTTP client and the pool it owns; created on first use. */
+	private static final class Pool {
+
+		final ConnectionProvider provider;
+		final HttpClient http;
+
+		Pool(Duration timeout, SslContext sslContext) {
+			this.provider = ConnectionProvider.builder("kvferry-bootstrap")
+					.maxConnections(MAX_CONNECTIONS)
+					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
+					.pendingAcquireTimeout(timeout)
+					.maxIdleTime(MAX_IDLE_TIME)
+					.build();
+			int connectMillis = (int) Math.max(1, Math.min(RegisterRetry.saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
+			HttpClient client = HttpClient.create(provider).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
+			// The handshake is part of the call, so the call's timeout bounds it too.
+			this.http = sslContext == null ? client
+					: client.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(timeout));
+		}
+	}
+
+	/** An answer body being read, refused once it grows past the limit. Used by one exchange at a time. */
+	private static final class Body {
+
+		private final String call;
+		private final int status;
+		private final int maxBytes;
+		private byte[] bytes = new byte[256];
+		private int length;
+
+		Body(String call, int status, int maxBytes) {
+			this.call = call;
+			this.status = status;
+			this.maxBytes = maxBytes;
+		}
+
+		void append(byte[] chunk) {
+			if (chunk.length > maxBytes - length) {
+				throw new BootstrapException(BootstrapException.Kind.OTHER, status,
+						call + ": answer larger than " + maxBytes + " bytes");
+			}
+			if (length + chunk.length > bytes.length) {
+				bytes = Arrays.copyOf(bytes, Math.min(maxBytes, Math.max(bytes.length * 2, length + chunk.length)));
+			}
+			System.arraycopy(chunk, 0, bytes, length, chunk.length);
+			length += chunk.length;
+		}
+
+		byte[] toByteArray() {
+			return Arrays.copyOf(bytes, length);
+		}
+	}
+}

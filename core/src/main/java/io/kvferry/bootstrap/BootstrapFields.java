@@ -1,0 +1,174 @@
+package io.kvferry.bootstrap;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+import io.kvferry.ParallelLayout;
+
+/**
+ * SGLang's bootstrap JSON, named once: the registration a prefill rank sends with {@code PUT /route}, the two
+ * parallel-info answers of {@code GET /route} (today's and the older protocol's), a rank's endpoint, and what a
+ * registry stores. The HTTP client, the bootstrap server and the etcd registry all name fields through this class, and
+ * {@link #registration(PrefillRegistration)} is the one encoder of a registration, so a new field is added here and
+ * nowhere else.
+ *
+ * <p>Encoders answer ordered maps of field names to strings, numbers and booleans, which any JSON library writes as
+ * they are: core carries no JSON library.
+ */
+public final class BootstrapFields {
+
+	// ---- A prefill rank's registration (PUT /route) -------------------------------------------------------------
+
+	/** The rank's role; SGLang's older protocol only, today's SGLang sends none. */
+	public static final String ROLE = "role";
+	public static final String ATTN_TP_SIZE = "attn_tp_size";
+	public static final String ATTN_TP_RANK = "attn_tp_rank";
+	public static final String ATTN_CP_SIZE = "attn_cp_size";
+	public static final String ATTN_CP_RANK = "attn_cp_rank";
+	public static final String ATTN_DP_SIZE = "attn_dp_size";
+	public static final String ATTN_DP_RANK = "attn_dp_rank";
+	public static final String PP_SIZE = "pp_size";
+	public static final String PP_RANK = "pp_rank";
+	public static final String SYSTEM_DP_SIZE = "system_dp_size";
+	public static final String SYSTEM_DP_RANK = "system_dp_rank";
+	public static final String RANK_IP = "rank_ip";
+	public static final String RANK_PORT = "rank_port";
+	public static final String PAGE_SIZE = "page_size";
+	public static final String KV_CACHE_DTYPE = "kv_cache_dtype";
+	public static final String LOAD_BALANCE_METHOD = "load_balance_method";
+	public static final String ENABLE_DSA_CACHE_LAYER_SPLIT = "enable_dsa_cache_layer_split";
+	public static final String PREFILL_HTTP_PORT = "prefill_http_port";
+
+	/**
+	 * kvferry's own instance-level field: every CP rank sends its share of each room. A bootstrap server does not read
+	 * it; it passes it through to its parallel-info answer as it does any instance-level field it does not know.
+	 */
+	public static final String ALL_CP_RANKS_TRANSFER = "kvferry_all_cp_ranks_transfer";
+
+	/** Every registration field a bootstrap server reads, in SGLang's order; any other is passed through or ignored. */
+	public static final List<String> REGISTRATION = List.of(ROLE, ATTN_TP_SIZE, ATTN_TP_RANK, ATTN_CP_SIZE,
+			ATTN_CP_RANK, ATTN_DP_SIZE, ATTN_DP_RANK, PP_SIZE, PP_RANK, SYSTEM_DP_SIZE, SYSTEM_DP_RANK, RANK_IP,
+			RANK_PORT, PAGE_SIZE, KV_CACHE_DTYPE, LOAD_BALANCE_METHOD, ENABLE_DSA_CACHE_LAYER_SPLIT, PREFILL_HTTP_PORT);
+
+	/** SGLang's role string for prefill ranks. */
+	public static final String PREFILL_ROLE = "Prefill";
+
+	/** SGLang's default prefill DP dispatch, {@value}: the DP rank follows from the bootstrap room. */
+	public static final String FOLLOW_BOOTSTRAP_ROOM_METHOD = "follow_bootstrap_room";
+
+	// ---- Today's parallel-info answer (GET /route with prefill_dp_rank, cp, tp and pp all -1) -------------------
+
+	public static final String DP_SIZE = "dp_size";
+	public static final String FOLLOW_BOOTSTRAP_ROOM = "follow_bootstrap_room";
+
+	/** The instance's sizes: what the first registration fixes and what a registry stores of it. */
+	public static final List<String> SIZES = List.of(ATTN_TP_SIZE, ATTN_CP_SIZE, DP_SIZE, PP_SIZE, PAGE_SIZE);
+
+	/** SGLang's instance-level fields of its {@code PrefillServerInfo}, in its order. */
+	public static final List<String> PARALLEL_INFO = List.of(ATTN_TP_SIZE, ATTN_CP_SIZE, DP_SIZE, PP_SIZE, PAGE_SIZE,
+			KV_CACHE_DTYPE, FOLLOW_BOOTSTRAP_ROOM, ENABLE_DSA_CACHE_LAYER_SPLIT, PREFILL_HTTP_PORT);
+
+	/**
+	 * SGLang's decode-side scratch fields of its {@code PrefillServerInfo}: always {@code null} on the wire, yet its
+	 * decode refuses an answer without them.
+	 */
+	public static final List<String> PARALLEL_INFO_SCRATCH = List.of("target_tp_rank", "target_tp_ranks",
+			"target_cp_ranks", "target_pp_ranks", "required_dst_info_num", "required_prefill_response_num");
+
+	// ---- The older protocol's parallel-info answer (GET /route with engine_rank, dp group and pp all -1) --------
+
+	public static final String PREFILL_ATTN_TP_SIZE = "prefill_attn_tp_size";
+	public static final String PREFILL_DP_SIZE = "prefill_dp_size";
+	public static final String PREFILL_PP_SIZE = "prefill_pp_size";
+	public static final String PREFILL_PAGE_SIZE = "prefill_page_size";
+
+	/** The older answer's fields, in SGLang's order. */
+	public static final List<String> LEGACY_PARALLEL_INFO = List.of(PREFILL_ATTN_TP_SIZE, PREFILL_DP_SIZE,
+			PREFILL_PP_SIZE, PREFILL_PAGE_SIZE);
+
+	// ---- A rank's endpoint (GET /route for one rank; a registry's rank value) -------------------------------------
+
+	/** The endpoint's fields, in SGLang's order. */
+	public static final List<String> ENDPOINT = List.of(RANK_IP, RANK_PORT);
+
+	private BootstrapFields() {
+	}
+
+	/**
+	 * The {@code PUT /route} body of a registration. The CP fields, {@value #ENABLE_DSA_CACHE_LAYER_SPLIT} and
+	 * {@value #ALL_CP_RANKS_TRANSFER} are written only when they say something, so that a body without them is the
+	 * one older servers were always sent.
+	 *
+	 * @param registration what a prefill rank publishes
+	 * @return field names to values, in SGLang's order
+	 */
+	public static Map<String, Object> registration(PrefillRegistration registration) {
+		Objects.requireNonNull(registration, "registration");
+		ParallelLayout layout = registration.layout();
+		Map<String, Object> body = new LinkedHashMap<>();
+		body.put(ROLE, registration.role());
+		body.put(ATTN_TP_SIZE, layout.attnTpSize());
+		body.put(ATTN_TP_RANK, layout.attnTpRank());
+		body.put(ATTN_DP_SIZE, layout.attnDpSize());
+		body.put(ATTN_DP_RANK, layout.attnDpRank());
+		body.put(PP_SIZE, layout.ppSize());
+		body.put(PP_RANK, layout.ppRank());
+		body.put(SYSTEM_DP_SIZE, layout.systemDpSize());
+		body.put(SYSTEM_DP_RANK, layout.systemDpRank());
+		body.put(RANK_IP, registration.rankIp());
+		body.put(RANK_PORT, registration.rankPort());
+		body.put(PAGE_SIZE, registration.pageSize());
+		if (layout.attnCpSize() > 1) {
+			body.put(ATTN_CP_SIZE, layout.attnCpSize());
+			body.put(ATTN_CP_RANK, layout.attnCpRank());
+		}
+		if (registration.dsaCacheLayerSplit()) {
+			body.put(ENABLE_DSA_CACHE_LAYER_SPLIT, true);
+		}
+		if (registration.allCpRanksTransfer()) {
+			body.put(ALL_CP_RANKS_TRANSFER, true);
+		}
+		return body;
+	}
+
+	/**
+	 * @param rankIp the address as the rank registered it
+	 * @param rankPort its port
+	 * @return {@code {"rank_ip": .., "rank_port": ..}}, in SGLang's order
+	 */
+	public static Map<String, Object> endpoint(String rankIp, int rankPort) {
+		Map<String, Object> json = new LinkedHashMap<>();
+		json.put(RANK_IP, Objects.requireNonNull(rankIp, "rankIp"));
+		json.put(RANK_PORT, rankPort);
+		return json;
+	}
+
+	/**
+	 * @param sizes an instance's sizes
+	 * @return {@link #SIZES} to their values, as a registry stores them
+	 */
+	public static Map<String, Object> sizes(PrefillSizes sizes) {
+		Map<String, Object> json = new LinkedHashMap<>();
+		json.put(ATTN_TP_SIZE, sizes.attnTpSize());
+		json.put(ATTN_CP_SIZE, sizes.attnCpSize());
+		json.put(DP_SIZE, sizes.dpSize());
+		json.put(PP_SIZE, sizes.ppSize());
+		json.put(PAGE_SIZE, sizes.pageSize());
+		return json;
+	}
+
+	/**
+	 * @param sizes an instance's sizes
+	 * @return the older protocol's parallel-info answer, {@link #LEGACY_PARALLEL_INFO} to their values
+	 */
+	public static Map<String, Object> legacyParallelInfo(PrefillSizes sizes) {
+		Map<String, Object> json = new LinkedHashMap<>();
+		json.put(PREFILL_ATTN_TP_SIZE, sizes.attnTpSize());
+		json.put(PREFILL_DP_SIZE, sizes.dpSize());
+		json.put(PREFILL_PP_SIZE, sizes.ppSize());
+		json.put(PREFILL_PAGE_SIZE, sizes.pageSize());
+		return json;
+	}
+}
