@@ -460,9 +460,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 		int auxIndex = -1;
 		int[][] stateSlots;
 		int prefixLen;
-		WriteGrant grant;
-		// Set with the requests, before any byte can land.
-		RoomLedger ledger;
+		// The grant and ledger: set with the requests, before any byte can land.
+		GrantLedger ledger;
 		final Set<Session> writers = new HashSet<>();
 		final Set<Session> finished = new HashSet<>();
 		// What landed per stripe, and the fences and Successes that report what was sent.
@@ -631,7 +630,6 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			if (auxIndex != -1) {
 				checkIndices("auxIndex", new int[] { auxIndex }, config.kvArgs().auxRegions());
 			}
-			WriteGrant grant = WriteGrant.of(config.kvArgs(), pages, auxIndex, perRegion);
 			// User code: read before the room's monitor is taken.
 			String traceContext = room.trace.context();
 			synchronized (room) {
@@ -642,7 +640,6 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				room.auxIndex = auxIndex;
 				room.stateSlots = states;
 				room.prefixLen = decodePrefixLen;
-				room.grant = grant;
 				if (room.mapping != null && !room.isTerminal()) {
 					sendRequests(room, traceContext);
 				}
@@ -1057,12 +1054,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 			Tally tally;
 			synchronized (r) {
 				try {
-					if (r.grant == null || !r.writers.contains(this)) {
-						throw new WriteGrant.Refused("the room asked this prefill rank for nothing");
+					if (r.ledger == null || !r.writers.contains(this)) {
+						throw new GrantLedger.Refused("the room asked this prefill rank for nothing");
 					}
-					destination = r.grant.destination(h);
+					destination = r.ledger.destination(h);
 				}
-				catch (WriteGrant.Refused refused) {
+				catch (GrantLedger.Refused refused) {
 					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " wrote outside room " + r.id
 							+ ": " + refused.getMessage(), false);
 					return null;
@@ -1077,7 +1074,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 				try {
 					r.ledger.reserve(h);
 				}
-				catch (WriteGrant.Refused refused) {
+				catch (GrantLedger.Refused refused) {
 					table.fail(r, FailureCause.PROTOCOL, "prefill rank " + endpoint + " wrote room " + r.id
 							+ " more than its ledger allows: " + refused.getMessage(), false);
 					return null;
@@ -1090,7 +1087,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DefaultDecodeKVManager.
 					table.advance(r, KVPoll.TRANSFERRING);
 				}
 			}
-			RoomLedger ledger = r.ledger;
+			GrantLedger ledger = r.ledger;
 			return new PayloadWriter(destination, h, r::acceptsBytes, tally, n -> {
 				bytesReceived.add(n);
 				if (ledger.landed(h.kind(), h.region(), n) && h.kind() == RegionKind.KV) {

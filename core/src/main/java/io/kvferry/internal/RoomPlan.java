@@ -33,7 +33,7 @@ final class RoomPlan {
 	 * @throws TopologyException when a granted item has no prefill rank to write it, or the ranks would write part of
 	 *         an item's bytes more often than the rest
 	 */
-	static RoomLedger ledger(KVArgs args, PeerLayout own, int[] pages, int auxRow, int[][] slotsPerRegion,
+	static GrantLedger ledger(KVArgs args, PeerLayout own, int[] pages, int auxRow, int[][] slotsPerRegion,
 			List<Source> sources) {
 		// The CP ranks of one prefill rank split its pages (or its layers) between them: together they fill what CP
 		// rank 0 alone would, so it stands for them all.
@@ -76,7 +76,7 @@ final class RoomPlan {
 						+ i + ", but none of the " + sources.size() + " prefill ranks asked sends state there");
 			}
 		}
-		return RoomLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
+		return GrantLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
 	}
 
 	/** @return bytes of each slot of decode state buffer {@code i} that one prefill rank sends, as its plan cuts them */
