@@ -47,7 +47,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private static final Logger log = LoggerFactory.getLogger(DecodeRoom.class);
 	private static final int FIRST_BYTE = 1;
 	// No byte may land any more: the room ended.
-	private static final int FENCED = 2;
+	private static final int CLOSED = 2;
 	private static final AtomicIntegerFieldUpdater<DecodeRoom> FLAGS = AtomicIntegerFieldUpdater
 			.newUpdater(DecodeRoom.class, "flags");
 
@@ -255,9 +255,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 		return sources;
 	}
 
-	/** @return whether a byte may still land: the room is live and not fenced; two volatile reads, no lock */
+	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */
 	boolean acceptsBytes() {
-		return (flags & FENCED) == 0 && isLive();
+		return (flags & CLOSED) == 0 && isLive();
 	}
 
 	/**
@@ -385,7 +385,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 		Set<PrefillSession> targets;
 		Set<PrefillSession> pending = new HashSet<>();
 		synchronized (this) {
-			FLAGS.accumulateAndGet(this, FENCED, (f, fenced) -> f | fenced);
+			FLAGS.accumulateAndGet(this, CLOSED, (f, closed) -> f | closed);
 			all = sessions == null ? Set.of() : new LinkedHashSet<>(sessions);
 			targets = new LinkedHashSet<>(all);
 			if (failed) {

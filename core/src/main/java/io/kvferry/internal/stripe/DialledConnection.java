@@ -212,7 +212,7 @@ public final class DialledConnection {
 
 	/** The rank is asked to write the room: its bytes may come on any stripe from now on. */
 	public void expect(long room) {
-		books.computeIfAbsent(room, r -> new FenceBook(this, r, stripes.length));
+		books.computeIfAbsent(room, r -> new FenceBook(this, r, stripes.length)).asked = true;
 	}
 
 	/**
@@ -279,7 +279,8 @@ public final class DialledConnection {
 	/** A stripe's bytes for a room are over: they must be what landed on it. */
 	void onFence(DialledStripe stripe, KVMessage.Fence fence) {
 		FenceBook book = books.get(fence.room());
-		if (book == null || stripe.index == 0) {
+		// A rank not asked to write the room (its Success alone made the book) has no bytes to fence.
+		if (book == null || stripe.index == 0 || !book.asked) {
 			if (book == null && answered(fence.room(), stripe.index)) {
 				return;
 			}

@@ -38,7 +38,7 @@ final class DialledStripe implements ConnectionHandler {
 		}
 		else if (index == 0 || message instanceof KVMessage.Draining) {
 			if (message instanceof KVMessage.Status status) {
-				// Of a room that ended: whatever the rank says, it sends nothing more for it on stripe 0.
+				// Whatever the rank says of a room, it sends nothing more for it on stripe 0 after: an answer to its abort.
 				connection.answered(status.room(), 0);
 			}
 			if (!connection.peer.onMessage(message)) {

@@ -22,6 +22,8 @@ final class FenceBook {
 	private final long room;
 	private final Tally[] tallies;
 	private final AtomicReferenceArray<KVMessage.Fence> fences;
+	// Whether the rank was asked to write the room; set before the request goes out.
+	volatile boolean asked;
 	// Set on stripe 0's thread when the rank's Success arrived: nothing more of the room may come on stripe 0.
 	private volatile boolean settled;
 	// Guarded by this.
