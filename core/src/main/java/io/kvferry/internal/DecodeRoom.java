@@ -337,6 +337,10 @@ final class DecodeRoom extends Room implements KVReceiver {
 				}
 				return;
 			}
+			if (isTerminal()) {
+				// Nothing to judge, and no book of the room's bytes to open on the connection after the room forgot it.
+				return;
+			}
 			if (!succeeded.add(s)) {
 				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for "
 						+ "room " + id + " twice", false);
