@@ -37,7 +37,7 @@ public class WriteGrantBenchmark {
 
 	private final KVArgs args = args();
 	private final int[] granted = granted();
-	private final WriteGrant grant = WriteGrant.of(args, granted, 3, new int[0]);
+	private final GrantLedger grant = GrantLedger.of(args, granted, 3, new int[0]);
 	// Four granted pages in a row (the grant has runs of four), a head slice of them (16 tokens × 4 pages, 256 bytes
 	// each, 2 KiB apart), and a sparse header of one chunk per page, two pages apart.
 	private final DataHeader run = kv(granted[8] * (long) ITEM, 4 * ITEM, 0, 1);
@@ -86,7 +86,7 @@ public class WriteGrantBenchmark {
 
 	/** Once per room and decode rank: the grant is built from the pages decode asked for. */
 	@Benchmark
-	public WriteGrant grantOfARoom() {
-		return WriteGrant.of(args, granted, 3, new int[0]);
+	public GrantLedger grantOfARoom() {
+		return GrantLedger.of(args, granted, 3, new int[0]);
 	}
 }

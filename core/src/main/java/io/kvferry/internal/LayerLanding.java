@@ -33,7 +33,7 @@ final class LayerLanding {
 	// Every emitted layer is replayed to late subscribers: at most one item per layer.
 	private final Sinks.Many<Integer> sink = Sinks.unsafe().many().replay().all();
 	// Set once, when the room asked its prefill ranks (before any byte can land); null before.
-	private volatile RoomLedger ledger;
+	private volatile GrantLedger ledger;
 	// Guarded by this.
 	private final BitSet emitted = new BitSet();
 	private boolean ended;
@@ -77,13 +77,13 @@ final class LayerLanding {
 	}
 
 	/** Sets the room's ledger; called once, before any of its bytes can land. */
-	void expect(RoomLedger roomLedger) {
+	void expect(GrantLedger roomLedger) {
 		ledger = roomLedger;
 	}
 
 	/** Emits the layer of KV buffer {@code region}, whose bytes just became complete, if its other buffers are too. */
 	void landed(int region) {
-		RoomLedger l = ledger;
+		GrantLedger l = ledger;
 		if (l != null && region >= 0 && region < layers.regionCount() && live.getAsBoolean()) {
 			int layer = layers.layerOf(region);
 			if (fills(l, layer) && complete(l, layer)) {
@@ -92,7 +92,7 @@ final class LayerLanding {
 		}
 	}
 
-	private synchronized void emitIfComplete(RoomLedger l, int layer) {
+	private synchronized void emitIfComplete(GrantLedger l, int layer) {
 		if (ended || emitted.get(layer)) {
 			return;
 		}
@@ -111,7 +111,7 @@ final class LayerLanding {
 			return;
 		}
 		ended = true;
-		RoomLedger l = ledger;
+		GrantLedger l = ledger;
 		if (success && l != null) {
 			for (int layer = 0; layer < layers.layers(); layer++) {
 				if (!emitted.get(layer) && fills(l, layer) && complete(l, layer)) {
@@ -123,7 +123,7 @@ final class LayerLanding {
 		sink.tryEmitComplete();
 	}
 
-	private boolean complete(RoomLedger l, int layer) {
+	private boolean complete(GrantLedger l, int layer) {
 		for (int r : layers.regions(layer)) {
 			if (l.landed(RegionKind.KV, r) < l.expected(RegionKind.KV, r)) {
 				return false;
@@ -133,7 +133,7 @@ final class LayerLanding {
 	}
 
 	/** Whether the room's prefill ranks write the layer at all (else it is never emitted). */
-	private boolean fills(RoomLedger l, int layer) {
+	private boolean fills(GrantLedger l, int layer) {
 		for (int r : layers.regions(layer)) {
 			if (l.times(RegionKind.KV, r) == 0) {
 				return false;

@@ -26,8 +26,10 @@ class Room {
 	// states(Scheduler), so no subscriber code runs there.
 	private final Sinks.Many<KVPoll> states = Sinks.unsafe().many().replay().latest();
 
+	// Written under this object's monitor; volatile so that the transport's threads read it without taking that
+	// monitor (a room's byte acceptance asks whether it is live on every frame).
+	private volatile KVPoll state;
 	// Guarded by this.
-	private KVPoll state;
 	private String reason = "";
 	private FailureCause cause;
 	private boolean fromAnotherRank;
@@ -38,7 +40,7 @@ class Room {
 	}
 
 	/** @return the current state, or null before the first update */
-	synchronized KVPoll state() {
+	KVPoll state() {
 		return state;
 	}
 
@@ -56,13 +58,15 @@ class Room {
 		return state == KVPoll.FAILED && fromAnotherRank;
 	}
 
-	synchronized boolean isTerminal() {
-		return state != null && state.isTerminal();
+	boolean isTerminal() {
+		KVPoll s = state;
+		return s != null && s.isTerminal();
 	}
 
 	/** A room that may still send or receive bytes: known and not terminal. */
-	synchronized boolean isLive() {
-		return state != null && !state.isTerminal();
+	boolean isLive() {
+		KVPoll s = state;
+		return s != null && !s.isTerminal();
 	}
 
 	/**

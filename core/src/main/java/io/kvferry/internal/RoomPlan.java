@@ -1,9 +1,11 @@
 package io.kvferry.internal;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
 import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
 import io.kvferry.internal.topology.HeadSlicing;
@@ -33,7 +35,7 @@ final class RoomPlan {
 	 * @throws TopologyException when a granted item has no prefill rank to write it, or the ranks would write part of
 	 *         an item's bytes more often than the rest
 	 */
-	static RoomLedger ledger(KVArgs args, PeerLayout own, int[] pages, int auxRow, int[][] slotsPerRegion,
+	static GrantLedger ledger(KVArgs args, PeerLayout own, int[] pages, int auxRow, int[][] slotsPerRegion,
 			List<Source> sources) {
 		// The CP ranks of one prefill rank split its pages (or its layers) between them: together they fill what CP
 		// rank 0 alone would, so it stands for them all.
@@ -76,7 +78,7 @@ final class RoomPlan {
 						+ i + ", but none of the " + sources.size() + " prefill ranks asked sends state there");
 			}
 		}
-		return RoomLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
+		return GrantLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
 	}
 
 	/** @return bytes of each slot of decode state buffer {@code i} that one prefill rank sends, as its plan cuts them */
@@ -102,5 +104,36 @@ final class RoomPlan {
 					+ itemLen + "-byte item (expected: every byte of it equally often)");
 		}
 		return Math.toIntExact(bytesPerItem / itemLen);
+	}
+
+	/**
+	 * Checks indices a receiver was given for one kind of buffer: each names an item of every such buffer, once.
+	 *
+	 * @throws IllegalArgumentException naming the first index that does not
+	 */
+	static void checkIndices(String what, int[] indices, List<MemoryRegion> regions) {
+		if (indices.length == 0) {
+			return;
+		}
+		if (regions.isEmpty()) {
+			throw new IllegalArgumentException(what + " given but this rank registered no such buffers");
+		}
+		long items = Long.MAX_VALUE;
+		for (MemoryRegion r : regions) {
+			items = Math.min(items, r.itemCount());
+		}
+		for (int i : indices) {
+			if (i < 0 || i >= items) {
+				throw new IllegalArgumentException(what + " : " + i + " (expected: 0.." + (items - 1) + ")");
+			}
+		}
+		int[] sorted = indices.clone();
+		Arrays.sort(sorted);
+		for (int i = 1; i < sorted.length; i++) {
+			if (sorted[i] == sorted[i - 1]) {
+				// Two positions would land in one item: one of them would overwrite the other.
+				throw new IllegalArgumentException(what + " " + sorted[i] + " listed twice (expected: distinct)");
+			}
+		}
 	}
 }

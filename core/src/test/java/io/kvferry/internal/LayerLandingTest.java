@@ -44,7 +44,7 @@ class LayerLandingTest {
 	@Test
 	void aLayerIsEmittedOnceOnlyWhenItsKAndVBuffersAreBothComplete() {
 		// Draft layer unfilled: not a layer of the room. Items of 10 bytes, 3 pages.
-		RoomLedger ledger = ledger(10, new int[] { 1, 2, 3 }, 1, 1, 1, 1, 1, 1, 0, 0);
+		GrantLedger ledger = ledger(10, new int[] { 1, 2, 3 }, 1, 1, 1, 1, 1, 1, 0, 0);
 		landing.expect(ledger);
 		List<Integer> seen = new ArrayList<>();
 		landing.flux(Schedulers.immediate()).subscribe(seen::add);
@@ -64,7 +64,7 @@ class LayerLandingTest {
 
 	@Test
 	void afterAFailureNoMoreLayersAndTheStreamCompletes() {
-		RoomLedger ledger = ledger(4, new int[] { 0 }, 1, 1, 1, 1, 1, 1, 1, 1);
+		GrantLedger ledger = ledger(4, new int[] { 0 }, 1, 1, 1, 1, 1, 1, 1, 1);
 		landing.expect(ledger);
 		StepVerifier.create(landing.flux(Schedulers.immediate()))
 				.then(() -> {
@@ -92,7 +92,7 @@ class LayerLandingTest {
 
 	@Test
 	void concurrentLandingsEmitEachLayerOnce() throws Exception {
-		RoomLedger ledger = ledger(1000, new int[] { 0 }, 1, 1, 1, 1, 1, 1, 1, 1);
+		GrantLedger ledger = ledger(1000, new int[] { 0 }, 1, 1, 1, 1, 1, 1, 1, 1);
 		landing.expect(ledger);
 		List<Integer> seen = Collections.synchronizedList(new ArrayList<>());
 		landing.flux(Schedulers.immediate()).subscribe(seen::add);
@@ -114,20 +114,20 @@ class LayerLandingTest {
 		assertThat(seen).containsExactlyInAnyOrder(0, 1, 2, 3);
 	}
 
-	private void land(RoomLedger ledger, int region, long n) {
+	private void land(GrantLedger ledger, int region, long n) {
 		if (ledger.landed(RegionKind.KV, region, n)) {
 			landing.landed(region);
 		}
 	}
 
 	/** A ledger over 8 KV buffers of {@code itemLen}-byte pages, each written {@code times[r]} times. */
-	private static RoomLedger ledger(int itemLen, int[] pages, int... times) {
+	private static GrantLedger ledger(int itemLen, int[] pages, int... times) {
 		List<MemoryRegion> kv = new ArrayList<>();
 		for (int r = 0; r < 8; r++) {
 			kv.add(MemoryRegion.of(1L << 20, 16L * itemLen, itemLen));
 		}
 		KVArgs args = KVArgs.builder().pageSize(1).kvRegions(kv).draftLayers(1).build();
-		return RoomLedger.of(args, pages, -1, new int[0][], times, 0, new int[0]);
+		return GrantLedger.of(args, pages, -1, new int[0][], times, 0, new int[0]);
 	}
 
 	@Test

@@ -71,16 +71,15 @@ class RoomLedgerModelTest {
 
 	/** @return -1 on Success, the index of the refused write, or writes.size() when incomplete at the end */
 	private int runLedger(Room room, List<DataHeader> writes) {
-		WriteGrant grant = WriteGrant.of(args, room.pages, room.auxRow, new int[][] { room.slots });
-		RoomLedger ledger = RoomLedger.of(args, room.pages, room.auxRow, new int[][] { room.slots }, room.kvTimes,
+		GrantLedger ledger = GrantLedger.of(args, room.pages, room.auxRow, new int[][] { room.slots }, room.kvTimes,
 				room.auxTimes, new int[] { room.stateTimes });
 		for (int i = 0; i < writes.size(); i++) {
 			DataHeader h = writes.get(i);
 			try {
-				grant.destination(h);
+				ledger.destination(h);
 				ledger.reserve(h);
 			}
-			catch (WriteGrant.Refused refused) {
+			catch (GrantLedger.Refused refused) {
 				return i;
 			}
 			ledger.landed(h.kind(), h.region(), h.payloadLength());

@@ -41,7 +41,7 @@ class RoomPlanTest {
 
 	@Test
 	void twoPrefillRanksFillEachPageOnceBetweenThemAndEachSendTheAuxRowAndHalfTheSlot() {
-		RoomLedger l = RoomPlan.ledger(decodeArgs, decode, new int[] { 1, 2 }, 3, new int[][] { { 5 } },
+		GrantLedger l = RoomPlan.ledger(decodeArgs, decode, new int[] { 1, 2 }, 3, new int[][] { { 5 } },
 				List.of(new RoomPlan.Source(prefill(2, 0, true), 0), new RoomPlan.Source(prefill(2, 1, true), 0)));
 		assertThat(l.times(RegionKind.KV, 0)).isEqualTo(1);
 		assertThat(l.times(RegionKind.KV, 1)).isEqualTo(1);
@@ -53,7 +53,7 @@ class RoomPlanTest {
 
 	@Test
 	void onlyRanksWithAuxBuffersCountForTheAuxRow() {
-		RoomLedger l = RoomPlan.ledger(decodeArgs, decode, new int[] { 1 }, 3, new int[][] { {} },
+		GrantLedger l = RoomPlan.ledger(decodeArgs, decode, new int[] { 1 }, 3, new int[][] { {} },
 				List.of(new RoomPlan.Source(prefill(2, 0, true), 0), new RoomPlan.Source(prefill(2, 1, false), 0)));
 		assertThat(l.times(RegionKind.AUX, 0)).isEqualTo(1);
 		assertThat(l.times(RegionKind.STATE, 0)).as("no slot asked for").isZero();
@@ -76,11 +76,11 @@ class RoomPlanTest {
 
 	@Test
 	void aKvBufferNoRankFillsTakesNoWrite() {
-		RoomLedger l = RoomLedger.of(decodeArgs, new int[] { 1 }, -1, new int[][] { {} }, new int[] { 1, 0 }, 0,
+		GrantLedger l = GrantLedger.of(decodeArgs, new int[] { 1 }, -1, new int[][] { {} }, new int[] { 1, 0 }, 0,
 				new int[] { 0 });
 		l.reserve(new DataHeader(1, RegionKind.KV, 0, 64, 64, 0, 1));
 		assertThatThrownBy(() -> l.reserve(new DataHeader(1, RegionKind.KV, 1, 64, 64, 0, 1)))
-				.isInstanceOf(WriteGrant.Refused.class)
+				.isInstanceOf(GrantLedger.Refused.class)
 				.hasMessage("KV buffer 1 receives nothing for this room (no prefill rank the room asked fills it)");
 		l.landed(RegionKind.KV, 0, 64);
 		assertThat(l.incomplete()).isNull();
@@ -88,7 +88,7 @@ class RoomPlanTest {
 
 	@Test
 	void whatIsMissingNamesTheItemsAndTheirBytesPartialWritesIncluded() {
-		RoomLedger l = RoomLedger.of(decodeArgs, new int[] { 1, 2 }, -1, new int[][] { {} }, new int[] { 1, 1 }, 0,
+		GrantLedger l = GrantLedger.of(decodeArgs, new int[] { 1, 2 }, -1, new int[][] { {} }, new int[] { 1, 1 }, 0,
 				new int[] { 0 });
 		l.reserve(new DataHeader(1, RegionKind.KV, 0, 64, 64, 0, 1));
 		l.reserve(new DataHeader(1, RegionKind.KV, 0, 128 + 8, 16, 32, 2));

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Every header field a peer controls that becomes an address, fuzzed: random and adversarial DATA headers (strides and
  * counts whose products overflow, offsets at the ends of the address space, regions and kinds that do not exist,
- * negative values a codec would never pass) are judged by {@link WriteGrant} and by a brute-force model that walks
+ * negative values a codec would never pass) are judged by {@link GrantLedger} and by a brute-force model that walks
  * every byte the header would write and asks "does it lie in the region, in an item the room was granted?". The two
  * must never disagree.
  */
@@ -28,7 +28,7 @@ class WriteGrantFuzzTest {
 	private static final int[] HUGE_COUNTS = { (1 << 20) + 1, 1 << 16, Integer.MAX_VALUE, 0, -1, Integer.MIN_VALUE };
 
 	/** A decode rank's regions and one room's grant, with the grant as plain sets for the model. */
-	private record World(KVArgs args, WriteGrant grant, boolean[][][] granted) {
+	private record World(KVArgs args, GrantLedger grant, boolean[][][] granted) {
 
 		List<MemoryRegion> regions(RegionKind kind) {
 			return kind == RegionKind.KV ? args.kvRegions()
@@ -78,7 +78,7 @@ class WriteGrantFuzzTest {
 		try {
 			address = world.grant().destination(h);
 		}
-		catch (WriteGrant.Refused refused) {
+		catch (GrantLedger.Refused refused) {
 			address = null;
 		}
 		assertThat(address != null).as("grant vs model for %s", h).isEqualTo(model);
@@ -159,7 +159,7 @@ class WriteGrantFuzzTest {
 		granted[0] = mark(kv, pages);
 		granted[1] = mark(aux, auxRow < 0 ? new int[0] : new int[] { auxRow });
 		granted[2] = mark(state, slots);
-		return new World(args, WriteGrant.of(args, pages, auxRow, slots), granted);
+		return new World(args, GrantLedger.of(args, pages, auxRow, slots), granted);
 	}
 
 	/** Distinct-ish picks: duplicates are kept on purpose (an engine may repeat a page). */

@@ -23,7 +23,7 @@ class WriteGrantTest {
 			.auxRegions(List.of(MemoryRegion.of(BASE << 2, 8L * 64, 64)))
 			.stateRegions(List.of(MemoryRegion.of(BASE << 3, 8L * 256, 256)))
 			.build();
-	private static final WriteGrant GRANT = WriteGrant.of(ARGS, new int[] { 9, 3, 4, 5, 4 }, 2, new int[] { 6 });
+	private static final GrantLedger GRANT = GrantLedger.of(ARGS, new int[] { 9, 3, 4, 5, 4 }, 2, new int[] { 6 });
 
 	private static DataHeader kv(int region, long offset, int chunkLen, long stride, int count) {
 		return new DataHeader(7, RegionKind.KV, region, offset, chunkLen, stride, count);
@@ -42,13 +42,13 @@ class WriteGrantTest {
 				.stateRegions(List.of(MemoryRegion.of(BASE << 3, 8L * 256, 256), MemoryRegion.of(BASE << 4, 8L * 64, 64)))
 				.stateKinds(List.of(io.kvferry.StateKind.MAMBA, io.kvferry.StateKind.SWA))
 				.build();
-		WriteGrant grant = WriteGrant.of(hybrid, new int[] { 3 }, 2, new int[][] { { 1 }, { 4, 5 } });
+		GrantLedger grant = GrantLedger.of(hybrid, new int[] { 3 }, 2, new int[][] { { 1 }, { 4, 5 } });
 		assertThat(grant.destination(new DataHeader(7, RegionKind.STATE, 0, 256, 256, 0, 1))).isEqualTo((BASE << 3) + 256);
 		assertThat(grant.destination(new DataHeader(7, RegionKind.STATE, 1, 4 * 64, 128, 0, 1)))
 				.isEqualTo((BASE << 4) + 4 * 64);
 		// Slot 4 is an SWA page of this room, not its Mamba slot; slot 1 is its Mamba slot, not an SWA page.
 		assertThatThrownBy(() -> grant.destination(new DataHeader(7, RegionKind.STATE, 0, 4 * 256, 256, 0, 1)))
-				.isInstanceOf(WriteGrant.Refused.class).hasMessage("STATE item 4 of region 0 was not asked for");
+				.isInstanceOf(GrantLedger.Refused.class).hasMessage("STATE item 4 of region 0 was not asked for");
 		assertThatThrownBy(() -> grant.destination(new DataHeader(7, RegionKind.STATE, 1, 64, 64, 0, 1)))
 				.hasMessage("STATE item 1 of region 1 was not asked for");
 	}
@@ -56,7 +56,7 @@ class WriteGrantTest {
 	@Test
 	void oneByteIntoAPageNotGrantedIsRefused() {
 		assertThatThrownBy(() -> GRANT.destination(kv(0, 3L * ITEM, 3 * ITEM + 1, 0, 1)))
-				.isInstanceOf(WriteGrant.Refused.class).hasMessage("KV item 6 of region 0 was not asked for");
+				.isInstanceOf(GrantLedger.Refused.class).hasMessage("KV item 6 of region 0 was not asked for");
 		assertThatThrownBy(() -> GRANT.destination(kv(0, 3L * ITEM - 1, 2, 0, 1)))
 				.hasMessage("KV item 2 of region 0 was not asked for");
 	}
@@ -76,7 +76,7 @@ class WriteGrantTest {
 	void strideArithmeticThatOverflowsIsRefusedNotWrapped() {
 		// (count - 1) × stride wraps to a small span in 64-bit two's complement if computed naively.
 		DataHeader wrap = kv(0, 3L * ITEM, 1, 1L << 44, (1 << 20) + 1);
-		assertThatThrownBy(() -> GRANT.destination(wrap)).isInstanceOf(WriteGrant.Refused.class)
+		assertThatThrownBy(() -> GRANT.destination(wrap)).isInstanceOf(GrantLedger.Refused.class)
 				.hasMessageContaining("outside KV region 0");
 		assertThatThrownBy(() -> GRANT.destination(kv(0, Long.MAX_VALUE - 10, 100, 0, 1)))
 				.hasMessageContaining("beyond 2^63");
@@ -107,7 +107,7 @@ class WriteGrantTest {
 				.isEqualTo((BASE << 3) + 6 * 256);
 		assertThatThrownBy(() -> GRANT.destination(new DataHeader(7, RegionKind.STATE, 0, 6 * 256, 257, 0, 1)))
 				.hasMessage("STATE item 7 of region 0 was not asked for");
-		WriteGrant noAux = WriteGrant.of(ARGS, new int[] { 1 }, -1, new int[0]);
+		GrantLedger noAux = GrantLedger.of(ARGS, new int[] { 1 }, -1, new int[0]);
 		assertThatThrownBy(() -> noAux.destination(new DataHeader(7, RegionKind.AUX, 0, 0, 64, 0, 1)))
 				.hasMessage("AUX item 0 of region 0 was not asked for");
 		assertThatThrownBy(() -> noAux.destination(new DataHeader(7, RegionKind.STATE, 0, 0, 1, 0, 1)))
@@ -116,7 +116,7 @@ class WriteGrantTest {
 
 	@Test
 	void aGrantWithNoPagesRefusesEveryKvByte() {
-		WriteGrant none = WriteGrant.of(ARGS, new int[0], -1, new int[0]);
+		GrantLedger none = GrantLedger.of(ARGS, new int[0], -1, new int[0]);
 		assertThatThrownBy(() -> none.destination(kv(0, 0, 1, 0, 1))).hasMessage("KV item 0 of region 0 was not asked for");
 	}
 }

@@ -1,0 +1,62 @@
+package io.kvferry.internal;
+
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import reactor.core.publisher.Sinks;
+
+/**
+ * A failed decode room's prefill ranks that may still write its pages: the pages are released once each of them went
+ * quiet (acknowledged the abort on every connection, reported the room ended, or lost its connection). A rank that
+ * stays silent past the handshake timeout is disconnected, since only a closed connection guarantees that no byte of
+ * the room lands any more.
+ */
+final class AbortWait {
+
+	private final DecodeRoom room;
+	private final Set<PrefillSession> pending;
+	private final Sinks.Empty<Void> released;
+	// The ranks still owing, plus one for start() itself, so that no early answer releases the room mid-way.
+	private final AtomicInteger owed;
+
+	AbortWait(DecodeRoom room, Set<PrefillSession> pending, Sinks.Empty<Void> released) {
+		this.room = room;
+		this.pending = pending;
+		this.released = released;
+		this.owed = new AtomicInteger(pending.size() + 1);
+	}
+
+	/** Waits for the pending ranks, then tells {@code targets} (every rank not known to be done) of the abort. */
+	void start(Set<PrefillSession> targets) {
+		for (PrefillSession s : pending) {
+			s.connection.awaitQuiet(room.id, this::quiet);
+		}
+		if (!pending.isEmpty()) {
+			room.manager.config.timer().schedule(this::expire, room.manager.config.handshakeTimeout().toNanos(),
+					TimeUnit.NANOSECONDS);
+		}
+		String reason = room.reason();
+		for (PrefillSession s : targets) {
+			s.abort(room.id, reason);
+		}
+		quiet();
+	}
+
+	private void quiet() {
+		if (owed.decrementAndGet() == 0) {
+			released.tryEmitEmpty();
+		}
+	}
+
+	private void expire() {
+		for (PrefillSession s : pending) {
+			String owing = s.connection.owing(room.id);
+			if (owing != null) {
+				s.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room.id + owing
+						+ " within " + room.manager.config.handshakeTimeout() + "; closing so that no byte of the room "
+						+ "can land");
+			}
+		}
+	}
+}

@@ -1,0 +1,419 @@
+package io.kvferry.internal;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.function.BooleanSupplier;
+
+import io.kvferry.FailureCause;
+import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
+import io.kvferry.KVPoll;
+import io.kvferry.KVReceiver;
+import io.kvferry.MemoryRegion;
+import io.kvferry.RoomTrace;
+import io.kvferry.internal.topology.RankMapping;
+import io.kvferry.internal.topology.RankTarget;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.RegionKind;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * One room on a decode rank, and its {@link KVReceiver}: what it asked of which prefill ranks, the grant and ledger
+ * that check and count every write, its layers, and its verdict, which comes from the ledger alone once every rank
+ * that writes the room reported Success with exactly the bytes that landed.
+ *
+ * <p>The room's pages are released (safe to reuse) once no byte can land in them any more: at Success, or after a
+ * failure once every prefill rank that was asked to write the room acknowledged the abort, reported the room ended,
+ * or lost its connection.
+ *
+ * <p>The transport's threads accept bytes without this object's monitor: they read the room's state and the
+ * {@code flags} word, both volatile, and the ledger records writes under its own. The monitor guards what the room
+ * asked and the ranks' reports; no user code runs under it.
+ */
+final class DecodeRoom extends Room implements KVReceiver {
+
+	private static final Logger log = LoggerFactory.getLogger(DecodeRoom.class);
+	private static final int FIRST_BYTE = 1;
+	// No byte may land any more: the room ended.
+	private static final int CLOSED = 2;
+	private static final AtomicIntegerFieldUpdater<DecodeRoom> FLAGS = AtomicIntegerFieldUpdater
+			.newUpdater(DecodeRoom.class, "flags");
+
+	final DefaultDecodeKVManager manager;
+	final HostPort bootstrap;
+	private final Scheduler callbacks;
+	// Completes once no byte can land in the room's pages any more.
+	private final Sinks.Empty<Void> released = Sinks.empty();
+	private final BooleanSupplier live = this::acceptsBytes;
+	private final LayerLanding layers;
+	private volatile int flags;
+	// Set with the requests, before any byte can land.
+	private volatile GrantLedger ledger;
+	// The ranks asked to write the room's pages: a failure waits for them before release.
+	private final Set<PrefillSession> writers = ConcurrentHashMap.newKeySet();
+	// Guarded by this.
+	private RankMapping mapping;
+	private List<PrefillSession> sessions;
+	private int[] pages;
+	private int auxIndex = -1;
+	private int[][] stateSlots;
+	private int prefixLen;
+	private final Set<PrefillSession> finished = new HashSet<>();
+	private final Set<PrefillSession> succeeded = new HashSet<>();
+	private final Set<Integer> responders = new HashSet<>();
+
+	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
+		super(id);
+		this.manager = manager;
+		this.bootstrap = bootstrap;
+		this.callbacks = manager.config.callbackScheduler();
+		this.layers = new LayerLanding(ownLayers, live);
+	}
+
+	@Override
+	public long room() {
+		return id;
+	}
+
+	@Override
+	public KVPoll poll() {
+		return state();
+	}
+
+	@Override
+	public Flux<KVPoll> states() {
+		return states(callbacks);
+	}
+
+	@Override
+	public Mono<Void> completion() {
+		// A failed room errors only once its pages are released, so that freeing them on the error is safe.
+		return states(callbacks).last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
+				: released.asMono().then(Mono.<Void>error(failure())).publishOn(callbacks));
+	}
+
+	@Override
+	public Mono<Void> abort(String reason) {
+		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+		return released.asMono().publishOn(callbacks);
+	}
+
+	@Override
+	public Flux<Integer> layers() {
+		return layers.flux(callbacks);
+	}
+
+	@Override
+	public void sendMetadata(int[] pageIndices, int auxIndex, int[] stateIndices) {
+		sendMetadata(0, pageIndices, auxIndex, new int[][] { stateIndices });
+	}
+
+	@Override
+	public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
+		KVArgs args = manager.config.kvArgs();
+		int pageSize = args.pageSize();
+		if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
+			throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
+					+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
+		}
+		int[] given = pageIndices.clone();
+		List<MemoryRegion> stateRegions = args.stateRegions();
+		int[][] states = StateLists.check(args.stateKinds(), stateRegions.size(), stateIndices);
+		int[][] perRegion = StateLists.perRegion(args.stateKinds(), stateRegions.size(), states);
+		RoomPlan.checkIndices("page index", given, args.kvRegions());
+		for (int i = 0; i < perRegion.length; i++) {
+			RoomPlan.checkIndices("state index", perRegion[i], List.of(stateRegions.get(i)));
+		}
+		if (auxIndex != -1) {
+			RoomPlan.checkIndices("auxIndex", new int[] { auxIndex }, args.auxRegions());
+		}
+		// User code: read before the room's monitor is taken.
+		String traceContext = trace.context();
+		synchronized (this) {
+			if (pages != null) {
+				throw new IllegalStateException("room " + id + ": sendMetadata called twice");
+			}
+			pages = given;
+			this.auxIndex = auxIndex;
+			stateSlots = states;
+			prefixLen = decodePrefixLen;
+			if (mapping != null && !isTerminal()) {
+				sendRequests(traceContext);
+			}
+		}
+	}
+
+	/** The room's prefill ranks are known and connected: ask them, once the pages are known too. */
+	void resolved(DecodeRoutes.Resolved resolved) {
+		// User code: read before the room's monitor is taken.
+		String traceContext = trace.context();
+		synchronized (this) {
+			if (isTerminal()) {
+				// Gave up while resolving: prefill ranks that already made a sender for the room must hear of it.
+				for (PrefillSession s : new LinkedHashSet<>(resolved.sessions())) {
+					s.abort(id, reason());
+				}
+				return;
+			}
+			mapping = resolved.mapping();
+			sessions = resolved.sessions();
+			for (PrefillSession s : sessions) {
+				s.rooms.add(this);
+				if (!s.isUsable()) {
+					// A session can outlive its connection by a moment; a rank that said it drains went on purpose.
+					String drainedReason = s.draining;
+					if (drainedReason != null) {
+						manager.table.fail(this, FailureCause.DRAINING, "prefill rank " + s.endpoint + " drained ("
+								+ drainedReason + ") and is gone: its connection closed", true);
+					}
+					else {
+						manager.table.fail(this, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank "
+								+ s.endpoint, false);
+					}
+					return;
+				}
+				String draining = s.draining;
+				if (draining != null) {
+					// Asking would only get the refusal back: the rank admits no new rooms.
+					manager.table.fail(this, FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + id
+							+ ": " + draining, true);
+					return;
+				}
+			}
+			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			if (pages != null) {
+				sendRequests(traceContext);
+			}
+		}
+	}
+
+	/** Opens the room's grant and ledger, then sends the room's destinations to every target; under the monitor. */
+	private void sendRequests(String traceContext) {
+		KVArgs args = manager.config.kvArgs();
+		List<RankTarget> targets = mapping.targets();
+		GrantLedger l;
+		try {
+			l = RoomPlan.ledger(args, manager.ownLayout, pages, auxIndex, StateLists.perRegion(args.stateKinds(),
+					args.stateRegions().size(), stateSlots), sources());
+		}
+		catch (RuntimeException e) {
+			// The handshakes passed, so the ranks can pair; should the plan still not add up, no byte may be asked for.
+			manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + ": " + BaseKVManager.describe(e), false);
+			return;
+		}
+		layers.expect(l);
+		ledger = l;
+		for (int i = 0; i < targets.size(); i++) {
+			PrefillSession s = sessions.get(i);
+			boolean dummy = targets.get(i).dummy();
+			KVMessage.TransferRequest req = dummy
+					? new KVMessage.TransferRequest(id, new int[0], -1, new int[0], mapping.requiredDstInfoNum(), true,
+							traceContext)
+					: new KVMessage.TransferRequest(id, pages, auxIndex, StateLists.flatten(stateSlots),
+							mapping.requiredDstInfoNum(), false, traceContext, prefixLen,
+							StateLists.counts(args.stateKinds(), stateSlots));
+			if (!dummy) {
+				// From here on this rank may write the room's pages: a failure must wait for it before release.
+				s.connection.expect(id);
+				writers.add(s);
+			}
+			s.send(req, Sends.ifFailed(e -> {
+				// A send fails mostly because the connection went: say so as the connection's own loss does.
+				if (!s.connection.isActive()) {
+					s.lost(this, "Lost connection with prefill rank " + s.endpoint + " while sending room " + id + ": "
+							+ BaseKVManager.describe(e), FailureCause.CONNECTION_LOST);
+					return;
+				}
+				manager.table.fail(this, FailureCause.OTHER, "Failed to send room " + id + " to prefill rank "
+						+ s.endpoint + ": " + BaseKVManager.describe(e), false);
+			}));
+		}
+		trace.event(RoomTrace.Event.REQUEST_SENT, pages.length);
+	}
+
+	/** @return the layouts of the prefill ranks that write the room (not MLA's dummy ranks), with their CP ranks */
+	private List<RoomPlan.Source> sources() {
+		List<RoomPlan.Source> sources = new ArrayList<>();
+		List<RankTarget> targets = mapping.targets();
+		for (int i = 0; i < targets.size(); i++) {
+			if (!targets.get(i).dummy()) {
+				sources.add(new RoomPlan.Source(sessions.get(i).prefill, targets.get(i).cpRank()));
+			}
+		}
+		return sources;
+	}
+
+	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */
+	boolean acceptsBytes() {
+		return (flags & CLOSED) == 0 && isLive();
+	}
+
+	/**
+	 * A data header from {@code from}: checked against the grant, recorded in the ledger, then handed a writer that
+	 * lands its payload. On the transport's thread, without this object's monitor.
+	 *
+	 * @param tally what landed of the room on the header's path, or null when the rank was not asked for the room
+	 * @return where the payload lands, or null to drop it (the room ended, or failed here)
+	 */
+	PayloadSink accept(PrefillSession from, DataHeader h, Tally tally) {
+		if (!acceptsBytes()) {
+			return null;
+		}
+		GrantLedger l = ledger;
+		long destination;
+		try {
+			if (l == null || tally == null || !writers.contains(from)) {
+				throw new GrantLedger.Refused("the room asked this prefill rank for nothing");
+			}
+			destination = l.destination(h);
+			try {
+				l.reserve(h);
+			}
+			catch (GrantLedger.Refused refused) {
+				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
+						+ " more than its ledger allows: " + refused.getMessage(), false);
+				return null;
+			}
+		}
+		catch (GrantLedger.Refused refused) {
+			manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room "
+					+ id + ": " + refused.getMessage(), false);
+			return null;
+		}
+		if (firstByte()) {
+			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
+			manager.table.advance(this, KVPoll.TRANSFERRING);
+		}
+		return new PayloadWriter(destination, h, live, tally, n -> {
+			manager.bytesReceived.add(n);
+			if (l.landed(h.kind(), h.region(), n) && h.kind() == RegionKind.KV) {
+				layers.landed(h.region());
+			}
+		});
+	}
+
+	private boolean firstByte() {
+		int f;
+		do {
+			f = flags;
+			if ((f & FIRST_BYTE) != 0) {
+				return false;
+			}
+		}
+		while (!FLAGS.compareAndSet(this, f, f | FIRST_BYTE));
+		return true;
+	}
+
+	/** A prefill rank's report on the room. */
+	void reported(PrefillSession s, KVMessage.Status status) {
+		synchronized (this) {
+			if (sessions == null || !sessions.contains(s)) {
+				log.warn("[{}] prefill {} reported room {} it does not serve; ignored", manager.name, s.endpoint, id);
+				return;
+			}
+			if (status.status() != KVPoll.SUCCESS) {
+				if (s.connection.reportsFollowBytes()) {
+					// The report follows everything the rank sent for the room.
+					finished.add(s);
+				}
+				if (status.status() == KVPoll.FAILED) {
+					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
+					manager.table.fail(this, s.draining != null ? FailureCause.DRAINING
+							: status.reason().startsWith(KVMessage.OVERLOADED) ? FailureCause.OVERLOAD
+									: FailureCause.PEER_FAILED,
+							"Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
+				}
+				return;
+			}
+			if (isTerminal()) {
+				// Nothing to judge, and no book of the room's bytes to open on the connection after the room forgot it.
+				return;
+			}
+			if (!succeeded.add(s)) {
+				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for "
+						+ "room " + id + " twice", false);
+				return;
+			}
+			s.connection.settle(id, status.bytes(), status.checksum(), mismatch -> rankDone(s, status, mismatch));
+		}
+	}
+
+	/** A rank's Success, once every byte it sent landed: {@code mismatch} says whether they are what it reported. */
+	private void rankDone(PrefillSession s, KVMessage.Status status, String mismatch) {
+		synchronized (this) {
+			if (isTerminal()) {
+				return;
+			}
+			// The rank sends nothing more for the room.
+			finished.add(s);
+			if (mismatch != null) {
+				manager.table.fail(this, FailureCause.INCOMPLETE, mismatch, false);
+				return;
+			}
+			trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
+			responders.add(status.prefillRank());
+			if (responders.size() >= mapping.requiredPrefillResponseNum()) {
+				// Every rank says it is done; decode's own ledger decides whether the room is.
+				GrantLedger l = ledger;
+				String missing = l == null ? "decode had not asked for any page" : l.incomplete();
+				if (missing != null) {
+					manager.table.fail(this, FailureCause.INCOMPLETE, "room " + id + " is incomplete although its "
+							+ "prefill ranks reported Success: " + missing, false);
+					return;
+				}
+				manager.table.advance(this, KVPoll.SUCCESS);
+			}
+		}
+	}
+
+	/**
+	 * The room ended: no byte lands from here on, its ranks forget it, and a failed room's ranks that may still
+	 * write it are told; its pages are released at once after Success, else once each of them went quiet.
+	 */
+	void ended() {
+		boolean failed = state() == KVPoll.FAILED;
+		layers.end(state() == KVPoll.SUCCESS);
+		Set<PrefillSession> all;
+		Set<PrefillSession> targets;
+		Set<PrefillSession> pending = new HashSet<>();
+		synchronized (this) {
+			FLAGS.accumulateAndGet(this, CLOSED, (f, closed) -> f | closed);
+			all = sessions == null ? Set.of() : new LinkedHashSet<>(sessions);
+			targets = new LinkedHashSet<>(all);
+			if (failed) {
+				targets.removeAll(finished);
+				for (PrefillSession s : writers) {
+					if (!finished.contains(s)) {
+						pending.add(s);
+					}
+				}
+			}
+		}
+		for (PrefillSession s : all) {
+			s.rooms.remove(this);
+			s.connection.forget(id);
+		}
+		if (!failed) {
+			released.tryEmitEmpty();
+			return;
+		}
+		new AbortWait(this, pending, released).start(targets);
+	}
+
+	@Override
+	public String toString() {
+		return "Receiver{room=" + id + ", state=" + state() + '}';
+	}
+}

@@ -1,0 +1,407 @@
+package io.kvferry.internal.stripe;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
+
+import io.kvferry.FailureCause;
+import io.kvferry.HostPort;
+import io.kvferry.ProtocolException;
+import io.kvferry.internal.Tally;
+import io.kvferry.spi.CloseReason;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * One prefill rank as decode dials it: {@code width} transport connections (stripes), each read on its own thread,
+ * that the rank's session sees as one connection. Stripe 0 carries the handshake and the control messages; every
+ * stripe carries bytes, and the fences and abort acknowledgements that say a room's bytes on it are over. Here lives
+ * everything striping adds to a session: the joins, what landed per stripe, the fences, the Success held until every
+ * stripe's bytes of the room landed, the abort answered only once every stripe answered it, and closing as one (one
+ * stripe alone cannot serve the rank).
+ *
+ * <p>The session is called on the transport's threads and never under a lock of this class, so it may take its own.
+ */
+public final class DialledConnection {
+
+	/** What the connection tells the rank's session. */
+	public interface Peer {
+
+		/** The first stripe connected, before it is attached: from here on the connection counts as open. */
+		void onConnected();
+
+		/**
+		 * A control message, or a drain notice (every stripe carries one, so that whichever closes first was told why).
+		 *
+		 * @return false when the message is unexpected: the stripe it came on is closed
+		 */
+		boolean onMessage(KVMessage message);
+
+		/**
+		 * @param header a data header the stripes' rules allow
+		 * @param tally what landed of the room on the header's stripe, for the returned sink to feed; null when the
+		 *        rank was not asked for the room
+		 * @return where the payload lands, or null to drop it
+		 */
+		PayloadSink onData(DataHeader header, Tally tally);
+
+		/** A room's bytes broke the stripes' rules or do not match what the rank reported on a stripe. */
+		void onRoomError(long room, FailureCause cause, String reason);
+
+		/** The first stripe closed; the others are being closed. */
+		void onClosing(CloseReason reason);
+
+		/**
+		 * Every stripe closed: nothing more lands from the rank.
+		 *
+		 * @param cause the first stripe's close
+		 * @param counted what the rank is counted lost to: a heartbeat loss if any stripe saw one
+		 */
+		void onClosed(CloseReason cause, CloseReason counted);
+	}
+
+	private final KVTransport transport;
+	private final HostPort endpoint;
+	final Peer peer;
+	final boolean checksums;
+	private final DialledStripe[] stripes;
+	// Rooms the rank was asked to write, or reported: what landed per stripe and the reports of what was sent.
+	private final ConcurrentHashMap<Long, FenceBook> books = new ConcurrentHashMap<>();
+	// Failed rooms whose abort is not answered on every stripe yet.
+	private final ConcurrentHashMap<Long, FenceQuiet> quiets = new ConcurrentHashMap<>();
+	// Stripe 0's connection.
+	private volatile KVConnection first;
+	// Once every stripe closed: nothing more lands from this rank.
+	private volatile boolean closed;
+	// Guarded by this.
+	private final KVConnection[] connections;
+	private int unclosed;
+	private String closing;
+	private CloseReason closedBy;
+	// A stripe's heartbeat loss, if any: the rank counts as lost to silence once, however many stripes saw it.
+	private CloseReason silentBy;
+
+	/**
+	 * @param width how many stripes reach the rank
+	 * @param checksums whether a CRC32C of what lands is kept and compared with the rank's reports
+	 */
+	public DialledConnection(KVTransport transport, HostPort endpoint, int width, boolean checksums, Peer peer) {
+		this.transport = transport;
+		this.endpoint = endpoint;
+		this.checksums = checksums;
+		this.peer = peer;
+		this.stripes = new DialledStripe[width];
+		for (int i = 0; i < width; i++) {
+			stripes[i] = new DialledStripe(this, i);
+		}
+		this.connections = new KVConnection[width];
+	}
+
+	/** @return how many stripes reach the rank (the handshake tells prefill) */
+	public int width() {
+		return stripes.length;
+	}
+
+	/** @return whether a report on the control stripe follows every byte the rank sent before it */
+	public boolean reportsFollowBytes() {
+		return stripes.length == 1;
+	}
+
+	/**
+	 * Connects stripe 0.
+	 *
+	 * @param refused maps the transport's refusal to connect
+	 */
+	public Mono<Void> open(UnaryOperator<Throwable> refused) {
+		return transport.connect(endpoint, stripes[0]).onErrorMap(refused::apply)
+				.switchIfEmpty(Mono.error(() -> new ProtocolException("the transport ended the connect to prefill rank "
+						+ endpoint + " without a connection")))
+				.flatMap(conn -> {
+					first = conn;
+					peer.onConnected();
+					if (!attach(stripes[0], conn)) {
+						return Mono.error(new ProtocolException("connection to prefill rank " + endpoint
+								+ " closed at once"));
+					}
+					return Mono.empty();
+				});
+	}
+
+	/** Opens the further stripes, each joining with the token of stripe 0's handshake. */
+	public Mono<Void> join(long token) {
+		if (stripes.length == 1) {
+			return Mono.empty();
+		}
+		return Flux.range(1, stripes.length - 1)
+				.flatMap(i -> transport.connect(endpoint, stripes[i]).flatMap(conn -> {
+					if (!attach(stripes[i], conn)) {
+						return Mono.error(new ProtocolException("connection to prefill rank " + endpoint
+								+ " closed while its stripes joined"));
+					}
+					conn.send(new KVMessage.Join(token, i), SendGate.OPEN, listener(e -> conn.close(
+							"could not send the join of stripe " + i + ": " + describe(e))));
+					return stripes[i].joined.asMono();
+				}))
+				.then();
+	}
+
+	/** Sends a control message on stripe 0. */
+	public void send(KVMessage message, SendListener listener) {
+		first.send(message, SendGate.OPEN, listener);
+	}
+
+	/** @return whether stripe 0 is connected and active */
+	public boolean isActive() {
+		KVConnection c = first;
+		return c != null && c.isActive();
+	}
+
+	/** @return whether rooms may still be asked over this connection: connected, active, and not closing */
+	public boolean isOpen() {
+		KVConnection c = first;
+		synchronized (this) {
+			return closing == null && closedBy == null && c != null && c.isActive();
+		}
+	}
+
+	/** @return whether stripe 0 connected (it may have closed since) */
+	public boolean isConnected() {
+		return first != null;
+	}
+
+	/** @return whether every stripe closed */
+	public boolean isClosed() {
+		return closed;
+	}
+
+	/** @return the step of the setup that has not finished, for the reason of its timeout */
+	public String stalledAt() {
+		return first == null ? "could not be connected to" : "did not let all " + stripes.length + " stripes join";
+	}
+
+	/** Closes every stripe. */
+	public void close(String reason) {
+		synchronized (this) {
+			if (closing == null) {
+				closing = reason;
+			}
+		}
+		for (KVConnection c : attached()) {
+			c.close(reason);
+		}
+	}
+
+	/** @return completes once every stripe attached so far closed */
+	public Mono<Void> closeAll(String reason) {
+		List<Mono<Void>> all = new ArrayList<>();
+		for (KVConnection c : attached()) {
+			c.close(reason);
+			all.add(c.onClose());
+		}
+		return Mono.when(all);
+	}
+
+	/** The rank is asked to write the room: its bytes may come on any stripe from now on. */
+	public void expect(long room) {
+		books.computeIfAbsent(room, r -> new FenceBook(this, r, stripes.length)).asked = true;
+	}
+
+	/**
+	 * The rank reported the room done on stripe 0, with the bytes and the CRC32C it sent on every stripe. Once every
+	 * other stripe's fence arrived (so every byte of the room landed), {@code verdict} gets null when what landed on
+	 * stripe 0 is what the rank says it sent there, else why not; possibly at once, on this thread.
+	 */
+	public void settle(long room, long bytes, long checksum, Consumer<String> verdict) {
+		books.computeIfAbsent(room, r -> new FenceBook(this, r, stripes.length)).settle(bytes, checksum, verdict);
+	}
+
+	/** The room ended: nothing more of it is expected. */
+	public void forget(long room) {
+		books.remove(room);
+	}
+
+	/**
+	 * Calls {@code done} once every stripe said it carries nothing more of the room (an abort acknowledgement, or a
+	 * fence or a report for the room after it ended), or once every stripe closed; at once when they all did.
+	 */
+	public void awaitQuiet(long room, Runnable done) {
+		synchronized (this) {
+			if (!closed) {
+				quiets.put(room, new FenceQuiet(stripes.length, done));
+				return;
+			}
+		}
+		done.run();
+	}
+
+	/** @return where the room's abort is still unanswered (" on stripe i"), or null when nowhere */
+	public String owing(long room) {
+		FenceQuiet q = quiets.get(room);
+		int stripe = q == null ? -1 : q.owing();
+		return stripe < 0 ? null : " on stripe " + stripe;
+	}
+
+	/** @return whether a failed room was waiting for the stripe's answer */
+	boolean answered(long room, int stripe) {
+		FenceQuiet q = quiets.get(room);
+		if (q == null) {
+			return false;
+		}
+		// Closing answers every wait too: whichever removes the wait runs it.
+		if (q.answered(stripe) && quiets.remove(room, q)) {
+			q.done.run();
+		}
+		return true;
+	}
+
+	PayloadSink onData(DialledStripe stripe, DataHeader h) {
+		FenceBook book = books.get(h.room());
+		if (book == null) {
+			return peer.onData(h, null);
+		}
+		String late = book.lateOn(stripe.index);
+		if (late != null) {
+			peer.onRoomError(h.room(), FailureCause.PROTOCOL, late);
+			return null;
+		}
+		return peer.onData(h, book.tally(stripe.index));
+	}
+
+	/** A stripe's bytes for a room are over: they must be what landed on it. */
+	void onFence(DialledStripe stripe, KVMessage.Fence fence) {
+		FenceBook book = books.get(fence.room());
+		// A rank not asked to write the room (its Success alone made the book) has no bytes to fence.
+		if (book == null || stripe.index == 0 || !book.asked) {
+			if (book == null && answered(fence.room(), stripe.index)) {
+				return;
+			}
+			peer.onRoomError(fence.room(), FailureCause.PROTOCOL, "prefill rank " + endpoint + " sent a fence for room "
+					+ fence.room() + " on stripe " + stripe.index + " (expected: only on stripes 1.."
+					+ (stripes.length - 1) + " of a rank asked to write the room)");
+			return;
+		}
+		book.fence(stripe.index, fence, peer);
+	}
+
+	/** @return the rank's address, for messages */
+	String endpointName() {
+		return endpoint.toString();
+	}
+
+	/** @return false when the connection is closing: {@code c} is then closed too */
+	private boolean attach(DialledStripe stripe, KVConnection c) {
+		String reason;
+		synchronized (this) {
+			connections[stripe.index] = c;
+			if (!stripe.ended) {
+				// Else it closed before its connect returned, and was counted then.
+				unclosed++;
+			}
+			reason = closing;
+		}
+		if (reason != null) {
+			c.close(reason);
+			return false;
+		}
+		return true;
+	}
+
+	private synchronized List<KVConnection> attached() {
+		List<KVConnection> list = new ArrayList<>(connections.length);
+		for (KVConnection c : connections) {
+			if (c != null) {
+				list.add(c);
+			}
+		}
+		return list;
+	}
+
+	/**
+	 * One stripe closed: the others are closed with it, and once the last one closed (nothing of this rank lands any
+	 * more) the session hears of it and every abort waiting for the rank is answered.
+	 */
+	void stripeClosed(DialledStripe stripe, KVConnection c, CloseReason reason) {
+		boolean firstClose;
+		boolean last;
+		CloseReason cause;
+		CloseReason counted = null;
+		synchronized (this) {
+			firstClose = closedBy == null;
+			if (firstClose) {
+				closedBy = reason;
+				if (closing == null) {
+					closing = "stripe " + stripe.index + " to prefill rank " + endpoint + " closed: " + reason;
+				}
+			}
+			if (reason.kind() == CloseReason.Kind.SILENT_PEER) {
+				silentBy = reason;
+			}
+			cause = closedBy;
+			stripe.ended = true;
+			if (connections[stripe.index] != null) {
+				unclosed--;
+			}
+			last = unclosed == 0 && !closed;
+			if (last) {
+				closed = true;
+				counted = silentBy != null ? silentBy : closedBy;
+			}
+		}
+		if (firstClose) {
+			peer.onClosing(reason);
+			ProtocolException lost = new ProtocolException("connection to prefill rank " + endpoint + " closed: "
+					+ reason);
+			for (DialledStripe s : stripes) {
+				s.joined.tryEmitError(lost);
+			}
+			for (KVConnection other : attached()) {
+				if (other != c) {
+					other.close("stripe " + stripe.index + " to prefill rank " + endpoint + " closed: " + reason);
+				}
+			}
+		}
+		if (!last) {
+			return;
+		}
+		peer.onClosed(cause, counted);
+		// Nothing more can land from this rank: every abort waiting for it is answered.
+		for (Long room : quiets.keySet()) {
+			FenceQuiet q = quiets.remove(room);
+			if (q != null) {
+				q.done.run();
+			}
+		}
+	}
+
+	private static String describe(Throwable t) {
+		String m = t.getMessage();
+		return m == null ? t.getClass().getSimpleName() : m;
+	}
+
+	private static SendListener listener(Consumer<Throwable> failed) {
+		return new SendListener() {
+			@Override
+			public void written() {
+			}
+
+			@Override
+			public void failed(Throwable cause) {
+				failed.accept(cause);
+			}
+		};
+	}
+
+	@Override
+	public String toString() {
+		return "prefill rank " + endpoint + " over " + stripes.length + " stripes";
+	}
+}
