@@ -26,6 +26,9 @@ class Room {
 	// states(Scheduler), so no subscriber code runs there.
 	private final Sinks.Many<KVPoll> states = Sinks.unsafe().many().replay().latest();
 
+	// Whether the room is known and not terminal: written under this room's monitor with its state, read without it, so
+	// that a transport thread asking a room's gate per frame never waits for an engine thread holding the monitor.
+	private volatile boolean live;
 	// Guarded by this.
 	private KVPoll state;
 	private String reason = "";
@@ -60,9 +63,9 @@ class Room {
 		return state != null && state.isTerminal();
 	}
 
-	/** A room that may still send or receive bytes: known and not terminal. */
-	synchronized boolean isLive() {
-		return state != null && !state.isTerminal();
+	/** A room that may still send or receive bytes: known and not terminal. Lock-free, for per-frame gates. */
+	boolean isLive() {
+		return live;
 	}
 
 	/**
@@ -95,6 +98,7 @@ class Room {
 		}
 		KVPoll previous = state;
 		state = next;
+		live = !next.isTerminal();
 		if (next == KVPoll.FAILED) {
 			cause = failure;
 			reason = why;

@@ -15,14 +15,14 @@ import io.kvferry.spi.KVMessage;
  *
  * <p>Not thread-safe: one connection's thread (or the room's monitor) feeds it.
  */
-final class Tally {
+public final class Tally {
 
 	private final CRC32C crc;
 	private ByteBuffer view;
 	private long bytes;
 
 	/** @param checksum whether to compute a CRC32C too */
-	Tally(boolean checksum) {
+	public Tally(boolean checksum) {
 		this.crc = checksum ? new CRC32C() : null;
 	}
 
@@ -35,7 +35,7 @@ final class Tally {
 	}
 
 	/** Takes a block about to be sent: its source bytes in the order the receiver gets them, and their count. */
-	void add(DataBlock block) {
+	public void add(DataBlock block) {
 		DataHeader h = block.header();
 		if (block.isContiguous()) {
 			checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));
@@ -53,12 +53,12 @@ final class Tally {
 		bytes += n;
 	}
 
-	long bytes() {
+	public long bytes() {
 		return bytes;
 	}
 
 	/** @return the CRC32C so far, or {@link KVMessage#NO_CHECKSUM} when none is computed */
-	long checksum() {
+	public long checksum() {
 		return crc == null ? KVMessage.NO_CHECKSUM : crc.getValue();
 	}
 }
