@@ -1,0 +1,175 @@
+package io.kvferry.internal;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.kvferry.FailureCause;
+import io.kvferry.KVPoll;
+import io.kvferry.TopologyException;
+import io.kvferry.internal.stripe.StripedConnection;
+import io.kvferry.spi.CloseReason;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.SendGate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One decode rank, as the prefill rank sees it: its handshake, the rooms it asks for, their refusals and its aborts.
+ * Its messages come in order on one connection's thread; the rooms it asked for fail when its connection is lost.
+ */
+final class PrefillSession implements StripedConnection.Handler {
+
+	private static final Logger log = LoggerFactory.getLogger(PrefillSession.class);
+
+	final DefaultPrefillKVManager manager;
+	final StripedConnection connection;
+	final Set<PrefillTransfer> rooms = ConcurrentHashMap.newKeySet();
+	// Rooms this decode rank asked for that no sender claimed yet.
+	final AtomicInteger unclaimed = new AtomicInteger();
+	// Set by the handshake: how this rank's buffers map onto the decode rank's.
+	volatile TransferPlan plan;
+
+	PrefillSession(DefaultPrefillKVManager manager, StripedConnection connection) {
+		this.manager = manager;
+		this.connection = connection;
+	}
+
+	@Override
+	public void onMessage(KVMessage message) {
+		if (message instanceof KVMessage.Hello hello) {
+			onHello(hello);
+		}
+		else if (plan == null) {
+			connection.close("decode sent " + message.getClass().getSimpleName() + " before the handshake");
+		}
+		else if (message instanceof KVMessage.TransferRequest req) {
+			if (!connection.isComplete()) {
+				connection.close("decode sent a transfer request before its " + connection.width() + " stripes joined");
+				return;
+			}
+			try {
+				onTransferRequest(req);
+			}
+			catch (RuntimeException e) {
+				// A request this rank cannot serve fails its room, not the connection the other rooms share.
+				PrefillTransfer r = manager.table.get(req.room());
+				String why = "bad transfer request for room " + req.room() + " from decode "
+						+ connection.remoteAddress() + ": " + BaseKVManager.describe(e);
+				log.warn("[{}] {}", manager.name, why, e);
+				if (r != null) {
+					r.fail(FailureCause.PROTOCOL, why);
+				}
+			}
+		}
+		else if (message instanceof KVMessage.Abort abort) {
+			onAbort(abort);
+		}
+		else {
+			connection.close("unexpected " + message.getClass().getSimpleName() + " from decode");
+		}
+	}
+
+	private void onHello(KVMessage.Hello hello) {
+		if (plan != null) {
+			connection.close("second handshake from decode");
+			return;
+		}
+		String reason = null;
+		if (hello.protocolVersion() != KVMessage.PROTOCOL_VERSION) {
+			reason = "protocol version mismatch: prefill " + KVMessage.PROTOCOL_VERSION + ", decode "
+					+ hello.protocolVersion();
+		}
+		else if (StripedConnection.refusesWidth(hello.stripes()) != null) {
+			reason = StripedConnection.refusesWidth(hello.stripes());
+		}
+		else {
+			try {
+				plan = TransferPlan.of(manager.config.kvArgs(), manager.config.layout(), hello.layout(),
+						manager.config.dsaCacheLayerSplit());
+			}
+			catch (TopologyException e) {
+				reason = e.getMessage();
+			}
+		}
+		if (reason != null) {
+			String why = "prefill rank " + manager.name + " rejected decode " + connection.remoteAddress() + ": "
+					+ reason;
+			log.warn("[{}] {}", manager.name, why);
+			connection.send(new KVMessage.Reject(why), SendGate.OPEN, Sends.either(() -> connection.close(why)));
+			return;
+		}
+		long token = connection.expect(hello.stripes(), hello.checksums());
+		log.debug("[{}] decode {} registered over {} connections: {}", manager.name, connection.remoteAddress(),
+				hello.stripes(), plan);
+		connection.send(new KVMessage.HelloAck(manager.ownLayout, token));
+		String draining = manager.table.drainReason();
+		if (draining != null) {
+			connection.send(new KVMessage.Draining(draining));
+		}
+	}
+
+	private void onTransferRequest(KVMessage.TransferRequest req) {
+		RoomTable<PrefillTransfer> table = manager.table;
+		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
+			String over = manager.unclaimed.refuses(unclaimed, UnclaimedRooms.bytesOf(req));
+			// Refused before the room exists: the engine's sender(room) is then born failed with the reason.
+			if (over != null && table.endBeforeKnown(req.room(), "room " + req.room() + " refused: " + over) == null) {
+				refuse(req.room(), KVMessage.OVERLOADED + "room " + req.room() + " refused: " + over);
+				return;
+			}
+		}
+		PrefillTransfer r = table.getOrCreate(req.room(), id -> new PrefillTransfer(manager, id));
+		if (r == null) {
+			String draining = table.drainReason();
+			if (draining != null && !table.isTombstoned(req.room())) {
+				// The notice may not have gone out on this connection yet: decode must read it before the refusal.
+				connection.send(new KVMessage.Draining(draining));
+				refuse(req.room(), draining);
+				return;
+			}
+			refuse(req.room(), "room " + req.room() + " already ended on prefill rank " + manager.name);
+			return;
+		}
+		r.admit(this, req);
+	}
+
+	/** Tells the decode rank that its room failed here, and why. */
+	void refuse(long room, String reason) {
+		connection.send(new KVMessage.Status(room, KVPoll.FAILED, manager.uniqueRank, reason));
+	}
+
+	private void onAbort(KVMessage.Abort abort) {
+		String reason = "Aborted by decode " + connection.remoteAddress() + ": " + abort.reason();
+		PrefillTransfer r = manager.table.get(abort.room());
+		if (r == null) {
+			r = manager.table.endBeforeKnown(abort.room(), reason);
+		}
+		if (r != null) {
+			r.abortedBy(this, reason);
+		}
+		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
+		// connection that may have carried the room's bytes.
+		connection.broadcast(new KVMessage.AbortAck(abort.room()), null);
+	}
+
+	/** @return whether the handshake went through: the decode rank may be told of a drain */
+	boolean isHandshaken() {
+		return plan != null;
+	}
+
+	@Override
+	public void onClose(CloseReason first, CloseReason counted) {
+		manager.sessionClosed(this, counted);
+		for (PrefillTransfer r : rooms) {
+			r.fail(BaseKVManager.lostWith(first), "Lost connection with decode " + connection.remoteAddress() + ": "
+					+ first);
+		}
+		rooms.clear();
+	}
+
+	@Override
+	public String toString() {
+		return connection.toString();
+	}
+}
