@@ -15,12 +15,12 @@ import reactor.core.publisher.Sinks;
 final class AbortWait {
 
 	private final DecodeRoom room;
-	private final Set<PrefillSession> pending;
+	private final Set<DecodeSession> pending;
 	private final Sinks.Empty<Void> released;
 	// The ranks still owing, plus one for start() itself, so that no early answer releases the room mid-way.
 	private final AtomicInteger owed;
 
-	AbortWait(DecodeRoom room, Set<PrefillSession> pending, Sinks.Empty<Void> released) {
+	AbortWait(DecodeRoom room, Set<DecodeSession> pending, Sinks.Empty<Void> released) {
 		this.room = room;
 		this.pending = pending;
 		this.released = released;
@@ -28,8 +28,8 @@ final class AbortWait {
 	}
 
 	/** Waits for the pending ranks, then tells {@code targets} (every rank not known to be done) of the abort. */
-	void start(Set<PrefillSession> targets) {
-		for (PrefillSession s : pending) {
+	void start(Set<DecodeSession> targets) {
+		for (DecodeSession s : pending) {
 			s.connection.awaitQuiet(room.id, this::quiet);
 		}
 		if (!pending.isEmpty()) {
@@ -37,7 +37,7 @@ final class AbortWait {
 					TimeUnit.NANOSECONDS);
 		}
 		String reason = room.reason();
-		for (PrefillSession s : targets) {
+		for (DecodeSession s : targets) {
 			s.abort(room.id, reason);
 		}
 		quiet();
@@ -50,7 +50,7 @@ final class AbortWait {
 	}
 
 	private void expire() {
-		for (PrefillSession s : pending) {
+		for (DecodeSession s : pending) {
 			String owing = s.connection.owing(room.id);
 			if (owing != null) {
 				s.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room.id + owing

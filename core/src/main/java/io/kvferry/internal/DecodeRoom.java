@@ -62,16 +62,16 @@ final class DecodeRoom extends Room implements KVReceiver {
 	// Set with the requests, before any byte can land.
 	private volatile GrantLedger ledger;
 	// The ranks asked to write the room's pages: a failure waits for them before release.
-	private final Set<PrefillSession> writers = ConcurrentHashMap.newKeySet();
+	private final Set<DecodeSession> writers = ConcurrentHashMap.newKeySet();
 	// Guarded by this.
 	private RankMapping mapping;
-	private List<PrefillSession> sessions;
+	private List<DecodeSession> sessions;
 	private int[] pages;
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
-	private final Set<PrefillSession> finished = new HashSet<>();
-	private final Set<PrefillSession> succeeded = new HashSet<>();
+	private final Set<DecodeSession> finished = new HashSet<>();
+	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
 
 	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
@@ -162,14 +162,14 @@ final class DecodeRoom extends Room implements KVReceiver {
 		synchronized (this) {
 			if (isTerminal()) {
 				// Gave up while resolving: prefill ranks that already made a sender for the room must hear of it.
-				for (PrefillSession s : new LinkedHashSet<>(resolved.sessions())) {
+				for (DecodeSession s : new LinkedHashSet<>(resolved.sessions())) {
 					s.abort(id, reason());
 				}
 				return;
 			}
 			mapping = resolved.mapping();
 			sessions = resolved.sessions();
-			for (PrefillSession s : sessions) {
+			for (DecodeSession s : sessions) {
 				s.rooms.add(this);
 				if (!s.isUsable()) {
 					// A session can outlive its connection by a moment; a rank that said it drains went on purpose.
@@ -216,7 +216,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 		layers.expect(l);
 		ledger = l;
 		for (int i = 0; i < targets.size(); i++) {
-			PrefillSession s = sessions.get(i);
+			DecodeSession s = sessions.get(i);
 			boolean dummy = targets.get(i).dummy();
 			KVMessage.TransferRequest req = dummy
 					? new KVMessage.TransferRequest(id, new int[0], -1, new int[0], mapping.requiredDstInfoNum(), true,
@@ -267,7 +267,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @param tally what landed of the room on the header's path, or null when the rank was not asked for the room
 	 * @return where the payload lands, or null to drop it (the room ended, or failed here)
 	 */
-	PayloadSink accept(PrefillSession from, DataHeader h, Tally tally) {
+	PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
 		if (!acceptsBytes()) {
 			return null;
 		}
@@ -317,7 +317,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	}
 
 	/** A prefill rank's report on the room. */
-	void reported(PrefillSession s, KVMessage.Status status) {
+	void reported(DecodeSession s, KVMessage.Status status) {
 		synchronized (this) {
 			if (sessions == null || !sessions.contains(s)) {
 				log.warn("[{}] prefill {} reported room {} it does not serve; ignored", manager.name, s.endpoint, id);
@@ -351,7 +351,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	}
 
 	/** A rank's Success, once every byte it sent landed: {@code mismatch} says whether they are what it reported. */
-	private void rankDone(PrefillSession s, KVMessage.Status status, String mismatch) {
+	private void rankDone(DecodeSession s, KVMessage.Status status, String mismatch) {
 		synchronized (this) {
 			if (isTerminal()) {
 				return;
@@ -385,23 +385,23 @@ final class DecodeRoom extends Room implements KVReceiver {
 	void ended() {
 		boolean failed = state() == KVPoll.FAILED;
 		layers.end(state() == KVPoll.SUCCESS);
-		Set<PrefillSession> all;
-		Set<PrefillSession> targets;
-		Set<PrefillSession> pending = new HashSet<>();
+		Set<DecodeSession> all;
+		Set<DecodeSession> targets;
+		Set<DecodeSession> pending = new HashSet<>();
 		synchronized (this) {
 			FLAGS.accumulateAndGet(this, CLOSED, (f, closed) -> f | closed);
 			all = sessions == null ? Set.of() : new LinkedHashSet<>(sessions);
 			targets = new LinkedHashSet<>(all);
 			if (failed) {
 				targets.removeAll(finished);
-				for (PrefillSession s : writers) {
+				for (DecodeSession s : writers) {
 					if (!finished.contains(s)) {
 						pending.add(s);
 					}
 				}
 			}
 		}
-		for (PrefillSession s : all) {
+		for (DecodeSession s : all) {
 			s.rooms.remove(this);
 			s.connection.forget(id);
 		}

@@ -29,7 +29,7 @@ final class DecodeRoutes {
 	}
 
 	/** A room's prefill ranks: the plan, and one session per target in the plan's order. */
-	record Resolved(RankMapping mapping, List<PrefillSession> sessions) {
+	record Resolved(RankMapping mapping, List<DecodeSession> sessions) {
 	}
 
 	private record Route(Mono<PrefillParallelInfo> instance, PrefillParallelInfo info,
@@ -38,16 +38,16 @@ final class DecodeRoutes {
 
 	private final ConcurrentHashMap<HostPort, Route> byInstance = new ConcurrentHashMap<>();
 	private final Map<HostPort, Mono<PrefillParallelInfo>> instances;
-	private final Map<SessionKey, Mono<PrefillSession>> sessions;
-	private final Set<PrefillSession> open;
+	private final Map<SessionKey, Mono<DecodeSession>> sessions;
+	private final Set<DecodeSession> open;
 
 	/**
 	 * @param instances the manager's cached parallel info per instance
 	 * @param sessions the manager's session per rank
 	 * @param open the sessions whose connection has not closed yet
 	 */
-	DecodeRoutes(Map<HostPort, Mono<PrefillParallelInfo>> instances, Map<SessionKey, Mono<PrefillSession>> sessions,
-			Set<PrefillSession> open) {
+	DecodeRoutes(Map<HostPort, Mono<PrefillParallelInfo>> instances, Map<SessionKey, Mono<DecodeSession>> sessions,
+			Set<DecodeSession> open) {
 		this.instances = instances;
 		this.sessions = sessions;
 		this.open = open;
@@ -67,7 +67,7 @@ final class DecodeRoutes {
 		if (resolved == null) {
 			return null;
 		}
-		for (PrefillSession s : resolved.sessions) {
+		for (DecodeSession s : resolved.sessions) {
 			// A session leaves the session table when its connection starts closing and the open set once it closed:
 			// either way it is no longer the one to ask, and resolving again connects anew.
 			if (!open.contains(s) || sessions.get(s.key) != s.entry) {

@@ -34,7 +34,7 @@ import reactor.util.retry.Retry;
 
 /**
  * The decode side's manager: resolves prefill instances through their bootstrap server (once per instance, reused by
- * later rooms while it holds), keeps one {@link PrefillSession} per prefill rank (its handshake checked against the
+ * later rooms while it holds), keeps one {@link DecodeSession} per prefill rank (its handshake checked against the
  * layout the bootstrap server described), and admits rooms. Each room is its own {@link DecodeRoom}, which is also the
  * room's receiver: it asks its prefill ranks, checks and counts every write in its ledger, and judges itself. The
  * manager sees a room again only when it ended.
@@ -47,9 +47,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	private static final Duration PARALLEL_INFO_DELAY = Duration.ofSeconds(1);
 
 	private final ConcurrentHashMap<HostPort, Mono<PrefillParallelInfo>> instances = new ConcurrentHashMap<>();
-	final ConcurrentHashMap<SessionKey, Mono<PrefillSession>> sessions = new ConcurrentHashMap<>();
+	final ConcurrentHashMap<SessionKey, Mono<DecodeSession>> sessions = new ConcurrentHashMap<>();
 	// Sessions whose connection has not closed yet.
-	final Set<PrefillSession> open = ConcurrentHashMap.newKeySet();
+	final Set<DecodeSession> open = ConcurrentHashMap.newKeySet();
 	// The last resolution of each prefill instance, per DP group.
 	private final DecodeRoutes routes = new DecodeRoutes(instances, sessions, open);
 	// Prefill ranks that announced a drain, with the reason: once such a rank is gone, a room that cannot reach it
@@ -84,7 +84,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
 		}
-		for (PrefillSession s : open) {
+		for (DecodeSession s : open) {
 			if (s.key.sameRankAs(key)) {
 				s.close("prefill rank dp " + key.dp() + " tp " + key.tp() + " pp " + key.pp() + " of " + key.bootstrap()
 						+ (change.kind() == RegistryChange.Kind.RANK_REMOVED ? " left the registry"
@@ -156,7 +156,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 				}
 				RankMapping all = mapping.spreadOverCp(first.parallel().attnCpSize());
 				return sessions(r, all, dp, info).map(l -> {
-					for (PrefillSession s : l) {
+					for (DecodeSession s : l) {
 						// A CP rank that does not send its share would leave the room waiting for its Success.
 						if (s.prefill.allCpRanksTransfer() != first.allCpRanksTransfer()
 								|| s.prefill.dsaCacheLayerSplit() != first.dsaCacheLayerSplit()) {
@@ -176,7 +176,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		});
 	}
 
-	private Mono<List<PrefillSession>> sessions(DecodeRoom r, RankMapping mapping, int dp, PrefillParallelInfo info) {
+	private Mono<List<DecodeSession>> sessions(DecodeRoom r, RankMapping mapping, int dp, PrefillParallelInfo info) {
 		return Flux.fromIterable(mapping.targets())
 				.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.cpRank(), t.tpRank(), t.ppRank()), info))
 				.collectList();
@@ -204,17 +204,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		routes.forget(bootstrap);
 	}
 
-	private Mono<PrefillSession> session(SessionKey key, PrefillParallelInfo info) {
+	private Mono<DecodeSession> session(SessionKey key, PrefillParallelInfo info) {
 		return sessions.computeIfAbsent(key, k -> {
 			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
-			AtomicReference<Mono<PrefillSession>> entry = new AtomicReference<>();
-			Mono<PrefillSession> mono = config.bootstrapClient()
+			AtomicReference<Mono<DecodeSession>> entry = new AtomicReference<>();
+			Mono<DecodeSession> mono = config.bootstrapClient()
 					.rankEndpoint(k.bootstrap(), k.dp(), k.cp(), k.tp(), k.pp())
 					// An answer without an endpoint must fail the rooms, not leave them waiting for their timeout.
 					.switchIfEmpty(Mono.error(() -> new BootstrapException(BootstrapException.Kind.OTHER, 0,
 							"the bootstrap client answered nothing for prefill rank dp " + k.dp() + " cp " + k.cp() + " tp "
 									+ k.tp() + " pp " + k.pp() + " of " + k.bootstrap())))
-					.flatMap(endpoint -> new PrefillSession(this, k, endpoint, info, entry.get()).open())
+					.flatMap(endpoint -> new DecodeSession(this, k, endpoint, info, entry.get()).open())
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
 			entry.set(mono);
@@ -231,7 +231,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	protected Mono<Void> closeResources() {
 		registryWatch.dispose();
 		List<Mono<Void>> closed = new ArrayList<>();
-		for (PrefillSession s : open) {
+		for (DecodeSession s : open) {
 			closed.add(s.connection.closeAll("KV manager " + name + " closed"));
 		}
 		return Mono.when(closed);

@@ -1,242 +1,175 @@
 package io.kvferry.internal;
 
-import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.FailureCause;
-import io.kvferry.HostPort;
 import io.kvferry.KVPoll;
-import io.kvferry.ParallelLayout;
-import io.kvferry.ProtocolException;
 import io.kvferry.TopologyException;
-import io.kvferry.bootstrap.PrefillParallelInfo;
-import io.kvferry.internal.DecodeRoutes.SessionKey;
-import io.kvferry.internal.stripe.DialledConnection;
+import io.kvferry.internal.stripe.StripedConnection;
 import io.kvferry.spi.CloseReason;
-import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.PayloadSink;
-import io.kvferry.spi.PeerLayout;
-import io.kvferry.spi.SendListener;
+import io.kvferry.spi.SendGate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
 
 /**
- * Decode's session with one prefill rank: the handshake (checked against the layout the bootstrap server described),
- * the rooms asked of the rank, its reports and its drain notice. The rank's bytes go straight to their room; how many
- * transport connections reach the rank is the {@link DialledConnection}'s business.
+ * One decode rank, as the prefill rank sees it: its handshake, the rooms it asks for, their refusals and its aborts.
+ * Its messages come in order on one connection's thread; the rooms it asked for fail when its connection is lost.
  */
-final class PrefillSession implements DialledConnection.Peer {
+final class PrefillSession implements StripedConnection.Handler {
 
 	private static final Logger log = LoggerFactory.getLogger(PrefillSession.class);
 
-	private final DefaultDecodeKVManager manager;
-	final SessionKey key;
-	final HostPort endpoint;
-	private final PrefillParallelInfo info;
-	// The session table's entry this session was made for: only it may be removed by this session's end.
-	final Mono<PrefillSession> entry;
-	final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
-	private final Sinks.Empty<Void> handshake = Sinks.empty();
-	final DialledConnection connection;
-	// The rank's layout from its handshake: which layers and heads it sends, whether decode pulls from all its CP
-	// ranks.
-	volatile PeerLayout prefill;
-	// Why the rank admits no new rooms, once it said it drains; it keeps serving the rooms it holds.
-	volatile String draining;
-	// Names the session when the connection's further paths join.
-	private volatile long token;
+	final DefaultPrefillKVManager manager;
+	final StripedConnection connection;
+	final Set<PrefillTransfer> rooms = ConcurrentHashMap.newKeySet();
+	// Rooms this decode rank asked for that no sender claimed yet.
+	final AtomicInteger unclaimed = new AtomicInteger();
+	// Set by the handshake: how this rank's buffers map onto the decode rank's.
+	volatile TransferPlan plan;
 
-	PrefillSession(DefaultDecodeKVManager manager, SessionKey key, HostPort endpoint, PrefillParallelInfo info,
-			Mono<PrefillSession> entry) {
+	PrefillSession(DefaultPrefillKVManager manager, StripedConnection connection) {
 		this.manager = manager;
-		this.key = key;
-		this.endpoint = endpoint;
-		this.info = info;
-		this.entry = entry;
-		this.connection = new DialledConnection(manager.config.transport(), endpoint, manager.config.stripes(),
-				manager.config.checksums(), this);
-	}
-
-	/**
-	 * Connects, shakes hands and opens the whole connection, within one deadline on the manager's timer: the
-	 * transport's own connect and handshake timers run on the event loop that makes the connection, so a loop that
-	 * never gets to it would hold the session, and every room waiting on it, until the rooms' timeout.
-	 */
-	Mono<PrefillSession> open() {
-		Duration limit = manager.config.handshakeTimeout();
-		return connection.open(this::refused)
-				.doOnError(e -> manager.open.remove(this))
-				.then(Mono.defer(() -> {
-					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, manager.ownLayout,
-							manager.config.checksums(), connection.width()), Sends.ifFailed(e -> connection.close(
-									"could not send the handshake: " + BaseKVManager.describe(e))));
-					return handshake.asMono().then(Mono.defer(() -> connection.join(token)));
-				}))
-				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + stalledAt()
-						+ " within " + limit)), manager.config.timer())
-				.doOnError(e -> close(BaseKVManager.describe(e)))
-				.thenReturn(this);
-	}
-
-	/** A rank that said it drains and then went away is not an unexplained connection failure. */
-	private Throwable refused(Throwable e) {
-		String reason = manager.drained.get(endpoint);
-		return reason == null ? e : new DefaultDecodeKVManager.DrainedRankException("prefill rank " + endpoint
-				+ " drained (" + reason + ") and is gone: " + BaseKVManager.describe(e), e);
+		this.connection = connection;
 	}
 
 	@Override
-	public void onConnected() {
-		manager.drained.remove(endpoint);
-		manager.open.add(this);
-	}
-
-	/** @return the step of the session's setup that has not finished, for the reason of its timeout */
-	private String stalledAt() {
-		return prefill == null && connection.isConnected() ? "did not answer the handshake" : connection.stalledAt();
-	}
-
-	/** Closes the whole connection. */
-	void close(String reason) {
-		connection.close(reason);
-	}
-
-	/** @return whether rooms may still be asked over this session */
-	boolean isUsable() {
-		return connection.isOpen();
-	}
-
-	/** Sends a request; a failure to send is reported to {@code failed}. */
-	void send(KVMessage message, SendListener listener) {
-		connection.send(message, listener);
-	}
-
-	/**
-	 * Fails a room whose connection went. A rank that said it drains closes once it served what it held: a room it
-	 * had not taken yet fails because the rank drained, and says so.
-	 */
-	void lost(DecodeRoom r, String what, FailureCause cause) {
-		String reason = draining;
-		if (reason == null) {
-			manager.table.fail(r, cause, what, false);
+	public void onMessage(KVMessage message) {
+		if (message instanceof KVMessage.Hello hello) {
+			onHello(hello);
+		}
+		else if (plan == null) {
+			connection.close("decode sent " + message.getClass().getSimpleName() + " before the handshake");
+		}
+		else if (message instanceof KVMessage.TransferRequest req) {
+			if (!connection.isComplete()) {
+				connection.close("decode sent a transfer request before its " + connection.width() + " stripes joined");
+				return;
+			}
+			try {
+				onTransferRequest(req);
+			}
+			catch (RuntimeException e) {
+				// A request this rank cannot serve fails its room, not the connection the other rooms share.
+				PrefillTransfer r = manager.table.get(req.room());
+				String why = "bad transfer request for room " + req.room() + " from decode "
+						+ connection.remoteAddress() + ": " + BaseKVManager.describe(e);
+				log.warn("[{}] {}", manager.name, why, e);
+				if (r != null) {
+					r.fail(FailureCause.PROTOCOL, why);
+				}
+			}
+		}
+		else if (message instanceof KVMessage.Abort abort) {
+			onAbort(abort);
 		}
 		else {
-			manager.table.fail(r, FailureCause.DRAINING, what + " (" + reason + ")", true);
+			connection.close("unexpected " + message.getClass().getSimpleName() + " from decode");
 		}
 	}
 
-	/** Tells the rank to stop the room; once the connection closed there is no one to tell, and nothing can land. */
-	void abort(long room, String reason) {
-		if (connection.isClosed()) {
+	private void onHello(KVMessage.Hello hello) {
+		if (plan != null) {
+			connection.close("second handshake from decode");
 			return;
 		}
-		// Not sent: the connection is going, and its closing answers the abort.
-		connection.send(new KVMessage.Abort(room, reason), Sends.ifFailed(e -> close("could not send the abort of "
-				+ "room " + room + ": " + BaseKVManager.describe(e))));
-	}
-
-	@Override
-	public boolean onMessage(KVMessage message) {
-		if (message instanceof KVMessage.HelloAck ack) {
-			token = ack.token();
-			onHelloAck(ack.layout());
+		String reason = null;
+		if (hello.protocolVersion() != KVMessage.PROTOCOL_VERSION) {
+			reason = "protocol version mismatch: prefill " + KVMessage.PROTOCOL_VERSION + ", decode "
+					+ hello.protocolVersion();
 		}
-		else if (message instanceof KVMessage.Reject reject) {
-			// A rejected handshake names the incompatible values: the two layouts cannot work together.
-			handshake.tryEmitError(new TopologyException(reject.reason()));
-		}
-		else if (message instanceof KVMessage.Status status) {
-			DecodeRoom r = manager.table.get(status.room());
-			if (r != null) {
-				r.reported(this, status);
-			}
-		}
-		else if (message instanceof KVMessage.Draining d) {
-			String before;
-			// Every path carries the notice: log it once.
-			synchronized (this) {
-				before = draining;
-				draining = d.reason();
-			}
-			manager.drained.put(endpoint, d.reason());
-			if (before == null) {
-				log.info("[{}] prefill rank {} drains: {}", manager.name, endpoint, d.reason());
-			}
+		else if (StripedConnection.refusesWidth(hello.stripes()) != null) {
+			reason = StripedConnection.refusesWidth(hello.stripes());
 		}
 		else {
-			return false;
+			try {
+				plan = TransferPlan.of(manager.config.kvArgs(), manager.config.layout(), hello.layout(),
+						manager.config.dsaCacheLayerSplit());
+			}
+			catch (TopologyException e) {
+				reason = e.getMessage();
+			}
 		}
-		return true;
-	}
-
-	/**
-	 * The rank must be the one the bootstrap server named, in the instance it described: a prefill instance relaunched
-	 * with other sizes behind a bootstrap server that kept the old ones would otherwise be planned with the wrong rank
-	 * mapping (pages missing heads, too few responses counted).
-	 */
-	private void onHelloAck(PeerLayout layout) {
-		ParallelLayout p = layout.parallel();
-		String mismatch = null;
-		if (p.attnTpSize() != info.attnTpSize() || p.ppSize() != info.ppSize() || p.dpSize() != info.dpSize()
-				|| layout.pageSize() != info.pageSize()) {
-			mismatch = "prefill rank " + endpoint + " runs attn_tp_size=" + p.attnTpSize() + " dp_size=" + p.dpSize()
-					+ " pp_size=" + p.ppSize() + " page_size=" + layout.pageSize() + ", but bootstrap server "
-					+ key.bootstrap() + " described the instance as attn_tp_size=" + info.attnTpSize() + " dp_size="
-					+ info.dpSize() + " pp_size=" + info.ppSize() + " page_size=" + info.pageSize()
-					+ " (it keeps the sizes of the first registration: restart it after relaunching prefill with "
-					+ "other sizes)";
-		}
-		else if (p.attnTpRank() != key.tp() || p.ppRank() != key.pp() || p.dpGroup() != key.dp()
-				|| p.attnCpRank() != key.cp()) {
-			mismatch = "prefill rank " + endpoint + " is dp " + p.dpGroup() + " cp " + p.attnCpRank() + " tp "
-					+ p.attnTpRank() + " pp " + p.ppRank() + ", but bootstrap server " + key.bootstrap()
-					+ " named it for dp " + key.dp() + " cp " + key.cp() + " tp " + key.tp() + " pp " + key.pp();
-		}
-		if (mismatch != null) {
-			manager.forgetInstance(key.bootstrap());
-			handshake.tryEmitError(new TopologyException(mismatch));
+		if (reason != null) {
+			String why = "prefill rank " + manager.name + " rejected decode " + connection.remoteAddress() + ": "
+					+ reason;
+			log.warn("[{}] {}", manager.name, why);
+			connection.send(new KVMessage.Reject(why), SendGate.OPEN, Sends.either(() -> connection.close(why)));
 			return;
 		}
-		this.prefill = layout;
-		handshake.tryEmitEmpty();
+		long token = connection.expect(hello.stripes(), hello.checksums());
+		log.debug("[{}] decode {} registered over {} connections: {}", manager.name, connection.remoteAddress(),
+				hello.stripes(), plan);
+		connection.send(new KVMessage.HelloAck(manager.ownLayout, token));
+		String draining = manager.table.drainReason();
+		if (draining != null) {
+			connection.send(new KVMessage.Draining(draining));
+		}
 	}
 
-	@Override
-	public PayloadSink onData(DataHeader header, Tally tally) {
-		DecodeRoom r = manager.table.get(header.room());
-		return r == null ? null : r.accept(this, header, tally);
+	private void onTransferRequest(KVMessage.TransferRequest req) {
+		RoomTable<PrefillTransfer> table = manager.table;
+		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
+			String over = manager.unclaimed.refuses(unclaimed, UnclaimedRooms.bytesOf(req));
+			// Refused before the room exists: the engine's sender(room) is then born failed with the reason.
+			if (over != null && table.endBeforeKnown(req.room(), "room " + req.room() + " refused: " + over) == null) {
+				refuse(req.room(), KVMessage.OVERLOADED + "room " + req.room() + " refused: " + over);
+				return;
+			}
+		}
+		PrefillTransfer r = table.getOrCreate(req.room(), id -> new PrefillTransfer(manager, id));
+		if (r == null) {
+			String draining = table.drainReason();
+			if (draining != null && !table.isTombstoned(req.room())) {
+				// The notice may not have gone out on this connection yet: decode must read it before the refusal.
+				connection.send(new KVMessage.Draining(draining));
+				refuse(req.room(), draining);
+				return;
+			}
+			refuse(req.room(), "room " + req.room() + " already ended on prefill rank " + manager.name);
+			return;
+		}
+		r.admit(this, req);
 	}
 
-	@Override
-	public void onRoomError(long room, FailureCause cause, String reason) {
-		DecodeRoom r = manager.table.get(room);
+	/** Tells the decode rank that its room failed here, and why. */
+	void refuse(long room, String reason) {
+		connection.send(new KVMessage.Status(room, KVPoll.FAILED, manager.uniqueRank, reason));
+	}
+
+	private void onAbort(KVMessage.Abort abort) {
+		String reason = "Aborted by decode " + connection.remoteAddress() + ": " + abort.reason();
+		PrefillTransfer r = manager.table.get(abort.room());
+		if (r == null) {
+			r = manager.table.endBeforeKnown(abort.room(), reason);
+		}
 		if (r != null) {
-			manager.table.fail(r, cause, reason, false);
+			r.abortedBy(this, reason);
 		}
+		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
+		// connection that may have carried the room's bytes.
+		connection.broadcast(new KVMessage.AbortAck(abort.room()), null);
+	}
+
+	/** @return whether the handshake went through: the decode rank may be told of a drain */
+	boolean isHandshaken() {
+		return plan != null;
 	}
 
 	@Override
-	public void onClosing(CloseReason reason) {
-		manager.sessions.remove(key, entry);
-		handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: " + reason));
-	}
-
-	@Override
-	public void onClosed(CloseReason cause, CloseReason counted) {
-		manager.connectionClosed(counted);
-		manager.open.remove(this);
-		for (DecodeRoom r : rooms) {
-			lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, BaseKVManager.lostWith(cause));
+	public void onClose(CloseReason first, CloseReason counted) {
+		manager.sessionClosed(this, counted);
+		for (PrefillTransfer r : rooms) {
+			r.fail(BaseKVManager.lostWith(first), "Lost connection with decode " + connection.remoteAddress() + ": "
+					+ first);
 		}
 		rooms.clear();
 	}
 
 	@Override
 	public String toString() {
-		return "session with prefill rank " + endpoint;
+		return connection.toString();
 	}
 }

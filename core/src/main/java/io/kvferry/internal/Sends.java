@@ -5,13 +5,13 @@ import java.util.function.Consumer;
 import io.kvferry.spi.SendListener;
 
 /** Listeners of the engine's sends, from lambdas. */
-final class Sends {
+public final class Sends {
 
 	private Sends() {
 	}
 
 	/** @return a listener that calls {@code written} or {@code failed} */
-	static SendListener of(Runnable written, Consumer<Throwable> failed) {
+	public static SendListener of(Runnable written, Consumer<Throwable> failed) {
 		return new SendListener() {
 			@Override
 			public void written() {
@@ -26,12 +26,12 @@ final class Sends {
 	}
 
 	/** @return a listener that only hears of failures */
-	static SendListener ifFailed(Consumer<Throwable> failed) {
+	public static SendListener ifFailed(Consumer<Throwable> failed) {
 		return of(() -> { }, failed);
 	}
 
 	/** @return a listener that hears either outcome the same way */
-	static SendListener either(Runnable done) {
+	public static SendListener either(Runnable done) {
 		return of(done, e -> done.run());
 	}
 }

@@ -35,7 +35,7 @@ public final class Tally {
 	}
 
 	/** Takes a block about to be sent: its source bytes in the order the receiver gets them, and their count. */
-	void add(DataBlock block) {
+	public void add(DataBlock block) {
 		DataHeader h = block.header();
 		if (block.isContiguous()) {
 			checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));

@@ -84,6 +84,48 @@ final class UnclaimedRooms {
 		bytes.addAndGet(-requestBytes);
 	}
 
+	/** @return one room's share of the counts, empty until its first request is held */
+	Hold hold() {
+		return new Hold();
+	}
+
+	/** One unclaimed room's share of the counts: the peer it waits for, and the bytes its requests hold. */
+	final class Hold {
+
+		// Guarded by the room's monitor.
+		private AtomicInteger peer;
+		private long held;
+
+		/** @return whether no request is held yet: the next one makes the room wait */
+		boolean isEmpty() {
+			return peer == null;
+		}
+
+		/**
+		 * Counts a request for the room, charged to the peer whose request made it wait.
+		 *
+		 * @return null when counted, else why the request is refused (nothing counted then)
+		 */
+		String add(AtomicInteger requester, long requestBytes) {
+			boolean first = peer == null;
+			String over = admit(first ? requester : peer, first, requestBytes);
+			if (over == null) {
+				peer = first ? requester : peer;
+				held += requestBytes;
+			}
+			return over;
+		}
+
+		/** Stops counting the room, once claimed or ended. */
+		void release() {
+			if (peer != null) {
+				UnclaimedRooms.this.release(peer, held);
+				peer = null;
+				held = 0;
+			}
+		}
+	}
+
 	/** @return rooms waiting now */
 	int rooms() {
 		return rooms.get();

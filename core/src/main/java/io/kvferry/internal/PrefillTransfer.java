@@ -1,0 +1,391 @@
+package io.kvferry.internal;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.kvferry.DisaggregationMode;
+import io.kvferry.FailureCause;
+import io.kvferry.KVManagerConfig;
+import io.kvferry.KVPoll;
+import io.kvferry.KVSender;
+import io.kvferry.RoomRequest;
+import io.kvferry.RoomTrace;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.SendGate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * One prefill room, which is also its sender: the decode ranks that asked for it, the chunks the engine hands it, and
+ * the moves between them. A chunk goes to every destination as soon as all of them asked (before, it waits here);
+ * the last one carries the state slots and the aux row, then each destination gets its Success, and the room succeeds
+ * here once every Success was written, so that no queued block still reads the engine's memory.
+ *
+ * <p>The bookkeeping is guarded by this room's monitor, which the engine's thread holds across a chunk; the gate the
+ * room's data is sent behind reads a volatile word, so the transport never waits for that monitor.
+ */
+final class PrefillTransfer extends Room implements KVSender {
+
+	private static final Logger log = LoggerFactory.getLogger(PrefillTransfer.class);
+
+	private final DefaultPrefillKVManager manager;
+	private final KVManagerConfig config;
+	private final RoomTable<PrefillTransfer> table;
+	// Guarded by this.
+	private final List<PrefillDestination> destinations = new ArrayList<>(2);
+	private final List<PrefillChunk> pending = new ArrayList<>(1);
+	private int required = -1;
+	private boolean ready;
+	private boolean hasSender;
+	// While no sender claimed the room: what its requests hold of the rank's bounds.
+	private final UnclaimedRooms.Hold held;
+	final PrefillFeed feed;
+	private boolean traced;
+	private final long openedEpochNanos = BaseKVManager.epochNanos();
+	private volatile PrefillSession abortedBy;
+	// Completes once the room ended and every destination was told (or its connection was gone).
+	private final Sinks.Empty<Void> handedOff = Sinks.empty();
+	// What the room's blocks and its Success are sent behind: closed once the room ended.
+	final SendGate gate = this::isLive;
+
+	PrefillTransfer(DefaultPrefillKVManager manager, long id) {
+		super(id);
+		this.manager = manager;
+		this.config = manager.config;
+		this.table = manager.table;
+		this.feed = new PrefillFeed(id);
+		this.held = manager.unclaimed.hold();
+	}
+
+	/**
+	 * @return a sender for a room that ended before the engine claimed it (decode gave up, or the rank drains): born
+	 *         failed, so the engine frees its pages now rather than after the bootstrap timeout
+	 */
+	static PrefillTransfer bornFailed(DefaultPrefillKVManager manager, long id, FailureCause cause, String reason,
+			boolean remote) {
+		PrefillTransfer ended = new PrefillTransfer(manager, id);
+		ended.hasSender = true;
+		manager.table.advance(ended, KVPoll.BOOTSTRAPPING);
+		manager.table.fail(ended, cause, reason, remote);
+		return ended;
+	}
+
+	/** The engine claims the room: from now on it feeds the room's chunks. */
+	synchronized void claim() {
+		if (hasSender) {
+			throw new IllegalStateException("room " + id + " already has a live sender on " + manager.name);
+		}
+		hasSender = true;
+		held.release();
+		if (state() == null) {
+			table.advance(this, KVPoll.BOOTSTRAPPING);
+		}
+		if (manager.cpDummy) {
+			table.advance(this, KVPoll.WAITING_FOR_INPUT);
+		}
+	}
+
+	/** Fails the room unless the engine claimed it meanwhile. */
+	synchronized void failUnclaimed(FailureCause cause, String reason) {
+		if (!hasSender) {
+			table.fail(this, cause, reason, false);
+		}
+	}
+
+	/** Fails the room for a reason found here. */
+	void fail(FailureCause cause, String reason) {
+		table.fail(this, cause, reason, false);
+	}
+
+	/**
+	 * Adds a decode rank's request; once every rank the requests announce asked, the room waits for input and the
+	 * chunks that waited go.
+	 */
+	synchronized void admit(PrefillSession s, KVMessage.TransferRequest req) {
+		if (isTerminal()) {
+			s.refuse(id, failure().reason());
+			return;
+		}
+		if (state() == null) {
+			table.advance(this, KVPoll.BOOTSTRAPPING);
+		}
+		String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(),
+				StateLists.split(req.stateIndices(), req.stateCounts()));
+		if (bad != null) {
+			fail(FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress() + " asked room " + id + " for " + bad);
+			s.refuse(id, failure().reason());
+			return;
+		}
+		if (!hasSender) {
+			String over = hold(s, req);
+			if (over != null) {
+				fail(FailureCause.OVERLOAD, "room " + id + " refused: " + over);
+				s.refuse(id, KVMessage.OVERLOADED + failure().reason());
+				return;
+			}
+		}
+		if (required < 0) {
+			required = req.requiredDstInfoNum();
+		}
+		for (PrefillDestination d : destinations) {
+			if (d.session == s) {
+				// One decode rank is one destination: a second request would take another rank's place and send the
+				// room's bytes to this rank twice.
+				fail(FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress() + " asked for room " + id
+						+ " twice");
+				s.refuse(id, failure().reason());
+				return;
+			}
+		}
+		if (req.requiredDstInfoNum() != required || destinations.size() >= required) {
+			fail(FailureCause.PROTOCOL, "room " + id + " got " + (destinations.size() + 1)
+					+ " decode destinations (expected " + required + ")");
+			return;
+		}
+		if (!traced) {
+			// The first request names decode's trace: the room's trace here is its child.
+			traced = true;
+			trace = manager.traceLater(DisaggregationMode.PREFILL, id, req.traceContext(), openedEpochNanos);
+		}
+		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
+		destinations.add(new PrefillDestination(this, s, req));
+		s.rooms.add(this);
+		if (destinations.size() == required) {
+			ready = true;
+			table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			publish();
+			List<PrefillChunk> queued = new ArrayList<>(pending);
+			pending.clear();
+			for (PrefillChunk c : queued) {
+				dispatch(c);
+			}
+		}
+	}
+
+	/**
+	 * Counts a request for a room the engine has not claimed: the room holds it until then, within the bounds, and
+	 * fails if no sender claims it in time. The caller holds the room's monitor.
+	 *
+	 * @return why the request is refused, or null
+	 */
+	private String hold(PrefillSession s, KVMessage.TransferRequest req) {
+		boolean first = held.isEmpty();
+		String over = held.add(s.unclaimed, UnclaimedRooms.bytesOf(req));
+		if (over == null && first) {
+			Duration limit = config.unclaimedRoomTimeout();
+			config.timer().schedule(() -> failUnclaimed(FailureCause.TIMEOUT, "no sender claimed room " + id
+					+ " within " + limit.toMillis() + " ms of decode's request"), limit.toNanos(), TimeUnit.NANOSECONDS);
+		}
+		return over;
+	}
+
+	private void publish() {
+		PrefillDestination first = destinations.stream().filter(d -> !d.isDummy()).findFirst().orElse(null);
+		manager.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
+				: new RoomRequest(id, first.request.dstPages().length, first.request.auxIndex(), false,
+						first.request.decodePrefixLen()));
+	}
+
+	@Override
+	public long room() {
+		return id;
+	}
+
+	@Override
+	public KVPoll poll() {
+		return state();
+	}
+
+	@Override
+	public Flux<KVPoll> states() {
+		return states(config.callbackScheduler());
+	}
+
+	@Override
+	public Mono<Void> completion() {
+		return states().last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty() : Mono.error(failure()));
+	}
+
+	@Override
+	public void init(int numPages, int auxIndex) {
+		if (numPages < 0) {
+			throw new IllegalArgumentException("numPages : " + numPages + " (expected: >= 0)");
+		}
+		PrefillFeed.checkAuxIndex(config.kvArgs(), auxIndex);
+		synchronized (this) {
+			feed.init(numPages, auxIndex);
+		}
+	}
+
+	@Override
+	public void send(int[] pageIndices, int[] stateIndices) {
+		send(pageIndices, new int[][] { stateIndices });
+	}
+
+	@Override
+	public void send(int[] pageIndices, int[][] stateIndices) {
+		int[] pages = pageIndices.clone();
+		int[][] states = PrefillFeed.checkPages(config.kvArgs(), pages, stateIndices);
+		synchronized (this) {
+			feed.checkWhole(pages);
+			if (isTerminal()) {
+				log.debug("[{}] room {} already {}, chunk dropped", manager.name, id, state());
+				return;
+			}
+			PrefillChunk c = feed.whole(pages, states);
+			if (manager.cpDummy) {
+				if (feed.isComplete()) {
+					table.advance(this, KVPoll.SUCCESS);
+				}
+				return;
+			}
+			dispatchOrHold(c);
+		}
+	}
+
+	@Override
+	public void sendLayer(int layer, int[] pageIndices, int[] stateIndices) {
+		sendLayer(layer, pageIndices, new int[][] { stateIndices });
+	}
+
+	@Override
+	public void sendLayer(int layer, int[] pageIndices, int[][] stateIndices) {
+		int[] pages = pageIndices.clone();
+		int[][] states = PrefillFeed.checkPages(config.kvArgs(), pages, stateIndices);
+		LayerRegions layers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
+				config.kvArgs().isMla());
+		int[] regions = layers.regions(layer);
+		synchronized (this) {
+			PrefillChunk c = feed.layer(layer, pages, states, layers, regions);
+			if (isTerminal()) {
+				log.debug("[{}] room {} already {}, layer {} dropped", manager.name, id, state(), layer);
+				return;
+			}
+			if (manager.cpDummy) {
+				if (c.closes() && feed.isComplete()) {
+					table.advance(this, KVPoll.SUCCESS);
+				}
+				return;
+			}
+			dispatchOrHold(c);
+		}
+	}
+
+	@Override
+	public Mono<Void> abort(String reason) {
+		table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+		return handedOff.asMono().publishOn(config.callbackScheduler());
+	}
+
+	private void dispatchOrHold(PrefillChunk c) {
+		if (ready) {
+			dispatch(c);
+		}
+		else {
+			pending.add(c);
+		}
+	}
+
+	/** Moves one chunk to every destination, once each of them can take it. */
+	private void dispatch(PrefillChunk c) {
+		if (isTerminal()) {
+			return;
+		}
+		table.advance(this, KVPoll.TRANSFERRING);
+		if (c.offset() == 0 && c.opens()) {
+			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
+		}
+		for (PrefillDestination d : destinations) {
+			if (!d.isDummy() && d.refuses(this, c)) {
+				return;
+			}
+		}
+		for (PrefillDestination d : destinations) {
+			if (!d.isDummy()) {
+				d.send(this, c);
+			}
+		}
+		if (c.closes()) {
+			trace.event(RoomTrace.Event.CHUNK_SENT, c.pages().length);
+		}
+		if (c.last()) {
+			finish();
+		}
+	}
+
+	/** Sends Success to every real destination; the room succeeds here once all were written. */
+	private void finish() {
+		List<PrefillDestination> real = destinations.stream().filter(d -> !d.isDummy()).toList();
+		if (real.isEmpty()) {
+			table.advance(this, KVPoll.SUCCESS);
+			return;
+		}
+		AtomicInteger remaining = new AtomicInteger(real.size());
+		for (PrefillDestination d : real) {
+			d.finish(id, () -> {
+				if (remaining.decrementAndGet() == 0) {
+					table.advance(this, KVPoll.SUCCESS);
+				}
+			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to "
+					+ d.session.connection.remoteAddress() + ": " + BaseKVManager.describe(e)));
+		}
+	}
+
+	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */
+	synchronized void abortedBy(PrefillSession s, String reason) {
+		abortedBy = s;
+		table.fail(this, FailureCause.ABORTED, reason, true);
+	}
+
+	/** @return the trace to end: a room no decode rank asked for still gets one, without a parent */
+	synchronized RoomTrace traceAtEnd() {
+		if (!traced) {
+			traced = true;
+			trace = manager.traceLater(DisaggregationMode.PREFILL, id, "", openedEpochNanos);
+		}
+		return trace;
+	}
+
+	/**
+	 * The room ended: every session forgets it, and a failed room is handed off once a message queued after its last
+	 * block was written to each destination (a block handed to the transport before the gate closed still reads the
+	 * room's memory until written). A rank that did not abort the room is told why; the aborting rank gets acks.
+	 */
+	void ended() {
+		boolean failed = state() == KVPoll.FAILED;
+		List<PrefillDestination> all;
+		synchronized (this) {
+			all = new ArrayList<>(destinations);
+			pending.clear();
+			held.release();
+		}
+		List<PrefillDestination> told = failed ? all : List.of();
+		AtomicInteger untold = new AtomicInteger(told.size() + 1);
+		// Written, or its connection is gone (decode then fails the room itself): either way handed off.
+		Runnable one = () -> {
+			if (untold.decrementAndGet() == 0) {
+				handedOff.tryEmitEmpty();
+			}
+		};
+		for (PrefillDestination d : all) {
+			d.session.rooms.remove(this);
+		}
+		for (PrefillDestination d : told) {
+			KVMessage ack = new KVMessage.AbortAck(id);
+			d.session.connection.sendBehind(d.session == abortedBy ? ack
+					: new KVMessage.Status(id, KVPoll.FAILED, manager.uniqueRank, failure().reason()), ack, one);
+		}
+		one.run();
+	}
+
+	@Override
+	public String toString() {
+		return "PrefillTransfer{room=" + id + ", state=" + state() + '}';
+	}
+}
