@@ -38,13 +38,15 @@ import reactor.core.scheduler.Scheduler;
  * @param unclaimedRoomsPerPeer prefill: rooms one decode rank may have asked for that no sender claimed yet
  * @param unclaimedRooms prefill: such rooms from all decode ranks together
  * @param unclaimedRoomTimeout prefill: how long a room asked for waits for its sender before it fails
+ * @param metricsRecorder told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing)
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
 		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, @Nullable String name,
 		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
-		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout) {
+		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
+		KVMetricsRecorder metricsRecorder) {
 
 	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
 	KVManagerConfig with(Consumer<Draft> edit) {
@@ -80,6 +82,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int unclaimedRoomsPerPeer;
 		int unclaimedRooms;
 		Duration unclaimedRoomTimeout;
+		KVMetricsRecorder metricsRecorder;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -107,6 +110,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			unclaimedRoomsPerPeer = c.unclaimedRoomsPerPeer;
 			unclaimedRooms = c.unclaimedRooms;
 			unclaimedRoomTimeout = c.unclaimedRoomTimeout;
+			metricsRecorder = c.metricsRecorder;
 		}
 
 		private KVManagerConfig build() {
@@ -114,7 +118,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout);
+					unclaimedRoomTimeout, metricsRecorder);
 		}
 	}
 }

@@ -65,7 +65,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
 				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
 				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES,
-				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT);
+				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT,
+				KVMetricsRecorder.NONE);
 	}
 
 	/** @return a spec of this role over {@code config} */
@@ -164,6 +165,16 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	public S tracer(RoomTracer tracer) {
 		Objects.requireNonNull(tracer, "tracer");
 		return edit(d -> d.tracer = tracer);
+	}
+
+	/**
+	 * @param recorder told on the callback scheduler as each room opens and ends, e.g. {@code KVManagerMetrics.recorder}
+	 *        of {@code kvferry-metrics-micrometer}; default {@link KVMetricsRecorder#NONE}
+	 * @return a new spec
+	 */
+	public S metricsRecorder(KVMetricsRecorder recorder) {
+		Objects.requireNonNull(recorder, "recorder");
+		return edit(d -> d.metricsRecorder = recorder);
 	}
 
 	/** @return a new spec whose log lines carry that name (default: role and ranks, e.g. {@code prefill-dp0-tp1-pp0}) */

@@ -58,6 +58,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		this.table = new RoomTable<>(name, config.timer(), config.callbackScheduler(), config.bootstrapTimeout(),
 				config.waitingTimeout(), config.transferTimeout(), config.eventBufferSize(), this::count,
 				this::ended);
+		table.recordTo(config.metricsRecorder(), config.mode());
 	}
 
 	@Override

@@ -18,6 +18,8 @@ import reactor.core.scheduler.Scheduler;
 class Room {
 
 	final long id;
+	// When the room reached its first state (System.nanoTime()), for the metrics recorder. Guarded by this.
+	private long firstStateNanos;
 	// Set once, when the table admitted the room: only such rooms count towards a drain.
 	volatile boolean admitted;
 	// The room's trace on this manager; ended once, after the terminal state was published.
@@ -56,6 +58,11 @@ class Room {
 	/** @return whether the room failed because a peer said so */
 	synchronized boolean isRemoteFailure() {
 		return state == KVPoll.FAILED && fromAnotherRank;
+	}
+
+	/** @return when the room reached its first state ({@link System#nanoTime()}) */
+	synchronized long firstStateNanos() {
+		return firstStateNanos;
 	}
 
 	boolean isTerminal() {
@@ -98,6 +105,9 @@ class Room {
 			return null;
 		}
 		KVPoll previous = state;
+		if (previous == null) {
+			firstStateNanos = System.nanoTime();
+		}
 		state = next;
 		if (next == KVPoll.FAILED) {
 			cause = failure;

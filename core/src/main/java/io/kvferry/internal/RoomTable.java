@@ -10,7 +10,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 
+import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
+import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import org.slf4j.Logger;
@@ -53,6 +55,9 @@ final class RoomTable<R extends Room> {
 	private final Sinks.Empty<Void> drained = Sinks.empty();
 	// Guarded by tombstones (so that an admission and the start of a drain never cross); read without it.
 	private volatile String drainReason;
+	private final Scheduler callbacks;
+	private KVMetricsRecorder recorder = KVMetricsRecorder.NONE;
+	private DisaggregationMode mode;
 
 	/**
 	 * @param name manager name for log lines
@@ -75,6 +80,13 @@ final class RoomTable<R extends Room> {
 				dropped -> log.debug("[{}] slow subscriber dropped {}", name, dropped));
 		this.onEnding = onEnding;
 		this.onTerminal = onTerminal;
+		this.callbacks = callbacks;
+	}
+
+	/** Tells {@code recorder}, on the callback scheduler, of each room this table opens and ends; before any room. */
+	void recordTo(KVMetricsRecorder recorder, DisaggregationMode mode) {
+		this.recorder = recorder;
+		this.mode = mode;
 	}
 
 	/**
@@ -236,8 +248,9 @@ final class RoomTable<R extends Room> {
 			log.debug("[{}] room {} {} -> {}", name, room.id, change[0], next);
 		}
 		boolean failed = next == KVPoll.FAILED;
-		events.emit(new KVStatusEvent(room.id, change[0], next, failed ? cause : null, failed ? reason : "",
-				System.nanoTime()));
+		long now = System.nanoTime();
+		events.emit(new KVStatusEvent(room.id, change[0], next, failed ? cause : null, failed ? reason : "", now));
+		record(room, change[0], next, failed ? cause : null, now);
 		if (next.isTerminal()) {
 			room.replaceTimeout(null);
 			onTerminal.accept(room);
@@ -249,6 +262,21 @@ final class RoomTable<R extends Room> {
 			armTimeout(room, next);
 		}
 		return true;
+	}
+
+	// Recorded from the callback scheduler, never under the room's monitor: the recorder is the user's code.
+	private void record(R room, KVPoll previous, KVPoll next, FailureCause cause, long now) {
+		KVMetricsRecorder r = recorder;
+		if (r == KVMetricsRecorder.NONE) {
+			return;
+		}
+		if (previous == null) {
+			callbacks.schedule(() -> r.roomOpened(name, mode));
+		}
+		if (next.isTerminal()) {
+			long duration = Math.max(0, now - room.firstStateNanos());
+			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration));
+		}
 	}
 
 	private void forget(R room) {

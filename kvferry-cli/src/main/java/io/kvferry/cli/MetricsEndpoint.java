@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Objects;
 
 import io.kvferry.KVManager;
+import io.kvferry.KVMetricsRecorder;
 import io.kvferry.metrics.micrometer.KVManagerMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -22,33 +23,43 @@ import reactor.netty.http.server.HttpServer;
 final class MetricsEndpoint implements Disposable {
 
 	private final DisposableServer server;
-	private final List<KVManagerMetrics> bindings;
+	private final PrometheusMeterRegistry registry;
+	private final List<KVManagerMetrics> bindings = new ArrayList<>();
 
-	private MetricsEndpoint(DisposableServer server, List<KVManagerMetrics> bindings) {
+	private MetricsEndpoint(DisposableServer server, PrometheusMeterRegistry registry) {
 		this.server = server;
-		this.bindings = bindings;
+		this.registry = registry;
 	}
 
 	/**
+	 * Serves {@code /metrics} before the ranks start, so that their specs can take {@link #recorder()}.
+	 *
 	 * @param host where to listen
 	 * @param port port (0: any free one)
-	 * @param managers the ranks to publish
-	 * @return the running endpoint
+	 * @return the running endpoint, with no rank bound yet
 	 */
-	static MetricsEndpoint start(String host, int port, List<? extends KVManager> managers) {
+	static MetricsEndpoint start(String host, int port) {
 		Objects.requireNonNull(host, "host");
 		PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-		List<KVManagerMetrics> bindings = new ArrayList<>();
-		for (KVManager m : managers) {
-			bindings.add(KVManagerMetrics.bind(m, registry));
-		}
 		DisposableServer server = HttpServer.create().host(host).port(port)
 				.route(r -> r.get("/metrics", (req, res) -> res
 						.header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 						// Rendering walks every meter: off the event loop.
 						.sendString(Mono.fromCallable(registry::scrape).subscribeOn(Schedulers.boundedElastic()))))
 				.bindNow(Duration.ofSeconds(10));
-		return new MetricsEndpoint(server, bindings);
+		return new MetricsEndpoint(server, registry);
+	}
+
+	/** @return what each rank's spec records room durations with */
+	KVMetricsRecorder recorder() {
+		return KVManagerMetrics.recorder(registry);
+	}
+
+	/** Publishes the statistics of {@code managers}, once they started. */
+	synchronized void bind(List<? extends KVManager> managers) {
+		for (KVManager m : managers) {
+			bindings.add(KVManagerMetrics.bind(m, registry));
+		}
 	}
 
 	/** @return the bound port */
@@ -57,7 +68,7 @@ final class MetricsEndpoint implements Disposable {
 	}
 
 	@Override
-	public void dispose() {
+	public synchronized void dispose() {
 		bindings.forEach(KVManagerMetrics::dispose);
 		server.disposeNow(Duration.ofSeconds(5));
 	}

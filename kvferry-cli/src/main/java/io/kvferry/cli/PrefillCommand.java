@@ -116,10 +116,12 @@ final class PrefillCommand implements Callable<Integer> {
 		Mono<String> stop = StopSignal.install();
 		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(host, metricsPort);
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
 				prefill.allCpRanks, poolPages, poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport,
-				client, timeouts::apply, layers.layerCompute, layers.layerwise);
+				client, s -> metrics == null ? timeouts.apply(s) : timeouts.apply(s).metricsRecorder(metrics.recorder()),
+				layers.layerCompute, layers.layerwise);
 		PrefillEngine engine;
 		try {
 			engine = PrefillEngine.start(config).block(START_TIMEOUT);
@@ -127,6 +129,9 @@ final class PrefillCommand implements Callable<Integer> {
 		catch (RuntimeException e) {
 			transport.dispose();
 			client.dispose();
+			if (metrics != null) {
+				metrics.dispose();
+			}
 			throw e;
 		}
 		String endpoints = engine.managers().stream().map(PrefillKVManager::endpoint).map(HostPort::toString)
@@ -135,9 +140,8 @@ final class PrefillCommand implements Callable<Integer> {
 				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, bootstrap, endpoints);
 		out.println("  model   " + ModelOptions.describe(shape));
 		out.println("  pools   " + poolPages + " pages per rank");
-		MetricsEndpoint metrics = metricsPort == null ? null
-				: MetricsEndpoint.start(host, metricsPort, engine.managers());
 		if (metrics != null) {
+			metrics.bind(engine.managers());
 			out.println("  metrics http://" + new HostPort(host, metrics.port()) + "/metrics");
 		}
 		out.flush();

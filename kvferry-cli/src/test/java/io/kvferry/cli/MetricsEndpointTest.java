@@ -21,11 +21,12 @@ class MetricsEndpointTest {
 
 	@Test
 	void servesEveryRanksMetricsForPrometheus() throws Exception {
+		MetricsEndpoint endpoint = MetricsEndpoint.start("127.0.0.1", 0);
 		KVCluster c = KVCluster.builder().shape(new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0)).capacity(16, 4)
 				.transport(InMemoryKVTransport.create()).bootstrapClient(new InMemoryBootstrap())
-				.bootstrapAddress(new HostPort("127.0.0.1", 8998)).startNow(Duration.ofSeconds(10));
-		MetricsEndpoint endpoint = MetricsEndpoint.start("127.0.0.1", 0,
-				List.of(c.prefillManagers().get(0).get(0), c.decodeManagers().get(0)));
+				.bootstrapAddress(new HostPort("127.0.0.1", 8998))
+				.customize(spec -> spec.metricsRecorder(endpoint.recorder())).startNow(Duration.ofSeconds(10));
+		endpoint.bind(List.of(c.prefillManagers().get(0).get(0), c.decodeManagers().get(0)));
 		try {
 			assertThat(c.run(1, 20, 2, new Random(1)).block(Duration.ofSeconds(10)).ok()).isTrue();
 			HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(

@@ -11,8 +11,9 @@ import reactor.core.publisher.Mono;
 
 /**
  * Micrometer metrics of both managers ({@code kvferry-metrics-micrometer}): bytes and pages moved, live rooms by
- * state, connections, room durations and failures by cause, every meter tagged with its manager and mode. Here the
- * registry is a {@link SimpleMeterRegistry}; a service binds its Prometheus or OTLP registry the same way.
+ * state, connections and failures by cause, every meter tagged with its manager and mode (room durations come from
+ * {@code KVManagerMetrics.recorder(registry)} given to a manager's spec). Here the registry is a
+ * {@link SimpleMeterRegistry}; a service binds its Prometheus or OTLP registry the same way.
  */
 public final class RoomMetrics {
 

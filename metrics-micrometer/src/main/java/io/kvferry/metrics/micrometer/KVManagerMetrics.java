@@ -1,19 +1,19 @@
 package io.kvferry.metrics.micrometer;
 
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
+import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.KVManager;
+import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
-import io.kvferry.KVStatusEvent;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 
 /**
@@ -23,30 +23,30 @@ import reactor.core.Disposable;
  * {@link KVManager#stats()};</li>
  * <li>{@code kvferry.heartbeats.missed} — connections closed because the peer went silent;</li>
  * <li>{@code kvferry.rooms.live{state}} and {@code kvferry.connections} — gauges;</li>
- * <li>{@code kvferry.room.duration{outcome}} — a timer with percentiles from a room's first state to its last;</li>
  * <li>{@code kvferry.room.failures{cause}} — failed rooms by {@link FailureCause} (its {@link FailureCause#tag()}),
  * function counters over {@link KVManager#stats()} (so a failure is counted before anyone sees the room fail).</li>
  * </ul>
- * Every meter carries the tags {@code manager} (its name) and {@code mode}.
+ * Every meter carries the tags {@code manager} (its name) and {@code mode}. Room durations
+ * ({@code kvferry.room.duration{outcome}}) come from {@link #recorder(MeterRegistry)}, which the manager's spec takes.
  *
  * <pre>{@code
- * Disposable metrics = KVManagerMetrics.bind(manager, prometheusRegistry);
+ * DecodeKVManager manager = KVManagerSpec.decode().metricsRecorder(KVManagerMetrics.recorder(registry))...startNow();
+ * Disposable metrics = KVManagerMetrics.bind(manager, registry);
  * }</pre>
  */
 public final class KVManagerMetrics implements Disposable {
 
-	private final Disposable subscription;
+	private volatile boolean disposed;
 
-	private KVManagerMetrics(Disposable subscription) {
-		this.subscription = subscription;
+	private KVManagerMetrics() {
 	}
 
 	/**
-	 * Registers the meters and starts following the manager's events.
+	 * Registers the meters read from the manager's statistics.
 	 *
 	 * @param manager the manager
 	 * @param registry where meters go
-	 * @return a handle; disposing it stops the event-driven meters (gauges stay registered)
+	 * @return a handle (the meters stay registered; they read the manager when scraped)
 	 */
 	public static KVManagerMetrics bind(KVManager manager, MeterRegistry registry) {
 		Objects.requireNonNull(manager, "manager");
@@ -74,36 +74,43 @@ public final class KVManagerMetrics implements Disposable {
 		}
 		Gauge.builder("kvferry.connections", manager, m -> m.stats().connections())
 				.description("open peer connections").tags(tags).register(registry);
-		Timer success = Timer.builder("kvferry.room.duration").tags(tags.and("outcome", "success"))
-				.description("from a room's first state to its last").publishPercentiles(0.5, 0.99).register(registry);
-		Timer failure = Timer.builder("kvferry.room.duration").tags(tags.and("outcome", "failure"))
-				.description("from a room's first state to its last").publishPercentiles(0.5, 0.99).register(registry);
-		Map<Long, Long> started = new ConcurrentHashMap<>();
-		Disposable sub = manager.events().subscribe(e -> record(e, started, success, failure));
-		return new KVManagerMetrics(sub);
+		return new KVManagerMetrics();
 	}
 
-	private static void record(KVStatusEvent e, Map<Long, Long> started, Timer success, Timer failure) {
-		if (e.previous() == null) {
-			started.put(e.room(), e.timestampNanos());
-		}
-		if (!e.current().isTerminal()) {
-			return;
-		}
-		Long start = started.remove(e.room());
-		Timer t = e.current() == KVPoll.SUCCESS ? success : failure;
-		if (start != null) {
-			t.record(e.timestampNanos() - start, TimeUnit.NANOSECONDS);
-		}
+	/**
+	 * The meters a manager records as its rooms end: {@code kvferry.room.duration{manager, mode, outcome}}, a timer
+	 * with percentiles from a room's first state to its last. Give it to the manager's spec; the manager calls it at
+	 * each room's end, so no room is missed (as one could be when read from the lossy event stream).
+	 *
+	 * <pre>{@code
+	 * KVManagerSpec.decode().metricsRecorder(KVManagerMetrics.recorder(registry))...
+	 * }</pre>
+	 *
+	 * @param registry where meters go
+	 * @return the recorder
+	 */
+	public static KVMetricsRecorder recorder(MeterRegistry registry) {
+		Objects.requireNonNull(registry, "registry");
+		return new KVMetricsRecorder() {
+			@Override
+			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
+					long durationNanos) {
+				Timer.builder("kvferry.room.duration").description("from a room's first state to its last")
+						.tags("manager", manager, "mode", mode.name().toLowerCase(), "outcome",
+								outcome == KVPoll.SUCCESS ? "success" : "failure")
+						.publishPercentiles(0.5, 0.99).register(registry)
+						.record(durationNanos, TimeUnit.NANOSECONDS);
+			}
+		};
 	}
 
 	@Override
 	public void dispose() {
-		subscription.dispose();
+		disposed = true;
 	}
 
 	@Override
 	public boolean isDisposed() {
-		return subscription.isDisposed();
+		return disposed;
 	}
 }

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 
 class KVManagerMetricsTest {
 
-	/** Signals each timer recording: room durations are recorded from the event stream, on its own thread. */
+	/** Signals each timer recording: the managers record room durations on their callback scheduler. */
 	private static final class SignallingRegistry extends SimpleMeterRegistry {
 		final Semaphore recorded = new Semaphore(0);
 
@@ -46,10 +46,11 @@ class KVManagerMetricsTest {
 	@Test
 	void countsBytesRoomsAndFailures() throws InterruptedException {
 		ModelShape shape = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+		SignallingRegistry registry = new SignallingRegistry();
 		KVCluster c = KVCluster.builder().shape(shape).capacity(32, 4).transport(InMemoryKVTransport.create())
 				.bootstrapClient(new InMemoryBootstrap()).bootstrapAddress(new HostPort("127.0.0.1", 8998))
+				.customize(spec -> spec.metricsRecorder(KVManagerMetrics.recorder(registry)))
 				.startNow(Duration.ofSeconds(10));
-		SignallingRegistry registry = new SignallingRegistry();
 		PrefillKVManager prefill = c.prefillManagers().get(0).get(0);
 		DecodeKVManager decode = c.decodeManagers().get(0);
 		KVManagerMetrics p = KVManagerMetrics.bind(prefill, registry);
