@@ -16,6 +16,7 @@ import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
 import io.kvferry.ParallelLayout;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -182,19 +183,19 @@ public final class KVCluster {
 		// Pages decode already holds (its prefix cache): it asks only for the rest.
 		private final int prefixPages;
 		private final int g;
-		private final int[] src;
-		private final int[] dst;
-		private final int[] srcRow;
-		private final int[] dstRow;
-		private final int[] srcState;
-		private final int[] dstState;
+		private final int @Nullable [] src;
+		private final int @Nullable [] dst;
+		private final int @Nullable [] srcRow;
+		private final int @Nullable [] dstRow;
+		private final int @Nullable [] srcState;
+		private final int @Nullable [] dstState;
 		// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
-		private final int[][] parts;
-		private final int[][][] partStates;
+		private final int @Nullable [][] parts;
+		private final int @Nullable [][][] partStates;
 		private final long[] outside = new long[decodeMemory.size()];
 		private final List<List<Integer>> landedLayers = new ArrayList<>();
 		// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
-		private String failure;
+		private @Nullable String failure;
 		private long latency;
 		private boolean transferred;
 
@@ -386,7 +387,7 @@ public final class KVCluster {
 	}
 
 	/** @return why a decode rank's landed layers are not each of its main layers once, or null */
-	private static String checkLayers(KVArgs decode, List<Integer> landed) {
+	private static @Nullable String checkLayers(KVArgs decode, List<Integer> landed) {
 		List<Integer> sorted = new ArrayList<>(landed);
 		sorted.sort(null);
 		List<Integer> expected = new ArrayList<>();
@@ -416,7 +417,8 @@ public final class KVCluster {
 		return points.stream().mapToInt(Integer::intValue).toArray();
 	}
 
-	private void release(int g, int[] src, int[] dst, int[] srcRow, int[] dstRow) {
+	private void release(int g, int @Nullable [] src, int @Nullable [] dst, int @Nullable [] srcRow,
+			int @Nullable [] dstRow) {
 		if (src != null) {
 			prefillPages.get(g).release(src);
 		}

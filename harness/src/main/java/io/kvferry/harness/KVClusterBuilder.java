@@ -8,6 +8,7 @@ import io.kvferry.HostPort;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /** Mutable builder of a {@link KVCluster}. */
@@ -29,10 +30,10 @@ public final class KVClusterBuilder {
 	boolean contiguous;
 	boolean layerwise;
 	String host = "127.0.0.1";
-	KVTransport transport;
-	KVTransport decodeTransport;
-	BootstrapClient client;
-	HostPort bootstrap;
+	@Nullable KVTransport transport;
+	@Nullable KVTransport decodeTransport;
+	@Nullable BootstrapClient client;
+	@Nullable HostPort bootstrap;
 	UnaryOperator<KVManagerSpec<?, ?>> customizer = UnaryOperator.identity();
 
 	KVClusterBuilder() {

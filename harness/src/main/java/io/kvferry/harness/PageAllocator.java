@@ -3,6 +3,8 @@ package io.kvferry.harness;
 import java.util.BitSet;
 import java.util.Random;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Hands out page (or row) indices of one pool, scattered at random or as one contiguous run, as an engine's allocator
  * would. Thread-safe.
@@ -28,7 +30,7 @@ public final class PageAllocator {
 	 * @param contiguous prefer one run of adjacent indices
 	 * @return the indices in request order, or null when fewer than {@code n} are free
 	 */
-	public synchronized int[] allocate(int n, Random random, boolean contiguous) {
+	public synchronized int @Nullable [] allocate(int n, Random random, boolean contiguous) {
 		if (n > free) {
 			return null;
 		}

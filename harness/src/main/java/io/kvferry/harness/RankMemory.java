@@ -9,6 +9,7 @@ import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
 import io.netty.util.internal.PlatformDependent;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's registered memory laid out as SGLang lays it out (K buffers of the rank's layers, then V buffers, then
@@ -132,7 +133,7 @@ public final class RankMemory {
 	 *
 	 * @return null when all match, else a description of the first mismatch
 	 */
-	public String verify(long room, int[] pages, int auxRow, int[] stateSlots) {
+	public @Nullable String verify(long room, int[] pages, int auxRow, int[] stateSlots) {
 		return verify(room, pages, 0, auxRow, stateSlots);
 	}
 
@@ -142,8 +143,8 @@ public final class RankMemory {
 	 *
 	 * @return null when all match, else a description of the first mismatch
 	 */
-	public String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots) {
-		String[] first = new String[1];
+	public @Nullable String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots) {
+		@Nullable String[] first = new String[1];
 		WordRun check = (address, seed, words) -> {
 			for (int w = 0; w < words; w++) {
 				long expected = Patterns.word(seed, w);

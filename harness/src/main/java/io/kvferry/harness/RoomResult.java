@@ -1,5 +1,7 @@
 package io.kvferry.harness;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The outcome of one room run by {@link KVCluster}.
  *
@@ -9,7 +11,7 @@ package io.kvferry.harness;
  * @param latencyNanos from the first send to the last completion
  * @param failure null when every rank succeeded and every byte matched; else why not
  */
-public record RoomResult(long room, int pages, long bytes, long latencyNanos, String failure) {
+public record RoomResult(long room, int pages, long bytes, long latencyNanos, @Nullable String failure) {
 
 	/** @return whether the room succeeded and every byte matched */
 	public boolean ok() {

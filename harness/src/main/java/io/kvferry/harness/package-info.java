@@ -7,4 +7,7 @@
  * <p>It needs only kvferry's core: the command line's demo and bench ship it, and the test kit builds its scenarios on
  * it.
  */
+@NullMarked
 package io.kvferry.harness;
+
+import org.jspecify.annotations.NullMarked;

@@ -11,6 +11,7 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.RegistryChange;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -27,7 +28,7 @@ public final class InMemoryBootstrap implements BootstrapClient {
 	private volatile boolean down;
 
 	private static final class Instance {
-		volatile PrefillParallelInfo sizes;
+		volatile @Nullable PrefillParallelInfo sizes;
 		volatile int cpSize = 1;
 		final Map<String, HostPort> ranks = new ConcurrentHashMap<>();
 	}

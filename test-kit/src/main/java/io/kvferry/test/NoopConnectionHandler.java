@@ -6,6 +6,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import org.jspecify.annotations.Nullable;
 
 /** A connection handler that ignores everything; tests override what they need. */
 public class NoopConnectionHandler implements ConnectionHandler {
@@ -15,7 +16,7 @@ public class NoopConnectionHandler implements ConnectionHandler {
 	}
 
 	@Override
-	public PayloadSink onData(KVConnection connection, DataHeader header) {
+	public @Nullable PayloadSink onData(KVConnection connection, DataHeader header) {
 		return null;
 	}
 

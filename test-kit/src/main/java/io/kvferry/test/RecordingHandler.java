@@ -16,6 +16,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link ConnectionHandler} that records what arrives, for tests. Lock-free on the calling side (event loops must not
@@ -33,8 +34,8 @@ public class RecordingHandler implements ConnectionHandler {
 	private final Queue<KVMessage> messages = new ConcurrentLinkedQueue<>();
 	private final Semaphore messageCount = new Semaphore(0);
 
-	public volatile Function<DataHeader, PayloadSink> sinks = h -> null;
-	public volatile KVConnection connection;
+	public volatile Function<DataHeader, @Nullable PayloadSink> sinks = h -> null;
+	public volatile @Nullable KVConnection connection;
 
 	@Override
 	public void onMessage(KVConnection connection, KVMessage message) {
@@ -45,7 +46,7 @@ public class RecordingHandler implements ConnectionHandler {
 	}
 
 	@Override
-	public PayloadSink onData(KVConnection connection, DataHeader header) {
+	public @Nullable PayloadSink onData(KVConnection connection, DataHeader header) {
 		this.connection = connection;
 		events.add(header);
 		return sinks.apply(header);

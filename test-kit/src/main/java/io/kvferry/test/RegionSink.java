@@ -7,6 +7,7 @@ import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A test {@link PayloadSink} that scatters a payload into a {@link MemoryRegion} as the header describes: chunk
@@ -19,7 +20,7 @@ public final class RegionSink implements PayloadSink {
 	private final AtomicLong received;
 	private final Runnable onComplete;
 	private final long stride;
-	private final AtomicLong landed;
+	private final @Nullable AtomicLong landed;
 	private long position;
 
 	/**
@@ -37,7 +38,7 @@ public final class RegionSink implements PayloadSink {
 	 *
 	 * @param landed counts payload bytes that arrived in place; {@code null} offers no landing zone
 	 */
-	public RegionSink(MemoryRegion region, DataHeader header, AtomicLong received, AtomicLong landed,
+	public RegionSink(MemoryRegion region, DataHeader header, AtomicLong received, @Nullable AtomicLong landed,
 			Runnable onComplete) {
 		if (!region.contains(header.dstOffset(), header.span())) {
 			throw new IllegalArgumentException("frame " + header + " outside " + region);
@@ -51,7 +52,7 @@ public final class RegionSink implements PayloadSink {
 	}
 
 	@Override
-	public ByteBuf landingZone(int minBytes, int maxBytes) {
+	public @Nullable ByteBuf landingZone(int minBytes, int maxBytes) {
 		long left = header.payloadLength() - position;
 		if (landed == null || stride != header.chunkLen() || left < minBytes) {
 			return null;

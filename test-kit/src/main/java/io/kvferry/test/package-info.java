@@ -5,4 +5,7 @@
  * class when Netty reported a leaked buffer; it is registered through {@code META-INF/services} and runs when the
  * build enables JUnit's extension autodetection ({@code junit.jupiter.extensions.autodetection.enabled=true}).
  */
+@NullMarked
 package io.kvferry.test;
+
+import org.jspecify.annotations.NullMarked;

@@ -11,6 +11,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.ByteBufFlux;
@@ -39,14 +40,15 @@ final class BootstrapHttp {
 
 	private final Duration timeout;
 	/** Null: no Authorization header. */
-	private final String bearerToken;
+	private final @Nullable String bearerToken;
 	private final int maxResponseBytes;
 	/** Null: plain HTTP. */
-	private final SslContext sslContext;
+	private final @Nullable SslContext sslContext;
 	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
-	private final AtomicReference<Object> transport = new AtomicReference<>();
+	private final AtomicReference<@Nullable Object> transport = new AtomicReference<>();
 
-	BootstrapHttp(Duration timeout, String bearerToken, int maxResponseBytes, SslContext sslContext) {
+	BootstrapHttp(Duration timeout, @Nullable String bearerToken, int maxResponseBytes,
+			@Nullable SslContext sslContext) {
 		this.timeout = timeout;
 		this.bearerToken = bearerToken;
 		this.maxResponseBytes = maxResponseBytes;
@@ -58,7 +60,7 @@ final class BootstrapHttp {
 	 *
 	 * @param body the JSON request body (then the bearer token, if any, is sent), or null for none
 	 */
-	Mono<byte[]> exchange(HttpMethod method, String url, byte[] body) {
+	Mono<byte[]> exchange(HttpMethod method, String url, byte @Nullable [] body) {
 		String call = call(method, url);
 		return Mono.defer(() -> {
 			// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
@@ -136,7 +138,7 @@ final class BootstrapHttp {
 		final ConnectionProvider provider;
 		final HttpClient http;
 
-		Pool(Duration timeout, SslContext sslContext) {
+		Pool(Duration timeout, @Nullable SslContext sslContext) {
 			this.provider = ConnectionProvider.builder("kvferry-bootstrap")
 					.maxConnections(MAX_CONNECTIONS)
 					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)

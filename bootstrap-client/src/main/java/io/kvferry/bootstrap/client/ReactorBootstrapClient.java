@@ -15,6 +15,7 @@ import io.kvferry.bootstrap.PrefillRegistration;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -93,19 +94,19 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	private final Duration backoffCap;
 	private final DoubleSupplier jitter;
 	/** Null: {@link Schedulers#parallel()}, looked up per call so virtual-time tests can replace it. */
-	private final Scheduler scheduler;
+	private final @Nullable Scheduler scheduler;
 	/** Null: no Authorization header. */
-	private final String bearerToken;
+	private final @Nullable String bearerToken;
 	private final int maxResponseBytes;
 	/** Null: plain HTTP. */
-	private final SslContext sslContext;
+	private final @Nullable SslContext sslContext;
 
 	/** This client's own connection pool and calls. */
 	private final BootstrapHttp http;
 
 	private ReactorBootstrapClient(Duration timeout, int registerAttempts, Duration backoffBase, Duration backoffCap,
-			DoubleSupplier jitter, Scheduler scheduler, String bearerToken, int maxResponseBytes,
-			SslContext sslContext) {
+			DoubleSupplier jitter, @Nullable Scheduler scheduler, @Nullable String bearerToken, int maxResponseBytes,
+			@Nullable SslContext sslContext) {
 		this.timeout = timeout;
 		this.registerAttempts = registerAttempts;
 		this.backoffBase = backoffBase;

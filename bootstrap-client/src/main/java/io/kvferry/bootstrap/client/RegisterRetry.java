@@ -5,6 +5,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.DoubleSupplier;
 
 import io.kvferry.bootstrap.BootstrapException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How {@link ReactorBootstrapClient#register} tries again, as SGLang does: only failures that may pass
@@ -53,7 +54,7 @@ final class RegisterRetry {
 	 * @param failure what the last try failed with
 	 * @return the delay before the next try, or {@code null} when the failure will not pass or the tries are spent
 	 */
-	Duration nextDelay(long retries, Throwable failure) {
+	@Nullable Duration nextDelay(long retries, Throwable failure) {
 		if (!(failure instanceof BootstrapException bootstrapFailure) || !bootstrapFailure.isRetryable()
 				|| retries + 1 >= attempts) {
 			return null;

@@ -3,4 +3,7 @@
  * {@link io.kvferry.bootstrap.BootstrapClient} on Reactor Netty's HTTP client, speaking SGLang's bootstrap protocol
  * ({@code PUT /route}, {@code GET /route}, {@code GET /health}).
  */
+@NullMarked
 package io.kvferry.bootstrap.client;
+
+import org.jspecify.annotations.NullMarked;

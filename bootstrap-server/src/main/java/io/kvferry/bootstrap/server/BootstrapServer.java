@@ -11,6 +11,7 @@ import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.ssl.SslContext;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -216,7 +217,7 @@ public final class BootstrapServer {
 	 * @param authToken the token, or {@code null} for no authentication (the default, as SGLang)
 	 * @return a new {@link BootstrapServer}
 	 */
-	public BootstrapServer authToken(String authToken) {
+	public BootstrapServer authToken(@Nullable String authToken) {
 		if (authToken != null && (authToken.isBlank() || !authToken.strip().equals(authToken))) {
 			throw new IllegalArgumentException("authToken : blank or padded with whitespace (expected: a token)");
 		}
@@ -299,7 +300,7 @@ public final class BootstrapServer {
 	 * @throws IllegalArgumentException naming the file that is missing, unreadable, malformed or expired, or a key
 	 *         that is not the certificate's
 	 */
-	public BootstrapServer etcdTls(Path caCertificate, Path clientCertificate, Path clientKey) {
+	public BootstrapServer etcdTls(Path caCertificate, @Nullable Path clientCertificate, @Nullable Path clientKey) {
 		Objects.requireNonNull(caCertificate, "caCertificate");
 		EtcdStoreSupport.Access access = new EtcdStoreSupport.Access(caCertificate, clientCertificate, clientKey,
 				settings.etcdAccess.user(), settings.etcdAccess.password());
@@ -333,7 +334,7 @@ public final class BootstrapServer {
 	}
 
 	/** @return the etcd user ({@link #etcdCredentials}), or null */
-	public String etcdUser() {
+	public @Nullable String etcdUser() {
 		return settings.etcdAccess.user();
 	}
 

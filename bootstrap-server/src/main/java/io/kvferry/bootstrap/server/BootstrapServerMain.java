@@ -20,6 +20,7 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.handler.ssl.SslContext;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -128,14 +129,14 @@ public final class BootstrapServerMain implements Callable<Integer> {
 			description = "Bearer token required on PUT /route and POST /register_dp_rank (default: $" + AUTH_TOKEN_ENV
 					+ ", else none; see --require-auth-token). Prefer the environment variable: options show in "
 					+ "process lists.")
-	private String authToken;
+	private @Nullable String authToken;
 
 	@Option(names = "--require-auth-token", negatable = true,
 			description = "Whether writes need the bearer token. Default: required when a token is set. Stock SGLang "
 					+ "ranks send no token, so with one required their registrations get 401: "
 					+ "--no-require-auth-token accepts them and ignores the token; --require-auth-token refuses to "
 					+ "start without a token.")
-	private Boolean requireAuthToken;
+	private @Nullable Boolean requireAuthToken;
 
 	@Option(names = "--max-connections", paramLabel = "N",
 			defaultValue = "" + BootstrapServer.DEFAULT_MAX_CONNECTIONS,
@@ -151,12 +152,12 @@ public final class BootstrapServerMain implements Callable<Integer> {
 	@Option(names = "--registry", paramLabel = "URI",
 			description = "Keep registrations in etcd, so that several servers of one prefill instance answer the "
 					+ "same and a restart loses nothing: etcd://host:port[,host:port...] (default: in memory).")
-	private String registryUri;
+	private @Nullable String registryUri;
 
 	@Option(names = "--instance", paramLabel = "HOST:PORT",
 			description = "With --registry: the address decode ranks name this prefill instance by (this server's, "
 					+ "or the load balancer's in front of several); default: --host:--port.")
-	private String instance;
+	private @Nullable String instance;
 
 	@Mixin
 	private EtcdAccessOptions etcd;
@@ -175,11 +176,11 @@ public final class BootstrapServerMain implements Callable<Integer> {
 	private boolean help;
 
 	/** Where environment variables are read; tests give their own. */
-	private Function<String, String> environment = System::getenv;
+	private Function<String, @Nullable String> environment = System::getenv;
 
 	/** The registry and JVM meters behind GET /metrics; null with --no-metrics or before {@link #configure()}. */
-	private PrometheusMeterRegistry registry;
-	private JvmGcMetrics gcMetrics;
+	private @Nullable PrometheusMeterRegistry registry;
+	private @Nullable JvmGcMetrics gcMetrics;
 
 	private BootstrapServerMain() {
 	}
@@ -353,7 +354,7 @@ public final class BootstrapServerMain implements Callable<Integer> {
 	 *
 	 * @return the token writes must carry, or null when they need none
 	 */
-	private String writeToken() {
+	private @Nullable String writeToken() {
 		boolean tokenSet = authToken != null && !authToken.isEmpty();
 		if (Boolean.TRUE.equals(requireAuthToken) && !tokenSet) {
 			throw new ParameterException(spec.commandLine(), "Invalid option value: --require-auth-token : no token "

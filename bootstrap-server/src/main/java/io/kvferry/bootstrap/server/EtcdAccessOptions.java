@@ -10,6 +10,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Set;
 import java.util.function.Function;
 
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Option;
@@ -29,27 +30,27 @@ final class EtcdAccessOptions {
 	@Option(names = "--etcd-ca", paramLabel = "PEM",
 			description = "With --registry: speak TLS to etcd (https) and trust the etcd certificates this CA "
 					+ "certificate signed (etcdctl's --cacert). Each etcd certificate must name its endpoint.")
-	private File etcdCa;
+	private @Nullable File etcdCa;
 
 	@Option(names = "--etcd-cert", paramLabel = "PEM",
 			description = "With --etcd-ca: present this client certificate to etcd (mutual TLS, for etcd run with "
 					+ "--client-cert-auth); needs --etcd-key.")
-	private File etcdCert;
+	private @Nullable File etcdCert;
 
 	@Option(names = "--etcd-key", paramLabel = "PEM",
 			description = "Private key of --etcd-cert, unencrypted (PKCS#8, or OpenSSL's RSA / EC PRIVATE KEY).")
-	private File etcdKey;
+	private @Nullable File etcdKey;
 
 	@Option(names = "--etcd-user", paramLabel = "NAME",
 			description = "With --registry: authenticate to etcd as this user (its role needs readwrite on the "
 					+ "kvferry/ prefix). The password comes from --etcd-password-file or $" + PASSWORD_ENV
 					+ ", never from the command line.")
-	private String etcdUser;
+	private @Nullable String etcdUser;
 
 	@Option(names = "--etcd-password-file", paramLabel = "FILE",
 			description = "File holding the password of --etcd-user (a trailing newline is ignored; keep it mode "
 					+ "600). Default: $" + PASSWORD_ENV + ".")
-	private File etcdPasswordFile;
+	private @Nullable File etcdPasswordFile;
 
 	/** @return whether a client certificate is presented to etcd */
 	boolean hasClientCertificate() {
@@ -75,7 +76,7 @@ final class EtcdAccessOptions {
 	 * @return the configuration with the access applied
 	 * @throws IllegalArgumentException naming the option that is wrong or missing
 	 */
-	BootstrapServer apply(BootstrapServer config, Function<String, String> environment) {
+	BootstrapServer apply(BootstrapServer config, Function<String, @Nullable String> environment) {
 		BootstrapServer secured = config;
 		if ((etcdCert == null) != (etcdKey == null)) {
 			throw new IllegalArgumentException("--etcd-cert and --etcd-key go together (expected: both or neither)");
@@ -103,7 +104,7 @@ final class EtcdAccessOptions {
 	}
 
 	/** @return the password of --etcd-user: from --etcd-password-file, else from the environment */
-	private String password(Function<String, String> environment) {
+	private String password(Function<String, @Nullable String> environment) {
 		if (etcdPasswordFile == null) {
 			String password = environment.apply(PASSWORD_ENV);
 			if (password == null || password.isEmpty()) {
@@ -154,7 +155,7 @@ final class EtcdAccessOptions {
 		}
 	}
 
-	private static void onlyWithRegistry(String option, Object value) {
+	private static void onlyWithRegistry(String option, @Nullable Object value) {
 		if (value != null) {
 			throw new IllegalArgumentException(option + " : " + value + " (expected: only with --registry)");
 		}

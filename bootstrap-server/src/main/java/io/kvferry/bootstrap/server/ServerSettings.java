@@ -7,6 +7,7 @@ import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.ssl.SslContext;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What one {@link BootstrapServer} configuration holds; mutated only on a fresh copy, inside
@@ -21,14 +22,14 @@ final class ServerSettings {
 	Duration requestTimeout = BootstrapServer.DEFAULT_REQUEST_TIMEOUT;
 	Duration dpRankEntryLifetime = BootstrapServer.DEFAULT_DP_RANK_ENTRY_LIFETIME;
 	int maxDpRankEntries = BootstrapServer.DEFAULT_MAX_DP_RANK_ENTRIES;
-	String authToken;
-	SslContext sslContext;
-	MeterRegistry meterRegistry;
+	@Nullable String authToken;
+	@Nullable SslContext sslContext;
+	@Nullable MeterRegistry meterRegistry;
 	int maxConnections = BootstrapServer.DEFAULT_MAX_CONNECTIONS;
 	int maxLingeringRefusals = BootstrapServer.DEFAULT_MAX_LINGERING_REFUSALS;
 	int ioThreads = BootstrapServer.DEFAULT_IO_THREADS;
-	List<HostPort> etcdEndpoints;
-	HostPort instance;
+	@Nullable List<HostPort> etcdEndpoints;
+	@Nullable HostPort instance;
 	EtcdStoreSupport.Access etcdAccess = EtcdStoreSupport.Access.NONE;
 
 	ServerSettings copy() {

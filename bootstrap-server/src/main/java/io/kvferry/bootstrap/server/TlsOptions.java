@@ -4,6 +4,7 @@ import java.io.File;
 
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -15,23 +16,23 @@ final class TlsOptions {
 
 	@Option(names = "--tls-cert", paramLabel = "PEM",
 			description = "Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.")
-	private File tlsCert;
+	private @Nullable File tlsCert;
 
 	@Option(names = "--tls-key", paramLabel = "PEM",
 			description = "Private key of --tls-cert (PKCS#8 PEM, encrypted or not).")
-	private File tlsKey;
+	private @Nullable File tlsKey;
 
 	@Option(names = "--tls-key-password", paramLabel = "PASSWORD",
 			defaultValue = "${env:" + KEY_PASSWORD_ENV + "}",
 			description = "Password of an encrypted --tls-key (default: $" + KEY_PASSWORD_ENV + ", else none).")
-	private String tlsKeyPassword;
+	private @Nullable String tlsKeyPassword;
 
 	/**
 	 * @param commandLine the command, for option errors
 	 * @return the server TLS context from --tls-cert and --tls-key, or null when neither is given
 	 * @throws ParameterException naming the option when a file is missing or unreadable, or one is given alone
 	 */
-	SslContext context(CommandLine commandLine) {
+	@Nullable SslContext context(CommandLine commandLine) {
 		if (tlsCert == null && tlsKey == null) {
 			return null;
 		}

@@ -4,4 +4,7 @@
  * it standalone with {@link io.kvferry.bootstrap.server.BootstrapServerMain}; both can add TLS, a bearer token for
  * writes and Micrometer metrics with a Prometheus {@code GET /metrics}.
  */
+@NullMarked
 package io.kvferry.bootstrap.server;
+
+import org.jspecify.annotations.NullMarked;

@@ -28,6 +28,7 @@ import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.PrefillSizes;
 import io.kvferry.bootstrap.RegistryChange;
 import io.netty.handler.ssl.SslContext;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -110,16 +111,16 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	private final Duration leaseTtl;
 	private final RegistryKeys keys;
 	/** Null for plain {@code http://}. */
-	private final EtcdTls tls;
+	private final @Nullable EtcdTls tls;
 	/** Null for no authentication. */
-	private final EtcdConnection.Credentials credentials;
+	private final EtcdConnection.@Nullable Credentials credentials;
 
 	private final EtcdConnection connection;
 	private final RankLeases leases;
 	private final Flux<RegistryChange> changes;
 
 	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys,
-			EtcdTls tls, EtcdConnection.Credentials credentials) {
+			@Nullable EtcdTls tls, EtcdConnection.@Nullable Credentials credentials) {
 		this.endpoints = List.copyOf(endpoints);
 		this.timeout = timeout;
 		this.leaseTtl = leaseTtl;
@@ -315,7 +316,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	}
 
 	/** @return the etcd user this client authenticates as, or null when it does not authenticate */
-	public String user() {
+	public @Nullable String user() {
 		return credentials == null ? null : credentials.user();
 	}
 

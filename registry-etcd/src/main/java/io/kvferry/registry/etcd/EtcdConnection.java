@@ -13,6 +13,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
 import io.kvferry.HostPort;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -45,14 +46,15 @@ final class EtcdConnection {
 	private final List<HostPort> endpoints;
 	private final Duration timeout;
 	/** Null for plain {@code http://}. */
-	private final EtcdTls tls;
+	private final @Nullable EtcdTls tls;
 	/** Null for no authentication. */
-	private final Credentials credentials;
+	private final @Nullable Credentials credentials;
 	private final String prefix;
 	/** Null until the first call, then the jetcd {@link Client}, then {@link #DISPOSED}. */
-	private final AtomicReference<Object> state = new AtomicReference<>();
+	private final AtomicReference<@Nullable Object> state = new AtomicReference<>();
 
-	EtcdConnection(List<HostPort> endpoints, Duration timeout, EtcdTls tls, Credentials credentials, String prefix) {
+	EtcdConnection(List<HostPort> endpoints, Duration timeout, @Nullable EtcdTls tls, @Nullable Credentials credentials,
+			String prefix) {
 		this.endpoints = endpoints;
 		this.timeout = timeout;
 		this.tls = tls;

@@ -18,6 +18,7 @@ import io.grpc.StatusException;
 import io.grpc.StatusRuntimeException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.netty.handler.ssl.NotSslRecordException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Turns what etcd or its client failed with into {@link BootstrapException}s that name the call, the cluster and, for
@@ -39,7 +40,7 @@ final class EtcdErrors {
 	 * @param user the etcd user, or null when the client does not authenticate
 	 * @param prefix the key prefix, which the user's role must be allowed to read and write
 	 */
-	record Access(String where, EtcdTls tls, String user, String prefix) {
+	record Access(String where, @Nullable EtcdTls tls, @Nullable String user, String prefix) {
 	}
 
 	/**
@@ -110,7 +111,7 @@ final class EtcdErrors {
 	}
 
 	/** @return the TLS failure among the causes (a handshake, certificate or non-TLS peer failure), or null */
-	static Throwable tlsFailure(Throwable e) {
+	static @Nullable Throwable tlsFailure(Throwable e) {
 		int depth = 0;
 		for (Throwable t = e; t != null && depth < MAX_CAUSES; t = t.getCause(), depth++) {
 			if (t instanceof SSLException || t instanceof CertificateException || t instanceof NotSslRecordException) {
@@ -178,7 +179,7 @@ final class EtcdErrors {
 	}
 
 	/** @return what to say about an authentication or permission failure, or null when it is none */
-	private static String authFailure(Throwable e, Access access) {
+	private static @Nullable String authFailure(Throwable e, Access access) {
 		boolean unauthenticated = false;
 		String user = access.user() == null ? null : "'" + access.user() + "'";
 		int depth = 0;
@@ -217,7 +218,7 @@ final class EtcdErrors {
 		return null;
 	}
 
-	private static Status.Code code(Throwable t) {
+	private static Status.@Nullable Code code(Throwable t) {
 		if (t instanceof StatusRuntimeException s) {
 			return s.getStatus().getCode();
 		}

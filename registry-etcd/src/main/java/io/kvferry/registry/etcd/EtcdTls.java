@@ -30,6 +30,7 @@ import io.grpc.netty.GrpcSslContexts;
 import io.netty.handler.ssl.ApplicationProtocolNames;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How the etcd connection is secured: a gRPC client TLS context, read from PEM files (the CA that signed etcd's
@@ -49,11 +50,12 @@ final class EtcdTls {
 	private static final byte[] DER_NULL = { 0x05, 0x00 };
 
 	private final SslContext context;
-	private final Path ca;
-	private final Path clientCertificate;
+	private final @Nullable Path ca;
+	private final @Nullable Path clientCertificate;
 	private final boolean presentsCertificate;
 
-	private EtcdTls(SslContext context, Path ca, Path clientCertificate, boolean presentsCertificate) {
+	private EtcdTls(SslContext context, @Nullable Path ca, @Nullable Path clientCertificate,
+			boolean presentsCertificate) {
 		this.context = context;
 		this.ca = ca;
 		this.clientCertificate = clientCertificate;
@@ -71,7 +73,7 @@ final class EtcdTls {
 	 * @throws IllegalArgumentException naming the file that is missing, unreadable, malformed, expired or, for the
 	 * key, not the certificate's
 	 */
-	static EtcdTls fromFiles(Path ca, Path certificate, Path key) {
+	static EtcdTls fromFiles(Path ca, @Nullable Path certificate, @Nullable Path key) {
 		Objects.requireNonNull(ca, "caCertificate");
 		if ((certificate == null) != (key == null)) {
 			throw new IllegalArgumentException("etcd TLS: a client certificate and its key go together (got "
@@ -278,7 +280,7 @@ final class EtcdTls {
 	}
 
 	/** @return {offset of the contents, their length} of the DER element at {@code at}, or null if malformed */
-	private static int[] header(byte[] der, int at, int tag) {
+	private static int @Nullable [] header(byte[] der, int at, int tag) {
 		if (at + 2 > der.length || (tag >= 0 && (der[at] & 0xff) != tag)) {
 			return null;
 		}

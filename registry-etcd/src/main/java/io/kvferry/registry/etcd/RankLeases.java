@@ -13,6 +13,7 @@ import io.etcd.jetcd.support.CloseableClient;
 import io.grpc.stub.StreamObserver;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.PrefillRegistration;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -75,7 +76,7 @@ final class RankLeases {
 	 *
 	 * @return its lease id, or {@code null} when this client holds no lease for the rank
 	 */
-	Long withdraw(String rankKey) {
+	@Nullable Long withdraw(String rankKey) {
 		RankLease lease = leases.remove(rankKey);
 		if (lease == null) {
 			return null;
@@ -98,7 +99,7 @@ final class RankLeases {
 		final HostPort bootstrap;
 		final PrefillRegistration registration;
 		final AtomicBoolean alive = new AtomicBoolean(true);
-		volatile CloseableClient keepAlive;
+		volatile @Nullable CloseableClient keepAlive;
 
 		RankLease(String rankKey, long id, HostPort bootstrap, PrefillRegistration registration) {
 			this.rankKey = rankKey;

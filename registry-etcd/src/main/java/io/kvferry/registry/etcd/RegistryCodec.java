@@ -11,6 +11,7 @@ import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillSizes;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The registry's values, with the field names of {@link BootstrapFields}: an instance's sizes under its {@code info}
@@ -120,7 +121,7 @@ final class RegistryCodec {
 				+ kv.getKey().toString(StandardCharsets.UTF_8) + ": " + e.getMessage(), e);
 	}
 
-	private static int size(JsonNode node, String field) {
+	private static int size(@Nullable JsonNode node, String field) {
 		JsonNode value = node == null ? null : node.get(field);
 		if (value == null || !value.canConvertToInt() || !value.isIntegralNumber() || value.intValue() < 1) {
 			throw new IllegalArgumentException("instance info field " + field + " : " + value

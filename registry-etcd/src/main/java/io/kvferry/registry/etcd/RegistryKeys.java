@@ -5,6 +5,7 @@ import java.util.Objects;
 
 import io.etcd.jetcd.ByteSequence;
 import io.kvferry.HostPort;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The registry's key layout in etcd, under a prefix ({@code kvferry} by default). An instance is named by the
@@ -66,7 +67,7 @@ public record RegistryKeys(String prefix) {
 	 * @param key a key seen in etcd
 	 * @return what it names, or {@code null} when it is not a registry key of this layout
 	 */
-	public Parsed parse(String key) {
+	public @Nullable Parsed parse(String key) {
 		if (!key.startsWith(instances())) {
 			return null;
 		}

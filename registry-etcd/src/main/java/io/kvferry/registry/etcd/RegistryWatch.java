@@ -11,6 +11,7 @@ import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
 import io.kvferry.bootstrap.RegistryChange;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -70,7 +71,7 @@ final class RegistryWatch {
 	}
 
 	/** @return what the event changed for decode ranks, or {@code null} when nothing they cached went stale */
-	static RegistryChange toChange(RegistryKeys keys, WatchEvent event) {
+	static @Nullable RegistryChange toChange(RegistryKeys keys, WatchEvent event) {
 		RegistryKeys.Parsed key = keys.parse(event.getKeyValue().getKey().toString(StandardCharsets.UTF_8));
 		if (key == null) {
 			return null;

@@ -15,4 +15,7 @@
  * HTTP/JSON gateway, fail-over between members, watch resumption and lease renewal would have to be written again;
  * jetcd does them. The etcd client lives on Vert.x event loops of its own: results reach Reactor subscribers there.
  */
+@NullMarked
 package io.kvferry.registry.etcd;
+
+import org.jspecify.annotations.NullMarked;

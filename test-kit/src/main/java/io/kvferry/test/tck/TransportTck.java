@@ -38,6 +38,7 @@ import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
 import io.netty.buffer.ByteBuf;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -186,7 +187,7 @@ public abstract class TransportTck {
 			}
 
 			@Override
-			public ByteBuf landingZone(int minBytes, int maxBytes) {
+			public @Nullable ByteBuf landingZone(int minBytes, int maxBytes) {
 				ByteBuf zone = target.landingZone(minBytes, maxBytes);
 				if (zone != null) {
 					landingZones.add(zone);

@@ -21,6 +21,7 @@ import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Traces rooms with OpenTelemetry: one span per room on each manager, {@code kvferry.decode.room} (kind CLIENT) and
@@ -60,7 +61,7 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 		}
 
 		@Override
-		public String get(String carrier, String key) {
+		public @Nullable String get(@Nullable String carrier, String key) {
 			return TRACEPARENT.equals(key) ? carrier : null;
 		}
 	};
@@ -145,18 +146,18 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 		}
 
 		@Override
-		public void end(KVPoll outcome, FailureCause cause, String reason) {
+		public void end(KVPoll outcome, @Nullable FailureCause cause, String reason) {
 			status(outcome, cause, reason);
 			span.end();
 		}
 
 		@Override
-		public void end(KVPoll outcome, FailureCause cause, String reason, long epochNanos) {
+		public void end(KVPoll outcome, @Nullable FailureCause cause, String reason, long epochNanos) {
 			status(outcome, cause, reason);
 			span.end(epochNanos, TimeUnit.NANOSECONDS);
 		}
 
-		private void status(KVPoll outcome, FailureCause cause, String reason) {
+		private void status(KVPoll outcome, @Nullable FailureCause cause, String reason) {
 			if (outcome == KVPoll.SUCCESS) {
 				span.setStatus(StatusCode.OK);
 			}
