@@ -133,7 +133,8 @@ class ContextParallelAndPrefixTest {
 		assertThatThrownBy(() -> receiver.sendMetadata(0, new int[] { 1 }, 0, new int[][] { { 0 }, { 1 } }))
 				.hasMessageContaining("stateIndices : 2 lists (expected: 1");
 		receiver.abort("done");
-		StepVerifier.create(receiver.completion()).expectError(KVTransferException.class).verify(Duration.ofSeconds(10));
+		StepVerifier.create(receiver.completion()).expectError(KVTransferException.class)
+				.verify(Duration.ofSeconds(10));
 		ParallelLayout cpLayout = ParallelLayout.SINGLE.withAttnCp(2, 0);
 		RankMemory mem = RankMemory.decode(SHAPE, cpLayout, 4, 1, 1);
 		assertThatThrownBy(() -> KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(cpLayout).transport(transport)

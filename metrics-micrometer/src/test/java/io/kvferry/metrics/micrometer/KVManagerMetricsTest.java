@@ -70,7 +70,8 @@ class KVManagerMetricsTest {
 
 		KVReceiver gone = decode.receiver(new HostPort("127.0.0.1", 8998), 2);
 		gone.abort("client gone");
-		assertThatThrownBy(() -> gone.completion().block(Duration.ofSeconds(10))).isInstanceOf(KVTransferException.class);
+		assertThatThrownBy(() -> gone.completion().block(Duration.ofSeconds(10)))
+				.isInstanceOf(KVTransferException.class);
 		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("cause", "aborted").functionCounter()
 				.count()).isEqualTo(1);
 		p.dispose();
