@@ -68,18 +68,26 @@ public interface KVReceiver {
 	 */
 	Flux<Integer> layers();
 
-	/** @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure */
+	/**
+	 * The room's outcome. A failed or aborted room errors only once its pages are safe to reuse: every prefill rank
+	 * that may write them acknowledged, or its connection is gone, so no byte can land in them any more.
+	 *
+	 * @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure
+	 */
 	Mono<Void> completion();
 
 	/**
-	 * Fails the room and tells every prefill rank. Eager, like a cancel: the abort happens when this method is
-	 * called, subscribed or not (an engine that gives up on a request must not have to subscribe to make it so); the
-	 * returned {@code Mono} is the room's cached release signal, for any number of subscribers. The room's pages stay
-	 * fenced (no byte lands) and it completes once every prefill rank acknowledged or its connection is gone: then the
-	 * pages may be reused.
+	 * Fails the room and tells every prefill rank. The call is the action: the room fails before this method
+	 * returns, and nobody has to subscribe to anything, so an engine that gives up on a request just calls it. Never
+	 * blocks; idempotent (a second call, or one on a room that already ended, does nothing and keeps the first
+	 * reason). The pages may be reused once {@link #completion()} errors.
 	 *
-	 * @param reason why
-	 * @return completes when the pages are safe to reuse
+	 * <pre>{@code
+	 * receiver.abort("request cancelled by the client");
+	 * receiver.completion().subscribe(null, err -> engine.free(destPages));
+	 * }</pre>
+	 *
+	 * @param reason why; every prefill rank sees it in the room's failure
 	 */
-	Mono<Void> abort(String reason);
+	void abort(String reason);
 }

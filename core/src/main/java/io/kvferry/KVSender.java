@@ -104,15 +104,27 @@ public interface KVSender {
 	/** @return the room's states: the current one first, then each change; completes after the terminal one */
 	Flux<KVPoll> states();
 
-	/** @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure */
+	/**
+	 * The room's outcome. A failed or aborted room errors only once the failure was handed to every decode rank's
+	 * connection (written behind the room's last block, or that connection is gone): then no queued block reads the
+	 * room's source pages any more, and the engine may reuse them.
+	 *
+	 * @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure
+	 */
 	Mono<Void> completion();
 
 	/**
-	 * Fails the room here and tells decode. Idempotent. Eager, like a cancel: the abort happens when this method is
-	 * called, subscribed or not; the returned {@code Mono} is a cached signal, for any number of subscribers.
+	 * Fails the room here and tells decode. The call is the action: the room fails before this method returns, and
+	 * nobody has to subscribe to anything. Never blocks; idempotent (a second call, or one on a room that already
+	 * ended, does nothing and keeps the first reason). To know when the source pages may be reused, wait for
+	 * {@link #completion()} to error.
 	 *
-	 * @param reason why
-	 * @return completes when the abort has been handed to every peer connection
+	 * <pre>{@code
+	 * sender.abort("prefill ran out of memory");
+	 * sender.completion().subscribe(null, err -> engine.free(room));
+	 * }</pre>
+	 *
+	 * @param reason why; decode sees it in the room's failure
 	 */
-	Mono<Void> abort(String reason);
+	void abort(String reason);
 }

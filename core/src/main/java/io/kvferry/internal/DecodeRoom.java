@@ -105,9 +105,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	}
 
 	@Override
-	public Mono<Void> abort(String reason) {
+	public void abort(String reason) {
 		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
-		return released.asMono().publishOn(callbacks);
 	}
 
 	@Override

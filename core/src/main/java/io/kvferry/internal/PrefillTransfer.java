@@ -209,7 +209,10 @@ final class PrefillTransfer extends Room implements KVSender {
 
 	@Override
 	public Mono<Void> completion() {
-		return states().last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty() : Mono.error(failure()));
+		// A failed room errors only once the failure was handed to every decode rank, so that an engine freeing the
+		// room's memory on the error frees nothing a queued block still reads.
+		return states().last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
+				: handedOff.asMono().then(Mono.<Void>error(failure())).publishOn(config.callbackScheduler()));
 	}
 
 	@Override
@@ -278,9 +281,8 @@ final class PrefillTransfer extends Room implements KVSender {
 	}
 
 	@Override
-	public Mono<Void> abort(String reason) {
+	public void abort(String reason) {
 		table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
-		return handedOff.asMono().publishOn(config.callbackScheduler());
 	}
 
 	private void dispatchOrHold(PrefillChunk c) {

@@ -130,8 +130,8 @@ class CallbackIsolationTest {
 		KVSender victimSender = prefill.sender(2001);
 		KVReceiver trigger = decode.receiver(BOOTSTRAP, 2002);
 		subscriptions.add(trigger.states().take(1).subscribe(s -> {
-			victim.abort("aborted from room 2002's callback").subscribe();
-			victimSender.abort("aborted from room 2002's callback").subscribe();
+			victim.abort("aborted from room 2002's callback");
+			victimSender.abort("aborted from room 2002's callback");
 		}));
 		subscriptions.add(decode.events().filter(e -> e.room() == 2000 && e.current() == KVPoll.FAILED)
 				.subscribe(e -> prefill.sender(2003)));
@@ -165,11 +165,13 @@ class CallbackIsolationTest {
 				java.util.concurrent.CyclicBarrier together = new java.util.concurrent.CyclicBarrier(2);
 				java.util.concurrent.Future<?> a = threads.submit(() -> {
 					together.await();
-					return receiver.abort("client went away");
+					receiver.abort("client went away");
+					return null;
 				});
 				java.util.concurrent.Future<?> b = threads.submit(() -> {
 					together.await();
-					return sender.abort("prefill gave up");
+					sender.abort("prefill gave up");
+					return null;
 				});
 				a.get(10, TimeUnit.SECONDS);
 				b.get(10, TimeUnit.SECONDS);
@@ -200,7 +202,7 @@ class CallbackIsolationTest {
 					.then(() -> r.sendMetadata(new int[] { 1 }, -1, new int[0]))
 					.thenConsumeWhile(s -> s != KVPoll.WAITING_FOR_INPUT)
 					.expectNext(KVPoll.WAITING_FOR_INPUT)
-					.then(() -> r.abort("done").subscribe())
+					.then(() -> r.abort("done"))
 					.expectNext(KVPoll.FAILED)
 					.verifyComplete();
 			assertThat(threads).allMatch(t -> t.startsWith("boundedElastic"), "on the callback scheduler");

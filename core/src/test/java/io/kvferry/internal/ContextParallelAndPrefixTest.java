@@ -11,6 +11,7 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
+import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.test.InMemoryBootstrap;
@@ -21,6 +22,7 @@ import io.kvferry.harness.RoomResult;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
 
 /** What each prefill CP rank sends, and what a decode prefix leaves to move, counted on the managers. */
 class ContextParallelAndPrefixTest {
@@ -130,7 +132,9 @@ class ContextParallelAndPrefixTest {
 						+ "pages of the prefix)");
 		assertThatThrownBy(() -> receiver.sendMetadata(0, new int[] { 1 }, 0, new int[][] { { 0 }, { 1 } }))
 				.hasMessageContaining("stateIndices : 2 lists (expected: 1");
-		receiver.abort("done").block(Duration.ofSeconds(10));
+		receiver.abort("done");
+		StepVerifier.create(receiver.completion()).expectError(KVTransferException.class)
+				.verify(Duration.ofSeconds(10));
 		ParallelLayout cpLayout = ParallelLayout.SINGLE.withAttnCp(2, 0);
 		RankMemory mem = RankMemory.decode(SHAPE, cpLayout, 4, 1, 1);
 		assertThatThrownBy(() -> KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(cpLayout).transport(transport)

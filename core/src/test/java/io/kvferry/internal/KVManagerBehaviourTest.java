@@ -146,8 +146,9 @@ class KVManagerBehaviourTest {
 		sender.send(new int[] { 0, 1 }, new int[0]);
 		await(receiver.states(), KVPoll.TRANSFERRING);
 
-		StepVerifier.create(receiver.abort("client went away")).verifyComplete();
-		assertThat(receiver.poll()).isEqualTo(KVPoll.FAILED);
+		receiver.abort("client went away");
+		assertThat(receiver.poll()).as("failed by the call itself").isEqualTo(KVPoll.FAILED);
+		StepVerifier.create(receiver.completion()).expectError(KVTransferException.class).verify(T);
 		StepVerifier.create(sender.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
 						.contains("Aborted by decode").contains("client went away"))
@@ -159,7 +160,7 @@ class KVManagerBehaviourTest {
 		assertThat(prefill.stats().bytesSent()).isEqualTo(sent);
 		assertThat(decodeMem.isZero(new int[] { 6, 7 })).isTrue();
 		// Idempotent: a second abort finds the pages released and keeps the first reason.
-		StepVerifier.create(receiver.abort("again")).verifyComplete();
+		receiver.abort("again");
 		StepVerifier.create(receiver.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason()).contains("client went away")
 						.doesNotContain("again"))
@@ -215,7 +216,8 @@ class KVManagerBehaviourTest {
 		receiver.sendMetadata(new int[] { 1 }, -1, new int[0]);
 		KVSender sender = prefill.sender(13);
 		await(sender.states(), KVPoll.WAITING_FOR_INPUT);
-		StepVerifier.create(sender.abort("Aborted by AbortReq.")).verifyComplete();
+		sender.abort("Aborted by AbortReq.");
+		StepVerifier.create(sender.completion()).expectError(KVTransferException.class).verify(T);
 		StepVerifier.create(receiver.completion())
 				.expectErrorSatisfies(e -> {
 					KVTransferException k = (KVTransferException) e;

@@ -35,7 +35,6 @@ import io.kvferry.harness.RankMemory;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 
@@ -245,9 +244,11 @@ class SuccessAndReleaseTest {
 		KVReceiver r = decode.receiver(BOOTSTRAP, 6);
 		r.sendMetadata(new int[] { 1, 2 }, -1, new int[0]);
 		KVSender s = prefill.sender(6);
-		CompletableFuture<Mono<Void>> fromCallback = new CompletableFuture<>();
-		r.states().filter(st -> st == KVPoll.TRANSFERRING).take(1)
-				.subscribe(st -> fromCallback.complete(r.abort("client went away")));
+		CompletableFuture<Void> fromCallback = new CompletableFuture<>();
+		r.states().filter(st -> st == KVPoll.TRANSFERRING).take(1).subscribe(st -> {
+			r.abort("client went away");
+			fromCallback.complete(null);
+		});
 		for (int i = 0; i < 10 && s.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
 			deliver.run();
 		}
@@ -258,14 +259,15 @@ class SuccessAndReleaseTest {
 		}
 		// Prefill is writing the room when the room's own callback aborts it.
 		drain(callbacks);
-		CompletableFuture<Void> released = fromCallback.join().toFuture();
+		assertThat(fromCallback).as("aborted from the callback").isDone();
+		CompletableFuture<Void> released = r.completion().toFuture();
 		assertThat(r.poll()).isEqualTo(KVPoll.FAILED);
 		assertThat(s.poll()).isEqualTo(KVPoll.TRANSFERRING);
 		drain(callbacks);
 		assertThat(released).as("prefill has not acknowledged yet").isNotDone();
 		deliver.run();
 		drain(callbacks);
-		assertThat(released).as("acknowledged").isCompleted();
+		assertThat(released).as("acknowledged").isCompletedExceptionally();
 		assertThat(s.poll()).isEqualTo(KVPoll.FAILED);
 		closeFlushing(() -> {
 			deliver.run();
@@ -302,7 +304,8 @@ class SuccessAndReleaseTest {
 			KVSender streaming = ranks[1].sender(7);
 			StepVerifier.create(streaming.states()).thenConsumeWhile(st -> st != KVPoll.WAITING_FOR_INPUT)
 					.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
-			StepVerifier.create(failing.abort("out of memory")).verifyComplete();
+			failing.abort("out of memory");
+			StepVerifier.create(failing.completion()).expectError(KVTransferException.class).verify(T);
 			StepVerifier.create(streaming.completion())
 					.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason()).contains("Aborted by decode")
 							.contains("out of memory"))
@@ -319,7 +322,7 @@ class SuccessAndReleaseTest {
 	}
 
 	@Test
-	void aSendersAbortCompletesOnlyOnceDecodeWasTold() {
+	void anAbortedSendersCompletionErrorsOnlyOnceDecodeWasTold() {
 		ConcurrentLinkedQueue<Runnable> pending = new ConcurrentLinkedQueue<>();
 		Runnable flush = () -> {
 			Runnable task;
@@ -335,10 +338,15 @@ class SuccessAndReleaseTest {
 		for (int i = 0; i < 10 && s.poll() != KVPoll.WAITING_FOR_INPUT; i++) {
 			flush.run();
 		}
-		CompletableFuture<Void> handedOff = s.abort("prefill gave up").toFuture();
-		assertThat(handedOff).as("the failure is still queued for decode").isNotDone();
+		s.abort("prefill gave up");
+		assertThat(s.poll()).as("failed by the call itself").isEqualTo(KVPoll.FAILED);
+		// The failure is still queued for decode: the room's source pages may still be read, so no error yet.
+		StepVerifier.create(s.completion()).expectSubscription().expectNoEvent(Duration.ofMillis(300)).thenCancel()
+				.verify(T);
+		CompletableFuture<Void> handedOff = s.completion().toFuture();
 		flush.run();
-		assertThat(handedOff).succeedsWithin(T);
+		assertThat(handedOff).failsWithin(T).withThrowableOfType(java.util.concurrent.ExecutionException.class)
+				.withCauseInstanceOf(KVTransferException.class);
 		for (int i = 0; i < 10 && r.poll() != KVPoll.FAILED; i++) {
 			flush.run();
 		}

@@ -324,7 +324,7 @@ public final class KVCluster {
 				}
 				for (KVSender sender : senders) {
 					done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
-							+ describe(e)).subscribe())));
+							+ describe(e)))));
 				}
 				// Stamped where the last completion arrives, before any hop to verification, which is not the room's.
 				return Mono.whenDelayError(done)

@@ -162,7 +162,7 @@ final class DecodeClient {
 		catch (RuntimeException e) {
 			// A room id the managers already know, or bad indices: ranks asked before the failure may already write.
 			String reason = describe(e);
-			return Flux.fromIterable(receivers).flatMap(r -> r.abort(reason))
+			return abort(receivers, reason)
 					.then(Mono.fromRunnable(() -> free(dst, row)))
 					.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
 		}
@@ -173,11 +173,21 @@ final class DecodeClient {
 					long latency = System.nanoTime() - start;
 					String reason = describe(e);
 					// The room is failed on every rank; its pages are reusable once prefill can no longer write.
-					return Flux.fromIterable(receivers)
-							.flatMap(r -> r.abort(reason))
+					return abort(receivers, reason)
 							.then(Mono.fromRunnable(() -> free(dst, row)))
 							.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
 				});
+	}
+
+	/**
+	 * Aborts the room on every rank.
+	 *
+	 * @return completes once each rank's room ended (a failed room's completion errors only once its pages are
+	 *         safe to reuse)
+	 */
+	private static Mono<Void> abort(List<KVReceiver> receivers, String reason) {
+		receivers.forEach(r -> r.abort(reason));
+		return Mono.when(receivers.stream().map(r -> r.completion().onErrorResume(e -> Mono.empty())).toList());
 	}
 
 	/** A hybrid model's Mamba state goes to the slot of the room's aux row. */

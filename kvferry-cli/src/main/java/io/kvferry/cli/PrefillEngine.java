@@ -270,7 +270,7 @@ final class PrefillEngine {
 			failed.incrementAndGet();
 			for (Rank r : ranks) {
 				try {
-					r.manager.sender(request.room()).abort(reason).subscribe();
+					r.manager.sender(request.room()).abort(reason);
 				}
 				catch (IllegalStateException e) {
 					log.debug("[prefill dp{}] room {} already ended: {}", index, request.room(), e.getMessage());
@@ -292,8 +292,7 @@ final class PrefillEngine {
 			catch (IllegalStateException e) {
 				// Decode gave up on the room (timeout, abort) before it was served.
 				log.info("[prefill dp{}] room {} not served: {}", index, room, e.getMessage());
-				senders.forEach(s -> s.abort("prefill could not serve room " + room + ": " + e.getMessage())
-						.subscribe());
+				senders.forEach(s -> s.abort("prefill could not serve room " + room + ": " + e.getMessage()));
 				failed.incrementAndGet();
 				release(room, src, row);
 				return;

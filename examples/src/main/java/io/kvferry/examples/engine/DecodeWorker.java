@@ -165,7 +165,8 @@ public final class DecodeWorker {
 	private void fail(Request r, String reason) {
 		log.warn("room {}: failed: {}", r.room, reason);
 		finished.add(new Generation(r.room, r.prompt, new int[0], new float[0][], List.copyOf(r.states), reason));
-		r.transfer.abort(reason).onErrorResume(e -> Mono.empty()).subscribe(null, null, () -> {
+		r.transfer.abort(reason);
+		r.transfer.completion().onErrorResume(e -> Mono.empty()).subscribe(null, null, () -> {
 			cache.release(r.table);
 			cache.releaseAuxRow(r.auxRow);
 		});

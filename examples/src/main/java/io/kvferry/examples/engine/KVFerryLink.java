@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.Function;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 import io.kvferry.DecodeKVManager;
@@ -192,7 +192,7 @@ public final class KVFerryLink implements AutoCloseable {
 
 	// One rank's side of a room, sender or receiver alike.
 	private record RankRoom(Supplier<KVPoll> poll, Supplier<Flux<KVPoll>> states, Supplier<Mono<Void>> completion,
-			Function<String, Mono<Void>> abort) {
+			Consumer<String> abort) {
 	}
 
 	/** One request's room on every rank of the instance. Methods return at once; results come on transport threads. */
@@ -247,18 +247,23 @@ public final class KVFerryLink implements AutoCloseable {
 		 */
 		public Mono<Void> completion() {
 			return Mono.when(ranks.stream().map(r -> r.completion().get()).toList())
-					.onErrorResume(e -> abort("another rank failed: " + e.getMessage())
-							.onErrorResume(x -> Mono.empty())
-							.then(Mono.error(e)));
+					.onErrorResume(e -> {
+						abort("another rank failed: " + e.getMessage());
+						return ended().then(Mono.error(e));
+					});
 		}
 
 		/**
-		 * Fails the room on every rank and tells the peers.
-		 *
-		 * @return completes when every rank is done with the room (decode: its pages may be reused)
+		 * Fails the room on every rank and tells the peers, at once; a second call does nothing. The room's
+		 * {@link #completion()} errors once every rank is done with it (decode: its pages may be reused).
 		 */
-		public Mono<Void> abort(String reason) {
-			return Mono.whenDelayError(ranks.stream().map(r -> r.abort().apply(reason)).toList());
+		public void abort(String reason) {
+			ranks.forEach(r -> r.abort().accept(reason));
+		}
+
+		/** @return completes once every rank's room ended, however: each rank's completion errors only then */
+		private Mono<Void> ended() {
+			return Mono.when(ranks.stream().map(r -> r.completion().get().onErrorResume(x -> Mono.empty())).toList());
 		}
 
 		private static KVPoll min(Object[] states) {

@@ -9,10 +9,10 @@ import io.kvferry.transport.netty.NettyKVTransport;
 import reactor.core.publisher.Mono;
 
 /**
- * Decode aborts a room (its request was cancelled) after prefill accepted it: what each side's caller sees. Decode's
- * {@code abort} completes only once prefill acknowledged, so no byte can land in the room's pages any more and they
- * may be reused; both sides' {@code completion()} errors with a {@link KVTransferException} whose cause is
- * {@link FailureCause#ABORTED} and whose reason carries decode's words.
+ * Decode aborts a room (its request was cancelled) after prefill accepted it: what each side's caller sees. The
+ * {@code abort} call fails the room at once; decode's {@code completion()} errors only once prefill acknowledged, so
+ * no byte can land in the room's pages any more and they may be reused. Both sides' {@code completion()} errors with a
+ * {@link KVTransferException} whose cause is {@link FailureCause#ABORTED} and whose reason carries decode's words.
  */
 public final class AbortFromDecode {
 
@@ -45,8 +45,9 @@ public final class AbortFromDecode {
 			// Prefill waits for input once decode's destinations arrived; the engine has not sent a page yet.
 			sender.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).blockFirst(Pair.TIMEOUT);
 			// tag::abort-from-decode[]
-			// Decode: the request was cancelled. Free the pages only when abort() completes, never on FAILED.
-			receiver.abort("request cancelled by the client").block(Pair.TIMEOUT);
+			// Decode: the request was cancelled. The call aborts; free the pages only when completion() errors, never
+			// on FAILED (bytes may still be landing then).
+			receiver.abort("request cancelled by the client");
 			KVTransferException decodeFailure = failure(receiver.completion());
 			// Prefill: the sender fails too; the engine frees its pages and skips the remaining sends.
 			KVTransferException prefillFailure = failure(sender.completion());

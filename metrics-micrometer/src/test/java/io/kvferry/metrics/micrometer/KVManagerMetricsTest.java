@@ -1,6 +1,7 @@
 package io.kvferry.metrics.micrometer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.Random;
@@ -9,6 +10,8 @@ import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.KVReceiver;
+import io.kvferry.KVTransferException;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.transport.local.InMemoryKVTransport;
@@ -66,7 +69,10 @@ class KVManagerMetricsTest {
 		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
 		assertThat(registry.get("kvferry.heartbeats.missed").tag("mode", "decode").functionCounter().count()).isZero();
 
-		decode.receiver(new HostPort("127.0.0.1", 8998), 2).abort("client gone").block(Duration.ofSeconds(10));
+		KVReceiver gone = decode.receiver(new HostPort("127.0.0.1", 8998), 2);
+		gone.abort("client gone");
+		assertThatThrownBy(() -> gone.completion().block(Duration.ofSeconds(10)))
+				.isInstanceOf(KVTransferException.class);
 		assertThat(registry.get("kvferry.room.failures").tag("mode", "decode").tag("cause", "aborted").functionCounter()
 				.count()).isEqualTo(1);
 		p.dispose();

@@ -15,6 +15,7 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.Test;
@@ -207,10 +208,19 @@ class AbortStormIT {
 		if (outcome.plan == Plan.PREFILL_ABORT) {
 			KVSender sender = room.senders.get(random.nextInt(room.senders.size()));
 			// A sender already successful stays so (terminal states latch): the abort then changed nothing.
-			return when.then(Mono.defer(() -> sender.abort("storm prefill abort")))
-					.doOnSuccess(v -> outcome.abortLanded = sender.poll() == KVPoll.FAILED);
+			// The call aborts; the room's completion ends (errors, if it failed) once the abort was handed off.
+			return when.then(Mono.defer(() -> {
+				sender.abort("storm prefill abort");
+				outcome.abortLanded = sender.poll() == KVPoll.FAILED;
+				return sender.completion().onErrorResume(KVTransferException.class, e -> Mono.empty());
+			}));
 		}
-		return when.then(Mono.defer(() -> room.receivers.get(0).abort("storm abort")))
+		// Decode's completion of an aborted room errors only once its pages are released.
+		return when.then(Mono.defer(() -> {
+			KVReceiver receiver = room.receivers.get(0);
+			receiver.abort("storm abort");
+			return receiver.completion().onErrorResume(KVTransferException.class, e -> Mono.empty());
+		}))
 				.doOnSuccess(v -> outcome.ackedChecksum = room.checksum())
 				.onErrorResume(e -> {
 					outcome.abortError = e.toString();

@@ -12,6 +12,7 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
 import org.junit.jupiter.api.Test;
@@ -82,7 +83,8 @@ class KVFaultIT {
 		try (LoopbackCluster c = cluster()) {
 			KVReceiver receiver = c.cluster.decodeManagers().get(0).receiver(c.cluster.bootstrapAddress(), 3);
 			KVSender sender = startRoom(c, 3, receiver);
-			StepVerifier.create(receiver.abort("request cancelled")).expectComplete().verify(T);
+			receiver.abort("request cancelled");
+			StepVerifier.create(receiver.completion()).expectError(KVTransferException.class).verify(T);
 			RankMemory decodeMem = c.cluster.decodeMemory().get(0);
 			long fenced = decodeMem.checksum(DST);
 			// Prefill keeps feeding the room as an engine unaware of the abort would: nothing may land.

@@ -55,7 +55,7 @@ class PrefillAbortIT {
 						.thenCancel()
 						.verify(T);
 				room.sendAll();
-				StepVerifier.create(room.senders.get(0).abort("prefill gave up")).expectComplete().verify(T);
+				room.senders.get(0).abort("prefill gave up");
 
 				StepVerifier.create(room.senders.get(0).completion())
 						.expectErrorSatisfies(e -> assertThat(e.getMessage()).contains("prefill gave up"))

@@ -10,6 +10,7 @@ import java.util.function.UnaryOperator;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.KVPoll;
+import io.kvferry.KVTransferException;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
@@ -56,7 +57,8 @@ class SameHostIT {
 					.verify(T);
 			assertThat(netty.sameHostConnections()).isPositive();
 			long before = room.checksum();
-			StepVerifier.create(room.receivers.get(0).abort("decode gave up")).expectComplete().verify(T);
+			room.receivers.get(0).abort("decode gave up");
+			StepVerifier.create(room.receivers.get(0).completion()).expectError(KVTransferException.class).verify(T);
 			room.sendAll();
 			String decodeSaw = room.receivers.get(0).completion().thenReturn("success")
 					.onErrorResume(e -> Mono.just(e.getMessage())).block(T);
