@@ -1,0 +1,66 @@
+package io.kvferry;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RankMemory;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.transport.local.InMemoryKVTransport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/**
+ * A spec's default schedulers are looked up when the manager starts, not when the spec is made: replacing the
+ * schedulers (virtual time, {@code Schedulers.setFactory}) disposes the old defaults, which a spec made earlier must
+ * not hold.
+ */
+class SchedulerDefaultsTest {
+
+	private static final Duration T = Duration.ofSeconds(10);
+	private static final ModelShape SHAPE = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+
+	@AfterEach
+	void resetSchedulers() {
+		VirtualTimeScheduler.reset();
+	}
+
+	@Test
+	void unsetSchedulersAreTheDefaultsOfTheMomentTheyAreRead() {
+		DecodeSpec spec = KVManagerSpec.decode();
+		Scheduler before = spec.config().timer();
+		VirtualTimeScheduler.getOrSet();
+		assertThat(spec.config().timer()).isSameAs(Schedulers.parallel()).isNotSameAs(before);
+		assertThat(spec.config().callbackScheduler()).isSameAs(Schedulers.boundedElastic());
+		Scheduler mine = Schedulers.immediate();
+		assertThat(spec.timer(mine).callbackScheduler(mine).config())
+				.satisfies(c -> assertThat(c.timer()).isSameAs(mine))
+				.satisfies(c -> assertThat(c.callbackScheduler()).isSameAs(mine));
+	}
+
+	@Test
+	void aSpecMadeBeforeVirtualTimeRunsItsTimeoutsOnIt() {
+		RankMemory memory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 64, 8, 8);
+		DecodeSpec spec = KVManagerSpec.decode().kvArgs(memory.kvArgs()).bootstrapClient(new InMemoryBootstrap())
+				.bootstrapTimeout(Duration.ofSeconds(5));
+		VirtualTimeScheduler vts = VirtualTimeScheduler.getOrSet();
+		DecodeKVManager decode = spec.transport(InMemoryKVTransport.create(vts)).startNow(T);
+		try {
+			KVReceiver receiver = decode.receiver(new HostPort("127.0.0.1", 1), 1);
+			assertThat(receiver.poll()).isEqualTo(KVPoll.BOOTSTRAPPING);
+			vts.advanceTimeBy(Duration.ofSeconds(5));
+			assertThat(receiver.poll()).as("the bootstrap timeout ran on virtual time").isEqualTo(KVPoll.FAILED);
+			StepVerifier.create(receiver.completion())
+					.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("timed out after 5s in KVPoll.BOOTSTRAPPING"))
+					.verify(T);
+		}
+		finally {
+			decode.disposeNow(T);
+		}
+	}
+}
