@@ -21,8 +21,8 @@ import reactor.netty.resources.ConnectionProvider;
 /**
  * The HTTP side of one {@link ReactorBootstrapClient}: its connection pool, created on the first call and reused by
  * every later one from any thread (or the caller's client, which keeps its own pool), and the bounded exchange each
- * call is. No {@code ByteBuf} leaves this class: bodies
- * are copied into byte arrays as they arrive and Reactor Netty releases its buffers.
+ * call is. No {@code ByteBuf} leaves this class: bodies are copied into byte arrays as they arrive and Reactor Netty
+ * releases its buffers.
  */
 final class BootstrapHttp {
 

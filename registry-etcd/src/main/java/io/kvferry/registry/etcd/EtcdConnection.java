@@ -21,9 +21,9 @@ import reactor.util.retry.Retry;
 
 /**
  * One {@link EtcdBootstrapClient}'s connection to etcd: the jetcd {@link Client}, the caller's or built on the first
- * call, and the
- * way every call runs on it ({@link #bounded}): bounded by the timeout, tried again while etcd answers what passes by
- * itself, failures typed. Thread-safe; {@link #dispose()} closes the client and fails later calls.
+ * call, and the way every call runs on it ({@link #bounded}): bounded by the timeout, tried again while etcd answers
+ * what passes by itself, failures typed. Thread-safe; {@link #dispose()} fails later calls and closes the client
+ * unless it is the caller's.
  */
 final class EtcdConnection {
 
