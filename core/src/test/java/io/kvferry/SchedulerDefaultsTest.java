@@ -3,10 +3,15 @@ package io.kvferry;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.KVTransport;
 import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.test.RecordingHandler;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -41,6 +46,28 @@ class SchedulerDefaultsTest {
 		assertThat(spec.timer(mine).callbackScheduler(mine).config())
 				.satisfies(c -> assertThat(c.timer()).isSameAs(mine))
 				.satisfies(c -> assertThat(c.callbackScheduler()).isSameAs(mine));
+	}
+
+	@Test
+	void anInMemoryTransportMadeBeforeVirtualTimeDeliversOnIt() throws InterruptedException {
+		InMemoryKVTransport transport = InMemoryKVTransport.create();
+		VirtualTimeScheduler vts = VirtualTimeScheduler.getOrSet();
+		AtomicReference<Thread> deliveredOn = new AtomicReference<>();
+		RecordingHandler accepted = new RecordingHandler() {
+			@Override
+			public void onMessage(KVConnection connection, KVMessage message) {
+				deliveredOn.set(Thread.currentThread());
+				super.onMessage(connection, message);
+			}
+		};
+		KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> accepted).block(T);
+		KVConnection connected = transport.connect(listener.address(), new RecordingHandler()).block(T);
+		connected.send(new KVMessage.AbortAck(3));
+		vts.advanceTime();
+		assertThat(accepted.nextMessage(T)).isEqualTo(new KVMessage.AbortAck(3));
+		// Virtual time runs what is due on the thread that advances it: this one, not a Schedulers.single() thread.
+		assertThat(deliveredOn.get()).isSameAs(Thread.currentThread());
+		listener.dispose();
 	}
 
 	@Test
