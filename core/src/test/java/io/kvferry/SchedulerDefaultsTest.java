@@ -21,9 +21,9 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
- * A spec's default schedulers are looked up when the manager starts, not when the spec is made: replacing the
- * schedulers (virtual time, {@code Schedulers.setFactory}) disposes the old defaults, which a spec made earlier must
- * not hold.
+ * A spec's default schedulers are looked up when the manager starts, not when the spec is made, so that a spec made
+ * before the schedulers are replaced (virtual time, {@code Schedulers.setFactory}) runs on the new ones, as the
+ * in-memory transport's connections do.
  */
 class SchedulerDefaultsTest {
 
