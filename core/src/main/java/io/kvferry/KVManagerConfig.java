@@ -7,6 +7,7 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The read-only configuration of one manager, as {@link KVManagerSpec} assembled it: what an implementation reads,
@@ -21,8 +22,10 @@ import reactor.core.scheduler.Scheduler;
  * @param waitingTimeout limit of WaitingForInput (zero: none)
  * @param transferTimeout limit of Transferring (zero: none)
  * @param handshakeTimeout bound of one handshake with a prefill rank, and of an abort's acknowledgement
- * @param timer runs timeouts and retries (virtual time in tests)
- * @param callbackScheduler where subscribers of states, completions, events and room requests are called
+ * @param timer runs timeouts and retries (virtual time in tests); null: {@link Schedulers#parallel()} as it is when
+ *        read, so that a spec made before the schedulers are replaced uses the ones of its start
+ * @param callbackScheduler where subscribers of states, completions, events and room requests are called; null:
+ *        {@link Schedulers#boundedElastic()} as it is when read
  * @param eventBufferSize per-subscriber buffer of the hot streams
  * @param name the name log lines and metrics carry
  * @param checksums decode: ask prefill for a CRC32C of each room's bytes and compare
@@ -42,11 +45,41 @@ import reactor.core.scheduler.Scheduler;
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
-		Duration handshakeTimeout, Scheduler timer, Scheduler callbackScheduler, int eventBufferSize, @Nullable String name,
+		Duration handshakeTimeout, @Nullable Scheduler timer, @Nullable Scheduler callbackScheduler, int eventBufferSize, @Nullable String name,
 		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
 		KVMetricsRecorder metricsRecorder) {
+
+	/**
+	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
+	 *         spec was made, as {@code Schedulers.setFactory} and virtual time in tests replace it
+	 */
+	@Override
+	public Scheduler timer() {
+		Scheduler t = timer;
+		return t != null ? t : Schedulers.parallel();
+	}
+
+	/** @return the callback scheduler set, else {@link Schedulers#boundedElastic()} now (looked up when used) */
+	@Override
+	public Scheduler callbackScheduler() {
+		Scheduler s = callbackScheduler;
+		return s != null ? s : Schedulers.boundedElastic();
+	}
+
+	/** @return a copy whose unset schedulers are the defaults of this moment, so that the manager keeps them */
+	KVManagerConfig withSchedulersResolved() {
+		if (timer != null && callbackScheduler != null) {
+			return this;
+		}
+		Scheduler t = timer();
+		Scheduler s = callbackScheduler();
+		return with(d -> {
+			d.timer = t;
+			d.callbackScheduler = s;
+		});
+	}
 
 	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
 	KVManagerConfig with(Consumer<Draft> edit) {

@@ -62,8 +62,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 
 	private static KVManagerConfig defaults(DisaggregationMode mode) {
 		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
-				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, Schedulers.parallel(),
-				Schedulers.boundedElastic(), DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
+				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, null, null,
+				DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
 				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES,
 				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT,
 				KVMetricsRecorder.NONE);
@@ -129,7 +129,11 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		return edit(d -> d.handshakeTimeout = timeout);
 	}
 
-	/** @return a new spec whose timeouts and retries run on that scheduler (virtual time in tests) */
+	/**
+	 * @param timer runs timeouts and retries (virtual time in tests); default {@link Schedulers#parallel()} as it is
+	 *        when the manager starts, not when the spec is made
+	 * @return a new spec
+	 */
 	public S timer(Scheduler timer) {
 		Objects.requireNonNull(timer, "timer");
 		return edit(d -> d.timer = timer);
@@ -141,7 +145,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 * under a library lock. So a subscriber may block or call back into the library (abort a room, start another);
 	 * it then delays only its own signals.
 	 *
-	 * @param scheduler default {@link Schedulers#boundedElastic()}
+	 * @param scheduler default {@link Schedulers#boundedElastic()} as it is when the manager starts
 	 * @return a new spec
 	 */
 	public S callbackScheduler(Scheduler scheduler) {
@@ -183,9 +187,12 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		return edit(d -> d.name = name);
 	}
 
-	/** @return the configuration the manager would start with (defaults applied) */
+	/**
+	 * @return the configuration a manager started now would have, defaults applied: unset schedulers are the current
+	 *         {@link Schedulers} defaults, so {@link #start()} resolves them when it is subscribed
+	 */
 	public KVManagerConfig config() {
-		KVManagerConfig c = config;
+		KVManagerConfig c = config.withSchedulersResolved();
 		if (c.name() != null) {
 			return c;
 		}

@@ -21,8 +21,9 @@ import reactor.netty.resources.ConnectionProvider;
 
 /**
  * The HTTP side of one {@link ReactorBootstrapClient}: its connection pool, created on the first call and reused by
- * every later one from any thread, and the bounded exchange each call is. No {@code ByteBuf} leaves this class: bodies
- * are copied into byte arrays as they arrive and Reactor Netty releases its buffers.
+ * every later one from any thread (or the caller's client, which keeps its own pool), and the bounded exchange each
+ * call is. No {@code ByteBuf} leaves this class: bodies are copied into byte arrays as they arrive and Reactor Netty
+ * releases its buffers.
  */
 final class BootstrapHttp {
 
@@ -44,11 +45,14 @@ final class BootstrapHttp {
 	private final int maxResponseBytes;
 	/** Null: plain HTTP. */
 	private final @Nullable SslContext sslContext;
+	/** The caller's client, which keeps its pool and loops; null: this makes and owns a pool. */
+	private final @Nullable HttpClient given;
 	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
 	private final AtomicReference<@Nullable Object> transport = new AtomicReference<>();
 
 	BootstrapHttp(Duration timeout, @Nullable String bearerToken, int maxResponseBytes,
-			@Nullable SslContext sslContext) {
+			@Nullable SslContext sslContext, @Nullable HttpClient given) {
+		this.given = given;
 		this.timeout = timeout;
 		this.bearerToken = bearerToken;
 		this.maxResponseBytes = maxResponseBytes;
@@ -106,12 +110,12 @@ final class BootstrapHttp {
 			if (current == DISPOSED) {
 				throw new IllegalStateException("bootstrap client disposed");
 			}
-			Pool created = new Pool(timeout, sslContext);
+			Pool created = new Pool(given, timeout, sslContext);
 			if (transport.compareAndSet(null, created)) {
 				return created;
 			}
 			// Another call won the race; this pool never opened a connection.
-			created.provider.dispose();
+			created.dispose();
 		}
 	}
 
@@ -119,7 +123,7 @@ final class BootstrapHttp {
 	void dispose() {
 		Object previous = transport.getAndSet(DISPOSED);
 		if (previous instanceof Pool pool) {
-			pool.provider.dispose();
+			pool.dispose();
 		}
 	}
 
@@ -132,24 +136,34 @@ final class BootstrapHttp {
 		return method.name() + " " + url;
 	}
 
-	/** The HTTP client and the pool it owns; created on first use. */
+	/** The HTTP client and the pool it owns (none when the caller gave the client); created on first use. */
 	private static final class Pool {
 
+		/** Null when the caller's client brought its own pool. */
 		final ConnectionProvider provider;
 		final HttpClient http;
 
-		Pool(Duration timeout, @Nullable SslContext sslContext) {
-			this.provider = ConnectionProvider.builder("kvferry-bootstrap")
+		Pool(@Nullable HttpClient given, Duration timeout, @Nullable SslContext sslContext) {
+			this.provider = given != null ? null : ConnectionProvider.builder("kvferry-bootstrap")
 					.maxConnections(MAX_CONNECTIONS)
 					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
 					.pendingAcquireTimeout(timeout)
 					.maxIdleTime(MAX_IDLE_TIME)
 					.build();
 			int connectMillis = (int) Math.max(1, Math.min(RegisterRetry.saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
-			HttpClient client = HttpClient.create(provider).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
+			// Configuring a Reactor Netty client makes a new one: the caller's stays as it was.
+			HttpClient client = (given != null ? given : HttpClient.create(provider))
+					.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
 			// The handshake is part of the call, so the call's timeout bounds it too.
 			this.http = sslContext == null ? client
 					: client.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(timeout));
+		}
+
+		/** Closes the pool when this made it; a caller's client is the caller's to close. */
+		void dispose() {
+			if (provider != null) {
+				provider.dispose();
+			}
 		}
 	}
 

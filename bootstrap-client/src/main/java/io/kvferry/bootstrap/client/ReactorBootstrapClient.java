@@ -62,7 +62,8 @@ import reactor.util.retry.Retry;
  *
  * <p><b>Resources.</b> Each client creates its own connection pool on its first call and reuses it for every later
  * call, from any thread; {@link #dispose()} closes that pool (event loops are Reactor Netty's shared ones). A client
- * that never sent anything owns nothing. No {@code ByteBuf} crosses this API: bodies are copied into byte arrays as
+ * that never sent anything owns nothing. A client given the caller's {@link HttpClient} ({@link #httpClient}) uses its
+ * pool and loops and never closes them. No {@code ByteBuf} crosses this API: bodies are copied into byte arrays as
  * they arrive and Reactor Netty releases its buffers.
  */
 public final class ReactorBootstrapClient implements BootstrapClient, Disposable {
@@ -100,13 +101,15 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	private final int maxResponseBytes;
 	/** Null: plain HTTP. */
 	private final @Nullable SslContext sslContext;
+	/** The caller's client (its pool and loops stay the caller's); null: a pool of this client's own. */
+	private final @Nullable HttpClient httpClient;
 
 	/** This client's own connection pool and calls. */
 	private final BootstrapHttp http;
 
 	private ReactorBootstrapClient(Duration timeout, int registerAttempts, Duration backoffBase, Duration backoffCap,
 			DoubleSupplier jitter, @Nullable Scheduler scheduler, @Nullable String bearerToken, int maxResponseBytes,
-			@Nullable SslContext sslContext) {
+			@Nullable SslContext sslContext, @Nullable HttpClient httpClient) {
 		this.timeout = timeout;
 		this.registerAttempts = registerAttempts;
 		this.backoffBase = backoffBase;
@@ -116,7 +119,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		this.bearerToken = bearerToken;
 		this.maxResponseBytes = maxResponseBytes;
 		this.sslContext = sslContext;
-		this.http = new BootstrapHttp(timeout, bearerToken, maxResponseBytes, sslContext);
+		this.httpClient = httpClient;
+		this.http = new BootstrapHttp(timeout, bearerToken, maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -125,7 +129,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public static ReactorBootstrapClient create() {
 		return new ReactorBootstrapClient(DEFAULT_TIMEOUT, DEFAULT_REGISTER_ATTEMPTS, DEFAULT_BACKOFF_BASE,
 				DEFAULT_BACKOFF_CAP, RegisterRetry::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES,
-				null);
+				null, null);
 	}
 
 	/**
@@ -138,7 +142,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext);
+				bearerToken, maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -150,7 +154,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("registerAttempts : " + attempts + " (expected: >= 1)");
 		}
 		return new ReactorBootstrapClient(timeout, attempts, backoffBase, backoffCap, jitter, scheduler, bearerToken,
-				maxResponseBytes, sslContext);
+				maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -171,7 +175,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("cap : " + cap + " (expected: >= base " + base + ")");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, base, cap, jitter, scheduler, bearerToken,
-				maxResponseBytes, sslContext);
+				maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -183,7 +187,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public ReactorBootstrapClient jitter(DoubleSupplier jitter) {
 		Objects.requireNonNull(jitter, "jitter");
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext);
+				bearerToken, maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -194,7 +198,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	public ReactorBootstrapClient scheduler(Scheduler scheduler) {
 		Objects.requireNonNull(scheduler, "scheduler");
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext);
+				bearerToken, maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -208,7 +212,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("token : <hidden> (expected: non-empty visible ASCII, no spaces)");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler, token,
-				maxResponseBytes, sslContext);
+				maxResponseBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -221,7 +225,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("maxResponseBytes : " + maxBytes + " (expected: >= 1)");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxBytes, sslContext);
+				bearerToken, maxBytes, sslContext, httpClient);
 	}
 
 	/**
@@ -254,7 +258,23 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 					+ "SslContextBuilder.forClient())");
 		}
 		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext);
+				bearerToken, maxResponseBytes, sslContext, httpClient);
+	}
+
+	/**
+	 * Sends every call through the caller's Reactor Netty client instead of a connection pool of this client's own,
+	 * so that its pool and event loops can be shared, e.g. with a transport's:
+	 * {@code HttpClient.create().runOn(loops.group())}. This client still applies its timeout (as the connect timeout
+	 * and per call), its TLS ({@link #secure}) and its headers on a copy; the given client is left as it was.
+	 * The caller owns it: {@link #dispose()} stops this client's calls but closes neither its pool nor its loops.
+	 *
+	 * @param client a Reactor Netty {@link HttpClient}
+	 * @return a new {@link ReactorBootstrapClient}
+	 */
+	public ReactorBootstrapClient httpClient(HttpClient client) {
+		Objects.requireNonNull(client, "client");
+		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
+				bearerToken, maxResponseBytes, sslContext, client);
 	}
 
 	/** @return whether calls go over HTTPS */
@@ -364,7 +384,8 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	}
 
 	/**
-	 * Closes this client's connection pool, if it created one, without waiting. Later calls fail with
+	 * Closes this client's connection pool, if it created one (not the pool of a client given by
+	 * {@link #httpClient}), without waiting. Later calls fail with
 	 * {@link BootstrapException.Kind#OTHER}; calls in flight may fail. Idempotent, any thread.
 	 */
 	@Override

@@ -26,6 +26,7 @@ import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.netty.buffer.ByteBuf;
 import io.kvferry.spi.NativeMemory;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -44,19 +45,21 @@ public final class InMemoryKVTransport implements KVTransport {
 	private static final Logger log = LoggerFactory.getLogger(InMemoryKVTransport.class);
 	private static final int SEGMENT = 1 << 20;
 
-	private final Scheduler scheduler;
+	// Null: Schedulers.single() as it is when a connection opens, so that a transport made before a test replaces the
+	// schedulers (virtual time) does not keep the disposed one.
+	private final @Nullable Scheduler scheduler;
 	private final Map<HostPort, Function<KVConnection, ConnectionHandler>> listeners = new ConcurrentHashMap<>();
 	private final Set<End> ends = ConcurrentHashMap.newKeySet();
 	private final AtomicInteger ports = new AtomicInteger(40000);
 	private final AtomicInteger ids = new AtomicInteger();
 
-	private InMemoryKVTransport(Scheduler scheduler) {
+	private InMemoryKVTransport(@Nullable Scheduler scheduler) {
 		this.scheduler = scheduler;
 	}
 
-	/** @return a transport delivering on {@link Schedulers#single()} */
+	/** @return a transport delivering on {@link Schedulers#single()}, as it is when each connection opens */
 	public static InMemoryKVTransport create() {
-		return new InMemoryKVTransport(Schedulers.single());
+		return new InMemoryKVTransport(null);
 	}
 
 	/** @return a transport delivering on {@code scheduler} (a virtual-time scheduler in tests) */
@@ -166,7 +169,7 @@ public final class InMemoryKVTransport implements KVTransport {
 		private final boolean accepted;
 		private final Queue<Runnable> inbox = new ConcurrentLinkedQueue<>();
 		private final AtomicInteger wip = new AtomicInteger();
-		private final Scheduler.Worker worker = scheduler.createWorker();
+		private final Scheduler.Worker worker = (scheduler != null ? scheduler : Schedulers.single()).createWorker();
 		private final AtomicBoolean closed = new AtomicBoolean();
 		private final Sinks.Empty<Void> onClose = Sinks.empty();
 		volatile End peer;

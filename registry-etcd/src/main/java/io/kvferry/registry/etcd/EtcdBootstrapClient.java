@@ -91,7 +91,8 @@ import reactor.core.publisher.Mono;
  * }</pre>
  *
  * <p><b>Configuration.</b> Immutable: every setter returns a new client and leaves this one as it was; a client owns
- * nothing (no connection, no thread) until its first call, and {@link #dispose()} releases what it opened.
+ * nothing (no connection, no thread) until its first call, and {@link #dispose()} releases what it opened; a jetcd
+ * client given by {@link #client(Client)} stays the caller's.
  */
 public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
@@ -114,20 +115,23 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	private final @Nullable EtcdTls tls;
 	/** Null for no authentication. */
 	private final EtcdConnection.@Nullable Credentials credentials;
+	/** The caller's jetcd client; null: one of this registry's own. */
+	private final @Nullable Client client;
 
 	private final EtcdConnection connection;
 	private final RankLeases leases;
 	private final Flux<RegistryChange> changes;
 
 	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys,
-			@Nullable EtcdTls tls, EtcdConnection.@Nullable Credentials credentials) {
+			@Nullable EtcdTls tls, EtcdConnection.@Nullable Credentials credentials, @Nullable Client client) {
+		this.client = client;
 		this.endpoints = List.copyOf(endpoints);
 		this.timeout = timeout;
 		this.leaseTtl = leaseTtl;
 		this.keys = keys;
 		this.tls = tls;
 		this.credentials = credentials;
-		this.connection = new EtcdConnection(this.endpoints, timeout, tls, credentials, keys.prefix());
+		this.connection = new EtcdConnection(this.endpoints, timeout, tls, credentials, keys.prefix(), client);
 		this.leases = new RankLeases(leaseTtl, connection::isDisposed, this::register);
 		this.changes = Flux.defer(() -> RegistryWatch.changes(connection, keys)).share();
 	}
@@ -153,7 +157,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		}
 		endpoints.forEach(e -> Objects.requireNonNull(e, "endpoints[i]"));
 		return new EtcdBootstrapClient(endpoints, DEFAULT_TIMEOUT, DEFAULT_LEASE_TTL,
-				new RegistryKeys(RegistryKeys.DEFAULT_PREFIX), null, null);
+				new RegistryKeys(RegistryKeys.DEFAULT_PREFIX), null, null, null);
 	}
 
 	/**
@@ -196,7 +200,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		if (timeout.isNegative() || timeout.isZero()) {
 			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, credentials);
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, credentials, client);
 	}
 
 	/**
@@ -210,7 +214,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			throw new IllegalArgumentException("leaseTtl : " + ttl + " (expected: whole seconds, >= "
 					+ MIN_LEASE_TTL.toSeconds() + " s, the shortest lease etcd grants)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, ttl, keys, tls, credentials);
+		return new EtcdBootstrapClient(endpoints, timeout, ttl, keys, tls, credentials, client);
 	}
 
 	/**
@@ -219,7 +223,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * @return a new {@link EtcdBootstrapClient}
 	 */
 	public EtcdBootstrapClient prefix(String prefix) {
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, new RegistryKeys(prefix), tls, credentials);
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, new RegistryKeys(prefix), tls, credentials, client);
 	}
 
 	/**
@@ -235,7 +239,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	public EtcdBootstrapClient tls(Path caCertificate) {
 		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.fromFiles(caCertificate, null,
-				null), credentials);
+				null), credentials, client);
 	}
 
 	/**
@@ -255,7 +259,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		Objects.requireNonNull(clientCertificate, "clientCertificate");
 		Objects.requireNonNull(clientKey, "clientKey");
 		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.fromFiles(caCertificate,
-				clientCertificate, clientKey), credentials);
+				clientCertificate, clientKey), credentials, client);
 	}
 
 	/**
@@ -267,7 +271,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * @throws IllegalArgumentException for a server context or one that does not offer {@code h2}
 	 */
 	public EtcdBootstrapClient tls(SslContext sslContext) {
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.of(sslContext), credentials);
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.of(sslContext), credentials, client);
 	}
 
 	/**
@@ -292,7 +296,23 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 					+ "user's password)");
 		}
 		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, new EtcdConnection.Credentials(user,
-				password.getBytes(StandardCharsets.UTF_8)));
+				password.getBytes(StandardCharsets.UTF_8)), client);
+	}
+
+	/**
+	 * Runs every call on the caller's jetcd client instead of one this registry builds, so that one etcd connection
+	 * (its gRPC channels and threads) serves several registries, or the application too. The caller owns it:
+	 * {@link #dispose()} stops this registry's leases and calls but never closes the client. Its own endpoints, TLS
+	 * and credentials apply ({@link #tls(Path)} and {@link #credentials} no longer do); the endpoints given to
+	 * {@code create} name etcd in failure messages. For prompt failures build it as this registry builds its own:
+	 * {@code waitForReady(false)}, {@code retryMaxAttempts(0)}.
+	 *
+	 * @param client a jetcd {@link Client}
+	 * @return a new {@link EtcdBootstrapClient}
+	 */
+	public EtcdBootstrapClient client(Client client) {
+		Objects.requireNonNull(client, "client");
+		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, credentials, client);
 	}
 
 	/** @return the etcd endpoints */

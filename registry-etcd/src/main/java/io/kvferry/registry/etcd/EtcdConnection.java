@@ -21,9 +21,10 @@ import reactor.core.scheduler.Schedulers;
 import reactor.util.retry.Retry;
 
 /**
- * One {@link EtcdBootstrapClient}'s connection to etcd: the jetcd {@link Client}, built on the first call, and the
- * way every call runs on it ({@link #bounded}): bounded by the timeout, tried again while etcd answers what passes by
- * itself, failures typed. Thread-safe; {@link #dispose()} closes the client and fails later calls.
+ * One {@link EtcdBootstrapClient}'s connection to etcd: the jetcd {@link Client}, the caller's or built on the first
+ * call, and the way every call runs on it ({@link #bounded}): bounded by the timeout, tried again while etcd answers
+ * what passes by itself, failures typed. Thread-safe; {@link #dispose()} fails later calls and closes the client
+ * unless it is the caller's.
  */
 final class EtcdConnection {
 
@@ -50,11 +51,15 @@ final class EtcdConnection {
 	/** Null for no authentication. */
 	private final @Nullable Credentials credentials;
 	private final String prefix;
-	/** Null until the first call, then the jetcd {@link Client}, then {@link #DISPOSED}. */
-	private final AtomicReference<@Nullable Object> state = new AtomicReference<>();
+	/** The caller's client, which the caller closes; null: this builds and closes one of its own. */
+	private final @Nullable Client given;
+	/** Null until the first call, then the jetcd {@link Client} (at once the caller's), then {@link #DISPOSED}. */
+	private final AtomicReference<@Nullable Object> state;
 
 	EtcdConnection(List<HostPort> endpoints, Duration timeout, @Nullable EtcdTls tls, @Nullable Credentials credentials,
-			String prefix) {
+			String prefix, @Nullable Client given) {
+		this.given = given;
+		this.state = new AtomicReference<>(given);
 		this.endpoints = endpoints;
 		this.timeout = timeout;
 		this.tls = tls;
@@ -163,7 +168,7 @@ final class EtcdConnection {
 	void dispose(Runnable beforeClose) {
 		Object previous = state.getAndSet(DISPOSED);
 		beforeClose.run();
-		if (previous instanceof Client client) {
+		if (previous instanceof Client client && client != given) {
 			client.close();
 		}
 	}

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
@@ -22,14 +23,15 @@ import io.kvferry.transport.netty.internal.TransportSettings;
 import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /**
  * The TCP {@link KVTransport}: plain Netty, Epoll when available, one event loop group shared by every listener and
- * connection of this transport: the caller's ({@link #runOn}), or by default one of its own, created on first use
- * and released by {@link #dispose()}.
+ * connection of this transport: the caller's ({@link #loopResources}, {@link #runOn}), or by default one of its own,
+ * created on first use and released by {@link #dispose()}.
  *
  * <p>Configured as an immutable builder: every setter returns a new transport with the changed setting and no event
  * loop group of its own yet, so configure first and then use one instance.
@@ -61,14 +63,14 @@ import reactor.core.publisher.Sinks;
 public final class NettyKVTransport implements KVTransport, Disposable {
 
 	private final TransportSettings settings;
-	// The caller's event loop group (runOn), or null: the transport makes and owns one.
-	private final EventLoopGroup external;
+	// The caller's loops (runOn, loopResources), looked up on first use, or null: the transport makes and owns some.
+	private final @Nullable Supplier<EventLoopResources> external;
 	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
 	private final TransportChannels channels;
 	private volatile boolean disposed;
 	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
 
-	private NettyKVTransport(EventLoopGroup external, TransportSettings settings) {
+	private NettyKVTransport(@Nullable Supplier<EventLoopResources> external, TransportSettings settings) {
 		this.external = external;
 		this.settings = settings;
 		this.channels = new TransportChannels(settings);
@@ -236,7 +238,23 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 */
 	public NettyKVTransport runOn(EventLoopGroup group) {
 		Objects.requireNonNull(group, "group");
-		return new NettyKVTransport(group, settings);
+		return new NettyKVTransport(() -> EventLoopResources.of(group), settings);
+	}
+
+	/**
+	 * Runs every listener and connection of the transport on shared {@link LoopResources} instead of loops of its own,
+	 * so that several transports (and Reactor Netty clients running on {@link LoopResources#group()}) share threads.
+	 * The caller owns the loops: {@link #dispose()} closes the transport's listeners and connections but never
+	 * disposes them, and {@link #onDispose()} does not wait for their threads. {@link #preferNative} and
+	 * {@link #eventLoopThreads} no longer apply; the last of {@code runOn} and {@code loopResources} wins. A transport
+	 * whose loops were disposed errors on {@link #listen} and {@link #connect}.
+	 *
+	 * @param loops loops made by {@link LoopResources#create}
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport loopResources(LoopResources loops) {
+		Objects.requireNonNull(loops, "loops");
+		return new NettyKVTransport(loops::lend, settings);
 	}
 
 	/**
@@ -310,6 +328,13 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		return resources.get() != null;
 	}
 
+	/** @return the event loops in use (own or the caller's), or null before the first use, for tests in this package */
+	@Nullable
+	EventLoopGroup eventLoopGroup() {
+		EventLoopResources res = resources.get();
+		return res == null ? null : res.group();
+	}
+
 	/**
 	 * Listens for kvferry connections. Each accepted connection gets its handler from {@code acceptor} once the
 	 * handshake completed (on the connection's event loop): TLS if configured, a valid preface, the shared secret if
@@ -353,10 +378,13 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 		}
 		EventLoopResources res = resources.get();
 		if (res != null) {
+			if (!res.isOwned() && res.group().isShuttingDown()) {
+				// A channel registered on loops that are stopping is never bound nor connected: say so instead.
+				throw new KVFerryException("the event loops this transport was given are shut down: " + res.group());
+			}
 			return res;
 		}
-		EventLoopResources created = external != null ? EventLoopResources.of(external)
-				: EventLoopResources.create(settings);
+		EventLoopResources created = external != null ? external.get() : EventLoopResources.create(settings);
 		if (!resources.compareAndSet(null, created)) {
 			created.shutdown(Duration.ZERO);
 			return resources.get();

@@ -61,14 +61,28 @@ public final class EventLoopResources {
 
 	/** @return a new group sized and typed by {@code settings} */
 	public static EventLoopResources create(TransportSettings settings) {
-		boolean epoll = settings.preferNative() && Epoll.isAvailable();
-		if (settings.preferNative() && !epoll) {
+		return create("kvferry-transport", settings.eventLoopThreads(), settings.preferNative());
+	}
+
+	/**
+	 * @param name prefix of the daemon threads' names ({@code name-N-M})
+	 * @param threads event loop threads, &ge; 1
+	 * @param preferNative whether to use Epoll when it is available; NIO otherwise
+	 * @return a new group, owned by the result
+	 */
+	public static EventLoopResources create(String name, int threads, boolean preferNative) {
+		boolean epoll = preferNative && Epoll.isAvailable();
+		if (preferNative && !epoll) {
 			log.debug("Epoll unavailable, using NIO: {}", String.valueOf(Epoll.unavailabilityCause()));
 		}
 		IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-		EventLoopGroup group = new MultiThreadIoEventLoopGroup(settings.eventLoopThreads(),
-				new DefaultThreadFactory("kvferry-transport", true), factory);
+		EventLoopGroup group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), factory);
 		return new EventLoopResources(group, epoll, true);
+	}
+
+	/** @return the same loops for a user that must not shut them down (a transport given shared loops) */
+	public EventLoopResources borrowed() {
+		return owned ? new EventLoopResources(group, epoll, false) : this;
 	}
 
 	/** @return the group */
