@@ -99,7 +99,7 @@ class MetricsRecorderTest {
 		for (int i = 0; i < expected.size(); i++) {
 			String call = calls.poll(T.toMillis(), TimeUnit.MILLISECONDS);
 			assertThat(call).as("recorder call %d of %s; so far %s", i + 1, expected, seen).isNotNull()
-					.endsWith(" on kvferry-test-callbacks-1");
+					.contains(" on kvferry-test-callbacks-");
 			seen.add(call.substring(0, call.indexOf(" on ")));
 		}
 		assertThat(seen).containsExactlyInAnyOrderElementsOf(expected);
