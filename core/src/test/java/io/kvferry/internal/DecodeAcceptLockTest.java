@@ -4,20 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
-import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
-import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
-import io.kvferry.test.InMemoryBootstrap;
-import io.kvferry.transport.local.InMemoryKVTransport;
+import io.kvferry.test.InMemoryPair;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
@@ -31,30 +30,33 @@ class DecodeAcceptLockTest {
 
 	private static final Duration T = Duration.ofSeconds(10);
 	private static final ModelShape SHAPE = new ModelShape(3, 2, 16, 2, 4, false, 0, 0, 0);
-	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
 
-	private final InMemoryBootstrap bootstrap = new InMemoryBootstrap();
-	private final InMemoryKVTransport transport = InMemoryKVTransport.create();
-	private final RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
-	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
+	private static final HostPort BOOTSTRAP = InMemoryPair.BOOTSTRAP;
+
+	private InMemoryPair pair;
 	private PrefillKVManager prefill;
 	private DecodeKVManager decode;
+	private RankMemory prefillMem;
+	private RankMemory decodeMem;
 
 	@AfterEach
 	void close() {
-		for (KVManager m : new KVManager[] { prefill, decode }) {
-			if (m != null) {
-				m.disposeNow(T);
-			}
+		if (pair != null) {
+			pair.close();
 		}
+	}
+
+	private void start(UnaryOperator<PrefillSpec> prefillSpec, UnaryOperator<DecodeSpec> decodeSpec) {
+		pair = InMemoryPair.start(SHAPE, 16, prefillSpec, decodeSpec);
+		prefill = pair.prefill;
+		decode = pair.decode;
+		prefillMem = pair.prefillMemory;
+		decodeMem = pair.decodeMemory;
 	}
 
 	@Test
 	void bytesLandWhileTheRoomMonitorIsHeld() {
-		prefill = KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
-		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.stripes(1).startNow();
+		start(p -> p, d -> d);
 		long room = 5;
 		int[] src = { 1, 2 };
 		int[] dst = { 7, 9 };

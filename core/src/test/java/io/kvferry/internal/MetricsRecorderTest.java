@@ -12,18 +12,13 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
-import io.kvferry.KVManagerSpec;
 import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
-import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.harness.ModelShape;
-import io.kvferry.harness.RankMemory;
-import io.kvferry.test.InMemoryBootstrap;
-import io.kvferry.transport.local.InMemoryKVTransport;
+import io.kvferry.test.InMemoryPair;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -40,7 +35,7 @@ class MetricsRecorderTest {
 
 	private static final Duration T = Duration.ofSeconds(10);
 	private static final ModelShape SHAPE = new ModelShape(1, 1, 16, 2, 4, false, 0, 0, 0);
-	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
+	private static final HostPort BOOTSTRAP = InMemoryPair.BOOTSTRAP;
 
 	private final Scheduler callbacks = Schedulers.newSingle("kvferry-test-callbacks");
 	private final BlockingQueue<String> calls = new LinkedBlockingQueue<>();
@@ -57,30 +52,22 @@ class MetricsRecorderTest {
 			calls.add(mode + " " + outcome + " " + cause + " on " + Thread.currentThread().getName());
 		}
 	};
-	private PrefillKVManager prefill;
-	private DecodeKVManager decode;
+	private InMemoryPair pair;
 
 	@AfterEach
 	void close() {
-		for (KVManager m : new KVManager[] { prefill, decode }) {
-			if (m != null) {
-				m.disposeNow(T);
-			}
+		if (pair != null) {
+			pair.close();
 		}
 		callbacks.dispose();
 	}
 
 	@Test
 	void everyRoomIsRecordedOnceAsItOpensAndEndsOnTheCallbackScheduler() throws InterruptedException {
-		RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
-		RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
-		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
-		InMemoryKVTransport transport = InMemoryKVTransport.create();
-		prefill = KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).callbackScheduler(callbacks)
-				.metricsRecorder(recorder).startNow();
-		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.callbackScheduler(callbacks).metricsRecorder(recorder).startNow();
+		pair = InMemoryPair.start(SHAPE, 16, p -> p.callbackScheduler(callbacks).metricsRecorder(recorder),
+				d -> d.callbackScheduler(callbacks).metricsRecorder(recorder));
+		PrefillKVManager prefill = pair.prefill;
+		DecodeKVManager decode = pair.decode;
 
 		KVReceiver ok = decode.receiver(BOOTSTRAP, 1);
 		ok.sendMetadata(new int[] { 3 }, -1, new int[0]);

@@ -3,22 +3,20 @@ package io.kvferry.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.function.UnaryOperator;
 
 import io.kvferry.DecodeKVManager;
+import io.kvferry.DecodeSpec;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
-import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
-import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.harness.ModelShape;
-import io.kvferry.harness.RankMemory;
-import io.kvferry.transport.local.InMemoryKVTransport;
+import io.kvferry.test.InMemoryPair;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
@@ -32,29 +30,24 @@ class UnclaimedRoomsTest {
 
 	private static final Duration T = Duration.ofSeconds(10);
 	private static final ModelShape SHAPE = new ModelShape(1, 1, 16, 2, 4, false, 0, 0, 0);
-	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
 
-	private final InMemoryBootstrap bootstrap = new InMemoryBootstrap();
-	private final InMemoryKVTransport transport = InMemoryKVTransport.create();
-	private final RankMemory prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
-	private final RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
+	private static final HostPort BOOTSTRAP = InMemoryPair.BOOTSTRAP;
+
+	private InMemoryPair pair;
 	private PrefillKVManager prefill;
 	private DecodeKVManager decode;
 
 	@AfterEach
 	void close() {
-		for (KVManager m : new KVManager[] { prefill, decode }) {
-			if (m != null) {
-				m.disposeNow(T);
-			}
+		if (pair != null) {
+			pair.close();
 		}
 	}
 
-	private void start(PrefillSpec spec) {
-		prefill = spec.kvArgs(prefillMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
-		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.stripes(1).startNow();
+	private void start(UnaryOperator<PrefillSpec> prefillSpec, UnaryOperator<DecodeSpec> decodeSpec) {
+		pair = InMemoryPair.start(SHAPE, 16, prefillSpec, decodeSpec);
+		prefill = pair.prefill;
+		decode = pair.decode;
 	}
 
 	private KVReceiver ask(long room) {
@@ -70,7 +63,7 @@ class UnclaimedRoomsTest {
 
 	@Test
 	void aRequestOverTheBoundFailsAtOnceAsOverloadAndAClaimMakesRoom() {
-		start(KVManagerSpec.prefill().unclaimedRooms(2, 2));
+		start(p -> p.unclaimedRooms(2, 2), d -> d);
 		KVReceiver a = ask(1);
 		KVReceiver b = ask(2);
 		waits(a);
@@ -95,7 +88,7 @@ class UnclaimedRoomsTest {
 
 	@Test
 	void aRoomNoSenderClaimsFailsAfterTheUnclaimedTimeoutAndFreesItsPlace() {
-		start(KVManagerSpec.prefill().unclaimedRooms(1, 1).unclaimedRoomTimeout(Duration.ofMillis(200)));
+		start(p -> p.unclaimedRooms(1, 1).unclaimedRoomTimeout(Duration.ofMillis(200)), d -> d);
 		KVReceiver a = ask(1);
 		StepVerifier.create(a.completion()).expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
 				.contains("no sender claimed room 1 within 200 ms of decode's request")).verify(T);
