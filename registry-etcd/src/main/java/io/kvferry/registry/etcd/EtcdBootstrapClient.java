@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -107,32 +108,20 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdBootstrapClient.class);
 
-	private final List<HostPort> endpoints;
-	private final Duration timeout;
-	private final Duration leaseTtl;
+	/** Never mutated once this client holds it: {@link #with} edits a copy. */
+	private final EtcdClientSettings settings;
 	private final RegistryKeys keys;
-	/** Null for plain {@code http://}. */
-	private final @Nullable EtcdTls tls;
-	/** Null for no authentication. */
-	private final EtcdConnection.@Nullable Credentials credentials;
-	/** The caller's jetcd client; null: one of this registry's own. */
-	private final @Nullable Client client;
 
 	private final EtcdConnection connection;
 	private final RankLeases leases;
 	private final Flux<RegistryChange> changes;
 
-	private EtcdBootstrapClient(List<HostPort> endpoints, Duration timeout, Duration leaseTtl, RegistryKeys keys,
-			@Nullable EtcdTls tls, EtcdConnection.@Nullable Credentials credentials, @Nullable Client client) {
-		this.client = client;
-		this.endpoints = List.copyOf(endpoints);
-		this.timeout = timeout;
-		this.leaseTtl = leaseTtl;
-		this.keys = keys;
-		this.tls = tls;
-		this.credentials = credentials;
-		this.connection = new EtcdConnection(this.endpoints, timeout, tls, credentials, keys.prefix(), client);
-		this.leases = new RankLeases(leaseTtl, connection::isDisposed, this::register);
+	private EtcdBootstrapClient(EtcdClientSettings settings) {
+		this.settings = settings;
+		this.keys = settings.keys;
+		this.connection = new EtcdConnection(settings.endpoints, settings.timeout, settings.tls, settings.credentials,
+				keys.prefix(), settings.client);
+		this.leases = new RankLeases(settings.leaseTtl, connection::isDisposed, this::register);
 		this.changes = Flux.defer(() -> RegistryWatch.changes(connection, keys)).share();
 	}
 
@@ -156,8 +145,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			throw new IllegalArgumentException("endpoints : [] (expected: at least one etcd host:port)");
 		}
 		endpoints.forEach(e -> Objects.requireNonNull(e, "endpoints[i]"));
-		return new EtcdBootstrapClient(endpoints, DEFAULT_TIMEOUT, DEFAULT_LEASE_TTL,
-				new RegistryKeys(RegistryKeys.DEFAULT_PREFIX), null, null, null);
+		return new EtcdBootstrapClient(new EtcdClientSettings(endpoints));
 	}
 
 	/**
@@ -200,7 +188,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		if (timeout.isNegative() || timeout.isZero()) {
 			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, credentials, client);
+		return with(s -> s.timeout = timeout);
 	}
 
 	/**
@@ -214,7 +202,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			throw new IllegalArgumentException("leaseTtl : " + ttl + " (expected: whole seconds, >= "
 					+ MIN_LEASE_TTL.toSeconds() + " s, the shortest lease etcd grants)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, ttl, keys, tls, credentials, client);
+		return with(s -> s.leaseTtl = ttl);
 	}
 
 	/**
@@ -223,7 +211,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * @return a new {@link EtcdBootstrapClient}
 	 */
 	public EtcdBootstrapClient prefix(String prefix) {
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, new RegistryKeys(prefix), tls, credentials, client);
+		RegistryKeys k = new RegistryKeys(prefix);
+		return with(s -> s.keys = k);
 	}
 
 	/**
@@ -238,8 +227,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * expired one
 	 */
 	public EtcdBootstrapClient tls(Path caCertificate) {
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.fromFiles(caCertificate, null,
-				null), credentials, client);
+		EtcdTls tls = EtcdTls.fromFiles(caCertificate, null, null);
+		return with(s -> s.tls = tls);
 	}
 
 	/**
@@ -258,8 +247,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	public EtcdBootstrapClient tls(Path caCertificate, Path clientCertificate, Path clientKey) {
 		Objects.requireNonNull(clientCertificate, "clientCertificate");
 		Objects.requireNonNull(clientKey, "clientKey");
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.fromFiles(caCertificate,
-				clientCertificate, clientKey), credentials, client);
+		EtcdTls tls = EtcdTls.fromFiles(caCertificate, clientCertificate, clientKey);
+		return with(s -> s.tls = tls);
 	}
 
 	/**
@@ -271,7 +260,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * @throws IllegalArgumentException for a server context or one that does not offer {@code h2}
 	 */
 	public EtcdBootstrapClient tls(SslContext sslContext) {
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, EtcdTls.of(sslContext), credentials, client);
+		EtcdTls tls = EtcdTls.of(sslContext);
+		return with(s -> s.tls = tls);
 	}
 
 	/**
@@ -295,8 +285,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 			throw new IllegalArgumentException("etcd password of user '" + user + "' : empty (expected: the "
 					+ "user's password)");
 		}
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, new EtcdConnection.Credentials(user,
-				password.getBytes(StandardCharsets.UTF_8)), client);
+		EtcdConnection.Credentials c = new EtcdConnection.Credentials(user, password.getBytes(StandardCharsets.UTF_8));
+		return with(s -> s.credentials = c);
 	}
 
 	/**
@@ -312,17 +302,17 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	public EtcdBootstrapClient client(Client client) {
 		Objects.requireNonNull(client, "client");
-		return new EtcdBootstrapClient(endpoints, timeout, leaseTtl, keys, tls, credentials, client);
+		return with(s -> s.client = client);
 	}
 
 	/** @return the etcd endpoints */
 	public List<HostPort> endpoints() {
-		return endpoints;
+		return settings.endpoints;
 	}
 
 	/** @return the lease TTL of rank keys */
 	public Duration leaseTtl() {
-		return leaseTtl;
+		return settings.leaseTtl;
 	}
 
 	/** @return the key layout */
@@ -332,12 +322,12 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
 	/** @return whether etcd is spoken to over TLS */
 	public boolean isSecure() {
-		return tls != null;
+		return settings.tls != null;
 	}
 
 	/** @return the etcd user this client authenticates as, or null when it does not authenticate */
 	public @Nullable String user() {
-		return credentials == null ? null : credentials.user();
+		return settings.credentials == null ? null : settings.credentials.user();
 	}
 
 	/**
@@ -347,8 +337,9 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	@Override
 	public String toString() {
-		return "EtcdBootstrapClient" + connection.where() + (tls == null ? "" : " " + tls)
-				+ (credentials == null ? "" : ", user " + credentials.user()) + ", prefix " + keys.prefix();
+		EtcdClientSettings s = settings;
+		return "EtcdBootstrapClient" + connection.where() + (s.tls == null ? "" : " " + s.tls)
+				+ (s.credentials == null ? "" : ", user " + s.credentials.user()) + ", prefix " + keys.prefix();
 	}
 
 	/**
@@ -439,7 +430,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 						sink.error(new BootstrapException(BootstrapException.Kind.NOT_READY, 503, call
 								+ ": prefill instance not fully registered yet (" + registered + " of "
 								+ (sizes == null ? "?" : sizes.totalRanks()) + " ranks registered in etcd "
-								+ endpoints + ")"));
+								+ settings.endpoints + ")"));
 						return;
 					}
 					sink.next(sizes.toParallelInfo());
@@ -458,7 +449,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				.handle((get, sink) -> {
 					if (get.getKvs().isEmpty()) {
 						sink.error(new BootstrapException(BootstrapException.Kind.NOT_FOUND, 404, call
-								+ ": not registered in etcd " + endpoints + " (no key " + rankKey + ")"));
+								+ ": not registered in etcd " + settings.endpoints + " (no key " + rankKey + ")"));
 						return;
 					}
 					sink.next(RegistryCodec.readEndpoint(call, get.getKvs().get(0)));
@@ -508,6 +499,13 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	@Override
 	public boolean isDisposed() {
 		return connection.isDisposed();
+	}
+
+	/** @return a new client whose settings are a copy of these with {@code edit} applied; these stay as they were */
+	private EtcdBootstrapClient with(Consumer<EtcdClientSettings> edit) {
+		EtcdClientSettings copy = settings.copy();
+		edit.accept(copy);
+		return new EtcdBootstrapClient(copy);
 	}
 
 	private static <T> Mono<T> future(Supplier<CompletableFuture<T>> call) {
