@@ -3,6 +3,7 @@ package io.kvferry.bootstrap.client;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.function.DoubleSupplier;
 
 import javax.net.ssl.SSLException;
@@ -15,7 +16,6 @@ import io.kvferry.bootstrap.PrefillRegistration;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
-import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -89,47 +89,22 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	private static final String HEALTH = "/health";
 	private static final String PARALLEL_INFO_QUERY = "?engine_rank=-1&target_dp_group=-1&target_pp_rank=-1";
 
-	private final Duration timeout;
-	private final int registerAttempts;
-	private final Duration backoffBase;
-	private final Duration backoffCap;
-	private final DoubleSupplier jitter;
-	/** Null: {@link Schedulers#parallel()}, looked up per call so virtual-time tests can replace it. */
-	private final @Nullable Scheduler scheduler;
-	/** Null: no Authorization header. */
-	private final @Nullable String bearerToken;
-	private final int maxResponseBytes;
-	/** Null: plain HTTP. */
-	private final @Nullable SslContext sslContext;
-	/** The caller's client (its pool and loops stay the caller's); null: a pool of this client's own. */
-	private final @Nullable HttpClient httpClient;
+	private final BootstrapClientSettings settings;
 
 	/** This client's own connection pool and calls. */
 	private final BootstrapHttp http;
 
-	private ReactorBootstrapClient(Duration timeout, int registerAttempts, Duration backoffBase, Duration backoffCap,
-			DoubleSupplier jitter, @Nullable Scheduler scheduler, @Nullable String bearerToken, int maxResponseBytes,
-			@Nullable SslContext sslContext, @Nullable HttpClient httpClient) {
-		this.timeout = timeout;
-		this.registerAttempts = registerAttempts;
-		this.backoffBase = backoffBase;
-		this.backoffCap = backoffCap;
-		this.jitter = jitter;
-		this.scheduler = scheduler;
-		this.bearerToken = bearerToken;
-		this.maxResponseBytes = maxResponseBytes;
-		this.sslContext = sslContext;
-		this.httpClient = httpClient;
-		this.http = new BootstrapHttp(timeout, bearerToken, maxResponseBytes, sslContext, httpClient);
+	private ReactorBootstrapClient(BootstrapClientSettings settings) {
+		this.settings = settings;
+		this.http = new BootstrapHttp(settings.timeout, settings.bearerToken, settings.maxResponseBytes,
+				settings.sslContext, settings.httpClient);
 	}
 
 	/**
 	 * @return a client with SGLang's defaults; it owns nothing until its first call
 	 */
 	public static ReactorBootstrapClient create() {
-		return new ReactorBootstrapClient(DEFAULT_TIMEOUT, DEFAULT_REGISTER_ATTEMPTS, DEFAULT_BACKOFF_BASE,
-				DEFAULT_BACKOFF_CAP, RegisterRetry::sglangJitter, null, null, DEFAULT_MAX_RESPONSE_BYTES,
-				null, null);
+		return new ReactorBootstrapClient(new BootstrapClientSettings());
 	}
 
 	/**
@@ -141,8 +116,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		if (timeout.isNegative() || timeout.isZero()) {
 			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
 		}
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext, httpClient);
+		return with(s -> s.timeout = timeout);
 	}
 
 	/**
@@ -153,8 +127,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		if (attempts < 1) {
 			throw new IllegalArgumentException("registerAttempts : " + attempts + " (expected: >= 1)");
 		}
-		return new ReactorBootstrapClient(timeout, attempts, backoffBase, backoffCap, jitter, scheduler, bearerToken,
-				maxResponseBytes, sslContext, httpClient);
+		return with(s -> s.registerAttempts = attempts);
 	}
 
 	/**
@@ -174,8 +147,10 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		if (cap.compareTo(base) < 0) {
 			throw new IllegalArgumentException("cap : " + cap + " (expected: >= base " + base + ")");
 		}
-		return new ReactorBootstrapClient(timeout, registerAttempts, base, cap, jitter, scheduler, bearerToken,
-				maxResponseBytes, sslContext, httpClient);
+		return with(s -> {
+			s.backoffBase = base;
+			s.backoffCap = cap;
+		});
 	}
 
 	/**
@@ -186,8 +161,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	public ReactorBootstrapClient jitter(DoubleSupplier jitter) {
 		Objects.requireNonNull(jitter, "jitter");
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext, httpClient);
+		return with(s -> s.jitter = jitter);
 	}
 
 	/**
@@ -197,8 +171,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	public ReactorBootstrapClient scheduler(Scheduler scheduler) {
 		Objects.requireNonNull(scheduler, "scheduler");
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext, httpClient);
+		return with(s -> s.scheduler = scheduler);
 	}
 
 	/**
@@ -211,8 +184,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		if (token.isBlank() || token.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
 			throw new IllegalArgumentException("token : <hidden> (expected: non-empty visible ASCII, no spaces)");
 		}
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler, token,
-				maxResponseBytes, sslContext, httpClient);
+		return with(s -> s.bearerToken = token);
 	}
 
 	/**
@@ -224,8 +196,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		if (maxBytes < 1) {
 			throw new IllegalArgumentException("maxResponseBytes : " + maxBytes + " (expected: >= 1)");
 		}
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxBytes, sslContext, httpClient);
+		return with(s -> s.maxResponseBytes = maxBytes);
 	}
 
 	/**
@@ -257,8 +228,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 			throw new IllegalArgumentException("sslContext : a server context (expected: a client context from "
 					+ "SslContextBuilder.forClient())");
 		}
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext, httpClient);
+		return with(s -> s.sslContext = sslContext);
 	}
 
 	/**
@@ -273,13 +243,12 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	public ReactorBootstrapClient httpClient(HttpClient client) {
 		Objects.requireNonNull(client, "client");
-		return new ReactorBootstrapClient(timeout, registerAttempts, backoffBase, backoffCap, jitter, scheduler,
-				bearerToken, maxResponseBytes, sslContext, client);
+		return with(s -> s.httpClient = client);
 	}
 
 	/** @return whether calls go over HTTPS */
 	public boolean isSecure() {
-		return sslContext != null;
+		return settings.sslContext != null;
 	}
 
 	/**
@@ -298,8 +267,10 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		String url = baseUrl(bootstrap) + ROUTE;
 		return Mono.defer(() -> {
 			byte[] body = BootstrapCodec.encodeRegistration(registration);
-			RegisterRetry retry = new RegisterRetry(registerAttempts, backoffBase, backoffCap, jitter);
+			RegisterRetry retry = new RegisterRetry(settings.registerAttempts, settings.backoffBase,
+					settings.backoffCap, settings.jitter);
 			AtomicInteger attempts = new AtomicInteger();
+			Scheduler scheduler = settings.scheduler;
 			Scheduler delays = scheduler != null ? scheduler : Schedulers.parallel();
 			return http.exchange(HttpMethod.PUT, url, body)
 					.doOnSubscribe(s -> attempts.incrementAndGet())
@@ -399,6 +370,17 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		return http.isDisposed();
 	}
 
+	private ReactorBootstrapClient with(Consumer<BootstrapClientSettings> edit) {
+		BootstrapClientSettings copy = settings.copy();
+		edit.accept(copy);
+		return new ReactorBootstrapClient(copy);
+	}
+
+	/** @return this client's settings, for tests of this package; never edit them */
+	BootstrapClientSettings settings() {
+		return settings;
+	}
+
 	private static Mono<Long> retryDelay(RegisterRetry retry, String url, long retries, Throwable failure,
 			Scheduler delays) {
 		Duration delay = retry.nextDelay(retries, failure);
@@ -412,7 +394,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 
 	/** @return {@code http://host:port}, or {@code https://host:port} when secured; IPv6 bracketed */
 	private String baseUrl(HostPort bootstrap) {
-		return sslContext == null ? bootstrap.httpUrl() : "https://" + bootstrap;
+		return settings.sslContext == null ? bootstrap.httpUrl() : "https://" + bootstrap;
 	}
 
 	private static void checkRank(String name, int rank) {
