@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.net.URISyntaxException;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -57,7 +58,16 @@ public final class Child implements AutoCloseable {
 	/** Starts {@code mainClass}'s {@code main(args)} in a new JVM. */
 	public static Child startMain(String name, Class<?> mainClass, String... args)
 			throws IOException, URISyntaxException {
-		return start(name, List.of(), Set.of(), mainClass, args);
+		return start(name, List.of(), Set.of(), List.of(), mainClass, args);
+	}
+
+	/**
+	 * Starts {@code mainClass}'s {@code main(args)} in a new JVM with {@code jvmOptions} after the defaults (so that,
+	 * for instance, {@code -Xmx512m} replaces the default heap).
+	 */
+	public static Child startMain(String name, List<String> jvmOptions, Class<?> mainClass, String... args)
+			throws IOException, URISyntaxException {
+		return start(name, List.of(), Set.of(), jvmOptions, mainClass, args);
 	}
 
 	/**
@@ -68,14 +78,25 @@ public final class Child implements AutoCloseable {
 	 */
 	public static Child start(String name, List<String> wrapper, Set<String> unset, Class<?> mainClass,
 			String... args) throws IOException, URISyntaxException {
+		return start(name, wrapper, unset, List.of(), mainClass, args);
+	}
+
+	private static Child start(String name, List<String> wrapper, Set<String> unset, List<String> jvmOptions,
+			Class<?> mainClass, String... args) throws IOException, URISyntaxException {
 		List<String> command = new ArrayList<>(wrapper);
 		command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-		// One explicit logback file: with several on the class path logback reports its status on stdout.
-		command.add("-Dlogback.configurationFile=" + Path.of(Child.class.getResource("/logback-test.xml").toURI()));
+		// One explicit logback file: with several on the class path logback reports its status on stdout. The
+		// module's own test configuration if it has one, else the test kit's.
+		URL logback = Child.class.getResource("/logback-test.xml");
+		if (logback == null) {
+			logback = Child.class.getResource("logback-test.xml");
+		}
+		command.add("-Dlogback.configurationFile=" + Path.of(logback.toURI()));
 		command.addAll(List.of("-Xmx256m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC",
 				"-XX:TieredStopAtLevel=1",
-				"--add-opens", "java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true",
-				"-cp", System.getProperty("java.class.path"), mainClass.getName()));
+				"--add-opens", "java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true"));
+		command.addAll(jvmOptions);
+		command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass.getName()));
 		command.addAll(List.of(args));
 		ProcessBuilder builder = new ProcessBuilder(command);
 		builder.environment().keySet().removeAll(unset);

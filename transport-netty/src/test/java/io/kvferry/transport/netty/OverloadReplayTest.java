@@ -7,8 +7,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
-import org.junit.jupiter.api.Test;
-
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVManagerSpec;
@@ -21,8 +19,10 @@ import io.kvferry.harness.RankMemory;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionLayout;
+import io.kvferry.test.Child;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.test.RecordingHandler;
+import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
 
 /**
@@ -42,7 +42,8 @@ class OverloadReplayTest {
 
 	@Test
 	void sixteenMegabyteRequestsOfUnclaimedRoomsAreBoundedAndThePrefillKeepsServing() throws Exception {
-		try (ChildJvm child = ChildJvm.start("512m", OverloadPrefillMain.class, "15000")) {
+		try (Child child = Child.startMain("prefill", List.of("-Xmx512m", "-XX:MaxDirectMemorySize=512m"),
+				OverloadPrefillMain.class, "15000")) {
 			try {
 				replay(child);
 			}
@@ -52,9 +53,9 @@ class OverloadReplayTest {
 		}
 	}
 
-	private static void replay(ChildJvm child) throws Exception {
+	private static void replay(Child child) throws Exception {
 		{
-			int port = Integer.parseInt(child.awaitLine("endpoint ", T));
+			int port = Integer.parseInt(child.awaitLine("^endpoint (\\d+)$", T).group(1));
 			HostPort endpoint = new HostPort("127.0.0.1", port);
 			NettyKVTransport transport = NettyKVTransport.create().eventLoopThreads(1);
 			RecordingHandler rogue = new RecordingHandler();

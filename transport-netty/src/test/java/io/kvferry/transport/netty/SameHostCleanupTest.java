@@ -28,6 +28,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.test.Child;
 import io.kvferry.test.RecordingHandler;
 import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
@@ -129,7 +130,7 @@ class SameHostCleanupTest {
 			return prefillHandler;
 		}).block(TIMEOUT);
 		try (HoldingRelay relay = new HoldingRelay(listener.address().port());
-				ChildJvm decode = ChildJvm.start(SameHostDecodeMain.class, dir.toString(),
+				Child decode = Child.startMain("decode", SameHostDecodeMain.class, dir.toString(),
 						String.valueOf(relay.port()))) {
 			// Prefill mapped the ring and answered; decode never gets the answer, so it never unlinks the file.
 			assertThat(relay.replyHeld).as("prefill's answer (decode's output:\n%s)", decode.output())
@@ -150,7 +151,7 @@ class SameHostCleanupTest {
 	@Test
 	void aRingLeftByADecodeKilledDuringItsOfferIsRemovedByTheNextRingCreatedThere() throws Exception {
 		try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-				ChildJvm decode = ChildJvm.start(SameHostDecodeMain.class, dir.toString(),
+				Child decode = Child.startMain("decode", SameHostDecodeMain.class, dir.toString(),
 						String.valueOf(server.getLocalPort()))) {
 			try (Socket socket = accept(server, decode)) {
 				socket.setSoTimeout((int) TIMEOUT.toMillis());
@@ -192,7 +193,7 @@ class SameHostCleanupTest {
 		RingFiles.unlink(ring.path());
 	}
 
-	private static Socket accept(ServerSocket server, ChildJvm client) throws IOException {
+	private static Socket accept(ServerSocket server, Child client) throws IOException {
 		server.setSoTimeout((int) TIMEOUT.toMillis());
 		try {
 			return server.accept();
