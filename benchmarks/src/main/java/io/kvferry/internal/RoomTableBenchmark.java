@@ -44,7 +44,7 @@ public class RoomTableBenchmark {
 	public void setUp() {
 		timer = Schedulers.newSingle("kvferry-bench-timer");
 		table = new RoomTable<>("bench", timer, Schedulers.immediate(), Duration.ofSeconds(300),
-				Duration.ofSeconds(300), Duration.ofSeconds(300), 1024, r -> { }, r -> { });
+				Duration.ofSeconds(300), Duration.ofSeconds(300), 1024, (r, s) -> { }, r -> { });
 		for (int i = 0; i < liveRooms; i++) {
 			table.advance(table.getOrCreate(-1 - i, Room::new), KVPoll.TRANSFERRING);
 		}

@@ -165,8 +165,8 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		return released.asMono();
 	}
 
-	private void count(R room) {
-		if (room.state() == KVPoll.SUCCESS) {
+	private void count(R room, KVPoll outcome) {
+		if (outcome == KVPoll.SUCCESS) {
 			succeeded.increment();
 		}
 		else {

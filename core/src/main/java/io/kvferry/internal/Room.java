@@ -1,5 +1,7 @@
 package io.kvferry.internal;
 
+import java.util.function.Consumer;
+
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
@@ -95,7 +97,7 @@ class Room {
 	 * @return the previous state and the new one, or null when the update changed nothing
 	 */
 	synchronized KVPoll[] apply(KVPoll update, FailureCause failure, String why, boolean remote,
-			Runnable beforeTerminal) {
+			Consumer<KVPoll> beforeTerminal) {
 		if (state != null && state.isTerminal()) {
 			// Latched: the first terminal state is the one this room's sender or receiver reports.
 			return null;
@@ -108,16 +110,17 @@ class Room {
 		if (previous == null) {
 			firstStateNanos = System.nanoTime();
 		}
-		state = next;
 		if (next == KVPoll.FAILED) {
 			cause = failure;
 			reason = why;
 			fromAnotherRank = remote;
 		}
 		if (next.isTerminal()) {
-			// Whoever sees the terminal state must find the room already forgotten.
-			beforeTerminal.run();
+			// Whoever sees the terminal state, even without this monitor (the state is volatile), must find the room
+			// already forgotten and counted: the state is written after.
+			beforeTerminal.accept(next);
 		}
+		state = next;
 		states.tryEmitNext(next);
 		if (next.isTerminal()) {
 			states.tryEmitComplete();

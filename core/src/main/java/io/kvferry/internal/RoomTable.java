@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 
@@ -48,7 +49,7 @@ final class RoomTable<R extends Room> {
 	private final String name;
 	private final Scheduler timer;
 	private final Duration[] timeouts;
-	private final Consumer<R> onEnding;
+	private final BiConsumer<R, KVPoll> onEnding;
 	private final Consumer<R> onTerminal;
 	// Admitted rooms whose end was not fully handled yet (terminal state published and the engine's cleanup done).
 	private final AtomicInteger unfinished = new AtomicInteger();
@@ -67,12 +68,12 @@ final class RoomTable<R extends Room> {
 	 * @param waitingTimeout limit for WaitingForInput
 	 * @param transferTimeout limit for Transferring
 	 * @param eventBufferSize per-subscriber buffer of {@link #events()}
-	 * @param onEnding bookkeeping, called once per room as it ends, before anyone can see its terminal state (so
-	 *        that whoever sees it also finds it counted); runs under the room's monitor: quick and lock-free
+	 * @param onEnding bookkeeping, called once per room as it ends with its terminal state, before anyone can see that
+	 *        state (so that whoever sees it also finds it counted); runs under the room's monitor: quick and lock-free
 	 * @param onTerminal engine cleanup, called once per room after it ended
 	 */
 	RoomTable(String name, Scheduler timer, Scheduler callbacks, Duration bootstrapTimeout, Duration waitingTimeout,
-			Duration transferTimeout, int eventBufferSize, Consumer<R> onEnding, Consumer<R> onTerminal) {
+			Duration transferTimeout, int eventBufferSize, BiConsumer<R, KVPoll> onEnding, Consumer<R> onTerminal) {
 		this.name = name;
 		this.timer = timer;
 		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
@@ -233,9 +234,9 @@ final class RoomTable<R extends Room> {
 	}
 
 	private boolean update(R room, KVPoll update, FailureCause cause, String reason, boolean fromAnotherRank) {
-		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, () -> {
+		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, terminal -> {
 			forget(room);
-			onEnding.accept(room);
+			onEnding.accept(room, terminal);
 		});
 		if (change == null) {
 			return false;

@@ -24,7 +24,7 @@ class RoomTableTest {
 
 	private RoomTable<Room> table(reactor.core.scheduler.Scheduler timer, int buffer) {
 		return new RoomTable<>("test", timer, Schedulers.immediate(), Duration.ofSeconds(300),
-				Duration.ofSeconds(200), Duration.ofSeconds(100), buffer, r -> { }, ended::add);
+				Duration.ofSeconds(200), Duration.ofSeconds(100), buffer, (r, s) -> { }, ended::add);
 	}
 
 	private static Flux<KVPoll> states(Room r) {
@@ -78,7 +78,7 @@ class RoomTableTest {
 	void whoeverSeesATerminalStateFindsItCountedAndTheRoomForgotten() {
 		List<Long> counted = new ArrayList<>();
 		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(), Duration.ofSeconds(300),
-				Duration.ofSeconds(200), Duration.ofSeconds(100), 16, r -> counted.add(r.id), ended::add);
+				Duration.ofSeconds(200), Duration.ofSeconds(100), 16, (r, s) -> counted.add(r.id), ended::add);
 		Room r = t.getOrCreate(4, Room::new);
 		List<String> seen = new ArrayList<>();
 		StepVerifier.create(states(r).doOnNext(s -> seen.add(s + " counted=" + counted + " known="
@@ -91,6 +91,25 @@ class RoomTableTest {
 		assertThat(seen).containsExactly("WAITING_FOR_INPUT counted=[] known=true cleaned=0",
 				"FAILED counted=[4] known=false cleaned=0");
 		assertThat(ended).containsExactly(r);
+	}
+
+	@Test
+	void aTerminalStateReadWithoutTheMonitorIsWrittenOnlyOnceTheRoomIsCounted() {
+		// The state is volatile and read lock-free (per-frame gates, poll()): it must not turn terminal before the
+		// room is counted, or a reader could see the end and not yet find it in the statistics.
+		List<String> atCount = new ArrayList<>();
+		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(),
+				Duration.ofSeconds(300), Duration.ofSeconds(200), Duration.ofSeconds(100), 16,
+				(r, outcome) -> atCount.add(outcome + " while the room read " + r.state()), ended::add);
+		Room ok = t.getOrCreate(1, Room::new);
+		t.advance(ok, KVPoll.TRANSFERRING);
+		t.advance(ok, KVPoll.SUCCESS);
+		Room failed = t.getOrCreate(2, Room::new);
+		t.advance(failed, KVPoll.BOOTSTRAPPING);
+		t.fail(failed, FailureCause.OTHER, "gone", false);
+		assertThat(atCount).containsExactly("SUCCESS while the room read TRANSFERRING", "FAILED while the room read BOOTSTRAPPING");
+		assertThat(ok.state()).isEqualTo(KVPoll.SUCCESS);
+		assertThat(failed.state()).isEqualTo(KVPoll.FAILED);
 	}
 
 	@Test

@@ -24,7 +24,7 @@ class SendGateLockTest {
 	@Test
 	void theGateAnswersWhileTheEngineHoldsTheRoomsMonitor() throws Exception {
 		RoomTable<Room> table = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(),
-				Duration.ofSeconds(300), Duration.ofSeconds(200), Duration.ofSeconds(100), 16, r -> { }, r -> { });
+				Duration.ofSeconds(300), Duration.ofSeconds(200), Duration.ofSeconds(100), 16, (r, s) -> { }, r -> { });
 		Room room = table.getOrCreate(7, Room::new);
 		assertThat(room.isLive()).as("an unknown state is no live room").isFalse();
 		table.advance(room, KVPoll.TRANSFERRING);
