@@ -20,8 +20,9 @@ import reactor.core.scheduler.Scheduler;
 class Room {
 
 	final long id;
-	// When the room reached its first state (System.nanoTime()), for the metrics recorder. Guarded by this.
-	private long firstStateNanos;
+	// When the room reached its first state (System.nanoTime()), for the metrics recorder: written once under this
+	// object's monitor, read without it when the room ends.
+	private volatile long firstStateNanos;
 	// Set once, when the table admitted the room: only such rooms count towards a drain.
 	volatile boolean admitted;
 	// The room's trace on this manager; ended once, after the terminal state was published.
@@ -63,7 +64,7 @@ class Room {
 	}
 
 	/** @return when the room reached its first state ({@link System#nanoTime()}) */
-	synchronized long firstStateNanos() {
+	long firstStateNanos() {
 		return firstStateNanos;
 	}
 
