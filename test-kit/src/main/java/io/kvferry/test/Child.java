@@ -88,10 +88,9 @@ public final class Child implements AutoCloseable {
 		// One explicit logback file: with several on the class path logback reports its status on stdout. The
 		// module's own test configuration if it has one, else the test kit's.
 		URL logback = Child.class.getResource("/logback-test.xml");
-		if (logback == null) {
-			logback = Child.class.getResource("logback-test.xml");
-		}
-		command.add("-Dlogback.configurationFile=" + Path.of(logback.toURI()));
+		// The test kit's file may sit in its jar: logback also takes a class path resource name.
+		command.add("-Dlogback.configurationFile=" + (logback != null ? Path.of(logback.toURI()).toString()
+				: "io/kvferry/test/logback-test.xml"));
 		command.addAll(List.of("-Xmx256m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC",
 				"-XX:TieredStopAtLevel=1",
 				"--add-opens", "java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true"));
