@@ -11,7 +11,9 @@
  * <li>{@link io.kvferry.examples.snippets.AbortFromDecode}: decode aborts, and what both callers see;</li>
  * <li>{@link io.kvferry.examples.snippets.RoomMetrics}: Micrometer meters of both managers;</li>
  * <li>{@link io.kvferry.examples.snippets.TlsAndSecret}: TLS and a shared secret on the TCP transport;</li>
- * <li>{@link io.kvferry.examples.snippets.EmbeddedBootstrap}: the bootstrap server in the prefill process.</li>
+ * <li>{@link io.kvferry.examples.snippets.EmbeddedBootstrap}: the bootstrap server in the prefill process;</li>
+ * <li>{@link io.kvferry.examples.snippets.SecondTurn}: a room from decode back to prefill, for a chat's next
+ * turn.</li>
  * </ul>
  */
 package io.kvferry.examples.snippets;

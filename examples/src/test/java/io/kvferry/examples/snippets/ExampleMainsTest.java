@@ -25,7 +25,7 @@ class ExampleMainsTest {
 
 	@ParameterizedTest(name = "{0}")
 	@ValueSource(classes = { FirstRoom.class, WatchStates.class, ChunkedSends.class, AbortFromDecode.class,
-			RoomMetrics.class, EmbeddedBootstrap.class })
+			RoomMetrics.class, EmbeddedBootstrap.class, SecondTurn.class })
 	void mainPrintsItsOutcomeAndExitsByItself(Class<?> example) throws Exception {
 		try (Child child = Child.startMain(example.getSimpleName(), example)) {
 			assertThat(child.awaitExit(EXIT)).as(child.output()).isZero();
@@ -49,6 +49,9 @@ class ExampleMainsTest {
 	private static String outcome(Class<?> example) {
 		if (example == FirstRoom.class) {
 			return "room 1: 4 pages and the aux row arrived intact";
+		}
+		if (example == SecondTurn.class) {
+			return "turn one on B: intact; turn two back on A: intact";
 		}
 		if (example == WatchStates.class) {
 			return "decode states: +\\[BOOTSTRAPPING, .*SUCCESS\\]";

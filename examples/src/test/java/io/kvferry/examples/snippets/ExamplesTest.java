@@ -28,6 +28,14 @@ class ExamplesTest {
 	}
 
 	@Test
+	void secondTurnPullsTheFirstTurnsKVBackFromDecode() {
+		SecondTurn.Turns t = SecondTurn.run();
+
+		assertThat(t.firstTurnIntact()).isTrue();
+		assertThat(t.backOnA()).isTrue();
+	}
+
+	@Test
 	void watchStatesSeesEveryStateOnceInOrderAndTheEventsChainThem() {
 		WatchStates.Watched w = WatchStates.run();
 
