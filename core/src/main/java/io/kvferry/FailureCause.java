@@ -32,6 +32,11 @@ public enum FailureCause {
 	 * room ended.
 	 */
 	DRAINING,
+	/**
+	 * The engine sent chunks before decode asked for the room (optimistic prefill), and decode's requests did not come
+	 * in time, or too many rooms already held such chunks: release the room's pages and queue the request again.
+	 */
+	REQUEUE,
 	/** Anything else. */
 	OTHER;
 

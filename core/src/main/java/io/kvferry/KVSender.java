@@ -26,7 +26,9 @@ public interface KVSender {
 	void init(int numPages, int auxIndex);
 
 	/**
-	 * Sends one prefill chunk. May be called before decode's destinations arrived; chunks then wait for them.
+	 * Sends one prefill chunk. May be called before decode's destinations arrived (optimistic prefill): chunks then
+	 * wait for them, within {@link PrefillSpec#optimisticSends}'s bounds; past them the room fails with
+	 * {@link FailureCause#REQUEUE}, and the engine releases the pages and queues the request again.
 	 *
 	 * @param pageIndices source pages of this chunk, in order
 	 * @param stateIndices source state slots, read on the last chunk only

@@ -18,6 +18,9 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	/** Default bound on such rooms from all decode ranks. */
 	public static final int DEFAULT_UNCLAIMED = 4096;
 	static final Duration DEFAULT_UNCLAIMED_TIMEOUT = Duration.ofSeconds(60);
+	/** Default bound on rooms holding chunks sent before decode asked for them. */
+	public static final int DEFAULT_OPTIMISTIC_ROOMS = 1024;
+	static final Duration DEFAULT_OPTIMISTIC_WAIT = Duration.ofSeconds(30);
 
 	PrefillSpec(KVManagerConfig config) {
 		super(config);
@@ -81,6 +84,30 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 			throw new IllegalArgumentException("unclaimedRoomTimeout : " + timeout + " (expected: > 0)");
 		}
 		return edit(d -> d.unclaimedRoomTimeout = timeout);
+	}
+
+	/**
+	 * Bounds optimistic prefill: the engine may call {@code send}/{@code sendLayer} before every decode rank asked for
+	 * the room (SGLang starts a prefill before decode bootstrapped it, and sends the cached prefix at once). Such chunks
+	 * wait in the sender, their pages still the engine's, and go the moment the last request arrives. Each waiting room
+	 * pins engine memory, so both the number of such rooms and their wait are bounded: a room over the count, or whose
+	 * requests did not all come within {@code wait} of its first early chunk, fails with {@link FailureCause#REQUEUE},
+	 * telling the engine to release the room's pages and queue the request again.
+	 *
+	 * @param rooms rooms that may hold early chunks at once; default {@value #DEFAULT_OPTIMISTIC_ROOMS}
+	 * @param wait how long decode's requests may take after the first early chunk; default 30 s
+	 * @return a new spec
+	 */
+	public PrefillSpec optimisticSends(int rooms, Duration wait) {
+		Objects.requireNonNull(wait, "wait");
+		if (rooms < 1 || wait.isNegative() || wait.isZero()) {
+			throw new IllegalArgumentException("optimisticSends : " + rooms + " rooms, wait " + wait
+					+ " (expected: rooms >= 1, wait > 0)");
+		}
+		return edit(d -> {
+			d.optimisticRooms = rooms;
+			d.optimisticWait = wait;
+		});
 	}
 
 	/**

@@ -46,6 +46,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	final boolean cpDummy;
 	final HotStream<RoomRequest> requests;
 	final UnclaimedRooms unclaimed;
+	// Rooms whose sender holds chunks the engine sent before every decode rank asked for them.
+	final AtomicInteger optimistic = new AtomicInteger();
 	private final Set<PrefillSession> sessions = ConcurrentHashMap.newKeySet();
 	private final AcceptedStripes accepted;
 	private volatile KVTransport.Listener listener;

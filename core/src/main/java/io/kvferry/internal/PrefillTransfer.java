@@ -42,6 +42,8 @@ final class PrefillTransfer extends Room implements KVSender {
 	private final List<PrefillChunk> pending = new ArrayList<>(1);
 	private int required = -1;
 	private boolean ready;
+	// Holds chunks sent before every destination asked, counted in the manager's optimistic rooms.
+	private boolean early;
 	private boolean hasSender;
 	// While no sender claimed the room: what its requests hold of the rank's bounds.
 	private final UnclaimedRooms.Hold held;
@@ -158,6 +160,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		s.rooms.add(this);
 		if (destinations.size() == required) {
 			ready = true;
+			endEarly();
 			table.advance(this, KVPoll.WAITING_FOR_INPUT);
 			publish();
 			List<PrefillChunk> queued = new ArrayList<>(pending);
@@ -288,9 +291,47 @@ final class PrefillTransfer extends Room implements KVSender {
 	private void dispatchOrHold(PrefillChunk c) {
 		if (ready) {
 			dispatch(c);
+			return;
 		}
-		else {
-			pending.add(c);
+		if (!early && !holdEarly()) {
+			return;
+		}
+		pending.add(c);
+	}
+
+	/**
+	 * The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such rooms,
+	 * for a bounded wait. The caller holds the room's monitor.
+	 *
+	 * @return false when the room failed instead
+	 */
+	private boolean holdEarly() {
+		int limit = config.optimisticRooms();
+		if (manager.optimistic.incrementAndGet() > limit) {
+			manager.optimistic.decrementAndGet();
+			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + limit
+					+ " rooms already hold such chunks on " + manager.name + ": release its pages and queue it again");
+			return false;
+		}
+		early = true;
+		Duration wait = config.optimisticWait();
+		config.timer().schedule(() -> expireEarly(wait), wait.toNanos(), TimeUnit.NANOSECONDS);
+		return true;
+	}
+
+	private synchronized void expireEarly(Duration wait) {
+		if (early && !ready) {
+			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and "
+					+ (required < 0 ? "no decode rank" : destinations.size() + " of " + required + " decode ranks")
+					+ " asked within " + wait.toMillis() + " ms: release its pages and queue it again");
+		}
+	}
+
+	/** The room no longer holds early chunks: every destination asked, or it ended. Caller holds the monitor. */
+	private void endEarly() {
+		if (early) {
+			early = false;
+			manager.optimistic.decrementAndGet();
 		}
 	}
 
@@ -365,6 +406,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		synchronized (this) {
 			all = new ArrayList<>(destinations);
 			pending.clear();
+			endEarly();
 			held.release();
 		}
 		List<PrefillDestination> told = failed ? all : List.of();

@@ -54,6 +54,8 @@ import reactor.core.scheduler.Schedulers;
 				"  scaling (--scaling)  concurrent rooms, room size and ranks: rooms/s, GB/s, p50/p99, CPU, memory",
 				"With --tracing it measures only what room tracing costs: rooms per second and heap bytes per room, "
 						+ "tracing off vs on (OpenTelemetry SDK, batch span processor), in alternating rounds.",
+				"With --optimistic it measures only what optimistic prefill saves when decode asks 50 ms late and the "
+						+ "engine computes for 50 ms: p50 room time, waiting for the request vs sending at once.",
 				"Every room's bytes are verified. Figures depend on the machine: compare ratios, not absolutes.",
 				"" },
 		footer = { "", "Exit status: 0 measured and every byte matched; 1 a room failed; 2 bad usage; "
@@ -112,6 +114,10 @@ final class BenchCommand implements Callable<Integer> {
 			+ "(16 concurrent) per round, tracing off and on in turn, --rounds rounds each after a warm-up round.")
 	boolean tracing;
 
+	@Option(names = "--optimistic", description = "Measure only what optimistic prefill saves on a room whose decode "
+			+ "bootstraps late: --rounds rounds, the engine waiting for decode's request vs sending at once, in turn.")
+	boolean optimistic;
+
 	@Option(names = "--tracing-rooms", defaultValue = "2000", paramLabel = "N",
 			description = "Rooms per round of the tracing comparison (default: ${DEFAULT-VALUE}).")
 	int tracingRooms;
@@ -163,6 +169,9 @@ final class BenchCommand implements Callable<Integer> {
 		if (tracing) {
 			ModelOptions.positive(cl, "--tracing-rooms", tracingRooms);
 			return TracingBench.run(shape, tracingRooms, rounds, json, cl.getOut(), cl.getErr());
+		}
+		if (optimistic) {
+			return OptimisticBench.run(shape, rounds, json, cl.getOut(), cl.getErr());
 		}
 		long pageBytes = DirectMemory.instanceBytes(shape, 1, 1, 1, 1);
 		int bulkPages = (int) Math.max(8, ((long) bulkMib << 20) / pageBytes);

@@ -148,4 +148,23 @@ class BenchCommandTest {
 		assertThat(j.get("spans_exported").asLong()).isEqualTo(2 * 2 * 20);
 		assertThat(j.get("failures").asInt()).isZero();
 	}
+
+	@Test
+	void optimisticComparisonTimesBothWaysAndVerifiesEveryRoom() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--optimistic", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim",
+				"64", "--rounds", "2");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("rounds").asInt()).isEqualTo(2);
+		assertThat(j.get("late_ms").asLong()).isEqualTo(50);
+		// Each way waits at least for decode's late request; waiting also computes after it.
+		assertThat(j.get("optimistic_p50_ms").asDouble()).isGreaterThanOrEqualTo(50);
+		assertThat(j.get("waiting_p50_ms").asDouble()).isGreaterThanOrEqualTo(100);
+		assertThat(j.get("failures").asInt()).isZero();
+	}
 }
