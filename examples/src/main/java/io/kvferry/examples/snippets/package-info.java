@@ -13,7 +13,9 @@
  * <li>{@link io.kvferry.examples.snippets.TlsAndSecret}: TLS and a shared secret on the TCP transport;</li>
  * <li>{@link io.kvferry.examples.snippets.EmbeddedBootstrap}: the bootstrap server in the prefill process;</li>
  * <li>{@link io.kvferry.examples.snippets.SecondTurn}: a room from decode back to prefill, for a chat's next
- * turn.</li>
+ * turn;</li>
+ * <li>{@link io.kvferry.examples.snippets.EncoderToPrefill}: a room of named tensors (multimodal embeddings) from an
+ * encoder to prefill.</li>
  * </ul>
  */
 package io.kvferry.examples.snippets;

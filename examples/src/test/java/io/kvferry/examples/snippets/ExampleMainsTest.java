@@ -25,7 +25,8 @@ class ExampleMainsTest {
 
 	@ParameterizedTest(name = "{0}")
 	@ValueSource(classes = { FirstRoom.class, WatchStates.class, ChunkedSends.class, AbortFromDecode.class,
-			RoomMetrics.class, EmbeddedBootstrap.class, SecondTurn.class })
+			RoomMetrics.class, EmbeddedBootstrap.class, SecondTurn.class,
+			EncoderToPrefill.class })
 	void mainPrintsItsOutcomeAndExitsByItself(Class<?> example) throws Exception {
 		try (Child child = Child.startMain(example.getSimpleName(), example)) {
 			assertThat(child.awaitExit(EXIT)).as(child.output()).isZero();
@@ -49,6 +50,9 @@ class ExampleMainsTest {
 	private static String outcome(Class<?> example) {
 		if (example == FirstRoom.class) {
 			return "room 1: 4 pages and the aux row arrived intact";
+		}
+		if (example == EncoderToPrefill.class) {
+			return "room 42: 3 tensors arrived intact, manifest matches";
 		}
 		if (example == SecondTurn.class) {
 			return "turn one on B: intact; turn two back on A: intact";

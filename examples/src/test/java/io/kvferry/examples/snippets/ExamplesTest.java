@@ -1,17 +1,21 @@
 package io.kvferry.examples.snippets;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
+import io.kvferry.TensorArena.Tensor;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.pkitesting.CertificateBuilder;
 import io.netty.pkitesting.X509Bundle;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -25,6 +29,30 @@ class ExamplesTest {
 	@Test
 	void firstRoomMovesFourPagesAndTheAuxRowIntact() {
 		assertThat(FirstRoom.run()).isTrue();
+	}
+
+	@ParameterizedTest(name = "shared memory {0}")
+	@ValueSource(booleans = { false, true })
+	void encoderToPrefillMovesNamedTensorsIntactAndTouchesNothingElse(boolean sharedMemory) {
+		EncoderToPrefill.Received r = EncoderToPrefill.run(sharedMemory, EncoderToPrefill.embeddings());
+
+		assertThat(r.intact()).isTrue();
+		assertThat(r.manifestMatches()).isTrue();
+		assertThat(r.outsideUntouched()).isTrue();
+		assertThat(r.sharedMemory()).isEqualTo(sharedMemory);
+	}
+
+	@Test
+	void aReceiverExpectingOtherTensorSizesSeesTheManifestDiffer() {
+		// Same chunk count, another size: the room succeeds byte for byte, the manifest says the tensors differ.
+		List<Tensor> other = new ArrayList<>(EncoderToPrefill.embeddings());
+		Tensor first = other.get(0);
+		other.set(0, new Tensor(first.name(), first.bytes() - 1));
+
+		EncoderToPrefill.Received r = EncoderToPrefill.run(false, other);
+
+		assertThat(r.manifestMatches()).isFalse();
+		assertThat(r.outsideUntouched()).isTrue();
 	}
 
 	@Test
