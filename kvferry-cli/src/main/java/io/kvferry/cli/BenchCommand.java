@@ -54,6 +54,8 @@ import reactor.core.scheduler.Schedulers;
 				"  scaling (--scaling)  concurrent rooms, room size and ranks: rooms/s, GB/s, p50/p99, CPU, memory",
 				"With --tracing it measures only what room tracing costs: rooms per second and heap bytes per room, "
 						+ "tracing off vs on (OpenTelemetry SDK, batch span processor), in alternating rounds.",
+				"With --small-under-bulk it measures only 1-page rooms' p50 latency while a --bulk-mib room is in "
+						+ "flight between the same ranks, vs alone.",
 				"With --optimistic it measures only what optimistic prefill saves when decode asks 50 ms late and the "
 						+ "engine computes for 50 ms: p50 room time, waiting for the request vs sending at once.",
 				"Every room's bytes are verified. Figures depend on the machine: compare ratios, not absolutes.",
@@ -113,6 +115,10 @@ final class BenchCommand implements Callable<Integer> {
 	@Option(names = "--tracing", description = "Measure only the cost of room tracing: --tracing-rooms 1-page rooms "
 			+ "(16 concurrent) per round, tracing off and on in turn, --rounds rounds each after a warm-up round.")
 	boolean tracing;
+
+	@Option(names = "--small-under-bulk", description = "Measure only how long 1-page rooms take while a --bulk-mib "
+			+ "room is in flight between the same two ranks, vs alone: --rounds rounds after a warm-up round.")
+	boolean smallUnderBulk;
 
 	@Option(names = "--optimistic", description = "Measure only what optimistic prefill saves on a room whose decode "
 			+ "bootstraps late: --rounds rounds, the engine waiting for decode's request vs sending at once, in turn.")
@@ -180,6 +186,9 @@ final class BenchCommand implements Callable<Integer> {
 			throw new CommandLine.ParameterException(cl, "--bulk-mib : " + bulkMib + " (expected: at most 2047)");
 		}
 		DirectMemory.check(cl, 4 * bulkBytes, "lower --bulk-mib");
+		if (smallUnderBulk) {
+			return SmallUnderBulkBench.run(shape, bulkPages, bulkBytes, rounds, stripes, json, cl.getOut(), cl.getErr());
+		}
 		PrintWriter err = cl.getErr();
 
 		if (bulkOnly && manyOnly) {

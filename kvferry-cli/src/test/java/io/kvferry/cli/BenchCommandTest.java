@@ -167,4 +167,20 @@ class BenchCommandTest {
 		assertThat(j.get("waiting_p50_ms").asDouble()).isGreaterThanOrEqualTo(100);
 		assertThat(j.get("failures").asInt()).isZero();
 	}
+
+	@Test
+	void smallUnderBulkTimesOneRoomsAloneAndBehindALargeRoom() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--small-under-bulk", "--json", "--layers", "2", "--kv-heads", "2",
+				"--head-dim", "64", "--bulk-mib", "64", "--rounds", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("alone_p50_us").asDouble()).isPositive();
+		assertThat(j.get("bulk_bytes").asLong()).isEqualTo(64L << 20);
+		assertThat(j.get("failures").asInt()).isZero();
+	}
 }
