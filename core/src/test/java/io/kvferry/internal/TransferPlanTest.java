@@ -40,8 +40,15 @@ class TransferPlanTest {
 
 	@Test
 	void theHandshakeRejectsEveryIncompatibleValueByName() {
-		assertThatThrownBy(() -> plan(b -> b.pageSize(32), ParallelLayout.SINGLE)).isInstanceOf(TopologyException.class)
-				.hasMessage("page size mismatch: prefill page_size=64, decode page_size=32");
+		assertThatThrownBy(() -> plan(b -> b.pageSize(48).kvRegions(regions(4, 48 * 2048)), ParallelLayout.SINGLE))
+				.isInstanceOf(TopologyException.class)
+				.hasMessage("page sizes differ and are not both powers of two: prefill page_size=64, decode "
+						+ "page_size=48 (expected: equal, or powers of two so that one page size divides the other)");
+		assertThatThrownBy(() -> plan(b -> b.pageSize(32), ParallelLayout.SINGLE))
+				.hasMessage("KV token length mismatch: prefill kv[0] " + ITEM + " bytes per page of 64 tokens, decode "
+						+ "kv[0] " + ITEM + " bytes per page of 32 tokens (expected: the same bytes per token)");
+		assertThatThrownBy(() -> plan(b -> b.pageSize(32).kvRegions(regions(4, ITEM / 2)).dtype("fp8_e4m3"),
+				ParallelLayout.SINGLE)).hasMessage("KV cache dtype mismatch: prefill bf16, decode fp8_e4m3");
 		assertThatThrownBy(() -> plan(b -> b.mla(true), ParallelLayout.SINGLE))
 				.hasMessage("MLA mismatch: prefill mla=false, decode mla=true");
 		assertThatThrownBy(() -> plan(b -> b.dtype("fp8_e4m3"), ParallelLayout.SINGLE))
