@@ -10,6 +10,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -67,6 +68,21 @@ class TransferPlanTest {
 				ParallelLayout.SINGLE)).hasMessage("aux item length mismatch at aux[0]: prefill 64, decode 32");
 		assertThatThrownBy(() -> plan(b -> b.stateRegions(List.of(MemoryRegion.of(BASE << 3, 4 * 128L, 128))),
 				ParallelLayout.SINGLE)).hasMessage("state item length mismatch at state[0]: prefill 256, decode 128");
+	}
+
+	@Test
+	void pageIndexedStateCannotBeRepaged() {
+		UnaryOperator<KVArgs.Builder> swa = b -> b.stateKinds(List.of(StateKind.SWA));
+		assertThatThrownBy(() -> TransferPlan.of(swa.apply(args(2, 512)).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(swa.apply(args(2, 512)).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
+						ParallelLayout.SINGLE)))
+				.isInstanceOf(TopologyException.class)
+				.hasMessage("SWA state with different page sizes: prefill page_size=64, decode page_size=32 "
+						+ "(expected: equal page sizes; SWA state is indexed by page)");
+		UnaryOperator<KVArgs.Builder> mamba = b -> b.stateKinds(List.of(StateKind.MAMBA)).stateTpDims(List.of(1));
+		assertThat(TransferPlan.of(mamba.apply(args(2, 512)).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(mamba.apply(args(2, 512)).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
+						ParallelLayout.SINGLE)).hasState()).isTrue();
 	}
 
 	private static List<MemoryRegion> regions(int n, int itemLen) {
