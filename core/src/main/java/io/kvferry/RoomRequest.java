@@ -10,7 +10,9 @@ package io.kvferry;
  * @param dummy whether every destination was a dummy (this rank only acknowledges)
  * @param decodePrefixLen tokens decode already holds (its prefix cache) before the {@code pageCount} pages it asked
  *        for: the room has {@code decodePrefixLen / pageSize + pageCount} pages, all of which the engine passes to
- *        its sender (the prefix's pages are not sent)
+ *        its sender (the prefix's pages are not sent). {@code pageCount} counts decode's pages: when decode's page
+ *        size differs from this rank's, the engine's own page count is the one to pass, and the two must hold the
+ *        same tokens
  */
 public record RoomRequest(long room, int pageCount, int auxIndex, boolean dummy, int decodePrefixLen) {
 

@@ -29,7 +29,8 @@ public record PrefillParallelInfo(int attnTpSize, int dpSize, int ppSize, int pa
 	 * @param decodePageSize the decode's page size
 	 * @param mla whether the KV cache is MLA (latent KV replicated on every TP rank)
 	 * @throws TopologyException naming both values when the TP sizes do not divide each other, the PP sizes are
-	 *         neither equal nor decode 1, the page sizes differ or the decode layout has context parallelism
+	 *         neither equal nor decode 1, the page sizes differ without both being powers of two, or the decode layout
+	 *         has context parallelism
 	 */
 	public void checkDecode(ParallelLayout decode, int decodePageSize, boolean mla) {
 		RankMapping.plan(this, decode, 0, decodePageSize, mla);

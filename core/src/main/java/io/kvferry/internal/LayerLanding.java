@@ -69,8 +69,8 @@ final class LayerLanding {
 				int srcLen = p.kv().get(pair.src()).itemLen();
 				int dstLen = decode.kv().get(pair.dst()).itemLen();
 				perPage[pair.dst()] += sliced ? (long) HeadSlicing.plan(p.totalKvHeadNum(), tp, d,
-						p.parallel().attnTpRank(), decode.engineRank() % d, srcLen, dstLen, p.pageSize())
-						.sliceBytes() * p.pageSize() : dstLen;
+						p.parallel().attnTpRank(), decode.engineRank() % d, srcLen, dstLen, p.pageSize(),
+						decode.pageSize()).sliceBytes() * decode.pageSize() : dstLen;
 			}
 		}
 		return perPage;

@@ -52,23 +52,31 @@ final class PrefillDestination implements TransferPlan.Outlet {
 	boolean refuses(PrefillTransfer r, PrefillChunk c) {
 		KVManagerConfig config = session.manager.config;
 		int[] dstAll = request.dstPages();
+		TransferPlan plan = session.plan;
+		if (!plan.wholePages(request.decodePrefixLen())) {
+			r.fail(FailureCause.INCOMPATIBLE, from() + " holds a prefix of " + request.decodePrefixLen()
+					+ " tokens of room " + r.id + ", not a multiple of prefill page_size " + config.kvArgs().pageSize()
+					+ " and decode page_size " + plan.dstPageSize() + " (expected: whole pages of the prefix on both "
+					+ "sides)");
+			return true;
+		}
 		int prefixPages = request.decodePrefixLen() / config.kvArgs().pageSize();
 		if (prefixPages > r.feed.numPages) {
 			r.fail(FailureCause.INCOMPATIBLE, from() + " holds a prefix of " + request.decodePrefixLen() + " tokens ("
 					+ prefixPages + " pages) of room " + r.id + ", but the room has " + r.feed.numPages + " pages");
 			return true;
 		}
-		if (c.offset() + c.pages().length - prefixPages > dstAll.length) {
+		if (!plan.fits(c.offset() + c.pages().length - prefixPages, dstAll.length)) {
 			r.fail(FailureCause.INCOMPATIBLE, from() + " asked for " + dstAll.length + " pages of room " + r.id
 					+ " after a prefix of " + prefixPages + " pages, but prefill sends "
-					+ (c.offset() + c.pages().length - prefixPages));
+					+ (c.offset() + c.pages().length - prefixPages) + pageSizes(config));
 			return true;
 		}
-		if (c.last() && r.feed.numPages - prefixPages != dstAll.length) {
+		if (c.last() && !plan.matches(r.feed.numPages - prefixPages, dstAll.length)) {
 			// Fewer pages than decode asked for would leave some of its pages unwritten.
 			r.fail(FailureCause.INCOMPLETE, from() + " asked for " + dstAll.length + " pages of room " + r.id
 					+ " after a prefix of " + prefixPages + " pages, but the room has only "
-					+ (r.feed.numPages - prefixPages) + " after it");
+					+ (r.feed.numPages - prefixPages) + " after it" + pageSizes(config));
 			return true;
 		}
 		if (c.last() && request.auxIndex() >= 0 && r.feed.auxIndex < 0 && !config.kvArgs().auxRegions().isEmpty()) {
@@ -82,6 +90,14 @@ final class PrefillDestination implements TransferPlan.Outlet {
 			return true;
 		}
 		return false;
+	}
+
+	/** @return nothing when both sides' pages hold as many tokens, else both page sizes, for a message */
+	private String pageSizes(KVManagerConfig config) {
+		int own = config.kvArgs().pageSize();
+		int dst = session.plan.dstPageSize();
+		return own == dst ? "" : " (prefill pages of " + own + " tokens, decode pages of " + dst + ": the page counts "
+				+ "must hold the same tokens)";
 	}
 
 	private String from() {
@@ -98,9 +114,10 @@ final class PrefillDestination implements TransferPlan.Outlet {
 		ChunkWindow w = ChunkWindow.of(c.offset(), c.pages().length, r.feed.numPages,
 				request.decodePrefixLen() / config.kvArgs().pageSize(), config.layout(), config.allCpRanksTransfer());
 		int[] srcPages = Arrays.copyOfRange(c.pages(), w.from(), w.to());
-		int[] dstPages = Arrays.copyOfRange(request.dstPages(), w.dstFrom(), w.dstFrom() + w.length());
+		// Positions count prefill pages: the plan maps their tokens onto decode's pages, whatever their size.
+		boolean last = w.length() > 0 && c.offset() + w.to() == r.feed.numPages;
 		TransferPlan plan = session.plan;
-		m.bytesSent.add(plan.sendKv(this, r.id, srcPages, dstPages, c.regions()));
+		m.bytesSent.add(plan.sendKv(this, r.id, srcPages, w.dstFrom(), request.dstPages(), last, c.regions()));
 		if (c.closes()) {
 			m.pagesSent.add(w.length());
 		}

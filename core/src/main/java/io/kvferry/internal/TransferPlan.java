@@ -6,6 +6,7 @@ import java.util.List;
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -17,15 +18,16 @@ import io.kvferry.internal.topology.HeadSlice;
 import io.kvferry.internal.topology.HeadSlicing;
 import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
-import io.kvferry.internal.topology.PageRun;
-import io.kvferry.internal.topology.PageRuns;
 import io.kvferry.internal.topology.RegionPair;
+import io.kvferry.internal.topology.Repaging;
+import io.kvferry.internal.topology.SlotRun;
 
 /**
  * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which
  * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
- * heads of each token. Turns a chunk's page lists into data blocks: one block per (page run, layer buffer), a head
- * slice moving as one strided block rather than one write per token.
+ * heads of each token. Turns a chunk's page lists into data blocks: one block per (run, layer buffer), a head slice
+ * moving as one strided block rather than one write per token. Runs are counted in tokens, so prefill pages of one
+ * size land in decode pages of another ({@link Repaging}).
  */
 final class TransferPlan {
 
@@ -39,19 +41,22 @@ final class TransferPlan {
 	private final int[] dstItemLen;
 	private final HeadSlice[] slices;
 	private final int pageSize;
+	private final int dstPageSize;
 	private final long dstPages;
 	private final List<MemoryRegion> srcAux;
 	private final List<RegionLayout> dstAux;
 	private final StatePlan state;
 
 	private TransferPlan(MemoryRegion[] src, int[] srcBuffer, int[] dst, long[] dstItems, int[] dstItemLen,
-			HeadSlice[] slices, int pageSize, List<MemoryRegion> srcAux, List<RegionLayout> dstAux, StatePlan state) {
+			HeadSlice[] slices, int pageSize, int dstPageSize, List<MemoryRegion> srcAux, List<RegionLayout> dstAux,
+			StatePlan state) {
 		this.src = src;
 		this.srcBuffer = srcBuffer;
 		this.dst = dst;
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
 		this.pageSize = pageSize;
+		this.dstPageSize = dstPageSize;
 		this.dstPages = Arrays.stream(dstItems).min().orElse(0);
 		this.srcAux = srcAux;
 		this.dstAux = dstAux;
@@ -78,16 +83,18 @@ final class TransferPlan {
 			throw new TopologyException("decode attn_cp_size=" + decode.parallel().attnCpSize()
 					+ " (expected: 1; context parallelism is a prefill-only dimension)");
 		}
-		if (decode.pageSize() != args.pageSize()) {
-			throw new TopologyException("page size mismatch: prefill page_size=" + args.pageSize()
-					+ ", decode page_size=" + decode.pageSize());
-		}
+		int srcPageSize = args.pageSize();
+		int dstPageSize = decode.pageSize();
+		Repaging.checkPageSizes(srcPageSize, dstPageSize);
 		if (decode.mla() != args.isMla()) {
 			throw new TopologyException("MLA mismatch: prefill mla=" + args.isMla() + ", decode mla=" + decode.mla());
 		}
 		if (!decode.dtype().equals(args.dtype())) {
 			throw new TopologyException("KV cache dtype mismatch: prefill " + args.dtype() + ", decode "
 					+ decode.dtype());
+		}
+		if (srcPageSize != dstPageSize) {
+			checkPagedState(args, srcPageSize, dstPageSize);
 		}
 		int p = own.attnTpSize();
 		int d = decode.parallel().attnTpSize();
@@ -121,19 +128,40 @@ final class TransferPlan {
 			dstLen[i] = decode.kv().get(pair.dst()).itemLen();
 			if (sliced) {
 				slices[i] = HeadSlicing.plan(args.totalKvHeadNum(), p, d, own.attnTpRank(),
-						decode.engineRank() % d, src[i].itemLen(), dstLen[i], args.pageSize());
+						decode.engineRank() % d, src[i].itemLen(), dstLen[i], srcPageSize, dstPageSize);
 			}
-			else if (src[i].itemLen() != dstLen[i]) {
+			else if (srcPageSize == dstPageSize && src[i].itemLen() != dstLen[i]) {
 				throw new TopologyException("KV item length mismatch: prefill kv[" + pair.src() + "] "
 						+ src[i].itemLen() + " bytes, decode kv[" + pair.dst() + "] " + dstLen[i] + " bytes");
+			}
+			else if (dstLen[i] % dstPageSize != 0
+					|| (long) src[i].itemLen() * dstPageSize != (long) dstLen[i] * srcPageSize) {
+				throw new TopologyException("KV token length mismatch: prefill kv[" + pair.src() + "] "
+						+ src[i].itemLen() + " bytes per page of " + srcPageSize + " tokens, decode kv[" + pair.dst()
+						+ "] " + dstLen[i] + " bytes per page of " + dstPageSize + " tokens (expected: the same bytes "
+						+ "per token)");
 			}
 		}
 		checkSame("aux", args.auxRegions(), decode.aux());
 		StatePlan state = StatePlan.of(args, own, decode);
 		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
-		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, args.pageSize(), args.auxRegions(),
-				decode.aux(),
-				state);
+		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, srcPageSize, dstPageSize,
+				args.auxRegions(), decode.aux(), state);
+	}
+
+	/**
+	 * SWA and DSA state items are pages of their own pools, indexed by page lists that are not re-paged: with page
+	 * sizes that differ they would land in the wrong tokens, so such a pair is refused. Aux rows and Mamba slots
+	 * belong to the request, not to a page, and move as they do with equal page sizes.
+	 */
+	private static void checkPagedState(KVArgs args, int srcPageSize, int dstPageSize) {
+		for (StateKind kind : args.stateKinds()) {
+			if (kind == StateKind.SWA || kind == StateKind.DSA) {
+				throw new TopologyException(kind + " state with different page sizes: prefill page_size="
+						+ srcPageSize + ", decode page_size=" + dstPageSize + " (expected: equal page sizes; " + kind
+						+ " state is indexed by page)");
+			}
+		}
 	}
 
 	private static void checkSame(String what, List<MemoryRegion> own, List<RegionLayout> peer) {
@@ -202,17 +230,55 @@ final class TransferPlan {
 	 * @return payload bytes queued
 	 */
 	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
-		List<PageRun> runs = PageRuns.group(srcPages, dstPages);
+		if (srcPages.length != dstPages.length && pageSize == dstPageSize) {
+			throw new IllegalArgumentException("page lists : " + srcPages.length + " source pages, " + dstPages.length
+					+ " destination pages (expected: the same length)");
+		}
+		return sendKv(conn, room, srcPages, 0, dstPages, false, srcRegions);
+	}
+
+	/**
+	 * Queues the KV blocks of one chunk for one destination, its tokens re-paged when the page sizes differ.
+	 *
+	 * @param srcPages the chunk's pages to send, in room order
+	 * @param first the position of {@code srcPages[0]} among the room's pages after decode's prefix
+	 * @param dstAll every destination page decode asked for (after its prefix)
+	 * @param last whether {@code srcPages} ends with the room's last page (decode's last page is then filled up)
+	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
+	 * @return payload bytes queued
+	 */
+	long sendKv(Outlet conn, long room, int[] srcPages, int first, int[] dstAll, boolean last, int[] srcRegions) {
+		List<SlotRun> runs = Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
 		long bytes = 0;
 		for (int i = 0; i < src.length; i++) {
 			if (srcRegions != null && !contains(srcRegions, srcBuffer[i])) {
 				continue;
 			}
-			for (PageRun run : runs) {
-				bytes += sendRun(conn, room, i, run.srcStart(), run.dstStart(), run.length());
+			for (SlotRun run : runs) {
+				bytes += sendRun(conn, room, i, run);
 			}
 		}
 		return bytes;
+	}
+
+	/** @return whether {@code srcPages} pages after decode's prefix start at tokens that {@code dstPages} hold */
+	boolean fits(long srcPages, long dstPages) {
+		return Repaging.fits(srcPages, pageSize, dstPages, dstPageSize);
+	}
+
+	/** @return whether the room's {@code srcPages} pages after decode's prefix are as many tokens as decode's */
+	boolean matches(long srcPages, long dstPages) {
+		return Repaging.matches(srcPages, pageSize, dstPages, dstPageSize);
+	}
+
+	/** @return whether prefix tokens fill whole pages on both sides */
+	boolean wholePages(int prefixLen) {
+		return prefixLen % pageSize == 0 && prefixLen % dstPageSize == 0;
+	}
+
+	/** @return decode's tokens per page */
+	int dstPageSize() {
+		return dstPageSize;
 	}
 
 	private static boolean contains(int[] values, int value) {
@@ -224,32 +290,35 @@ final class TransferPlan {
 		return false;
 	}
 
-	private long sendRun(Outlet conn, long room, int pair, int srcStart, int dstStart, int pages) {
+	private long sendRun(Outlet conn, long room, int pair, SlotRun run) {
 		MemoryRegion s = src[pair];
-		int srcLen = s.itemLen();
-		int dstLen = dstItemLen[pair];
+		int srcToken = s.itemLen() / pageSize;
+		int dstToken = dstItemLen[pair] / dstPageSize;
 		HeadSlice slice = slices[pair];
-		boolean wholeTokens = slice == null || slice.sliceBytes() == srcLen / pageSize
-				&& slice.sliceBytes() == dstLen / pageSize;
-		long pageBytes = wholeTokens ? srcLen : (long) slice.sliceBytes() * pageSize;
-		int maxPages = (int) Math.max(1, MAX_BLOCK_BYTES / pageBytes);
+		boolean wholeTokens = slice == null || slice.sliceBytes() == srcToken && slice.sliceBytes() == dstToken;
+		long tokenBytes = wholeTokens ? srcToken : slice.sliceBytes();
+		long maxTokens = Math.max(1, MAX_BLOCK_BYTES / tokenBytes);
+		if (maxTokens > dstPageSize) {
+			// Whole destination pages per block: the ledger counts whole pages with one counter each.
+			maxTokens -= maxTokens % dstPageSize;
+		}
 		long bytes = 0;
-		for (int done = 0; done < pages; done += maxPages) {
-			int n = Math.min(maxPages, pages - done);
-			long srcPage = (long) srcStart + done;
-			long dstPage = (long) dstStart + done;
+		for (long done = 0; done < run.tokens(); done += maxTokens) {
+			int n = (int) Math.min(maxTokens, run.tokens() - done);
+			long srcSlot = run.srcSlot() + done;
+			long dstSlot = run.dstSlot() + done;
+			long srcAddress = s.itemAddress(srcSlot / pageSize) + srcSlot % pageSize * srcToken;
 			DataBlock block;
 			if (wholeTokens) {
-				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstPage * dstLen,
-						Math.toIntExact((long) n * srcLen), 0, 1), s.itemAddress(srcPage), 0, conn.gate());
+				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstSlot * dstToken,
+						Math.toIntExact((long) n * srcToken), 0, 1), srcAddress, 0, conn.gate());
 			}
 			else {
 				long headOffSrc = (long) slice.srcHeadOffset() * slice.headBytes();
 				long headOffDst = (long) slice.dstHeadOffset() * slice.headBytes();
-				// Pages of a run are adjacent, so every token of the run sits one token stride after the previous.
-				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstPage * dstLen + headOffDst,
-						slice.sliceBytes(), dstLen / pageSize, n * pageSize), s.itemAddress(srcPage) + headOffSrc,
-						srcLen / pageSize, conn.gate());
+				// Tokens of a run are adjacent, so every token sits one token stride after the previous.
+				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstSlot * dstToken + headOffDst,
+						slice.sliceBytes(), dstToken, n), srcAddress + headOffSrc, srcToken, conn.gate());
 			}
 			conn.send(block);
 			bytes += block.header().payloadLength();

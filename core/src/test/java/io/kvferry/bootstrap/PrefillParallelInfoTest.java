@@ -29,10 +29,13 @@ class PrefillParallelInfoTest {
 	}
 
 	@Test
-	void refusesAnotherPageSize() {
-		assertThatThrownBy(() -> new PrefillParallelInfo(1, 1, 1, 16).checkDecode(decode(1, 1, 0), 32, false))
+	void refusesAnotherPageSizeUnlessBothArePowersOfTwo() {
+		new PrefillParallelInfo(1, 1, 1, 16).checkDecode(decode(1, 1, 0), 32, false);
+		new PrefillParallelInfo(1, 1, 1, 64).checkDecode(decode(1, 1, 0), 1, false);
+		assertThatThrownBy(() -> new PrefillParallelInfo(1, 1, 1, 16).checkDecode(decode(1, 1, 0), 24, false))
 				.isInstanceOf(TopologyException.class)
-				.hasMessageContaining("page size mismatch");
+				.hasMessageContaining("page sizes differ and are not both powers of two: prefill page_size=16, "
+						+ "decode page_size=24");
 	}
 
 	@Test

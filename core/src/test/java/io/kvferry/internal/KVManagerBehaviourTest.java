@@ -291,17 +291,17 @@ class KVManagerBehaviourTest {
 	}
 
 	@Test
-	void pageSizeMismatchFailsTheRoomNamingBothValues() {
+	void pageSizesThatCannotBeRepagedFailTheRoomNamingBothValues() {
 		start(UnaryOperator.identity());
 		DecodeKVManager other = KVManagerSpec.decode()
-				.kvArgs(RankMemory.decode(new ModelShape(2, 2, 16, 2, 8, false, 0, 64, 0), ParallelLayout.SINGLE, 8, 2, 2)
+				.kvArgs(RankMemory.decode(new ModelShape(2, 2, 16, 2, 12, false, 0, 64, 0), ParallelLayout.SINGLE, 8, 2, 2)
 						.kvArgs())
 				.transport(transport).bootstrapClient(bootstrap).startNow();
 		try {
 			KVReceiver r = other.receiver(BOOTSTRAP, 18);
 			StepVerifier.create(r.completion())
-					.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("4").hasMessageContaining("8")
-							.hasMessageContaining("page"))
+					.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("prefill page_size=4")
+							.hasMessageContaining("decode page_size=12").hasMessageContaining("powers of two"))
 					.verify(T);
 		}
 		finally {

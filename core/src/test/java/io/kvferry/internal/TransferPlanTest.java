@@ -10,6 +10,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
+import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -40,8 +41,15 @@ class TransferPlanTest {
 
 	@Test
 	void theHandshakeRejectsEveryIncompatibleValueByName() {
-		assertThatThrownBy(() -> plan(b -> b.pageSize(32), ParallelLayout.SINGLE)).isInstanceOf(TopologyException.class)
-				.hasMessage("page size mismatch: prefill page_size=64, decode page_size=32");
+		assertThatThrownBy(() -> plan(b -> b.pageSize(48).kvRegions(regions(4, 48 * 2048)), ParallelLayout.SINGLE))
+				.isInstanceOf(TopologyException.class)
+				.hasMessage("page sizes differ and are not both powers of two: prefill page_size=64, decode "
+						+ "page_size=48 (expected: equal, or powers of two so that one page size divides the other)");
+		assertThatThrownBy(() -> plan(b -> b.pageSize(32), ParallelLayout.SINGLE))
+				.hasMessage("KV token length mismatch: prefill kv[0] " + ITEM + " bytes per page of 64 tokens, decode "
+						+ "kv[0] " + ITEM + " bytes per page of 32 tokens (expected: the same bytes per token)");
+		assertThatThrownBy(() -> plan(b -> b.pageSize(32).kvRegions(regions(4, ITEM / 2)).dtype("fp8_e4m3"),
+				ParallelLayout.SINGLE)).hasMessage("KV cache dtype mismatch: prefill bf16, decode fp8_e4m3");
 		assertThatThrownBy(() -> plan(b -> b.mla(true), ParallelLayout.SINGLE))
 				.hasMessage("MLA mismatch: prefill mla=false, decode mla=true");
 		assertThatThrownBy(() -> plan(b -> b.dtype("fp8_e4m3"), ParallelLayout.SINGLE))
@@ -60,6 +68,21 @@ class TransferPlanTest {
 				ParallelLayout.SINGLE)).hasMessage("aux item length mismatch at aux[0]: prefill 64, decode 32");
 		assertThatThrownBy(() -> plan(b -> b.stateRegions(List.of(MemoryRegion.of(BASE << 3, 4 * 128L, 128))),
 				ParallelLayout.SINGLE)).hasMessage("state item length mismatch at state[0]: prefill 256, decode 128");
+	}
+
+	@Test
+	void pageIndexedStateCannotBeRepaged() {
+		UnaryOperator<KVArgs.Builder> swa = b -> b.stateKinds(List.of(StateKind.SWA));
+		assertThatThrownBy(() -> TransferPlan.of(swa.apply(args(2, 512)).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(swa.apply(args(2, 512)).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
+						ParallelLayout.SINGLE)))
+				.isInstanceOf(TopologyException.class)
+				.hasMessage("SWA state with different page sizes: prefill page_size=64, decode page_size=32 "
+						+ "(expected: equal page sizes; SWA state is indexed by page)");
+		UnaryOperator<KVArgs.Builder> mamba = b -> b.stateKinds(List.of(StateKind.MAMBA)).stateTpDims(List.of(1));
+		assertThat(TransferPlan.of(mamba.apply(args(2, 512)).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(mamba.apply(args(2, 512)).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
+						ParallelLayout.SINGLE)).hasState()).isTrue();
 	}
 
 	private static List<MemoryRegion> regions(int n, int itemLen) {

@@ -46,7 +46,7 @@ public final class KVCluster {
 
 	KVCluster(KVClusterBuilder b) {
 		this.config = b;
-		this.decodePages = new PageAllocator(b.pages);
+		this.decodePages = new PageAllocator(b.pagesOf(b.decodeShape()));
 		this.decodeRows = new PageAllocator(b.rows);
 	}
 
@@ -94,7 +94,7 @@ public final class KVCluster {
 			List<PrefillKVManager> mgrs = new ArrayList<>();
 			prefillMemory.add(mems);
 			prefill.add(mgrs);
-			prefillPages.add(new PageAllocator(config.pages));
+			prefillPages.add(new PageAllocator(config.pagesOf(config.prefillShape())));
 			prefillRows.add(new PageAllocator(config.rows));
 			for (int cp = 0; cp < config.prefillCp; cp++) {
 				for (int tp = 0; tp < config.prefillTp; tp++) {
@@ -102,8 +102,8 @@ public final class KVCluster {
 						ParallelLayout layout = new ParallelLayout(config.prefillTp, tp, config.prefillDp, g, 1, 0,
 								config.prefillPp, pp, config.prefillCp, cp);
 						// Every CP rank holds the whole room's KV (after CP's gather), so each is filled alike.
-						RankMemory mem = RankMemory.prefill(config.shape, layout, config.pages, config.rows,
-								config.rows);
+						RankMemory mem = RankMemory.prefill(config.prefillShape(), layout,
+								config.pagesOf(config.prefillShape()), config.rows, config.rows);
 						mems.add(mem);
 						mgrs.add(null);
 						int slot = mgrs.size() - 1;
@@ -119,7 +119,8 @@ public final class KVCluster {
 		for (int tp = 0; tp < config.decodeTp; tp++) {
 			for (int pp = 0; pp < config.decodePp; pp++) {
 				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp);
-				RankMemory mem = RankMemory.decode(config.shape, layout, config.pages, config.rows, config.rows);
+				RankMemory mem = RankMemory.decode(config.decodeShape(), layout, config.pagesOf(config.decodeShape()),
+						config.rows, config.rows);
 				decodeMemory.add(mem);
 				decode.add(null);
 				int slot = decode.size() - 1;
@@ -178,10 +179,13 @@ public final class KVCluster {
 	public final class StagedRoom {
 		private final long room;
 		private final Random random;
-		private final int pageSize = config.shape.pageSize();
+		private final int pageSize = config.prefillShape().pageSize();
+		private final int dstPageSize = config.decodeShape().pageSize();
 		private final int numPages;
-		// Pages decode already holds (its prefix cache): it asks only for the rest.
+		// Pages decode already holds (its prefix cache): it asks only for the rest. Counted in prefill pages, and in
+		// decode's when the page sizes differ.
 		private final int prefixPages;
+		private final int dstPrefixPages;
 		private final int g;
 		private final int @Nullable [] src;
 		private final int @Nullable [] dst;
@@ -203,11 +207,17 @@ public final class KVCluster {
 			this.room = room;
 			this.random = random;
 			this.numPages = (tokens + pageSize - 1) / pageSize;
-			this.prefixPages = (int) Math.floor(numPages * config.decodePrefix);
+			int dstPagesAll = (tokens + dstPageSize - 1) / dstPageSize;
+			// The prefix is whole pages on both sides, and no more than either side holds.
+			int lcm = Math.max(pageSize, dstPageSize);
+			long prefixTokens = (long) Math.floor(numPages * config.decodePrefix) * pageSize;
+			prefixTokens = Math.min(prefixTokens, (long) dstPagesAll * dstPageSize) / lcm * lcm;
+			this.prefixPages = (int) (prefixTokens / pageSize);
+			this.dstPrefixPages = (int) (prefixTokens / dstPageSize);
 			this.g = dpGroup(room);
 			boolean contiguous = config.contiguous || random.nextInt(4) == 0;
 			int[] s = prefillPages.get(g).allocate(numPages, random, contiguous);
-			int[] d = decodePages.allocate(numPages - prefixPages, random, contiguous);
+			int[] d = decodePages.allocate(dstPagesAll - dstPrefixPages, random, contiguous);
 			int[] sr = prefillRows.get(g).allocate(1, random, false);
 			int[] dr = decodeRows.allocate(1, random, false);
 			if (s == null || d == null || sr == null || dr == null) {
@@ -257,8 +267,9 @@ public final class KVCluster {
 			List<Integer> runs = new ArrayList<>();
 			int length = 0;
 			for (int k = 0; k < dst.length; k++) {
-				boolean adjacent = k > 0 && src[prefixPages + k] == src[prefixPages + k - 1] + 1
-						&& dst[k] == dst[k - 1] + 1;
+				// With different page sizes only decode's side is looked at: its pages, not prefill's, are counted.
+				boolean adjacent = k > 0 && (pageSize != dstPageSize
+						|| src[prefixPages + k] == src[prefixPages + k - 1] + 1) && dst[k] == dst[k - 1] + 1;
 				if (k > 0 && !adjacent) {
 					runs.add(length);
 					length = 0;
@@ -359,7 +370,9 @@ public final class KVCluster {
 			}
 			for (int i = 0; i < decodeMemory.size(); i++) {
 				RankMemory mem = decodeMemory.get(i);
-				String mismatch = mem.verify(room, dst, prefixPages, dstRow[0], dstState);
+				// Past prefill's last page (decode's pages may be larger), decode's last page repeats that page.
+				String mismatch = mem.verify(room, dst, dstPrefixPages, dstRow[0], dstState, (long) numPages * pageSize,
+						pageSize);
 				if (mismatch == null && config.checkUntouched
 						&& mem.checksumOutside(dst, dstRow[0], dstState) != outside[i]) {
 					mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"

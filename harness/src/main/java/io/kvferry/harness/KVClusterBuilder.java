@@ -26,6 +26,9 @@ public final class KVClusterBuilder {
 	int decodeTp = 1;
 	int decodePp = 1;
 	int pages = 256;
+	// Tokens per page on each side; 0: the shape's.
+	int prefillPageSize;
+	int decodePageSize;
 	int rows = 64;
 	boolean contiguous;
 	boolean layerwise;
@@ -89,6 +92,32 @@ public final class KVClusterBuilder {
 		this.decodeTp = tp;
 		this.decodePp = pp;
 		return this;
+	}
+
+	/**
+	 * Tokens per page on each side, when they differ from the shape's: decode re-pages what it receives. Each side's
+	 * {@link #capacity} is scaled to hold as many tokens as {@code pages} pages of the shape's size.
+	 */
+	public KVClusterBuilder pageSizes(int prefill, int decode) {
+		if (prefill < 1 || decode < 1) {
+			throw new IllegalArgumentException("pageSizes : " + prefill + "/" + decode + " (expected: >= 1)");
+		}
+		this.prefillPageSize = prefill;
+		this.decodePageSize = decode;
+		return this;
+	}
+
+	ModelShape prefillShape() {
+		return prefillPageSize == 0 ? shape : shape.withPageSize(prefillPageSize);
+	}
+
+	ModelShape decodeShape() {
+		return decodePageSize == 0 ? shape : shape.withPageSize(decodePageSize);
+	}
+
+	/** @return pages per layer buffer of a side with that shape: as many tokens as the shape's capacity */
+	int pagesOf(ModelShape side) {
+		return (int) Math.max(1, (long) pages * shape.pageSize() / side.pageSize());
 	}
 
 	/** Pages per layer buffer on every rank, and aux rows / state slots. */

@@ -91,6 +91,12 @@ public record ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, i
 				mambaUnits);
 	}
 
+	/** @return a copy with another page size (tokens per page) */
+	public ModelShape withPageSize(int n) {
+		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, n, mla, draftLayers, auxItemLen, stateItemLen,
+				mambaUnits);
+	}
+
 	/** @return a copy with draft layers on decode */
 	public ModelShape withDraftLayers(int n) {
 		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, n, auxItemLen, stateItemLen,

@@ -124,7 +124,7 @@ public final class RankMemory {
 			}
 			return true;
 		};
-		forEachRun(room, pages, 0, write);
+		forEachRun(room, pages, 0, write, Long.MAX_VALUE, 1);
 		forEachAuxAndStateRun(room, auxRow, stateSlots, write);
 	}
 
@@ -144,6 +144,18 @@ public final class RankMemory {
 	 * @return null when all match, else a description of the first mismatch
 	 */
 	public @Nullable String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots) {
+		return verify(room, pages, firstPage, auxRow, stateSlots, Long.MAX_VALUE, 1);
+	}
+
+	/**
+	 * Checks the room's pages when prefill's pages held {@code heldTokens} token slots in pages of
+	 * {@code srcPageSize}: slots of decode's last page past them hold copies of prefill's last page, as kvferry fills
+	 * them when decode's pages are larger.
+	 *
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public @Nullable String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots,
+			long heldTokens, int srcPageSize) {
 		@Nullable String[] first = new String[1];
 		WordRun check = (address, seed, words) -> {
 			for (int w = 0; w < words; w++) {
@@ -157,7 +169,7 @@ public final class RankMemory {
 			}
 			return true;
 		};
-		if (forEachRun(room, pages, firstPage, check)) {
+		if (forEachRun(room, pages, firstPage, check, heldTokens, srcPageSize)) {
 			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
 		}
 		return first[0];
@@ -229,8 +241,13 @@ public final class RankMemory {
 		return h;
 	}
 
-	/** @return false when the visitor stopped early */
-	private boolean forEachRun(long room, int[] pages, int firstPage, WordRun v) {
+	/**
+	 * Visits every head of every token of the pages; slots from {@code heldTokens} on stand for the tokens of the last
+	 * {@code srcPageSize}-token page before it, over and over.
+	 *
+	 * @return false when the visitor stopped early
+	 */
+	private boolean forEachRun(long room, int[] pages, int firstPage, WordRun v, long heldTokens, int srcPageSize) {
 		int tp = layout.attnTpSize();
 		int heads = shape.headsPerRank(tp);
 		int headWords = shape.headBytes() / 8;
@@ -248,7 +265,9 @@ public final class RankMemory {
 				for (int i = 0; i < pages.length; i++) {
 					long pageBase = region.address() + (long) pages[i] * itemLen;
 					for (int t = 0; t < shape.pageSize(); t++) {
-						long token = (long) (firstPage + i) * shape.pageSize() + t;
+						long slot = (long) (firstPage + i) * shape.pageSize() + t;
+						long token = slot < heldTokens ? slot
+								: heldTokens - srcPageSize + (slot - heldTokens) % srcPageSize;
 						long tokenBase = pageBase + (long) t * tokenBytes;
 						for (int h = 0; h < heads; h++) {
 							long seed = Patterns.seed(room, layer, b, token, modelHeads[h]);

@@ -19,8 +19,8 @@ import io.kvferry.spi.KVTransport;
  * The topology matrix every transport must pass: prefill TP × decode TP in {1,2,4}², MHA with KV heads
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
  * state slots; then a few cells of prefill context parallelism (CP {1,2} × all-CP-ranks transfer {off,on}, DSA layer
- * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1, and a
- * layer-wise column on a few cells. Each case moves rooms with scattered and contiguous pages in several chunks and
+ * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1, a
+ * layer-wise column on a few cells, and cells whose prefill and decode page sizes differ (decode re-pages). Each case moves rooms with scattered and contiguous pages in several chunks and
  * checks every byte (and, in the added cells, that no decode byte outside a room's pages, aux row and state slots
  * changed).
  */
@@ -35,9 +35,25 @@ public final class TopologyMatrix {
 	 *        share of the pages) or {@code layers} (DSA layer split: each its share of the layers)
 	 * @param decodePrefix share of each room's pages decode already holds (0, part, 1 = full hit)
 	 * @param layerwise whether prefill sends chunks layer by layer (each chunk at random, whole or layer-wise)
+	 * @param prefillPage tokens per prefill page (0: the shape's)
+	 * @param decodePage tokens per decode page (0: the shape's)
 	 */
 	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
-			int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise) {
+			int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise, int prefillPage,
+			int decodePage) {
+
+		/** A cell with the shape's page size on both sides. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer, decodePrefix,
+					layerwise, 0, 0);
+		}
+
+		/** A cell whose prefill pages hold {@code prefillPage} tokens and decode pages {@code decodePage}. */
+		public Case withPages(int prefillPage, int decodePage) {
+			return new Case(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer,
+					decodePrefix, layerwise, prefillPage, decodePage);
+		}
 
 		/** A cell without CP and without decode prefix, its chunks sent whole. */
 		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp) {
@@ -60,7 +76,8 @@ public final class TopologyMatrix {
 		public String toString() {
 			return "P" + prefillTp + "->D" + decodeTp + " " + model + " pp" + prefillPp + "->" + decodePp + " dp"
 					+ prefillDp + (prefillCp == 1 && cpTransfer.equals("rank0") ? "" : " cp" + prefillCp + " " + cpTransfer)
-					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix) + (layerwise ? " layerwise" : "");
+					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix) + (layerwise ? " layerwise" : "")
+					+ (prefillPage == 0 && decodePage == 0 ? "" : " page" + prefillPage + "->" + decodePage);
 		}
 
 		/**
@@ -80,9 +97,10 @@ public final class TopologyMatrix {
 			}
 		}
 
-		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state) */
+		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state, page sizes) */
 		public boolean extended() {
-			return prefillCp > 1 || !cpTransfer.equals("rank0") || decodePrefix > 0 || model.equals("hybrid");
+			return prefillCp > 1 || !cpTransfer.equals("rank0") || decodePrefix > 0 || model.equals("hybrid")
+					|| prefillPage != decodePage;
 		}
 	}
 
@@ -133,7 +151,29 @@ public final class TopologyMatrix {
 		out.add(new Case(2, 1, "mha8", 1, 1, 1, 2, "all", 0.5, true));
 		out.add(new Case(2, 2, "mla", 1, 1, 1, 2, "layers", 0, true));
 		out.add(new Case(2, 1, "hybrid", 1, 1, 1, 1, "rank0", 0.5, true));
+		out.addAll(repagedCases());
 		return out;
+	}
+
+	/**
+	 * @return the cells whose prefill and decode page sizes differ: either larger, with head slices from and to
+	 *         several ranks, MLA, a decode prefix, CP shares, Mamba state and layer-wise sending
+	 */
+	public static List<Case> repagedCases() {
+		return List.of(new Case(1, 1, "mha8", 1, 1, 1).withPages(1, 16),
+				new Case(1, 1, "mha8", 1, 1, 1).withPages(16, 1),
+				new Case(1, 1, "mha8", 1, 1, 1).withPages(64, 16),
+				new Case(1, 2, "mha8", 1, 1, 1).withPages(1, 16),
+				new Case(2, 1, "mha8", 1, 1, 1).withPages(16, 1),
+				new Case(2, 4, "mha2", 2, 1, 1).withPages(64, 16),
+				new Case(1, 2, "mla", 1, 1, 1).withPages(1, 16),
+				new Case(2, 1, "mla", 2, 2, 1).withPages(16, 1),
+				new Case(1, 1, "mha8", 1, 1, 1, 1, "rank0", 0.5).withPages(4, 16),
+				new Case(2, 1, "mha8", 1, 1, 1, 1, "rank0", 1).withPages(64, 16),
+				new Case(2, 1, "mha8", 1, 1, 1, 2, "all", 0.5).withPages(2, 16),
+				new Case(1, 2, "hybrid", 1, 1, 1).withPages(16, 4),
+				new Case(4, 2, "mha2", 1, 1, 1, true).withPages(1, 16),
+				new Case(2, 2, "mla", 1, 1, 1, 2, "layers", 0, true).withPages(16, 2));
 	}
 
 	/**
@@ -167,6 +207,8 @@ public final class TopologyMatrix {
 				.prefillCp(c.prefillCp(), c.cpTransfer().equals("all"), c.cpTransfer().equals("layers"))
 				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended()).layerwise(c.layerwise())
 				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).transport(transport).bootstrapClient(client)
+				.pageSizes(c.prefillPage() == 0 ? c.shape().pageSize() : c.prefillPage(),
+						c.decodePage() == 0 ? c.shape().pageSize() : c.decodePage())
 				.customize(spec -> spec instanceof DecodeSpec d ? d.stripes(stripes) : spec)
 				.bootstrapAddress(bootstrap).startNow(Duration.ofSeconds(30));
 		try {

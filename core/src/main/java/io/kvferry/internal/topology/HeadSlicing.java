@@ -43,12 +43,26 @@ public final class HeadSlicing {
 	 */
 	public static HeadSlice plan(int totalKvHeads, int prefillTp, int decodeTp, int prefillTpRank, int decodeTpRank,
 			int srcItemLen, int dstItemLen, int pageSize) {
+		checkPositive("pageSize", pageSize);
+		return plan(totalKvHeads, prefillTp, decodeTp, prefillTpRank, decodeTpRank, srcItemLen, dstItemLen, pageSize,
+				pageSize);
+	}
+
+	/**
+	 * As {@link #plan(int, int, int, int, int, int, int, int)} for prefill pages of {@code srcPageSize} tokens and
+	 * decode pages of {@code dstPageSize}: the slice is per token, so only the bytes per token of each side matter.
+	 *
+	 * @throws TopologyException as the other overload, naming each side's page size
+	 */
+	public static HeadSlice plan(int totalKvHeads, int prefillTp, int decodeTp, int prefillTpRank, int decodeTpRank,
+			int srcItemLen, int dstItemLen, int srcPageSize, int dstPageSize) {
 		checkPositive("totalKvHeads", totalKvHeads);
 		checkPositive("prefillTp", prefillTp);
 		checkPositive("decodeTp", decodeTp);
 		checkPositive("srcItemLen", srcItemLen);
 		checkPositive("dstItemLen", dstItemLen);
-		checkPositive("pageSize", pageSize);
+		checkPositive("srcPageSize", srcPageSize);
+		checkPositive("dstPageSize", dstPageSize);
 		checkRank("prefillTpRank", prefillTpRank, prefillTp);
 		checkRank("decodeTpRank", decodeTpRank, decodeTp);
 		int h = totalKvHeads;
@@ -65,14 +79,15 @@ public final class HeadSlicing {
 			throw new TopologyException("prefill tp rank " + prefillTpRank + " (of " + p
 					+ ") does not feed decode tp rank " + decodeTpRank + " (of " + d + ")");
 		}
-		if (srcItemLen % pageSize != 0 || dstItemLen % pageSize != 0) {
+		if (srcItemLen % srcPageSize != 0 || dstItemLen % dstPageSize != 0) {
 			throw new TopologyException("item lengths prefill=" + srcItemLen + " decode=" + dstItemLen
-					+ " (expected: multiples of page_size=" + pageSize + ")");
+					+ (srcPageSize == dstPageSize ? " (expected: multiples of page_size=" + srcPageSize + ")"
+							: " (expected: multiples of their page sizes " + srcPageSize + " and " + dstPageSize + ")"));
 		}
 		int srcHeads = Math.max(1, h / p);
 		int dstHeads = Math.max(1, h / d);
-		int srcTokenBytes = srcItemLen / pageSize;
-		int dstTokenBytes = dstItemLen / pageSize;
+		int srcTokenBytes = srcItemLen / srcPageSize;
+		int dstTokenBytes = dstItemLen / dstPageSize;
 		if (dstTokenBytes % dstHeads != 0) {
 			throw new TopologyException("decode item length " + dstItemLen + " holds " + dstTokenBytes
 					+ " bytes per token (expected: a multiple of its " + dstHeads + " KV heads)");

@@ -58,11 +58,12 @@ public record RankMapping(List<RankTarget> targets, int requiredDstInfoNum, int 
 	 * @param prefill prefill sizes from the bootstrap server
 	 * @param decode the decode rank's layout ({@code attnTpSize}, {@code ppSize} and {@code ppRank} are used)
 	 * @param decodeEngineRank decode engine rank e, used modulo the decode attention TP size
-	 * @param decodePageSize the decode's page size; must equal {@code prefill.pageSize()}
+	 * @param decodePageSize the decode's page size; equal to {@code prefill.pageSize()}, or both powers of two (decode
+	 *        re-pages what it receives)
 	 * @param mla whether the KV cache is MLA (latent KV replicated on every TP rank)
 	 * @return the plan
 	 * @throws TopologyException for TP sizes that do not divide each other, PP sizes other than equal or decode 1, or
-	 *         different page sizes; the message names both values
+	 *         different page sizes that are not both powers of two; the message names both values
 	 * @throws IllegalArgumentException for a negative engine rank or a page size below 1
 	 */
 	public static RankMapping plan(PrefillParallelInfo prefill, ParallelLayout decode, int decodeEngineRank,
@@ -79,10 +80,7 @@ public record RankMapping(List<RankTarget> targets, int requiredDstInfoNum, int 
 		if (decodePageSize < 1) {
 			throw new IllegalArgumentException("decodePageSize : " + decodePageSize + " (expected: >= 1)");
 		}
-		if (prefill.pageSize() != decodePageSize) {
-			throw new TopologyException("page size mismatch: prefill page_size=" + prefill.pageSize()
-					+ ", decode page_size=" + decodePageSize + " (expected: the same --page-size on both)");
-		}
+		Repaging.checkPageSizes(prefill.pageSize(), decodePageSize);
 		int p = prefill.attnTpSize();
 		int d = decode.attnTpSize();
 		if (Math.max(p, d) % Math.min(p, d) != 0) {

@@ -275,11 +275,16 @@ class RankMappingTest {
 	}
 
 	@Test
-	void rejectsDifferentPageSizesNamingBoth() {
-		assertThatThrownBy(() -> RankMapping.plan(new PrefillParallelInfo(2, 1, 1, 32), decode(2, 1, 0), 0, 16, false))
+	void rejectsDifferentPageSizesNamingBothUnlessBothArePowersOfTwo() {
+		assertThat(RankMapping.plan(new PrefillParallelInfo(2, 1, 1, 32), decode(2, 1, 0), 0, 16, false).targets())
+				.hasSize(1);
+		assertThatThrownBy(() -> RankMapping.plan(new PrefillParallelInfo(2, 1, 1, 48), decode(2, 1, 0), 0, 16, false))
 				.isInstanceOf(TopologyException.class)
-				.hasMessageContaining("prefill page_size=32")
+				.hasMessageContaining("prefill page_size=48")
 				.hasMessageContaining("decode page_size=16");
+		assertThatThrownBy(() -> RankMapping.plan(new PrefillParallelInfo(2, 1, 1, 16), decode(2, 1, 0), 0, 12, false))
+				.isInstanceOf(TopologyException.class)
+				.hasMessageContaining("not both powers of two");
 	}
 
 	@Test
