@@ -127,21 +127,19 @@ public final class ServerMetrics {
 	}
 
 	/**
-	 * Registers the gauges of one bound server, and the counters that read its connection limit.
+	 * Registers the gauges of one set of started routes.
 	 *
-	 * @param routes the server's rank table
-	 * @param rooms the server's room table
-	 * @param connections the server's connection limit
+	 * @param routes their rank table
+	 * @param rooms their room table
 	 * @return removes those meters from the registry when disposed
 	 */
-	public Disposable registerGauges(RouteStore routes, RoomDpRankTable rooms, ConnectionLimit connections) {
+	public Disposable registerGauges(RouteStore routes, RoomDpRankTable rooms) {
 		Objects.requireNonNull(routes, "routes");
 		Objects.requireNonNull(rooms, "rooms");
-		Objects.requireNonNull(connections, "connections");
 		if (registry == null) {
 			return Disposables.disposed();
 		}
-		List<Meter> gauges = List.of(
+		return removing(List.of(
 				Gauge.builder(REGISTERED_RANKS, routes, RouteStore::registeredCount)
 						.description("Distinct prefill ranks registered with PUT /route")
 						.register(registry),
@@ -151,7 +149,21 @@ public final class ServerMetrics {
 						.register(registry),
 				Gauge.builder(DP_RANK_ENTRIES, rooms, RoomDpRankTable::size)
 						.description("Room to DP rank entries held, expired ones not yet swept included")
-						.register(registry),
+						.register(registry)));
+	}
+
+	/**
+	 * Registers the gauges and counters that read one bound server's connection limit.
+	 *
+	 * @param connections the server's connection limit
+	 * @return removes those meters from the registry when disposed
+	 */
+	public Disposable registerConnectionGauges(ConnectionLimit connections) {
+		Objects.requireNonNull(connections, "connections");
+		if (registry == null) {
+			return Disposables.disposed();
+		}
+		return removing(List.of(
 				Gauge.builder(OPEN_CONNECTIONS, connections, ConnectionLimit::openConnections)
 						.description("Connections open and counted against maxConnections")
 						.register(registry),
@@ -165,9 +177,13 @@ public final class ServerMetrics {
 				FunctionCounter.builder(REFUSED_CONNECTIONS, connections, ConnectionLimit::closedWithoutAnswer)
 						.description(REFUSED_DESCRIPTION)
 						.tag("answer", "none")
-						.register(registry));
-		return Disposables.composite(gauges.stream()
-				.map(gauge -> (Disposable) () -> registry.remove(gauge))
+						.register(registry)));
+	}
+
+	private Disposable removing(List<Meter> meters) {
+		MeterRegistry from = Objects.requireNonNull(registry, "registry");
+		return Disposables.composite(meters.stream()
+				.map(meter -> (Disposable) () -> from.remove(meter))
 				.toList());
 	}
 
