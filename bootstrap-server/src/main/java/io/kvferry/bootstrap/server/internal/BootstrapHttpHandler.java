@@ -82,6 +82,10 @@ public final class BootstrapHttpHandler
 	private final byte[] authToken;
 	private final ServerMetrics metrics;
 	private final Throttle refusalWarnings = new Throttle(REFUSAL_WARNING_INTERVAL, System::nanoTime);
+	private final AnswerCache<RankEndpoint> endpointAnswers = new AnswerCache<>(RankEndpoint::toJson);
+	private final AnswerCache<PrefillTopology> parallelInfoAnswers = new AnswerCache<>(PrefillTopology::toJson);
+	private final AnswerCache<PrefillTopology> legacyParallelInfoAnswers =
+			new AnswerCache<>(PrefillTopology::toLegacyJson);
 
 	/**
 	 * @param routes the rank table (in memory, or shared in etcd)
@@ -268,7 +272,8 @@ public final class BootstrapHttpHandler
 				}
 				metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.FOUND);
 				PrefillTopology topology = instance.topology();
-				return sendJson(response, current ? topology.toJson() : topology.toLegacyJson());
+				return send(response, 200, JSON, current ? parallelInfoAnswers.body(topology)
+						: legacyParallelInfoAnswers.body(topology));
 			});
 		}
 		for (int i = 0; i < names.length; i++) {
@@ -300,7 +305,7 @@ public final class BootstrapHttpHandler
 				return Mono.error(RequestException.notFound("Bootstrap info not found for " + notFound));
 			}
 			metrics.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
-			return sendJson(response, endpoint.toJson());
+			return send(response, 200, JSON, endpointAnswers.body(endpoint));
 		});
 	}
 
