@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 
 import io.kvferry.HostPort;
-import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.ssl.SslContext;
 import org.jspecify.annotations.Nullable;
@@ -143,10 +143,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer maxBodyBytes(int maxBodyBytes) {
-		if (maxBodyBytes < 1) {
-			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
-		}
-		return with(s -> s.maxBodyBytes = maxBodyBytes);
+		return withRoutes(routes -> routes.maxBodyBytes(maxBodyBytes));
 	}
 
 	/**
@@ -183,11 +180,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer dpRankEntryLifetime(Duration dpRankEntryLifetime) {
-		Objects.requireNonNull(dpRankEntryLifetime, "dpRankEntryLifetime");
-		if (dpRankEntryLifetime.isNegative() || dpRankEntryLifetime.isZero()) {
-			throw new IllegalArgumentException("dpRankEntryLifetime : " + dpRankEntryLifetime + " (expected: > 0)");
-		}
-		return with(s -> s.dpRankEntryLifetime = dpRankEntryLifetime);
+		return withRoutes(routes -> routes.dpRankEntryLifetime(dpRankEntryLifetime));
 	}
 
 	/**
@@ -200,10 +193,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer maxDpRankEntries(int maxDpRankEntries) {
-		if (maxDpRankEntries < 1) {
-			throw new IllegalArgumentException("maxDpRankEntries : " + maxDpRankEntries + " (expected: >= 1)");
-		}
-		return with(s -> s.maxDpRankEntries = maxDpRankEntries);
+		return withRoutes(routes -> routes.maxDpRankEntries(maxDpRankEntries));
 	}
 
 	/**
@@ -218,10 +208,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer authToken(@Nullable String authToken) {
-		if (authToken != null && (authToken.isBlank() || !authToken.strip().equals(authToken))) {
-			throw new IllegalArgumentException("authToken : blank or padded with whitespace (expected: a token)");
-		}
-		return with(s -> s.authToken = authToken);
+		return withRoutes(routes -> routes.authToken(authToken));
 	}
 
 	/**
@@ -258,8 +245,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer metrics(MeterRegistry registry) {
-		Objects.requireNonNull(registry, "registry");
-		return with(s -> s.meterRegistry = registry);
+		return withRoutes(routes -> routes.metrics(registry));
 	}
 
 	/**
@@ -278,13 +264,7 @@ public final class BootstrapServer {
 	 * @throws IllegalStateException when {@code kvferry-registry-etcd} is not on the class path
 	 */
 	public BootstrapServer etcdRegistry(String endpoints, HostPort instance) {
-		Objects.requireNonNull(endpoints, "endpoints");
-		Objects.requireNonNull(instance, "instance");
-		List<HostPort> parsed = EtcdStoreSupport.parse(endpoints);
-		return with(s -> {
-			s.etcdEndpoints = parsed;
-			s.instance = instance;
-		});
+		return withRoutes(routes -> routes.etcdRegistry(endpoints, instance));
 	}
 
 	/**
@@ -301,11 +281,7 @@ public final class BootstrapServer {
 	 *         that is not the certificate's
 	 */
 	public BootstrapServer etcdTls(Path caCertificate, @Nullable Path clientCertificate, @Nullable Path clientKey) {
-		Objects.requireNonNull(caCertificate, "caCertificate");
-		EtcdStoreSupport.Access access = new EtcdStoreSupport.Access(caCertificate, clientCertificate, clientKey,
-				settings.etcdAccess.user(), settings.etcdAccess.password());
-		EtcdStoreSupport.check(access);
-		return with(s -> s.etcdAccess = access);
+		return withRoutes(routes -> routes.etcdTls(caCertificate, clientCertificate, clientKey));
 	}
 
 	/**
@@ -319,28 +295,22 @@ public final class BootstrapServer {
 	 * @throws IllegalArgumentException when either is empty
 	 */
 	public BootstrapServer etcdCredentials(String user, String password) {
-		Objects.requireNonNull(user, "user");
-		Objects.requireNonNull(password, "password");
-		EtcdStoreSupport.Access current = settings.etcdAccess;
-		EtcdStoreSupport.Access access = new EtcdStoreSupport.Access(current.ca(), current.certificate(),
-				current.key(), user, password);
-		EtcdStoreSupport.check(new EtcdStoreSupport.Access(null, null, null, user, password));
-		return with(s -> s.etcdAccess = access);
+		return withRoutes(routes -> routes.etcdCredentials(user, password));
 	}
 
 	/** @return whether etcd is spoken to over TLS ({@link #etcdTls}) */
 	public boolean isEtcdSecure() {
-		return settings.etcdAccess.ca() != null;
+		return settings.routes.isEtcdSecure();
 	}
 
 	/** @return the etcd user ({@link #etcdCredentials}), or null */
 	public @Nullable String etcdUser() {
-		return settings.etcdAccess.user();
+		return settings.routes.etcdUser();
 	}
 
 	/** @return the etcd endpoints registrations are kept in, or an empty list when they are kept in memory */
 	public List<HostPort> etcdEndpoints() {
-		return settings.etcdEndpoints == null ? List.of() : settings.etcdEndpoints;
+		return settings.routes.etcdEndpoints();
 	}
 
 	/**
@@ -415,7 +385,7 @@ public final class BootstrapServer {
 
 	/** @return the largest accepted request body in bytes */
 	public int maxBodyBytes() {
-		return settings.maxBodyBytes;
+		return settings.routes.maxBodyBytes();
 	}
 
 	/** @return how long an idle connection is kept */
@@ -430,17 +400,17 @@ public final class BootstrapServer {
 
 	/** @return how long a room → DP rank entry is answered */
 	public Duration dpRankEntryLifetime() {
-		return settings.dpRankEntryLifetime;
+		return settings.routes.dpRankEntryLifetime();
 	}
 
 	/** @return most rooms the room → DP rank table holds at once */
 	public int maxDpRankEntries() {
-		return settings.maxDpRankEntries;
+		return settings.routes.maxDpRankEntries();
 	}
 
 	/** @return whether mutating requests need a bearer token */
 	public boolean requiresAuthToken() {
-		return settings.authToken != null;
+		return settings.routes.requiresAuthToken();
 	}
 
 	/** @return whether the server speaks HTTPS */
@@ -450,7 +420,7 @@ public final class BootstrapServer {
 
 	/** @return whether the server records metrics */
 	public boolean hasMetrics() {
-		return settings.meterRegistry != null;
+		return settings.routes.hasMetrics();
 	}
 
 	/**
@@ -496,6 +466,32 @@ public final class BootstrapServer {
 		}
 	}
 
+	/**
+	 * @return the routes this server mounts: the settings of its {@code /route}, {@code /register_dp_rank} and
+	 *         {@code /query_dp_ranks} ({@link #maxBodyBytes}, {@link #authToken}, {@link #metrics}, ...)
+	 */
+	public BootstrapRoutes routes() {
+		return settings.routes;
+	}
+
+	/**
+	 * Replaces every setting of the routes at once ({@link #maxBodyBytes}, {@link #dpRankEntryLifetime},
+	 * {@link #maxDpRankEntries}, {@link #authToken}, {@link #metrics} and the etcd ones), so that the standalone server
+	 * and routes mounted on another server can share one configuration.
+	 *
+	 * @param routes the routes' configuration; each bind starts them anew, with tables of its own
+	 * @return a new {@link BootstrapServer}
+	 */
+	public BootstrapServer routes(BootstrapRoutes routes) {
+		Objects.requireNonNull(routes, "routes");
+		return with(s -> s.routes = routes);
+	}
+
+	private BootstrapServer withRoutes(UnaryOperator<BootstrapRoutes> change) {
+		BootstrapRoutes routes = change.apply(settings.routes);
+		return with(s -> s.routes = routes);
+	}
+
 	private BootstrapServer with(Consumer<ServerSettings> change) {
 		ServerSettings copy = settings.copy();
 		change.accept(copy);
@@ -505,14 +501,9 @@ public final class BootstrapServer {
 	@Override
 	public String toString() {
 		return "BootstrapServer{" + (settings.sslContext != null ? "https://" : "http://")
-				+ new HostPort(settings.host, settings.port) + ", maxBodyBytes=" + settings.maxBodyBytes
-				+ ", idleTimeout=" + settings.idleTimeout + ", requestTimeout=" + settings.requestTimeout
-				+ ", dpRankEntryLifetime=" + settings.dpRankEntryLifetime + ", maxDpRankEntries="
-				+ settings.maxDpRankEntries + ", maxConnections=" + settings.maxConnections + ", maxLingeringRefusals="
-				+ settings.maxLingeringRefusals + ", authToken=" + (settings.authToken == null ? "none" : "set")
-				+ ", metrics=" + (settings.meterRegistry == null ? "none"
-						: settings.meterRegistry.getClass().getSimpleName())
-				+ (settings.etcdEndpoints == null ? "" : ", etcd=" + settings.etcdEndpoints + " instance="
-						+ settings.instance) + (settings.etcdAccess.isSet() ? " " + settings.etcdAccess : "") + "}";
+				+ new HostPort(settings.host, settings.port) + ", idleTimeout=" + settings.idleTimeout
+				+ ", requestTimeout=" + settings.requestTimeout + ", maxConnections=" + settings.maxConnections
+				+ ", maxLingeringRefusals=" + settings.maxLingeringRefusals + ", ioThreads=" + settings.ioThreads
+				+ ", routes=" + settings.routes + "}";
 	}
 }

@@ -2,32 +2,26 @@ package io.kvferry.bootstrap.server;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
-import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
 import io.kvferry.bootstrap.server.internal.ConnectionLimit;
+import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapRoutes;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapServer;
-import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
 import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
-import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
-import io.kvferry.bootstrap.server.internal.RouteStore;
-import io.kvferry.bootstrap.server.internal.RouteTable;
-import io.kvferry.bootstrap.server.internal.ServerMetrics;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.LoopResources;
 
 /**
- * What binding a {@link BootstrapServer} configuration builds: the route store (in memory or in etcd), the room → DP
- * rank table, metrics, the HTTP handler, the server's own event loops, its connection limits and timeouts, and the
- * periodic sweep of expired rooms. Each call builds all of them anew.
+ * What binding a {@link BootstrapServer} configuration builds: its {@link BootstrapRoutes}, started (the tables, their
+ * sweep, metrics), mounted as any server mounts them, and behind them the standalone server's own paths
+ * ({@code /health}, {@code /metrics}, 404 for the rest); the server's own event loops, its connection limits and
+ * timeouts. Each call builds all of them anew.
  */
 final class ServerBinding {
 
@@ -39,18 +33,7 @@ final class ServerBinding {
 	 * @return emits the running server, or the bind failure once what was built for it is released
 	 */
 	static Mono<DisposableBootstrapServer> bind(ServerSettings settings) {
-		if (settings.etcdEndpoints == null && settings.etcdAccess.isSet()) {
-			return Mono.error(new IllegalStateException("etcdTls / etcdCredentials without etcdRegistry (expected: "
-					+ "etcdRegistry(endpoints, instance) too)"));
-		}
-		RouteStore routes = settings.etcdEndpoints == null ? new RouteTable()
-				: EtcdStoreSupport.open(settings.etcdEndpoints, settings.instance, settings.etcdAccess);
-		RoomDpRankTable rooms = new RoomDpRankTable(settings.dpRankEntryLifetime, settings.maxDpRankEntries,
-				System::nanoTime);
-		ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
-				: ServerMetrics.of(settings.meterRegistry);
-		BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
-				settings.authToken, metrics);
+		DefaultDisposableBootstrapRoutes routes = settings.routes.startDefault();
 		// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 		ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
 		ConnectionLimit limit = new ConnectionLimit(settings.maxConnections, settings.maxLingeringRefusals);
@@ -66,7 +49,9 @@ final class ServerBinding {
 					RequestReadTimeout.install(channel.pipeline(), settings.requestTimeout);
 					limit.admit(channel);
 				})
-				.handle(handler);
+				// The same routes as on an engine's server; the handler also answers every other path, as the
+				// standalone server always has.
+				.route(routes.andThen(r -> r.route(request -> true, routes.handler())));
 		if (settings.sslContext != null) {
 			Duration maxHandshake = BootstrapServer.MAX_TLS_HANDSHAKE_TIMEOUT;
 			Duration handshakeTimeout = settings.requestTimeout.compareTo(maxHandshake) < 0 ? settings.requestTimeout
@@ -77,16 +62,12 @@ final class ServerBinding {
 				.doOnError(e -> routes.dispose())
 				.onErrorResume(e -> loops.disposeLater().then(Mono.error(e)))
 				.map(server -> {
-					Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep,
-							settings.dpRankEntryLifetime.toMillis(), settings.dpRankEntryLifetime.toMillis(),
-							TimeUnit.MILLISECONDS);
-					Disposable gauges = metrics.registerGauges(routes, rooms, limit);
+					Disposable connectionGauges = routes.metrics().registerConnectionGauges(limit);
 					InetSocketAddress bound = (InetSocketAddress) server.address();
 					HostPort address = new HostPort(bound.getAddress().getHostAddress(), bound.getPort());
 					return (DisposableBootstrapServer) new DefaultDisposableBootstrapServer(server, connections,
 							routes, address, settings.sslContext != null,
-							Disposables.composite(sweeper, gauges, routes),
-							limit, loops);
+							Disposables.composite(connectionGauges, routes), limit, loops);
 				});
 	}
 }

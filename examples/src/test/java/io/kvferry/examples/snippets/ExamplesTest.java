@@ -140,6 +140,15 @@ class ExamplesTest {
 		assertThat(r.rank1()).isEqualTo(r.rank1Listens());
 	}
 
+	@Test
+	void mountedBootstrapResolvesEachRankFromTheEnginesApiServer() {
+		MountedBootstrap.Registry r = MountedBootstrap.run();
+
+		assertThat(r.registered()).isEqualTo(2);
+		assertThat(r.info().attnTpSize()).isEqualTo(2);
+		assertThat(r.rank1()).isEqualTo(r.rank1Listens());
+	}
+
 	/** @return a self-signed certificate for 127.0.0.1 (EC P-256), as the transport's TLS tests make theirs */
 	static X509Bundle selfSigned() throws Exception {
 		return new CertificateBuilder()

@@ -27,7 +27,9 @@ import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
 /**
- * The bootstrap server's HTTP routes, SGLang-compatible:
+ * The bootstrap server's HTTP routes, SGLang-compatible. Mounted routes ({@code BootstrapRoutes}) give it the requests
+ * of the bootstrap paths ({@link #isBootstrapPath}); the standalone server mounts those routes and gives it every
+ * other request too, for its {@code /health}, {@code /metrics} and 404:
  * <ul>
  * <li>{@code PUT /route}: a prefill rank registers ({@link Registration}); 200 {@code OK}.</li>
  * <li>{@code GET /route?engine_rank=&target_dp_group=&target_pp_rank=} (SGLang's older protocol) and
@@ -66,6 +68,9 @@ public final class BootstrapHttpHandler
 
 	private static final int MAX_SHOWN_PATH = 100;
 
+	/** The paths of SGLang's bootstrap protocol, which the routes serve wherever they are mounted. */
+	private static final String[] BOOTSTRAP_PATHS = { "/route", "/register_dp_rank", "/query_dp_ranks" };
+
 	private static final String BEARER = "Bearer ";
 
 	/** Shortest time between two warnings about a full room table. */
@@ -77,6 +82,10 @@ public final class BootstrapHttpHandler
 	private final byte[] authToken;
 	private final ServerMetrics metrics;
 	private final Throttle refusalWarnings = new Throttle(REFUSAL_WARNING_INTERVAL, System::nanoTime);
+	private final AnswerCache<RankEndpoint> endpointAnswers = new AnswerCache<>(RankEndpoint::toJson);
+	private final AnswerCache<PrefillTopology> parallelInfoAnswers = new AnswerCache<>(PrefillTopology::toJson);
+	private final AnswerCache<PrefillTopology> legacyParallelInfoAnswers =
+			new AnswerCache<>(PrefillTopology::toLegacyJson);
 
 	/**
 	 * @param routes the rank table (in memory, or shared in etcd)
@@ -98,6 +107,48 @@ public final class BootstrapHttpHandler
 		this.metrics = Objects.requireNonNull(metrics, "metrics");
 		// Before any event loop serves a request: the JSON readers and writers are built now, on this thread.
 		Json.warmUp();
+	}
+
+	/**
+	 * Whether a request is for one of the bootstrap paths ({@code /route}, {@code /register_dp_rank},
+	 * {@code /query_dp_ranks}), its path percent-decoded as {@link #apply} decodes it. A path that cannot be decoded
+	 * is not theirs.
+	 *
+	 * @param request a request
+	 * @return whether the bootstrap routes answer it
+	 */
+	public static boolean isBootstrapPath(HttpServerRequest request) {
+		String target = request.uri();
+		int end = target.length();
+		boolean encoded = false;
+		for (int i = 0; i < end; i++) {
+			char c = target.charAt(i);
+			if (c == '?' || c == '#') {
+				end = i;
+			}
+			else if (c == '%') {
+				encoded = true;
+			}
+		}
+		if (!encoded) {
+			return isBootstrapPath(target, end);
+		}
+		try {
+			String path = new QueryStringDecoder(target).path();
+			return isBootstrapPath(path, path.length());
+		}
+		catch (IllegalArgumentException e) {
+			return false;
+		}
+	}
+
+	private static boolean isBootstrapPath(String text, int length) {
+		for (String path : BOOTSTRAP_PATHS) {
+			if (length == path.length() && text.startsWith(path)) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	@Override
@@ -221,7 +272,8 @@ public final class BootstrapHttpHandler
 				}
 				metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.FOUND);
 				PrefillTopology topology = instance.topology();
-				return sendJson(response, current ? topology.toJson() : topology.toLegacyJson());
+				return send(response, 200, JSON, current ? parallelInfoAnswers.body(topology)
+						: legacyParallelInfoAnswers.body(topology));
 			});
 		}
 		for (int i = 0; i < names.length; i++) {
@@ -253,7 +305,7 @@ public final class BootstrapHttpHandler
 				return Mono.error(RequestException.notFound("Bootstrap info not found for " + notFound));
 			}
 			metrics.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
-			return sendJson(response, endpoint.toJson());
+			return send(response, 200, JSON, endpointAnswers.body(endpoint));
 		});
 	}
 

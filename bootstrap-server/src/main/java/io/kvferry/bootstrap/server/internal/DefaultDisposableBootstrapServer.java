@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.server.DisposableBootstrapRoutes;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.netty.channel.group.ChannelGroup;
 import reactor.core.Disposable;
@@ -12,8 +13,8 @@ import reactor.netty.DisposableServer;
 import reactor.netty.resources.LoopResources;
 
 /**
- * A running bootstrap server: Reactor Netty's server, its connections, the tables it serves, the periodic room-table
- * sweep and its gauges, and its own event loops, disposed together (the loops last, once the connections closed).
+ * A running bootstrap server: Reactor Netty's server, its connections, the routes it serves (their tables, the
+ * periodic room-table sweep, their gauges), and its own event loops, disposed together (the loops last, once the connections closed).
  * Thread-safe.
  */
 public final class DefaultDisposableBootstrapServer implements DisposableBootstrapServer {
@@ -23,7 +24,7 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 
 	private final DisposableServer server;
 	private final ChannelGroup connections;
-	private final RouteStore routes;
+	private final DisposableBootstrapRoutes routes;
 	private final HostPort address;
 	private final boolean secure;
 	private final Disposable sweeper;
@@ -33,14 +34,16 @@ public final class DefaultDisposableBootstrapServer implements DisposableBootstr
 	/**
 	 * @param server the bound HTTP server
 	 * @param connections the server's connections (its configured channel group)
-	 * @param routes its rank table
+	 * @param routes the routes it serves
 	 * @param address its bound address
 	 * @param secure whether it speaks HTTPS
-	 * @param sweeper what stops with the server: the periodic room-table sweep, the gauges
+	 * @param sweeper what stops with the server: its routes (their tables' sweep, their gauges), its connection
+	 *        gauges
 	 * @param connectionLimit the cap on its connections
 	 * @param loops the server's own event loops
 	 */
-	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections, RouteStore routes,
+	public DefaultDisposableBootstrapServer(DisposableServer server, ChannelGroup connections,
+			DisposableBootstrapRoutes routes,
 			HostPort address, boolean secure, Disposable sweeper, ConnectionLimit connectionLimit,
 			LoopResources loops) {
 		this.server = Objects.requireNonNull(server, "server");

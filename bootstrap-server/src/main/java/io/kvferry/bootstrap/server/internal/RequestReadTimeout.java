@@ -25,7 +25,7 @@ import reactor.netty.NettyPipeline;
  * <p>
  * Two handlers share one state per connection: one before the HTTP codec sees raw bytes (after TLS, when any) and arms
  * the timer at the first byte of a request; one after the codec disarms it when the request's last content is decoded,
- * so the next byte arms it again. Time between requests is left to the idle timeout. Both run on the connection's
+ * so the next byte arms it again (one scheduled check per connection serves every request on it). Time between requests is left to the idle timeout. Both run on the connection's
  * event loop only, so the state needs no synchronization; nothing blocks. Messages are passed on untouched; the 408
  * buffer is released by the transport once written.
  */
@@ -45,6 +45,13 @@ public final class RequestReadTimeout {
 	private final long timeoutNanos;
 	/** True between the end of a request and the first byte of the next: the next byte arms the timer. */
 	private boolean awaitingRequest = true;
+	/** When the request being read must be in, by the event loop's ticker; meaningful while not awaiting one. */
+	private long deadline;
+	/**
+	 * The scheduled check, kept across requests: a kept-alive connection answering many requests a second would
+	 * otherwise add one timer to the event loop's queue and cancel it again per request. When it fires it looks at the
+	 * request being read, if any, and waits again for what is left of that request's time.
+	 */
 	private ScheduledFuture<?> timer;
 
 	private RequestReadTimeout(Duration timeout) {
@@ -71,21 +78,43 @@ public final class RequestReadTimeout {
 		pipeline.addAfter(NettyPipeline.HttpCodec, MESSAGES_HANDLER, state.new MessagesWatcher());
 	}
 
-	private void arm(ChannelHandlerContext ctx) {
-		awaitingRequest = false;
-		timer = ctx.executor().schedule(() -> expire(ctx), timeoutNanos, TimeUnit.NANOSECONDS);
+	/**
+	 * @param pipeline a pipeline {@link #install} was given
+	 * @return the check scheduled for its connection, or null when none is
+	 */
+	static ScheduledFuture<?> scheduledCheck(ChannelPipeline pipeline) {
+		return ((BytesWatcher) pipeline.get(BYTES_HANDLER)).state().timer;
 	}
 
-	private void disarm() {
+	private void arm(ChannelHandlerContext ctx) {
+		awaitingRequest = false;
+		deadline = ctx.executor().ticker().nanoTime() + timeoutNanos;
+		if (timer == null) {
+			schedule(ctx, timeoutNanos);
+		}
+	}
+
+	private void schedule(ChannelHandlerContext ctx, long delayNanos) {
+		timer = ctx.executor().schedule(() -> check(ctx), delayNanos, TimeUnit.NANOSECONDS);
+	}
+
+	/** The connection closed: nothing is left to time. */
+	private void cancel() {
 		if (timer != null) {
 			timer.cancel(false);
 			timer = null;
 		}
 	}
 
-	private void expire(ChannelHandlerContext ctx) {
+	private void check(ChannelHandlerContext ctx) {
 		timer = null;
-		if (!ctx.channel().isActive()) {
+		if (awaitingRequest || !ctx.channel().isActive()) {
+			// No request is being read: the next one's first byte schedules a check again.
+			return;
+		}
+		long left = deadline - ctx.executor().ticker().nanoTime();
+		if (left > 0) {
+			schedule(ctx, left);
 			return;
 		}
 		log.debug("{}: request not received within {} ms, closing", ctx.channel(),
@@ -97,6 +126,10 @@ public final class RequestReadTimeout {
 	/** Sees the raw bytes: the first byte of a request arms the timer. */
 	private final class BytesWatcher extends ChannelInboundHandlerAdapter {
 
+		RequestReadTimeout state() {
+			return RequestReadTimeout.this;
+		}
+
 		@Override
 		public void channelRead(ChannelHandlerContext ctx, Object msg) {
 			if (awaitingRequest && msg instanceof ByteBuf bytes && bytes.isReadable()) {
@@ -107,7 +140,7 @@ public final class RequestReadTimeout {
 
 		@Override
 		public void channelInactive(ChannelHandlerContext ctx) {
-			disarm();
+			cancel();
 			ctx.fireChannelInactive();
 		}
 	}
@@ -118,7 +151,6 @@ public final class RequestReadTimeout {
 		@Override
 		public void channelRead(ChannelHandlerContext ctx, Object msg) {
 			if (msg instanceof LastHttpContent) {
-				disarm();
 				awaitingRequest = true;
 			}
 			ctx.fireChannelRead(msg);

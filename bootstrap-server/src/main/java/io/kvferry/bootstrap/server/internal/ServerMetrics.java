@@ -4,7 +4,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.micrometer.core.instrument.Counter;
@@ -91,9 +90,9 @@ public final class ServerMetrics {
 	/** Status tag value when the connection closed before an answer went out. */
 	public static final String CLOSED = "closed";
 
-	private static final Set<String> ROUTES = Set.of("/route", "/health", "/register_dp_rank", "/query_dp_ranks",
-			"/metrics");
-	private static final Set<HttpMethod> METHODS = Set.of(HttpMethod.GET, HttpMethod.HEAD, HttpMethod.PUT,
+	private static final List<String> ROUTE_LIST = List.of("/route", "/health", "/register_dp_rank",
+			"/query_dp_ranks", "/metrics");
+	private static final List<HttpMethod> METHOD_LIST = List.of(HttpMethod.GET, HttpMethod.HEAD, HttpMethod.PUT,
 			HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH, HttpMethod.OPTIONS, HttpMethod.TRACE,
 			HttpMethod.CONNECT);
 
@@ -105,6 +104,9 @@ public final class ServerMetrics {
 	private final MeterRegistry registry;
 	private final PrometheusMeterRegistry prometheus;
 	private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+	// The counters of every request and look-up, found without building their tags' key each time.
+	private final Map<Integer, Counter> requestCounters = new ConcurrentHashMap<>();
+	private final Map<String, Map<String, Counter>> lookupCounters = new ConcurrentHashMap<>();
 
 	private ServerMetrics(MeterRegistry registry, PrometheusMeterRegistry prometheus) {
 		this.registry = registry;
@@ -127,21 +129,19 @@ public final class ServerMetrics {
 	}
 
 	/**
-	 * Registers the gauges of one bound server, and the counters that read its connection limit.
+	 * Registers the gauges of one set of started routes.
 	 *
-	 * @param routes the server's rank table
-	 * @param rooms the server's room table
-	 * @param connections the server's connection limit
+	 * @param routes their rank table
+	 * @param rooms their room table
 	 * @return removes those meters from the registry when disposed
 	 */
-	public Disposable registerGauges(RouteStore routes, RoomDpRankTable rooms, ConnectionLimit connections) {
+	public Disposable registerGauges(RouteStore routes, RoomDpRankTable rooms) {
 		Objects.requireNonNull(routes, "routes");
 		Objects.requireNonNull(rooms, "rooms");
-		Objects.requireNonNull(connections, "connections");
 		if (registry == null) {
 			return Disposables.disposed();
 		}
-		List<Meter> gauges = List.of(
+		return removing(List.of(
 				Gauge.builder(REGISTERED_RANKS, routes, RouteStore::registeredCount)
 						.description("Distinct prefill ranks registered with PUT /route")
 						.register(registry),
@@ -151,7 +151,21 @@ public final class ServerMetrics {
 						.register(registry),
 				Gauge.builder(DP_RANK_ENTRIES, rooms, RoomDpRankTable::size)
 						.description("Room to DP rank entries held, expired ones not yet swept included")
-						.register(registry),
+						.register(registry)));
+	}
+
+	/**
+	 * Registers the gauges and counters that read one bound server's connection limit.
+	 *
+	 * @param connections the server's connection limit
+	 * @return removes those meters from the registry when disposed
+	 */
+	public Disposable registerConnectionGauges(ConnectionLimit connections) {
+		Objects.requireNonNull(connections, "connections");
+		if (registry == null) {
+			return Disposables.disposed();
+		}
+		return removing(List.of(
 				Gauge.builder(OPEN_CONNECTIONS, connections, ConnectionLimit::openConnections)
 						.description("Connections open and counted against maxConnections")
 						.register(registry),
@@ -165,9 +179,13 @@ public final class ServerMetrics {
 				FunctionCounter.builder(REFUSED_CONNECTIONS, connections, ConnectionLimit::closedWithoutAnswer)
 						.description(REFUSED_DESCRIPTION)
 						.tag("answer", "none")
-						.register(registry));
-		return Disposables.composite(gauges.stream()
-				.map(gauge -> (Disposable) () -> registry.remove(gauge))
+						.register(registry)));
+	}
+
+	private Disposable removing(List<Meter> meters) {
+		MeterRegistry from = Objects.requireNonNull(registry, "registry");
+		return Disposables.composite(meters.stream()
+				.map(meter -> (Disposable) () -> from.remove(meter))
 				.toList());
 	}
 
@@ -201,11 +219,20 @@ public final class ServerMetrics {
 		if (registry == null) {
 			return;
 		}
-		String route = ROUTES.contains(path) ? path : OTHER;
-		String methodTag = METHODS.contains(method) ? method.name() : OTHER;
-		String statusTag = status < 0 ? CLOSED : Integer.toString(status);
-		counter(REQUESTS, "Requests answered, by route, method and status", "route", route, "method", methodTag,
-				"status", statusTag).increment();
+		int routeIndex = ROUTE_LIST.indexOf(path);
+		int methodIndex = METHOD_LIST.indexOf(method);
+		// Statuses are three digits (Netty refuses others), -1 for a closed connection.
+		int tags = (routeIndex + 1) * (METHOD_LIST.size() + 1) + methodIndex + 1;
+		int key = tags * 1000 + (status < 0 ? 0 : status % 1000);
+		Counter counter = requestCounters.get(key);
+		if (counter == null) {
+			String route = routeIndex < 0 ? OTHER : path;
+			String methodTag = methodIndex < 0 ? OTHER : method.name();
+			String statusTag = status < 0 ? CLOSED : Integer.toString(status);
+			counter = requestCounters.computeIfAbsent(key, k -> counter(REQUESTS, "Requests answered, by route, "
+					+ "method and status", "route", route, "method", methodTag, "status", statusTag));
+		}
+		counter.increment();
 	}
 
 	/**
@@ -231,7 +258,16 @@ public final class ServerMetrics {
 		if (registry == null) {
 			return;
 		}
-		counter(LOOKUPS, "GET /route look-ups, by type and outcome", "type", type, "outcome", outcome).increment();
+		Map<String, Counter> ofType = lookupCounters.get(type);
+		if (ofType == null) {
+			ofType = lookupCounters.computeIfAbsent(type, t -> new ConcurrentHashMap<>());
+		}
+		Counter counter = ofType.get(outcome);
+		if (counter == null) {
+			counter = ofType.computeIfAbsent(outcome, o -> counter(LOOKUPS, "GET /route look-ups, by type and outcome",
+					"type", type, "outcome", o));
+		}
+		counter.increment();
 	}
 
 	/**

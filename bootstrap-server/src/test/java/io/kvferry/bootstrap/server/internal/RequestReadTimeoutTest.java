@@ -2,6 +2,7 @@ package io.kvferry.bootstrap.server.internal;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
@@ -99,6 +100,35 @@ class RequestReadTimeoutTest {
 	}
 
 	@Test
+	void aRequestStartedJustBeforeTheLastOnesTimeWasUpGetsAllOfItsOwn() {
+		feed(GET);
+		assertRequestDecoded();
+		elapse(TIMEOUT.minusMillis(100));
+		feed("GET /health HT");
+		// The check scheduled for the first request comes now, while the second is being read.
+		elapse(Duration.ofMillis(100));
+		assertThat(channel.isOpen()).isTrue();
+		elapse(TIMEOUT.minusMillis(101));
+		assertThat(channel.isOpen()).isTrue();
+		elapse(Duration.ofMillis(1));
+		assertThat(channel.isOpen()).isFalse();
+		assertThat(readAnswer()).isEqualTo(TIMEOUT_ANSWER);
+	}
+
+	@Test
+	void manyRequestsOnOneConnectionShareOneScheduledCheck() {
+		feed(GET);
+		assertRequestDecoded();
+		ScheduledFuture<?> first = scheduledCheck();
+		for (int i = 0; i < 5; i++) {
+			elapse(Duration.ofMillis(10));
+			feed(GET);
+			assertRequestDecoded();
+			assertThat((Object) scheduledCheck()).isSameAs(first);
+		}
+	}
+
+	@Test
 	void aBodyThatStopsHalfwayIsTimedOutToo() {
 		feed("PUT /route HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\"");
 		HttpRequest head = channel.readInbound();
@@ -136,6 +166,12 @@ class RequestReadTimeoutTest {
 		finally {
 			bare.finishAndReleaseAll();
 		}
+	}
+
+	private ScheduledFuture<?> scheduledCheck() {
+		ScheduledFuture<?> check = RequestReadTimeout.scheduledCheck(channel.pipeline());
+		assertThat((Object) check).as("the scheduled check").isNotNull();
+		return check;
 	}
 
 	private void feed(String bytes) {

@@ -28,8 +28,9 @@ class ServerMetricsTest {
 		none.dpRankRegistration(true);
 		none.dpRankRegistration(false);
 		none.dpRankLookups(3, 1);
-		Disposable gauges = none.registerGauges(routes, rooms, connections);
+		Disposable gauges = none.registerGauges(routes, rooms);
 		assertThat(gauges.isDisposed()).isTrue();
+		assertThat(none.registerConnectionGauges(connections).isDisposed()).isTrue();
 		assertThat(none.canScrape()).isFalse();
 		assertThatThrownBy(none::scrape).isInstanceOf(IllegalStateException.class);
 	}
@@ -53,11 +54,16 @@ class ServerMetricsTest {
 	@Test
 	void gaugesFollowTheTablesUntilDisposed() {
 		SimpleMeterRegistry registry = new SimpleMeterRegistry();
-		Disposable gauges = ServerMetrics.of(registry).registerGauges(routes, rooms, connections);
+		ServerMetrics metrics = ServerMetrics.of(registry);
+		Disposable gauges = metrics.registerGauges(routes, rooms);
+		Disposable connectionGauges = metrics.registerConnectionGauges(connections);
 		assertThat(registry.get(ServerMetrics.EXPECTED_RANKS).gauge().value()).isZero();
 		rooms.put(1, 0);
 		assertThat(registry.get(ServerMetrics.DP_RANK_ENTRIES).gauge().value()).isEqualTo(1.0);
+		assertThat(registry.get(ServerMetrics.OPEN_CONNECTIONS).gauge().value()).isZero();
 		gauges.dispose();
+		assertThat(registry.find(ServerMetrics.DP_RANK_ENTRIES).gauge()).isNull();
+		connectionGauges.dispose();
 		assertThat(registry.getMeters()).isEmpty();
 	}
 
