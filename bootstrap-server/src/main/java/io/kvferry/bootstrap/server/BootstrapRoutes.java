@@ -10,6 +10,7 @@ import java.util.function.Consumer;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapRoutes;
+import io.kvferry.bootstrap.server.internal.EncoderUrls;
 import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
 import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
 import io.kvferry.bootstrap.server.internal.RouteStore;
@@ -20,6 +21,7 @@ import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.client.HttpClient;
 
 /**
  * The bootstrap server's SGLang routes, for an HTTP server of the caller's: {@code PUT /route}, {@code GET /route}
@@ -255,14 +257,17 @@ public final class BootstrapRoutes {
 				System::nanoTime);
 		ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
 				: ServerMetrics.of(settings.meterRegistry);
+		EncoderUrls encoders = new EncoderUrls(HttpClient.create(), EncoderUrls.PROBE_TIMEOUT, EncoderUrls.EVICTED_TTL,
+				System::nanoTime);
 		BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
-				settings.authToken, metrics);
+				settings.authToken, metrics, encoders);
 		long sweepMillis = settings.dpRankEntryLifetime.toMillis();
 		Disposable sweeper = Schedulers.parallel().schedulePeriodically(rooms::sweep, sweepMillis, sweepMillis,
 				TimeUnit.MILLISECONDS);
 		Disposable gauges = metrics.registerGauges(routes, rooms);
+		Disposable encoderChecks = encoders.checkEvery(EncoderUrls.CHECK_INTERVAL);
 		return new DefaultDisposableBootstrapRoutes(handler, routes, metrics,
-				Disposables.composite(sweeper, gauges, routes));
+				Disposables.composite(sweeper, gauges, encoderChecks, routes));
 	}
 
 	private BootstrapRoutes with(Consumer<RoutesSettings> change) {

@@ -61,6 +61,10 @@ final class PythonRequests implements Closeable {
 		return exchange("POST", path, json);
 	}
 
+	Answer delete(String path, String json) {
+		return exchange("DELETE", path, json);
+	}
+
 	@Override
 	public void close() throws IOException {
 		if (socket != null) {

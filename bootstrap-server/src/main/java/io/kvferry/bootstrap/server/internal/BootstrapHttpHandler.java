@@ -2,7 +2,6 @@ package io.kvferry.bootstrap.server.internal;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -10,10 +9,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.BiFunction;
+import java.util.function.Predicate;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvferry.bootstrap.BootstrapException;
-import io.netty.buffer.ByteBuf;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.QueryStringDecoder;
@@ -36,6 +35,8 @@ import reactor.netty.http.server.HttpServerResponse;
  * {@code GET /route?prefill_dp_rank=&prefill_cp_rank=&target_tp_rank=&target_pp_rank=} (today's): all −1 asks for the
  * instance's sizes (503 until every rank registered), otherwise for one rank's endpoint (404 when unknown).</li>
  * <li>{@code POST /register_dp_rank} and {@code POST /query_dp_ranks}: the room → DP rank table.</li>
+ * <li>{@code POST /register_encoder_url}, {@code DELETE /unregister_encoder_url} and {@code GET /list_encoder_urls}:
+ * the encoder role of SGLang's encoder bootstrap server ({@link EncoderUrls}).</li>
  * <li>{@code GET /health}: 200 {@code OK}.</li>
  * <li>{@code GET /metrics}: the Prometheus scrape, when the server records into a Prometheus registry (else 404).</li>
  * </ul>
@@ -69,9 +70,8 @@ public final class BootstrapHttpHandler
 	private static final int MAX_SHOWN_PATH = 100;
 
 	/** The paths of SGLang's bootstrap protocol, which the routes serve wherever they are mounted. */
-	private static final String[] BOOTSTRAP_PATHS = { "/route", "/register_dp_rank", "/query_dp_ranks" };
-
-	private static final String BEARER = "Bearer ";
+	private static final String[] BOOTSTRAP_PATHS = { "/route", "/register_dp_rank", "/query_dp_ranks",
+			"/register_encoder_url", "/unregister_encoder_url", "/list_encoder_urls" };
 
 	/** Shortest time between two warnings about a full room table. */
 	static final Duration REFUSAL_WARNING_INTERVAL = Duration.ofSeconds(10);
@@ -79,8 +79,9 @@ public final class BootstrapHttpHandler
 	private final RouteStore routes;
 	private final RoomDpRankTable rooms;
 	private final int maxBodyBytes;
-	private final byte[] authToken;
+	private final BearerToken bearer;
 	private final ServerMetrics metrics;
+	private final EncoderUrls encoders;
 	private final Throttle refusalWarnings = new Throttle(REFUSAL_WARNING_INTERVAL, System::nanoTime);
 	private final AnswerCache<RankEndpoint> endpointAnswers = new AnswerCache<>(RankEndpoint::toJson);
 	private final AnswerCache<PrefillTopology> parallelInfoAnswers = new AnswerCache<>(PrefillTopology::toJson);
@@ -94,17 +95,19 @@ public final class BootstrapHttpHandler
 	 * @param authToken when not {@code null}, the bearer token mutating requests ({@code PUT /route},
 	 *        {@code POST /register_dp_rank}) must carry, else 401
 	 * @param metrics where requests are counted, and what {@code GET /metrics} scrapes
+	 * @param encoders the encoder URLs registered here
 	 */
 	public BootstrapHttpHandler(RouteStore routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken,
-			ServerMetrics metrics) {
+			ServerMetrics metrics, EncoderUrls encoders) {
 		this.routes = Objects.requireNonNull(routes, "routes");
 		this.rooms = Objects.requireNonNull(rooms, "rooms");
 		if (maxBodyBytes < 1) {
 			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
 		}
 		this.maxBodyBytes = maxBodyBytes;
-		this.authToken = authToken == null ? null : authToken.getBytes(StandardCharsets.UTF_8);
+		this.bearer = new BearerToken(authToken);
 		this.metrics = Objects.requireNonNull(metrics, "metrics");
+		this.encoders = Objects.requireNonNull(encoders, "encoders");
 		// Before any event loop serves a request: the JSON readers and writers are built now, on this thread.
 		Json.warmUp();
 	}
@@ -199,7 +202,7 @@ public final class BootstrapHttpHandler
 		switch (uri.path()) {
 			case "/route":
 				if (HttpMethod.PUT.equals(method)) {
-					checkAuthorized(request);
+					bearer.check(request);
 					return readBody(request).flatMap(body -> register(response, body));
 				}
 				if (HttpMethod.GET.equals(method)) {
@@ -213,7 +216,7 @@ public final class BootstrapHttpHandler
 				return methodNotAllowed(request, response, "GET, HEAD");
 			case "/register_dp_rank":
 				if (HttpMethod.POST.equals(method)) {
-					checkAuthorized(request);
+					bearer.check(request);
 					return readBody(request).flatMap(body -> registerDpRank(response, body));
 				}
 				return methodNotAllowed(request, response, "POST");
@@ -222,6 +225,23 @@ public final class BootstrapHttpHandler
 					return readBody(request).flatMap(body -> queryDpRanks(response, body));
 				}
 				return methodNotAllowed(request, response, "POST");
+			case "/register_encoder_url":
+				if (HttpMethod.POST.equals(method)) {
+					bearer.check(request);
+					return readBody(request).flatMap(body -> encoderUrl(response, body, encoders::register));
+				}
+				return methodNotAllowed(request, response, "POST");
+			case "/unregister_encoder_url":
+				if (HttpMethod.DELETE.equals(method)) {
+					bearer.check(request);
+					return readBody(request).flatMap(body -> encoderUrl(response, body, encoders::unregister));
+				}
+				return methodNotAllowed(request, response, "DELETE");
+			case "/list_encoder_urls":
+				if (HttpMethod.GET.equals(method)) {
+					return send(response, 200, JSON, encoders.listAnswer());
+				}
+				return methodNotAllowed(request, response, "GET");
 			case "/metrics":
 				if (metrics.canScrape()) {
 					if (HttpMethod.GET.equals(method) || HttpMethod.HEAD.equals(method)) {
@@ -233,6 +253,16 @@ public final class BootstrapHttpHandler
 			default:
 				throw notFound(uri.path());
 		}
+	}
+
+	/** SGLang's encoder bootstrap answers a missing URL with a JSON error, which its encoders log as they get it. */
+	private static Mono<Void> encoderUrl(HttpServerResponse response, byte[] body, Predicate<String> change) {
+		String url = EncoderUrls.url(Json.readObject(body));
+		if (url == null) {
+			return send(response, 400, JSON, EncoderUrls.MISSING_URL);
+		}
+		change.test(url);
+		return sendText(response, 200, "OK");
 	}
 
 	private static RequestException notFound(String path) {
@@ -364,24 +394,6 @@ public final class BootstrapHttpHandler
 		return sendJson(response, known);
 	}
 
-	/** Checks the bearer token of a mutating request, before its body is read. Constant-time comparison. */
-	private void checkAuthorized(HttpServerRequest request) {
-		if (authToken == null) {
-			return;
-		}
-		String header = request.requestHeaders().get(HttpHeaderNames.AUTHORIZATION);
-		if (header == null) {
-			throw RequestException.unauthorized("Authorization : missing (expected: Bearer <token>)");
-		}
-		if (!header.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
-			throw RequestException.unauthorized("Authorization : not a bearer token (expected: Bearer <token>)");
-		}
-		byte[] given = header.substring(BEARER.length()).trim().getBytes(StandardCharsets.UTF_8);
-		if (!MessageDigest.isEqual(given, authToken)) {
-			throw RequestException.unauthorized("Authorization : wrong bearer token");
-		}
-	}
-
 	private static int queryInt(Map<String, List<String>> params, String name) {
 		List<String> values = params.get(name);
 		if (values == null || values.isEmpty()) {
@@ -480,29 +492,5 @@ public final class BootstrapHttpHandler
 				.header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length))
 				.sendByteArray(Mono.just(body))
 				.then();
-	}
-
-	/** Accumulates a request body by copy, up to a limit. Used by one subscriber at a time: not thread-safe. */
-	private static final class BodyBuffer {
-
-		private byte[] bytes = new byte[256];
-		private int length;
-
-		BodyBuffer append(ByteBuf chunk, int limit) {
-			int readable = chunk.readableBytes();
-			if ((long) length + readable > limit) {
-				throw RequestException.tooLarge(limit);
-			}
-			if (length + readable > bytes.length) {
-				bytes = Arrays.copyOf(bytes, Math.min(limit, Math.max(length + readable, bytes.length * 2)));
-			}
-			chunk.getBytes(chunk.readerIndex(), bytes, length, readable);
-			length += readable;
-			return this;
-		}
-
-		byte[] toByteArray() {
-			return Arrays.copyOf(bytes, length);
-		}
 	}
 }

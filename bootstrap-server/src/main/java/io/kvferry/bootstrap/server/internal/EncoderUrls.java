@@ -1,5 +1,6 @@
 package io.kvferry.bootstrap.server.internal;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -10,8 +11,11 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.LongSupplier;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.client.HttpClient;
@@ -24,9 +28,20 @@ import reactor.netty.http.client.HttpClient;
  * for good. An explicit unregister also stops the probing. Thread-safe: the lists change under this object's monitor;
  * probes run outside it.
  */
-final class EncoderUrls {
+public final class EncoderUrls {
 
 	private static final Logger log = LoggerFactory.getLogger(EncoderUrls.class);
+
+	/** How often the health check probes, as SGLang's default. */
+	public static final Duration CHECK_INTERVAL = Duration.ofSeconds(10);
+	/** Bound of one probe, as SGLang's default. */
+	public static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
+	/** How long an evicted URL is still probed, as SGLang's default. */
+	public static final Duration EVICTED_TTL = Duration.ofSeconds(600);
+	/** The answer to a registration without a URL, as SGLang gives it. */
+	static final byte[] MISSING_URL = "{\"error\":\"Missing or empty 'url' field\"}".getBytes(StandardCharsets.UTF_8);
+	/** Longest URL kept: a registration is a client's word, and the list is answered to every prefill. */
+	static final int MAX_URL_LENGTH = 2048;
 
 	/** Failed checks in a row before a URL is evicted. */
 	static final int FAIL_THRESHOLD = 3;
@@ -46,15 +61,33 @@ final class EncoderUrls {
 	 * @param evictedTtl how long an evicted URL is probed before it is dropped; zero: forever
 	 * @param nanoTime the clock of evictions
 	 */
-	EncoderUrls(HttpClient client, Duration probeTimeout, Duration evictedTtl, LongSupplier nanoTime) {
+	public EncoderUrls(HttpClient client, Duration probeTimeout, Duration evictedTtl, LongSupplier nanoTime) {
 		this.client = client;
 		this.probeTimeout = probeTimeout;
 		this.evictedTtlNanos = evictedTtl.toNanos();
 		this.nanoTime = nanoTime;
 	}
 
+	/**
+	 * @param body a registration's JSON object
+	 * @return its {@code url}, or null when it is missing, empty or not a string
+	 * @throws RequestException for a URL longer than {@link #MAX_URL_LENGTH} or not http(s)
+	 */
+	static String url(JsonNode body) {
+		JsonNode url = body.get("url");
+		if (url == null || !url.isTextual() || url.asText().isEmpty()) {
+			return null;
+		}
+		String text = url.asText();
+		if (text.length() > MAX_URL_LENGTH || !(text.startsWith("http://") || text.startsWith("https://"))) {
+			throw RequestException.badRequest("url : '" + (text.length() > 100 ? text.substring(0, 100) + "..." : text)
+					+ "' (expected: an http:// or https:// URL of at most " + MAX_URL_LENGTH + " characters)");
+		}
+		return text;
+	}
+
 	/** @return true when the URL was added, false when it was registered already */
-	synchronized boolean register(String url) {
+	public synchronized boolean register(String url) {
 		failures.remove(url);
 		evictedAt.remove(url);
 		boolean added = urls.add(url);
@@ -65,7 +98,7 @@ final class EncoderUrls {
 	}
 
 	/** @return true when the URL was known (registered or evicted) and is now forgotten */
-	synchronized boolean unregister(String url) {
+	public synchronized boolean unregister(String url) {
 		boolean removed = urls.remove(url) | evictedAt.remove(url) != null;
 		failures.remove(url);
 		if (removed) {
@@ -75,8 +108,25 @@ final class EncoderUrls {
 	}
 
 	/** @return the registered URLs, in registration order */
-	synchronized List<String> list() {
+	public synchronized List<String> list() {
 		return new ArrayList<>(urls);
+	}
+
+	/** @return the periodic health check, every {@code interval} until disposed */
+	public Disposable checkEvery(Duration interval) {
+		return Flux.interval(interval, interval).onBackpressureDrop().concatMap(tick -> check(), 1).subscribe();
+	}
+
+	/**
+	 * @return {@code {"encoder_urls": [...]}} as SGLang's FastAPI server writes it: compact, no blanks between tokens
+	 */
+	byte[] listAnswer() {
+		try {
+			return Json.MAPPER.writeValueAsBytes(Map.of("encoder_urls", list()));
+		}
+		catch (JsonProcessingException e) {
+			throw new IllegalStateException("cannot write the encoder list", e);
+		}
 	}
 
 	/**
@@ -84,7 +134,7 @@ final class EncoderUrls {
 	 *
 	 * @return completes when every probe answered or timed out
 	 */
-	Mono<Void> check() {
+	public Mono<Void> check() {
 		List<String> candidates;
 		synchronized (this) {
 			long now = nanoTime.getAsLong();
