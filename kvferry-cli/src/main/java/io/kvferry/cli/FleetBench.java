@@ -40,6 +40,11 @@ final class FleetBench {
 	static final String SERVER_THREADS = "kvferry-bootstrap";
 	static final Duration START_TIMEOUT = Duration.ofSeconds(120);
 	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+	/**
+	 * Each etcd call's bound: a fleet registers hundreds of ranks at once through one etcd connection, and a loaded
+	 * machine answers them slower than the registry's default allows.
+	 */
+	static final Duration ETCD_TIMEOUT = Duration.ofSeconds(30);
 
 	/** A small model: what grows with the fleet is under test, not the bytes of a room. */
 	static final ModelShape SHAPE = new ModelShape(2, 8, 32, 2, 16, false, 0, 16, 0);
@@ -105,7 +110,7 @@ final class FleetBench {
 			for (int i = 0; i < instances; i++) {
 				bootstraps.add(new HostPort("prefill-" + i + ".fleet", 8998));
 			}
-			registry = s.etcdClient().apply("kvferry-fleet-" + Long.toHexString(System.nanoTime()) + "/");
+			registry = s.etcdClient().apply("kvferry-fleet-" + Long.toHexString(System.nanoTime()));
 			owned = (Disposable) registry;
 		}
 		CountingBootstrapClient counting = new CountingBootstrapClient(registry);

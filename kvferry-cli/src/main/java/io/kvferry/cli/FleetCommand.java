@@ -89,7 +89,7 @@ final class FleetCommand implements Callable<Integer> {
 			checked.dispose();
 		}
 		FleetBench.Settings settings = new FleetBench.Settings(tp, rooms, concurrency, tokens, registry.registry,
-				prefix -> registry.etcd(cl, System::getenv).prefix(prefix));
+				prefix -> registry.etcd(cl, System::getenv).prefix(prefix).timeout(FleetBench.ETCD_TIMEOUT));
 		PrintWriter out = cl.getOut();
 		PrintWriter err = cl.getErr();
 		int baseline = FleetBench.threads()[0];
