@@ -14,6 +14,7 @@ import io.kvferry.registry.etcd.EtcdBootstrapClient;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
+import reactor.core.Disposable;
 
 /**
  * Where prefill ranks register and decode ranks look them up: the HTTP bootstrap server named by {@code --bootstrap}
@@ -114,6 +115,13 @@ final class RegistryOptions {
 		catch (IllegalArgumentException e) {
 			// The registry names the file or the endpoint that is wrong, and why.
 			throw new ParameterException(cl, "--registry " + registry + ": " + e.getMessage(), e);
+		}
+	}
+
+	/** Releases what a client of {@link #client} opened (connections, the etcd client's leases and threads). */
+	static void dispose(BootstrapClient client) {
+		if (client instanceof Disposable d) {
+			d.dispose();
 		}
 	}
 

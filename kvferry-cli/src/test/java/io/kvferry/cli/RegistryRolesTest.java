@@ -1,0 +1,109 @@
+package io.kvferry.cli;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvferry.registry.etcd.EtcdCluster;
+import io.kvferry.registry.etcd.EtcdTestPki;
+import io.kvferry.test.Child;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The prefill and decode roles as separate JVMs that find each other through a real etcd ({@code --registry}), as the
+ * library's etcd registry does: no bootstrap server runs, {@code --bootstrap} only names the prefill instance.
+ */
+@Timeout(180)
+class RegistryRolesTest {
+
+	private static final ObjectMapper JSON = new ObjectMapper();
+	private static final Duration START = Duration.ofSeconds(90);
+	private static final String INSTANCE = "prefill-a.example:8998";
+	private static final String[] SHAPE = { "--layers", "2", "--kv-heads", "2", "--head-dim", "64", "--page-size",
+			"16" };
+
+	@TempDir
+	Path dir;
+
+	/** @return {@code role}, its options, then {@code registry} and the model's shape */
+	private static String[] args(List<String> registry, String role, String... options) {
+		List<String> all = new ArrayList<>(List.of(role));
+		all.addAll(List.of(options));
+		all.addAll(registry);
+		all.addAll(List.of(SHAPE));
+		return all.toArray(String[]::new);
+	}
+
+	@Test
+	void decodeVerifiesRoomsOfAPrefillFoundInEtcd() throws Exception {
+		try (EtcdCluster etcd = EtcdCluster.start(1)) {
+			roomsThrough(List.of("--registry", etcd.uri()), "etcd " + etcd.uri() + " as instance " + INSTANCE);
+		}
+	}
+
+	@Test
+	void rolesReachASecuredEtcdWithTheBootstrapServersOptions() throws Exception {
+		EtcdTestPki pki = EtcdTestPki.create(dir);
+		String password = "pw-" + UUID.randomUUID();
+		Path passwordFile = Files.writeString(dir.resolve("etcd-password"), password + "\n", StandardCharsets.UTF_8);
+		try (EtcdCluster etcd = EtcdCluster.startTls(1, pki, true)) {
+			etcd.enableAuth("root-" + UUID.randomUUID(), "kvferry", password, "kvferry");
+			roomsThrough(List.of("--registry", etcd.uri(), "--etcd-ca", pki.ca().toString(), "--etcd-cert",
+					pki.clientCert().toString(), "--etcd-key", pki.clientKey().toString(), "--etcd-user", "kvferry",
+					"--etcd-password-file", passwordFile.toString()), "over TLS as user kvferry");
+		}
+	}
+
+	private void roomsThrough(List<String> registry, String readyNote) throws Exception {
+		try (Child prefill = CliChild.start("prefill", args(registry, "prefill", "--bootstrap", INSTANCE, "--host",
+				"127.0.0.1", "--prefill-tp", "2"))) {
+			prefill.awaitLine("kvferry prefill: ready, 2 ranks .*" + java.util.regex.Pattern.quote(readyNote), START);
+			try (Child decode = CliChild.start("decode", args(registry, "decode", "--bootstrap", INSTANCE,
+					"--decode-tp", "2", "--requests", "4", "--concurrency", "2", "--min-tokens", "16",
+					"--max-tokens", "256", "--json"))) {
+				int status = decode.awaitExit(START);
+				assertThat(status).as(decode.output() + prefill.output()).isZero();
+				JsonNode j = JSON.readTree(decode.stdout());
+				assertThat(j.get("verified").asBoolean()).isTrue();
+				assertThat(j.get("completed").asInt()).isEqualTo(4);
+				assertThat(j.get("failures").asInt()).isZero();
+			}
+		}
+	}
+
+	@Test
+	void etcdOptionsWithoutTheRegistryAreRefusedByName() {
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(new StringWriter(), true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute(args(List.of("--etcd-user", "kvferry"), "decode", "--bootstrap", INSTANCE));
+		assertThat(status).isEqualTo(2);
+		assertThat(err.toString()).contains("--etcd-user : kvferry (expected: only with --registry)");
+	}
+
+	@Test
+	void aUserWithoutAPasswordIsRefusedBeforeAnythingStarts() {
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(new StringWriter(), true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute(args(List.of("--registry", "etcd://127.0.0.1:1", "--etcd-user", "kvferry",
+				"--etcd-password-file", dir.resolve("missing").toString()), "prefill", "--bootstrap", INSTANCE));
+		assertThat(status).isEqualTo(2);
+		assertThat(err.toString()).contains("--etcd-password-file : " + dir.resolve("missing") + " cannot be read");
+	}
+}
