@@ -89,7 +89,9 @@ final class FleetCommand implements Callable<Integer> {
 			checked.dispose();
 		}
 		FleetBench.Settings settings = new FleetBench.Settings(tp, rooms, concurrency, tokens, registry.registry,
-				prefix -> registry.etcd(cl, System::getenv).prefix(prefix).timeout(FleetBench.ETCD_TIMEOUT));
+				prefix -> registry.etcd(cl, System::getenv).prefix(prefix)
+						.timeout(registry.etcdTimeout.compareTo(FleetBench.ETCD_TIMEOUT) > 0 ? registry.etcdTimeout
+								: FleetBench.ETCD_TIMEOUT));
 		PrintWriter out = cl.getOut();
 		PrintWriter err = cl.getErr();
 		int baseline = FleetBench.threads()[0];

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.function.Function;
 
 import io.kvferry.bootstrap.BootstrapClient;
@@ -58,6 +59,11 @@ final class RegistryOptions {
 					+ "600). Default: $" + PASSWORD_ENV + ".")
 	File etcdPasswordFile;
 
+	@Option(names = "--etcd-timeout", defaultValue = "5s", paramLabel = "DURATION",
+			description = "With --registry: longest time one etcd call may take, tries on other members included "
+					+ "(default: ${DEFAULT-VALUE}).")
+	Duration etcdTimeout;
+
 	/** @return whether ranks use etcd */
 	boolean isEtcd() {
 		return registry != null;
@@ -102,7 +108,7 @@ final class RegistryOptions {
 					+ "(expected: --etcd-user too)");
 		}
 		try {
-			EtcdBootstrapClient client = EtcdBootstrapClient.create(registry);
+			EtcdBootstrapClient client = EtcdBootstrapClient.create(registry).timeout(etcdTimeout);
 			if (etcdCa != null) {
 				client = etcdCert == null ? client.tls(etcdCa.toPath())
 						: client.tls(etcdCa.toPath(), etcdCert.toPath(), etcdKey.toPath());

@@ -31,6 +31,9 @@ class RegistryRolesTest {
 
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration START = Duration.ofSeconds(90);
+	// A role's first etcd call loads and connects the whole etcd client in a fresh JVM: on a loaded machine that alone
+	// took longer than the registry's default 5 s.
+	private static final String ETCD_TIMEOUT = "30s";
 	private static final String INSTANCE = "prefill-a.example:8998";
 	private static final String[] SHAPE = { "--layers", "2", "--kv-heads", "2", "--head-dim", "64", "--page-size",
 			"16" };
@@ -50,21 +53,45 @@ class RegistryRolesTest {
 	@Test
 	void decodeVerifiesRoomsOfAPrefillFoundInEtcd() throws Exception {
 		try (EtcdCluster etcd = EtcdCluster.start(1)) {
-			roomsThrough(List.of("--registry", etcd.uri()), "etcd " + etcd.uri() + " as instance " + INSTANCE);
+			roomsThrough(List.of("--registry", etcd.uri(), "--etcd-timeout", ETCD_TIMEOUT), "etcd " + etcd.uri()
+					+ " as instance " + INSTANCE);
 		}
 	}
 
 	@Test
-	void rolesReachASecuredEtcdWithTheBootstrapServersOptions() throws Exception {
+	void rolesReachAnEtcdOverTlsAsAUser() throws Exception {
 		EtcdTestPki pki = EtcdTestPki.create(dir);
 		String password = "pw-" + UUID.randomUUID();
 		Path passwordFile = Files.writeString(dir.resolve("etcd-password"), password + "\n", StandardCharsets.UTF_8);
-		try (EtcdCluster etcd = EtcdCluster.startTls(1, pki, true)) {
+		// No client certificates: etcd would take the certificate's name as the user, and the password would not count.
+		try (EtcdCluster etcd = EtcdCluster.startTls(1, pki, false)) {
 			etcd.enableAuth("root-" + UUID.randomUUID(), "kvferry", password, "kvferry");
-			roomsThrough(List.of("--registry", etcd.uri(), "--etcd-ca", pki.ca().toString(), "--etcd-cert",
-					pki.clientCert().toString(), "--etcd-key", pki.clientKey().toString(), "--etcd-user", "kvferry",
-					"--etcd-password-file", passwordFile.toString()), "over TLS as user kvferry");
+			roomsThrough(List.of("--registry", etcd.uri(), "--etcd-timeout", ETCD_TIMEOUT, "--etcd-ca",
+					pki.ca().toString(), "--etcd-user", "kvferry", "--etcd-password-file", passwordFile.toString()),
+					"over TLS as user kvferry");
 		}
+	}
+
+	@Test
+	void rolesPresentAClientCertificateToAnEtcdThatRequiresOne() throws Exception {
+		EtcdTestPki pki = EtcdTestPki.create(dir);
+		try (EtcdCluster etcd = EtcdCluster.startTls(1, pki, true)) {
+			roomsThrough(List.of("--registry", etcd.uri(), "--etcd-timeout", ETCD_TIMEOUT, "--etcd-ca",
+					pki.ca().toString(), "--etcd-cert", pki.clientCert().toString(), "--etcd-key",
+					pki.clientKey().toString()), "over TLS");
+		}
+	}
+
+	@Test
+	void aClientCertificateWithoutItsKeyIsRefusedByName() {
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(new StringWriter(), true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute(args(List.of("--registry", "etcd://127.0.0.1:1", "--etcd-ca", "ca.pem", "--etcd-cert",
+				"client.pem"), "decode", "--bootstrap", INSTANCE));
+		assertThat(status).isEqualTo(2);
+		assertThat(err.toString()).contains("--etcd-cert and --etcd-key go together");
 	}
 
 	private void roomsThrough(List<String> registry, String readyNote) throws Exception {
