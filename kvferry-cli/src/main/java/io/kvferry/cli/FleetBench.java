@@ -3,8 +3,11 @@ package io.kvferry.cli;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -72,10 +75,12 @@ final class FleetBench {
 	 * @param firstContactLookups look-ups during the first room of every pair
 	 * @param timedLookups look-ups during the timed rooms
 	 * @param serverRequests HTTP requests the bootstrap servers answered (-1 with etcd)
+	 * @param pools live threads by name with the digits taken out (a pool's threads under one name)
 	 */
 	record Row(int instances, int ranks, int rooms, int failures, String firstFailure, double roomsPerSecond,
 			int connections, int threads, int serverThreads, long heapBytes, long directBytes, long rankMemoryBytes,
-			long registrations, long firstContactLookups, long timedLookups, long serverRequests) {
+			long registrations, long firstContactLookups, long timedLookups, long serverRequests,
+			Map<String, Integer> pools) {
 
 		double lookupsPerTimedRoom() {
 			return rooms == 0 ? 0 : (double) timedLookups / rooms;
@@ -156,7 +161,7 @@ final class FleetBench {
 			return new Row(instances, fleet.managers().size(), s.rooms(), failures.size(),
 					failures.isEmpty() ? null : failures.get(0), s.rooms() / seconds, transport.openConnections() / 2,
 					threads[0], threads[1], heap, direct, rankMemory, counting.registrations(), firstContact, timed,
-					served);
+					served, pools());
 		}
 		finally {
 			try {
@@ -204,6 +209,20 @@ final class FleetBench {
 			}
 		}
 		return new int[] { all, servers };
+	}
+
+	/** @return live threads by name with the digits taken out, most first */
+	static Map<String, Integer> pools() {
+		Map<String, Integer> pools = new TreeMap<>();
+		for (Thread t : Thread.getAllStackTraces().keySet()) {
+			if (t.isAlive()) {
+				pools.merge(t.getName().replaceAll("[0-9]+", "N"), 1, Integer::sum);
+			}
+		}
+		Map<String, Integer> sorted = new LinkedHashMap<>();
+		pools.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
+				.forEach(e -> sorted.put(e.getKey(), e.getValue()));
+		return sorted;
 	}
 
 	/** Settles lazily started threads (schedulers' workers, pools) before the first size is measured. */

@@ -64,7 +64,7 @@ final class FleetCommand implements Callable<Integer> {
 	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: {tp, rooms, "
 			+ "concurrency, registry, sizes: [{instances, ranks, rooms, failures, rooms_per_s, connections, threads, "
 			+ "server_threads, heap_bytes, direct_bytes, rank_memory_bytes, registrations, first_contact_lookups, "
-			+ "timed_lookups, lookups_per_room, server_requests}], verified}.")
+			+ "timed_lookups, lookups_per_room, server_requests, thread_pools {name: count}}], verified}.")
 	boolean json;
 
 	@Mixin
@@ -119,18 +119,20 @@ final class FleetCommand implements Callable<Integer> {
 		sb.append(String.format(Locale.ROOT, "kvferry fleet: TP%d instances, %d timed rooms of %d tokens per size, "
 				+ "%d in flight, registry %s; %d threads before the first fleet%n", tp, rooms, tokens, concurrency,
 				registry.isEtcd() ? registry.registry : "HTTP bootstrap servers", baseline));
-		sb.append(String.format(Locale.ROOT, "%9s %6s %9s %11s %13s %9s %11s %12s %7s %11s %12s %9s%n", "instances",
-				"ranks", "rooms/s", "connections", "threads(srv)", "heap MiB", "direct MiB", "registers", "first",
+		sb.append(String.format(Locale.ROOT, "%9s %6s %9s %11s %13s %9s %15s %10s %6s %13s %12s %9s%n", "instances",
+				"ranks", "rooms/s", "connections", "threads(srv)", "heap MiB", "direct(ranks) MiB", "registers", "first",
 				"lookups/room", "server reqs", "failures"));
 		for (FleetBench.Row r : rows) {
-			sb.append(String.format(Locale.ROOT, "%9s %6d %9.0f %11d %13s %9.1f %11.1f %12d %7d %11.3f %12s %9d%n",
+			sb.append(String.format(Locale.ROOT, "%9s %6d %9.0f %11d %13s %9.1f %17s %10d %6d %13.3f %12s %9d%n",
 					r.instances() + "+" + r.instances(), r.ranks(), r.roomsPerSecond(), r.connections(),
 					r.threads() + "(" + r.serverThreads() + ")", r.heapBytes() / 1048576.0,
-					r.directBytes() / 1048576.0, r.registrations(), r.firstContactLookups(), r.lookupsPerTimedRoom(),
+					String.format(Locale.ROOT, "%.1f(%.1f)", r.directBytes() / 1048576.0,
+							r.rankMemoryBytes() / 1048576.0), r.registrations(), r.firstContactLookups(), r.lookupsPerTimedRoom(),
 					r.serverRequests() < 0 ? "-" : Long.toString(r.serverRequests()), r.failures()));
 		}
 		sb.append("threads(srv): live threads, of which the HTTP bootstrap servers' (one per prefill instance); "
-				+ "first: registry look-ups while every pair ran its first room; direct includes the ranks' memory");
+				+ "first: registry look-ups while every pair ran its first room; direct(ranks): all direct memory (the ranks' "
+				+ "KV, aux and state memory)");
 		return sb.toString();
 	}
 
@@ -161,6 +163,8 @@ final class FleetCommand implements Callable<Integer> {
 			j.put("timed_lookups", r.timedLookups());
 			j.put("lookups_per_room", r.lookupsPerTimedRoom());
 			j.put("server_requests", r.serverRequests());
+			ObjectNode pools = j.putObject("thread_pools");
+			r.pools().forEach(pools::put);
 		}
 		o.put("verified", verified);
 		return o.toString();
