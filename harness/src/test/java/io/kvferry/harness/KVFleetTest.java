@@ -1,5 +1,7 @@
 package io.kvferry.harness;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,8 +20,6 @@ import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** Rooms between every prefill and every decode instance of a small fleet, on the in-memory transport. */
 class KVFleetTest {

@@ -12,9 +12,9 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServerMain;
 import io.kvferry.registry.etcd.EtcdBootstrapClient;
-import picocli.CommandLine;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine;
 import reactor.core.Disposable;
 
 /**

@@ -1,5 +1,7 @@
 package io.kvferry.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.PrintWriter;
 import java.io.StringWriter;
 
@@ -9,8 +11,6 @@ import io.kvferry.DecodeSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A small fleet grown from 2 to 4 instances a side (TP 2), with the HTTP bootstrap servers: the growth rules that do

@@ -1,5 +1,7 @@
 package io.kvferry.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
@@ -19,8 +21,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The prefill and decode roles as separate JVMs that find each other through a real etcd ({@code --registry}), as the
