@@ -7,11 +7,11 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -44,7 +44,8 @@ final class DecodeCommand implements Callable<Integer> {
 	CommandSpec spec;
 
 	@Option(names = "--bootstrap", required = true, paramLabel = "HOST:PORT",
-			description = "The prefill instance's bootstrap server.")
+			description = "The prefill instance's bootstrap server; with --registry, the name the prefill "
+					+ "instance registered under in etcd.")
 	HostPort bootstrap;
 
 	@Mixin
@@ -82,6 +83,9 @@ final class DecodeCommand implements Callable<Integer> {
 	boolean json;
 
 	@Mixin
+	RegistryOptions registry;
+
+	@Mixin
 	LoggingOptions logging;
 
 	@Override
@@ -114,8 +118,8 @@ final class DecodeCommand implements Callable<Integer> {
 		}
 		Mono<String> stop = StopSignal.install();
 		AtomicReference<String> stoppedBy = new AtomicReference<>();
+		BootstrapClient client = registry.client(cl, System::getenv);
 		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
-		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
 					transport, client, spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
@@ -171,7 +175,7 @@ final class DecodeCommand implements Callable<Integer> {
 		}
 		finally {
 			transport.dispose();
-			client.dispose();
+			RegistryOptions.dispose(client);
 		}
 	}
 

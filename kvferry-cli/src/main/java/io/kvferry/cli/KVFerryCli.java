@@ -24,7 +24,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "kvferry", mixinStandardHelpOptions = true, versionProvider = KVFerryCli.Version.class,
 		subcommands = { DemoCommand.class, BootstrapCommand.class, PrefillCommand.class, DecodeCommand.class,
-				BenchCommand.class, SameHostBenchCommand.class, LayerwiseBench.class, CommandLine.HelpCommand.class },
+				BenchCommand.class, SameHostBenchCommand.class, LayerwiseBench.class, FleetCommand.class,
+				CommandLine.HelpCommand.class },
 		description = {
 				"Moves LLM KV cache from prefill to decode servers (SGLang's PD-disaggregation transfer, on the JVM).",
 				"" },

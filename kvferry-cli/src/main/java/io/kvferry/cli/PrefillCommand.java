@@ -7,11 +7,11 @@ import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.transport.netty.NettyKVTransport;
-import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -49,7 +49,8 @@ final class PrefillCommand implements Callable<Integer> {
 	CommandSpec spec;
 
 	@Option(names = "--bootstrap", required = true, paramLabel = "HOST:PORT",
-			description = "The bootstrap server to register with.")
+			description = "The bootstrap server to register with; with --registry, the name of this prefill "
+					+ "instance in etcd (decode names it the same).")
 	HostPort bootstrap;
 
 	@Option(names = "--host", defaultValue = "0.0.0.0", paramLabel = "HOST",
@@ -94,6 +95,9 @@ final class PrefillCommand implements Callable<Integer> {
 	DrainOptions drain;
 
 	@Mixin
+	RegistryOptions registry;
+
+	@Mixin
 	LoggingOptions logging;
 
 	@Override
@@ -114,8 +118,8 @@ final class PrefillCommand implements Callable<Integer> {
 		PrintWriter out = cl.getOut();
 		// Before start: a signal from then on drains instead of killing the JVM mid-room.
 		Mono<String> stop = StopSignal.install();
+		BootstrapClient client = registry.client(cl, System::getenv);
 		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
-		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(host, metricsPort);
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
@@ -128,7 +132,7 @@ final class PrefillCommand implements Callable<Integer> {
 		}
 		catch (RuntimeException e) {
 			transport.dispose();
-			client.dispose();
+			RegistryOptions.dispose(client);
 			if (metrics != null) {
 				metrics.dispose();
 			}
@@ -137,7 +141,8 @@ final class PrefillCommand implements Callable<Integer> {
 		String endpoints = engine.managers().stream().map(PrefillKVManager::endpoint).map(HostPort::toString)
 				.collect(Collectors.joining(", "));
 		out.printf(Locale.ROOT, "kvferry prefill: ready, %d ranks (TP%d PP%d DP%d) registered with %s, listening on "
-				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, bootstrap, endpoints);
+				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, registry.describe(bootstrap),
+				endpoints);
 		out.println("  model   " + ModelOptions.describe(shape));
 		out.println("  pools   " + poolPages + " pages per rank");
 		if (metrics != null) {
@@ -175,7 +180,7 @@ final class PrefillCommand implements Callable<Integer> {
 			}
 			finally {
 				transport.dispose();
-				client.dispose();
+				RegistryOptions.dispose(client);
 				out.println("kvferry prefill: stopped; " + report(engine));
 				out.flush();
 			}
