@@ -91,6 +91,12 @@ public record ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, i
 				mambaUnits);
 	}
 
+	/** @return a copy with another page size (1: each token of each layer buffer is its own page, as SGLang's default) */
+	public ModelShape withPageSize(int tokens) {
+		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, tokens, mla, draftLayers, auxItemLen, stateItemLen,
+				mambaUnits);
+	}
+
 	/** @return a copy with draft layers on decode */
 	public ModelShape withDraftLayers(int n) {
 		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, pageSize, mla, n, auxItemLen, stateItemLen,

@@ -24,7 +24,7 @@ class BenchCommandTest {
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
 				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--many-rooms",
-				"20", "--many-warmup", "0");
+				"20", "--many-warmup", "0", "--tiny-tokens", "64", "--tiny-rounds", "1", "--tiny-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		JsonNode bulk = j.get("bulk");
@@ -58,6 +58,14 @@ class BenchCommandTest {
 		assertThat(many.get("batches").asInt()).isEqualTo(3);
 		assertThat(many.get("warmup_batches").asInt()).isGreaterThanOrEqualTo(2);
 		assertThat(many.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(many.get("gbps").asDouble());
+		JsonNode tiny = j.get("tiny_pages");
+		assertThat(tiny.get("failures").asInt()).isZero();
+		assertThat(tiny.get("pieces").asInt()).isPositive();
+		assertThat(tiny.get("tp2").get("ranks").asInt()).isEqualTo(2);
+		for (String key : new String[] { "gbps", "pump_gbps", "ratio_to_pump", "ratio_to_bulk" }) {
+			assertThat(tiny.get(key).isNumber()).as(key).isTrue();
+			assertThat(tiny.get("tp2").get(key).isNumber()).as(key).isTrue();
+		}
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
