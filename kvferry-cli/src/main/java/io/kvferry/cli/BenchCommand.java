@@ -131,6 +131,9 @@ final class BenchCommand implements Callable<Integer> {
 	TinyPagesOptions tiny;
 
 	@Mixin
+	IoOptions io;
+
+	@Mixin
 	ModelOptions model;
 
 	@Mixin
@@ -148,6 +151,7 @@ final class BenchCommand implements Callable<Integer> {
 	LoggingOptions logging;
 
 	private final List<String> failures = new ArrayList<>();
+	private NettyKVTransport measured;
 
 	@Override
 	public Integer call() throws IOException {
@@ -167,6 +171,7 @@ final class BenchCommand implements Callable<Integer> {
 		}
 		stripes.validate(cl);
 		tiny.validate(cl);
+		io.validate(cl);
 		ModelShape shape = model.shape(cl);
 		if (tracing) {
 			ModelOptions.positive(cl, "--tracing-rooms", tracingRooms);
@@ -190,8 +195,9 @@ final class BenchCommand implements Callable<Integer> {
 		ObjectNode result = JSON.createObjectNode();
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		// Prefill and decode each with their own event loops, as in two processes.
-		NettyKVTransport transport = NettyKVTransport.create();
-		NettyKVTransport decodeTransport = NettyKVTransport.create();
+		NettyKVTransport transport = io.apply(NettyKVTransport.create());
+		NettyKVTransport decodeTransport = io.apply(NettyKVTransport.create());
+		measured = decodeTransport;
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			if (manyOnly) {
@@ -257,6 +263,8 @@ final class BenchCommand implements Callable<Integer> {
 	/** Prints the figures; returns the exit status. */
 	private int finish(CommandLine cl, ObjectNode result, ModelShape shape) {
 		PrintWriter err = cl.getErr();
+		// The mode the loops run, after any fall-back.
+		result.put("io", (measured == null ? io.mode() : measured.ioMode()).label());
 		result.put("verified", failures.isEmpty());
 		PrintWriter out = cl.getOut();
 		out.println(json ? result.toString() : BenchTable.render(result, shape, failures.isEmpty()));

@@ -18,8 +18,9 @@ final class BenchTable {
 	 */
 	static String render(ObjectNode r, ModelShape shape, boolean ok) {
 		StringBuilder sb = new StringBuilder();
-		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
-				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
+		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %s, %d cores, Java %s; %s%n",
+				r.has("io") ? r.get("io").asText() : "epoll", Runtime.getRuntime().availableProcessors(),
+				Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		if (!r.has("bulk")) {
 			if (r.has("many")) {
