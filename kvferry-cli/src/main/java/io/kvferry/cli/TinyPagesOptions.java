@@ -20,7 +20,8 @@ final class TinyPagesOptions {
 					+ "${DEFAULT-VALUE}).")
 	int rounds;
 
-	@Option(names = "--tiny-warmup", defaultValue = "2", paramLabel = "BATCHES",
+	// A batch is hundreds of thousands of frames per rank pair: the data path is compiled well within the first.
+	@Option(names = "--tiny-warmup", defaultValue = "1", paramLabel = "BATCHES",
 			description = "Untimed tiny_pages batches (and pump runs) per rank layout before the timed ones "
 					+ "(default: ${DEFAULT-VALUE}).")
 	int warmup;
