@@ -9,8 +9,8 @@ import picocli.CommandLine;
 final class IoOptions {
 
 	@Option(names = "--io", defaultValue = "epoll", paramLabel = "epoll|io_uring|nio", completionCandidates = Modes.class,
-			description = "Socket I/O of the KV transports: epoll (default), io_uring (Linux 5.14+; falls back to epoll "
-					+ "with the reason logged when the kernel refuses it) or nio.")
+			description = "Socket I/O of the KV transports: epoll (default), io_uring (Linux 5.14+ and Netty's io_uring "
+					+ "jar on the class path; falls back to epoll with the reason logged otherwise) or nio.")
 	String mode;
 
 	@Option(names = "--io-required", description = "Fail instead of falling back when the --io mode is unavailable "
