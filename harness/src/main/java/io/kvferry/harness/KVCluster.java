@@ -215,9 +215,9 @@ public final class KVCluster {
 			this.prefixPages = (int) (prefixTokens / pageSize);
 			this.dstPrefixPages = (int) (prefixTokens / dstPageSize);
 			this.g = dpGroup(room);
-			boolean contiguous = config.contiguous || random.nextInt(4) == 0;
-			int[] s = prefillPages.get(g).allocate(numPages, random, contiguous);
-			int[] d = decodePages.allocate(dstPagesAll - dstPrefixPages, random, contiguous);
+			boolean contiguous = config.scatterRuns == 0 && (config.contiguous || random.nextInt(4) == 0);
+			int[] s = allocate(prefillPages.get(g), numPages, random, contiguous);
+			int[] d = allocate(decodePages, dstPagesAll - dstPrefixPages, random, contiguous);
 			int[] sr = prefillRows.get(g).allocate(1, random, false);
 			int[] dr = decodeRows.allocate(1, random, false);
 			if (s == null || d == null || sr == null || dr == null) {
@@ -253,6 +253,24 @@ public final class KVCluster {
 
 		public long room() {
 			return room;
+		}
+
+		/** @return the room's source pages on its prefill ranks, in token order (empty when it could not be staged) */
+		public int[] sourcePages() {
+			return src == null ? new int[0] : src.clone();
+		}
+
+		/**
+		 * @return the pages decode asks for, in token order after the prefix it holds (empty when the room could not be
+		 *         staged)
+		 */
+		public int[] destinationPages() {
+			return dst == null ? new int[0] : dst.clone();
+		}
+
+		/** @return the first page of {@link #sourcePages()} that decode asks for (pages before it are its prefix) */
+		public int prefixPages() {
+			return prefixPages;
 		}
 
 		/**
@@ -428,6 +446,11 @@ public final class KVCluster {
 			points.add(1 + random.nextInt(numPages - 1));
 		}
 		return points.stream().mapToInt(Integer::intValue).toArray();
+	}
+
+	private int @Nullable [] allocate(PageAllocator pool, int n, Random random, boolean contiguous) {
+		return config.scatterRuns > 0 ? pool.allocateRuns(n, random, config.scatterRuns)
+				: pool.allocate(n, random, contiguous);
 	}
 
 	private void release(int g, int @Nullable [] src, int @Nullable [] dst, int @Nullable [] srcRow,

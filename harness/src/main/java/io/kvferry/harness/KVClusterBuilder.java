@@ -31,6 +31,7 @@ public final class KVClusterBuilder {
 	int decodePageSize;
 	int rows = 64;
 	boolean contiguous;
+	int scatterRuns;
 	boolean layerwise;
 	String host = "127.0.0.1";
 	@Nullable KVTransport transport;
@@ -139,6 +140,18 @@ public final class KVClusterBuilder {
 	/** Always allocate contiguous page runs (else one room in four is contiguous). */
 	public KVClusterBuilder contiguous(boolean contiguous) {
 		this.contiguous = contiguous;
+		return this;
+	}
+
+	/**
+	 * Scatters every room's pages on both sides as a busy pool does: runs of 1 to {@code maxRun} adjacent pages at
+	 * random places, never one contiguous run (0, the default: random pages, one room in four contiguous).
+	 */
+	public KVClusterBuilder scatterRuns(int maxRun) {
+		if (maxRun < 0) {
+			throw new IllegalArgumentException("scatterRuns : " + maxRun + " (expected: >= 0)");
+		}
+		this.scatterRuns = maxRun;
 		return this;
 	}
 

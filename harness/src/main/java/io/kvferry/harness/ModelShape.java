@@ -91,9 +91,9 @@ public record ModelShape(int layers, int kvHeads, int headDim, int dtypeBytes, i
 				mambaUnits);
 	}
 
-	/** @return a copy with another page size (tokens per page) */
-	public ModelShape withPageSize(int n) {
-		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, n, mla, draftLayers, auxItemLen, stateItemLen,
+	/** @return a copy with another page size (1: each token of each layer buffer is its own page, as SGLang's default) */
+	public ModelShape withPageSize(int tokens) {
+		return new ModelShape(layers, kvHeads, headDim, dtypeBytes, tokens, mla, draftLayers, auxItemLen, stateItemLen,
 				mambaUnits);
 	}
 

@@ -63,6 +63,40 @@ public final class PageAllocator {
 		return out;
 	}
 
+	/**
+	 * Hands out indices as a busy pool whose free list was shuffled by many rooms coming and going: short runs of
+	 * adjacent free indices (1 to {@code maxRun} long) at random places.
+	 *
+	 * @param n how many
+	 * @param random source of places and run lengths
+	 * @param maxRun longest run, &ge; 1
+	 * @return the indices in request order, or null when fewer than {@code n} are free
+	 */
+	public synchronized int @Nullable [] allocateRuns(int n, Random random, int maxRun) {
+		if (maxRun < 1) {
+			throw new IllegalArgumentException("maxRun : " + maxRun + " (expected: >= 1)");
+		}
+		if (n > free) {
+			return null;
+		}
+		int[] out = new int[n];
+		int taken = 0;
+		while (taken < n) {
+			int run = Math.min(n - taken, 1 + random.nextInt(maxRun));
+			int p = used.nextClearBit(random.nextInt(capacity));
+			if (p >= capacity) {
+				p = used.nextClearBit(0);
+			}
+			// The run ends early at a used index: a shorter run, as a real free list has.
+			for (int i = 0; i < run && p < capacity && !used.get(p); i++, p++) {
+				used.set(p);
+				out[taken++] = p;
+			}
+		}
+		free -= n;
+		return out;
+	}
+
 	/** Returns indices to the pool. */
 	public synchronized void release(int[] indices) {
 		for (int p : indices) {

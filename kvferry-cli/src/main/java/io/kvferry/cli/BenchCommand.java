@@ -48,6 +48,9 @@ import reactor.core.scheduler.Schedulers;
 						+ "batches (median, best beside, and the cores busy meanwhile); sources written before the clock "
 						+ "starts, every byte checked after it stops; vs the frame pump (the batch's own frames, a "
 						+ "16-byte header each, over 2 connections, read 128 KiB at a time and copied out), in turn",
+				"  tiny pages  page size 1 (a page per token and layer buffer), --tiny-rooms concurrent rooms of up to "
+						+ "--tiny-tokens tokens, slots scattered in short runs, 1<->1 and 2<->2, vs a pump that gathers "
+						+ "and scatters the same pieces over plain connections, in turn; every byte checked",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
 				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
 						+ "(and over TCP), in turn",
@@ -137,6 +140,12 @@ final class BenchCommand implements Callable<Integer> {
 	boolean manyOnly;
 
 	@Mixin
+	TinyPagesOptions tiny;
+
+	@Mixin
+	IoOptions io;
+
+	@Mixin
 	ModelOptions model;
 
 	@Mixin
@@ -145,7 +154,8 @@ final class BenchCommand implements Callable<Integer> {
 	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: bulk {gbps, "
 			+ "baseline_gbps, ratio, baseline2_gbps, ratio2, wire_gbps, wire_ratio, ...}, small {p50_us, "
 			+ "baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, baseline_gbps, ratio, failures, "
-			+ "ratio_to_bulk, cpu_cores, ...}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] "
+			+ "ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
+			+ "pieces, failures, ..., tp2 {...}}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] "
 			+ "(with --scaling), verified.")
 	boolean json;
 
@@ -153,6 +163,7 @@ final class BenchCommand implements Callable<Integer> {
 	LoggingOptions logging;
 
 	private final List<String> failures = new ArrayList<>();
+	private NettyKVTransport measured;
 
 	@Override
 	public Integer call() throws IOException {
@@ -171,6 +182,8 @@ final class BenchCommand implements Callable<Integer> {
 			throw new CommandLine.ParameterException(cl, "--scaling : " + scaling + " (expected: quick or full)");
 		}
 		stripes.validate(cl);
+		tiny.validate(cl);
+		io.validate(cl);
 		ModelShape shape = model.shape(cl);
 		if (tracing) {
 			ModelOptions.positive(cl, "--tracing-rooms", tracingRooms);
@@ -194,17 +207,25 @@ final class BenchCommand implements Callable<Integer> {
 		if (bulkOnly && manyOnly) {
 			throw new CommandLine.ParameterException(cl, "--bulk-only and --many-only exclude each other");
 		}
+		if (tiny.only && (bulkOnly || manyOnly)) {
+			throw new CommandLine.ParameterException(cl, "--tiny-only excludes --bulk-only and --many-only");
+		}
 		ObjectNode result = JSON.createObjectNode();
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		// Prefill and decode each with their own event loops, as in two processes.
-		NettyKVTransport transport = NettyKVTransport.create();
-		NettyKVTransport decodeTransport = NettyKVTransport.create();
+		NettyKVTransport transport = io.apply(NettyKVTransport.create());
+		NettyKVTransport decodeTransport = io.apply(NettyKVTransport.create());
+		measured = decodeTransport;
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			if (manyOnly) {
 				progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
 				result.set("many", many().run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
 						decodeTransport, client));
+				return finish(cl, result, shape);
+			}
+			if (tiny.only) {
+				result.set("tiny_pages", tinyPages(shape, transport, decodeTransport, client, null));
 				return finish(cl, result, shape);
 			}
 			progress(err, "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes + " stripe(s), " + rounds
@@ -235,6 +256,7 @@ final class BenchCommand implements Callable<Integer> {
 			double bulkGbps = result.get("bulk").get("gbps").asDouble();
 			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
 			result.set("many", many);
+			result.set("tiny_pages", tinyPages(shape, transport, decodeTransport, client, bulkGbps));
 			progress(err, "same host: " + Sizes.bytes(bulkBytes) + " rooms 1<->1 through shared memory, a memcpy and "
 					+ "over TCP, in turn");
 			result.set("same_host", sameHost(shape, bulkBytes, err));
@@ -259,6 +281,8 @@ final class BenchCommand implements Callable<Integer> {
 	/** Prints the figures; returns the exit status. */
 	private int finish(CommandLine cl, ObjectNode result, ModelShape shape) {
 		PrintWriter err = cl.getErr();
+		// The mode the loops run, after any fall-back.
+		result.put("io", (measured == null ? io.mode() : measured.ioMode()).label());
 		result.put("verified", failures.isEmpty());
 		PrintWriter out = cl.getOut();
 		out.println(json ? result.toString() : BenchTable.render(result, shape, failures.isEmpty()));
@@ -447,6 +471,26 @@ final class BenchCommand implements Callable<Integer> {
 		}
 		o.put("tcp_gbps", round(r.tcpGbps()));
 		o.put("spread", r.spread());
+		return o;
+	}
+
+	/**
+	 * @param bulkGbps the bulk room's throughput in this run, or null when bulk was not measured
+	 * @return the tiny_pages figures, {@code ratio_to_bulk} among them (null without bulk)
+	 */
+	private ObjectNode tinyPages(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
+			ReactorBootstrapClient client, Double bulkGbps) throws IOException {
+		PrintWriter err = spec.commandLine().getErr();
+		ObjectNode o = new TinyPagesBench(spec.commandLine(), tiny, stripes, failures, what -> progress(err, what))
+				.run(shape, transport, decodeTransport, client);
+		for (ObjectNode layout : new ObjectNode[] { o, (ObjectNode) o.get("tp2") }) {
+			if (bulkGbps == null || bulkGbps == 0) {
+				layout.putNull("ratio_to_bulk");
+			}
+			else {
+				layout.put("ratio_to_bulk", round(layout.get("gbps").asDouble() / bulkGbps));
+			}
+		}
 		return o;
 	}
 

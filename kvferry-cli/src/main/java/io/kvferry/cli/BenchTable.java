@@ -18,11 +18,17 @@ final class BenchTable {
 	 */
 	static String render(ObjectNode r, ModelShape shape, boolean ok) {
 		StringBuilder sb = new StringBuilder();
-		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %d cores, Java %s; %s%n",
-				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
+		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %s, %d cores, Java %s; %s%n",
+				r.has("io") ? r.get("io").asText() : "epoll", Runtime.getRuntime().availableProcessors(),
+				Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		if (!r.has("bulk")) {
-			manyLine(sb, r.get("many"));
+			if (r.has("many")) {
+				manyLine(sb, r.get("many"));
+			}
+			if (r.has("tiny_pages")) {
+				tinyLines(sb, r.get("tiny_pages"));
+			}
 			return sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED").toString();
 		}
 		var bulk = r.get("bulk");
@@ -50,6 +56,7 @@ final class BenchTable {
 					s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(), s.get("ratio").asDouble()));
 		}
 		manyLine(sb, r.get("many"));
+		tinyLines(sb, r.get("tiny_pages"));
 		var sameHost = r.get("same_host");
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread memcpy)%n",
 				"same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT, "%9.2f GB/s",
@@ -80,6 +87,22 @@ final class BenchTable {
 		}
 		sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED");
 		return sb.toString();
+	}
+
+	private static void tinyLines(StringBuilder sb, JsonNode tiny) {
+		for (JsonNode t : new JsonNode[] { tiny, tiny.get("tp2") }) {
+			int ranks = t.get("ranks").asInt();
+			sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (gather/scatter pump: the "
+					+ "same pieces, %d connection(s))%n", "tiny pages " + t.get("rooms").asInt() + " rooms " + ranks
+					+ "<->" + ranks, t.get("gbps").asDouble(), t.get("pump_gbps").asDouble(),
+					t.get("ratio_to_pump").asDouble(), ranks));
+			sb.append(String.format(Locale.ROOT, "  %-28s page size 1, %d tokens, %,d pieces; kvferry %.2f-%.2f, pump "
+					+ "%.2f-%.2f GB/s over %d rounds%s%n", "", t.get("tokens").asInt(), t.get("pieces").asInt(),
+					t.get("gbps_min").asDouble(), t.get("gbps_max").asDouble(), t.get("pump_gbps_min").asDouble(),
+					t.get("pump_gbps_max").asDouble(), t.get("rounds").asInt(), t.get("ratio_to_bulk").isNull() ? ""
+							: String.format(Locale.ROOT, "; %.2f of bulk", t.get("ratio_to_bulk").asDouble())));
+		}
+		sb.append(String.format(Locale.ROOT, "  %-28s %d failures%n", "", tiny.get("failures").asInt()));
 	}
 
 	private static void manyLine(StringBuilder sb, JsonNode many) {

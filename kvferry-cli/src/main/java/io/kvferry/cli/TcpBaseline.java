@@ -289,7 +289,18 @@ final class TcpBaseline implements AutoCloseable {
 		return (int) ((long) size * i / streams);
 	}
 
-	private static CompletableFuture<Long> async(String thread, IoCall call) {
+	/** @return the writing end of the connection */
+	SocketChannel near() {
+		return near;
+	}
+
+	/** @return the reading end of the connection */
+	SocketChannel far() {
+		return far;
+	}
+
+	/** Runs {@code call} on a new thread of that name. */
+	static CompletableFuture<Long> async(String thread, IoCall call) {
 		return CompletableFuture.supplyAsync(() -> {
 			try {
 				return call.run();
@@ -301,7 +312,7 @@ final class TcpBaseline implements AutoCloseable {
 	}
 
 	@FunctionalInterface
-	private interface IoCall {
+	interface IoCall {
 		long run() throws IOException;
 	}
 
@@ -420,7 +431,8 @@ final class TcpBaseline implements AutoCloseable {
 		}
 	}
 
-	private static long join(CompletableFuture<Long> f) throws IOException {
+	/** @return the future's value; a failure of its thread as an {@link IOException} */
+	static long join(CompletableFuture<Long> f) throws IOException {
 		try {
 			return f.get();
 		}

@@ -1,15 +1,17 @@
 package io.kvferry.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.PrintWriter;
 import java.io.StringWriter;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvferry.transport.netty.IoMode;
+import io.kvferry.transport.netty.LoopResources;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /** Runs the benchmark in-process at toy sizes: checks what it reports, not how fast anything is. */
 @Timeout(90)
@@ -24,7 +26,7 @@ class BenchCommandTest {
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
 				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--many-rooms",
-				"20", "--many-warmup", "0");
+				"20", "--many-warmup", "0", "--tiny-tokens", "64", "--tiny-rounds", "1", "--tiny-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		JsonNode bulk = j.get("bulk");
@@ -58,6 +60,14 @@ class BenchCommandTest {
 		assertThat(many.get("batches").asInt()).isEqualTo(3);
 		assertThat(many.get("warmup_batches").asInt()).isGreaterThanOrEqualTo(2);
 		assertThat(many.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(many.get("gbps").asDouble());
+		JsonNode tiny = j.get("tiny_pages");
+		assertThat(tiny.get("failures").asInt()).isZero();
+		assertThat(tiny.get("pieces").asInt()).isPositive();
+		assertThat(tiny.get("tp2").get("ranks").asInt()).isEqualTo(2);
+		for (String key : new String[] { "gbps", "pump_gbps", "ratio_to_pump", "ratio_to_bulk" }) {
+			assertThat(tiny.get(key).isNumber()).as(key).isTrue();
+			assertThat(tiny.get("tp2").get(key).isNumber()).as(key).isTrue();
+		}
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
@@ -84,6 +94,31 @@ class BenchCommandTest {
 		cl.setErr(new PrintWriter(refusal, true));
 		assertThat(cl.execute("bench", "--stripes", "0")).isEqualTo(2);
 		assertThat(refusal.toString()).contains("--stripes : 0 (expected: 1..8)");
+	}
+
+	@Test
+	void ioUringRunsTheBulkRoomWhereTheKernelAllowsItAndSaysWhichModeRan() throws Exception {
+		LoopResources probe = LoopResources.create("io-probe", 1, IoMode.IO_URING, false);
+		IoMode here = probe.ioMode();
+		probe.dispose();
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--bulk-only", "--io", "io_uring", "--layers", "2", "--kv-heads",
+				"2", "--head-dim", "64", "--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		// Where io_uring is unavailable the bench falls back (the reason logged) and says what ran.
+		assertThat(j.get("io").asText()).isEqualTo(here.label());
+		assertThat(j.get("bulk").get("gbps").asDouble()).isPositive();
+		assertThat(j.get("verified").asBoolean()).isTrue();
+
+		StringWriter refusal = new StringWriter();
+		cl.setErr(new PrintWriter(refusal, true));
+		assertThat(cl.execute("bench", "--io", "uring")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--io : uring (expected: epoll, io_uring or nio)");
 	}
 
 	@Test

@@ -14,7 +14,7 @@ import reactor.core.publisher.Mono;
 /**
  * A set of event loops that several transports share, as Reactor Netty's {@code LoopResources} is shared by its
  * clients and servers: one Netty event loop group and the channel classes that go with it (Epoll when preferred and
- * available, NIO otherwise). Whoever creates it disposes it; a transport given it
+ * available, NIO otherwise; or io_uring, {@link #create(String, int, IoMode, boolean)}). Whoever creates it disposes it; a transport given it
  * ({@link NettyKVTransport#loopResources}) runs its listeners and connections on it and never shuts it down.
  *
  * <pre>{@code
@@ -67,7 +67,28 @@ public final class LoopResources implements Disposable {
 		if (threads < 1) {
 			throw new IllegalArgumentException("threads : " + threads + " (expected: >= 1)");
 		}
-		return new LoopResources(name, EventLoopResources.create(name, threads, preferNative));
+		return create(name, threads, preferNative ? IoMode.EPOLL : IoMode.NIO, false);
+	}
+
+	/**
+	 * @param name prefix of the threads' names
+	 * @param threads event loop threads, &ge; 1
+	 * @param mode how the loops do socket I/O; unavailable here, it falls back (io_uring to Epoll, Epoll to NIO) with
+	 *        the reason logged, unless required
+	 * @param required whether an unavailable mode is an error instead of a fall-back
+	 * @return new loops, owned by the caller
+	 * @throws io.kvferry.KVFerryException naming the reason when {@code mode} is required and unavailable here
+	 */
+	public static LoopResources create(String name, int threads, IoMode mode, boolean required) {
+		Objects.requireNonNull(name, "name");
+		Objects.requireNonNull(mode, "mode");
+		if (name.isBlank()) {
+			throw new IllegalArgumentException("name : blank (expected: a thread name prefix)");
+		}
+		if (threads < 1) {
+			throw new IllegalArgumentException("threads : " + threads + " (expected: >= 1)");
+		}
+		return new LoopResources(name, EventLoopResources.create(name, threads, mode, required));
 	}
 
 	/** @return the event loop group, for other Netty or Reactor Netty parts that should share these threads */
@@ -75,9 +96,14 @@ public final class LoopResources implements Disposable {
 		return loops.group();
 	}
 
-	/** @return whether the loops are Epoll (else NIO) */
+	/** @return whether the loops are native (Epoll or io_uring), else NIO */
 	public boolean isNative() {
-		return loops.isEpoll();
+		return loops.ioMode() != IoMode.NIO;
+	}
+
+	/** @return the loops' I/O mode (after any fall-back) */
+	public IoMode ioMode() {
+		return loops.ioMode();
 	}
 
 	/** @return the loops for a transport, which uses them without shutting them down; errors once disposed */
@@ -114,7 +140,7 @@ public final class LoopResources implements Disposable {
 
 	@Override
 	public String toString() {
-		return "LoopResources{" + name + ", " + (isNative() ? "epoll" : "nio") + (isDisposed() ? ", disposed" : "")
+		return "LoopResources{" + name + ", " + ioMode().label() + (isDisposed() ? ", disposed" : "")
 				+ "}";
 	}
 }

@@ -29,7 +29,7 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /**
- * The TCP {@link KVTransport}: plain Netty, Epoll when available, one event loop group shared by every listener and
+ * The TCP {@link KVTransport}: plain Netty, Epoll when available (or io_uring, {@link #ioMode}), one event loop group shared by every listener and
  * connection of this transport: the caller's ({@link #loopResources}, {@link #runOn}), or by default one of its own,
  * created on first use and released by {@link #dispose()}.
  *
@@ -206,11 +206,49 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
-	 * @param prefer whether to use Epoll when it is available (default true); NIO otherwise
+	 * @param prefer whether to use a native I/O mode (Epoll by default, see {@link #ioMode}) when it is available (default
+	 *        true); NIO otherwise
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport preferNative(boolean prefer) {
 		return new NettyKVTransport(external, settings.withPreferNative(prefer));
+	}
+
+	/**
+	 * How the transport's own event loops do socket I/O (default {@link IoMode#EPOLL}); a mode unavailable here falls
+	 * back (io_uring to Epoll, Epoll to NIO) with the reason logged at WARN (io_uring) or DEBUG (Epoll).
+	 * {@code ioMode(IoMode.NIO)} is {@code preferNative(false)}. Loops given by {@link #loopResources} or
+	 * {@link #runOn} keep their own mode.
+	 *
+	 * @param mode the I/O mode
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport ioMode(IoMode mode) {
+		return ioMode(mode, false);
+	}
+
+	/**
+	 * {@link #ioMode(IoMode)}, optionally required: then a mode unavailable here makes {@link #listen} and
+	 * {@link #connect} fail with a {@link io.kvferry.KVFerryException} that names the reason (for io_uring, the one
+	 * Netty's {@code IoUring.unavailabilityCause()} gives: an old kernel, io_uring disabled by
+	 * {@code kernel.io_uring_disabled}, a seccomp filter).
+	 *
+	 * @param mode the I/O mode
+	 * @param required whether an unavailable mode is an error instead of a logged fall-back
+	 * @return a new {@link NettyKVTransport}
+	 */
+	public NettyKVTransport ioMode(IoMode mode, boolean required) {
+		Objects.requireNonNull(mode, "mode");
+		return new NettyKVTransport(external, settings.withIoMode(mode, required));
+	}
+
+	/**
+	 * @return the I/O mode of the transport's event loops: the one they run once created (after any fall-back), else
+	 *         the one asked for
+	 */
+	public IoMode ioMode() {
+		EventLoopResources res = resources.get();
+		return res != null ? res.ioMode() : settings.ioMode();
 	}
 
 	/**
@@ -226,14 +264,14 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 * as Reactor Netty's {@code runOn} does: several transports (or a transport and the application's own Netty
 	 * servers) can then share threads. The caller owns the group: {@link #dispose()} closes the transport's listeners
 	 * and connections but never shuts the group down, and {@link #onDispose()} does not wait for its threads. The
-	 * group's I/O type picks the channels: Epoll for an Epoll group, NIO otherwise; {@link #preferNative} and
+	 * group's I/O type picks the channels: io_uring or Epoll for such a group, NIO otherwise; {@link #preferNative} and
 	 * {@link #eventLoopThreads} no longer apply.
 	 *
 	 * <p>By default (without {@code runOn}) the transport creates a group of its own, of {@link #eventLoopThreads}
 	 * daemon threads named {@code kvferry-transport-N-M}, when it first listens or connects (so that configuring a
 	 * transport costs no threads), and shuts it down when disposed.
 	 *
-	 * @param group a {@link io.netty.channel.MultiThreadIoEventLoopGroup} with an Epoll or NIO I/O handler
+	 * @param group a {@link io.netty.channel.MultiThreadIoEventLoopGroup} with an io_uring, Epoll or NIO I/O handler
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport runOn(EventLoopGroup group) {

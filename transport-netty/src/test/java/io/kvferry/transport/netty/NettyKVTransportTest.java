@@ -241,7 +241,7 @@ class NettyKVTransportTest {
 			NettyKVTransport transport = NettyKVTransport.create().runOn(group);
 			StepVerifier.create(transport.listen(new HostPort("127.0.0.1", 0), c -> new RecordingHandler()))
 					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(IllegalArgumentException.class)
-							.hasMessageContaining("expected: an Epoll or NIO I/O handler"))
+							.hasMessageContaining("expected: an io_uring, Epoll or NIO I/O handler"))
 					.verify(TIMEOUT);
 			transport.disposeNow(TIMEOUT);
 		}

@@ -159,7 +159,7 @@ public final class TransportChannels {
 					listener.dispose();
 				}
 				log.debug("[{}] listening on {} ({})", f.channel().id().asShortText(), listener.address(),
-						res.isEpoll() ? "epoll" : "nio");
+						res.ioMode().label());
 				sink.success(listener);
 			});
 		});

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 
 import io.kvferry.HostPort;
+import io.kvferry.transport.netty.IoMode;
 import io.kvferry.transport.netty.internal.shm.ShmConfig;
 import io.netty.handler.ssl.SslContext;
 
@@ -17,7 +18,7 @@ import io.netty.handler.ssl.SslContext;
  * @param writeBufferLow low write-buffer watermark (bytes pending in Netty before the channel turns writable again)
  * @param writeBufferHigh high write-buffer watermark (bytes pending in Netty before the channel turns unwritable)
  * @param connectTimeout bound of one TCP connect
- * @param preferNative whether Epoll is used when available
+ * @param preferNative whether a native mode is used when available (false exactly when {@code ioMode} is NIO)
  * @param socketBufferSize {@code SO_SNDBUF} and {@code SO_RCVBUF} in bytes, or 0 for the OS default
  * @param eventLoopThreads threads of the transport's event loop group
  * @param sharedSecret the secret both sides must prove in the handshake, or {@code null} for none
@@ -25,11 +26,13 @@ import io.netty.handler.ssl.SslContext;
  * @param sameHost whether and how KV bytes go through shared memory when the peer is on this host
  * @param advertisedAddresses the addresses peers dial this transport's listeners at besides their sockets' own (NAT,
  *        port forwarding, a service name); port 0 stands for the listener's own port
+ * @param ioMode how the event loops do socket I/O
+ * @param ioModeRequired whether an unavailable {@code ioMode} is an error instead of a logged fall-back
  */
 public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, int writeBufferLow,
 		int writeBufferHigh, Duration connectTimeout, boolean preferNative, int socketBufferSize,
 		int eventLoopThreads, SharedSecret sharedSecret, Tls tls, ShmConfig sameHost,
-		List<HostPort> advertisedAddresses) {
+		List<HostPort> advertisedAddresses, IoMode ioMode, boolean ioModeRequired) {
 
 	/** Smallest accepted {@link #maxFrameLength}: room for every handshake message of a small layout. */
 	public static final int MIN_FRAME_LENGTH = 1024;
@@ -38,15 +41,29 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	public static final int MAX_FRAME_LENGTH = 1 << 30;
 
 	/**
-	 * 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll, one thread per core, no
-	 * shared secret, no TLS, no same-host path, no advertised addresses.
+	 * 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll (NIO when unavailable), one
+	 * thread per core, no shared secret, no TLS, no same-host path, no advertised addresses.
 	 */
 	public static final TransportSettings DEFAULT = new TransportSettings(Duration.ofSeconds(5), 16 << 20, 4 << 20,
 			8 << 20, Duration.ofSeconds(5), true, 0, Math.max(1, Runtime.getRuntime().availableProcessors()), null,
-			null, ShmConfig.OFF, List.of());
+			null, ShmConfig.OFF, List.of(), IoMode.EPOLL, false);
+
+	/** Settings whose I/O mode follows {@code preferNative}: Epoll (falling back to NIO) or NIO. */
+	public TransportSettings(Duration heartbeatInterval, int maxFrameLength, int writeBufferLow, int writeBufferHigh,
+			Duration connectTimeout, boolean preferNative, int socketBufferSize, int eventLoopThreads,
+			SharedSecret sharedSecret, Tls tls, ShmConfig sameHost, List<HostPort> advertisedAddresses) {
+		this(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout, preferNative,
+				socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses,
+				preferNative ? IoMode.EPOLL : IoMode.NIO, false);
+	}
 
 	public TransportSettings {
 		Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
+		Objects.requireNonNull(ioMode, "ioMode");
+		if (preferNative == (ioMode == IoMode.NIO)) {
+			throw new IllegalArgumentException("preferNative : " + preferNative + " with ioMode " + ioMode
+					+ " (expected: false exactly with NIO)");
+		}
 		Objects.requireNonNull(connectTimeout, "connectTimeout");
 		Objects.requireNonNull(sameHost, "sameHost");
 		advertisedAddresses = List.copyOf(Objects.requireNonNull(advertisedAddresses, "advertisedAddresses"));
@@ -77,68 +94,84 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 	/** @return a copy with another heartbeat interval */
 	public TransportSettings withHeartbeatInterval(Duration interval) {
 		return new TransportSettings(interval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy with another maximum frame length */
 	public TransportSettings withMaxFrameLength(int length) {
 		return new TransportSettings(heartbeatInterval, length, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy with other write-buffer watermarks */
 	public TransportSettings withWriteBufferWaterMark(int low, int high) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, low, high, connectTimeout, preferNative,
-				socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
+				socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy with another connect timeout */
 	public TransportSettings withConnectTimeout(Duration timeout) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, timeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
-	/** @return a copy that prefers (or not) the native transport */
+	/** @return a copy that prefers (or not) a native transport: NIO when not, else Epoll unless a native mode is set */
 	public TransportSettings withPreferNative(boolean prefer) {
+		IoMode mode = !prefer ? IoMode.NIO : ioMode == IoMode.NIO ? IoMode.EPOLL : ioMode;
+		return withIoMode(mode, prefer && ioModeRequired);
+	}
+
+	/** @return a copy with another I/O mode, required (an error when unavailable) or falling back when unavailable */
+	public TransportSettings withIoMode(IoMode mode, boolean required) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				prefer, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
+				mode != IoMode.NIO, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost,
+				advertisedAddresses, mode, required);
 	}
 
 	/** @return a copy with another socket buffer size (0 for the OS default) */
 	public TransportSettings withSocketBufferSize(int size) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, size, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses);
+				preferNative, size, eventLoopThreads, sharedSecret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy with another number of event loop threads */
 	public TransportSettings withEventLoopThreads(int threads) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, threads, sharedSecret, tls, sameHost, advertisedAddresses);
+				preferNative, socketBufferSize, threads, sharedSecret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy with another shared secret ({@code null}: none) */
 	public TransportSettings withSharedSecret(SharedSecret secret) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, secret, tls, sameHost, advertisedAddresses);
+				preferNative, socketBufferSize, eventLoopThreads, secret, tls, sameHost, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy with other TLS contexts ({@code null}: plain TCP) */
 	public TransportSettings withTls(Tls contexts) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
 				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, contexts, sameHost,
-				advertisedAddresses);
+				advertisedAddresses, ioMode, ioModeRequired);
 	}
 
 	/** @return a copy with other same-host settings */
 	public TransportSettings withSameHost(ShmConfig config) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, config, advertisedAddresses);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, config, advertisedAddresses, ioMode,
+				ioModeRequired);
 	}
 
 	/** @return a copy whose listeners also answer to {@code addresses} (each non-null; copied) */
 	public TransportSettings withAdvertisedAddresses(List<HostPort> addresses) {
 		return new TransportSettings(heartbeatInterval, maxFrameLength, writeBufferLow, writeBufferHigh, connectTimeout,
-				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, addresses);
+				preferNative, socketBufferSize, eventLoopThreads, sharedSecret, tls, sameHost, addresses, ioMode,
+				ioModeRequired);
 	}
 
 	/**

@@ -1,0 +1,115 @@
+package io.kvferry.transport.netty;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Random;
+
+import io.kvferry.HostPort;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
+import io.kvferry.test.RecordingHandler;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.channel.uring.IoUring;
+import io.netty.channel.uring.IoUringSocketChannel;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import reactor.test.StepVerifier;
+
+/** Whole rooms over each I/O mode the transport offers, every byte checked. */
+class IoModeTest {
+
+	private static final Duration T = Duration.ofSeconds(30);
+	// 32 KiB pages: contiguous rooms make frames large enough to land straight in registered memory, scattered rooms
+	// many small frames.
+	private static final ModelShape SHAPE = new ModelShape(2, 8, 128, 2, 16, false, 0, 64, 0);
+
+	@ParameterizedTest
+	@EnumSource(IoMode.class)
+	void roomsMoveEveryByteOverEachIoMode(IoMode mode) {
+		assumeAvailable(mode);
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		// Required: a mode that fell back would pass this test without being tested.
+		NettyKVTransport prefill = NettyKVTransport.create().eventLoopThreads(2).ioMode(mode, true);
+		NettyKVTransport decode = NettyKVTransport.create().eventLoopThreads(2).ioMode(mode, true);
+		try {
+			for (boolean contiguous : new boolean[] { true, false }) {
+				KVCluster cluster = KVCluster.builder().shape(SHAPE).prefill(2, 1, 1).decode(2, 1).capacity(512, 8)
+						.contiguous(contiguous).transport(prefill).decodeTransport(decode).bootstrapClient(client)
+						.bootstrapAddress(server.address()).startNow(T);
+				try {
+					Random random = new Random(contiguous ? 1 : 2);
+					for (int room = 1; room <= 4; room++) {
+						RoomResult result = cluster.run(room, 16 * 100 + room * 7, 3, random).block(T);
+						assertThat(result.failure()).as(mode + " room " + room).isNull();
+						assertThat(result.bytes()).isPositive();
+					}
+				}
+				finally {
+					cluster.close().block(T);
+				}
+			}
+			assertThat(prefill.ioMode()).isEqualTo(mode);
+			assertThat(decode.ioMode()).isEqualTo(mode);
+		}
+		finally {
+			prefill.disposeNow(T);
+			decode.disposeNow(T);
+			client.dispose();
+			server.disposeNow();
+		}
+	}
+
+	@ParameterizedTest
+	@EnumSource(IoMode.class)
+	void connectionsRunOnTheChannelsOfTheMode(IoMode mode) throws Exception {
+		assumeAvailable(mode);
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().eventLoopThreads(1).ioMode(mode, true),
+				NettyKVTransport.create().eventLoopThreads(1).ioMode(mode, true))) {
+			Class<?> expected = switch (mode) {
+				case IO_URING -> IoUringSocketChannel.class;
+				case EPOLL -> EpollSocketChannel.class;
+				case NIO -> NioSocketChannel.class;
+			};
+			assertThat(lo.accepted.channel()).isInstanceOf(expected);
+			assertThat(lo.connected.channel()).isInstanceOf(expected);
+		}
+	}
+
+	@Test
+	void sharedLoopsTellTheirModeAndTransportsOnThemUseIt() {
+		IoMode mode = IoUring.isAvailable() ? IoMode.IO_URING : IoMode.EPOLL;
+		LoopResources loops = LoopResources.create("uring-loops", 1, IoMode.IO_URING, false);
+		try {
+			assertThat(loops.ioMode()).isEqualTo(Epoll.isAvailable() || mode == IoMode.IO_URING ? mode : IoMode.NIO);
+			assertThat(loops.toString()).isEqualTo("LoopResources{uring-loops, " + loops.ioMode().label() + "}");
+			NettyKVTransport transport = NettyKVTransport.create().loopResources(loops);
+			StepVerifier.create(transport.listen(new HostPort("127.0.0.1", 0), c -> new RecordingHandler()))
+					.expectNextCount(1).expectComplete().verify(T);
+			assertThat(transport.ioMode()).isEqualTo(loops.ioMode());
+			transport.disposeNow(T);
+		}
+		finally {
+			loops.disposeLater().block(T);
+		}
+	}
+
+	private static void assumeAvailable(IoMode mode) {
+		if (mode == IoMode.IO_URING) {
+			Assumptions.assumeTrue(IoUring.isAvailable(), () -> "io_uring unavailable here: "
+					+ IoUring.unavailabilityCause());
+		}
+		if (mode == IoMode.EPOLL) {
+			Assumptions.assumeTrue(Epoll.isAvailable(), () -> "epoll unavailable here: " + Epoll.unavailabilityCause());
+		}
+	}
+}
