@@ -42,6 +42,7 @@ import reactor.core.scheduler.Schedulers;
  * @param unclaimedRooms prefill: such rooms from all decode ranks together
  * @param unclaimedRoomTimeout prefill: how long a room asked for waits for its sender before it fails
  * @param metricsRecorder told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing)
+ * @param requiredPath decode: the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any)
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -49,7 +50,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
-		KVMetricsRecorder metricsRecorder) {
+		KVMetricsRecorder metricsRecorder, RoomPath.Requirement requiredPath) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -116,6 +117,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int unclaimedRooms;
 		Duration unclaimedRoomTimeout;
 		KVMetricsRecorder metricsRecorder;
+		RoomPath.Requirement requiredPath;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -144,6 +146,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			unclaimedRooms = c.unclaimedRooms;
 			unclaimedRoomTimeout = c.unclaimedRoomTimeout;
 			metricsRecorder = c.metricsRecorder;
+			requiredPath = c.requiredPath;
 		}
 
 		private KVManagerConfig build() {
@@ -151,7 +154,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder);
+					unclaimedRoomTimeout, metricsRecorder, requiredPath);
 		}
 	}
 }

@@ -18,6 +18,7 @@ import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
 import io.kvferry.LandedPages;
 import io.kvferry.MemoryRegion;
+import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
@@ -74,6 +75,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
+	private RoomPath path = RoomPath.UNKNOWN;
 	private final Set<DecodeSession> finished = new HashSet<>();
 	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
@@ -113,6 +115,11 @@ final class DecodeRoom extends Room implements KVReceiver {
 	@Override
 	public void abort(String reason) {
 		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+	}
+
+	@Override
+	public synchronized RoomPath path() {
+		return path;
 	}
 
 	@Override
@@ -197,6 +204,18 @@ final class DecodeRoom extends Room implements KVReceiver {
 					return;
 				}
 			}
+			RoomPath.Requirement required = manager.config.requiredPath();
+			RoomPath travelled = RoomPath.UNKNOWN;
+			for (DecodeSession s : sessions) {
+				RoomPath p = s.connection.path();
+				if (!required.isMetBy(p)) {
+					manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + " requires "
+							+ required.describe() + ", but its path to prefill rank " + s.endpoint + " is " + p, false);
+					return;
+				}
+				travelled = travelled.and(p);
+			}
+			path = travelled;
 			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
 			if (pages != null) {
 				sendRequests(traceContext);

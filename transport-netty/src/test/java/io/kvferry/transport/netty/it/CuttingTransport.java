@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import io.kvferry.HostPort;
+import io.kvferry.RoomPath;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -180,6 +181,11 @@ final class CuttingTransport implements KVTransport {
 		@Override
 		public void send(KVMessage message, SendGate gate, SendListener listener) {
 			c.send(message, gate, listener);
+		}
+
+		@Override
+		public RoomPath path() {
+			return c.path();
 		}
 
 		@Override
