@@ -75,7 +75,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
-	private RoomPath path = RoomPath.UNKNOWN;
+	// Written once under this object's monitor; read without it (metrics read it as the room ends).
+	private volatile RoomPath path = RoomPath.UNKNOWN;
 	private final Set<DecodeSession> finished = new HashSet<>();
 	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
@@ -118,7 +119,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	}
 
 	@Override
-	public synchronized RoomPath path() {
+	public RoomPath path() {
 		return path;
 	}
 
