@@ -44,6 +44,7 @@ import reactor.core.scheduler.Schedulers;
  * @param metricsRecorder told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing)
  * @param optimisticRooms prefill: rooms whose sender may hold chunks sent before every decode rank asked
  * @param optimisticWait prefill: how long such a room waits for decode's requests after its first early chunk
+ * @param requiredPath decode: the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any)
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -51,7 +52,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
-		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait) {
+		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait,
+		RoomPath.Requirement requiredPath) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -120,6 +122,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		KVMetricsRecorder metricsRecorder;
 		int optimisticRooms;
 		Duration optimisticWait;
+		RoomPath.Requirement requiredPath;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -150,6 +153,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			metricsRecorder = c.metricsRecorder;
 			optimisticRooms = c.optimisticRooms;
 			optimisticWait = c.optimisticWait;
+			requiredPath = c.requiredPath;
 		}
 
 		private KVManagerConfig build() {
@@ -157,7 +161,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait);
+					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath);
 		}
 	}
 }

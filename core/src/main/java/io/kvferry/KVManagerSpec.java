@@ -66,7 +66,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 				DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
 				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES,
 				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT,
-				KVMetricsRecorder.NONE, PrefillSpec.DEFAULT_OPTIMISTIC_ROOMS, PrefillSpec.DEFAULT_OPTIMISTIC_WAIT);
+				KVMetricsRecorder.NONE, PrefillSpec.DEFAULT_OPTIMISTIC_ROOMS, PrefillSpec.DEFAULT_OPTIMISTIC_WAIT,
+				RoomPath.Requirement.ANY);
 	}
 
 	/** @return a spec of this role over {@code config} */

@@ -35,4 +35,21 @@ public interface KVMetricsRecorder {
 	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
 			long durationNanos) {
 	}
+
+	/**
+	 * A room ended on this manager, with the path its bytes took. The manager calls this form; the default passes
+	 * on to the one without the path.
+	 *
+	 * @param manager the manager's name
+	 * @param mode its role
+	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
+	 * @param cause why it failed, or null on success
+	 * @param durationNanos from the room's first state to its last
+	 * @param path how the room travelled: decode's {@link KVReceiver#path()}; {@link RoomPath#UNKNOWN} on prefill and
+	 *        for a room that ended before its prefill ranks were connected
+	 */
+	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
+			long durationNanos, RoomPath path) {
+		roomEnded(manager, mode, outcome, cause, durationNanos);
+	}
 }

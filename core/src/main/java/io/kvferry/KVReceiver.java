@@ -44,6 +44,21 @@ public interface KVReceiver {
 	 */
 	void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices);
 
+	/**
+	 * How the room's bytes travel: the path to its prefill ranks (TCP with its stripes, shared memory, TLS), known once
+	 * they are connected and kept after the room ended. Where ranks differ, the path all of them share
+	 * ({@link RoomPath#and}).
+	 *
+	 * <pre>{@code
+	 * receiver.completion().subscribe(ok -> log.info("room {} came by {}", room, receiver.path()));
+	 * }</pre>
+	 *
+	 * @return the room's path, or {@link RoomPath#UNKNOWN} before its prefill ranks are connected
+	 */
+	default RoomPath path() {
+		return RoomPath.UNKNOWN;
+	}
+
 	/** @return the room's current state (latched once terminal) */
 	KVPoll poll();
 

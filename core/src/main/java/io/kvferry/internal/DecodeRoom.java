@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -14,7 +15,10 @@ import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
+import io.kvferry.KVTransferException;
+import io.kvferry.LandedPages;
 import io.kvferry.MemoryRegion;
+import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
@@ -58,6 +62,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private final Sinks.Empty<Void> released = Sinks.empty();
 	private final BooleanSupplier live = this::acceptsBytes;
 	private final LayerLanding layers;
+	private final LayerRegions ownLayers;
 	private volatile int flags;
 	// Set with the requests, before any byte can land.
 	private volatile GrantLedger ledger;
@@ -70,6 +75,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
+	// Written once under this object's monitor; read without it (metrics read it as the room ends).
+	private volatile RoomPath path = RoomPath.UNKNOWN;
 	private final Set<DecodeSession> finished = new HashSet<>();
 	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
@@ -80,6 +87,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 		this.bootstrap = bootstrap;
 		this.callbacks = manager.config.callbackScheduler();
 		this.layers = new LayerLanding(ownLayers, live);
+		this.ownLayers = ownLayers;
 	}
 
 	@Override
@@ -99,14 +107,20 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	@Override
 	public Mono<Void> completion() {
-		// A failed room errors only once its pages are released, so that freeing them on the error is safe.
+		// A failed room errors only once its pages are released, so that freeing them on the error is safe; the
+		// exception is made then too, so that its landed pages count every byte that could still land.
 		return states(callbacks).last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
-				: released.asMono().then(Mono.<Void>error(failure())).publishOn(callbacks));
+				: released.asMono().then(Mono.<Void>error(this::failure)).publishOn(callbacks));
 	}
 
 	@Override
 	public void abort(String reason) {
 		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+	}
+
+	@Override
+	public RoomPath path() {
+		return path;
 	}
 
 	@Override
@@ -191,6 +205,18 @@ final class DecodeRoom extends Room implements KVReceiver {
 					return;
 				}
 			}
+			RoomPath.Requirement required = manager.config.requiredPath();
+			RoomPath travelled = RoomPath.UNKNOWN;
+			for (DecodeSession s : sessions) {
+				RoomPath p = s.connection.path();
+				if (!required.isMetBy(p)) {
+					manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + " requires "
+							+ required.describe() + ", but its path to prefill rank " + s.endpoint + " is " + p, false);
+					return;
+				}
+				travelled = travelled.and(p);
+			}
+			path = travelled;
 			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
 			if (pages != null) {
 				sendRequests(traceContext);
@@ -297,7 +323,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 		}
 		return new PayloadWriter(destination, h, live, tally, n -> {
 			manager.bytesReceived.add(n);
-			if (l.landed(h.kind(), h.region(), n) && h.kind() == RegionKind.KV) {
+			boolean bufferComplete = l.landed(h.kind(), h.region(), n);
+			l.landedWrite(h);
+			if (bufferComplete && h.kind() == RegionKind.KV) {
 				layers.landed(h.region());
 			}
 		});
@@ -409,6 +437,35 @@ final class DecodeRoom extends Room implements KVReceiver {
 			return;
 		}
 		new AbortWait(this, pending, released).start(targets);
+	}
+
+	/** A failed room's exception carries the pages that landed whole, read once no byte can land any more. */
+	@Override
+	synchronized KVTransferException failure() {
+		KVTransferException f = super.failure();
+		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(), landedPages());
+	}
+
+	/** @return the requested pages that landed whole, per layer, from the ledger alone; under the monitor */
+	private LandedPages landedPages() {
+		int[] requested = pages == null ? new int[0] : pages;
+		GrantLedger l = ledger;
+		BitSet[] perLayer = new BitSet[ownLayers.layers()];
+		for (int layer = 0; layer < perLayer.length; layer++) {
+			BitSet landed = new BitSet(requested.length);
+			if (l != null) {
+				int[] regions = ownLayers.regions(layer);
+				for (int i = 0; i < requested.length; i++) {
+					boolean whole = true;
+					for (int r = 0; r < regions.length && whole; r++) {
+						whole = l.landedItem(regions[r], requested[i]);
+					}
+					landed.set(i, whole);
+				}
+			}
+			perLayer[layer] = landed;
+		}
+		return LandedPages.of(requested, perLayer);
 	}
 
 	@Override

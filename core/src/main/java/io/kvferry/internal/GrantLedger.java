@@ -38,6 +38,11 @@ import io.kvferry.spi.RegionKind;
  * this object's own monitor (held for one header's items, never while calling out), so the connections' threads never
  * take the room's. Whole-item writes cost one counter per item; a write that covers part of an item (a head slice)
  * keeps that item's coverage as counted byte ranges.
+ *
+ * <p><b>Landed pages.</b> A write's bytes are also counted per KV item once its whole payload landed
+ * ({@link #landedWrite}). As no byte is written more than {@code k} times and only accepted writes land, an item whose
+ * count reached {@code k × item length} holds every byte of it exactly {@code k} times: that is when a failed room
+ * reports the page landed in that buffer ({@link #landedItem}).
  */
 final class GrantLedger {
 
@@ -191,6 +196,48 @@ final class GrantLedger {
 		return n > 0 && s.landed.addAndGet(region, n) == s.expected[region];
 	}
 
+	/**
+	 * Counts, per KV item, the bytes of an accepted write whose payload landed whole; lock-free. Called once per
+	 * write, after {@link #landed(RegionKind, int, long)} counted its bytes for the buffer.
+	 */
+	void landedWrite(DataHeader h) {
+		if (h.kind() != RegionKind.KV) {
+			return;
+		}
+		Section s = sections[RegionKind.KV.ordinal()];
+		int r = h.region();
+		AtomicLongArray perItem = s.itemLanded[r];
+		long len = s.regions.get(r).itemLen();
+		long stride = h.count() == 1 ? h.chunkLen() : h.dstStride();
+		for (int i = 0; i < h.count(); i++) {
+			long start = h.dstOffset() + i * stride;
+			long end = start + h.chunkLen();
+			for (long item = start / len; item * len < end; item++) {
+				int at = Arrays.binarySearch(s.items[r], (int) item);
+				if (at >= 0) {
+					long from = Math.max(start, item * len);
+					long to = Math.min(end, (item + 1) * len);
+					perItem.addAndGet(at, to - from);
+				}
+			}
+		}
+	}
+
+	/**
+	 * @param region a KV buffer
+	 * @param page a destination page
+	 * @return whether every byte of the page in that buffer landed as often as the plan writes it; true for a buffer
+	 *         the room fills nothing in (nothing had to land there), false for a page the room did not grant
+	 */
+	boolean landedItem(int region, int page) {
+		Section s = sections[RegionKind.KV.ordinal()];
+		if (s.times[region] == 0) {
+			return true;
+		}
+		int at = Arrays.binarySearch(s.items[region], page);
+		return at >= 0 && s.itemLanded[region].get(at) == (long) s.times[region] * s.regions.get(region).itemLen();
+	}
+
 	/** @return bytes landed so far in the buffer */
 	long landed(RegionKind kind, int region) {
 		return sections[kind.ordinal()].landed.get(region);
@@ -243,6 +290,8 @@ final class GrantLedger {
 		final int[] times;
 		final long[] expected;
 		final AtomicLongArray landed;
+		// Per region and granted item (by position in items): bytes landed by writes whose payload landed whole.
+		final AtomicLongArray[] itemLanded;
 		// Per region and granted item (by position in items): whole-item writes recorded. Guarded by the ledger.
 		final int[][] whole;
 		// Items written in part, keyed by region and position: byte offset -> writes from there to the next key.
@@ -255,7 +304,10 @@ final class GrantLedger {
 			this.times = times;
 			this.expected = new long[regions.size()];
 			this.whole = new int[regions.size()][];
+			this.itemLanded = new AtomicLongArray[regions.size()];
 			for (int r = 0; r < regions.size(); r++) {
+				// Only KV items are reported as landed; a buffer the room does not fill gets no counters.
+				itemLanded[r] = new AtomicLongArray(kind != RegionKind.KV || times[r] == 0 ? 0 : items[r].length);
 				expected[r] = (long) times[r] * regions.get(r).itemLen() * items[r].length;
 				whole[r] = new int[times[r] == 0 ? 0 : items[r].length];
 			}

@@ -5,6 +5,7 @@ import java.util.function.Consumer;
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
+import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -61,6 +62,11 @@ class Room {
 	/** @return whether the room failed because a peer said so */
 	synchronized boolean isRemoteFailure() {
 		return state == KVPoll.FAILED && fromAnotherRank;
+	}
+
+	/** @return how the room's bytes travel, without the room's monitor; unknown unless a side knows it */
+	public RoomPath path() {
+		return RoomPath.UNKNOWN;
 	}
 
 	/** @return when the room reached its first state ({@link System#nanoTime()}) */

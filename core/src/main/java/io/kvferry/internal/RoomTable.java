@@ -16,6 +16,7 @@ import io.kvferry.FailureCause;
 import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
+import io.kvferry.RoomPath;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -276,7 +277,8 @@ final class RoomTable<R extends Room> {
 		}
 		if (next.isTerminal()) {
 			long duration = Math.max(0, now - room.firstStateNanos());
-			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration));
+			RoomPath path = room.path();
+			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration, path));
 		}
 	}
 

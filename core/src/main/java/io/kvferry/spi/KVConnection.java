@@ -1,6 +1,7 @@
 package io.kvferry.spi;
 
 import io.kvferry.HostPort;
+import io.kvferry.RoomPath;
 import reactor.core.publisher.Mono;
 
 /**
@@ -46,6 +47,16 @@ public interface KVConnection {
 	 * of the block when it closed. The source memory must stay valid until the room ends.
 	 */
 	void sendData(DataBlock block);
+
+	/**
+	 * How this connection moves KV bytes, so that a room can say how it travelled and a rank can insist on a path.
+	 * Known once the handshake completed (a same-host ring is settled by then); one connection is one stripe.
+	 *
+	 * @return the connection's path; {@link RoomPath#UNKNOWN} by default, for transports that do not say
+	 */
+	default RoomPath path() {
+		return RoomPath.UNKNOWN;
+	}
 
 	/** @return whether the connection is open */
 	boolean isActive();

@@ -9,6 +9,7 @@ import java.util.function.UnaryOperator;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.ProtocolException;
+import io.kvferry.RoomPath;
 import io.kvferry.internal.Tally;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.DataHeader;
@@ -290,6 +291,24 @@ public final class DialledConnection {
 			return;
 		}
 		book.fence(stripe.index, fence, peer);
+	}
+
+	/**
+	 * @return how the connection moves a room's bytes: the first stripe's kind and TLS, with the number of stripes
+	 *         attached; {@link RoomPath#UNKNOWN} before the first one connected
+	 */
+	public RoomPath path() {
+		List<KVConnection> all = attached();
+		if (all.isEmpty()) {
+			return RoomPath.UNKNOWN;
+		}
+		RoomPath first = all.get(0).path();
+		boolean tls = first.tls();
+		for (KVConnection c : all) {
+			tls &= c.path().tls();
+		}
+		return first.kind() == RoomPath.Kind.UNKNOWN ? RoomPath.UNKNOWN
+				: new RoomPath(first.kind(), all.size(), tls);
 	}
 
 	/** @return the rank's address, for messages */

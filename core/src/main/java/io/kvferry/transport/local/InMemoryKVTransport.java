@@ -14,6 +14,7 @@ import java.util.function.Function;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
+import io.kvferry.RoomPath;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -21,11 +22,11 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.netty.buffer.ByteBuf;
-import io.kvferry.spi.NativeMemory;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -251,6 +252,11 @@ public final class InMemoryKVTransport implements KVTransport {
 				}
 				sink.complete();
 			});
+		}
+
+		@Override
+		public RoomPath path() {
+			return RoomPath.IN_MEMORY;
 		}
 
 		@Override

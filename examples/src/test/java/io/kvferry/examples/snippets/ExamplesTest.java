@@ -111,6 +111,14 @@ class ExamplesTest {
 	}
 
 	@Test
+	void aFailedRoomNamesThePagesThatLandedAndTheEngineRecomputesTheRest() {
+		RecomputeMissing.Recovered r = RecomputeMissing.run();
+
+		assertThat(r.landed()).containsExactly(20, 21);
+		assertThat(r.recomputed()).containsExactly(22, 23);
+	}
+
+	@Test
 	void roomMetricsCountEveryByteAndPageOfTheRoom() {
 		RoomMetrics.Measured m = RoomMetrics.run();
 

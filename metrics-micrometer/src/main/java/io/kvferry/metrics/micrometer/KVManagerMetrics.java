@@ -8,6 +8,7 @@ import io.kvferry.FailureCause;
 import io.kvferry.KVManager;
 import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomPath;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -95,9 +96,15 @@ public final class KVManagerMetrics implements Disposable {
 			@Override
 			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
 					long durationNanos) {
+				roomEnded(manager, mode, outcome, cause, durationNanos, RoomPath.UNKNOWN);
+			}
+
+			@Override
+			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
+					long durationNanos, RoomPath path) {
 				Timer.builder("kvferry.room.duration").description("from a room's first state to its last")
 						.tags("manager", manager, "mode", mode.name().toLowerCase(), "outcome",
-								outcome == KVPoll.SUCCESS ? "success" : "failure")
+								outcome == KVPoll.SUCCESS ? "success" : "failure", "path", path.tag())
 						.publishPercentiles(0.5, 0.99).register(registry)
 						.record(durationNanos, TimeUnit.NANOSECONDS);
 			}

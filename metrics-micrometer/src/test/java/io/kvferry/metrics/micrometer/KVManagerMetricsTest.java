@@ -64,8 +64,10 @@ class KVManagerMetricsTest {
 		assertThat(registry.get("kvferry.bytes.received").tag("mode", "decode").functionCounter().count())
 				.isEqualTo(bytes);
 		assertThat(registry.recorded.tryAcquire(2, 10, TimeUnit.SECONDS)).as("both sides' durations recorded").isTrue();
-		assertThat(registry.get("kvferry.room.duration").tag("mode", "decode").tag("outcome", "success").timer().count())
-				.isEqualTo(1);
+		assertThat(registry.get("kvferry.room.duration").tag("mode", "decode").tag("outcome", "success")
+				.tag("path", "in_memory").timer().count()).as("decode's room, tagged with its path").isEqualTo(1);
+		assertThat(registry.get("kvferry.room.duration").tag("mode", "prefill").tag("path", "unknown").timer().count())
+				.as("prefill keeps no path").isEqualTo(1);
 		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
 		assertThat(registry.get("kvferry.heartbeats.missed").tag("mode", "decode").functionCounter().count()).isZero();
 

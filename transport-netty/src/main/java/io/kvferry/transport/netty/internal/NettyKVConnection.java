@@ -10,6 +10,7 @@ import java.util.function.Function;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
+import io.kvferry.RoomPath;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -22,10 +23,10 @@ import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.unix.UnixChannel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
+import io.netty.channel.unix.UnixChannel;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.handler.timeout.IdleState;
@@ -233,6 +234,13 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	public long pendingOutboundBytes() {
 		ChannelOutboundBuffer buffer = channel.unsafe().outboundBuffer();
 		return buffer == null ? 0 : buffer.totalPendingWriteBytes();
+	}
+
+	/** TCP, or the same-host ring once the handshake settled it; TLS when the pipeline has an SSL handler. */
+	@Override
+	public RoomPath path() {
+		return new RoomPath(sameHost.active() ? RoomPath.Kind.SHARED_MEMORY : RoomPath.Kind.TCP, 1,
+				channel.pipeline().get(SslHandler.class) != null);
 	}
 
 	/** @return whether KV data moves through a same-host shared-memory ring on this connection (read on its loop) */
