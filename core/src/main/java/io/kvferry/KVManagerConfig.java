@@ -42,6 +42,9 @@ import reactor.core.scheduler.Schedulers;
  * @param unclaimedRooms prefill: such rooms from all decode ranks together
  * @param unclaimedRoomTimeout prefill: how long a room asked for waits for its sender before it fails
  * @param metricsRecorder told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing)
+ * @param maxRoomsPerPeer decode: rooms in flight with one prefill rank before further ones are refused as overloaded
+ * @param maxRooms decode: rooms in flight in all before further ones are refused as overloaded
+ * @param overloadRetryAfter the retry hint of an overload refusal before any room succeeded, and its ceiling
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -49,7 +52,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
-		KVMetricsRecorder metricsRecorder) {
+		KVMetricsRecorder metricsRecorder, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -116,6 +119,9 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int unclaimedRooms;
 		Duration unclaimedRoomTimeout;
 		KVMetricsRecorder metricsRecorder;
+		int maxRoomsPerPeer;
+		int maxRooms;
+		Duration overloadRetryAfter;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -144,6 +150,9 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			unclaimedRooms = c.unclaimedRooms;
 			unclaimedRoomTimeout = c.unclaimedRoomTimeout;
 			metricsRecorder = c.metricsRecorder;
+			maxRoomsPerPeer = c.maxRoomsPerPeer;
+			maxRooms = c.maxRooms;
+			overloadRetryAfter = c.overloadRetryAfter;
 		}
 
 		private KVManagerConfig build() {
@@ -151,7 +160,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder);
+					unclaimedRoomTimeout, metricsRecorder, maxRoomsPerPeer, maxRooms, overloadRetryAfter);
 		}
 	}
 }

@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -73,6 +74,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private final Set<DecodeSession> finished = new HashSet<>();
 	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
+	// The sessions whose bound of rooms in flight counts this room, until it ends; guarded by this.
+	List<DecodeSession> countedOn;
 
 	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
 		super(id);
@@ -329,9 +332,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 				}
 				if (status.status() == KVPoll.FAILED) {
 					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
+					boolean overloaded = s.draining == null && Overload.is(status.reason());
+					if (overloaded) {
+						Duration hint = Overload.retryAfter(status.reason());
+						retryAfter(hint == null ? Duration.ZERO : hint);
+					}
 					manager.table.fail(this, s.draining != null ? FailureCause.DRAINING
-							: status.reason().startsWith(KVMessage.OVERLOADED) ? FailureCause.OVERLOAD
-									: FailureCause.PEER_FAILED,
+							: overloaded ? FailureCause.OVERLOAD : FailureCause.PEER_FAILED,
 							"Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
 				}
 				return;
