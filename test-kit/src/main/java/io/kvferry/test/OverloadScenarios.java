@@ -17,6 +17,7 @@ import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
+import io.kvferry.RoomRequest;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
 import reactor.core.publisher.Mono;
@@ -110,9 +111,11 @@ public final class OverloadScenarios {
 	public static void prefillRefusalCarriesItsHint(Starter starter) throws Exception {
 		try (Managers m = starter.start(p -> p.unclaimedRooms(1, 1).overloadRetryAfter(Duration.ofMillis(300)),
 				d -> d)) {
+			// Held once prefill publishes its request (decode's own state says nothing of when the request arrived).
+			Mono<RoomRequest> held = m.prefill().roomRequests().filter(r -> r.room() == 1).next().cache();
+			held.subscribe();
 			KVReceiver first = receiver(m, 1);
-			StepVerifier.create(first.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).next()).expectNextCount(1)
-					.verifyComplete();
+			StepVerifier.create(held).expectNextCount(1).verifyComplete();
 			KVReceiver refused = receiver(m, 2);
 			assertThat(overloaded(refused, true, "room 2 refused: this decode rank already has 1 rooms waiting"))
 					.isEqualTo(Duration.ofMillis(300));
