@@ -7,7 +7,9 @@ package io.kvferry;
 public interface DecodeKVManager extends KVManager {
 
 	/**
-	 * Opens a room whose KV the prefill DP group {@code room mod DP size} holds.
+	 * Opens a room whose KV the prefill DP group {@code room mod DP size} holds. Never blocks and never queues: a room
+	 * over a bound of rooms in flight ({@link DecodeSpec#maxRooms}) comes back already failed, its
+	 * {@code completion()} erroring with a {@link KVOverloadException} that says when to retry.
 	 *
 	 * @param bootstrapAddr the prefill instance's bootstrap server
 	 * @param room the room
@@ -17,7 +19,8 @@ public interface DecodeKVManager extends KVManager {
 	KVReceiver receiver(HostPort bootstrapAddr, long room);
 
 	/**
-	 * Opens a room whose KV a given prefill DP rank holds (SGLang's {@code disagg_prefill_dp_rank} hint).
+	 * Opens a room whose KV a given prefill DP rank holds (SGLang's {@code disagg_prefill_dp_rank} hint). Refuses a room
+	 * over a bound as {@link #receiver(HostPort, long)} does.
 	 *
 	 * @param bootstrapAddr the prefill instance's bootstrap server
 	 * @param room the room

@@ -15,6 +15,10 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	public static final int DEFAULT_STRIPES = 2;
 	/** Most connections per prefill rank that a prefill rank admits. */
 	public static final int MAX_STRIPES = 8;
+	/** Default bound of the rooms in flight with one prefill rank. */
+	public static final int DEFAULT_MAX_ROOMS_PER_PEER = 4096;
+	/** Default bound of the rooms in flight on the manager. */
+	public static final int DEFAULT_MAX_ROOMS = 16384;
 
 	DecodeSpec(KVManagerConfig config) {
 		super(config);
@@ -67,6 +71,28 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 					+ " connections per prefill rank)");
 		}
 		return edit(d -> d.stripes = stripes);
+	}
+
+	/**
+	 * Bounds the rooms in flight (opened by {@code receiver(...)} and not ended yet): with any one prefill rank, and in
+	 * all. A room over a bound is not queued: its receiver is returned already failed with a
+	 * {@link KVOverloadException} (cause {@link FailureCause#OVERLOAD}) carrying a retry hint, and the prefill ranks it
+	 * would have asked are told, so that their sender fails the same way at once instead of waiting for the bootstrap
+	 * timeout. A room whose prefill instance is not resolved yet counts towards {@code total} only.
+	 *
+	 * @param perPeer rooms in flight with one prefill rank; default {@value #DEFAULT_MAX_ROOMS_PER_PEER}
+	 * @param total rooms in flight on this manager; default {@value #DEFAULT_MAX_ROOMS}
+	 * @return a new spec
+	 */
+	public DecodeSpec maxRooms(int perPeer, int total) {
+		if (perPeer < 1 || total < perPeer) {
+			throw new IllegalArgumentException("maxRooms : " + perPeer + " per prefill rank, " + total
+					+ " in all (expected: 1 <= perPeer <= total)");
+		}
+		return edit(d -> {
+			d.maxRoomsPerPeer = perPeer;
+			d.maxRooms = total;
+		});
 	}
 
 	@Override

@@ -23,8 +23,10 @@ public enum FailureCause {
 	/** A Success whose bytes did not all land (count or checksum). */
 	INCOMPLETE,
 	/**
-	 * A bound was reached: a subscriber fell behind and its room was dropped, or the prefill rank turned the room away
-	 * because too many rooms (or too many request bytes) already wait for its engine. Another rank may take it.
+	 * A bound was reached: a subscriber fell behind and its room was dropped, the prefill rank turned the room away
+	 * because too many rooms (or too many request bytes) already wait for its engine, or the decode rank because too
+	 * many rooms are in flight. The failure is a {@link KVOverloadException} with a retry hint; another rank may take
+	 * the room at once.
 	 */
 	OVERLOAD,
 	/**

@@ -45,6 +45,9 @@ import reactor.core.scheduler.Schedulers;
  * @param optimisticRooms prefill: rooms whose sender may hold chunks sent before every decode rank asked
  * @param optimisticWait prefill: how long such a room waits for decode's requests after its first early chunk
  * @param requiredPath decode: the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any)
+ * @param maxRoomsPerPeer decode: rooms in flight with one prefill rank before further ones are refused as overloaded
+ * @param maxRooms decode: rooms in flight in all before further ones are refused as overloaded
+ * @param overloadRetryAfter the retry hint of an overload refusal before any room succeeded, and its ceiling
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -53,7 +56,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
 		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait,
-		RoomPath.Requirement requiredPath) {
+		RoomPath.Requirement requiredPath, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -123,6 +126,9 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int optimisticRooms;
 		Duration optimisticWait;
 		RoomPath.Requirement requiredPath;
+		int maxRoomsPerPeer;
+		int maxRooms;
+		Duration overloadRetryAfter;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -154,6 +160,9 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			optimisticRooms = c.optimisticRooms;
 			optimisticWait = c.optimisticWait;
 			requiredPath = c.requiredPath;
+			maxRoomsPerPeer = c.maxRoomsPerPeer;
+			maxRooms = c.maxRooms;
+			overloadRetryAfter = c.overloadRetryAfter;
 		}
 
 		private KVManagerConfig build() {
@@ -161,7 +170,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath);
+					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath, maxRoomsPerPeer,
+					maxRooms, overloadRetryAfter);
 		}
 	}
 }

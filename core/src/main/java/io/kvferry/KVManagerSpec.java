@@ -41,6 +41,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
 	/** Default period of a prefill rank's re-registration (so a restarted bootstrap server learns it again). */
 	public static final Duration DEFAULT_REREGISTER_INTERVAL = Duration.ofSeconds(10);
+	/** Default retry hint of an overload refusal before any room succeeded on the manager, and its ceiling. */
+	public static final Duration DEFAULT_OVERLOAD_RETRY_AFTER = Duration.ofSeconds(1);
 	/** Default per-subscriber buffer of the hot streams. */
 	public static final int DEFAULT_EVENT_BUFFER = 1 << 16;
 
@@ -67,7 +69,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES,
 				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT,
 				KVMetricsRecorder.NONE, PrefillSpec.DEFAULT_OPTIMISTIC_ROOMS, PrefillSpec.DEFAULT_OPTIMISTIC_WAIT,
-				RoomPath.Requirement.ANY);
+				RoomPath.Requirement.ANY, DecodeSpec.DEFAULT_MAX_ROOMS_PER_PEER, DecodeSpec.DEFAULT_MAX_ROOMS,
+				DEFAULT_OVERLOAD_RETRY_AFTER);
 	}
 
 	/** @return a spec of this role over {@code config} */
@@ -152,6 +155,23 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	public S callbackScheduler(Scheduler scheduler) {
 		Objects.requireNonNull(scheduler, "scheduler");
 		return edit(d -> d.callbackScheduler = scheduler);
+	}
+
+	/**
+	 * Sets the retry hint a room turned away as overloaded carries ({@link KVOverloadException#retryAfter()}), on the
+	 * rank that refuses it and on its peer. The hint is the mean time rooms took from their first state to Success on
+	 * this manager lately (by Little's law, the time in which the rooms holding a bound now have ended on average),
+	 * at least 1 ms; before any room succeeded it is this value, which also caps it.
+	 *
+	 * @param retryAfter &gt; 0; default 1 s
+	 * @return a new spec
+	 */
+	public S overloadRetryAfter(Duration retryAfter) {
+		Objects.requireNonNull(retryAfter, "retryAfter");
+		if (retryAfter.isNegative() || retryAfter.isZero() || retryAfter.compareTo(Duration.ofMinutes(5)) > 0) {
+			throw new IllegalArgumentException("overloadRetryAfter : " + retryAfter + " (expected: > 0 and <= 5 min)");
+		}
+		return edit(d -> d.overloadRetryAfter = retryAfter);
 	}
 
 	/** @return a new spec with that per-subscriber buffer of the hot streams (default 65,536) */

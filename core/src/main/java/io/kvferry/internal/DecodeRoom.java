@@ -1,5 +1,6 @@
 package io.kvferry.internal;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashSet;
@@ -13,6 +14,7 @@ import java.util.function.BooleanSupplier;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
+import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
@@ -80,6 +82,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private final Set<DecodeSession> finished = new HashSet<>();
 	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
+	// The sessions whose bound of rooms in flight counts this room, until it ends; guarded by this.
+	List<DecodeSession> countedOn;
 
 	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
 		super(id);
@@ -357,9 +361,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 				}
 				if (status.status() == KVPoll.FAILED) {
 					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
+					boolean overloaded = s.draining == null && Overload.is(status.reason());
+					if (overloaded) {
+						Duration hint = Overload.retryAfter(status.reason());
+						retryAfter(hint == null ? Duration.ZERO : hint);
+					}
 					manager.table.fail(this, s.draining != null ? FailureCause.DRAINING
-							: status.reason().startsWith(KVMessage.OVERLOADED) ? FailureCause.OVERLOAD
-									: FailureCause.PEER_FAILED,
+							: overloaded ? FailureCause.OVERLOAD : FailureCause.PEER_FAILED,
 							"Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
 				}
 				return;
@@ -443,6 +451,10 @@ final class DecodeRoom extends Room implements KVReceiver {
 	@Override
 	synchronized KVTransferException failure() {
 		KVTransferException f = super.failure();
+		if (f instanceof KVOverloadException) {
+			// Turned away before any page was asked for: nothing landed, and the retry hint must stay.
+			return f;
+		}
 		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(), landedPages());
 	}
 

@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
@@ -40,6 +41,8 @@ final class DecodeSession implements DialledConnection.Peer {
 	// The session table's entry this session was made for: only it may be removed by this session's end.
 	final Mono<DecodeSession> entry;
 	final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
+	// Rooms in flight with this rank, against the manager's bound per prefill rank.
+	final AtomicInteger admitted = new AtomicInteger();
 	private final Sinks.Empty<Void> handshake = Sinks.empty();
 	final DialledConnection connection;
 	// The rank's layout from its handshake: which layers and heads it sends, whether decode pulls from all its CP

@@ -2,29 +2,30 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
-import io.kvferry.HostPort;
 import io.kvferry.DecodeKVManager;
+import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
+import io.kvferry.HostPort;
+import io.kvferry.KVFerryException;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
-import io.kvferry.KVFerryException;
 import io.kvferry.KVReceiver;
-import io.kvferry.DisaggregationMode;
 import io.kvferry.RoomTrace;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.RegistryChange;
-import io.kvferry.spi.PeerLayout;
 import io.kvferry.internal.DecodeRoutes.Resolved;
 import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.topology.RankMapping;
+import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -59,9 +60,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 
 	private final Disposable registryWatch;
 	private final LayerRegions ownLayers;
+	// The hint this rank's overload refusals carry.
+	private final RetryAfter retryAfter;
 
 	DefaultDecodeKVManager(KVManagerConfig config) {
 		super(config);
+		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
 				config.kvArgs().isMla());
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
@@ -126,19 +130,80 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		r.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		Resolved known = routes.current(r.bootstrap, room, prefillDpRank);
+		// Counted in the table before the check: rooms opened at the same time may all be refused at the bound, but
+		// never all admitted past it.
+		if (table.live() > config.maxRooms()) {
+			refuse(r, prefillDpRank, known, "decode rank " + name + " already has " + config.maxRooms()
+					+ " rooms in flight");
+			return r;
+		}
 		if (known != null) {
 			// The common case: straight to the request on this thread, without assembling and subscribing a chain.
 			r.trace.event(RoomTrace.Event.BOOTSTRAP_RESOLVED, 0);
 			r.trace.event(RoomTrace.Event.HANDSHAKE_DONE, known.sessions().size());
-			r.resolved(known);
+			admit(r, prefillDpRank, known);
 			return r;
 		}
-		resolve(r, prefillDpRank).subscribe(r::resolved,
+		resolve(r, prefillDpRank).subscribe(resolved -> admit(r, prefillDpRank, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
 						: e instanceof DrainedRankException ? FailureCause.DRAINING : FailureCause.BOOTSTRAP,
 						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
 						e instanceof BootstrapException || e instanceof DrainedRankException));
 		return r;
+	}
+
+	/** Counts the room on each of its prefill ranks, then asks them; refuses it when one has its bound in flight. */
+	private void admit(DecodeRoom r, Integer dpHint, Resolved resolved) {
+		String over = null;
+		synchronized (r) {
+			// A room that ended meanwhile is not counted: its end (which released the counts) has passed.
+			if (!r.isTerminal()) {
+				List<DecodeSession> counted = new ArrayList<>();
+				for (DecodeSession s : new LinkedHashSet<>(resolved.sessions())) {
+					if (s.admitted.incrementAndGet() > config.maxRoomsPerPeer()) {
+						s.admitted.decrementAndGet();
+						over = "prefill rank " + s.endpoint + " already has " + config.maxRoomsPerPeer()
+								+ " rooms in flight with decode rank " + name;
+						break;
+					}
+					counted.add(s);
+				}
+				if (over == null) {
+					r.countedOn = counted;
+				}
+				else {
+					counted.forEach(s -> s.admitted.decrementAndGet());
+				}
+			}
+		}
+		if (over != null) {
+			refuse(r, dpHint, resolved, over);
+			return;
+		}
+		r.resolved(resolved);
+	}
+
+	/**
+	 * Fails a room over a bound at once, with a retry hint, and tells its prefill ranks (resolving them first when
+	 * needed) so that their senders fail the same way instead of waiting for the room's bootstrap timeout.
+	 */
+	private void refuse(DecodeRoom r, Integer dpHint, Resolved known, String over) {
+		Duration hint = retryAfter.hint();
+		String why = Overload.reason(hint, "decode rank " + name + " refused room " + r.id + ": " + over);
+		r.retryAfter(hint);
+		table.fail(r, FailureCause.OVERLOAD, why, false);
+		if (known != null) {
+			tell(known, r.id, why);
+			return;
+		}
+		resolve(r, dpHint).subscribe(resolved -> tell(resolved, r.id, why), e -> log.debug("[{}] could not tell the "
+				+ "prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, describe(e)));
+	}
+
+	private static void tell(Resolved resolved, long room, String why) {
+		for (DecodeSession s : new LinkedHashSet<>(resolved.sessions())) {
+			s.abort(room, why);
+		}
 	}
 
 	private Mono<Resolved> resolve(DecodeRoom r, Integer dpHint) {
@@ -239,6 +304,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 
 	@Override
 	protected void onTerminal(DecodeRoom r) {
+		List<DecodeSession> counted;
+		synchronized (r) {
+			counted = r.countedOn;
+			r.countedOn = null;
+		}
+		if (counted != null) {
+			counted.forEach(s -> s.admitted.decrementAndGet());
+		}
+		if (r.state() == KVPoll.SUCCESS) {
+			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
+		}
 		r.ended();
 	}
 

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVManagerConfig;
+import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
@@ -17,11 +18,11 @@ import io.kvferry.RoomRequest;
 import io.kvferry.RoomTrace;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.internal.stripe.AcceptedStripes;
+import io.kvferry.internal.topology.LocalAddress;
+import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
-import io.kvferry.internal.topology.LocalAddress;
-import io.kvferry.internal.topology.RankMapping;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -48,6 +49,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	final UnclaimedRooms unclaimed;
 	// Rooms whose sender holds chunks the engine sent before every decode rank asked for them.
 	final AtomicInteger optimistic = new AtomicInteger();
+	// The hint this rank's overload refusals carry.
+	final RetryAfter retryAfter;
 	private final Set<PrefillSession> sessions = ConcurrentHashMap.newKeySet();
 	private final AcceptedStripes accepted;
 	private volatile KVTransport.Listener listener;
@@ -62,6 +65,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 				// Later, on the timer: the emitter may hold another room's monitor.
 				dropped -> config.timer().schedule(() -> requestDropped(dropped)));
 		this.unclaimed = new UnclaimedRooms(config.unclaimedRoomsPerPeer(), config.unclaimedRooms());
+		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		ParallelLayout l = config.layout();
 		this.uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
 				l.attnCpRank());
@@ -128,6 +132,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	private void requestDropped(RoomRequest dropped) {
 		PrefillTransfer r = table.get(dropped.room());
 		if (r != null) {
+			r.retryAfter(retryAfter.hint());
 			r.failUnclaimed(FailureCause.OVERLOAD, "the request for room " + r.id + " was dropped: a roomRequests() "
 					+ "subscriber fell more than " + config.eventBufferSize() + " requests behind");
 		}
@@ -150,7 +155,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 			}
 			// Decode gave up before the engine got here, or this rank drains: the sender is born failed, so the engine
 			// frees its pages now rather than after the bootstrap timeout.
-			return early != null ? PrefillTransfer.bornFailed(this, room, FailureCause.ABORTED, early, true)
+			// An overload refusal is this rank's own unless decode told it.
+			return early != null ? PrefillTransfer.bornFailed(this, room, Overload.is(early) ? FailureCause.OVERLOAD
+					: FailureCause.ABORTED, early, !Overload.is(early) || early.contains(PrefillSession.TOLD_BY_DECODE))
 					: PrefillTransfer.bornFailed(this, room, FailureCause.DRAINING, draining, false);
 		}
 		r.claim();
@@ -243,6 +250,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 
 	@Override
 	void onTerminal(PrefillTransfer r) {
+		if (r.state() == KVPoll.SUCCESS) {
+			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
+		}
 		r.ended();
 	}
 

@@ -21,6 +21,8 @@ import org.slf4j.LoggerFactory;
 final class PrefillSession implements StripedConnection.Handler {
 
 	private static final Logger log = LoggerFactory.getLogger(PrefillSession.class);
+	// Ends the reason of a room decode refused as overloaded.
+	static final String TOLD_BY_DECODE = " (told by decode ";
 
 	final DefaultPrefillKVManager manager;
 	final StripedConnection connection;
@@ -113,10 +115,14 @@ final class PrefillSession implements StripedConnection.Handler {
 		RoomTable<PrefillTransfer> table = manager.table;
 		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
 			String over = manager.unclaimed.refuses(unclaimed, UnclaimedRooms.bytesOf(req));
-			// Refused before the room exists: the engine's sender(room) is then born failed with the reason.
-			if (over != null && table.endBeforeKnown(req.room(), "room " + req.room() + " refused: " + over) == null) {
-				refuse(req.room(), KVMessage.OVERLOADED + "room " + req.room() + " refused: " + over);
-				return;
+			if (over != null) {
+				String why = Overload.reason(manager.retryAfter.hint(), "room " + req.room() + " refused: " + over);
+				// Refused before the room exists: the engine's sender(room) is then born failed, overloaded, with the
+				// reason and its hint.
+				if (table.endBeforeKnown(req.room(), why) == null) {
+					refuse(req.room(), why);
+					return;
+				}
 			}
 		}
 		PrefillTransfer r = table.getOrCreate(req.room(), id -> new PrefillTransfer(manager, id));
@@ -140,13 +146,17 @@ final class PrefillSession implements StripedConnection.Handler {
 	}
 
 	private void onAbort(KVMessage.Abort abort) {
-		String reason = "Aborted by decode " + connection.remoteAddress() + ": " + abort.reason();
+		// Decode turned the room away over its own bound: the room fails here as overloaded too, with decode's hint
+		// (the reason keeps the prefix, so that a sender born failed from it knows).
+		boolean overloaded = Overload.is(abort.reason());
+		String reason = overloaded ? abort.reason() + TOLD_BY_DECODE + connection.remoteAddress() + ")"
+				: "Aborted by decode " + connection.remoteAddress() + ": " + abort.reason();
 		PrefillTransfer r = manager.table.get(abort.room());
 		if (r == null) {
 			r = manager.table.endBeforeKnown(abort.room(), reason);
 		}
 		if (r != null) {
-			r.abortedBy(this, reason);
+			r.abortedBy(this, overloaded ? FailureCause.OVERLOAD : FailureCause.ABORTED, reason);
 		}
 		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
 		// connection that may have carried the room's bytes.

@@ -73,6 +73,10 @@ final class PrefillTransfer extends Room implements KVSender {
 			boolean remote) {
 		PrefillTransfer ended = new PrefillTransfer(manager, id);
 		ended.hasSender = true;
+		Duration hint = Overload.retryAfter(reason);
+		if (hint != null) {
+			ended.retryAfter(hint);
+		}
 		manager.table.advance(ended, KVPoll.BOOTSTRAPPING);
 		manager.table.fail(ended, cause, reason, remote);
 		return ended;
@@ -127,8 +131,10 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (!hasSender) {
 			String over = hold(s, req);
 			if (over != null) {
+				Duration hint = manager.retryAfter.hint();
+				retryAfter(hint);
 				fail(FailureCause.OVERLOAD, "room " + id + " refused: " + over);
-				s.refuse(id, KVMessage.OVERLOADED + failure().reason());
+				s.refuse(id, Overload.reason(hint, failure().reason()));
 				return;
 			}
 		}
@@ -381,9 +387,13 @@ final class PrefillTransfer extends Room implements KVSender {
 	}
 
 	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */
-	synchronized void abortedBy(PrefillSession s, String reason) {
+	synchronized void abortedBy(PrefillSession s, FailureCause cause, String reason) {
 		abortedBy = s;
-		table.fail(this, FailureCause.ABORTED, reason, true);
+		Duration hint = Overload.retryAfter(reason);
+		if (hint != null) {
+			retryAfter(hint);
+		}
+		table.fail(this, cause, reason, true);
 	}
 
 	/** @return the trace to end: a room no decode rank asked for still gets one, without a parent */

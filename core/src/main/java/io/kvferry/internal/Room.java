@@ -1,8 +1,10 @@
 package io.kvferry.internal;
 
+import java.time.Duration;
 import java.util.function.Consumer;
 
 import io.kvferry.FailureCause;
+import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
@@ -39,6 +41,8 @@ class Room {
 	private String reason = "";
 	private FailureCause cause;
 	private boolean fromAnotherRank;
+	// The retry hint of an overload refusal, set before the room fails as overloaded.
+	private Duration retryAfter = Duration.ZERO;
 	private Disposable timeout;
 
 	Room(long id) {
@@ -94,8 +98,16 @@ class Room {
 	}
 
 	synchronized KVTransferException failure() {
-		return new KVTransferException(id, cause == null ? FailureCause.OTHER : cause,
-				reason.isEmpty() ? "Failed due to an unknown reason" : reason, fromAnotherRank);
+		String why = reason.isEmpty() ? "Failed due to an unknown reason" : reason;
+		if (cause == FailureCause.OVERLOAD) {
+			return new KVOverloadException(id, why, fromAnotherRank, retryAfter);
+		}
+		return new KVTransferException(id, cause == null ? FailureCause.OTHER : cause, why, fromAnotherRank);
+	}
+
+	/** Sets the retry hint the room's failure carries should it fail as overloaded; before it fails. */
+	synchronized void retryAfter(Duration hint) {
+		retryAfter = hint;
 	}
 
 	/**

@@ -117,6 +117,11 @@ final class RoomTable<R extends Room> {
 		return rooms.values();
 	}
 
+	/** @return rooms known and not ended, now */
+	int live() {
+		return rooms.size();
+	}
+
 	/** @return whether the room ended recently (late messages for it are ignored) */
 	boolean isTombstoned(long room) {
 		synchronized (tombstones) {

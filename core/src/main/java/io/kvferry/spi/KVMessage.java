@@ -30,10 +30,15 @@ public sealed interface KVMessage {
 
 	/**
 	 * How a FAILED {@link Status} reason starts when prefill turned the room away because a bound was reached (rooms or
-	 * request bytes waiting for the engine): decode fails such a room as overloaded, which a router may retry
-	 * elsewhere.
+	 * request bytes waiting for the engine), and how an {@link Abort} reason starts when decode turned it away (rooms
+	 * in flight): the other side fails such a room as overloaded, which a router may retry elsewhere. A hint of when
+	 * to retry may follow at once, as {@link #RETRY_AFTER_MS} milliseconds ended by {@code ;}, then the reason:
+	 * {@code overloaded: retry-after-ms=250; room 7 refused: ...}. A reader that knows no hint still reads the prefix.
 	 */
 	String OVERLOADED = "overloaded: ";
+
+	/** The retry hint after {@link #OVERLOADED}: decimal milliseconds follow, up to the first {@code ;}. */
+	String RETRY_AFTER_MS = "retry-after-ms=";
 
 	/**
 	 * First message on a connection, decode → prefill: the decode rank's layout (SGLang's KV-args registration).
