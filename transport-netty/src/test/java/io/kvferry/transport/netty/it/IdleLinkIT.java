@@ -24,16 +24,14 @@ import org.junit.jupiter.api.Timeout;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
-import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
  * Connections that carried nothing for a long while still serve the next rooms at once: every room of a burst after
  * the idle period succeeds byte-exact, and the first one takes about as long as a warm one (within twice a warm room's
  * median, or a fixed slack for a noisy machine: the failures this guards against cost seconds, not milliseconds).
- * Idle is tried three ways: minutes of the managers' timer time (virtual: every timeout, retry and re-registration
- * they schedule fires as after ten minutes), a real minute over TCP, and a middlebox that silently forgets the idle
- * flows (a NAT whose mapping expired): the heartbeats find the dead connections, both sides close them, and the
- * first room dials new ones.
+ * Idle is tried two ways: a real minute over TCP, and a middlebox that silently forgets the idle flows (a NAT whose
+ * mapping expired): the heartbeats find the dead connections, both sides close them, and the first room dials new
+ * ones.
  */
 class IdleLinkIT {
 
@@ -49,29 +47,10 @@ class IdleLinkIT {
 	/** Two heartbeat intervals (the dead-peer rule) plus slack for a busy machine's timers. */
 	private static final Duration DETECTION_BOUND = HEARTBEAT.multipliedBy(2).plusMillis(750);
 	private static final Duration REAL_IDLE = Duration.ofSeconds(61);
-	private static final Duration VIRTUAL_IDLE = Duration.ofMinutes(10);
 	/** Connections decode keeps to each prefill rank (the rig's managers use the default). */
 	private static final int STRIPES = DecodeSpec.DEFAULT_STRIPES;
 
 	private long nextRoom = 1;
-
-	@Test
-	void tenMinutesOfTheManagersTimeIdleKeepTheConnectionsAndTheFirstRoomIsAsFastAsAWarmOne() {
-		VirtualTimeScheduler timer = VirtualTimeScheduler.create();
-		try (FaultRig rig = FaultRig.start(SHAPE, 1, 1, 512, 64, NettyKVTransport.create(), spec -> spec.timer(timer))) {
-			long warm = warmMedianNanos(rig);
-			int connections = rig.transport.accepted().size();
-
-			timer.advanceTimeBy(VIRTUAL_IDLE);
-
-			burstAfterIdle(rig, warm, "after " + VIRTUAL_IDLE.toMinutes() + " min of timer time");
-			assertThat(rig.transport.accepted()).as("the same connections served the burst").hasSize(connections)
-					.allMatch(NettyKVConnection::isActive);
-		}
-		finally {
-			timer.dispose();
-		}
-	}
 
 	@Test
 	@Timeout(240)
