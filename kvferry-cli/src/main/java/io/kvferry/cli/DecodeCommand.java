@@ -79,6 +79,12 @@ final class DecodeCommand implements Callable<Integer> {
 					+ "steady transfers (default: ${DEFAULT-VALUE}).")
 	int warmup;
 
+	@Option(names = "--idle", defaultValue = "0s", paramLabel = "DURATION",
+			description = "After the warm-up, leave the connections idle this long before the batch (they carry only "
+					+ "heartbeats), to see that the first rooms after a quiet spell are served as fast as warm ones "
+					+ "(default: ${DEFAULT-VALUE}).")
+	Duration idle;
+
 	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (the demo's fields).")
 	boolean json;
 
@@ -100,6 +106,9 @@ final class DecodeCommand implements Callable<Integer> {
 		drain.validate(cl);
 		if (warmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--warmup : " + warmup + " (expected: >= 0)");
+		}
+		if (idle.isNegative()) {
+			throw new CommandLine.ParameterException(cl, "--idle : " + idle + " (expected: >= 0)");
 		}
 		// Room ids must be new to a long-running prefill: random per run, lengths still from --seed.
 		Workload batch = workload.workload(shape.pageSize(), System.nanoTime() ^ workload.seed);
@@ -129,6 +138,14 @@ final class DecodeCommand implements Callable<Integer> {
 					err.println("kvferry decode: failed: warm-up room: " + warmupFailure);
 					err.flush();
 					return 1;
+				}
+				if (!idle.isZero()) {
+					// The lines let a test act on the connections while they are idle.
+					err.println("kvferry decode: idle for " + idle.toMillis() + " ms");
+					err.flush();
+					Mono.delay(idle).block();
+					err.println("kvferry decode: idle over");
+					err.flush();
 				}
 				Progress progress = Progress.forConsole(err, !json || System.console() != null,
 						batch.requests().size(), batch.totalPages() * pageBytes);

@@ -1,5 +1,7 @@
 package io.kvferry.cli.netns;
 
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -19,21 +21,22 @@ import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.cli.CliChild;
 import io.kvferry.test.Child;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 /**
  * Hosts made of Linux network namespaces: one namespace per host, each with its own loopback and one {@code eth0}
  * (a veth pair) plugged into a bridge in a further "switch" namespace, with an address on a private subnet. Nothing
  * is shared with the machine's own network: the roles started here reach each other only through the switch.
  *
- * <p>The harness can unplug a host's cable at the switch ({@link #cutLink}, {@link #restoreLink}) and cap what a host
- * sends with a token bucket ({@link #capEgress}, the {@code tbf} qdisc). Every namespace has a name unique to this run,
+ * <p>The harness can unplug a host's cable at the switch ({@link #cutLink}, {@link #restoreLink}), cap what a host
+ * sends with a token bucket ({@link #capEgress}, the {@code tbf} qdisc) and silently drop chosen TCP flows of a host
+ * ({@link #dropFlows}, {@code u32} filters), as a NAT that forgot them does. Every namespace has a name unique to this run,
  * so a leftover of a crashed run never collides; {@link #close} removes them all and checks that none is left, and a
  * JVM shutdown hook does the same should the test JVM end without closing.
  *
@@ -49,6 +52,7 @@ final class NetnsHosts implements AutoCloseable {
 
 	private static final String IP = find("ip");
 	private static final String TC = find("tc");
+	private static final String SS = find("ss");
 	private static final String SUBNET = "10.203.0.";
 	private static final int FIRST_HOST = 10;
 	private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(20);
@@ -95,6 +99,7 @@ final class NetnsHosts implements AutoCloseable {
 		assumeTrue("0".equals(uid), "network namespace tests need root to make namespaces; effective uid is " + uid);
 		assumeTrue(IP != null, "network namespace tests need `ip` (iproute2) on PATH; `.ci/run` installs it");
 		assumeTrue(TC != null, "network namespace tests need `tc` (iproute2) on PATH; `.ci/run` installs it");
+		assumeTrue(SS != null, "network namespace tests need `ss` (iproute2) on PATH; `.ci/run` installs it");
 		String probe = newPrefix() + "-probe";
 		Result made = exec(List.of(IP, "netns", "add", probe));
 		if (made.status() == 0) {
@@ -186,6 +191,64 @@ final class NetnsHosts implements AutoCloseable {
 	void capEgress(String host, long bitsPerSecond) {
 		run(IP, "netns", "exec", host(host).namespace(), TC, "qdisc", "replace", "dev", NIC, "root", "tbf", "rate",
 				bitsPerSecond + "bit", "burst", TBF_BURST, "latency", "100ms");
+	}
+
+	/** @return the host's established TCP connections, as {@code ss -Htn} prints them */
+	String connections(String host) {
+		return run(IP, "netns", "exec", host(host).namespace(), SS, "-Htn", "state", "established");
+	}
+
+	/** @return the local ports of the connections in {@code ss} output to {@code peerPort} on {@code peerAddress} */
+	static List<Integer> establishedPorts(String ssOutput, String peerAddress, int peerPort) {
+		List<Integer> ports = new ArrayList<>();
+		for (String line : ssOutput.lines().toList()) {
+			// "Recv-Q Send-Q local:port peer:port"
+			List<String> ends = List.of(line.trim().split("\\s+")).stream().filter(t -> t.contains(":")).toList();
+			// IPv4 peers may show as "[::ffff:a.b.c.d]:port" on a dual-stack socket.
+			String peer = ends.size() >= 2 ? ends.get(1).replace("[::ffff:", "").replace("]", "") : "";
+			if (peer.equals(peerAddress + ":" + peerPort)) {
+				String local = ends.get(0);
+				ports.add(Integer.parseInt(local.substring(local.lastIndexOf(':') + 1)));
+			}
+		}
+		return ports;
+	}
+
+	/**
+	 * Drops every packet of the TCP flows between {@code host}'s {@code localPorts} and {@code peer}, both ways,
+	 * silently (no reset, no ICMP), as a middlebox that forgot the flows does: each host's egress sends them to a class
+	 * whose queue holds nothing. Flows from other ports, new connections included, pass. (Filters on egress only, and
+	 * a zero-length queue rather than a drop action: that much works in containers whose kernels lack the rest.)
+	 */
+	void dropFlows(String host, String peer, List<Integer> localPorts) {
+		blackhole(host(host).namespace(), "sport", localPorts);
+		blackhole(host(peer).namespace(), "dport", localPorts);
+	}
+
+	private void blackhole(String ns, String field, List<Integer> ports) {
+		// Everything else goes to class 1:1, uncapped for what these tests move.
+		run(IP, "netns", "exec", ns, TC, "qdisc", "replace", "dev", NIC, "root", "handle", "1:", "htb", "default", "1");
+		run(IP, "netns", "exec", ns, TC, "class", "add", "dev", NIC, "parent", "1:", "classid", "1:1", "htb", "rate",
+				"10gbit");
+		run(IP, "netns", "exec", ns, TC, "class", "add", "dev", NIC, "parent", "1:", "classid", "1:2", "htb", "rate",
+				"8kbit");
+		run(IP, "netns", "exec", ns, TC, "qdisc", "add", "dev", NIC, "parent", "1:2", "handle", "20:", "pfifo", "limit",
+				"0");
+		for (int port : ports) {
+			run(IP, "netns", "exec", ns, TC, "filter", "add", "dev", NIC, "parent", "1:", "protocol", "ip", "prio", "1",
+					"u32", "match", "ip", field, String.valueOf(port), "0xffff", "flowid", "1:2");
+		}
+	}
+
+	/** @return dropped packets on the host's eth0 so far, as its queues count them */
+	long droppedPackets(String host) {
+		String out = run(IP, "netns", "exec", host(host).namespace(), TC, "-s", "qdisc", "show", "dev", NIC);
+		long dropped = 0;
+		Matcher m = Pattern.compile("dropped (\\d+)").matcher(out);
+		while (m.find()) {
+			dropped += Long.parseLong(m.group(1));
+		}
+		return dropped;
 	}
 
 	/** @return bytes the host sent on its eth0 so far (as the interface counts them: frames with their headers) */

@@ -31,12 +31,15 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.ReferenceCountUtil;
 
 /**
  * A TCP relay on 127.0.0.1 between decode ranks and one prefill rank, for fault injection: it can cut every relayed
  * connection at once (with a reset, as a broken link does), refuse new ones while "down", and throttle the
  * target-to-client direction (a slow reader: it reads from the prefill rank only at a fixed pace, so the prefill side's
- * socket and then its write buffer fill up).
+ * socket and then its write buffer fill up). It can also drop every relayed connection silently, as a NAT that forgot
+ * an idle flow does: bytes are read and thrown away in both directions, and nothing (no FIN, no reset) reaches the
+ * other leg, so each end learns of the loss only from its own silence detection.
  *
  * <p>Relaying follows the classic pattern: auto-read off on both sides, one read at a time, the next read only once the
  * previous bytes were written, so the proxy itself never holds more than one read per direction. Its buffers come from
@@ -51,6 +54,8 @@ final class TcpProxy implements AutoCloseable {
 	private final Channel server;
 	private final HostPort target;
 	private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
+	// Legs whose bytes and closes are dropped: the flows a middlebox forgot.
+	private final Set<Channel> blackholed = ConcurrentHashMap.newKeySet();
 	private final AtomicInteger accepted = new AtomicInteger();
 	private final AtomicLong relayedToClient = new AtomicLong();
 	private final int throttleReadBytes;
@@ -145,6 +150,34 @@ final class TcpProxy implements AutoCloseable {
 		return open.size();
 	}
 
+	/**
+	 * Silently drops every connection relayed so far, both legs: what either end writes is read and discarded, and a
+	 * leg's close is not passed on. Connections accepted afterwards are relayed as usual.
+	 *
+	 * @return the dropped legs (two per relayed connection)
+	 */
+	List<Channel> blackhole() {
+		List<Channel> open = channels.stream().filter(Channel::isOpen).toList();
+		blackholed.addAll(open);
+		return open;
+	}
+
+	/**
+	 * Waits until every leg has been closed by the end it faces (that end gave the connection up).
+	 *
+	 * @return whether all closed within the timeout
+	 */
+	static boolean awaitClosed(List<Channel> legs, Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		for (Channel ch : legs) {
+			long left = deadline - System.nanoTime();
+			if (left <= 0 || !ch.closeFuture().awaitUninterruptibly(left, TimeUnit.NANOSECONDS)) {
+				return false;
+			}
+		}
+		return true;
+	}
+
 	@Override
 	public void close() {
 		server.close().awaitUninterruptibly(10, TimeUnit.SECONDS);
@@ -219,6 +252,12 @@ final class TcpProxy implements AutoCloseable {
 
 		@Override
 		public void channelRead(ChannelHandlerContext ctx, Object msg) {
+			if (blackholed.contains(ctx.channel())) {
+				// A forgotten flow: its packets go nowhere, and the sender's kernel keeps being drained.
+				ReferenceCountUtil.release(msg);
+				ctx.channel().read();
+				return;
+			}
 			if (towardClient && msg instanceof ByteBuf b) {
 				relayedToClient.addAndGet(b.readableBytes());
 			}
@@ -239,8 +278,9 @@ final class TcpProxy implements AutoCloseable {
 
 		@Override
 		public void channelInactive(ChannelHandlerContext ctx) {
-			// Pass the close on: a half-dead relay would hide the failure from the other side.
-			if (peer.isActive()) {
+			// Pass the close on: a half-dead relay would hide the failure from the other side. A forgotten flow's
+			// close goes nowhere, as its other packets do.
+			if (peer.isActive() && !blackholed.contains(ctx.channel())) {
 				peer.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
 			}
 		}
@@ -248,7 +288,9 @@ final class TcpProxy implements AutoCloseable {
 		@Override
 		public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
 			reset(ctx.channel());
-			reset(peer);
+			if (!blackholed.contains(ctx.channel())) {
+				reset(peer);
+			}
 		}
 	}
 }
