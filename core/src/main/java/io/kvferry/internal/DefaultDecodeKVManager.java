@@ -8,23 +8,23 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
-import io.kvferry.HostPort;
 import io.kvferry.DecodeKVManager;
+import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
+import io.kvferry.HostPort;
+import io.kvferry.KVFerryException;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
-import io.kvferry.KVFerryException;
 import io.kvferry.KVReceiver;
-import io.kvferry.DisaggregationMode;
 import io.kvferry.RoomTrace;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.RegistryChange;
-import io.kvferry.spi.PeerLayout;
 import io.kvferry.internal.DecodeRoutes.Resolved;
 import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.topology.RankMapping;
+import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -56,6 +56,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	// fails because it drained, not with a bare "connection refused". One entry per rank endpoint, replaced by its next
 	// drain; entries are small and ranks few.
 	final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
+	// The incarnation each prefill rank was last seen with: a rank seen with another one restarted.
+	private final PeerIncarnations<SessionKey> incarnations = new PeerIncarnations<>();
 
 	private final Disposable registryWatch;
 	private final LayerRegions ownLayers;
@@ -83,6 +85,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		forgetInstance(change.bootstrap());
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
+		}
+		if (change.kind() != RegistryChange.Kind.RANK_REMOVED) {
+			// A rank that came back as another process fails the old one's rooms as restarted.
+			for (DecodeSession s : open) {
+				if (s.key.sameRankAs(key)) {
+					observeIncarnation(s.key, change.incarnation(), "its registration");
+				}
+			}
+			if (change.kind() == RegistryChange.Kind.RANK_RESTARTED) {
+				return;
+			}
 		}
 		for (DecodeSession s : open) {
 			if (s.key.sameRankAs(key)) {
@@ -198,6 +211,30 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
 	}
 
+	/**
+	 * Records the incarnation a prefill rank showed. When it is another than the one cached, the rank restarted: the
+	 * instance's cached sizes and routes are forgotten, and every session with the old process is closed at once,
+	 * failing its rooms with {@link FailureCause#PEER_RESTARTED}.
+	 *
+	 * @param how where the incarnation came from, for the reason
+	 */
+	void observeIncarnation(SessionKey key, long incarnation, String how) {
+		long old = incarnations.observe(key, incarnation);
+		if (old == Incarnation.UNKNOWN) {
+			return;
+		}
+		String reason = "prefill rank dp " + key.dp() + " cp " + key.cp() + " tp " + key.tp() + " pp " + key.pp()
+				+ " of " + key.bootstrap() + " restarted: incarnation " + Incarnation.text(old) + " was replaced by "
+				+ Incarnation.text(incarnation) + " (" + how + ")";
+		log.warn("[{}] {}", name, reason);
+		forgetInstance(key.bootstrap());
+		for (DecodeSession s : open) {
+			if (s.key.equals(key) && s.incarnation != incarnation) {
+				s.replaced(reason);
+			}
+		}
+	}
+
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
 	void forgetInstance(HostPort bootstrap) {
 		instances.remove(bootstrap);
@@ -209,12 +246,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
 			AtomicReference<Mono<DecodeSession>> entry = new AtomicReference<>();
 			Mono<DecodeSession> mono = config.bootstrapClient()
-					.rankEndpoint(k.bootstrap(), k.dp(), k.cp(), k.tp(), k.pp())
+					.rankRoute(k.bootstrap(), k.dp(), k.cp(), k.tp(), k.pp())
 					// An answer without an endpoint must fail the rooms, not leave them waiting for their timeout.
 					.switchIfEmpty(Mono.error(() -> new BootstrapException(BootstrapException.Kind.OTHER, 0,
 							"the bootstrap client answered nothing for prefill rank dp " + k.dp() + " cp " + k.cp() + " tp "
 									+ k.tp() + " pp " + k.pp() + " of " + k.bootstrap())))
-					.flatMap(endpoint -> new DecodeSession(this, k, endpoint, info, entry.get()).open())
+					.flatMap(route -> {
+						observeIncarnation(k, route.incarnation(), "its registration");
+						return new DecodeSession(this, k, route.endpoint(), route.incarnation(), info, entry.get())
+								.open();
+					})
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
 			entry.set(mono);
