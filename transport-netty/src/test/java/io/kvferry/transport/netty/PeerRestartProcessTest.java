@@ -34,14 +34,17 @@ import reactor.core.publisher.Sinks;
  * of the rank that stays either succeeds with every byte checked, or fails because the peer went (its connection was
  * lost, nobody listened while it restarted, or it was replaced as restarted); the first room after a prefill restart
  * succeeds within two heartbeat intervals of the new process being ready, and a restarted decode's first room
- * succeeds. Twenty restarts each by default ({@code -Dkvferry.test.restarts=N} for fewer).
+ * succeeds.
  */
 @Timeout(900)
 class PeerRestartProcessTest {
 
 	private static final Duration HEARTBEAT = Duration.ofSeconds(1);
-	/** Restarts of each role; {@code -Dkvferry.test.restarts=N} for fewer on a slow machine. */
-	private static final int RESTARTS = Integer.getInteger("kvferry.test.restarts", 20);
+	/**
+	 * Restarts of each role, {@code -Dkvferry.test.restarts=N}; 5 by default, as every restart starts a JVM (about
+	 * 7 s each on a loaded two-core machine).
+	 */
+	private static final int RESTARTS = Integer.getInteger("kvferry.test.restarts", 5);
 	/** Rooms each process serves before it is killed: the kill always finds rooms in flight. */
 	private static final int SERVED = 3;
 	private static final Duration START = Duration.ofSeconds(60);
