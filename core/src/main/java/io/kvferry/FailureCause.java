@@ -16,6 +16,11 @@ public enum FailureCause {
 	BOOTSTRAP,
 	/** The peer rank reported the room failed. */
 	PEER_FAILED,
+	/**
+	 * The peer rank restarted: a process with another incarnation took its place (its registration or its handshake
+	 * said so), and what was asked of the old one can no longer arrive. The reason names both incarnations.
+	 */
+	PEER_RESTARTED,
 	/** The manager was closed. */
 	CLOSED,
 	/** The peer broke the protocol for this room (a write outside its pages, a request it cannot serve). */

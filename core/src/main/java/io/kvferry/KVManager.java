@@ -25,6 +25,16 @@ public interface KVManager extends Disposable {
 
 	ParallelLayout layout();
 
+	/**
+	 * A random id drawn when the manager was built, never 0: a rank that restarts on the same host and port is a new
+	 * peer with another incarnation. Prefill publishes it with its registration, both sides send it in their
+	 * handshake, and a peer that comes back with another one replaces the old one at once (the old one's rooms fail
+	 * with {@link FailureCause#PEER_RESTARTED}).
+	 *
+	 * @return this manager's incarnation
+	 */
+	long incarnation();
+
 	/** @return the state of {@code room}, or null when the manager does not know it (never opened, or ended) */
 	@Nullable KVPoll status(long room);
 

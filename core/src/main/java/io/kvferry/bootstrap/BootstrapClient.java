@@ -61,6 +61,22 @@ public interface BootstrapClient {
 	}
 
 	/**
+	 * Looks up one prefill rank's endpoint and the incarnation it registered with. The default answers
+	 * {@link #rankEndpoint(HostPort, int, int, int, int)} with an unknown incarnation, for clients of registries that
+	 * keep none.
+	 *
+	 * @param bootstrap the bootstrap server
+	 * @param dpGroup prefill DP group
+	 * @param cpRank prefill attention CP rank
+	 * @param tpRank prefill attention TP rank
+	 * @param ppRank prefill PP rank
+	 * @return the rank's route; {@link BootstrapException.Kind#NOT_FOUND} when not registered
+	 */
+	default Mono<RankRoute> rankRoute(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
+		return rankEndpoint(bootstrap, dpGroup, cpRank, tpRank, ppRank).map(RankRoute::of);
+	}
+
+	/**
 	 * @param bootstrap the bootstrap server
 	 * @return completes when {@code GET /health} answers 200
 	 */

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Objects;
 
 import io.kvferry.ParallelLayout;
+import org.jspecify.annotations.Nullable;
 
 /**
  * SGLang's bootstrap JSON, named once: the registration a prefill rank sends with {@code PUT /route}, the two
@@ -47,10 +48,19 @@ public final class BootstrapFields {
 	 */
 	public static final String ALL_CP_RANKS_TRANSFER = "kvferry_all_cp_ranks_transfer";
 
+	/**
+	 * kvferry's own per-rank field: the rank's incarnation, a random id drawn when its manager started, as 16
+	 * lower-case hex digits ({@link #incarnationText}). A bootstrap server that knows it keeps it with the rank's
+	 * endpoint and returns it in the rank's {@code GET /route} answer; SGLang's server ignores it and SGLang's decode
+	 * does not read it. Absent means unknown.
+	 */
+	public static final String INCARNATION = "kvferry_incarnation";
+
 	/** Every registration field a bootstrap server reads, in SGLang's order; any other is passed through or ignored. */
 	public static final List<String> REGISTRATION = List.of(ROLE, ATTN_TP_SIZE, ATTN_TP_RANK, ATTN_CP_SIZE,
 			ATTN_CP_RANK, ATTN_DP_SIZE, ATTN_DP_RANK, PP_SIZE, PP_RANK, SYSTEM_DP_SIZE, SYSTEM_DP_RANK, RANK_IP,
-			RANK_PORT, PAGE_SIZE, KV_CACHE_DTYPE, LOAD_BALANCE_METHOD, ENABLE_DSA_CACHE_LAYER_SPLIT, PREFILL_HTTP_PORT);
+			RANK_PORT, PAGE_SIZE, KV_CACHE_DTYPE, LOAD_BALANCE_METHOD, ENABLE_DSA_CACHE_LAYER_SPLIT, PREFILL_HTTP_PORT,
+			INCARNATION);
 
 	/** SGLang's role string for prefill ranks. */
 	public static final String PREFILL_ROLE = "Prefill";
@@ -130,7 +140,52 @@ public final class BootstrapFields {
 		if (registration.allCpRanksTransfer()) {
 			body.put(ALL_CP_RANKS_TRANSFER, true);
 		}
+		if (registration.incarnation() != PrefillRegistration.UNKNOWN_INCARNATION) {
+			body.put(INCARNATION, incarnationText(registration.incarnation()));
+		}
 		return body;
+	}
+
+	/**
+	 * An endpoint with the rank's incarnation, as kvferry's bootstrap server and registry answer it.
+	 *
+	 * @param rankIp the address as the rank registered it
+	 * @param rankPort its port
+	 * @param incarnation its incarnation, or {@link PrefillRegistration#UNKNOWN_INCARNATION} to leave the field out
+	 * @return {@link #endpoint(String, int)} plus {@value #INCARNATION} when known
+	 */
+	public static Map<String, Object> endpoint(String rankIp, int rankPort, long incarnation) {
+		Map<String, Object> json = endpoint(rankIp, rankPort);
+		if (incarnation != PrefillRegistration.UNKNOWN_INCARNATION) {
+			json.put(INCARNATION, incarnationText(incarnation));
+		}
+		return json;
+	}
+
+	/**
+	 * A text, not a JSON number: a 64-bit id does not survive a double (JavaScript, many JSON libraries).
+	 *
+	 * @param incarnation a rank's incarnation
+	 * @return its 16 lower-case hex digits
+	 */
+	public static String incarnationText(long incarnation) {
+		return String.format("%016x", incarnation);
+	}
+
+	/**
+	 * @param text the value of {@value #INCARNATION}, or null when absent
+	 * @return the incarnation, {@link PrefillRegistration#UNKNOWN_INCARNATION} for null
+	 * @throws IllegalArgumentException when it is not 1..16 hex digits
+	 */
+	public static long parseIncarnation(@Nullable String text) {
+		if (text == null) {
+			return PrefillRegistration.UNKNOWN_INCARNATION;
+		}
+		if (text.isEmpty() || text.length() > 16 || !text.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+			throw new IllegalArgumentException(INCARNATION + " : \"" + (text.length() > 20 ? text.substring(0, 20)
+					+ "..." : text) + "\" (expected: 1..16 hex digits)");
+		}
+		return Long.parseUnsignedLong(text, 16);
 	}
 
 	/**

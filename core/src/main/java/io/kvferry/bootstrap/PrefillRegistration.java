@@ -17,9 +17,15 @@ import io.kvferry.ParallelLayout;
  * @param dsaCacheLayerSplit SGLang's {@code enable_dsa_cache_layer_split}: KV layers split across CP ranks
  * @param allCpRanksTransfer every CP rank sends its share of each room (sent as the instance-level field
  *        {@value #ALL_CP_RANKS_FIELD}, which the bootstrap server passes through to its parallel-info answer)
+ * @param incarnation the rank's incarnation ({@code KVManager.incarnation()}), sent as
+ *        {@value BootstrapFields#INCARNATION} and returned with the rank's endpoint; {@link #UNKNOWN_INCARNATION} sends
+ *        none
  */
 public record PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize,
-		boolean dsaCacheLayerSplit, boolean allCpRanksTransfer) {
+		boolean dsaCacheLayerSplit, boolean allCpRanksTransfer, long incarnation) {
+
+	/** An incarnation nobody told: registrations of SGLang's own ranks, and answers of servers that keep none. */
+	public static final long UNKNOWN_INCARNATION = 0;
 
 	/** The registration field that says all CP ranks transfer; sent only when true. */
 	public static final String ALL_CP_RANKS_FIELD = BootstrapFields.ALL_CP_RANKS_TRANSFER;
@@ -39,6 +45,12 @@ public record PrefillRegistration(String role, ParallelLayout layout, String ran
 		}
 	}
 
+	/** A registration without an incarnation. */
+	public PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize,
+			boolean dsaCacheLayerSplit, boolean allCpRanksTransfer) {
+		this(role, layout, rankIp, rankPort, pageSize, dsaCacheLayerSplit, allCpRanksTransfer, UNKNOWN_INCARNATION);
+	}
+
 	/** A registration without CP transfer options. */
 	public PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize) {
 		this(role, layout, rankIp, rankPort, pageSize, false, false);
@@ -47,5 +59,11 @@ public record PrefillRegistration(String role, ParallelLayout layout, String ran
 	/** @return a {@code Prefill} registration */
 	public static PrefillRegistration prefill(ParallelLayout layout, String rankIp, int rankPort, int pageSize) {
 		return new PrefillRegistration(PREFILL, layout, rankIp, rankPort, pageSize);
+	}
+
+	/** @return this registration with {@code incarnation} */
+	public PrefillRegistration withIncarnation(long incarnation) {
+		return new PrefillRegistration(role, layout, rankIp, rankPort, pageSize, dsaCacheLayerSplit,
+				allCpRanksTransfer, incarnation);
 	}
 }

@@ -13,8 +13,10 @@ import io.kvferry.HostPort;
  * @param dpGroup the rank's DP group (-1 for {@link Kind#INSTANCE_CHANGED})
  * @param tpRank the rank's attention TP rank (-1 for {@link Kind#INSTANCE_CHANGED})
  * @param ppRank the rank's PP rank (-1 for {@link Kind#INSTANCE_CHANGED})
+ * @param incarnation the incarnation the rank registered with now ({@link Kind#RANK_RESTARTED}, {@link Kind#RANK_MOVED}),
+ *        or {@link PrefillRegistration#UNKNOWN_INCARNATION}
  */
-public record RegistryChange(HostPort bootstrap, Kind kind, int dpGroup, int tpRank, int ppRank) {
+public record RegistryChange(HostPort bootstrap, Kind kind, int dpGroup, int tpRank, int ppRank, long incarnation) {
 
 	/** What changed. */
 	public enum Kind {
@@ -22,6 +24,11 @@ public record RegistryChange(HostPort bootstrap, Kind kind, int dpGroup, int tpR
 		RANK_REMOVED,
 		/** The rank registered another endpoint: connections to the old one are stale. */
 		RANK_MOVED,
+		/**
+		 * The rank registered the same endpoint with another incarnation: its process restarted, and connections to
+		 * the old one are stale.
+		 */
+		RANK_RESTARTED,
 		/** The instance's sizes (TP, DP, PP, page size) changed: every plan made from the old ones is stale. */
 		INSTANCE_CHANGED
 	}
@@ -29,6 +36,11 @@ public record RegistryChange(HostPort bootstrap, Kind kind, int dpGroup, int tpR
 	public RegistryChange {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		Objects.requireNonNull(kind, "kind");
+	}
+
+	/** A change that names no incarnation. */
+	public RegistryChange(HostPort bootstrap, Kind kind, int dpGroup, int tpRank, int ppRank) {
+		this(bootstrap, kind, dpGroup, tpRank, ppRank, PrefillRegistration.UNKNOWN_INCARNATION);
 	}
 
 	/** @return a change of the whole instance */

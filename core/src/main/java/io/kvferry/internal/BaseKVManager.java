@@ -13,8 +13,8 @@ import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
-import io.kvferry.KVStatusEvent;
 import io.kvferry.KVStats;
+import io.kvferry.KVStatusEvent;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.RoomTrace;
@@ -37,6 +37,8 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	// The tracing integration, deferred to the callback scheduler; null without tracing.
 	private final DeferredRoomTracer tracing;
 	final PeerLayout ownLayout;
+	// Drawn once per manager: the peers' caches tell this process from an earlier one on the same host and port.
+	final long incarnation = Incarnation.draw();
 	private final AtomicBoolean disposed = new AtomicBoolean();
 	private final Sinks.Empty<Void> released = Sinks.empty();
 	final LongAdder bytesSent = new LongAdder();
@@ -74,6 +76,11 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	@Override
 	public ParallelLayout layout() {
 		return config.layout();
+	}
+
+	@Override
+	public long incarnation() {
+		return incarnation;
 	}
 
 	@Override

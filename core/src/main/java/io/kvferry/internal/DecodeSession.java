@@ -52,12 +52,17 @@ final class DecodeSession implements DialledConnection.Peer {
 	volatile String draining;
 	// Names the session when the connection's further paths join.
 	private volatile long token;
+	// Which process of the rank this session reaches: the registration's incarnation until the handshake tells.
+	volatile long incarnation;
+	// Why the session was replaced, once another incarnation of the rank showed up: its rooms fail as restarted.
+	private volatile String restarted;
 
-	DecodeSession(DefaultDecodeKVManager manager, SessionKey key, HostPort endpoint, PrefillParallelInfo info,
-			Mono<DecodeSession> entry) {
+	DecodeSession(DefaultDecodeKVManager manager, SessionKey key, HostPort endpoint, long incarnation,
+			PrefillParallelInfo info, Mono<DecodeSession> entry) {
 		this.manager = manager;
 		this.key = key;
 		this.endpoint = endpoint;
+		this.incarnation = incarnation;
 		this.info = info;
 		this.entry = entry;
 		this.connection = new DialledConnection(manager.config.transport(), endpoint, manager.config.stripes(),
@@ -75,7 +80,7 @@ final class DecodeSession implements DialledConnection.Peer {
 				.doOnError(e -> manager.open.remove(this))
 				.then(Mono.defer(() -> {
 					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, manager.ownLayout,
-							manager.config.checksums(), connection.width()), Sends.ifFailed(e -> connection.close(
+							manager.config.checksums(), connection.width(), manager.incarnation), Sends.ifFailed(e -> connection.close(
 									"could not send the handshake: " + BaseKVManager.describe(e))));
 					return handshake.asMono().then(Mono.defer(() -> connection.join(token)));
 				}))
@@ -101,6 +106,12 @@ final class DecodeSession implements DialledConnection.Peer {
 	/** @return the step of the session's setup that has not finished, for the reason of its timeout */
 	private String stalledAt() {
 		return prefill == null && connection.isConnected() ? "did not answer the handshake" : connection.stalledAt();
+	}
+
+	/** The rank restarted: closes the whole connection, and its rooms fail as restarted with {@code reason}. */
+	void replaced(String reason) {
+		restarted = reason;
+		connection.close(reason);
 	}
 
 	/** Closes the whole connection. */
@@ -146,6 +157,10 @@ final class DecodeSession implements DialledConnection.Peer {
 	public boolean onMessage(KVMessage message) {
 		if (message instanceof KVMessage.HelloAck ack) {
 			token = ack.token();
+			if (ack.incarnation() != Incarnation.UNKNOWN) {
+				incarnation = ack.incarnation();
+			}
+			manager.observeIncarnation(key, ack.incarnation(), "its handshake from " + endpoint);
 			onHelloAck(ack.layout());
 		}
 		else if (message instanceof KVMessage.Reject reject) {
@@ -232,8 +247,15 @@ final class DecodeSession implements DialledConnection.Peer {
 	public void onClosed(CloseReason cause, CloseReason counted) {
 		manager.connectionClosed(counted);
 		manager.open.remove(this);
+		String replacedBy = restarted;
 		for (DecodeRoom r : rooms) {
-			lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, BaseKVManager.lostWith(cause));
+			if (replacedBy != null) {
+				lost(r, "Room " + r.id + " was asked of a process that is gone: " + replacedBy,
+						FailureCause.PEER_RESTARTED);
+			}
+			else {
+				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, BaseKVManager.lostWith(cause));
+			}
 		}
 		rooms.clear();
 	}

@@ -57,6 +57,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	// fails because it drained, not with a bare "connection refused". One entry per rank endpoint, replaced by its next
 	// drain; entries are small and ranks few.
 	final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
+	// The incarnation each prefill rank was last seen with: a rank seen with another one restarted.
+	private final PeerIncarnations<SessionKey> incarnations = new PeerIncarnations<>();
 
 	private final Disposable registryWatch;
 	private final LayerRegions ownLayers;
@@ -87,6 +89,17 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		forgetInstance(change.bootstrap());
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
+		}
+		if (change.kind() != RegistryChange.Kind.RANK_REMOVED) {
+			// A rank that came back as another process fails the old one's rooms as restarted.
+			for (DecodeSession s : open) {
+				if (s.key.sameRankAs(key)) {
+					observeIncarnation(s.key, change.incarnation(), "its registration");
+				}
+			}
+			if (change.kind() == RegistryChange.Kind.RANK_RESTARTED) {
+				return;
+			}
 		}
 		for (DecodeSession s : open) {
 			if (s.key.sameRankAs(key)) {
@@ -263,6 +276,30 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
 	}
 
+	/**
+	 * Records the incarnation a prefill rank showed. When it is another than the one cached, the rank restarted: the
+	 * instance's cached sizes and routes are forgotten, and every session with the old process is closed at once,
+	 * failing its rooms with {@link FailureCause#PEER_RESTARTED}.
+	 *
+	 * @param how where the incarnation came from, for the reason
+	 */
+	void observeIncarnation(SessionKey key, long incarnation, String how) {
+		long old = incarnations.observe(key, incarnation);
+		if (old == Incarnation.UNKNOWN) {
+			return;
+		}
+		String reason = "prefill rank dp " + key.dp() + " cp " + key.cp() + " tp " + key.tp() + " pp " + key.pp()
+				+ " of " + key.bootstrap() + " restarted: incarnation " + Incarnation.text(old) + " was replaced by "
+				+ Incarnation.text(incarnation) + " (" + how + ")";
+		log.warn("[{}] {}", name, reason);
+		forgetInstance(key.bootstrap());
+		for (DecodeSession s : open) {
+			if (s.key.equals(key) && s.incarnation != incarnation) {
+				s.replaced(reason);
+			}
+		}
+	}
+
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
 	void forgetInstance(HostPort bootstrap) {
 		instances.remove(bootstrap);
@@ -274,12 +311,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			// The entry this call creates: only it may be removed by its own session's end, never a newer one.
 			AtomicReference<Mono<DecodeSession>> entry = new AtomicReference<>();
 			Mono<DecodeSession> mono = config.bootstrapClient()
-					.rankEndpoint(k.bootstrap(), k.dp(), k.cp(), k.tp(), k.pp())
+					.rankRoute(k.bootstrap(), k.dp(), k.cp(), k.tp(), k.pp())
 					// An answer without an endpoint must fail the rooms, not leave them waiting for their timeout.
 					.switchIfEmpty(Mono.error(() -> new BootstrapException(BootstrapException.Kind.OTHER, 0,
 							"the bootstrap client answered nothing for prefill rank dp " + k.dp() + " cp " + k.cp() + " tp "
 									+ k.tp() + " pp " + k.pp() + " of " + k.bootstrap())))
-					.flatMap(endpoint -> new DecodeSession(this, k, endpoint, info, entry.get()).open())
+					.flatMap(route -> {
+						observeIncarnation(k, route.incarnation(), "its registration");
+						return new DecodeSession(this, k, route.endpoint(), route.incarnation(), info, entry.get())
+								.open();
+					})
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
 			entry.set(mono);

@@ -84,9 +84,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 			m.endpoint = new HostPort(m.advertiseHost(l.address()), l.address().port());
 			PrefillRegistration registration = new PrefillRegistration(PrefillRegistration.PREFILL, config.layout(),
 					m.endpoint.host(), m.endpoint.port(), config.kvArgs().pageSize(), config.dsaCacheLayerSplit(),
-					config.allCpRanksTransfer());
-			log.info("[{}] listening on {} (advertised {}), registering with {}", m.name, l.address(), m.endpoint,
-					config.bootstrapAddress());
+					config.allCpRanksTransfer(), m.incarnation);
+			log.info("[{}] listening on {} (advertised {}) as incarnation {}, registering with {}", m.name, l.address(),
+					m.endpoint, Incarnation.text(m.incarnation), config.bootstrapAddress());
 			return config.bootstrapClient().register(config.bootstrapAddress(), registration)
 					.onErrorResume(e -> {
 						m.dispose();

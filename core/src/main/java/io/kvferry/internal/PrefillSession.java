@@ -31,6 +31,8 @@ final class PrefillSession implements StripedConnection.Handler {
 	final AtomicInteger unclaimed = new AtomicInteger();
 	// Set by the handshake: how this rank's buffers map onto the decode rank's.
 	volatile TransferPlan plan;
+	// The decode rank's incarnation from its handshake: a decode rank that restarts comes back as another session.
+	volatile long decodeIncarnation;
 
 	PrefillSession(DefaultPrefillKVManager manager, StripedConnection connection) {
 		this.manager = manager;
@@ -102,9 +104,10 @@ final class PrefillSession implements StripedConnection.Handler {
 			return;
 		}
 		long token = connection.expect(hello.stripes(), hello.checksums());
-		log.debug("[{}] decode {} registered over {} connections: {}", manager.name, connection.remoteAddress(),
-				hello.stripes(), plan);
-		connection.send(new KVMessage.HelloAck(manager.ownLayout, token));
+		log.debug("[{}] decode {} (incarnation {}) registered over {} connections: {}", manager.name,
+				connection.remoteAddress(), Incarnation.text(hello.incarnation()), hello.stripes(), plan);
+		decodeIncarnation = hello.incarnation();
+		connection.send(new KVMessage.HelloAck(manager.ownLayout, token, manager.incarnation));
 		String draining = manager.table.drainReason();
 		if (draining != null) {
 			connection.send(new KVMessage.Draining(draining));
@@ -172,8 +175,8 @@ final class PrefillSession implements StripedConnection.Handler {
 	public void onClose(CloseReason first, CloseReason counted) {
 		manager.sessionClosed(this, counted);
 		for (PrefillTransfer r : rooms) {
-			r.fail(BaseKVManager.lostWith(first), "Lost connection with decode " + connection.remoteAddress() + ": "
-					+ first);
+			r.fail(BaseKVManager.lostWith(first), "Lost connection with decode " + connection.remoteAddress()
+					+ " (incarnation " + Incarnation.text(decodeIncarnation) + "): " + first);
 		}
 		rooms.clear();
 	}

@@ -18,9 +18,12 @@ public sealed interface KVMessage {
 
 	/**
 	 * Version of the message set and of the transport handshake; a peer with another version is rejected in the
-	 * handshake. 6: the shared-secret handshake binds the endpoint the connecting side dialled.
+	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation.
 	 */
-	int PROTOCOL_VERSION = 6;
+	int PROTOCOL_VERSION = 7;
+
+	/** {@link Hello#incarnation()} and {@link HelloAck#incarnation()} of a sender that names none. */
+	long UNKNOWN_INCARNATION = 0;
 
 	/** {@link TransferRequest#traceContext()} when the room is not traced. */
 	String NO_TRACE_CONTEXT = "";
@@ -48,10 +51,18 @@ public sealed interface KVMessage {
 	 * @param checksums whether decode wants a CRC32C of each room's bytes with every {@link Status}
 	 * @param stripes how many connections decode opens to this rank, this one included (1: only this one); prefill
 	 *        refuses more than it admits
+	 * @param incarnation the decode rank's incarnation (a random id drawn when its manager started), or
+	 *        {@link #UNKNOWN_INCARNATION}
 	 */
-	record Hello(int protocolVersion, PeerLayout layout, boolean checksums, int stripes) implements KVMessage {
+	record Hello(int protocolVersion, PeerLayout layout, boolean checksums, int stripes, long incarnation)
+			implements KVMessage {
 		public Hello {
 			Objects.requireNonNull(layout, "layout");
+		}
+
+		/** A hello that names no incarnation. */
+		public Hello(int protocolVersion, PeerLayout layout, boolean checksums, int stripes) {
+			this(protocolVersion, layout, checksums, stripes, UNKNOWN_INCARNATION);
 		}
 
 		/** A hello over one connection. */
@@ -70,10 +81,17 @@ public sealed interface KVMessage {
 	 *
 	 * @param layout the prefill rank's layout
 	 * @param token names the session in the {@link Join} of each further stripe (unguessable; 0 for one stripe)
+	 * @param incarnation the prefill rank's incarnation (the one its registration carries), or
+	 *        {@link #UNKNOWN_INCARNATION}
 	 */
-	record HelloAck(PeerLayout layout, long token) implements KVMessage {
+	record HelloAck(PeerLayout layout, long token, long incarnation) implements KVMessage {
 		public HelloAck {
 			Objects.requireNonNull(layout, "layout");
+		}
+
+		/** An acknowledgement that names no incarnation. */
+		public HelloAck(PeerLayout layout, long token) {
+			this(layout, token, UNKNOWN_INCARNATION);
 		}
 
 		/** The acknowledgement of a session over one connection. */

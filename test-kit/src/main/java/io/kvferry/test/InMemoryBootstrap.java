@@ -10,6 +10,7 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.bootstrap.RegistryChange;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
@@ -19,7 +20,7 @@ import reactor.core.publisher.Sinks;
 /**
  * A bootstrap registry without HTTP, with the bootstrap server's rules (first registration fixes the sizes, 503 until
  * every rank registered, 404 for unknown ranks), and a registry's watch: a rank that leaves or moves is reported on
- * {@link #changes()}. Lets the engine be tested without sockets.
+ * {@link #changes()}, and one that registers again with another incarnation as restarted. Lets the engine be tested without sockets.
  */
 public final class InMemoryBootstrap implements BootstrapClient {
 
@@ -30,7 +31,7 @@ public final class InMemoryBootstrap implements BootstrapClient {
 	private static final class Instance {
 		volatile @Nullable PrefillParallelInfo sizes;
 		volatile int cpSize = 1;
-		final Map<String, HostPort> ranks = new ConcurrentHashMap<>();
+		final Map<String, RankRoute> ranks = new ConcurrentHashMap<>();
 	}
 
 	/** Forgets every registration, as a restarted bootstrap server does. */
@@ -57,11 +58,15 @@ public final class InMemoryBootstrap implements BootstrapClient {
 					i.cpSize = l.attnCpSize();
 				}
 			}
-			HostPort endpoint = new HostPort(r.rankIp(), r.rankPort());
-			HostPort before = i.ranks.put(key(l.dpGroup(), l.attnCpRank(), l.attnTpRank(), l.ppRank()), endpoint);
-			if (before != null && !before.equals(endpoint)) {
+			RankRoute route = new RankRoute(new HostPort(r.rankIp(), r.rankPort()), r.incarnation());
+			RankRoute before = i.ranks.put(key(l.dpGroup(), l.attnCpRank(), l.attnTpRank(), l.ppRank()), route);
+			if (before != null && !before.endpoint().equals(route.endpoint())) {
 				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_MOVED, l.dpGroup(), l.attnTpRank(),
-						l.ppRank()));
+						l.ppRank(), r.incarnation()));
+			}
+			else if (before != null && before.incarnation() != route.incarnation()) {
+				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_RESTARTED, l.dpGroup(), l.attnTpRank(),
+						l.ppRank(), r.incarnation()));
 			}
 		});
 	}
@@ -113,10 +118,15 @@ public final class InMemoryBootstrap implements BootstrapClient {
 
 	@Override
 	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
+		return rankRoute(bootstrap, dpGroup, cpRank, tpRank, ppRank).map(RankRoute::endpoint);
+	}
+
+	@Override
+	public Mono<RankRoute> rankRoute(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
 		return Mono.fromCallable(() -> {
 			checkUp(bootstrap);
 			Instance i = instances.get(bootstrap);
-			HostPort ep = i == null ? null : i.ranks.get(key(dpGroup, cpRank, tpRank, ppRank));
+			RankRoute ep = i == null ? null : i.ranks.get(key(dpGroup, cpRank, tpRank, ppRank));
 			if (ep == null) {
 				throw new BootstrapException(BootstrapException.Kind.NOT_FOUND, 404, "Bootstrap info not found for dp="
 						+ dpGroup + " cp=" + cpRank + " tp=" + tpRank + " pp=" + ppRank);

@@ -32,9 +32,11 @@ public final class Samples {
 		return List.of(
 				new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, layout(3)),
 				new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, layout(2), true, 3),
+				new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, layout(2), false, 1, 0xfedc_ba98_7654_3210L),
 				new KVMessage.HelloAck(new PeerLayout(0, ParallelLayout.SINGLE, 1, true, "", 1, 1, 0, 0, List.of(),
 						List.of(), List.of())),
 				new KVMessage.HelloAck(layout(1), 0x8000_0000_0000_0001L),
+				new KVMessage.HelloAck(layout(1), 7, -2),
 				new KVMessage.Join(-7, Integer.MAX_VALUE),
 				new KVMessage.Joined(2),
 				new KVMessage.Fence(45, 4L << 30, 0xFFFF_FFFFL),

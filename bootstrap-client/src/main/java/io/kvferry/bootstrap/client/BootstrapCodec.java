@@ -9,11 +9,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.kvferry.HostPort;
-import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
+import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RankRoute;
 
 /**
  * SGLang's bootstrap JSON: the {@code PUT /route} body and the two {@code GET /route} answers, with the field names
@@ -91,6 +92,30 @@ final class BootstrapCodec {
 		catch (IllegalArgumentException e) {
 			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid '" + BootstrapFields.RANK_IP + "': "
 					+ e.getMessage(), e);
+		}
+	}
+
+	/**
+	 * @param call method and URL, for messages
+	 * @param body a 200 answer to a rank look-up
+	 * @return {@code rank_ip:rank_port} and the rank's {@code kvferry_incarnation}, unknown when absent or null
+	 * @throws BootstrapException OTHER naming the field when one is missing, null, mistyped or out of range
+	 */
+	static RankRoute decodeRankRoute(String call, byte[] body) {
+		HostPort endpoint = decodeRankEndpoint(call, body);
+		JsonNode value = parseObject(call, body).get(BootstrapFields.INCARNATION);
+		if (value == null || value.isNull()) {
+			return RankRoute.of(endpoint);
+		}
+		if (!value.isTextual()) {
+			throw new BootstrapException(Kind.OTHER, 200, call + ": '" + BootstrapFields.INCARNATION
+					+ "' is not a text: " + abbreviate(value.toString()));
+		}
+		try {
+			return new RankRoute(endpoint, BootstrapFields.parseIncarnation(value.textValue()));
+		}
+		catch (IllegalArgumentException e) {
+			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid answer: " + e.getMessage(), e);
 		}
 	}
 

@@ -5,7 +5,6 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.DoubleSupplier;
-
 import javax.net.ssl.SSLException;
 
 import io.kvferry.HostPort;
@@ -13,6 +12,7 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RankRoute;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
@@ -312,10 +312,7 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 		checkRank("dpGroup", dpGroup);
 		checkRank("tpRank", tpRank);
 		checkRank("ppRank", ppRank);
-		String url = baseUrl(bootstrap) + ROUTE + "?engine_rank=" + tpRank + "&target_dp_group=" + dpGroup
-				+ "&target_pp_rank=" + ppRank;
-		return http.exchange(HttpMethod.GET, url, null)
-				.map(body -> BootstrapCodec.decodeRankEndpoint(BootstrapHttp.call(HttpMethod.GET, url), body));
+		return rankRoute(bootstrap, dpGroup, 0, tpRank, ppRank).map(RankRoute::endpoint);
 	}
 
 	/**
@@ -329,18 +326,31 @@ public final class ReactorBootstrapClient implements BootstrapClient, Disposable
 	 */
 	@Override
 	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
+		return rankRoute(bootstrap, dpGroup, cpRank, tpRank, ppRank).map(RankRoute::endpoint);
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Looks the rank up as {@link #rankEndpoint(HostPort, int, int, int, int)} does and reads
+	 * {@code kvferry_incarnation} too, which kvferry's bootstrap server returns for a rank that registered one.
+	 * Not retried.
+	 *
+	 * @throws IllegalArgumentException at once when a rank is negative
+	 */
+	@Override
+	public Mono<RankRoute> rankRoute(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		checkRank("cpRank", cpRank);
-		if (cpRank == 0) {
-			return rankEndpoint(bootstrap, dpGroup, tpRank, ppRank);
-		}
 		checkRank("dpGroup", dpGroup);
 		checkRank("tpRank", tpRank);
 		checkRank("ppRank", ppRank);
-		String url = baseUrl(bootstrap) + ROUTE + "?prefill_dp_rank=" + dpGroup + "&prefill_cp_rank=" + cpRank
-				+ "&target_tp_rank=" + tpRank + "&target_pp_rank=" + ppRank;
+		String url = baseUrl(bootstrap) + ROUTE + (cpRank == 0
+				? "?engine_rank=" + tpRank + "&target_dp_group=" + dpGroup + "&target_pp_rank=" + ppRank
+				: "?prefill_dp_rank=" + dpGroup + "&prefill_cp_rank=" + cpRank + "&target_tp_rank=" + tpRank
+						+ "&target_pp_rank=" + ppRank);
 		return http.exchange(HttpMethod.GET, url, null)
-				.map(body -> BootstrapCodec.decodeRankEndpoint(BootstrapHttp.call(HttpMethod.GET, url), body));
+				.map(body -> BootstrapCodec.decodeRankRoute(BootstrapHttp.call(HttpMethod.GET, url), body));
 	}
 
 	/**

@@ -1,5 +1,8 @@
 package io.kvferry.bootstrap.client;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -12,14 +15,12 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.bootstrap.server.internal.Json;
 import io.kvferry.bootstrap.server.internal.PrefillTopology;
 import io.kvferry.bootstrap.server.internal.RankEndpoint;
 import io.kvferry.bootstrap.server.internal.Registration;
 import org.junit.jupiter.api.Test;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Every field of the bootstrap schema crosses from this client's encoder to the server's decoder and back: what a
@@ -30,7 +31,7 @@ class BootstrapFieldsRoundTripTest {
 
 	/** Every value distinct and none a default, so that a field read from the wrong key shows. */
 	private static final PrefillRegistration EVERY_OPTION = new PrefillRegistration(PrefillRegistration.PREFILL,
-			new ParallelLayout(4, 3, 1, 0, 2, 1, 3, 2, 2, 1), "10.0.0.7", 17001, 32, true, true);
+			new ParallelLayout(4, 3, 1, 0, 2, 1, 3, 2, 2, 1), "10.0.0.7", 17001, 32, true, true, 0x0123456789abcdefL);
 
 	@Test
 	void everythingARegistrationHoldsReachesTheServer() throws Exception {
@@ -44,7 +45,8 @@ class BootstrapFieldsRoundTripTest {
 				parsed.systemDpRank())).containsExactly(layout.attnTpSize(), layout.attnTpRank(), layout.attnCpSize(),
 						layout.attnCpRank(), layout.attnDpSize(), layout.attnDpRank(), layout.ppSize(),
 						layout.ppRank(), layout.systemDpSize(), layout.systemDpRank());
-		assertThat(parsed.endpoint()).isEqualTo(new RankEndpoint(EVERY_OPTION.rankIp(), EVERY_OPTION.rankPort()));
+		assertThat(parsed.endpoint()).isEqualTo(new RankEndpoint(EVERY_OPTION.rankIp(), EVERY_OPTION.rankPort(),
+				EVERY_OPTION.incarnation()));
 		assertThat(parsed.pageSize()).isEqualTo(EVERY_OPTION.pageSize());
 		assertThat(parsed.enableDsaCacheLayerSplit()).isEqualTo(EVERY_OPTION.dsaCacheLayerSplit());
 		assertThat(parsed.dpGroup()).isEqualTo(layout.dpGroup());
@@ -57,7 +59,7 @@ class BootstrapFieldsRoundTripTest {
 	@Test
 	void theRoundTripAboveChecksEveryComponentOfARegistration() {
 		// A new component must be encoded by BootstrapFields.registration and checked by the test above.
-		assertThat(PrefillRegistration.class.getRecordComponents()).hasSize(7);
+		assertThat(PrefillRegistration.class.getRecordComponents()).hasSize(8);
 		assertThat(ParallelLayout.class.getRecordComponents()).hasSize(10);
 	}
 
@@ -99,5 +101,12 @@ class BootstrapFieldsRoundTripTest {
 					.isInstanceOf(BootstrapException.class)
 					.hasMessageContaining(field);
 		}
+	}
+
+	@Test
+	void theServersIncarnationIsReadWithTheEndpoint() {
+		byte[] answer = Json.write(new RankEndpoint("10.0.0.7", 17001, EVERY_OPTION.incarnation()).toJson());
+		assertThat(BootstrapCodec.decodeRankRoute("GET rank", answer))
+				.isEqualTo(new RankRoute(new HostPort("10.0.0.7", 17001), EVERY_OPTION.incarnation()));
 	}
 }

@@ -27,6 +27,7 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.PrefillSizes;
+import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.bootstrap.RegistryChange;
 import io.netty.handler.ssl.SslContext;
 import org.jspecify.annotations.Nullable;
@@ -439,6 +440,20 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
 	@Override
 	public Mono<HostPort> rankEndpoint(HostPort bootstrap, int dpGroup, int tpRank, int ppRank) {
+		return rankRoute(bootstrap, dpGroup, 0, tpRank, ppRank).map(RankRoute::endpoint);
+	}
+
+	/**
+	 * {@inheritDoc}
+	 *
+	 * <p>Reads the rank key's endpoint and the incarnation stored with it; CP rank 0 only, as
+	 * {@link #rankEndpoint(HostPort, int, int, int)}.
+	 */
+	@Override
+	public Mono<RankRoute> rankRoute(HostPort bootstrap, int dpGroup, int cpRank, int tpRank, int ppRank) {
+		if (cpRank != 0) {
+			return BootstrapClient.super.rankRoute(bootstrap, dpGroup, cpRank, tpRank, ppRank);
+		}
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		checkRank("dpGroup", dpGroup);
 		checkRank("tpRank", tpRank);
@@ -452,7 +467,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 								+ ": not registered in etcd " + settings.endpoints + " (no key " + rankKey + ")"));
 						return;
 					}
-					sink.next(RegistryCodec.readEndpoint(call, get.getKvs().get(0)));
+					sink.next(RegistryCodec.readRoute(call, get.getKvs().get(0)));
 				}));
 	}
 
@@ -517,7 +532,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	}
 
 	static byte[] endpointJson(PrefillRegistration registration) {
-		return RegistryCodec.endpointJson(registration.rankIp(), registration.rankPort());
+		return RegistryCodec.endpointJson(registration.rankIp(), registration.rankPort(), registration.incarnation());
 	}
 
 	private static String place(ParallelLayout l) {

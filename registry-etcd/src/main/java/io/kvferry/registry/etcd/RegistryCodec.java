@@ -11,6 +11,7 @@ import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillSizes;
+import io.kvferry.bootstrap.RankRoute;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -77,6 +78,47 @@ final class RegistryCodec {
 	/** @return a rank's value: compact JSON of {@link BootstrapFields#ENDPOINT} */
 	static byte[] endpointJson(String rankIp, int rankPort) {
 		return write(BootstrapFields.endpoint(rankIp, rankPort));
+	}
+
+	/** @return a rank's value with its incarnation, left out when unknown */
+	static byte[] endpointJson(String rankIp, int rankPort, long incarnation) {
+		return write(BootstrapFields.endpoint(rankIp, rankPort, incarnation));
+	}
+
+	/**
+	 * @param call what was asked, for the message
+	 * @param kv a stored rank key
+	 * @return the rank's endpoint and incarnation (unknown when the value has none)
+	 * @throws BootstrapException {@code OTHER} naming the key when its value is unreadable
+	 */
+	static RankRoute readRoute(String call, KeyValue kv) {
+		try {
+			return readRoute(kv.getValue().getBytes());
+		}
+		catch (IllegalArgumentException e) {
+			throw unreadable(call, kv, e);
+		}
+	}
+
+	/**
+	 * @param json a stored rank value
+	 * @return the rank's endpoint and incarnation (unknown when the value has none)
+	 * @throws IllegalArgumentException when the endpoint or the incarnation is malformed
+	 */
+	static RankRoute readRoute(byte[] json) {
+		HostPort endpoint = readEndpoint(json);
+		JsonNode value;
+		try {
+			value = JSON.readTree(json).get(BootstrapFields.INCARNATION);
+		}
+		catch (IOException e) {
+			throw new IllegalArgumentException(e.getMessage(), e);
+		}
+		if (value != null && !value.isNull() && !value.isTextual()) {
+			throw new IllegalArgumentException(BootstrapFields.INCARNATION + " : " + value + " (expected: text)");
+		}
+		return new RankRoute(endpoint, BootstrapFields.parseIncarnation(value == null || value.isNull() ? null
+				: value.textValue()));
 	}
 
 	/**

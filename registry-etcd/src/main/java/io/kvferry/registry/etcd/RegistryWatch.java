@@ -10,6 +10,7 @@ import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
+import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.bootstrap.RegistryChange;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -91,9 +92,28 @@ final class RegistryWatch {
 					key.ppRank());
 		}
 		if (hadValue && !prev.getValue().equals(event.getKeyValue().getValue())) {
+			return rankChanged(key, prev.getValue().getBytes(), event.getKeyValue().getValue().getBytes());
+		}
+		return null;
+	}
+
+	/**
+	 * A rank value rewritten with the same endpoint and another incarnation is the rank's restart; any other rewrite
+	 * moved it (an unreadable value counts as moved: what decode cached of it is stale either way).
+	 */
+	private static RegistryChange rankChanged(RegistryKeys.Parsed key, byte[] before, byte[] after) {
+		RankRoute old;
+		RankRoute now;
+		try {
+			old = RegistryCodec.readRoute(before);
+			now = RegistryCodec.readRoute(after);
+		}
+		catch (IllegalArgumentException e) {
 			return new RegistryChange(key.instance(), RegistryChange.Kind.RANK_MOVED, key.dpGroup(), key.tpRank(),
 					key.ppRank());
 		}
-		return null;
+		RegistryChange.Kind kind = old.endpoint().equals(now.endpoint()) ? RegistryChange.Kind.RANK_RESTARTED
+				: RegistryChange.Kind.RANK_MOVED;
+		return new RegistryChange(key.instance(), kind, key.dpGroup(), key.tpRank(), key.ppRank(), now.incarnation());
 	}
 }

@@ -12,6 +12,7 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.bootstrap.RegistryChange;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -140,6 +141,21 @@ class EtcdBootstrapClientIT {
 				.expectComplete()
 				.verify(T);
 		StepVerifier.create(steps).expectComplete().verify(T);
+	}
+
+	@Test
+	void aRankRegisteredAgainAtItsEndpointWithAnotherIncarnationIsReportedRestarted() {
+		StepVerifier.create(client.register(A, rank(1, 0, 17000).withIncarnation(1))).expectComplete().verify(T);
+		StepVerifier.create(client.rankRoute(A, 0, 0, 0, 0))
+				.expectNext(new RankRoute(new HostPort("10.0.0.1", 17000), 1)).expectComplete().verify(T);
+		Mono<Void> restart = client.register(A, rank(1, 0, 17000).withIncarnation(2)).cache();
+		StepVerifier.create(client.changes().next())
+				.then(() -> restart.subscribe(null, e -> { }))
+				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_RESTARTED, 0, 0, 0, 2))
+				.expectComplete()
+				.verify(T);
+		StepVerifier.create(restart.then(client.rankRoute(A, 0, 0, 0, 0)))
+				.expectNext(new RankRoute(new HostPort("10.0.0.1", 17000), 2)).expectComplete().verify(T);
 	}
 
 	@Test

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillSizes;
+import io.kvferry.bootstrap.RankRoute;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -79,5 +80,21 @@ class RegistryCodecTest {
 					.as("the registry reads %s", field)
 					.isInstanceOf(IllegalArgumentException.class);
 		}
+	}
+
+	@Test
+	void aRankValueKeepsTheIncarnationItWasRegisteredWith() throws Exception {
+		byte[] stored = RegistryCodec.endpointJson("10.0.0.7", 17001, 0xabcdefL);
+		assertThat(JSON.readTree(stored).get(BootstrapFields.INCARNATION).textValue()).isEqualTo("0000000000abcdef");
+		assertThat(RegistryCodec.readRoute(stored)).isEqualTo(new RankRoute(new HostPort("10.0.0.7", 17001), 0xabcdefL));
+		// A value written without one (an older release, SGLang's fields only) reads as unknown.
+		assertThat(RegistryCodec.readRoute(RegistryCodec.endpointJson("10.0.0.7", 17001)))
+				.isEqualTo(RankRoute.of(new HostPort("10.0.0.7", 17001)));
+		assertThat(RegistryCodec.endpointJson("10.0.0.7", 17001, 0)).isEqualTo(RegistryCodec.endpointJson("10.0.0.7",
+				17001));
+		ObjectNode bad = (ObjectNode) JSON.readTree(stored);
+		bad.put(BootstrapFields.INCARNATION, 12);
+		assertThatThrownBy(() -> RegistryCodec.readRoute(JSON.writeValueAsBytes(bad)))
+				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining(BootstrapFields.INCARNATION);
 	}
 }

@@ -135,7 +135,8 @@ public final class EtcdRouteStore implements RouteStore {
 						JsonNode value = Json.readObject(txn.getGetResponses().get(2).getKvs().get(0).getValue()
 								.getBytes());
 						endpoint = new RankEndpoint(Json.requiredString(value, BootstrapFields.RANK_IP),
-								Json.requiredInt(value, BootstrapFields.RANK_PORT));
+								Json.requiredInt(value, BootstrapFields.RANK_PORT), BootstrapFields.parseIncarnation(
+										Json.optionalString(value, BootstrapFields.INCARNATION)));
 					}
 					lastTopology = topology;
 					lastRegistered = registered;

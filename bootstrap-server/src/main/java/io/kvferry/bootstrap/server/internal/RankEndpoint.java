@@ -6,20 +6,27 @@ import java.util.Objects;
 import io.kvferry.bootstrap.BootstrapFields;
 
 /**
- * A prefill rank's published endpoint, answered to decode ranks as {@code {"rank_ip": .., "rank_port": ..}}.
+ * A prefill rank's published endpoint, answered to decode ranks as {@code {"rank_ip": .., "rank_port": ..}}, with
+ * {@code "kvferry_incarnation"} after them when the rank registered one (SGLang's decode reads only the first two).
  *
  * @param rankIp the address exactly as the rank sent it
  * @param rankPort 1..65535
+ * @param incarnation the rank's incarnation as it registered it, 0 when it sent none
  */
-public record RankEndpoint(String rankIp, int rankPort) {
+public record RankEndpoint(String rankIp, int rankPort, long incarnation) {
 
 	public RankEndpoint {
 		Objects.requireNonNull(rankIp, "rankIp");
 	}
 
+	/** An endpoint registered without an incarnation. */
+	public RankEndpoint(String rankIp, int rankPort) {
+		this(rankIp, rankPort, 0);
+	}
+
 	/** @return the JSON object decode ranks expect, in SGLang's key order */
 	public Map<String, Object> toJson() {
-		return BootstrapFields.endpoint(rankIp, rankPort);
+		return BootstrapFields.endpoint(rankIp, rankPort, incarnation);
 	}
 
 	@Override

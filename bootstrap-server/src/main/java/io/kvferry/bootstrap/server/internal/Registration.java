@@ -42,11 +42,12 @@ import io.kvferry.bootstrap.PrefillSizes;
  * @param enableDsaCacheLayerSplit whether DSA cache layers are split across CP ranks (false when absent or null)
  * @param prefillHttpPort the prefill instance's HTTP API port; {@code null} when absent
  * @param instanceFields the fields this server does not know, in body order, as sent (never {@code null})
+ * @param incarnation the rank's {@code kvferry_incarnation}, kept with its endpoint; 0 when absent
  */
 public record Registration(String role, int attnTpSize, int attnTpRank, int attnCpSize, int attnCpRank,
 		int attnDpSize, int attnDpRank, int ppSize, int ppRank, int systemDpSize, int systemDpRank, String rankIp,
 		int rankPort, int pageSize, String kvCacheDtype, boolean followBootstrapRoom, boolean enableDsaCacheLayerSplit,
-		Integer prefillHttpPort, Map<String, JsonNode> instanceFields) {
+		Integer prefillHttpPort, Map<String, JsonNode> instanceFields, long incarnation) {
 
 	/** SGLang's role string for prefill ranks. */
 	public static final String PREFILL = BootstrapFields.PREFILL_ROLE;
@@ -66,6 +67,16 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		Objects.requireNonNull(role, "role");
 		Objects.requireNonNull(rankIp, "rankIp");
 		instanceFields = Collections.unmodifiableMap(new LinkedHashMap<>(instanceFields));
+	}
+
+	/** A registration without an incarnation. */
+	public Registration(String role, int attnTpSize, int attnTpRank, int attnCpSize, int attnCpRank, int attnDpSize,
+			int attnDpRank, int ppSize, int ppRank, int systemDpSize, int systemDpRank, String rankIp, int rankPort,
+			int pageSize, String kvCacheDtype, boolean followBootstrapRoom, boolean enableDsaCacheLayerSplit,
+			Integer prefillHttpPort, Map<String, JsonNode> instanceFields) {
+		this(role, attnTpSize, attnTpRank, attnCpSize, attnCpRank, attnDpSize, attnDpRank, ppSize, ppRank,
+				systemDpSize, systemDpRank, rankIp, rankPort, pageSize, kvCacheDtype, followBootstrapRoom,
+				enableDsaCacheLayerSplit, prefillHttpPort, instanceFields, 0);
 	}
 
 	/**
@@ -115,9 +126,17 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		if (prefillHttpPort != null && (prefillHttpPort < 1 || prefillHttpPort > 65535)) {
 			throw RequestException.badRequest("prefill_http_port : " + prefillHttpPort + " (expected: 1..65535)");
 		}
+		long incarnation;
+		try {
+			incarnation = BootstrapFields.parseIncarnation(Json.optionalString(body, BootstrapFields.INCARNATION));
+		}
+		catch (IllegalArgumentException e) {
+			throw RequestException.badRequest(e.getMessage());
+		}
 		return new Registration(role == null ? PREFILL : role, attnTpSize, attnTpRank, attnCpSize, attnCpRank,
 				attnDpSize, attnDpRank, ppSize, ppRank, systemDpSize, systemDpRank, rankIp, rankPort, pageSize,
-				kvCacheDtype, followBootstrapRoom, enableDsaCacheLayerSplit, prefillHttpPort, instanceFields(body));
+				kvCacheDtype, followBootstrapRoom, enableDsaCacheLayerSplit, prefillHttpPort, instanceFields(body),
+				incarnation);
 	}
 
 	/** @return the body's fields that are neither read here, nor per-rank by name, nor computed for the answer */
@@ -161,7 +180,7 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 
 	/** @return the endpoint decode ranks will be given */
 	public RankEndpoint endpoint() {
-		return new RankEndpoint(rankIp, rankPort);
+		return new RankEndpoint(rankIp, rankPort, incarnation);
 	}
 
 	/** @return the instance-wide fields this registration declares */

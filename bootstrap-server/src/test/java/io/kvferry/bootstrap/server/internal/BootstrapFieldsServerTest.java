@@ -1,5 +1,7 @@
 package io.kvferry.bootstrap.server.internal;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -11,8 +13,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvferry.bootstrap.BootstrapFields;
 import org.junit.jupiter.api.Test;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The server reads and writes every field core's {@link BootstrapFields} names: a field added there and missed here
@@ -39,7 +39,8 @@ class BootstrapFieldsServerTest {
 			BootstrapFields.KV_CACHE_DTYPE, "fp8_e4m3",
 			BootstrapFields.LOAD_BALANCE_METHOD, "round_robin",
 			BootstrapFields.ENABLE_DSA_CACHE_LAYER_SPLIT, true,
-			BootstrapFields.PREFILL_HTTP_PORT, 30000);
+			BootstrapFields.PREFILL_HTTP_PORT, 30000,
+			BootstrapFields.INCARNATION, "00000000000000ab");
 
 	@Test
 	void theSampleCoversEveryRegistrationField() {
@@ -80,6 +81,10 @@ class BootstrapFieldsServerTest {
 				BootstrapFields.LEGACY_PARALLEL_INFO);
 		assertThat(new RankEndpoint("10.0.0.7", 17000).toJson().keySet()).containsExactlyElementsOf(
 				BootstrapFields.ENDPOINT);
+		// An incarnation goes after SGLang's two fields, which SGLang's decode reads by name.
+		assertThat(new RankEndpoint("10.0.0.7", 17000, 0xabL).toJson()).containsExactly(
+				Map.entry(BootstrapFields.RANK_IP, "10.0.0.7"), Map.entry(BootstrapFields.RANK_PORT, 17000),
+				Map.entry(BootstrapFields.INCARNATION, "00000000000000ab"));
 	}
 
 	/** Distinct values in every field, none a default, so a field read from the wrong key shows. */

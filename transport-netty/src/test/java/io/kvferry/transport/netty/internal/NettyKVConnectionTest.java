@@ -12,7 +12,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
-import io.kvferry.test.Sent;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
@@ -25,6 +24,7 @@ import io.kvferry.spi.RegionKind;
 import io.kvferry.test.RecordingHandler;
 import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
+import io.kvferry.test.Sent;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
@@ -83,7 +83,7 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520006");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520007");
 			assertThat(auth.readInt()).isEqualTo(auth.readableBytes());
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);

@@ -1,11 +1,11 @@
 package io.kvferry.transport.netty.internal.frame;
 
-import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.netty.buffer.ByteBuf;
 
-/** {@code HELLO_ACK}: {@code layout, i64 token}. */
+/** {@code HELLO_ACK}: {@code layout, i64 token, i64 incarnation}. */
 final class HelloAckCodec extends ControlCodec<KVMessage.HelloAck> {
 
 	HelloAckCodec() {
@@ -14,18 +14,20 @@ final class HelloAckCodec extends ControlCodec<KVMessage.HelloAck> {
 
 	@Override
 	long length(KVMessage.HelloAck a) {
-		return PeerLayoutCodec.length(a.layout()) + 8;
+		return PeerLayoutCodec.length(a.layout()) + 8 + 8;
 	}
 
 	@Override
 	void write(ByteBuf buf, KVMessage.HelloAck a) {
 		PeerLayoutCodec.write(buf, a.layout());
 		buf.writeLong(a.token());
+		buf.writeLong(a.incarnation());
 	}
 
 	@Override
 	KVMessage.HelloAck read(FrameReader r) {
 		PeerLayout layout = PeerLayoutCodec.read(r);
-		return new KVMessage.HelloAck(layout, r.i64("token"));
+		long token = r.i64("token");
+		return new KVMessage.HelloAck(layout, token, r.i64("incarnation"));
 	}
 }

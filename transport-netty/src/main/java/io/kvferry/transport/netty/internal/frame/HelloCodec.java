@@ -1,11 +1,11 @@
 package io.kvferry.transport.netty.internal.frame;
 
-import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.netty.buffer.ByteBuf;
 
-/** {@code HELLO}: {@code i32 protocolVersion, layout, bool checksums, i32 stripes}. */
+/** {@code HELLO}: {@code i32 protocolVersion, layout, bool checksums, i32 stripes, i64 incarnation}. */
 final class HelloCodec extends ControlCodec<KVMessage.Hello> {
 
 	HelloCodec() {
@@ -14,7 +14,7 @@ final class HelloCodec extends ControlCodec<KVMessage.Hello> {
 
 	@Override
 	long length(KVMessage.Hello h) {
-		return 4 + PeerLayoutCodec.length(h.layout()) + 1 + 4;
+		return 4 + PeerLayoutCodec.length(h.layout()) + 1 + 4 + 8;
 	}
 
 	@Override
@@ -23,6 +23,7 @@ final class HelloCodec extends ControlCodec<KVMessage.Hello> {
 		PeerLayoutCodec.write(buf, h.layout());
 		buf.writeBoolean(h.checksums());
 		buf.writeInt(h.stripes());
+		buf.writeLong(h.incarnation());
 	}
 
 	@Override
@@ -30,6 +31,7 @@ final class HelloCodec extends ControlCodec<KVMessage.Hello> {
 		int version = r.i32("protocolVersion");
 		PeerLayout layout = PeerLayoutCodec.read(r);
 		boolean checksums = r.bool("checksums");
-		return new KVMessage.Hello(version, layout, checksums, r.i32("stripes"));
+		int stripes = r.i32("stripes");
+		return new KVMessage.Hello(version, layout, checksums, stripes, r.i64("incarnation"));
 	}
 }
