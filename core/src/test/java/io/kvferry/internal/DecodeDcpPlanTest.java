@@ -3,16 +3,25 @@ package io.kvferry.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.kvferry.DecodeKVManager;
+import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.KVReceiver;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RankMemory;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.transport.local.InMemoryKVTransport;
 import org.junit.jupiter.api.Test;
 
 /** The handshake's and the rank mapping's rules for a decode with context parallelism (DCP). */
@@ -71,5 +80,28 @@ class DecodeDcpPlanTest {
 		assertThatThrownBy(() -> RankMapping.plan(new PrefillParallelInfo(1, 1, 1, 16), dcp(4, 2), 2, 16, false))
 				.isInstanceOf(TopologyException.class)
 				.hasMessageStartingWith("Unsupported PD DCP topology: 1 -> 4");
+	}
+
+	@Test
+	void anMlaDecodeStartsWithDcpAndRefusesAPrefixOfPartVirtualPages() {
+		ModelShape shape = new ModelShape(4, 1, 32, 2, 4, true, 1, 64, 32);
+		int page = shape.pageSize();
+		ParallelLayout layout = dcp(2, 1);
+		RankMemory mem = RankMemory.decode(shape, layout, 8, 1, 1);
+		DecodeKVManager decode = KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
+				.transport(InMemoryKVTransport.create()).bootstrapClient(new InMemoryBootstrap())
+				.startNow(Duration.ofSeconds(10));
+		try {
+			KVReceiver receiver = decode.receiver(new HostPort("127.0.0.1", 8998), 7);
+			assertThatThrownBy(() -> receiver.sendMetadata(page, new int[] { 1 }, 0, new int[][] { { 0 } }))
+					.isInstanceOf(IllegalArgumentException.class)
+					.hasMessage("decodePrefixLen : " + page + " (expected: >= 0 and a multiple of page_size " + 2 * page
+							+ ": decode holds whole pages of the prefix)");
+			receiver.abort("done");
+		}
+		finally {
+			decode.dispose();
+			decode.onDispose().block(Duration.ofSeconds(10));
+		}
 	}
 }
