@@ -3,7 +3,8 @@ package io.kvferry;
 /**
  * Where a rank sits in its instance: attention TP, attention DP, system DP, PP and attention CP sizes and ranks, as
  * SGLang registers them. System DP size is 1 when DP attention is on (the DP group is then the attention DP rank).
- * Context parallelism is a prefill-only dimension: a decode rank's CP size must be 1.
+ * On prefill, CP is attention context parallelism; on decode, it is decode context parallelism (DCP): an MLA decode
+ * spreads each room's tokens token by token over its CP ranks, and a decode without MLA must have CP size 1.
  *
  * @param attnTpSize attention tensor-parallel size
  * @param attnTpRank this rank's attention TP rank
@@ -13,7 +14,7 @@ package io.kvferry;
  * @param systemDpRank this rank's system DP rank
  * @param ppSize pipeline-parallel size
  * @param ppRank this rank's pipeline stage
- * @param attnCpSize attention context-parallel size (prefill only; 1 without CP)
+ * @param attnCpSize attention context-parallel size (on decode: DCP size, MLA only; 1 without CP)
  * @param attnCpRank this rank's attention CP rank
  */
 public record ParallelLayout(int attnTpSize, int attnTpRank, int attnDpSize, int attnDpRank, int systemDpSize,
@@ -68,7 +69,7 @@ public record ParallelLayout(int attnTpSize, int attnTpRank, int attnDpSize, int
 	}
 
 	/**
-	 * @param size attention CP size (prefill only)
+	 * @param size attention CP size (on decode: DCP size, MLA only)
 	 * @param rank this rank's attention CP rank
 	 * @return a copy with that context parallelism
 	 */

@@ -140,7 +140,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	@Override
 	public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
 		KVArgs args = manager.config.kvArgs();
-		int pageSize = args.pageSize();
+		// With decode context parallelism each rank holds every DCP-th token: the prefix is whole virtual pages.
+		int pageSize = args.pageSize() * manager.config.layout().attnCpSize();
 		if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
 			throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
 					+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");

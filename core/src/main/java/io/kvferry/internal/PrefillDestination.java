@@ -56,8 +56,8 @@ final class PrefillDestination implements TransferPlan.Outlet {
 		if (!plan.wholePages(request.decodePrefixLen())) {
 			r.fail(FailureCause.INCOMPATIBLE, from() + " holds a prefix of " + request.decodePrefixLen()
 					+ " tokens of room " + r.id + ", not a multiple of prefill page_size " + config.kvArgs().pageSize()
-					+ " and decode page_size " + plan.dstPageSize() + " (expected: whole pages of the prefix on both "
-					+ "sides)");
+					+ " and decode page_size " + plan.dstPageSize() + (plan.dcpSize() == 1 ? "" : " × decode DCP size "
+					+ plan.dcpSize()) + " (expected: whole pages of the prefix on both sides)");
 			return true;
 		}
 		int prefixPages = request.decodePrefixLen() / config.kvArgs().pageSize();

@@ -14,6 +14,7 @@ import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
 import io.kvferry.spi.SendGate;
+import io.kvferry.internal.topology.DcpRelayout;
 import io.kvferry.internal.topology.HeadSlice;
 import io.kvferry.internal.topology.HeadSlicing;
 import io.kvferry.internal.topology.LayerPairing;
@@ -42,14 +43,17 @@ final class TransferPlan {
 	private final HeadSlice[] slices;
 	private final int pageSize;
 	private final int dstPageSize;
+	// Decode's DCP size and this destination's DCP rank: above 1, each decode rank gets only its tokens.
+	private final int dcpSize;
+	private final int dcpRank;
 	private final long dstPages;
 	private final List<MemoryRegion> srcAux;
 	private final List<RegionLayout> dstAux;
 	private final StatePlan state;
 
 	private TransferPlan(MemoryRegion[] src, int[] srcBuffer, int[] dst, long[] dstItems, int[] dstItemLen,
-			HeadSlice[] slices, int pageSize, int dstPageSize, List<MemoryRegion> srcAux, List<RegionLayout> dstAux,
-			StatePlan state) {
+			HeadSlice[] slices, int pageSize, int dstPageSize, int dcpSize, int dcpRank, List<MemoryRegion> srcAux,
+			List<RegionLayout> dstAux, StatePlan state) {
 		this.src = src;
 		this.srcBuffer = srcBuffer;
 		this.dst = dst;
@@ -57,6 +61,8 @@ final class TransferPlan {
 		this.slices = slices;
 		this.pageSize = pageSize;
 		this.dstPageSize = dstPageSize;
+		this.dcpSize = dcpSize;
+		this.dcpRank = dcpRank;
 		this.dstPages = Arrays.stream(dstItems).min().orElse(0);
 		this.srcAux = srcAux;
 		this.dstAux = dstAux;
@@ -79,12 +85,13 @@ final class TransferPlan {
 	 * @throws TopologyException naming the first incompatible values
 	 */
 	static TransferPlan of(KVArgs args, ParallelLayout own, PeerLayout decode, boolean dsaLayerSplit) {
-		if (decode.parallel().attnCpSize() != 1) {
-			throw new TopologyException("decode attn_cp_size=" + decode.parallel().attnCpSize()
-					+ " (expected: 1; context parallelism is a prefill-only dimension)");
-		}
 		int srcPageSize = args.pageSize();
 		int dstPageSize = decode.pageSize();
+		int dcpSize = decode.parallel().attnCpSize();
+		int dcpRank = decode.parallel().attnCpRank();
+		if (dcpSize > 1) {
+			checkDcp(args, own, srcPageSize, dstPageSize, dcpSize, dcpRank);
+		}
 		Repaging.checkPageSizes(srcPageSize, dstPageSize);
 		if (decode.mla() != args.isMla()) {
 			throw new TopologyException("MLA mismatch: prefill mla=" + args.isMla() + ", decode mla=" + decode.mla());
@@ -126,6 +133,9 @@ final class TransferPlan {
 			srcBuffer[i] = pair.src();
 			dst[i] = pair.dst();
 			dstLen[i] = decode.kv().get(pair.dst()).itemLen();
+			if (dcpSize > 1) {
+				DcpRelayout.checkTokenGeometry(pair.src(), src[i].itemLen(), srcPageSize, dstLen[i], dstPageSize);
+			}
 			if (sliced) {
 				slices[i] = HeadSlicing.plan(args.totalKvHeadNum(), p, d, own.attnTpRank(),
 						decode.engineRank() % d, src[i].itemLen(), dstLen[i], srcPageSize, dstPageSize);
@@ -145,8 +155,30 @@ final class TransferPlan {
 		checkSame("aux", args.auxRegions(), decode.aux());
 		StatePlan state = StatePlan.of(args, own, decode);
 		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
-		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, srcPageSize, dstPageSize,
-				args.auxRegions(), decode.aux(), state);
+		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, srcPageSize, dstPageSize, dcpSize,
+				dcpRank, args.auxRegions(), decode.aux(), state);
+	}
+
+	/**
+	 * A decode at DCP above 1: this prefill (DCP 1, kvferry has no prefill DCP) relays to it only with MLA KV, without
+	 * prefill attention CP and with equal page sizes; the token geometry is checked per buffer pair.
+	 */
+	private static void checkDcp(KVArgs args, ParallelLayout own, int srcPageSize, int dstPageSize, int dcpSize,
+			int dcpRank) {
+		DcpRelayout.requiresRelayout(1, 0, dcpSize, dcpRank, args.isMla());
+		if (own.attnCpSize() != 1) {
+			throw new TopologyException("PD decode DCP currently requires prefill attention CP=1, got "
+					+ own.attnCpSize());
+		}
+		if (srcPageSize != dstPageSize) {
+			throw new TopologyException("decode DCP " + dcpSize + " with different page sizes: prefill page_size="
+					+ srcPageSize + ", decode page_size=" + dstPageSize + " (expected: equal page sizes)");
+		}
+		if (!args.stateKinds().isEmpty() && args.stateKinds().stream().anyMatch(k -> k == StateKind.SWA
+				|| k == StateKind.DSA)) {
+			throw new TopologyException("decode DCP " + dcpSize + " with paged " + args.stateKinds()
+					+ " state (expected: none; such state is indexed by page, not spread by token)");
+		}
 	}
 
 	/**
@@ -230,7 +262,7 @@ final class TransferPlan {
 	 * @return payload bytes queued
 	 */
 	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
-		if (srcPages.length != dstPages.length && pageSize == dstPageSize) {
+		if (srcPages.length != dstPages.length && pageSize == dstPageSize && dcpSize == 1) {
 			throw new IllegalArgumentException("page lists : " + srcPages.length + " source pages, " + dstPages.length
 					+ " destination pages (expected: the same length)");
 		}
@@ -248,7 +280,8 @@ final class TransferPlan {
 	 * @return payload bytes queued
 	 */
 	long sendKv(Outlet conn, long room, int[] srcPages, int first, int[] dstAll, boolean last, int[] srcRegions) {
-		List<SlotRun> runs = Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
+		List<SlotRun> runs = dcpSize > 1 ? DcpRelayout.runs(srcPages, first, pageSize, dstAll, dcpSize, dcpRank, last)
+				: Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
 		long bytes = 0;
 		for (int i = 0; i < src.length; i++) {
 			if (srcRegions != null && !contains(srcRegions, srcBuffer[i])) {
@@ -263,17 +296,28 @@ final class TransferPlan {
 
 	/** @return whether {@code srcPages} pages after decode's prefix start at tokens that {@code dstPages} hold */
 	boolean fits(long srcPages, long dstPages) {
-		return Repaging.fits(srcPages, pageSize, dstPages, dstPageSize);
+		return dcpSize > 1 ? DcpRelayout.fits(srcPages, dstPages, pageSize, dcpSize, dcpRank)
+				: Repaging.fits(srcPages, pageSize, dstPages, dstPageSize);
 	}
 
 	/** @return whether the room's {@code srcPages} pages after decode's prefix are as many tokens as decode's */
 	boolean matches(long srcPages, long dstPages) {
-		return Repaging.matches(srcPages, pageSize, dstPages, dstPageSize);
+		return dcpSize > 1 ? DcpRelayout.matches(srcPages, dstPages, pageSize, dcpSize, dcpRank)
+				: Repaging.matches(srcPages, pageSize, dstPages, dstPageSize);
 	}
 
-	/** @return whether prefix tokens fill whole pages on both sides */
+	/**
+	 * @return whether prefix tokens fill whole pages on both sides; with decode DCP, whole virtual pages of page size
+	 *         × DCP size (SGLang's {@code build_dcp_token_transfer_plan})
+	 */
 	boolean wholePages(int prefixLen) {
-		return prefixLen % pageSize == 0 && prefixLen % dstPageSize == 0;
+		return prefixLen % pageSize == 0 && prefixLen % dstPageSize == 0
+				&& DcpRelayout.alignedPrefix(prefixLen, dstPageSize, dcpSize);
+	}
+
+	/** @return decode's DCP size (1 without decode context parallelism) */
+	int dcpSize() {
+		return dcpSize;
 	}
 
 	/** @return decode's tokens per page */

@@ -140,7 +140,7 @@ class ContextParallelAndPrefixTest {
 		assertThatThrownBy(() -> KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(cpLayout).transport(transport)
 				.bootstrapClient(new InMemoryBootstrap()).startNow(Duration.ofSeconds(10)))
 				.isInstanceOf(IllegalStateException.class)
-				.hasMessage("layout : attn_cp_size=2 on decode (expected: 1; context parallelism is a prefill-only "
-						+ "dimension)");
+				.hasMessage("layout : attn_cp_size=2 on decode without MLA (expected: 1; PD decode DCP requires an "
+						+ "MLA or hybrid-MLA KV pool)");
 	}
 }

@@ -118,7 +118,12 @@ public final class KVCluster {
 		}
 		for (int tp = 0; tp < config.decodeTp; tp++) {
 			for (int pp = 0; pp < config.decodePp; pp++) {
-				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp);
+				if (config.decodeTp % config.decodeDcp != 0) {
+					throw new IllegalArgumentException("decodeDcp : " + config.decodeDcp + " (expected: a divisor of "
+							+ "decode TP size " + config.decodeTp + ")");
+				}
+				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp,
+						config.decodeDcp, tp % config.decodeDcp);
 				RankMemory mem = RankMemory.decode(config.decodeShape(), layout, config.pagesOf(config.decodeShape()),
 						config.rows, config.rows);
 				decodeMemory.add(mem);
@@ -186,6 +191,10 @@ public final class KVCluster {
 		// decode's when the page sizes differ.
 		private final int prefixPages;
 		private final int dstPrefixPages;
+		private final int dcp = config.decodeDcp;
+		// Pages each decode DCP rank asks for: the first ones of dst.
+		private final int[] dstCounts;
+		private final long prefixTokens;
 		private final int g;
 		private final int @Nullable [] src;
 		private final int @Nullable [] dst;
@@ -208,8 +217,9 @@ public final class KVCluster {
 			this.random = random;
 			this.numPages = (tokens + pageSize - 1) / pageSize;
 			int dstPagesAll = (tokens + dstPageSize - 1) / dstPageSize;
-			// The prefix is whole pages on both sides, and no more than either side holds.
-			int lcm = Math.max(pageSize, dstPageSize);
+			// The prefix is whole pages on both sides, and no more than either side holds; with decode DCP, whole
+			// virtual pages of page size × DCP size.
+			int lcm = Math.max(pageSize, dstPageSize) * dcp;
 			long prefixTokens = (long) Math.floor(numPages * config.decodePrefix) * pageSize;
 			prefixTokens = Math.min(prefixTokens, (long) dstPagesAll * dstPageSize) / lcm * lcm;
 			this.prefixPages = (int) (prefixTokens / pageSize);
@@ -217,7 +227,15 @@ public final class KVCluster {
 			this.g = dpGroup(room);
 			boolean contiguous = config.scatterRuns == 0 && (config.contiguous || random.nextInt(4) == 0);
 			int[] s = allocate(prefillPages.get(g), numPages, random, contiguous);
-			int[] d = allocate(decodePages, dstPagesAll - dstPrefixPages, random, contiguous);
+			// Each DCP rank asks for its share of the tokens after the prefix; rank 0's is the largest.
+			this.dstCounts = new int[dcp];
+			for (int r = 0; r < dcp; r++) {
+				long rest = tokens - prefixTokens;
+				long share = rest <= r ? 0 : (rest - r + dcp - 1) / dcp;
+				dstCounts[r] = dcp == 1 ? dstPagesAll - dstPrefixPages : (int) ((share + dstPageSize - 1) / dstPageSize);
+			}
+			this.prefixTokens = prefixTokens;
+			int[] d = allocate(decodePages, dstCounts[0], random, contiguous);
 			int[] sr = prefillRows.get(g).allocate(1, random, false);
 			int[] dr = decodeRows.allocate(1, random, false);
 			if (s == null || d == null || sr == null || dr == null) {
@@ -246,7 +264,7 @@ public final class KVCluster {
 			}
 			if (config.checkUntouched) {
 				for (int i = 0; i < outside.length; i++) {
-					outside[i] = decodeMemory.get(i).checksumOutside(dst, dstRow[0], dstState);
+					outside[i] = decodeMemory.get(i).checksumOutside(dstOf(i), dstRow[0], dstState);
 				}
 			}
 		}
@@ -271,6 +289,11 @@ public final class KVCluster {
 		/** @return the first page of {@link #sourcePages()} that decode asks for (pages before it are its prefix) */
 		public int prefixPages() {
 			return prefixPages;
+		}
+
+		/** @return the pages decode rank {@code i} asks for: its DCP share of the room's pages */
+		private int[] dstOf(int i) {
+			return dcp == 1 ? dst : Arrays.copyOf(dst, dstCounts[decodeMemory.get(i).layout().attnCpRank()]);
 		}
 
 		/**
@@ -318,9 +341,9 @@ public final class KVCluster {
 				List<Mono<Void>> done = new ArrayList<>();
 				List<KVSender> senders = new ArrayList<>();
 				List<KVReceiver> receivers = new ArrayList<>();
-				for (DecodeKVManager d : decode) {
-					KVReceiver receiver = d.receiver(config.bootstrap, room);
-					receiver.sendMetadata(prefixPages * pageSize, dst, dstRow[0], new int[][] { dstState });
+				for (int i = 0; i < decode.size(); i++) {
+					KVReceiver receiver = decode.get(i).receiver(config.bootstrap, room);
+					receiver.sendMetadata(prefixPages * pageSize, dstOf(i), dstRow[0], new int[][] { dstState });
 					receivers.add(receiver);
 					if (config.layerwise) {
 						List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -389,17 +412,21 @@ public final class KVCluster {
 			for (int i = 0; i < decodeMemory.size(); i++) {
 				RankMemory mem = decodeMemory.get(i);
 				// Past prefill's last page (decode's pages may be larger), decode's last page repeats that page.
-				String mismatch = mem.verify(room, dst, dstPrefixPages, dstRow[0], dstState, (long) numPages * pageSize,
-						pageSize);
+				int[] own = dstOf(i);
+				String mismatch = dcp > 1
+						? mem.verifyDcp(room, own, prefixTokens, dstRow[0], dstState,
+								(long) (numPages - prefixPages) * pageSize)
+						: mem.verify(room, dst, dstPrefixPages, dstRow[0], dstState, (long) numPages * pageSize,
+								pageSize);
 				if (mismatch == null && config.checkUntouched
-						&& mem.checksumOutside(dst, dstRow[0], dstState) != outside[i]) {
+						&& mem.checksumOutside(own, dstRow[0], dstState) != outside[i]) {
 					mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"
 							+ " pages, aux row and state slots";
 				}
 				if (mismatch != null) {
 					return new RoomResult(room, numPages, bytes, latency, mismatch);
 				}
-				bytes += mem.kvBytes(dst.length);
+				bytes += mem.kvBytes(own.length);
 			}
 			// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
 			release(g, src, dst, srcRow, dstRow);

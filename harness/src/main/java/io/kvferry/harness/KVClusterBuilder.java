@@ -25,6 +25,7 @@ public final class KVClusterBuilder {
 	boolean checkUntouched;
 	int decodeTp = 1;
 	int decodePp = 1;
+	int decodeDcp = 1;
 	int pages = 256;
 	// Tokens per page on each side; 0: the shape's.
 	int prefillPageSize;
@@ -92,6 +93,18 @@ public final class KVClusterBuilder {
 	public KVClusterBuilder decode(int tp, int pp) {
 		this.decodeTp = tp;
 		this.decodePp = pp;
+		return this;
+	}
+
+	/**
+	 * Decode context parallelism: decode TP rank t is DCP rank {@code t mod dcp}, and each holds only its share of a
+	 * room's tokens (MLA only). The decode TP size must be a multiple of {@code dcp}.
+	 */
+	public KVClusterBuilder decodeDcp(int dcp) {
+		if (dcp < 1) {
+			throw new IllegalArgumentException("decodeDcp : " + dcp + " (expected: >= 1)");
+		}
+		this.decodeDcp = dcp;
 		return this;
 	}
 

@@ -3,6 +3,7 @@ package io.kvferry.harness;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
+import java.util.function.LongUnaryOperator;
 
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
@@ -124,7 +125,7 @@ public final class RankMemory {
 			}
 			return true;
 		};
-		forEachRun(room, pages, 0, write, Long.MAX_VALUE, 1);
+		forEachRun(room, pages, write, slot -> slot);
 		forEachAuxAndStateRun(room, auxRow, stateSlots, write);
 	}
 
@@ -157,7 +158,40 @@ public final class RankMemory {
 	public @Nullable String verify(long room, int[] pages, int firstPage, int auxRow, int[] stateSlots,
 			long heldTokens, int srcPageSize) {
 		@Nullable String[] first = new String[1];
-		WordRun check = (address, seed, words) -> {
+		WordRun check = checker(room, first);
+		if (forEachRun(room, pages, check, slot -> {
+			long s = (long) firstPage * shape.pageSize() + slot;
+			return s < heldTokens ? s : heldTokens - srcPageSize + (s - heldTokens) % srcPageSize;
+		})) {
+			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
+		}
+		return first[0];
+	}
+
+	/**
+	 * Checks the room's pages on a decode rank of decode context parallelism (its layout's CP): local slot j of the
+	 * pages holds the room's token {@code prefixTokens + j × dcp + dcpRank}; slots past the rank's share of prefill's
+	 * {@code heldTokens} slots after the prefix hold copies of the first slots of prefill's last page, as kvferry fills
+	 * a DCP rank's last page.
+	 *
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public @Nullable String verifyDcp(long room, int[] pages, long prefixTokens, int auxRow, int[] stateSlots,
+			long heldTokens) {
+		int dcp = layout.attnCpSize();
+		int rank = layout.attnCpRank();
+		long share = heldTokens <= rank ? 0 : (heldTokens - rank + dcp - 1) / dcp;
+		@Nullable String[] first = new String[1];
+		WordRun check = checker(room, first);
+		if (forEachRun(room, pages, check, local -> prefixTokens + (local < share ? local * dcp + rank
+				: heldTokens - shape.pageSize() + (local - share)))) {
+			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
+		}
+		return first[0];
+	}
+
+	private static WordRun checker(long room, @Nullable String[] first) {
+		return (address, seed, words) -> {
 			for (int w = 0; w < words; w++) {
 				long expected = Patterns.word(seed, w);
 				long actual = PlatformDependent.getLong(address + 8L * w);
@@ -169,10 +203,6 @@ public final class RankMemory {
 			}
 			return true;
 		};
-		if (forEachRun(room, pages, firstPage, check, heldTokens, srcPageSize)) {
-			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
-		}
-		return first[0];
 	}
 
 	/** @return whether every byte of these pages in every KV buffer is zero (pages of an aborted room) */
@@ -242,12 +272,12 @@ public final class RankMemory {
 	}
 
 	/**
-	 * Visits every head of every token of the pages; slots from {@code heldTokens} on stand for the tokens of the last
-	 * {@code srcPageSize}-token page before it, over and over.
+	 * Visits every head of every token of the pages; {@code tokenOf} gives the room's token that slot
+	 * {@code i × page size + t} of the pages (page {@code pages[i]}, token t) holds.
 	 *
 	 * @return false when the visitor stopped early
 	 */
-	private boolean forEachRun(long room, int[] pages, int firstPage, WordRun v, long heldTokens, int srcPageSize) {
+	private boolean forEachRun(long room, int[] pages, WordRun v, LongUnaryOperator tokenOf) {
 		int tp = layout.attnTpSize();
 		int heads = shape.headsPerRank(tp);
 		int headWords = shape.headBytes() / 8;
@@ -265,9 +295,7 @@ public final class RankMemory {
 				for (int i = 0; i < pages.length; i++) {
 					long pageBase = region.address() + (long) pages[i] * itemLen;
 					for (int t = 0; t < shape.pageSize(); t++) {
-						long slot = (long) (firstPage + i) * shape.pageSize() + t;
-						long token = slot < heldTokens ? slot
-								: heldTokens - srcPageSize + (slot - heldTokens) % srcPageSize;
+						long token = tokenOf.applyAsLong((long) i * shape.pageSize() + t);
 						long tokenBase = pageBase + (long) t * tokenBytes;
 						for (int h = 0; h < heads; h++) {
 							long seed = Patterns.seed(room, layer, b, token, modelHeads[h]);

@@ -20,7 +20,8 @@ import io.kvferry.spi.KVTransport;
  * above and below TP and MLA, prefill PP {1,2} × decode PP {1, equal}, prefill DP {1,2}, draft layers on decode,
  * state slots; then a few cells of prefill context parallelism (CP {1,2} × all-CP-ranks transfer {off,on}, DSA layer
  * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1, a
- * layer-wise column on a few cells, and cells whose prefill and decode page sizes differ (decode re-pages). Each case moves rooms with scattered and contiguous pages in several chunks and
+ * layer-wise column on a few cells, cells whose prefill and decode page sizes differ (decode re-pages) and cells of
+ * decode context parallelism (each decode DCP rank gets only its tokens). Each case moves rooms with scattered and contiguous pages in several chunks and
  * checks every byte (and, in the added cells, that no decode byte outside a room's pages, aux row and state slots
  * changed).
  */
@@ -37,10 +38,26 @@ public final class TopologyMatrix {
 	 * @param layerwise whether prefill sends chunks layer by layer (each chunk at random, whole or layer-wise)
 	 * @param prefillPage tokens per prefill page (0: the shape's)
 	 * @param decodePage tokens per decode page (0: the shape's)
+	 * @param decodeDcp decode context-parallel size: decode TP rank t is DCP rank {@code t mod decodeDcp} and holds
+	 *        only its share of each room's tokens (MLA)
 	 */
 	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
 			int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise, int prefillPage,
-			int decodePage) {
+			int decodePage, int decodeDcp) {
+
+		/** A cell without decode context parallelism. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise, int prefillPage,
+				int decodePage) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer, decodePrefix,
+					layerwise, prefillPage, decodePage, 1);
+		}
+
+		/** A cell whose decode spreads each room's tokens over {@code dcp} DCP ranks. */
+		public Case withDecodeDcp(int dcp) {
+			return new Case(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer,
+					decodePrefix, layerwise, prefillPage, decodePage, dcp);
+		}
 
 		/** A cell with the shape's page size on both sides. */
 		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
@@ -52,7 +69,7 @@ public final class TopologyMatrix {
 		/** A cell whose prefill pages hold {@code prefillPage} tokens and decode pages {@code decodePage}. */
 		public Case withPages(int prefillPage, int decodePage) {
 			return new Case(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer,
-					decodePrefix, layerwise, prefillPage, decodePage);
+					decodePrefix, layerwise, prefillPage, decodePage, decodeDcp);
 		}
 
 		/** A cell without CP and without decode prefix, its chunks sent whole. */
@@ -77,7 +94,8 @@ public final class TopologyMatrix {
 			return "P" + prefillTp + "->D" + decodeTp + " " + model + " pp" + prefillPp + "->" + decodePp + " dp"
 					+ prefillDp + (prefillCp == 1 && cpTransfer.equals("rank0") ? "" : " cp" + prefillCp + " " + cpTransfer)
 					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix) + (layerwise ? " layerwise" : "")
-					+ (prefillPage == 0 && decodePage == 0 ? "" : " page" + prefillPage + "->" + decodePage);
+					+ (prefillPage == 0 && decodePage == 0 ? "" : " page" + prefillPage + "->" + decodePage)
+					+ (decodeDcp == 1 ? "" : " dcp1->" + decodeDcp);
 		}
 
 		/**
@@ -97,10 +115,10 @@ public final class TopologyMatrix {
 			}
 		}
 
-		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state, page sizes) */
+		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state, page sizes, DCP) */
 		public boolean extended() {
 			return prefillCp > 1 || !cpTransfer.equals("rank0") || decodePrefix > 0 || model.equals("hybrid")
-					|| prefillPage != decodePage;
+					|| prefillPage != decodePage || decodeDcp > 1;
 		}
 	}
 
@@ -152,6 +170,27 @@ public final class TopologyMatrix {
 		out.add(new Case(2, 2, "mla", 1, 1, 1, 2, "layers", 0, true));
 		out.add(new Case(2, 1, "hybrid", 1, 1, 1, 1, "rank0", 0.5, true));
 		out.addAll(repagedCases());
+		out.addAll(decodeDcpCases());
+		return out;
+	}
+
+	/**
+	 * @return the cells of decode context parallelism: an MLA prefill at TP 1 (DCP 1) to a decode at DCP 2 and 4
+	 *         (decode TP equal to its DCP size), pages of 1 and 16 tokens, with and without a decode prefix, and
+	 *         layer-wise
+	 */
+	public static List<Case> decodeDcpCases() {
+		List<Case> out = new ArrayList<>();
+		for (int dcp : new int[] { 2, 4 }) {
+			for (int page : new int[] { 1, 16 }) {
+				for (double prefix : new double[] { 0, 0.5 }) {
+					out.add(new Case(1, dcp, "mla", 1, 1, 1, 1, "rank0", prefix).withPages(page, page)
+							.withDecodeDcp(dcp));
+				}
+			}
+		}
+		out.add(new Case(1, 2, "mla", 1, 1, 1, true).withPages(16, 16).withDecodeDcp(2));
+		out.add(new Case(2, 4, "mla", 2, 1, 1, 1, "rank0", 0.5).withPages(4, 4).withDecodeDcp(2));
 		return out;
 	}
 
@@ -206,7 +245,7 @@ public final class TopologyMatrix {
 		KVCluster cluster = KVCluster.builder().shape(c.shape()).prefill(c.prefillTp(), c.prefillPp(), c.prefillDp())
 				.prefillCp(c.prefillCp(), c.cpTransfer().equals("all"), c.cpTransfer().equals("layers"))
 				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended()).layerwise(c.layerwise())
-				.decode(c.decodeTp(), c.decodePp()).capacity(96, 8).transport(transport).bootstrapClient(client)
+				.decode(c.decodeTp(), c.decodePp()).decodeDcp(c.decodeDcp()).capacity(96, 8).transport(transport).bootstrapClient(client)
 				.pageSizes(c.prefillPage() == 0 ? c.shape().pageSize() : c.prefillPage(),
 						c.decodePage() == 0 ? c.shape().pageSize() : c.decodePage())
 				.customize(spec -> spec instanceof DecodeSpec d ? d.stripes(stripes) : spec)

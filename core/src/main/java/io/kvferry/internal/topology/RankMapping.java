@@ -56,24 +56,24 @@ public record RankMapping(List<RankTarget> targets, int requiredDstInfoNum, int 
 	 * prefill stage and needs a response from each.
 	 *
 	 * @param prefill prefill sizes from the bootstrap server
-	 * @param decode the decode rank's layout ({@code attnTpSize}, {@code ppSize} and {@code ppRank} are used)
+	 * @param decode the decode rank's layout ({@code attnTpSize}, {@code ppSize}, {@code ppRank} and its CP as decode
+	 *        context parallelism: above 1 only with MLA, see {@link DcpRelayout})
 	 * @param decodeEngineRank decode engine rank e, used modulo the decode attention TP size
 	 * @param decodePageSize the decode's page size; equal to {@code prefill.pageSize()}, or both powers of two (decode
 	 *        re-pages what it receives)
 	 * @param mla whether the KV cache is MLA (latent KV replicated on every TP rank)
 	 * @return the plan
-	 * @throws TopologyException for TP sizes that do not divide each other, PP sizes other than equal or decode 1, or
-	 *         different page sizes that are not both powers of two; the message names both values
+	 * @throws TopologyException for TP sizes that do not divide each other, PP sizes other than equal or decode 1,
+	 *         different page sizes that are not both powers of two, or decode CP above 1 without MLA; the message
+	 *         names both values
 	 * @throws IllegalArgumentException for a negative engine rank or a page size below 1
 	 */
 	public static RankMapping plan(PrefillParallelInfo prefill, ParallelLayout decode, int decodeEngineRank,
 			int decodePageSize, boolean mla) {
 		Objects.requireNonNull(prefill, "prefill");
 		Objects.requireNonNull(decode, "decode");
-		if (decode.attnCpSize() != 1) {
-			throw new TopologyException("decode attn_cp_size=" + decode.attnCpSize()
-					+ " (expected: 1; context parallelism is a prefill-only dimension)");
-		}
+		// Decode's CP is SGLang's decode context parallelism: kvferry's prefill has no DCP, so this is 1 -> n.
+		DcpRelayout.requiresRelayout(1, 0, decode.attnCpSize(), decode.attnCpRank(), mla);
 		if (decodeEngineRank < 0) {
 			throw new IllegalArgumentException("decodeEngineRank : " + decodeEngineRank + " (expected: >= 0)");
 		}

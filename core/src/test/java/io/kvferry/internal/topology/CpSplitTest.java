@@ -43,9 +43,9 @@ class CpSplitTest {
 	}
 
 	@Test
-	void decodeMustNotUseContextParallelism() {
+	void decodeContextParallelismNeedsMla() {
 		assertThatThrownBy(() -> RankMapping.plan(new PrefillParallelInfo(1, 1, 1, 16),
 				ParallelLayout.tp(1, 0).withAttnCp(2, 0), 0, 16, false)).isInstanceOf(TopologyException.class)
-				.hasMessage("decode attn_cp_size=2 (expected: 1; context parallelism is a prefill-only dimension)");
+				.hasMessage("Unsupported PD DCP topology: 1 -> 2 (decode DCP requires an MLA or hybrid-MLA KV pool)");
 	}
 }
