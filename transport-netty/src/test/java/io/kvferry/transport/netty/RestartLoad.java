@@ -113,8 +113,12 @@ final class RestartLoad {
 		Queue<Integer> free = slots();
 		AtomicLong next = new AtomicLong(firstRoom);
 		return Flux.range(0, CONCURRENCY)
-				.flatMap(w -> Mono.defer(() -> room(decode, memory, bootstrap, next.getAndIncrement(), free)).repeat(),
-						CONCURRENCY);
+				.flatMap(w -> Mono.defer(() -> {
+					long room = next.getAndIncrement();
+					// A call that throws is an outcome too, named, rather than the end of the whole load.
+					return room(decode, memory, bootstrap, room, free).onErrorResume(e -> Mono.just(new Outcome(room,
+							System.nanoTime(), System.nanoTime(), FailureCause.OTHER, "threw: " + e)));
+				}).repeat(), CONCURRENCY);
 	}
 
 	private static Mono<Outcome> room(DecodeKVManager decode, RankMemory memory, HostPort bootstrap, long room,
