@@ -22,7 +22,9 @@ public interface PrefillKVManager extends KVManager {
 	/**
 	 * Rooms decode is ready for, hot, on the callback scheduler, with a per-subscriber buffer of the spec's
 	 * {@code eventBufferSize}: a request a slow subscriber loses fails its room (when it has no sender yet) rather
-	 * than leaving it waiting. Subscribe before the first decode rank can ask (right after start).
+	 * than leaving it waiting. Requests that come while nobody subscribes (a decode rank can ask as soon as the
+	 * listener is bound, before the start returns) wait for the next subscriber, up to that many of them; older ones
+	 * fail their rooms the same way.
 	 */
 	Flux<RoomRequest> roomRequests();
 }

@@ -63,7 +63,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		super(config);
 		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
-				dropped -> config.timer().schedule(() -> requestDropped(dropped)));
+				dropped -> config.timer().schedule(() -> requestDropped(dropped)), true);
 		this.unclaimed = new UnclaimedRooms(config.unclaimedRoomsPerPeer(), config.unclaimedRooms());
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		ParallelLayout l = config.layout();

@@ -100,6 +100,26 @@ class KVManagerBehaviourTest {
 	}
 
 	@Test
+	void requestsThatCameBeforeTheEngineSubscribedWaitForIt() {
+		start(UnaryOperator.identity());
+		// A decode rank may ask as soon as prefill's listener is bound, before the engine subscribed: a restarted
+		// prefill on its old port is found that way by a decode that retries its cached route.
+		StepVerifier.create(prefill.events().filter(e -> e.room() == 7))
+				.then(() -> decode.receiver(BOOTSTRAP, 7).sendMetadata(new int[] { 3, 4 }, 2, new int[0]))
+				// Prefill has the request once its room waits for input.
+				.thenConsumeWhile(e -> e.current() != KVPoll.WAITING_FOR_INPUT)
+				.expectNextMatches(e -> e.current() == KVPoll.WAITING_FOR_INPUT)
+				.thenCancel()
+				.verify(T);
+		StepVerifier.create(prefill.roomRequests())
+				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(7, 2, 2, false)))
+				.then(() -> decode.receiver(BOOTSTRAP, 8).sendMetadata(new int[] { 5 }, 3, new int[0]))
+				.assertNext(r -> assertThat(r.room()).as("later requests come after the held ones").isEqualTo(8))
+				.thenCancel()
+				.verify(T);
+	}
+
+	@Test
 	void sendsBeforeDecodeAskedWaitAndThenSucceed() {
 		start(UnaryOperator.identity());
 		int[] pages = { 1, 2, 3 };

@@ -22,7 +22,6 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.RankMemory;
 import io.kvferry.test.Child;
 import io.kvferry.transport.netty.RestartLoad.Outcome;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import reactor.core.Disposable;
@@ -58,9 +57,6 @@ class PeerRestartProcessTest {
 			FailureCause.BOOTSTRAP, FailureCause.PEER_RESTARTED);
 
 	@Test
-	@Disabled("Stalls: after the 1st to 3rd restart decode's rooms on the new prefill process are neither served nor "
-			+ "failed (30 s), right after decode saw the new incarnation in its handshake. Passes 5 of 5 on the "
-			+ "incarnation change alone; fails 3 of 4 runs merged with the rest of its round. Cause open, on the issue.")
 	void aPrefillKilledAndRestartedOnItsOwnPortIsANewPeerAndServesAtOnce() throws Exception {
 		DisposableBootstrapServer bootstrap = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		RankMemory memory = RestartLoad.decodeMemory();
