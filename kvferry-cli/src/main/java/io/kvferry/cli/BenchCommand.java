@@ -70,8 +70,6 @@ final class BenchCommand implements Callable<Integer> {
 	static final ObjectMapper JSON = new ObjectMapper();
 	static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
-	private static final int WARMUP_ROOMS = 20;
-	private static final Duration WARMUP = Duration.ofSeconds(5);
 	private static final Duration SAME_HOST_WARMUP = Duration.ofSeconds(3);
 	private static final int MANY_LAYERS = 4;
 
@@ -241,7 +239,8 @@ final class BenchCommand implements Callable<Integer> {
 				bulk(pair, shape, bulkPages, bulkBytes, result);
 				for (int pages : bulkOnly ? new int[0] : new int[] { 1, 8 }) {
 					progress(err, "small: " + pages + "-page rooms, " + smallIterations + " each");
-					result.set(pages == 1 ? "small" : "small_" + pages, small(pair, shape, pages, pageBytes));
+					result.set(pages == 1 ? "small" : "small_" + pages, SmallBench.run(pair, shape, pages, pageBytes,
+							smallIterations, this::check));
 				}
 			}
 			finally {
@@ -398,47 +397,6 @@ final class BenchCommand implements Callable<Integer> {
 			m = Math.min(m, v);
 		}
 		return m;
-	}
-
-	private ObjectNode small(KVCluster pair, ModelShape shape, int pages, long pageBytes) throws IOException {
-		int tokens = pages * shape.pageSize();
-		Random random = new Random(pages);
-		long room = 2_000_000L * pages;
-		// Per-room code runs once a room: it takes a thousand rooms or so before the JIT has compiled it.
-		long warmEnd = System.nanoTime() + WARMUP.toNanos();
-		for (int i = 0; i < WARMUP_ROOMS || System.nanoTime() < warmEnd; i++) {
-			check(pair.run(room++, tokens, 1, random).block());
-		}
-		int payload = (int) (pages * pageBytes);
-		long[] latencies = new long[smallIterations];
-		long[] baselines = new long[smallIterations];
-		CleanableDirectBuffer src = PlatformDependent.allocateDirect(payload);
-		CleanableDirectBuffer dst = PlatformDependent.allocateDirect(payload);
-		try (TcpBaseline tcp = TcpBaseline.open()) {
-			TcpBaseline.PingPong pingPong = tcp.pingPong(src.buffer(), payload, WARMUP_ROOMS + smallIterations);
-			for (int i = 0; i < WARMUP_ROOMS; i++) {
-				pingPong.ping(dst.buffer());
-			}
-			// A room, then a round trip, and so on: both meet the same machine.
-			for (int i = 0; i < smallIterations; i++) {
-				latencies[i] = check(pair.run(room++, tokens, 1, random).block()).latencyNanos();
-				baselines[i] = pingPong.ping(dst.buffer());
-			}
-			pingPong.finish();
-		}
-		finally {
-			src.clean();
-			dst.clean();
-		}
-		double p50 = TcpBaseline.median(latencies) / 1e3;
-		double baseline = TcpBaseline.median(baselines) / 1e3;
-		ObjectNode o = JSON.createObjectNode();
-		o.put("pages", pages);
-		o.put("bytes", payload);
-		o.put("p50_us", round(p50));
-		o.put("baseline_p50_us", round(baseline));
-		o.put("ratio", round(p50 / baseline));
-		return o;
 	}
 
 	/**

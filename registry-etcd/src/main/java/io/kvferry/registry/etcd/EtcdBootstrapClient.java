@@ -3,7 +3,6 @@ package io.kvferry.registry.etcd;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -13,7 +12,6 @@ import java.util.function.Supplier;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
@@ -155,28 +153,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 * @throws IllegalArgumentException naming the part that is not a {@code host:port}
 	 */
 	public static List<HostPort> parseEndpoints(String text) {
-		Objects.requireNonNull(text, "endpoints");
-		String list = text.trim();
-		if (list.startsWith("etcd://")) {
-			list = list.substring("etcd://".length());
-		}
-		else if (list.contains("://")) {
-			throw new IllegalArgumentException("etcd endpoints : '" + text
-					+ "' (expected: etcd://host:port[,host:port...])");
-		}
-		if (list.isEmpty()) {
-			throw new IllegalArgumentException("etcd endpoints : '" + text
-					+ "' (expected: at least one host:port, as etcd://host:port[,host:port...])");
-		}
-		return Arrays.stream(list.split(",", -1)).map(part -> {
-			try {
-				return HostPort.parse(part);
-			}
-			catch (IllegalArgumentException e) {
-				throw new IllegalArgumentException("etcd endpoints : '" + text + "' has '" + part
-						+ "' (expected: host:port): " + e.getMessage(), e);
-			}
-		}).toList();
+		return EtcdClientSettings.parseEndpoints(text);
 	}
 
 	/**
@@ -417,25 +394,8 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		String call = "parallel info of " + bootstrap;
-		return connection.bounded(call, client -> future(() -> client.getKVClient().txn()
-				.Then(Op.get(bytes(keys.info(bootstrap)), GetOption.DEFAULT),
-						Op.get(bytes(keys.ranks(bootstrap)), GetOption.builder().isPrefix(true).withCountOnly(true)
-								.build()))
-				.commit())
-				.handle((txn, sink) -> {
-					GetResponse info = txn.getGetResponses().get(0);
-					long registered = txn.getGetResponses().get(1).getCount();
-					PrefillSizes sizes = info.getKvs().isEmpty() ? null
-							: RegistryCodec.readSizes(call, info.getKvs().get(0));
-					if (sizes == null || !sizes.isComplete(registered)) {
-						sink.error(new BootstrapException(BootstrapException.Kind.NOT_READY, 503, call
-								+ ": prefill instance not fully registered yet (" + registered + " of "
-								+ (sizes == null ? "?" : sizes.totalRanks()) + " ranks registered in etcd "
-								+ settings.endpoints + ")"));
-						return;
-					}
-					sink.next(sizes.toParallelInfo());
-				}));
+		return connection.bounded(call, client -> InstanceInfo.parallelInfo(client, keys, bootstrap, call,
+				settings.endpoints));
 	}
 
 	@Override

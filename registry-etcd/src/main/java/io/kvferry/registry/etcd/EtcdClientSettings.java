@@ -1,7 +1,9 @@
 package io.kvferry.registry.etcd;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 import io.etcd.jetcd.Client;
 import io.kvferry.HostPort;
@@ -38,5 +40,31 @@ final class EtcdClientSettings {
 		copy.credentials = credentials;
 		copy.client = client;
 		return copy;
+	}
+
+	/** @see EtcdBootstrapClient#parseEndpoints(String) */
+	static List<HostPort> parseEndpoints(String text) {
+		Objects.requireNonNull(text, "endpoints");
+		String list = text.trim();
+		if (list.startsWith("etcd://")) {
+			list = list.substring("etcd://".length());
+		}
+		else if (list.contains("://")) {
+			throw new IllegalArgumentException("etcd endpoints : '" + text
+					+ "' (expected: etcd://host:port[,host:port...])");
+		}
+		if (list.isEmpty()) {
+			throw new IllegalArgumentException("etcd endpoints : '" + text
+					+ "' (expected: at least one host:port, as etcd://host:port[,host:port...])");
+		}
+		return Arrays.stream(list.split(",", -1)).map(part -> {
+			try {
+				return HostPort.parse(part);
+			}
+			catch (IllegalArgumentException e) {
+				throw new IllegalArgumentException("etcd endpoints : '" + text + "' has '" + part
+						+ "' (expected: host:port): " + e.getMessage(), e);
+			}
+		}).toList();
 	}
 }
