@@ -113,7 +113,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	public Mono<Void> completion() {
 		// A failed room errors only once its pages are released, so that freeing them on the error is safe; the
 		// exception is made then too, so that its landed pages count every byte that could still land.
-		return states(callbacks).last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
+		return terminal(callbacks).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
 				: released.asMono().then(Mono.<Void>error(this::failure)).publishOn(callbacks));
 	}
 

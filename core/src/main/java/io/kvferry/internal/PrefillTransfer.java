@@ -220,7 +220,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	public Mono<Void> completion() {
 		// A failed room errors only once the failure was handed to every decode rank, so that an engine freeing the
 		// room's memory on the error frees nothing a queued block still reads.
-		return states().last().flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
+		return terminal(config.callbackScheduler()).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
 				: handedOff.asMono().then(Mono.<Void>error(failure())).publishOn(config.callbackScheduler()));
 	}
 

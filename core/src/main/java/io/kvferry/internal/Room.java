@@ -11,6 +11,7 @@ import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 
@@ -95,6 +96,15 @@ class Room {
 	 */
 	Flux<KVPoll> states(Scheduler callbacks) {
 		return states.asFlux().publishOn(callbacks);
+	}
+
+	/**
+	 * @param callbacks where the subscriber is called
+	 * @return the room's terminal state, once it is reached: one hand-off to {@code callbacks} per room, where
+	 *         {@code states(callbacks).last()} would wake a callback worker for every state on the way
+	 */
+	Mono<KVPoll> terminal(Scheduler callbacks) {
+		return states.asFlux().last().publishOn(callbacks);
 	}
 
 	synchronized KVTransferException failure() {

@@ -29,7 +29,7 @@ abstract class RoomHandle<R extends Room> {
 	}
 
 	public Mono<Void> completion() {
-		return room.states(callbacks).last()
+		return room.terminal(callbacks)
 				.flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty() : Mono.error(room.failure()));
 	}
 

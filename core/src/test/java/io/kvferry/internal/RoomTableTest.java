@@ -62,6 +62,28 @@ class RoomTableTest {
 	}
 
 	@Test
+	void completionHandsOffToTheCallbacksOncePerRoomNotOncePerState() {
+		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
+		Room r = t.getOrCreate(9, Room::new);
+		java.util.concurrent.atomic.AtomicInteger handoffs = new java.util.concurrent.atomic.AtomicInteger();
+		// Each hand-off to a callback worker is a thread wake-up: the room's cost outside its bytes.
+		reactor.core.scheduler.Scheduler counting = Schedulers.fromExecutor(task -> {
+			handoffs.incrementAndGet();
+			task.run();
+		});
+		StepVerifier.create(new RoomHandle<Room>(r, counting) {
+		}.completion())
+				.then(() -> {
+					t.advance(r, KVPoll.BOOTSTRAPPING);
+					t.advance(r, KVPoll.WAITING_FOR_INPUT);
+					t.advance(r, KVPoll.TRANSFERRING);
+					t.advance(r, KVPoll.SUCCESS);
+				})
+				.verifyComplete();
+		assertThat(handoffs).as("tasks run on the callback scheduler").hasValueLessThanOrEqualTo(2);
+	}
+
+	@Test
 	void liveStatesOnlyMoveForward() {
 		for (KVPoll current : KVPoll.values()) {
 			for (KVPoll update : KVPoll.values()) {
