@@ -3,8 +3,6 @@ package io.kvferry.examples.snippets;
 import java.time.Duration;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVManagerSpec;
-import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
@@ -53,8 +51,8 @@ public final class EmbeddedBootstrap {
 		PrefillKVManager rank0 = null;
 		PrefillKVManager rank1 = null;
 		try {
-			rank0 = prefillRank(0, bootstrap.address(), transport, client);
-			rank1 = prefillRank(1, bootstrap.address(), transport, client);
+			rank0 = Pair.tp2PrefillRank(0, bootstrap.address(), transport, client);
+			rank1 = Pair.tp2PrefillRank(1, bootstrap.address(), transport, client);
 			// tag::resolve[]
 			PrefillParallelInfo info = client.parallelInfo(bootstrap.address()).block(TIMEOUT);   // TP 2, DP 1, PP 1
 			HostPort endpoint = client.rankEndpoint(bootstrap.address(), 0, 1, 0).block(TIMEOUT); // DP 0, TP 1, PP 0
@@ -71,18 +69,6 @@ public final class EmbeddedBootstrap {
 			client.dispose();
 			bootstrap.disposeNow();
 		}
-	}
-
-	private static PrefillKVManager prefillRank(int tpRank, HostPort bootstrap, NettyKVTransport transport,
-			ReactorBootstrapClient client) {
-		return KVManagerSpec.prefill()
-				.kvArgs(Cache.args())
-				.layout(ParallelLayout.tp(2, tpRank))
-				.transport(transport)
-				.bootstrapClient(client)
-				.bootstrapAddress(bootstrap)
-				.bindAddress(new HostPort("127.0.0.1", 0))
-				.startNow(TIMEOUT);
 	}
 
 	/**

@@ -3,8 +3,6 @@ package io.kvferry.examples.snippets;
 import java.time.Duration;
 
 import io.kvferry.HostPort;
-import io.kvferry.KVManagerSpec;
-import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
@@ -63,8 +61,8 @@ public final class MountedBootstrap {
 		PrefillKVManager rank0 = null;
 		PrefillKVManager rank1 = null;
 		try {
-			rank0 = prefillRank(0, bootstrapAddress, transport, client);
-			rank1 = prefillRank(1, bootstrapAddress, transport, client);
+			rank0 = Pair.tp2PrefillRank(0, bootstrapAddress, transport, client);
+			rank1 = Pair.tp2PrefillRank(1, bootstrapAddress, transport, client);
 			PrefillParallelInfo info = client.parallelInfo(bootstrapAddress).block(TIMEOUT);
 			HostPort endpoint = client.rankEndpoint(bootstrapAddress, 0, 1, 0).block(TIMEOUT);
 			return new Registry(bootstrap.registeredCount(), info, endpoint, rank1.endpoint());
@@ -82,18 +80,6 @@ public final class MountedBootstrap {
 			bootstrap.dispose();                            // after the server: the tables' sweep, the gauges
 			// end::mounted-bootstrap-stop[]
 		}
-	}
-
-	private static PrefillKVManager prefillRank(int tpRank, HostPort bootstrap, NettyKVTransport transport,
-			ReactorBootstrapClient client) {
-		return KVManagerSpec.prefill()
-				.kvArgs(Cache.args())
-				.layout(ParallelLayout.tp(2, tpRank))
-				.transport(transport)
-				.bootstrapClient(client)
-				.bootstrapAddress(bootstrap)
-				.bindAddress(new HostPort("127.0.0.1", 0))
-				.startNow(TIMEOUT);
 	}
 
 	/**

@@ -6,6 +6,7 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
@@ -32,6 +33,19 @@ final class Pair implements AutoCloseable {
 		this.bootstrap = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		this.transport = transport;
 		this.client = ReactorBootstrapClient.create();
+	}
+
+	/** @return a started prefill rank of a TP 2 instance, registered with {@code bootstrap}; the caller closes it */
+	static PrefillKVManager tp2PrefillRank(int tpRank, HostPort bootstrap, NettyKVTransport transport,
+			ReactorBootstrapClient client) {
+		return KVManagerSpec.prefill()
+				.kvArgs(Cache.args())
+				.layout(ParallelLayout.tp(2, tpRank))
+				.transport(transport)
+				.bootstrapClient(client)
+				.bootstrapAddress(bootstrap)
+				.bindAddress(new HostPort("127.0.0.1", 0))
+				.startNow(TIMEOUT);
 	}
 
 	/** @return a started pair over {@code transport} (closed with the pair) */

@@ -45,7 +45,7 @@ class NetnsIdleTest {
 	private static final String PREFILL = "prefill";
 	private static final String DECODE = "decode";
 
-	private final List<AutoCloseable> resources = new ArrayList<>();
+	private final Tracked tracked = new Tracked();
 
 	@BeforeAll
 	static void namespacesCanBeMade() {
@@ -54,29 +54,11 @@ class NetnsIdleTest {
 
 	@AfterEach
 	void closeAll() throws Exception {
-		// Processes first (newest first), the namespaces they ran in last.
-		Exception failure = null;
-		for (int i = resources.size() - 1; i >= 0; i--) {
-			try {
-				resources.get(i).close();
-			}
-			catch (Exception e) {
-				if (failure == null) {
-					failure = e;
-				}
-				else {
-					failure.addSuppressed(e);
-				}
-			}
-		}
-		if (failure != null) {
-			throw failure;
-		}
+		tracked.close();
 	}
 
 	private <T extends AutoCloseable> T track(T resource) {
-		resources.add(resource);
-		return resource;
+		return tracked.track(resource);
 	}
 
 	private static String[] args(String... parts) {

@@ -67,7 +67,7 @@ class NetnsRolesTest {
 	private static final String PREFILL = "prefill";
 	private static final String DECODE = "decode";
 
-	private final List<AutoCloseable> resources = new ArrayList<>();
+	private final Tracked tracked = new Tracked();
 
 	@BeforeAll
 	static void namespacesCanBeMade() {
@@ -76,29 +76,11 @@ class NetnsRolesTest {
 
 	@AfterEach
 	void closeAll() throws Exception {
-		// Processes first (newest first), the namespaces they ran in last.
-		Exception failure = null;
-		for (int i = resources.size() - 1; i >= 0; i--) {
-			try {
-				resources.get(i).close();
-			}
-			catch (Exception e) {
-				if (failure == null) {
-					failure = e;
-				}
-				else {
-					failure.addSuppressed(e);
-				}
-			}
-		}
-		if (failure != null) {
-			throw failure;
-		}
+		tracked.close();
 	}
 
 	private <T extends AutoCloseable> T track(T resource) {
-		resources.add(resource);
-		return resource;
+		return tracked.track(resource);
 	}
 
 	private NetnsHosts hosts() {
@@ -245,7 +227,7 @@ class NetnsRolesTest {
 	void theBootstrapHostGoingAwayDoesNotDisturbRoomsInFlight() throws Exception {
 		NetnsHosts net = hosts();
 		String bootstrap = startBootstrap(net);
-		Child bootstrapProcess = (Child) resources.get(resources.size() - 1);
+		Child bootstrapProcess = (Child) tracked.newest();
 		net.capEgress(PREFILL, SLOW_LINK);
 		Child prefill = startPrefill(net, "prefill", "--bootstrap", bootstrap);
 		// Three rooms of 4 MiB at once over 25 Mbit/s: about four seconds on the wire.
