@@ -116,6 +116,12 @@ final class PrefillSession implements StripedConnection.Handler {
 
 	private void onTransferRequest(KVMessage.TransferRequest req) {
 		RoomTable<PrefillTransfer> table = manager.table;
+		String weakPath = PathCheck.refusal(req.room(), manager.config.requiredPath(), connection.path(),
+				"decode rank " + connection.remoteAddress());
+		if (weakPath != null) {
+			refusePath(req.room(), weakPath);
+			return;
+		}
 		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
 			String over = manager.unclaimed.refuses(unclaimed, UnclaimedRooms.bytesOf(req));
 			if (over != null) {
@@ -141,6 +147,25 @@ final class PrefillSession implements StripedConnection.Handler {
 			return;
 		}
 		r.admit(this, req);
+	}
+
+	/**
+	 * This decode rank's connection does not meet the path the rank requires: the room fails here and no byte of it
+	 * goes that way. A room the engine has not claimed yet ends before it is known, so that its sender is born failed.
+	 */
+	private void refusePath(long room, String why) {
+		RoomTable<PrefillTransfer> table = manager.table;
+		PrefillTransfer r = table.get(room);
+		if (r == null && !table.isTombstoned(room)) {
+			r = table.endBeforeKnown(room, why);
+			if (r == null) {
+				log.info("[{}] room {} refused before its sender: {}", manager.name, room, why);
+			}
+		}
+		if (r != null) {
+			r.fail(FailureCause.INCOMPATIBLE, why);
+		}
+		refuse(room, why);
 	}
 
 	/** Tells the decode rank that its room failed here, and why. */
