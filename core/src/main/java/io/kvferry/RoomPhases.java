@@ -6,6 +6,8 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where a room's time went on one manager, phase by phase, from its first state to its last. The phases follow one
  * another without gap, so those present add up to the room's duration; a phase the room never entered on this side is
@@ -137,7 +139,7 @@ public final class RoomPhases {
 	}
 
 	@Override
-	public boolean equals(Object o) {
+	public boolean equals(@Nullable Object o) {
 		return o instanceof RoomPhases other && Arrays.equals(nanos, other.nanos);
 	}
 

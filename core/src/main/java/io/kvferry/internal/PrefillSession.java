@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomPath;
 import io.kvferry.TopologyException;
 import io.kvferry.internal.stripe.StripedConnection;
 import io.kvferry.spi.CloseReason;
@@ -33,6 +34,8 @@ final class PrefillSession implements StripedConnection.Handler {
 	volatile TransferPlan plan;
 	// The decode rank's incarnation from its handshake: a decode rank that restarts comes back as another session.
 	volatile long decodeIncarnation;
+	// How the decode rank's connections move bytes: read at its first request, once every stripe joined, and kept.
+	private volatile RoomPath path;
 
 	PrefillSession(DefaultPrefillKVManager manager, StripedConnection connection) {
 		this.manager = manager;
@@ -116,7 +119,7 @@ final class PrefillSession implements StripedConnection.Handler {
 
 	private void onTransferRequest(KVMessage.TransferRequest req) {
 		RoomTable<PrefillTransfer> table = manager.table;
-		String weakPath = PathCheck.refusal(req.room(), manager.config.requiredPath(), connection.path(),
+		String weakPath = PathCheck.refusal(req.room(), manager.config.requiredPath(), path(),
 				"decode rank " + connection.remoteAddress());
 		if (weakPath != null) {
 			refusePath(req.room(), weakPath);
@@ -189,6 +192,16 @@ final class PrefillSession implements StripedConnection.Handler {
 		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
 		// connection that may have carried the room's bytes.
 		connection.broadcast(new KVMessage.AbortAck(abort.room()), null);
+	}
+
+	/** @return the path of this decode rank's connections; read once all its stripes joined */
+	RoomPath path() {
+		RoomPath p = path;
+		if (p == null) {
+			p = connection.path();
+			path = p;
+		}
+		return p;
 	}
 
 	/** @return whether the handshake went through: the decode rank may be told of a drain */

@@ -167,7 +167,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
 		destinations.add(new PrefillDestination(this, s, req));
 		s.rooms.add(this);
-		clock.asked(s.connection.path(), destinations.size() == required);
+		clock.asked(s.path(), destinations.size() == required);
 		if (destinations.size() == required) {
 			ready = true;
 			endEarly();
