@@ -1,7 +1,5 @@
 package io.kvferry;
 
-import java.util.Objects;
-
 import io.kvferry.internal.KVManagers;
 import reactor.core.publisher.Mono;
 
@@ -27,20 +25,6 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	@Override
 	DecodeSpec with(KVManagerConfig config) {
 		return new DecodeSpec(config);
-	}
-
-	/**
-	 * Makes every room travel by a given path or fail: a room whose connection to any of its prefill ranks does not
-	 * meet the requirement (a peer that can only do TCP when shared memory is required, a connection without TLS when
-	 * TLS is) fails with {@link FailureCause#INCOMPATIBLE} and a reason naming the required and the actual path, before
-	 * any byte is asked for, instead of falling back silently to a slower or unprotected path.
-	 *
-	 * @param requirement default {@link RoomPath.Requirement#ANY}
-	 * @return a new spec
-	 */
-	public DecodeSpec requirePath(RoomPath.Requirement requirement) {
-		Objects.requireNonNull(requirement, "requirement");
-		return edit(d -> d.requiredPath = requirement);
 	}
 
 	/**

@@ -44,7 +44,7 @@ import reactor.core.scheduler.Schedulers;
  * @param metricsRecorder told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing)
  * @param optimisticRooms prefill: rooms whose sender may hold chunks sent before every decode rank asked
  * @param optimisticWait prefill: how long such a room waits for decode's requests after its first early chunk
- * @param requiredPath decode: the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any)
+ * @param requiredPath the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any)
  * @param maxRoomsPerPeer decode: rooms in flight with one prefill rank before further ones are refused as overloaded
  * @param maxRooms decode: rooms in flight in all before further ones are refused as overloaded
  * @param overloadRetryAfter the retry hint of an overload refusal before any room succeeded, and its ceiling

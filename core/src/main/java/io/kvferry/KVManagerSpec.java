@@ -158,6 +158,22 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	}
 
 	/**
+	 * Makes every room travel by a given path or fail, on either side. A room whose connection to any of its peers
+	 * does not meet the requirement (a peer that can only do TCP when shared memory is required, a connection without
+	 * TLS when TLS is) fails with {@link FailureCause#INCOMPATIBLE} and a reason naming the required and the actual
+	 * path, instead of falling back silently to a slower or unprotected path: on decode before any byte is asked for, on
+	 * prefill as the decode rank's request arrives, before any byte is sent (that decode rank is refused with the
+	 * reason). Both sides check their own end of the same connections, so either may insist.
+	 *
+	 * @param requirement default {@link RoomPath.Requirement#ANY}
+	 * @return a new spec
+	 */
+	public S requirePath(RoomPath.Requirement requirement) {
+		Objects.requireNonNull(requirement, "requirement");
+		return edit(d -> d.requiredPath = requirement);
+	}
+
+	/**
 	 * Sets the retry hint a room turned away as overloaded carries ({@link KVOverloadException#retryAfter()}), on the
 	 * rank that refuses it and on its peer. The hint is the mean time rooms took from their first state to Success on
 	 * this manager lately (by Little's law, the time in which the rooms holding a bound now have ended on average),

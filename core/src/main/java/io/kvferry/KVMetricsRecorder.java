@@ -45,11 +45,28 @@ public interface KVMetricsRecorder {
 	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
 	 * @param cause why it failed, or null on success
 	 * @param durationNanos from the room's first state to its last
-	 * @param path how the room travelled: decode's {@link KVReceiver#path()}; {@link RoomPath#UNKNOWN} on prefill and
-	 *        for a room that ended before its prefill ranks were connected
+	 * @param path how the room travelled ({@link KVReceiver#path()}, {@link KVSender#path()}); {@link RoomPath#UNKNOWN}
+	 *        for a room that ended before its peers were connected
 	 */
 	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
 			long durationNanos, RoomPath path) {
 		roomEnded(manager, mode, outcome, cause, durationNanos);
+	}
+
+	/**
+	 * A room ended on this manager, with its path and where its time went. The manager calls this form; the default
+	 * passes on to the one without the phases.
+	 *
+	 * @param manager the manager's name
+	 * @param mode its role
+	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
+	 * @param cause why it failed, or null on success
+	 * @param durationNanos from the room's first state to its last
+	 * @param path how the room travelled, {@link RoomPath#UNKNOWN} when it ended before its peers were connected
+	 * @param phases the room's phases on this manager, which add up to {@code durationNanos}
+	 */
+	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
+			long durationNanos, RoomPath path, RoomPhases phases) {
+		roomEnded(manager, mode, outcome, cause, durationNanos, path);
 	}
 }

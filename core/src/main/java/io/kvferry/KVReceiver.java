@@ -59,6 +59,21 @@ public interface KVReceiver {
 		return RoomPath.UNKNOWN;
 	}
 
+	/**
+	 * Where the room's time went on this rank: bootstrap until its prefill ranks were connected, waiting until the first
+	 * byte landed, on the wire until the last, then landing until Success. Fixed when the room ends (before
+	 * {@link #completion()} signals).
+	 *
+	 * <pre>{@code
+	 * receiver.completion().subscribe(ok -> log.info("room {}: {}", room, receiver.phases()));
+	 * }</pre>
+	 *
+	 * @return the room's phases, or {@link RoomPhases#NONE} before it ended
+	 */
+	default RoomPhases phases() {
+		return RoomPhases.NONE;
+	}
+
 	/** @return the room's current state (latched once terminal) */
 	KVPoll poll();
 

@@ -100,6 +100,31 @@ public interface KVSender {
 		sendLayer(layer, pageIndices, new int[0]);
 	}
 
+	/**
+	 * How the room's bytes travel: the path to the decode ranks that asked for it (TCP with its stripes, shared memory,
+	 * TLS), known once a decode rank's request arrived and kept after the room ended. Where decode ranks differ, the
+	 * path all of them share ({@link RoomPath#and}).
+	 *
+	 * <pre>{@code
+	 * sender.completion().subscribe(ok -> log.info("room {} went by {}: {}", room, sender.path(), sender.phases()));
+	 * }</pre>
+	 *
+	 * @return the room's path, or {@link RoomPath#UNKNOWN} before any decode rank asked for it
+	 */
+	default RoomPath path() {
+		return RoomPath.UNKNOWN;
+	}
+
+	/**
+	 * Where the room's time went on this rank: waiting for decode's requests, for the engine's first chunk, then on
+	 * the wire until every Success was written. Fixed when the room ends (before {@link #completion()} signals).
+	 *
+	 * @return the room's phases, or {@link RoomPhases#NONE} before it ended
+	 */
+	default RoomPhases phases() {
+		return RoomPhases.NONE;
+	}
+
 	/** @return the room's current state (latched once terminal) */
 	KVPoll poll();
 

@@ -13,14 +13,22 @@ import org.jspecify.annotations.Nullable;
  * @param cause why it failed, or {@code null} unless {@code current} is {@link KVPoll#FAILED}
  * @param reason why it failed; empty unless {@code current} is {@link KVPoll#FAILED}
  * @param timestampNanos {@link System#nanoTime()}-based time of the change
+ * @param phases where the room's time went on this manager, on a terminal event ({@link KVPoll#SUCCESS} or
+ *        {@link KVPoll#FAILED}); {@link RoomPhases#NONE} on the others
  */
 public record KVStatusEvent(long room, @Nullable KVPoll previous, KVPoll current, @Nullable FailureCause cause,
-		String reason,
-		long timestampNanos) {
+		String reason, long timestampNanos, RoomPhases phases) {
+
+	/** An event without phases: a non-terminal change, or one made outside a manager. */
+	public KVStatusEvent(long room, @Nullable KVPoll previous, KVPoll current, @Nullable FailureCause cause,
+			String reason, long timestampNanos) {
+		this(room, previous, current, cause, reason, timestampNanos, RoomPhases.NONE);
+	}
 
 	public KVStatusEvent {
 		Objects.requireNonNull(current, "current");
 		Objects.requireNonNull(reason, "reason");
+		Objects.requireNonNull(phases, "phases");
 		if ((current == KVPoll.FAILED) != (cause != null)) {
 			throw new IllegalArgumentException("cause : " + cause + " (expected: a cause exactly when FAILED)");
 		}

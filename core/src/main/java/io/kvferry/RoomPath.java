@@ -6,7 +6,8 @@ import java.util.Objects;
 /**
  * How a room's bytes travelled between a decode rank and its prefill ranks: the transport's kind, the connections a
  * room's bytes were dealt across, and whether TLS protected them. A receiver's {@link KVReceiver#path()} is known once
- * its prefill ranks are connected (Bootstrapping ended) and stays after the room ended.
+ * its prefill ranks are connected (Bootstrapping ended), a sender's {@link KVSender#path()} once a decode rank's request
+ * arrived; both stay after the room ended.
  *
  * <pre>{@code
  * receiver.completion().subscribe(ok -> log.info("room {} came by {}", room, receiver.path()));
@@ -36,7 +37,7 @@ public record RoomPath(Kind kind, int stripes, boolean tls) {
 		SHARED_MEMORY
 	}
 
-	/** A path a rank can insist on instead of falling back silently; see {@link DecodeSpec#requirePath}. */
+	/** A path a rank can insist on instead of falling back silently; see {@link KVManagerSpec#requirePath}. */
 	public enum Requirement {
 		/** Any path. The default. */
 		ANY,
@@ -76,7 +77,7 @@ public record RoomPath(Kind kind, int stripes, boolean tls) {
 	}
 
 	/**
-	 * @param other another prefill rank's path of the same room
+	 * @param other another peer's path of the same room
 	 * @return the path that holds for both: the kind when they agree (else {@link Kind#UNKNOWN}), the fewer stripes,
 	 *         TLS only when both had it
 	 */

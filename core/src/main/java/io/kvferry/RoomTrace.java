@@ -57,6 +57,16 @@ public interface RoomTrace {
 	}
 
 	/**
+	 * Says how the room travelled and where its time went on this manager: called once, just before {@link #end}, on
+	 * the callback scheduler; the default ignores it.
+	 *
+	 * @param path the room's path ({@link RoomPath#UNKNOWN} when it ended before its peers were connected)
+	 * @param phases the room's phases on this manager
+	 */
+	default void travelled(RoomPath path, RoomPhases phases) {
+	}
+
+	/**
 	 * Ends the trace, once.
 	 *
 	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}

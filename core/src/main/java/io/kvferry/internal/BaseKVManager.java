@@ -215,7 +215,11 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	}
 
 	private void ended(R room) {
-		traceAtEnd(room).end(room.state(), room.cause(), room.reason());
+		RoomTrace trace = traceAtEnd(room);
+		if (trace != RoomTrace.NONE) {
+			trace.travelled(room.path(), room.phases());
+			trace.end(room.state(), room.cause(), room.reason());
+		}
 		onTerminal(room);
 	}
 

@@ -77,8 +77,6 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
-	// Written once under this object's monitor; read without it (metrics read it as the room ends).
-	private volatile RoomPath path = RoomPath.UNKNOWN;
 	private final Set<DecodeSession> finished = new HashSet<>();
 	private final Set<DecodeSession> succeeded = new HashSet<>();
 	private final Set<Integer> responders = new HashSet<>();
@@ -86,7 +84,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	List<DecodeSession> countedOn;
 
 	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
-		super(id);
+		super(id, true);
 		this.manager = manager;
 		this.bootstrap = bootstrap;
 		this.callbacks = manager.config.callbackScheduler();
@@ -120,11 +118,6 @@ final class DecodeRoom extends Room implements KVReceiver {
 	@Override
 	public void abort(String reason) {
 		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
-	}
-
-	@Override
-	public RoomPath path() {
-		return path;
 	}
 
 	@Override
@@ -214,14 +207,14 @@ final class DecodeRoom extends Room implements KVReceiver {
 			RoomPath travelled = RoomPath.UNKNOWN;
 			for (DecodeSession s : sessions) {
 				RoomPath p = s.connection.path();
-				if (!required.isMetBy(p)) {
-					manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + " requires "
-							+ required.describe() + ", but its path to prefill rank " + s.endpoint + " is " + p, false);
+				String refused = PathCheck.refusal(id, required, p, "prefill rank " + s.endpoint);
+				if (refused != null) {
+					manager.table.fail(this, FailureCause.INCOMPATIBLE, refused, false);
 					return;
 				}
 				travelled = travelled.and(p);
 			}
-			path = travelled;
+			clock.connected(travelled);
 			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
 			if (pages != null) {
 				sendRequests(traceContext);
@@ -323,11 +316,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 			return null;
 		}
 		if (firstByte()) {
+			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 			manager.table.advance(this, KVPoll.TRANSFERRING);
 		}
 		return new PayloadWriter(destination, h, live, tally, n -> {
 			manager.bytesReceived.add(n);
+			clock.landed();
 			boolean bufferComplete = l.landed(h.kind(), h.region(), n);
 			l.landedWrite(h);
 			if (bufferComplete && h.kind() == RegionKind.KV) {

@@ -155,10 +155,16 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 			}
 			// Decode gave up before the engine got here, or this rank drains: the sender is born failed, so the engine
 			// frees its pages now rather than after the bootstrap timeout.
+			if (early == null) {
+				return PrefillTransfer.bornFailed(this, room, FailureCause.DRAINING, draining, false);
+			}
+			if (PathCheck.is(early)) {
+				// Refused here: the decode rank's connection does not meet the path this rank requires.
+				return PrefillTransfer.bornFailed(this, room, FailureCause.INCOMPATIBLE, early, false);
+			}
 			// An overload refusal is this rank's own unless decode told it.
-			return early != null ? PrefillTransfer.bornFailed(this, room, Overload.is(early) ? FailureCause.OVERLOAD
-					: FailureCause.ABORTED, early, !Overload.is(early) || early.contains(PrefillSession.TOLD_BY_DECODE))
-					: PrefillTransfer.bornFailed(this, room, FailureCause.DRAINING, draining, false);
+			return PrefillTransfer.bornFailed(this, room, Overload.is(early) ? FailureCause.OVERLOAD
+					: FailureCause.ABORTED, early, !Overload.is(early) || early.contains(PrefillSession.TOLD_BY_DECODE));
 		}
 		r.claim();
 		return r;

@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import io.kvferry.RoomTrace;
 import io.kvferry.RoomTracer;
 import org.slf4j.Logger;
@@ -84,6 +86,11 @@ final class DeferredRoomTracer {
 		public void event(Event event, long value) {
 			long at = BaseKVManager.epochNanos();
 			submit(() -> target.event(event, value, at));
+		}
+
+		@Override
+		public void travelled(RoomPath path, RoomPhases phases) {
+			submit(() -> target.travelled(path, phases));
 		}
 
 		@Override

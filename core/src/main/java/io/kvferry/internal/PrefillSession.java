@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomPath;
 import io.kvferry.TopologyException;
 import io.kvferry.internal.stripe.StripedConnection;
 import io.kvferry.spi.CloseReason;
@@ -33,6 +34,8 @@ final class PrefillSession implements StripedConnection.Handler {
 	volatile TransferPlan plan;
 	// The decode rank's incarnation from its handshake: a decode rank that restarts comes back as another session.
 	volatile long decodeIncarnation;
+	// How the decode rank's connections move bytes: read at its first request, once every stripe joined, and kept.
+	private volatile RoomPath path;
 
 	PrefillSession(DefaultPrefillKVManager manager, StripedConnection connection) {
 		this.manager = manager;
@@ -116,6 +119,12 @@ final class PrefillSession implements StripedConnection.Handler {
 
 	private void onTransferRequest(KVMessage.TransferRequest req) {
 		RoomTable<PrefillTransfer> table = manager.table;
+		String weakPath = PathCheck.refusal(req.room(), manager.config.requiredPath(), path(),
+				"decode rank " + connection.remoteAddress());
+		if (weakPath != null) {
+			refusePath(req.room(), weakPath);
+			return;
+		}
 		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
 			String over = manager.unclaimed.refuses(unclaimed, UnclaimedRooms.bytesOf(req));
 			if (over != null) {
@@ -143,6 +152,25 @@ final class PrefillSession implements StripedConnection.Handler {
 		r.admit(this, req);
 	}
 
+	/**
+	 * This decode rank's connection does not meet the path the rank requires: the room fails here and no byte of it
+	 * goes that way. A room the engine has not claimed yet ends before it is known, so that its sender is born failed.
+	 */
+	private void refusePath(long room, String why) {
+		RoomTable<PrefillTransfer> table = manager.table;
+		PrefillTransfer r = table.get(room);
+		if (r == null && !table.isTombstoned(room)) {
+			r = table.endBeforeKnown(room, why);
+			if (r == null) {
+				log.info("[{}] room {} refused before its sender: {}", manager.name, room, why);
+			}
+		}
+		if (r != null) {
+			r.fail(FailureCause.INCOMPATIBLE, why);
+		}
+		refuse(room, why);
+	}
+
 	/** Tells the decode rank that its room failed here, and why. */
 	void refuse(long room, String reason) {
 		connection.send(new KVMessage.Status(room, KVPoll.FAILED, manager.uniqueRank, reason));
@@ -164,6 +192,16 @@ final class PrefillSession implements StripedConnection.Handler {
 		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
 		// connection that may have carried the room's bytes.
 		connection.broadcast(new KVMessage.AbortAck(abort.room()), null);
+	}
+
+	/** @return the path of this decode rank's connections; read once all its stripes joined */
+	RoomPath path() {
+		RoomPath p = path;
+		if (p == null) {
+			p = connection.path();
+			path = p;
+		}
+		return p;
 	}
 
 	/** @return whether the handshake went through: the decode rank may be told of a drain */

@@ -11,6 +11,7 @@ import io.kvferry.FailureCause;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
+import io.kvferry.RoomPath;
 import io.kvferry.RoomRequest;
 import io.kvferry.RoomTrace;
 import io.kvferry.spi.KVMessage;
@@ -93,6 +94,8 @@ final class PrefillTransfer extends Room implements KVSender {
 			table.advance(this, KVPoll.BOOTSTRAPPING);
 		}
 		if (manager.cpDummy) {
+			// No decode rank asks a CP rank that moves nothing: it waits for the engine alone.
+			clock.asked(RoomPath.UNKNOWN, true);
 			table.advance(this, KVPoll.WAITING_FOR_INPUT);
 		}
 	}
@@ -164,6 +167,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
 		destinations.add(new PrefillDestination(this, s, req));
 		s.rooms.add(this);
+		clock.asked(s.path(), destinations.size() == required);
 		if (destinations.size() == required) {
 			ready = true;
 			endEarly();
@@ -348,6 +352,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 		table.advance(this, KVPoll.TRANSFERRING);
 		if (c.offset() == 0 && c.opens()) {
+			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
 		for (PrefillDestination d : destinations) {

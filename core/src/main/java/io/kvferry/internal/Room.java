@@ -8,6 +8,7 @@ import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import io.kvferry.RoomTrace;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -24,9 +25,8 @@ import reactor.core.scheduler.Scheduler;
 class Room {
 
 	final long id;
-	// When the room reached its first state (System.nanoTime()), for the metrics recorder: written once under this
-	// object's monitor, read without it when the room ends.
-	private volatile long firstStateNanos;
+	// When the room passed each mark of its phases (its first state among them), and its path.
+	final RoomClock clock;
 	// Set once, when the table admitted the room: only such rooms count towards a drain.
 	volatile boolean admitted;
 	// The room's trace on this manager; ended once, after the terminal state was published.
@@ -47,7 +47,13 @@ class Room {
 	private Disposable timeout;
 
 	Room(long id) {
+		this(id, false);
+	}
+
+	/** @param decode whether this is a receiver's room (its phases are decode's) */
+	Room(long id, boolean decode) {
 		this.id = id;
+		this.clock = new RoomClock(decode);
 	}
 
 	/** @return the current state, or null before the first update */
@@ -69,14 +75,19 @@ class Room {
 		return state == KVPoll.FAILED && fromAnotherRank;
 	}
 
-	/** @return how the room's bytes travel, without the room's monitor; unknown unless a side knows it */
+	/** @return how the room's bytes travel, without the room's monitor; unknown until its peers are connected */
 	public RoomPath path() {
-		return RoomPath.UNKNOWN;
+		return clock.path();
+	}
+
+	/** @return where the room's time went, without the room's monitor; {@link RoomPhases#NONE} until it ended */
+	public RoomPhases phases() {
+		return clock.phases();
 	}
 
 	/** @return when the room reached its first state ({@link System#nanoTime()}) */
 	long firstStateNanos() {
-		return firstStateNanos;
+		return clock.openedNanos();
 	}
 
 	boolean isTerminal() {
@@ -137,7 +148,7 @@ class Room {
 		}
 		KVPoll previous = state;
 		if (previous == null) {
-			firstStateNanos = System.nanoTime();
+			clock.opened(RoomClock.now());
 		}
 		if (next == KVPoll.FAILED) {
 			cause = failure;
@@ -146,7 +157,8 @@ class Room {
 		}
 		if (next.isTerminal()) {
 			// Whoever sees the terminal state, even without this monitor (the state is volatile), must find the room
-			// already forgotten and counted: the state is written after.
+			// already forgotten and counted, and its phases fixed: the state is written after.
+			clock.end(RoomClock.now(), next == KVPoll.SUCCESS);
 			beforeTerminal.accept(next);
 		}
 		state = next;

@@ -17,6 +17,7 @@ import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -255,8 +256,11 @@ final class RoomTable<R extends Room> {
 			log.debug("[{}] room {} {} -> {}", name, room.id, change[0], next);
 		}
 		boolean failed = next == KVPoll.FAILED;
-		long now = System.nanoTime();
-		events.emit(new KVStatusEvent(room.id, change[0], next, failed ? cause : null, failed ? reason : "", now));
+		boolean terminal = next.isTerminal();
+		// A room's end is the time its phases were fixed at, so that they add up to its duration.
+		long now = terminal ? room.clock.endedNanos() : System.nanoTime();
+		events.emit(new KVStatusEvent(room.id, change[0], next, failed ? cause : null, failed ? reason : "", now,
+				terminal ? room.phases() : RoomPhases.NONE));
 		record(room, change[0], next, failed ? cause : null, now);
 		if (next.isTerminal()) {
 			room.replaceTimeout(null);
@@ -283,7 +287,8 @@ final class RoomTable<R extends Room> {
 		if (next.isTerminal()) {
 			long duration = Math.max(0, now - room.firstStateNanos());
 			RoomPath path = room.path();
-			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration, path));
+			RoomPhases phases = room.phases();
+			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration, path, phases));
 		}
 	}
 

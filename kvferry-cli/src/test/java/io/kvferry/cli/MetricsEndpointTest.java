@@ -18,6 +18,7 @@ import io.kvferry.HostPort;
 import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
 import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.harness.KVCluster;
@@ -40,8 +41,8 @@ class MetricsEndpointTest {
 
 			@Override
 			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, FailureCause cause,
-					long durationNanos, RoomPath path) {
-				inner.roomEnded(manager, mode, outcome, cause, durationNanos, path);
+					long durationNanos, RoomPath path, RoomPhases phases) {
+				inner.roomEnded(manager, mode, outcome, cause, durationNanos, path, phases);
 				recorded.countDown();
 			}
 		};
@@ -58,7 +59,8 @@ class MetricsEndpointTest {
 					.build(), HttpResponse.BodyHandlers.ofString());
 			assertThat(r.statusCode()).isEqualTo(200);
 			assertThat(r.body()).contains("kvferry_bytes_sent_bytes_total{", "mode=\"prefill\"",
-					"kvferry_room_duration_seconds", "kvferry_heartbeats_missed_total");
+					"kvferry_room_duration_seconds", "kvferry_room_phase_seconds", "phase=\"wire\"",
+					"kvferry_heartbeats_missed_total");
 		}
 		finally {
 			endpoint.dispose();

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
+import io.kvferry.RoomPath;
 import io.kvferry.internal.Sends;
 import io.kvferry.internal.Stripes;
 import io.kvferry.spi.CloseReason;
@@ -125,6 +126,27 @@ public final class StripedConnection {
 	/** @return how many connections the handshake announced */
 	public int width() {
 		return stripes.length;
+	}
+
+	/**
+	 * @return how the peer's connections move a room's bytes: stripe 0's kind, with the stripes joined so far, TLS only
+	 *         when every one of them has it (the same reading as the dialling side's)
+	 */
+	public RoomPath path() {
+		KVConnection[] all = stripes;
+		RoomPath first = all[0].path();
+		if (first.kind() == RoomPath.Kind.UNKNOWN) {
+			return RoomPath.UNKNOWN;
+		}
+		int joinedNow = 0;
+		boolean tls = true;
+		for (KVConnection c : all) {
+			if (c != null) {
+				joinedNow++;
+				tls &= c.path().tls();
+			}
+		}
+		return new RoomPath(first.kind(), joinedNow, tls);
 	}
 
 	public HostPort remoteAddress() {

@@ -9,6 +9,7 @@ import io.kvferry.KVManager;
 import io.kvferry.KVMetricsRecorder;
 import io.kvferry.KVPoll;
 import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -28,7 +29,8 @@ import reactor.core.Disposable;
  * function counters over {@link KVManager#stats()} (so a failure is counted before anyone sees the room fail).</li>
  * </ul>
  * Every meter carries the tags {@code manager} (its name) and {@code mode}. Room durations
- * ({@code kvferry.room.duration{outcome}}) come from {@link #recorder(MeterRegistry)}, which the manager's spec takes.
+ * ({@code kvferry.room.duration{outcome, path}}) and phase times ({@code kvferry.room.phase{outcome, path, phase}})
+ * come from {@link #recorder(MeterRegistry)}, which the manager's spec takes.
  *
  * <pre>{@code
  * DecodeKVManager manager = KVManagerSpec.decode().metricsRecorder(KVManagerMetrics.recorder(registry))...startNow();
@@ -36,6 +38,8 @@ import reactor.core.Disposable;
  * }</pre>
  */
 public final class KVManagerMetrics implements Disposable {
+
+	private static final RoomPhases.Phase[] PHASES = RoomPhases.Phase.values();
 
 	private volatile boolean disposed;
 
@@ -79,9 +83,11 @@ public final class KVManagerMetrics implements Disposable {
 	}
 
 	/**
-	 * The meters a manager records as its rooms end: {@code kvferry.room.duration{manager, mode, outcome}}, a timer
-	 * with percentiles from a room's first state to its last. Give it to the manager's spec; the manager calls it at
-	 * each room's end, so no room is missed (as one could be when read from the lossy event stream).
+	 * The meters a manager records as its rooms end: {@code kvferry.room.duration{manager, mode, outcome, path}}, a
+	 * timer with percentiles from a room's first state to its last, and {@code kvferry.room.phase{manager, mode,
+	 * outcome, path, phase}}, the time in each phase the room went through ({@link RoomPhases.Phase#tag()}: at most
+	 * five values, as {@code path} has a handful: {@link RoomPath#tag()}). Give it to the manager's spec; the manager
+	 * calls it at each room's end, so no room is missed (as one could be when read from the lossy event stream).
 	 *
 	 * <pre>{@code
 	 * KVManagerSpec.decode().metricsRecorder(KVManagerMetrics.recorder(registry))...
@@ -102,11 +108,25 @@ public final class KVManagerMetrics implements Disposable {
 			@Override
 			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
 					long durationNanos, RoomPath path) {
+				roomEnded(manager, mode, outcome, cause, durationNanos, path, RoomPhases.NONE);
+			}
+
+			@Override
+			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
+					long durationNanos, RoomPath path, RoomPhases phases) {
+				Tags tags = Tags.of("manager", manager, "mode", mode.name().toLowerCase(), "outcome",
+						outcome == KVPoll.SUCCESS ? "success" : "failure", "path", path.tag());
 				Timer.builder("kvferry.room.duration").description("from a room's first state to its last")
-						.tags("manager", manager, "mode", mode.name().toLowerCase(), "outcome",
-								outcome == KVPoll.SUCCESS ? "success" : "failure", "path", path.tag())
-						.publishPercentiles(0.5, 0.99).register(registry)
+						.tags(tags).publishPercentiles(0.5, 0.99).register(registry)
 						.record(durationNanos, TimeUnit.NANOSECONDS);
+				for (RoomPhases.Phase phase : PHASES) {
+					long nanos = phases.nanos(phase);
+					if (nanos >= 0) {
+						Timer.builder("kvferry.room.phase").description("a room's time in one phase on this manager")
+								.tags(tags.and("phase", phase.tag())).publishPercentiles(0.5, 0.99).register(registry)
+								.record(nanos, TimeUnit.NANOSECONDS);
+					}
+				}
 			}
 		};
 	}

@@ -4,26 +4,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
+import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
-import io.kvferry.DecodeKVManager;
 import io.kvferry.PrefillKVManager;
-import io.kvferry.transport.local.InMemoryKVTransport;
-import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
+import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.transport.local.InMemoryKVTransport;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.cumulative.CumulativeTimer;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.core.instrument.distribution.pause.PauseDetector;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.Test;
 
 class KVManagerMetricsTest {
@@ -63,11 +65,27 @@ class KVManagerMetricsTest {
 		assertThat(registry.get("kvferry.bytes.sent").tag("mode", "prefill").functionCounter().count()).isEqualTo(bytes);
 		assertThat(registry.get("kvferry.bytes.received").tag("mode", "decode").functionCounter().count())
 				.isEqualTo(bytes);
-		assertThat(registry.recorded.tryAcquire(2, 10, TimeUnit.SECONDS)).as("both sides' durations recorded").isTrue();
+		// Decode: its duration and four phases; prefill: its duration and three phases.
+		assertThat(registry.recorded.tryAcquire(9, 10, TimeUnit.SECONDS)).as("both sides' rooms recorded").isTrue();
 		assertThat(registry.get("kvferry.room.duration").tag("mode", "decode").tag("outcome", "success")
 				.tag("path", "in_memory").timer().count()).as("decode's room, tagged with its path").isEqualTo(1);
-		assertThat(registry.get("kvferry.room.duration").tag("mode", "prefill").tag("path", "unknown").timer().count())
-				.as("prefill keeps no path").isEqualTo(1);
+		assertThat(registry.get("kvferry.room.duration").tag("mode", "prefill").tag("path", "in_memory").timer()
+				.count()).as("prefill's room, tagged with its own end of the path").isEqualTo(1);
+		for (String phase : List.of("bootstrap", "waiting_for_peer", "wire", "landing")) {
+			assertThat(registry.get("kvferry.room.phase").tag("mode", "decode").tag("outcome", "success")
+					.tag("path", "in_memory").tag("phase", phase).timer().count()).as("decode's " + phase).isEqualTo(1);
+		}
+		for (String phase : List.of("waiting_for_peer", "waiting_for_engine", "wire")) {
+			assertThat(registry.get("kvferry.room.phase").tag("mode", "prefill").tag("path", "in_memory")
+					.tag("phase", phase).timer().count()).as("prefill's " + phase).isEqualTo(1);
+		}
+		assertThat(registry.find("kvferry.room.phase").tag("mode", "decode").tag("phase", "waiting_for_engine").timer())
+				.as("an absent phase records nothing").isNull();
+		Timer decodeRoom = registry.get("kvferry.room.duration").tag("mode", "decode").timer();
+		double phases = registry.find("kvferry.room.phase").tag("mode", "decode").timers().stream()
+				.mapToDouble(t -> t.totalTime(TimeUnit.NANOSECONDS)).sum();
+		assertThat(phases).as("decode's phases add up to its room's duration")
+				.isCloseTo(decodeRoom.totalTime(TimeUnit.NANOSECONDS), Offset.offset(1_000.0));
 		assertThat(registry.get("kvferry.connections").tag("mode", "prefill").gauge().value()).isEqualTo(1);
 		assertThat(registry.get("kvferry.heartbeats.missed").tag("mode", "decode").functionCounter().count()).isZero();
 

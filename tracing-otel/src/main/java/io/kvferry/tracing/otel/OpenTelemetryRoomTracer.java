@@ -1,5 +1,6 @@
 package io.kvferry.tracing.otel;
 
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
@@ -8,6 +9,8 @@ import java.util.concurrent.TimeUnit;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import io.kvferry.RoomTrace;
 import io.kvferry.RoomTracer;
 import io.opentelemetry.api.OpenTelemetry;
@@ -34,6 +37,12 @@ import org.jspecify.annotations.Nullable;
  * {@code rank_done}, with a {@code kvferry.value} attribute where it has a figure). A room that failed ends with status
  * ERROR, its reason as the description and {@code kvferry.failure_cause} ({@link FailureCause#tag()}).
  *
+ * <p>As it ends, each span says how the room travelled, {@code kvferry.path} ({@link RoomPath#tag()}: {@code tcp},
+ * {@code tcp_tls}, {@code shared_memory}, {@code in_memory}, {@code unknown}), and where its time went on that side:
+ * {@code kvferry.phase.<phase>_ns}, the nanoseconds of each phase the room went through ({@link RoomPhases.Phase#tag()}:
+ * {@code bootstrap}, {@code waiting_for_peer}, {@code waiting_for_engine}, {@code wire}, {@code landing}); a phase
+ * the room did not go through on that side has no attribute.
+ *
  * <pre>{@code
  * RoomTracer tracer = OpenTelemetryRoomTracer.create(openTelemetry);
  * DecodeKVManager decode = KVManagerSpec.decode().tracer(tracer)...startNow();
@@ -51,6 +60,12 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 	public static final AttributeKey<String> FAILURE_CAUSE = AttributeKey.stringKey("kvferry.failure_cause");
 	/** The figure of an event (pages, bytes, ranks). */
 	public static final AttributeKey<Long> VALUE = AttributeKey.longKey("kvferry.value");
+	/** How the room travelled ({@link RoomPath#tag()}). */
+	public static final AttributeKey<String> PATH = AttributeKey.stringKey("kvferry.path");
+
+	private static final RoomPhases.Phase[] PHASES = RoomPhases.Phase.values();
+	private static final List<AttributeKey<Long>> PHASE_KEYS = Arrays.stream(PHASES)
+			.map(p -> AttributeKey.longKey("kvferry.phase." + p.tag() + "_ns")).toList();
 
 	private static final String TRACEPARENT = "traceparent";
 	private static final String[] EVENT_NAMES = eventNames();
@@ -92,6 +107,14 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 				.setAttribute(MANAGER, manager)
 				.startSpan();
 		return new SpanTrace(span, decode ? traceparent(span.getSpanContext()) : "");
+	}
+
+	/**
+	 * @param phase a phase of a room
+	 * @return the attribute of its nanoseconds, {@code kvferry.phase.<phase>_ns}
+	 */
+	public static AttributeKey<Long> phase(RoomPhases.Phase phase) {
+		return PHASE_KEYS.get(phase.ordinal());
 	}
 
 	/** @return the W3C {@code traceparent} of {@code context}, or empty when it is not valid (a no-op tracer's) */
@@ -143,6 +166,17 @@ public final class OpenTelemetryRoomTracer implements RoomTracer {
 			String name = EVENT_NAMES[event.ordinal()];
 			span.addEvent(name, value == 0 ? Attributes.empty() : Attributes.of(VALUE, value), epochNanos,
 					TimeUnit.NANOSECONDS);
+		}
+
+		@Override
+		public void travelled(RoomPath path, RoomPhases phases) {
+			span.setAttribute(PATH, path.tag());
+			for (RoomPhases.Phase p : PHASES) {
+				long nanos = phases.nanos(p);
+				if (nanos >= 0) {
+					span.setAttribute(PHASE_KEYS.get(p.ordinal()), nanos);
+				}
+			}
 		}
 
 		@Override

@@ -15,6 +15,7 @@ import io.kvferry.KVSender;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.RoomPhases;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.ModelShape;
@@ -146,6 +147,20 @@ class RoomTracingIT {
 		// Prefill's span starts when its room opened there (the sender came before decode's request).
 		assertThat(prefill1.getStartEpochNanos()).isLessThanOrEqualTo(decode1.getStartEpochNanos() + 1_000_000);
 
+		// Each side says how the room travelled and where its time went there.
+		assertThat(decode1.getAttributes().get(OpenTelemetryRoomTracer.PATH)).isEqualTo("tcp");
+		assertThat(prefill1.getAttributes().get(OpenTelemetryRoomTracer.PATH)).isEqualTo("tcp");
+		assertThat(phases(decode1)).isEqualTo(receiver.phases());
+		assertThat(phases(prefill1)).isEqualTo(sender.phases());
+		assertThat(decode1.getAttributes().get(OpenTelemetryRoomTracer.phase(RoomPhases.Phase.WIRE))).isNotNull();
+		assertThat(decode1.getAttributes().get(OpenTelemetryRoomTracer.phase(RoomPhases.Phase.WAITING_FOR_ENGINE)))
+				.as("a phase decode did not go through has no attribute").isNull();
+		assertThat(prefill1.getAttributes().get(OpenTelemetryRoomTracer.phase(RoomPhases.Phase.WAITING_FOR_ENGINE)))
+				.isNotNull();
+		assertThat(prefill2.getAttributes().get(OpenTelemetryRoomTracer.phase(RoomPhases.Phase.WIRE)))
+				.as("room 2 failed before any byte moved").isNull();
+		assertThat(phases(decode2)).isEqualTo(receiver2.phases());
+
 		assertThat(decode2.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
 		assertThat(decode2.getStatus().getDescription()).contains("decode gave up");
 		assertThat(decode2.getAttributes().get(OpenTelemetryRoomTracer.FAILURE_CAUSE)).isEqualTo("aborted");
@@ -172,6 +187,16 @@ class RoomTracingIT {
 	private static long room(SpanData span) {
 		Long room = span.getAttributes().get(OpenTelemetryRoomTracer.ROOM);
 		return room == null ? -1 : room;
+	}
+
+	/** @return the phases the span's attributes say */
+	private static RoomPhases phases(SpanData span) {
+		long[] nanos = new long[RoomPhases.Phase.values().length];
+		for (RoomPhases.Phase p : RoomPhases.Phase.values()) {
+			Long n = span.getAttributes().get(OpenTelemetryRoomTracer.phase(p));
+			nanos[p.ordinal()] = n == null ? -1 : n;
+		}
+		return RoomPhases.ofNanos(nanos);
 	}
 
 	private static List<String> events(SpanData span) {

@@ -10,9 +10,15 @@ import java.util.function.UnaryOperator;
 import io.kvferry.DecodeSpec;
 import io.kvferry.FailureCause;
 import io.kvferry.KVManagerSpec;
+import io.kvferry.KVManager;
+import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
+import io.kvferry.KVSender;
+import io.kvferry.KVStatusEvent;
 import io.kvferry.KVTransferException;
+import io.kvferry.PrefillSpec;
 import io.kvferry.RoomPath;
+import io.kvferry.RoomPhases;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -22,16 +28,21 @@ import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.transport.netty.SameHost;
 import io.kvferry.transport.netty.TestTls;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
 /**
- * A room says how it travelled (TCP with its stripes, the same-host ring, TLS), and a decode rank that requires a path
- * fails rooms that would take another, naming both, instead of falling back.
+ * A room says how it travelled (TCP with its stripes, the same-host ring, TLS) on both sides, and a rank of either side
+ * that requires a path fails rooms that would take another, naming both, instead of falling back.
  */
 class RoomPathIT {
 
 	private static final Duration T = Duration.ofSeconds(60);
 	private static final ModelShape SHAPE = ModelShape.llama3_8b().withLayers(2);
+	// A phase's mark and the state change it goes with are stamped a few lines apart; a busy machine may preempt
+	// the thread in between.
+	private static final long SLACK_NANOS = Duration.ofMillis(25).toNanos();
+	private static final Duration COMPUTE = Duration.ofMillis(100);
 
 	@Test
 	void aTcpRoomSaysTcpWithItsStripes() {
@@ -42,17 +53,17 @@ class RoomPathIT {
 	}
 
 	@Test
-	void aSameHostRoomSaysSharedMemoryAndMeetsTheRequirement() {
+	void aSameHostRoomSaysSharedMemoryAndMeetsTheRequirementOfBothSides() {
 		RoomPath path = roomPath(NettyKVTransport.create().sameHost(SameHost.AUTO),
-				spec -> spec instanceof DecodeSpec d ? d.requirePath(RoomPath.Requirement.SHARED_MEMORY) : spec);
+				spec -> spec.requirePath(RoomPath.Requirement.SHARED_MEMORY));
 		assertThat(path.kind()).isEqualTo(RoomPath.Kind.SHARED_MEMORY);
 		assertThat(path.tls()).isFalse();
 	}
 
 	@Test
-	void aTlsRoomSaysTlsAndMeetsTheRequirement() {
+	void aTlsRoomSaysTlsAndMeetsTheRequirementOfBothSides() {
 		RoomPath path = roomPath(NettyKVTransport.create().secure(TestTls.server(), TestTls.client()),
-				spec -> spec instanceof DecodeSpec d ? d.requirePath(RoomPath.Requirement.TLS) : spec);
+				spec -> spec.requirePath(RoomPath.Requirement.TLS));
 		assertThat(path).isEqualTo(new RoomPath(RoomPath.Kind.TCP, DecodeSpec.DEFAULT_STRIPES, true));
 		assertThat(path.tag()).isEqualTo("tcp_tls");
 	}
@@ -91,14 +102,127 @@ class RoomPathIT {
 		}
 	}
 
-	/** @return the path of one room that succeeded byte-exact over {@code netty} */
+	@Test
+	void aPrefillRankThatRequiresTlsRefusesADecodeRankOverPlainTcpNamingBothPaths() {
+		NettyKVTransport netty = NettyKVTransport.create();
+		try (Cluster c = Cluster.start(netty, netty,
+				spec -> spec instanceof PrefillSpec p ? p.requirePath(RoomPath.Requirement.TLS) : spec)) {
+			LiveRoom room = c.open(1);
+			room.sendAll();
+			StepVerifier.create(room.senders.get(0).completion())
+					.expectErrorSatisfies(e -> {
+						KVTransferException k = (KVTransferException) e;
+						assertThat(k.failureCause()).isEqualTo(FailureCause.INCOMPATIBLE);
+						assertThat(k.reason()).contains("requires TLS").contains("decode rank")
+								.contains("is TCP with " + DecodeSpec.DEFAULT_STRIPES + " stripes");
+					})
+					.verify(T);
+			StepVerifier.create(room.receivers.get(0).completion())
+					.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason()).contains("requires TLS"))
+					.verify(T);
+			assertThat(room.verify()).as("no byte went over the weaker path").isNotNull();
+		}
+	}
+
+	@Test
+	void aTcpRoomsPhasesArePresentInOrderAndAddUpToItsDurationOnBothSides() {
+		NettyKVTransport netty = NettyKVTransport.create();
+		try (Cluster c = Cluster.start(netty, netty, UnaryOperator.identity())) {
+			Mono<List<KVStatusEvent>> decodeEvents = events(c.cluster.decodeManagers().get(0), 1);
+			Mono<List<KVStatusEvent>> prefillEvents = events(c.cluster.prefillManagers().get(0).get(0), 1);
+			long before = System.nanoTime();
+			LiveRoom room = c.open(1);
+			KVSender sender = room.senders.get(0);
+			KVReceiver receiver = room.receivers.get(0);
+			// The engine computes once decode asked: prefill then waits for it, decode for prefill.
+			StepVerifier.create(sender.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).take(1))
+					.expectNextCount(1).expectComplete().verify(T);
+			compute();
+			room.send(0, 4);
+			compute();
+			room.send(4, 8);
+			StepVerifier.create(room.completion()).expectComplete().verify(T);
+			long elapsed = System.nanoTime() - before;
+			assertThat(room.verify()).isNull();
+
+			RoomPhases d = receiver.phases();
+			List<KVStatusEvent> de = decodeEvents.block(T);
+			assertThat(de.get(de.size() - 1).phases()).as("the terminal event carries them").isEqualTo(d);
+			// Each boundary is where decode's state changed: connected, first byte landed, verified.
+			assertInOrder(d, de, List.of(RoomPhases.Phase.BOOTSTRAP, RoomPhases.Phase.WAITING_FOR_PEER,
+					RoomPhases.Phase.WIRE, RoomPhases.Phase.LANDING), List.of(KVPoll.WAITING_FOR_INPUT,
+							KVPoll.TRANSFERRING));
+			assertThat(d.waitingForEngine()).isEmpty();
+			assertThat(d.waitingForPeer().orElseThrow()).as("prefill's compute").isGreaterThanOrEqualTo(COMPUTE);
+			assertThat(d.wire().orElseThrow()).as("the second chunk's compute").isGreaterThanOrEqualTo(COMPUTE);
+			assertThat(d.total().toNanos()).isLessThanOrEqualTo(elapsed);
+
+			RoomPhases p = sender.phases();
+			List<KVStatusEvent> pe = prefillEvents.block(T);
+			assertThat(pe.get(pe.size() - 1).phases()).isEqualTo(p);
+			// Prefill: every request arrived, then the engine's first chunk went.
+			assertInOrder(p, pe, List.of(RoomPhases.Phase.WAITING_FOR_PEER, RoomPhases.Phase.WAITING_FOR_ENGINE,
+					RoomPhases.Phase.WIRE), List.of(KVPoll.WAITING_FOR_INPUT, KVPoll.TRANSFERRING));
+			assertThat(p.waitingForEngine().orElseThrow()).isGreaterThanOrEqualTo(COMPUTE);
+			assertThat(p.wire().orElseThrow()).isGreaterThanOrEqualTo(COMPUTE);
+			assertThat(p.bootstrap()).isEmpty();
+			assertThat(p.landing()).isEmpty();
+			assertThat(p.total().toNanos()).isLessThanOrEqualTo(elapsed);
+		}
+	}
+
+	/**
+	 * Checks that {@code phases} holds exactly {@code present}, that they add up to the room's duration (first event
+	 * to terminal event), and that the boundaries between the first ones fall where the room entered each of
+	 * {@code states}.
+	 */
+	private static void assertInOrder(RoomPhases phases, List<KVStatusEvent> events, List<RoomPhases.Phase> present,
+			List<KVPoll> states) {
+		for (RoomPhases.Phase phase : RoomPhases.Phase.values()) {
+			assertThat(phases.has(phase)).as("%s in %s", phase, phases).isEqualTo(present.contains(phase));
+		}
+		KVStatusEvent last = events.get(events.size() - 1);
+		assertThat(last.current()).isEqualTo(KVPoll.SUCCESS);
+		long opened = last.timestampNanos() - phases.total().toNanos();
+		assertThat(events.get(0).timestampNanos() - opened).as("the room's duration, to a state change's stamping")
+				.isBetween(0L, SLACK_NANOS);
+		long boundary = opened;
+		for (int i = 0; i < states.size(); i++) {
+			boundary += phases.nanos(present.get(i));
+			KVPoll state = states.get(i);
+			long entered = events.stream().filter(e -> e.current() == state).findFirst().orElseThrow()
+					.timestampNanos();
+			assertThat(entered - boundary).as("end of %s, against entering %s", present.get(i), state)
+					.isBetween(-SLACK_NANOS, SLACK_NANOS);
+		}
+	}
+
+	/**
+	 * The engine computing a chunk: a time the phases must show, on the test's thread as an engine's would be. Not a
+	 * wait for anything: without it loopback moves the room faster than the phases' boundaries can be told apart.
+	 */
+	private static void compute() {
+		StepVerifier.create(Mono.delay(COMPUTE)).expectNextCount(1).expectComplete().verify(T);
+	}
+
+	/** @return the room's events until its terminal one, subscribed now (the stream is hot) */
+	private static Mono<List<KVStatusEvent>> events(KVManager manager, long room) {
+		Mono<List<KVStatusEvent>> events = manager.events().filter(e -> e.room() == room)
+				.takeUntil(e -> e.current().isTerminal()).collectList().cache();
+		events.subscribe();
+		return events;
+	}
+
+	/** @return the path of one room that succeeded byte-exact over {@code netty}, the same on both sides */
 	private static RoomPath roomPath(NettyKVTransport netty, UnaryOperator<KVManagerSpec<?, ?>> customize) {
 		try (Cluster c = Cluster.start(netty, netty, customize)) {
 			LiveRoom room = c.open(1);
 			room.sendAll();
 			StepVerifier.create(room.completion()).expectComplete().verify(T);
 			assertThat(room.verify()).isNull();
-			return room.receivers.get(0).path();
+			RoomPath path = room.receivers.get(0).path();
+			assertThat(room.senders.get(0).path()).as("prefill's end of the same connections").isEqualTo(path);
+			return path;
 		}
 	}
 
