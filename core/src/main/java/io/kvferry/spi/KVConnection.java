@@ -58,6 +58,21 @@ public interface KVConnection {
 		return RoomPath.UNKNOWN;
 	}
 
+	/**
+	 * Queues a data block, and says when the transport is done with it: {@code listener} hears {@link
+	 * SendListener#written()} once the block's last frame left the transport's queue (every frame of it was handed to
+	 * the network), or {@link SendListener#failed} when the block was dropped (its gate closed, the connection closed).
+	 * A sender uses it to keep only a little of each room queued at a time, so that the rooms sharing a connection
+	 * take turns instead of a small room waiting behind a large one.
+	 *
+	 * <p>The default queues the block and answers {@code written} at once: a transport without a queue of its own
+	 * (or one that does not tell) just gets every block at once, as from {@link #sendData(DataBlock)}.
+	 */
+	default void sendData(DataBlock block, SendListener listener) {
+		sendData(block);
+		listener.written();
+	}
+
 	/** @return whether the connection is open */
 	boolean isActive();
 

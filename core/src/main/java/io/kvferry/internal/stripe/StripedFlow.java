@@ -1,6 +1,9 @@
 package io.kvferry.internal.stripe;
 
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import io.kvferry.internal.Sends;
@@ -18,9 +21,21 @@ import io.kvferry.spi.SendListener;
  * moved and stripe 0 the closing message with the total, all behind the room's gate: once every one was written, no
  * piece still queued reads the engine's memory.
  *
- * <p>Not thread-safe: fed under the room's monitor, so each stripe's tally follows the order of its connection.
+ * <p>The rooms sharing a connection take turns: each stripe's transport queue holds at most {@link #WINDOW} bytes of
+ * this room at a time, and the rest of its pieces wait here until the transport wrote those. A room of one page that
+ * comes while a room of a gibibyte is being sent therefore waits for a window of the large room on each stripe, not
+ * for all of it; a room smaller than the window goes to the transport at once.
+ *
+ * <p>Fed ({@link #send}, {@link #finish}) under the room's monitor, so each stripe's tally follows the order of its
+ * connection; the transport's threads hand on the waiting pieces, lock-free, as the earlier ones are written.
  */
 public final class StripedFlow {
+
+	/**
+	 * Bytes of one room a stripe's transport queue holds at most (a piece larger than that goes alone): two pieces, so
+	 * that the next one is queued while one is written and a large room alone keeps its connection busy.
+	 */
+	public static final long WINDOW = 2L * Stripes.PIECE;
 
 	/** Builds the message that closes a room's data on stripe 0. */
 	@FunctionalInterface
@@ -34,19 +49,17 @@ public final class StripedFlow {
 	}
 
 	private final long room;
-	private final KVConnection[] stripes;
-	private final Tally[] tallies;
+	private final Lane[] lanes;
 	private final SendGate gate;
 	// The stripe the next piece goes to.
 	private int next;
 
 	StripedFlow(long room, KVConnection[] stripes, boolean checksums, SendGate gate) {
 		this.room = room;
-		this.stripes = stripes;
 		this.gate = gate;
-		this.tallies = new Tally[stripes.length];
-		for (int i = 0; i < tallies.length; i++) {
-			tallies[i] = new Tally(checksums);
+		this.lanes = new Lane[stripes.length];
+		for (int i = 0; i < lanes.length; i++) {
+			lanes[i] = new Lane(stripes[i], new Tally(checksums));
 		}
 	}
 
@@ -55,46 +68,126 @@ public final class StripedFlow {
 		return gate;
 	}
 
-	/** Queues a block of the room, cut into pieces when there are several stripes to spread it over. */
+	/** Queues a block of the room, cut into pieces so that it can be spread over the stripes and sent in turns. */
 	public void send(DataBlock block) {
-		if (tallies.length == 1) {
-			deal(block);
-		}
-		else {
-			Stripes.cut(block, Stripes.PIECE, this::deal);
-		}
+		Stripes.cut(block, Stripes.PIECE, this::deal);
 	}
 
 	/** Sends a piece on the next stripe, round robin. */
 	private void deal(DataBlock piece) {
 		int stripe = next;
-		next = stripe + 1 == tallies.length ? 0 : stripe + 1;
-		stripes[stripe].sendData(piece);
-		// Counted once the transport took it: a block it refuses is no byte of the total.
-		tallies[stripe].add(piece);
+		next = stripe + 1 == lanes.length ? 0 : stripe + 1;
+		Lane lane = lanes[stripe];
+		// Counted now, in the stripe's order: a piece that does not reach the transport belongs to a room that stopped
+		// or a connection that closed, whose closing messages are not sent either.
+		lane.tally.add(piece);
+		lane.waiting.offer(piece);
+		lane.pump();
 	}
 
 	/**
-	 * Closes the room's data: a fence on every further stripe, then {@code closing} on stripe 0, all gated like the
-	 * data (a room stopped meanwhile sends neither its blocks nor these).
+	 * Closes the room's data: a fence on every further stripe, then {@code closing} on stripe 0, each behind that
+	 * stripe's pieces and gated like the data (a room stopped meanwhile sends neither its blocks nor these).
 	 *
 	 * @param written called once, when every one was written
 	 * @param failed called for each one that was not
 	 */
 	public void finish(Closing closing, Runnable written, Consumer<Throwable> failed) {
-		AtomicInteger remaining = new AtomicInteger(tallies.length);
+		AtomicInteger remaining = new AtomicInteger(lanes.length);
 		SendListener listener = Sends.of(() -> {
 			if (remaining.decrementAndGet() == 0) {
 				written.run();
 			}
 		}, failed);
 		long total = 0;
-		for (int i = 1; i < tallies.length; i++) {
-			Tally t = tallies[i];
+		for (int i = 1; i < lanes.length; i++) {
+			Tally t = lanes[i].tally;
 			total += t.bytes();
-			stripes[i].send(new KVMessage.Fence(room, t.bytes(), t.checksum()), gate, listener);
+			lanes[i].waiting.offer(new Last(new KVMessage.Fence(room, t.bytes(), t.checksum()), listener));
 		}
-		Tally control = tallies[0];
-		stripes[0].send(closing.of(total + control.bytes(), control.checksum()), gate, listener);
+		Tally control = lanes[0].tally;
+		lanes[0].waiting.offer(new Last(closing.of(total + control.bytes(), control.checksum()), listener));
+		for (Lane lane : lanes) {
+			lane.pump();
+		}
+	}
+
+	/** The message that closes a stripe's share of the room, sent once every piece before it went to the transport. */
+	private record Last(KVMessage message, SendListener listener) {
+	}
+
+	/** One stripe's share of the room: the pieces and the closing message not yet handed to its connection. */
+	private final class Lane {
+
+		final KVConnection connection;
+		final Tally tally;
+		// Pieces (and at the end the Last), in the order they were dealt.
+		final Queue<Object> waiting = new ConcurrentLinkedQueue<>();
+		// Bytes handed to the transport and not written yet.
+		final AtomicLong handed = new AtomicLong();
+		// Pump passes asked for: one thread hands on at a time, and a pass asked meanwhile runs again after it.
+		final AtomicInteger wip = new AtomicInteger();
+
+		Lane(KVConnection connection, Tally tally) {
+			this.connection = connection;
+			this.tally = tally;
+		}
+
+		/** Hands on what waits, in order, as far as the window lets; the transport's answers call it again. */
+		void pump() {
+			if (wip.getAndIncrement() != 0) {
+				return;
+			}
+			int missed = 1;
+			do {
+				Object item;
+				while ((item = waiting.peek()) != null) {
+					if (item instanceof Last last) {
+						waiting.poll();
+						connection.send(last.message, gate, last.listener);
+						continue;
+					}
+					DataBlock piece = (DataBlock) item;
+					long bytes = piece.header().payloadLength();
+					if (!gate.isOpen() || !connection.isActive()) {
+						// Never read: the room stopped or the connection closed, and either fails the room.
+						waiting.poll();
+						continue;
+					}
+					long inFlight = handed.get();
+					if (inFlight > 0 && inFlight + bytes > WINDOW) {
+						// The transport's answer for an earlier piece pumps again.
+						break;
+					}
+					waiting.poll();
+					handed.addAndGet(bytes);
+					connection.sendData(piece, new Handed(bytes));
+				}
+				missed = wip.addAndGet(-missed);
+			}
+			while (missed != 0);
+		}
+
+		/** The transport's answer for one piece: its bytes leave the window, and what waits may go. */
+		private final class Handed implements SendListener {
+
+			private final long bytes;
+
+			Handed(long bytes) {
+				this.bytes = bytes;
+			}
+
+			@Override
+			public void written() {
+				handed.addAndGet(-bytes);
+				pump();
+			}
+
+			@Override
+			public void failed(Throwable cause) {
+				handed.addAndGet(-bytes);
+				pump();
+			}
+		}
 	}
 }

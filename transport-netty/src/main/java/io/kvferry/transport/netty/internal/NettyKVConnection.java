@@ -183,12 +183,22 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void sendData(DataBlock block) {
+		queueData(block, SendListener.NONE);
+	}
+
+	private void queueData(DataBlock block, SendListener listener) {
 		Objects.requireNonNull(block, "block");
 		DataHeader h = block.header();
 		if (h.chunkLen() < 0 || h.count() < 0 || h.dstOffset() < 0 || h.dstStride() < 0 || h.region() < 0) {
 			throw new IllegalArgumentException("data header : " + h + " (expected: no negative field)");
 		}
-		outbound.offer(block);
+		outbound.offer(block, listener);
+	}
+
+	@Override
+	public void sendData(DataBlock block, SendListener listener) {
+		Objects.requireNonNull(listener, "listener");
+		queueData(block, listener);
 	}
 
 	@Override

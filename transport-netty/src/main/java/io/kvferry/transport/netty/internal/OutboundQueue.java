@@ -15,6 +15,7 @@ import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.RingSender;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -37,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * write buffer reaches the high watermark, and flushes once. A slow peer therefore holds back queued items (small
  * descriptors), never unbounded buffers. Data blocks are cut into frames of at most the peer's frame limit by
  * {@link DataFrameCursor}; writability and the block's {@link SendGate} are checked before each frame, so an aborted
- * room stops mid-block.
+ * room stops mid-block. A block queued with a listener tells it once its last frame was written (or that it was
+ * dropped), on the event loop: a sender keeps only a window of each room queued, so rooms sharing the connection take
+ * turns.
  *
  * <p>Closing is ordered: control messages queued before the close are still written, queued data blocks are dropped,
  * and so are messages behind a room's gate (a Success that reports the room's data), since their data may have been
@@ -78,6 +81,8 @@ final class OutboundQueue {
 	// Event-loop confined.
 	private ChannelHandlerContext ctx;
 	private DataFrameCursor current;
+	// Told when the current block was written or dropped.
+	private SendListener currentListener = SendListener.NONE;
 	// Same host: data blocks queued from now on go through this ring's slots; null for TCP.
 	private RingSender ring;
 	private boolean currentViaRing;
@@ -138,15 +143,22 @@ final class OutboundQueue {
 		}
 	}
 
-	/** Queues a data block; dropped (and logged at debug) once the connection is closing. */
-	void offer(DataBlock block) {
+	/**
+	 * Queues a data block; dropped (and logged at debug) once the connection is closing.
+	 *
+	 * @param listener told once the block's last frame was written, or that it was dropped
+	 */
+	void offer(DataBlock block, SendListener listener) {
 		if (isClosing()) {
 			log.debug("{} dropping {}: connection closing", prefix, block.header());
+			tell(listener, closedError.apply("before the block was queued", null));
 			return;
 		}
 		queuedBytes.addAndGet(block.header().payloadLength());
-		queue.offer(block);
-		scheduleDrain();
+		queue.offer(listener == SendListener.NONE ? block : new Listened(block, listener));
+		if (!scheduleDrain()) {
+			tell(listener, closedError.apply("before the block was written", null));
+		}
 	}
 
 	/**
@@ -253,14 +265,18 @@ final class OutboundQueue {
 				if (item instanceof Outbound m) {
 					wrote |= writeMessage(m);
 				}
-				else if (item instanceof DataBlock b) {
+				else if (item instanceof DataBlock || item instanceof Listened) {
+					DataBlock b = item instanceof Listened l ? l.block : (DataBlock) item;
+					SendListener listener = item instanceof Listened l ? l.listener : SendListener.NONE;
 					if (closing.get()) {
 						queuedBytes.addAndGet(-b.header().payloadLength());
+						tell(listener, closedError.apply("before the block was written", null));
 					}
 					else {
 						currentViaRing = ring != null;
 						current = new DataFrameCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
 								: maxFrameLength);
+						currentListener = listener;
 					}
 				}
 				else {
@@ -311,8 +327,11 @@ final class OutboundQueue {
 			return false;
 		}
 		DataHeader frame = cursor.next();
+		SendListener done = null;
 		if (!cursor.hasNext()) {
 			current = null;
+			done = currentListener;
+			currentListener = SendListener.NONE;
 		}
 		if (currentViaRing) {
 			ByteBuf slotFrame;
@@ -324,6 +343,9 @@ final class OutboundQueue {
 				queuedBytes.addAndGet(-frame.payloadLength());
 				if (current != null) {
 					dropCurrent();
+				}
+				else if (done != null) {
+					tell(done, e);
 				}
 				failNow.accept(e);
 				return false;
@@ -339,6 +361,9 @@ final class OutboundQueue {
 			}
 		}
 		queuedBytes.addAndGet(-frame.payloadLength());
+		if (done != null) {
+			tell(done, null);
+		}
 		return true;
 	}
 
@@ -353,8 +378,33 @@ final class OutboundQueue {
 	}
 
 	private void dropCurrent() {
+		long room = current.block().header().room();
 		queuedBytes.addAndGet(-current.remainingBytes());
 		current = null;
+		SendListener listener = currentListener;
+		currentListener = SendListener.NONE;
+		if (listener != SendListener.NONE) {
+			tell(listener, new KVFerryException("a block of room " + room + " was dropped: "
+					+ (closing.get() || closed ? "the connection closed" : "its room stopped")));
+		}
+	}
+
+	/**
+	 * Tells a block's listener what became of it: written when {@code failure} is null. A listener that throws is
+	 * logged: it must not stop the queue.
+	 */
+	private void tell(SendListener listener, Throwable failure) {
+		try {
+			if (failure == null) {
+				listener.written();
+			}
+			else {
+				listener.failed(failure);
+			}
+		}
+		catch (RuntimeException e) {
+			log.error("{} a data block's send listener failed", prefix, e);
+		}
 	}
 
 	private void closeAfterFlush() {
@@ -399,7 +449,15 @@ final class OutboundQueue {
 			else if (item instanceof DataBlock b) {
 				queuedBytes.addAndGet(-b.header().payloadLength());
 			}
+			else if (item instanceof Listened l) {
+				queuedBytes.addAndGet(-l.block.header().payloadLength());
+				tell(l.listener, closedError.apply("before the block was written", null));
+			}
 		}
+	}
+
+	/** A queued data block whose sender wants to hear when it was written or dropped. */
+	private record Listened(DataBlock block, SendListener listener) {
 	}
 
 	/** A queued control message, the gate it is written behind, and the promise its listener observes. */
