@@ -71,6 +71,12 @@ final class OutboundQueue {
 	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
 	private final AtomicBoolean closing = new AtomicBoolean();
 	private final Runnable drainTask = this::runDrain;
+	private final Runnable resumeTask = this::resumeAfterPoll;
+
+	// Data bytes a loop writes before it looks at its sockets again. Written frames free room in the write buffer, the
+	// peer's reads free room in the socket, and both resume the drain at once: with a fast reader the loop would write
+	// a whole large room without ever reading, and a small room's request (or an abort) would wait for all of it.
+	static final long BYTES_BETWEEN_POLLS = 4L * 1024 * 1024;
 
 	private volatile int maxFrameLength;
 	// The channel closed; written on the event loop, read by offers on any thread.
@@ -88,6 +94,10 @@ final class OutboundQueue {
 	private boolean currentViaRing;
 	// Something was written since the heartbeat tick last looked.
 	private boolean written;
+	// Data bytes written since the loop last polled its sockets (event-loop confined), and whether a drain waits for
+	// that poll.
+	private long sincePoll;
+	private boolean resumePending;
 
 	/**
 	 * @param channel the connection's channel
@@ -229,6 +239,30 @@ final class OutboundQueue {
 		drain();
 	}
 
+	/**
+	 * Drains again once the loop polled its sockets: a task scheduled with no delay runs after the next poll, where a
+	 * task queued with {@code execute} may run before it, behind the write path's own tasks.
+	 */
+	private void resumeAfterNextPoll() {
+		if (resumePending) {
+			return;
+		}
+		resumePending = true;
+		try {
+			ctx.executor().schedule(resumeTask, 0, TimeUnit.NANOSECONDS);
+		}
+		catch (RejectedExecutionException e) {
+			// The loop is shutting down: the close fails what is queued.
+			resumePending = false;
+		}
+	}
+
+	private void resumeAfterPoll() {
+		resumePending = false;
+		sincePoll = 0;
+		drain();
+	}
+
 	private void drain() {
 		if (ctx == null) {
 			// Not started yet: start() drains.
@@ -247,6 +281,10 @@ final class OutboundQueue {
 						continue;
 					}
 					if (!channel.isWritable() || currentViaRing && !ring.hasFreeSlot()) {
+						return;
+					}
+					if (sincePoll >= BYTES_BETWEEN_POLLS) {
+						resumeAfterNextPoll();
 						return;
 					}
 					wrote |= writeDataFrame();
@@ -361,6 +399,7 @@ final class OutboundQueue {
 			}
 		}
 		queuedBytes.addAndGet(-frame.payloadLength());
+		sincePoll += frame.payloadLength();
 		if (done != null) {
 			tell(done, null);
 		}
