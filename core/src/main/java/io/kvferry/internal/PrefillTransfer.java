@@ -164,6 +164,9 @@ final class PrefillTransfer extends Room implements KVSender {
 		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
 		destinations.add(new PrefillDestination(this, s, req));
 		s.rooms.add(this);
+		if (manager.leasing()) {
+			s.leases.hold(id, this);
+		}
 		if (destinations.size() == required) {
 			ready = true;
 			endEarly();
@@ -429,6 +432,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		};
 		for (PrefillDestination d : all) {
 			d.session.rooms.remove(this);
+			d.session.leases.release(id, this);
 		}
 		for (PrefillDestination d : told) {
 			KVMessage ack = new KVMessage.AbortAck(id);

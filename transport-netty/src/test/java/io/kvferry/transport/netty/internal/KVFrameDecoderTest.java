@@ -223,7 +223,7 @@ class KVFrameDecoderTest {
 	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0007"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0008"
 					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
 					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
@@ -232,7 +232,7 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(recorder.events).containsExactly("PREFACE 7",
+			assertThat(recorder.events).containsExactly("PREFACE 8",
 					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
 							new int[0]),
 					new KVMessage.Draining("x"));
@@ -247,7 +247,7 @@ class KVFrameDecoderTest {
 	void version5StripeMessagesArriveFedByteByByte() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0007"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0008"
 					+ "0000000d" + "09" + "8000000000000001" + "00000002"
 					+ "00000005" + "0a" + "00000002"
 					+ "00000019" + "0b" + "0000000000000007" + "0000000000400000" + "00000000deadbeef"
@@ -257,8 +257,8 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v5.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(7);
-			assertThat(recorder.events).containsExactly("PREFACE 7", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(8);
+			assertThat(recorder.events).containsExactly("PREFACE 8", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
 					new KVMessage.Joined(2), new KVMessage.Fence(7, 4 << 20, 0xdeadbeefL),
 					new KVMessage.Fence(8, 0, KVMessage.NO_CHECKSUM));
 			assertThat(v5.isOpen()).isTrue();
@@ -272,7 +272,7 @@ class KVFrameDecoderTest {
 	void aFenceWithANegativeByteCountIsMalformedNamingTheField() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0007"
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0008"
 					+ "00000019" + "0b" + "0000000000000007" + "ffffffffffffffff" + "0000000000000000"));
 			fed.add(in);
 			v5.writeInbound(in);
@@ -295,7 +295,7 @@ class KVFrameDecoderTest {
 			v6.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 5 (expected: "
-					+ "7): the peer runs an older kvferry release; run the same release on both sides");
+					+ "8): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -314,11 +314,91 @@ class KVFrameDecoderTest {
 			v7.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 6 (expected: "
-					+ "7): the peer runs an older kvferry release; run the same release on both sides");
+					+ "8): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
 			v7.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void aVersion7PeerWhoseHelloAckHasNoLeaseIsRefusedAtItsPreface() {
+		EmbeddedChannel v8 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			// A version-7 prefill's HELLO_ACK ends at its incarnation and it never reads a RENEW: refused before any
+			// frame is read, rather than failing on a body one field short or on an unknown frame type.
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520007" + "00000001" + "10"));
+			fed.add(in);
+			v8.writeInbound(in);
+			assertThat(recorder.failure).isNotNull();
+			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 7 (expected: "
+					+ "8): the peer runs an older kvferry release; run the same release on both sides");
+			assertThat(recorder.events).isEmpty();
+		}
+		finally {
+			v8.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void renewFramesArriveFedByteByByteWithTheDocumentedBytes() {
+		EmbeddedChannel v8 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			// length 21 (type + count + 2 rooms), type 0x0c, count 2, rooms 7 and -1; then an empty renewal.
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0008"
+					+ "00000015" + "0c" + "00000002" + "0000000000000007" + "ffffffffffffffff"
+					+ "00000005" + "0c" + "00000000");
+			for (byte b : bytes) {
+				ByteBuf piece = Unpooled.wrappedBuffer(new byte[] { b });
+				fed.add(piece);
+				v8.writeInbound(piece);
+			}
+			assertThat(recorder.failure).isNull();
+			assertThat(recorder.events).containsExactly("PREFACE 8", new KVMessage.Renew(new long[] { 7, -1 }),
+					new KVMessage.Renew(new long[0]));
+			assertThat(v8.isOpen()).isTrue();
+		}
+		finally {
+			v8.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void aRenewThatMiscountsItsRoomsIsMalformedNamingTheProblem() {
+		// A count past the bytes left, a negative count, a room cut short, a byte after the last room, a count over
+		// the bound on one message: each closes the connection naming RENEW and what is wrong.
+		assertMalformedRenew("00000009" + "0c" + "00000002" + "0000000000000007",
+				"malformed RENEW frame: rooms count : 2 (expected: 0..0)");
+		assertMalformedRenew("0000000d" + "0c" + "ffffffff" + "0000000000000007",
+				"malformed RENEW frame: rooms count : -1 (expected: 0..1)");
+		assertMalformedRenew("00000009" + "0c" + "00000001" + "00000000000007",
+				"malformed RENEW frame: rooms count : 1 (expected: 0..0)");
+		assertMalformedRenew("0000000e" + "0c" + "00000001" + "0000000000000007" + "00",
+				"malformed RENEW frame: 1 trailing bytes after the last field");
+		int over = KVMessage.Renew.MAX_ROOMS + 1;
+		assertMalformedRenew(String.format("%08x", 5 + 8 * over) + "0c" + String.format("%08x", over)
+				+ "0000000000000001".repeat(over), "malformed RENEW frame: rooms count : 8193 (expected: at most 8192)",
+				1 << 20);
+	}
+
+	private void assertMalformedRenew(String frame, String message) {
+		assertMalformedRenew(frame, message, MAX);
+	}
+
+	private void assertMalformedRenew(String frame, String message, int maxFrameLength) {
+		Recorder r = new Recorder();
+		EmbeddedChannel v8 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, maxFrameLength, r));
+		try {
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520008" + frame));
+			fed.add(in);
+			v8.writeInbound(in);
+			assertThat(r.failure).as(frame.length() > 80 ? frame.substring(0, 80) : frame).isNotNull();
+			assertThat(r.failure.getMessage()).contains(message);
+			assertThat(r.events).containsExactly("PREFACE 8");
+		}
+		finally {
+			v8.finishAndReleaseAll();
 		}
 	}
 
@@ -331,7 +411,7 @@ class KVFrameDecoderTest {
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 3 (expected: 7): the peer runs an older "
+					.contains("incompatible kvferry protocol version : 3 (expected: 8): the peer runs an older "
 							+ "kvferry release");
 		}
 		finally {
