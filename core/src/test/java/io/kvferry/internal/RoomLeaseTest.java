@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -19,6 +20,7 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
+import io.kvferry.spi.KVMessage;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.test.RenewalTap;
 import io.kvferry.transport.local.InMemoryKVTransport;
@@ -49,11 +51,16 @@ class RoomLeaseTest {
 	private DecodeKVManager decode;
 
 	private void start(UnaryOperator<PrefillSpec> prefillSpec) {
-		prefill = prefillSpec.apply(KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs()).transport(tap)
+		start(prefillSpec, prefillMem, decodeMem, 4096);
+	}
+
+	private void start(UnaryOperator<PrefillSpec> prefillSpec, RankMemory prefillMemory, RankMemory decodeMemory,
+			int maxRooms) {
+		prefill = prefillSpec.apply(KVManagerSpec.prefill().kvArgs(prefillMemory.kvArgs()).transport(tap)
 				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
 				.timer(vts)).startNow();
-		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(tap).bootstrapClient(bootstrap)
-				.stripes(1).timer(vts).startNow();
+		decode = KVManagerSpec.decode().kvArgs(decodeMemory.kvArgs()).transport(tap).bootstrapClient(bootstrap)
+				.stripes(1).maxRooms(maxRooms, maxRooms).timer(vts).startNow();
 	}
 
 	@AfterEach
@@ -154,6 +161,42 @@ class RoomLeaseTest {
 			assertThat(k.reason()).startsWith("lease on room 2 expired").contains("it renewed other rooms")
 					.contains("so it no longer holds this one");
 		}).verify(T);
+	}
+
+	@Test
+	void moreRoomsThanOneRenewalListsGoInSeveralRenewalsPerTick() {
+		int rooms = KVMessage.Renew.MAX_ROOMS + 8;
+		start(p -> p.leasePeriod(LEASE).unclaimedRooms(rooms, rooms), RankMemory.prefill(SHAPE, ParallelLayout.SINGLE,
+				1, 0, 0), RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 1, 0, 0), rooms);
+		for (int room = 0; room < rooms; room++) {
+			decode.receiver(BOOTSTRAP, room).sendMetadata(new int[] { 0 }, -1, new int[0]);
+		}
+		vts.advanceTime();
+		assertThat(prefill.stats().liveRooms().get(KVPoll.WAITING_FOR_INPUT)).isEqualTo(rooms);
+		long before = tap.received();
+		vts.advanceTimeBy(LEASE.dividedBy(3));
+		assertThat(tap.received() - before).as("renewals in one tick").isEqualTo(2);
+		assertThat(tap.roomsReceived()).isEqualTo(rooms);
+		vts.advanceTimeBy(LEASE.multipliedBy(2));
+		assertThat(prefill.stats().liveRooms().get(KVPoll.WAITING_FOR_INPUT)).as("every room kept").isEqualTo(rooms);
+	}
+
+	@Test
+	void theLeasePeriodIsZeroOrAtLeastThirtyMillisecondsAndARenewalListsAtMostMaxRooms() {
+		assertThat(PrefillSpec.DEFAULT_LEASE_PERIOD).isEqualTo(Duration.ofSeconds(30));
+		assertThat(KVManagerSpec.prefill().leasePeriod(Duration.ZERO)).isNotNull();
+		assertThat(KVManagerSpec.prefill().leasePeriod(Duration.ofMillis(30))).isNotNull();
+		assertThatThrownBy(() -> KVManagerSpec.prefill().leasePeriod(Duration.ofMillis(29)))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("leasePeriod : PT0.029S (expected: zero, or at least 30 ms)");
+		assertThatThrownBy(() -> KVManagerSpec.prefill().leasePeriod(Duration.ofSeconds(-1)))
+				.isInstanceOf(IllegalArgumentException.class);
+		assertThatThrownBy(() -> new KVMessage.Renew(new long[KVMessage.Renew.MAX_ROOMS + 1]))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("rooms : 8193 (expected: at most 8192)");
+		assertThatThrownBy(() -> new KVMessage.HelloAck(io.kvferry.spi.PeerLayout.of(prefillMem.kvArgs(),
+				ParallelLayout.SINGLE), 0, 0, -1)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("leaseMillis : -1 (expected: >= 0)");
 	}
 
 	@Test
