@@ -175,8 +175,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath, maxRoomsPerPeer,
-					maxRooms, overloadRetryAfter, leasePeriod);
+					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath,
+					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod);
 		}
 	}
 }

@@ -177,7 +177,7 @@ final class RoomLeases<R> {
 			catch (RuntimeException e) {
 				log.warn("expiring leases failed; the leases are checked again next tick", e);
 			}
-			// A fixed delay, not a fixed rate: after a pause the ticks do not catch up, so the pause does not age leases.
+			// A fixed delay, not a fixed rate: after a pause the ticks do not catch up, and the pause ages no lease.
 			schedule();
 		}
 

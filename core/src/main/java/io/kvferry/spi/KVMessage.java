@@ -8,7 +8,8 @@ import io.kvferry.KVPoll;
 /**
  * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link Join}, {@link TransferRequest},
  * {@link Renew} and {@link Abort}; prefill sends {@link HelloAck}, {@link Joined}, {@link Reject}, {@link Status},
- * {@link Fence}, {@link AbortAck} and {@link Draining}. On one connection messages and data blocks arrive in the order they were sent.
+ * {@link Fence}, {@link AbortAck} and {@link Draining}. On one connection messages and data blocks arrive in the order
+ * they were sent.
  *
  * <p>One decode rank and one prefill rank may talk over several connections, its stripes: stripe 0 carries the
  * handshake and every control message, and a room's data blocks are dealt across all stripes. Each further stripe

@@ -45,7 +45,7 @@ class LeaseExpiryProcessTest {
 	/** Far longer than the lease: heartbeats must not be what frees the pages. */
 	private static final Duration HEARTBEAT = Duration.ofSeconds(30);
 	private static final int ROOMS = 200;
-	/** Past one lease period: one tick (a tenth of it) and the scheduling of the expiry on a loaded two-core machine. */
+	/** Past one lease period: one tick (a tenth of it) and the scheduling of the expiry on a loaded 2-core machine. */
 	private static final Duration SLACK = LEASE.dividedBy(10).plusMillis(500);
 	private static final Duration START = Duration.ofSeconds(60);
 	private static final Duration T = Duration.ofSeconds(30);

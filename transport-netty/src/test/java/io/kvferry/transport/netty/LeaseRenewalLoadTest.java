@@ -30,8 +30,8 @@ import reactor.test.StepVerifier;
 
 /**
  * A thousand rooms wait on leases of 3 s between a prefill and a decode over real TCP on loopback, for five lease
- * periods, while a thread spins on a core of the (already shared) machine: decode's renewals keep every one of them, and
- * afterwards each room still moves its pages and succeeds. The longest gap between two renewals prefill received is
+ * periods, while a thread spins on a core of the (already shared) machine: decode's renewals keep every one of them,
+ * and afterwards each room still moves its pages and succeeds. The longest gap between two renewals prefill received is
  * printed and must stay below the lease.
  */
 @Timeout(180)

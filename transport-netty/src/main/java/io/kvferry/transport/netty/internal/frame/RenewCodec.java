@@ -4,7 +4,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.netty.buffer.ByteBuf;
 
-/** {@code RENEW}: {@code i64[] rooms}, an {@code i32} count (at most {@link KVMessage.Renew#MAX_ROOMS}) then the ids. */
+/** {@code RENEW}: {@code i32 count} (at most {@link KVMessage.Renew#MAX_ROOMS}), then that many {@code i64 room}. */
 final class RenewCodec extends ControlCodec<KVMessage.Renew> {
 
 	RenewCodec() {
