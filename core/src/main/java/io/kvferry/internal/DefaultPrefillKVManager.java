@@ -168,6 +168,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 			// Decode gave up before the engine got here, or this rank drains: the sender is born failed, so the engine
 			// frees its pages now rather than after the bootstrap timeout.
 			// An overload refusal is this rank's own unless decode told it.
+			if (early != null && RoomLeases.isExpiry(early)) {
+				return PrefillTransfer.bornFailed(this, room, FailureCause.LEASE_EXPIRED, early, false);
+			}
 			return early != null ? PrefillTransfer.bornFailed(this, room, Overload.is(early) ? FailureCause.OVERLOAD
 					: FailureCause.ABORTED, early, !Overload.is(early) || early.contains(PrefillSession.TOLD_BY_DECODE))
 					: PrefillTransfer.bornFailed(this, room, FailureCause.DRAINING, draining, false);

@@ -181,7 +181,7 @@ final class PrefillSession implements StripedConnection.Handler {
 	/** Fails the rooms whose lease this decode rank let run out; on the manager's lease timer. */
 	void expireLeases() {
 		for (RoomLeases.Lease<PrefillTransfer> l : leases.expire()) {
-			l.holder.fail(FailureCause.LEASE_EXPIRED, leaseExpired(l));
+			l.holder.leaseExpired(leaseExpired(l));
 		}
 	}
 
@@ -193,10 +193,10 @@ final class PrefillSession implements StripedConnection.Handler {
 				: silent < since ? "it renewed other rooms within the last " + manager.leaseMillis(silent)
 						+ " ms, so it no longer holds this one"
 						: "it renewed nothing since";
-		return "lease on room " + l.room + " expired: no renewal from decode rank " + connection.remoteAddress()
+		return RoomLeases.expired(l.room, "no renewal from decode rank " + connection.remoteAddress()
 				+ " (incarnation " + Incarnation.text(decodeIncarnation) + ") for over "
 				+ manager.leaseMillis(since - 1) + " ms (lease " + manager.config.leasePeriod().toMillis() + " ms; "
-				+ others + ")";
+				+ others + ")");
 	}
 
 	@Override

@@ -27,6 +27,7 @@ final class RoomLeases<R> {
 
 	/** Ticks per lease period. */
 	static final int TICKS = 10;
+	private static final String EXPIRED = "lease on room ";
 
 	private final LongSupplier ticks;
 	private final ConcurrentHashMap<Long, Lease<R>> held = new ConcurrentHashMap<>();
@@ -117,6 +118,16 @@ final class RoomLeases<R> {
 	/** @return ticks since {@code lease} was last renewed */
 	long since(Lease<R> lease) {
 		return ticks.getAsLong() - lease.renewed;
+	}
+
+	/** @return why {@code room}'s lease expired, naming the decode rank, its silence and the rest of {@code detail} */
+	static String expired(long room, String detail) {
+		return EXPIRED + room + " expired: " + detail;
+	}
+
+	/** @return whether {@code reason} says a lease expired */
+	static boolean isExpiry(String reason) {
+		return reason.startsWith(EXPIRED) && reason.contains(" expired: no renewal from decode rank ");
 	}
 
 	/** Forgets every lease: the decode rank's connection is gone, and its rooms failed with it. */

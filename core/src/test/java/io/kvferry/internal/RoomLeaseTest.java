@@ -164,6 +164,28 @@ class RoomLeaseTest {
 	}
 
 	@Test
+	void aRoomNoSenderClaimedBeforeItsLeaseExpiredGivesTheEngineASenderBornFailedWithTheReason() {
+		start(p -> p.leasePeriod(LEASE));
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 9);
+		receiver.sendMetadata(new int[] { 9 }, -1, new int[0]);
+		vts.advanceTime();
+		assertThat(prefill.status(9)).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		tap.dropRenewals();
+		vts.advanceTimeBy(LEASE.multipliedBy(2));
+		assertThat(prefill.status(9)).as("ended").isNull();
+		// The engine gets to the request only now: its sender is failed, so it frees the pages it took for the room.
+		KVSender late = prefill.sender(9);
+		StepVerifier.create(late.completion()).expectErrorSatisfies(e -> {
+			KVTransferException k = (KVTransferException) e;
+			assertThat(k.failureCause()).isEqualTo(FailureCause.LEASE_EXPIRED);
+			assertThat(k.reason()).startsWith("lease on room 9 expired: no renewal from decode rank ");
+			assertThat(k.isFromAnotherRank()).isFalse();
+		}).verify(T);
+		StepVerifier.create(receiver.completion()).expectErrorSatisfies(e -> assertThat(((KVTransferException) e)
+				.reason()).contains("lease on room 9 expired")).verify(T);
+	}
+
+	@Test
 	void moreRoomsThanOneRenewalListsGoInSeveralRenewalsPerTick() {
 		int rooms = KVMessage.Renew.MAX_ROOMS + 8;
 		start(p -> p.leasePeriod(LEASE).unclaimedRooms(rooms, rooms), RankMemory.prefill(SHAPE, ParallelLayout.SINGLE,
