@@ -44,6 +44,12 @@ public enum FailureCause {
 	 * in time, or too many rooms already held such chunks: release the room's pages and queue the request again.
 	 */
 	REQUEUE,
+	/**
+	 * Prefill held the room's pages on a lease that decode did not renew in time: the decode rank that asked for the
+	 * room stopped renewing it (it hangs, was stopped, or no longer holds the room) while the connection stayed open.
+	 * The reason names the room, the decode rank and how long it was silent.
+	 */
+	LEASE_EXPIRED,
 	/** Anything else. */
 	OTHER;
 

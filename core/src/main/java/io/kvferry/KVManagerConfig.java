@@ -48,6 +48,8 @@ import reactor.core.scheduler.Schedulers;
  * @param maxRoomsPerPeer decode: rooms in flight with one prefill rank before further ones are refused as overloaded
  * @param maxRooms decode: rooms in flight in all before further ones are refused as overloaded
  * @param overloadRetryAfter the retry hint of an overload refusal before any room succeeded, and its ceiling
+ * @param leasePeriod prefill: how long it holds a room a decode rank asked for without that rank renewing the room's
+ *        lease; decode renews every third of it (zero: no leases)
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -56,7 +58,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
 		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait,
-		RoomPath.Requirement requiredPath, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter) {
+		RoomPath.Requirement requiredPath, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter,
+		Duration leasePeriod) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -129,6 +132,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int maxRoomsPerPeer;
 		int maxRooms;
 		Duration overloadRetryAfter;
+		Duration leasePeriod;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -163,6 +167,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			maxRoomsPerPeer = c.maxRoomsPerPeer;
 			maxRooms = c.maxRooms;
 			overloadRetryAfter = c.overloadRetryAfter;
+			leasePeriod = c.leasePeriod;
 		}
 
 		private KVManagerConfig build() {
@@ -170,8 +175,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath, maxRoomsPerPeer,
-					maxRooms, overloadRetryAfter);
+					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath,
+					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod);
 		}
 	}
 }

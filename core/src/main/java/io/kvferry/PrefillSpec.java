@@ -21,6 +21,8 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	/** Default bound on rooms holding chunks sent before decode asked for them. */
 	public static final int DEFAULT_OPTIMISTIC_ROOMS = 1024;
 	static final Duration DEFAULT_OPTIMISTIC_WAIT = Duration.ofSeconds(30);
+	/** Default lease on the pages of a room a decode rank asked for (vLLM's NIXL connector uses 30 s too). */
+	public static final Duration DEFAULT_LEASE_PERIOD = Duration.ofSeconds(30);
 
 	PrefillSpec(KVManagerConfig config) {
 		super(config);
@@ -108,6 +110,25 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 			d.optimisticRooms = rooms;
 			d.optimisticWait = wait;
 		});
+	}
+
+	/**
+	 * Holds the pages of each room a decode rank asked for on a lease that the decode rank renews while its room
+	 * waits: every third of the period, one message per decode rank lists the rooms it still holds. A room whose lease
+	 * ran out (its decode rank hangs, was stopped, or forgot the room without a word, while the connection stays open)
+	 * fails with {@link FailureCause#LEASE_EXPIRED}, and the engine frees its pages when the sender's
+	 * {@code completion()} errors, instead of after the state timeouts. Decode learns the period in the handshake.
+	 *
+	 * @param period how long a room waits for a renewal; zero: no leases (rooms are held until their timeouts);
+	 *        default 30 s; at least 30 ms otherwise
+	 * @return a new spec
+	 */
+	public PrefillSpec leasePeriod(Duration period) {
+		Objects.requireNonNull(period, "period");
+		if (period.isNegative() || (!period.isZero() && period.toMillis() < 30)) {
+			throw new IllegalArgumentException("leasePeriod : " + period + " (expected: zero, or at least 30 ms)");
+		}
+		return edit(d -> d.leasePeriod = period);
 	}
 
 	/**

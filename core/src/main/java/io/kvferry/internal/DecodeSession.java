@@ -1,8 +1,10 @@
 package io.kvferry.internal;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.FailureCause;
@@ -22,6 +24,8 @@ import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -56,6 +60,8 @@ final class DecodeSession implements DialledConnection.Peer {
 	volatile long incarnation;
 	// Why the session was replaced, once another incarnation of the rank showed up: its rooms fail as restarted.
 	private volatile String restarted;
+	// Renews the leases of this session's rooms while the rank holds them on leases.
+	private volatile Disposable renewals = Disposables.disposed();
 
 	DecodeSession(DefaultDecodeKVManager manager, SessionKey key, HostPort endpoint, long incarnation,
 			PrefillParallelInfo info, Mono<DecodeSession> entry) {
@@ -162,6 +168,9 @@ final class DecodeSession implements DialledConnection.Peer {
 			}
 			manager.observeIncarnation(key, ack.incarnation(), "its handshake from " + endpoint);
 			onHelloAck(ack.layout());
+			if (prefill != null && ack.leaseMillis() != KVMessage.NO_LEASE) {
+				renewEvery(Math.max(1, ack.leaseMillis() / 3));
+			}
 		}
 		else if (message instanceof KVMessage.Reject reject) {
 			// A rejected handshake names the incompatible values: the two layouts cannot work together.
@@ -223,6 +232,42 @@ final class DecodeSession implements DialledConnection.Peer {
 		handshake.tryEmitEmpty();
 	}
 
+	/**
+	 * Renews the leases of the rooms asked of the rank, every {@code millis}: one message for all of them (one per
+	 * {@link KVMessage.Renew#MAX_ROOMS}), never one per room. A room not asked yet is listed too; the rank ignores it.
+	 */
+	private void renewEvery(long millis) {
+		renewals.dispose();
+		Disposable d = manager.config.timer().schedulePeriodically(this::renew, millis, millis, TimeUnit.MILLISECONDS);
+		renewals = d;
+		if (connection.isClosed()) {
+			d.dispose();
+		}
+	}
+
+	private void renew() {
+		if (rooms.isEmpty()) {
+			return;
+		}
+		long[] ids = new long[KVMessage.Renew.MAX_ROOMS];
+		int n = 0;
+		for (DecodeRoom r : rooms) {
+			ids[n++] = r.id;
+			if (n == ids.length) {
+				sendRenewal(ids, n);
+				n = 0;
+			}
+		}
+		if (n > 0) {
+			sendRenewal(ids, n);
+		}
+	}
+
+	private void sendRenewal(long[] ids, int n) {
+		// Lost only with the connection, whose closing fails the rooms anyway.
+		connection.send(new KVMessage.Renew(Arrays.copyOf(ids, n)), SendListener.NONE);
+	}
+
 	@Override
 	public PayloadSink onData(DataHeader header, Tally tally) {
 		DecodeRoom r = manager.table.get(header.room());
@@ -239,12 +284,14 @@ final class DecodeSession implements DialledConnection.Peer {
 
 	@Override
 	public void onClosing(CloseReason reason) {
+		renewals.dispose();
 		manager.sessions.remove(key, entry);
 		handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: " + reason));
 	}
 
 	@Override
 	public void onClosed(CloseReason cause, CloseReason counted) {
+		renewals.dispose();
 		manager.connectionClosed(counted);
 		manager.open.remove(this);
 		String replacedBy = restarted;

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
@@ -53,6 +54,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	final RetryAfter retryAfter;
 	private final Set<PrefillSession> sessions = ConcurrentHashMap.newKeySet();
 	private final AcceptedStripes accepted;
+	// Counts the lease ticks and expires the leases decode ranks let run out; null without leases.
+	private final RoomLeases.Sweeper leases;
 	private volatile KVTransport.Listener listener;
 	private volatile HostPort endpoint;
 	private volatile Disposable reregistration = Disposables.disposed();
@@ -70,6 +73,12 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		this.uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
 				l.attnCpRank());
 		this.cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
+		Duration lease = config.leasePeriod();
+		this.leases = lease.isZero() ? null : new RoomLeases.Sweeper(config.timer(), lease.toNanos(), () -> {
+			for (PrefillSession s : sessions) {
+				s.expireLeases();
+			}
+		});
 		this.accepted = new AcceptedStripes(name, table::drainReason, c -> {
 			PrefillSession s = new PrefillSession(this, c);
 			sessions.add(s);
@@ -81,6 +90,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		DefaultPrefillKVManager m = new DefaultPrefillKVManager(config);
 		return config.transport().listen(config.bindAddress(), m.accepted::accept).flatMap(l -> {
 			m.listener = l;
+			if (m.leases != null) {
+				m.leases.start();
+			}
 			m.endpoint = new HostPort(m.advertiseHost(l.address()), l.address().port());
 			PrefillRegistration registration = new PrefillRegistration(PrefillRegistration.PREFILL, config.layout(),
 					m.endpoint.host(), m.endpoint.port(), config.kvArgs().pageSize(), config.dsaCacheLayerSplit(),
@@ -163,6 +175,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 				return PrefillTransfer.bornFailed(this, room, FailureCause.INCOMPATIBLE, early, false);
 			}
 			// An overload refusal is this rank's own unless decode told it.
+			if (RoomLeases.isExpiry(early)) {
+				return PrefillTransfer.bornFailed(this, room, FailureCause.LEASE_EXPIRED, early, false);
+			}
 			return PrefillTransfer.bornFailed(this, room, Overload.is(early) ? FailureCause.OVERLOAD
 					: FailureCause.ABORTED, early, !Overload.is(early) || early.contains(PrefillSession.TOLD_BY_DECODE));
 		}
@@ -234,8 +249,26 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 				});
 	}
 
+	/** @return whether rooms are held on leases that decode ranks renew */
+	boolean leasing() {
+		return leases != null;
+	}
+
+	/** @return the lease ticks so far (always 0 without leases) */
+	LongSupplier leaseTicks() {
+		return leases != null ? leases : () -> 0;
+	}
+
+	/** @return the milliseconds {@code ticks} lease ticks take at least */
+	long leaseMillis(long ticks) {
+		return leases != null ? leases.millis(ticks) : 0;
+	}
+
 	@Override
 	Mono<Void> closeResources() {
+		if (leases != null) {
+			leases.dispose();
+		}
 		requests.complete();
 		List<Mono<Void>> closed = new ArrayList<>();
 		// First, so that no decode rank picks this rank while it closes.

@@ -28,6 +28,8 @@ final class PrefillSession implements StripedConnection.Handler {
 	final DefaultPrefillKVManager manager;
 	final StripedConnection connection;
 	final Set<PrefillTransfer> rooms = ConcurrentHashMap.newKeySet();
+	// The leases this decode rank renews on the rooms it asked for.
+	final RoomLeases<PrefillTransfer> leases;
 	// Rooms this decode rank asked for that no sender claimed yet.
 	final AtomicInteger unclaimed = new AtomicInteger();
 	// Set by the handshake: how this rank's buffers map onto the decode rank's.
@@ -40,6 +42,7 @@ final class PrefillSession implements StripedConnection.Handler {
 	PrefillSession(DefaultPrefillKVManager manager, StripedConnection connection) {
 		this.manager = manager;
 		this.connection = connection;
+		this.leases = new RoomLeases<>(manager.leaseTicks());
 	}
 
 	@Override
@@ -68,6 +71,9 @@ final class PrefillSession implements StripedConnection.Handler {
 					r.fail(FailureCause.PROTOCOL, why);
 				}
 			}
+		}
+		else if (message instanceof KVMessage.Renew renew) {
+			leases.renew(renew.rooms());
 		}
 		else if (message instanceof KVMessage.Abort abort) {
 			onAbort(abort);
@@ -110,7 +116,8 @@ final class PrefillSession implements StripedConnection.Handler {
 		log.debug("[{}] decode {} (incarnation {}) registered over {} connections: {}", manager.name,
 				connection.remoteAddress(), Incarnation.text(hello.incarnation()), hello.stripes(), plan);
 		decodeIncarnation = hello.incarnation();
-		connection.send(new KVMessage.HelloAck(manager.ownLayout, token, manager.incarnation));
+		connection.send(new KVMessage.HelloAck(manager.ownLayout, token, manager.incarnation,
+				manager.config.leasePeriod().toMillis()));
 		String draining = manager.table.drainReason();
 		if (draining != null) {
 			connection.send(new KVMessage.Draining(draining));
@@ -209,9 +216,31 @@ final class PrefillSession implements StripedConnection.Handler {
 		return plan != null;
 	}
 
+	/** Fails the rooms whose lease this decode rank let run out; on the manager's lease timer. */
+	void expireLeases() {
+		for (RoomLeases.Lease<PrefillTransfer> l : leases.expire()) {
+			l.holder.leaseExpired(leaseExpired(l));
+		}
+	}
+
+	private String leaseExpired(RoomLeases.Lease<PrefillTransfer> l) {
+		// A lease ticks the tick its renewal came in: n ticks since is over n - 1 ticks of time, and at most n.
+		long since = leases.since(l);
+		long silent = leases.sinceLastRenewal();
+		String others = silent < 0 ? "it never renewed a room"
+				: silent < since ? "it renewed other rooms within the last " + manager.leaseMillis(silent)
+						+ " ms, so it no longer holds this one"
+						: "it renewed nothing since";
+		return RoomLeases.expired(l.room, "no renewal from decode rank " + connection.remoteAddress()
+				+ " (incarnation " + Incarnation.text(decodeIncarnation) + ") for over "
+				+ manager.leaseMillis(since - 1) + " ms (lease " + manager.config.leasePeriod().toMillis() + " ms; "
+				+ others + ")");
+	}
+
 	@Override
 	public void onClose(CloseReason first, CloseReason counted) {
 		manager.sessionClosed(this, counted);
+		leases.clear();
 		for (PrefillTransfer r : rooms) {
 			r.fail(BaseKVManager.lostWith(first), "Lost connection with decode " + connection.remoteAddress()
 					+ " (incarnation " + Incarnation.text(decodeIncarnation) + "): " + first);

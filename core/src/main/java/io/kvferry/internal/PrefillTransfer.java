@@ -107,6 +107,22 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 	}
 
+	/**
+	 * The decode rank that asked for the room stopped renewing its lease: the room fails, and a room no sender claimed
+	 * yet is remembered with the reason, so that the engine's later {@code sender(room)} is born failed with it rather
+	 * than refused as a room that ended.
+	 */
+	void leaseExpired(String reason) {
+		boolean claimed;
+		synchronized (this) {
+			claimed = hasSender;
+		}
+		fail(FailureCause.LEASE_EXPIRED, reason);
+		if (!claimed) {
+			table.rememberEnd(id, reason);
+		}
+	}
+
 	/** Fails the room for a reason found here. */
 	void fail(FailureCause cause, String reason) {
 		table.fail(this, cause, reason, false);
@@ -168,6 +184,9 @@ final class PrefillTransfer extends Room implements KVSender {
 		destinations.add(new PrefillDestination(this, s, req));
 		s.rooms.add(this);
 		clock.asked(s.path(), destinations.size() == required);
+		if (manager.leasing()) {
+			s.leases.hold(id, this);
+		}
 		if (destinations.size() == required) {
 			ready = true;
 			endEarly();
@@ -434,6 +453,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		};
 		for (PrefillDestination d : all) {
 			d.session.rooms.remove(this);
+			d.session.leases.release(id, this);
 		}
 		for (PrefillDestination d : told) {
 			KVMessage ack = new KVMessage.AbortAck(id);

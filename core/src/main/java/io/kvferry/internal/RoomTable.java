@@ -207,6 +207,18 @@ final class RoomTable<R extends Room> {
 		}
 	}
 
+	/**
+	 * Remembers why a room that ended here, before any sender claimed it, ended: whoever opens it later finds it ended
+	 * with {@code reason}, as with {@link #endBeforeKnown}.
+	 */
+	void rememberEnd(long room, String reason) {
+		synchronized (tombstones) {
+			if (rooms.get(room) == null && tombstones.containsKey(room)) {
+				tombstones.put(room, reason);
+			}
+		}
+	}
+
 	/** @return why the room ended before it was opened here, or null when it did not */
 	String endedBeforeKnown(long room) {
 		synchronized (tombstones) {

@@ -6,9 +6,10 @@ import java.util.Objects;
 import io.kvferry.KVPoll;
 
 /**
- * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link Join}, {@link TransferRequest} and
- * {@link Abort}; prefill sends {@link HelloAck}, {@link Joined}, {@link Reject}, {@link Status}, {@link Fence},
- * {@link AbortAck} and {@link Draining}. On one connection messages and data blocks arrive in the order they were sent.
+ * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link Join}, {@link TransferRequest},
+ * {@link Renew} and {@link Abort}; prefill sends {@link HelloAck}, {@link Joined}, {@link Reject}, {@link Status},
+ * {@link Fence}, {@link AbortAck} and {@link Draining}. On one connection messages and data blocks arrive in the order
+ * they were sent.
  *
  * <p>One decode rank and one prefill rank may talk over several connections, its stripes: stripe 0 carries the
  * handshake and every control message, and a room's data blocks are dealt across all stripes. Each further stripe
@@ -18,9 +19,13 @@ public sealed interface KVMessage {
 
 	/**
 	 * Version of the message set and of the transport handshake; a peer with another version is rejected in the
-	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation.
+	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation. 8: {@link HelloAck} carries
+	 * prefill's lease period, and decode renews its rooms' leases with {@link Renew}.
 	 */
-	int PROTOCOL_VERSION = 7;
+	int PROTOCOL_VERSION = 8;
+
+	/** {@link HelloAck#leaseMillis()} of a prefill rank that keeps no leases: decode sends no {@link Renew}. */
+	long NO_LEASE = 0;
 
 	/** {@link Hello#incarnation()} and {@link HelloAck#incarnation()} of a sender that names none. */
 	long UNKNOWN_INCARNATION = 0;
@@ -83,10 +88,20 @@ public sealed interface KVMessage {
 	 * @param token names the session in the {@link Join} of each further stripe (unguessable; 0 for one stripe)
 	 * @param incarnation the prefill rank's incarnation (the one its registration carries), or
 	 *        {@link #UNKNOWN_INCARNATION}
+	 * @param leaseMillis how long prefill holds a room decode asked for without hearing a {@link Renew} of it, in
+	 *        milliseconds; decode renews every third of it. {@link #NO_LEASE}: prefill keeps no leases
 	 */
-	record HelloAck(PeerLayout layout, long token, long incarnation) implements KVMessage {
+	record HelloAck(PeerLayout layout, long token, long incarnation, long leaseMillis) implements KVMessage {
 		public HelloAck {
 			Objects.requireNonNull(layout, "layout");
+			if (leaseMillis < 0) {
+				throw new IllegalArgumentException("leaseMillis : " + leaseMillis + " (expected: >= 0)");
+			}
+		}
+
+		/** An acknowledgement from a rank that keeps no leases. */
+		public HelloAck(PeerLayout layout, long token, long incarnation) {
+			this(layout, token, incarnation, NO_LEASE);
 		}
 
 		/** An acknowledgement that names no incarnation. */
@@ -251,6 +266,44 @@ public sealed interface KVMessage {
 		/** A status that reports no bytes and no checksum (a failure, or a rank that moved nothing). */
 		public Status(long room, KVPoll status, int prefillRank, String reason) {
 			this(room, status, prefillRank, reason, 0, NO_CHECKSUM);
+		}
+	}
+
+	/**
+	 * Decode still waits for these rooms, decode → prefill, on the session's stripe 0 every third of the lease period
+	 * the {@link HelloAck} announced: one message per session and tick lists every room decode asked of the rank and
+	 * holds (several when a session holds more than {@link #MAX_ROOMS} rooms). Prefill renews each listed room's lease
+	 * and ignores rooms it does not hold for this session; a room not renewed within the lease period fails on prefill
+	 * and its pages are freed.
+	 *
+	 * @param rooms the rooms, at most {@link #MAX_ROOMS}
+	 */
+	record Renew(long[] rooms) implements KVMessage {
+
+		/** Most rooms one message lists: 64 KiB of room ids. */
+		public static final int MAX_ROOMS = 8192;
+
+		public Renew {
+			Objects.requireNonNull(rooms, "rooms");
+			if (rooms.length > MAX_ROOMS) {
+				throw new IllegalArgumentException("rooms : " + rooms.length + " (expected: at most " + MAX_ROOMS
+						+ ")");
+			}
+		}
+
+		@Override
+		public boolean equals(Object o) {
+			return o instanceof Renew r && Arrays.equals(r.rooms, rooms);
+		}
+
+		@Override
+		public int hashCode() {
+			return Arrays.hashCode(rooms);
+		}
+
+		@Override
+		public String toString() {
+			return "Renew{rooms=" + rooms.length + '}';
 		}
 	}
 

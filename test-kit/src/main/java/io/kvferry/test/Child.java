@@ -195,6 +195,28 @@ public final class Child implements AutoCloseable {
 	}
 
 	/**
+	 * Stops the process with SIGSTOP: it runs no more code, and the kernel keeps its sockets open, as a hung process
+	 * (a stuck GC, a debugger, a frozen container) would; {@link #resume()} continues it.
+	 */
+	public void suspend() throws IOException, InterruptedException {
+		signal("STOP");
+	}
+
+	/** Continues a process {@link #suspend() stopped} before (SIGCONT). */
+	public void resume() throws IOException, InterruptedException {
+		signal("CONT");
+	}
+
+	private void signal(String name) throws IOException, InterruptedException {
+		Process kill = new ProcessBuilder("kill", "-" + name, String.valueOf(process.pid())).redirectErrorStream(true)
+				.start();
+		String out = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+		if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+			throw new IOException("kill -" + name + " " + process.pid() + " failed: " + out);
+		}
+	}
+
+	/**
 	 * Sends SIGTERM, as an orchestrator stopping the process does, without waiting. Through the process handle:
 	 * {@link Process#destroy()} also closes the pipes, and the process's last lines would be lost.
 	 */

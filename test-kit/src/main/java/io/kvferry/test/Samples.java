@@ -37,6 +37,7 @@ public final class Samples {
 						List.of(), List.of())),
 				new KVMessage.HelloAck(layout(1), 0x8000_0000_0000_0001L),
 				new KVMessage.HelloAck(layout(1), 7, -2),
+				new KVMessage.HelloAck(layout(1), 7, 0x0123_4567_89ab_cdefL, 30_000),
 				new KVMessage.Join(-7, Integer.MAX_VALUE),
 				new KVMessage.Joined(2),
 				new KVMessage.Fence(45, 4L << 30, 0xFFFF_FFFFL),
@@ -53,6 +54,8 @@ public final class Samples {
 				new KVMessage.Status(43, KVPoll.FAILED, 0, "kv transfer failed: boom"),
 				new KVMessage.Abort(44, "decode aborted"),
 				new KVMessage.AbortAck(Long.MIN_VALUE),
+				new KVMessage.Renew(new long[0]),
+				new KVMessage.Renew(new long[] { 1, Long.MIN_VALUE, Long.MAX_VALUE, -1 }),
 				new KVMessage.Draining("prefill rank prefill-dp0-tp0-pp0 (10.0.0.5:4000) is draining — bye"));
 	}
 

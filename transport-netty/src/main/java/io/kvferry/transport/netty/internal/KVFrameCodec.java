@@ -78,8 +78,10 @@ import io.netty.buffer.ByteBufAllocator;
  *
  * <h2>Frame types and bodies</h2>
  * <pre>
- * 0x01 HELLO             i32 protocolVersion, layout, bool checksums, i32 stripes (since version 5)
- * 0x02 HELLO_ACK         layout, i64 token (since version 5)
+ * 0x01 HELLO             i32 protocolVersion, layout, bool checksums, i32 stripes (since version 5),
+ *                        i64 incarnation (since version 7)
+ * 0x02 HELLO_ACK         layout, i64 token (since version 5), i64 incarnation (since version 7),
+ *                        i64 leaseMillis (since version 8; 0: no leases)
  * 0x03 REJECT            string reason
  * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
  *                        bool dummy, string traceContext (empty: not traced; since version 3),
@@ -92,6 +94,7 @@ import io.netty.buffer.ByteBufAllocator;
  * 0x09 JOIN              i64 token, i32 stripe (since version 5)
  * 0x0a JOINED            i32 stripe (since version 5)
  * 0x0b FENCE             i64 room, i64 bytes, i64 checksum (CRC32C, or -1 for none) (since version 5)
+ * 0x0c RENEW             i32 count (0..8192), count x i64 room (since version 8)
  * 0x10 HEARTBEAT         (empty body)
  * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
  *                        i32 maxFrameLength (1 KiB..1 GiB), string endpoint, string address (since version 6;
@@ -150,6 +153,7 @@ public final class KVFrameCodec {
 	public static final int TYPE_JOIN = 0x09;
 	public static final int TYPE_JOINED = 0x0A;
 	public static final int TYPE_FENCE = 0x0B;
+	public static final int TYPE_RENEW = 0x0C;
 	public static final int TYPE_HEARTBEAT = 0x10;
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;

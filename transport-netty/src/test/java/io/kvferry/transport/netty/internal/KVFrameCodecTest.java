@@ -162,6 +162,23 @@ class KVFrameCodecTest {
 	}
 
 	@Test
+	void renewAndTheLeaseOfHelloAckHaveTheDocumentedBytes() {
+		ByteBuf renew = KVFrameCodec.encode(ALLOC, new KVMessage.Renew(new long[] { 0x0102030405060708L, -2 }), 1024);
+		ByteBuf ack = KVFrameCodec.encode(ALLOC, new KVMessage.HelloAck(Samples.layout(0), 5, 6, 30_000), 1024);
+		try {
+			assertThat(ByteBufUtil.hexDump(renew)).isEqualTo("00000015" + "0c" + "00000002" + "0102030405060708"
+					+ "fffffffffffffffe");
+			// The body ends with token, incarnation and the lease in milliseconds.
+			assertThat(ByteBufUtil.hexDump(ack)).endsWith("0000000000000005" + "0000000000000006"
+					+ "0000000000007530");
+		}
+		finally {
+			renew.release();
+			ack.release();
+		}
+	}
+
+	@Test
 	void transferRequestEndsWithItsTraceContextAndDrainingCarriesItsReason() {
 		ByteBuf traced = KVFrameCodec.encode(ALLOC, new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0],
 				1, false, "00-ab"), 1024);

@@ -24,7 +24,8 @@ public final class ControlFrames {
 			new DrainingCodec(),
 			new JoinCodec(),
 			new JoinedCodec(),
-			new FenceCodec());
+			new FenceCodec(),
+			new RenewCodec());
 
 	private static final ControlCodec<?>[] BY_TYPE = new ControlCodec<?>[256];
 	private static final Map<Class<?>, ControlCodec<?>> BY_CLASS = new HashMap<>();

@@ -5,7 +5,7 @@ import io.kvferry.spi.PeerLayout;
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.netty.buffer.ByteBuf;
 
-/** {@code HELLO_ACK}: {@code layout, i64 token, i64 incarnation}. */
+/** {@code HELLO_ACK}: {@code layout, i64 token, i64 incarnation, i64 leaseMillis}. */
 final class HelloAckCodec extends ControlCodec<KVMessage.HelloAck> {
 
 	HelloAckCodec() {
@@ -14,7 +14,7 @@ final class HelloAckCodec extends ControlCodec<KVMessage.HelloAck> {
 
 	@Override
 	long length(KVMessage.HelloAck a) {
-		return PeerLayoutCodec.length(a.layout()) + 8 + 8;
+		return PeerLayoutCodec.length(a.layout()) + 8 + 8 + 8;
 	}
 
 	@Override
@@ -22,12 +22,14 @@ final class HelloAckCodec extends ControlCodec<KVMessage.HelloAck> {
 		PeerLayoutCodec.write(buf, a.layout());
 		buf.writeLong(a.token());
 		buf.writeLong(a.incarnation());
+		buf.writeLong(a.leaseMillis());
 	}
 
 	@Override
 	KVMessage.HelloAck read(FrameReader r) {
 		PeerLayout layout = PeerLayoutCodec.read(r);
 		long token = r.i64("token");
-		return new KVMessage.HelloAck(layout, token, r.i64("incarnation"));
+		long incarnation = r.i64("incarnation");
+		return new KVMessage.HelloAck(layout, token, incarnation, r.i64("leaseMillis"));
 	}
 }
