@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Consumer;
 
 import io.kvferry.FailureCause;
@@ -44,7 +45,11 @@ class Room {
 	private boolean fromAnotherRank;
 	// The retry hint of an overload refusal, set before the room fails as overloaded.
 	private Duration retryAfter = Duration.ZERO;
-	private Disposable timeout;
+	// The state's timeout: swapped without the room's monitor, as a room's first byte re-arms it on a transport
+	// thread, which must never wait for whoever holds the room.
+	private volatile Disposable timeout;
+	private static final AtomicReferenceFieldUpdater<Room, Disposable> TIMEOUT =
+			AtomicReferenceFieldUpdater.newUpdater(Room.class, Disposable.class, "timeout");
 
 	Room(long id) {
 		this(id, false);
@@ -169,10 +174,10 @@ class Room {
 		return new KVPoll[] { previous, next };
 	}
 
-	synchronized void replaceTimeout(Disposable next) {
-		if (timeout != null) {
-			timeout.dispose();
+	void replaceTimeout(Disposable next) {
+		Disposable previous = TIMEOUT.getAndSet(this, next);
+		if (previous != null) {
+			previous.dispose();
 		}
-		timeout = next;
 	}
 }
