@@ -9,6 +9,7 @@ import io.kvferry.KVPoll;
 import io.kvferry.internal.stripe.StripedFlow;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 
 /**
@@ -36,6 +37,11 @@ final class PrefillDestination implements TransferPlan.Outlet {
 
 	@Override
 	public void send(DataBlock block) {
+		flow.send(block);
+	}
+
+	@Override
+	public void send(ScatterBlock block) {
 		flow.send(block);
 	}
 

@@ -8,12 +8,6 @@ import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
-import io.kvferry.spi.DataBlock;
-import io.kvferry.spi.DataHeader;
-import io.kvferry.spi.PeerLayout;
-import io.kvferry.spi.RegionKind;
-import io.kvferry.spi.RegionLayout;
-import io.kvferry.spi.SendGate;
 import io.kvferry.internal.topology.DcpRelayout;
 import io.kvferry.internal.topology.HeadSlice;
 import io.kvferry.internal.topology.HeadSlicing;
@@ -22,13 +16,21 @@ import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.internal.topology.RegionPair;
 import io.kvferry.internal.topology.Repaging;
 import io.kvferry.internal.topology.SlotRun;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.RegionLayout;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.SendGate;
 
 /**
  * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which
  * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
  * heads of each token. Turns a chunk's page lists into data blocks: one block per (run, layer buffer), a head slice
  * moving as one strided block rather than one write per token. Runs are counted in tokens, so prefill pages of one
- * size land in decode pages of another ({@link Repaging}).
+ * size land in decode pages of another ({@link Repaging}). Small blocks of a chunk are grouped into scatter blocks
+ * ({@link ScatterGather}).
  */
 final class TransferPlan {
 
@@ -241,6 +243,13 @@ final class TransferPlan {
 	interface Outlet {
 		void send(DataBlock block);
 
+		/** Sends many small pieces of the room; by default each as its own block. */
+		default void send(ScatterBlock block) {
+			for (int i = 0; i < block.header().count(); i++) {
+				send(block.piece(i));
+			}
+		}
+
 		/** @return the gate the room's blocks are sent behind */
 		SendGate gate();
 	}
@@ -283,14 +292,17 @@ final class TransferPlan {
 		List<SlotRun> runs = dcpSize > 1 ? DcpRelayout.runs(srcPages, first, pageSize, dstAll, dcpSize, dcpRank, last)
 				: Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
 		long bytes = 0;
+		// Tiny runs (page size 1, scattered pages) go as scatter blocks of many pieces each.
+		ScatterGather gather = new ScatterGather(conn);
 		for (int i = 0; i < src.length; i++) {
 			if (srcRegions != null && !contains(srcRegions, srcBuffer[i])) {
 				continue;
 			}
 			for (SlotRun run : runs) {
-				bytes += sendRun(conn, room, i, run);
+				bytes += sendRun(gather, room, i, run);
 			}
 		}
+		gather.flush();
 		return bytes;
 	}
 

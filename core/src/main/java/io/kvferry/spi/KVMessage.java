@@ -18,9 +18,10 @@ public sealed interface KVMessage {
 
 	/**
 	 * Version of the message set and of the transport handshake; a peer with another version is rejected in the
-	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation.
+	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation. 8: data frames that carry many
+	 * pieces of a room ({@link ScatterHeader}).
 	 */
-	int PROTOCOL_VERSION = 7;
+	int PROTOCOL_VERSION = 8;
 
 	/** {@link Hello#incarnation()} and {@link HelloAck#incarnation()} of a sender that names none. */
 	long UNKNOWN_INCARNATION = 0;

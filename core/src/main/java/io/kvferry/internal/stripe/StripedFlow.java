@@ -9,6 +9,7 @@ import io.kvferry.internal.Tally;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 
@@ -63,6 +64,17 @@ public final class StripedFlow {
 		else {
 			Stripes.cut(block, Stripes.PIECE, this::deal);
 		}
+	}
+
+	/**
+	 * Queues many small pieces of the room on the next stripe, round robin: a scatter block is small (a few hundred
+	 * KiB) beside what a stripe is dealt at a time, so it is never cut.
+	 */
+	public void send(ScatterBlock block) {
+		int stripe = next;
+		next = stripe + 1 == tallies.length ? 0 : stripe + 1;
+		stripes[stripe].sendScatter(block);
+		tallies[stripe].add(block);
 	}
 
 	/** Sends a piece on the next stripe, round robin. */

@@ -18,6 +18,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
@@ -189,6 +190,12 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 			throw new IllegalArgumentException("data header : " + h + " (expected: no negative field)");
 		}
 		outbound.offer(block);
+	}
+
+	/** Sends the pieces as scatter frames gathered in place (each piece alone on a same-host ring). */
+	@Override
+	public void sendScatter(ScatterBlock block) {
+		outbound.offer(Objects.requireNonNull(block, "block"));
 	}
 
 	@Override

@@ -14,6 +14,7 @@ import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.transport.netty.internal.shm.RingSender;
 import io.netty.buffer.ByteBuf;
@@ -36,8 +37,8 @@ import org.slf4j.LoggerFactory;
  * <p>Any thread may offer; one drain pass at a time runs on the event loop, writes queued items until the channel's
  * write buffer reaches the high watermark, and flushes once. A slow peer therefore holds back queued items (small
  * descriptors), never unbounded buffers. Data blocks are cut into frames of at most the peer's frame limit by
- * {@link DataFrameCursor}; writability and the block's {@link SendGate} are checked before each frame, so an aborted
- * room stops mid-block.
+ * {@link DataFrameCursor}, scatter blocks into scatter frames by {@link ScatterCursor}; writability and the block's
+ * {@link SendGate} are checked before each frame, so an aborted room stops mid-block.
  *
  * <p>Closing is ordered: control messages queued before the close are still written, queued data blocks are dropped,
  * and so are messages behind a room's gate (a Success that reports the room's data), since their data may have been
@@ -78,6 +79,8 @@ final class OutboundQueue {
 	// Event-loop confined.
 	private ChannelHandlerContext ctx;
 	private DataFrameCursor current;
+	// A scatter block being written; a piece of it that goes alone is in current meanwhile.
+	private ScatterCursor scatter;
 	// Same host: data blocks queued from now on go through this ring's slots; null for TCP.
 	private RingSender ring;
 	private boolean currentViaRing;
@@ -145,6 +148,17 @@ final class OutboundQueue {
 			return;
 		}
 		queuedBytes.addAndGet(block.header().payloadLength());
+		queue.offer(block);
+		scheduleDrain();
+	}
+
+	/** Queues a scatter block; dropped (and logged at debug) once the connection is closing. */
+	void offer(ScatterBlock block) {
+		if (isClosing()) {
+			log.debug("{} dropping {}: connection closing", prefix, block);
+			return;
+		}
+		queuedBytes.addAndGet(block.payloadLength());
 		queue.offer(block);
 		scheduleDrain();
 	}
@@ -243,6 +257,17 @@ final class OutboundQueue {
 					}
 					continue;
 				}
+				if (scatter != null) {
+					if (closing.get()) {
+						dropScatter();
+						continue;
+					}
+					if (!channel.isWritable()) {
+						return;
+					}
+					wrote |= writeScatterFrame();
+					continue;
+				}
 				if (!closing.get() && !channel.isWritable()) {
 					return;
 				}
@@ -261,6 +286,17 @@ final class OutboundQueue {
 						currentViaRing = ring != null;
 						current = new DataFrameCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
 								: maxFrameLength);
+					}
+				}
+				else if (item instanceof ScatterBlock b) {
+					if (closing.get()) {
+						queuedBytes.addAndGet(-b.payloadLength());
+					}
+					else {
+						// A same-host ring's slots carry one-piece frames: there each piece goes as its own block.
+						currentViaRing = ring != null;
+						scatter = new ScatterCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
+								: maxFrameLength, currentViaRing);
 					}
 				}
 				else {
@@ -342,6 +378,39 @@ final class OutboundQueue {
 		return true;
 	}
 
+	/**
+	 * Writes the scatter block's next frame, or hands its next piece to a data-frame cursor when it goes alone.
+	 *
+	 * @return whether a frame was written
+	 */
+	private boolean writeScatterFrame() {
+		ScatterCursor cursor = scatter;
+		if (!isOpen(cursor.block().gate())) {
+			blocksDropped++;
+			dropScatter();
+			return false;
+		}
+		DataBlock single = cursor.takeSingle();
+		if (single == null) {
+			ctx.write(cursor.nextFrame(ctx.alloc()), ctx.voidPromise());
+			queuedBytes.addAndGet(-cursor.framePayload());
+		}
+		else {
+			// Its bytes stay counted as queued until that cursor writes them.
+			current = new DataFrameCursor(single, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
+					: maxFrameLength);
+		}
+		if (!cursor.hasNext()) {
+			scatter = null;
+		}
+		return single == null;
+	}
+
+	private void dropScatter() {
+		queuedBytes.addAndGet(-scatter.remainingBytes());
+		scatter = null;
+	}
+
 	private boolean isOpen(SendGate gate) {
 		try {
 			return gate.isOpen();
@@ -391,6 +460,9 @@ final class OutboundQueue {
 		if (current != null) {
 			dropCurrent();
 		}
+		if (scatter != null) {
+			dropScatter();
+		}
 		Object item;
 		while ((item = queue.poll()) != null) {
 			if (item instanceof Outbound m) {
@@ -398,6 +470,9 @@ final class OutboundQueue {
 			}
 			else if (item instanceof DataBlock b) {
 				queuedBytes.addAndGet(-b.header().payloadLength());
+			}
+			else if (item instanceof ScatterBlock b) {
+				queuedBytes.addAndGet(-b.payloadLength());
 			}
 		}
 	}

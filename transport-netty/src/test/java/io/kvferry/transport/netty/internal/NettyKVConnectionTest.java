@@ -83,7 +83,7 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520007");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520008");
 			assertThat(auth.readInt()).isEqualTo(auth.readableBytes());
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
