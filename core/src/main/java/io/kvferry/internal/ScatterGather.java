@@ -12,7 +12,8 @@ import io.kvferry.spi.SendGate;
 /**
  * Groups a chunk's small blocks for one destination into scatter blocks, so that a room of thousands of tiny pieces
  * (page size 1: one token of one layer buffer is a piece) travels as a few hundred frames instead of one per piece.
- * Large blocks, and blocks of several chunks (head slices), pass through as they are, after the group gathered so far.
+ * A small block of several chunks (a head slice of a few tokens) gives one piece per chunk. Large blocks pass through
+ * as they are, after the group gathered so far.
  *
  * <p>A group closes at {@link #MAX_PIECES} pieces or {@link #MAX_BYTES} bytes, whichever comes first. At page size 1
  * and Llama-3-8B's 2 KiB per token and layer buffer both bounds meet: 256 pieces of 2 KiB. That amortises the
@@ -55,12 +56,23 @@ final class ScatterGather implements TransferPlan.Outlet {
 	public void send(DataBlock block) {
 		DataHeader h = block.header();
 		int len = h.chunkLen();
-		if (h.count() != 1 || len < 1 || len >= SMALL || h.dstOffset() < 0 || h.dstOffset() >= MAX_KEYED_OFFSET
+		long payload = h.payloadLength();
+		boolean strided = h.count() > 1;
+		if (len < 1 || h.count() < 1 || payload >= SMALL || strided && h.dstStride() < len || h.dstOffset() < 0
+				|| h.dstOffset() + (h.count() - 1L) * (strided ? h.dstStride() : 0) >= MAX_KEYED_OFFSET
 				|| block.gate() != out.gate()) {
 			flush();
 			out.send(block);
 			return;
 		}
+		// A small strided block (a head slice of a few tokens) becomes one piece per chunk.
+		for (int i = 0; i < h.count(); i++) {
+			add(h, h.dstOffset() + i * h.dstStride(), block.srcAddress() + i * block.srcStride());
+		}
+	}
+
+	private void add(DataHeader h, long dstOffset, long srcAddress) {
+		int len = h.chunkLen();
 		if (n > 0 && (h.room() != room || h.kind() != kind || h.region() < regions[n - 1] || n == MAX_PIECES
 				|| bytes + len > MAX_BYTES)) {
 			flush();
@@ -74,9 +86,9 @@ final class ScatterGather implements TransferPlan.Outlet {
 		room = h.room();
 		kind = h.kind();
 		regions[n] = h.region();
-		offsets[n] = h.dstOffset();
+		offsets[n] = dstOffset;
 		lengths[n] = len;
-		sources[n] = block.srcAddress();
+		sources[n] = srcAddress;
 		n++;
 		bytes += len;
 	}

@@ -3,6 +3,7 @@ package io.kvferry.spi;
 import java.util.Objects;
 
 import io.kvferry.ProtocolException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where a scatter frame's payload goes on the receiver: many pieces of one room, piece {@code i} of
@@ -99,9 +100,22 @@ public final class ScatterHeader {
 	 * @throws ProtocolException naming the first piece and what is wrong with it
 	 */
 	public void validate(long payloadLength) {
+		String problem = problem(payloadLength);
+		if (problem != null) {
+			throw new ProtocolException(problem);
+		}
+	}
+
+	/**
+	 * As {@link #validate}, without throwing.
+	 *
+	 * @return null when the list has the right shape for {@code payloadLength} bytes, else what is wrong, naming
+	 *         the first bad piece
+	 */
+	public @Nullable String problem(long payloadLength) {
 		if (count < 1 || count > MAX_PIECES) {
-			throw new ProtocolException("malformed scatter list of room " + room + ": " + count + " pieces (expected: "
-					+ "1.." + MAX_PIECES + ")");
+			return "malformed scatter list of room " + room + ": " + count + " pieces (expected: 1.." + MAX_PIECES
+					+ ")";
 		}
 		long sum = 0;
 		for (int i = 0; i < count; i++) {
@@ -109,43 +123,43 @@ public final class ScatterHeader {
 			long offset = dstOffsets[i];
 			int length = lengths[i];
 			if (region < 0 || offset < 0 || length < 1) {
-				throw bad(i, "region " + region + ", offset " + offset + ", length " + length + " (expected: region "
+				return bad(i, "region " + region + ", offset " + offset + ", length " + length + " (expected: region "
 						+ "and offset >= 0, length >= 1)");
 			}
 			if (offset > Long.MAX_VALUE - length) {
-				throw bad(i, "bytes [" + offset + ", " + offset + " + " + length + ") end beyond 2^63");
+				return bad(i, "bytes [" + offset + ", " + offset + " + " + length + ") end beyond 2^63");
 			}
 			if (i > 0) {
 				int prevRegion = regions[i - 1];
 				long prevOffset = dstOffsets[i - 1];
 				long prevEnd = prevOffset + lengths[i - 1];
 				if (region < prevRegion || region == prevRegion && offset < prevOffset) {
-					throw bad(i, at(i) + " comes after piece " + (i - 1) + " at " + at(i - 1) + " (expected: pieces in "
-							+ "ascending order of region, then offset)");
+					return bad(i, at(i) + " comes after piece " + (i - 1) + " at " + at(i - 1) + " (expected: pieces "
+							+ "in ascending order of region, then offset)");
 				}
 				if (region == prevRegion && offset == prevOffset && length == lengths[i - 1]) {
-					throw bad(i, at(i) + " duplicates piece " + (i - 1));
+					return bad(i, at(i) + " duplicates piece " + (i - 1));
 				}
 				if (region == prevRegion && offset < prevEnd) {
-					throw bad(i, at(i) + " overlaps piece " + (i - 1) + " at " + at(i - 1) + " (bytes [" + offset + ", "
+					return bad(i, at(i) + " overlaps piece " + (i - 1) + " at " + at(i - 1) + " (bytes [" + offset + ", "
 							+ Math.min(prevEnd, offset + length) + ") written twice)");
 				}
 			}
 			sum += length;
 		}
 		if (sum != payloadLength) {
-			throw new ProtocolException("malformed scatter list of room " + room + ": its " + count + " pieces sum to "
-					+ sum + " bytes but the frame carries " + payloadLength);
+			return "malformed scatter list of room " + room + ": its " + count + " pieces sum to " + sum + " bytes "
+					+ "but the frame carries " + payloadLength;
 		}
+		return null;
 	}
 
 	private String at(int i) {
 		return kind + " region " + regions[i] + " bytes [" + dstOffsets[i] + ", " + (dstOffsets[i] + lengths[i]) + ")";
 	}
 
-	private ProtocolException bad(int i, String what) {
-		return new ProtocolException("malformed scatter list of room " + room + ": piece " + i + " of " + count + ": "
-				+ what);
+	private String bad(int i, String what) {
+		return "malformed scatter list of room " + room + ": piece " + i + " of " + count + ": " + what;
 	}
 
 	@Override
