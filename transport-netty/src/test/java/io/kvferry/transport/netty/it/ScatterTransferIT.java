@@ -25,6 +25,8 @@ import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.netty.SameHost;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Mono;
@@ -34,6 +36,7 @@ import reactor.core.publisher.Mono;
  * on both sides (runs of one to three tokens), so prefill sends almost everything as scatter frames, over two stripes.
  * Every byte is verified at decode (the harness's patterns), and decode's ledger must find every granted byte landed
  * exactly once. The prefill side counts what went as scatter blocks, so the test fails if the frames were not used.
+ * Over a same-host ring the same rooms go piece by piece through the ring's one-piece slot frames.
  */
 class ScatterTransferIT {
 
@@ -42,22 +45,36 @@ class ScatterTransferIT {
 	void pageSizeOneRoomsArriveByteExactThroughScatterFrames(int prefillTp, int decodeTp, boolean mla) {
 		ModelShape shape = mla ? new ModelShape(4, 1, 576, 2, 1, true, 0, 64, 0)
 				: ModelShape.llama3_8b().withLayers(4).withPageSize(1);
+		NettyKVTransport netty = NettyKVTransport.create();
+		Counting counting = run(shape, prefillTp, decodeTp, netty);
+		assertThat(counting.scatterPieces.get()).as("pieces sent in scatter blocks")
+				.isGreaterThan(10 * counting.singleBlocks.get());
+	}
+
+	/** On a same-host ring each piece of a scatter block goes as its own one-piece slot frame: still byte exact. */
+	@Test
+	void pageSizeOneRoomsArriveByteExactThroughTheSameHostRing() {
+		NettyKVTransport netty = NettyKVTransport.create().sameHost(SameHost.AUTO);
+		Counting counting = run(ModelShape.llama3_8b().withLayers(4).withPageSize(1), 1, 1, netty);
+		assertThat(counting.scatterPieces.get()).isPositive();
+		assertThat(netty.sameHostConnections()).as("connections through a ring").isPositive();
+	}
+
+	private static Counting run(ModelShape shape, int prefillTp, int decodeTp, NettyKVTransport netty) {
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
-		NettyKVTransport netty = NettyKVTransport.create();
 		Counting counting = new Counting(netty);
 		KVCluster cluster = KVCluster.builder().shape(shape).prefill(prefillTp, 1, 1).decode(decodeTp, 1)
 				.capacity(6000, 16).scatterRuns(3).transport(counting).bootstrapClient(client)
 				.bootstrapAddress(server.address()).startNow(T);
 		try {
-			Random random = new Random(prefillTp * 10 + decodeTp + (mla ? 5 : 0));
+			Random random = new Random(prefillTp * 10 + decodeTp + shape.headDim());
 			for (long room = 1; room <= 4; room++) {
 				RoomResult r = cluster.run(room, 200 + random.nextInt(1000), 1 + random.nextInt(4), random).block(T);
 				assertThat(r.failure()).as("room %d", room).isNull();
 			}
 			assertThat(cluster.freeDecodePages()).as("every page came back").isEqualTo(6000);
-			assertThat(counting.scatterPieces.get()).as("pieces sent in scatter blocks")
-					.isGreaterThan(10 * counting.singleBlocks.get());
+			return counting;
 		}
 		finally {
 			cluster.close().block(T);
