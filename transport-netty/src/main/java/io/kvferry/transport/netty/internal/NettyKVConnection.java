@@ -195,7 +195,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	/** Sends the pieces as scatter frames gathered in place (each piece alone on a same-host ring). */
 	@Override
 	public void sendScatter(ScatterBlock block) {
-		outbound.offer(Objects.requireNonNull(block, "block"));
+		String problem = Objects.requireNonNull(block, "block").header().problem(block.payloadLength());
+		if (problem != null) {
+			throw new IllegalArgumentException(problem);
+		}
+		outbound.offer(block);
 	}
 
 	@Override
