@@ -9,7 +9,6 @@ import io.kvferry.KVPoll;
 import io.kvferry.internal.stripe.StripedFlow;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 
 /**
@@ -37,11 +36,6 @@ final class PrefillDestination implements TransferPlan.Outlet {
 
 	@Override
 	public void send(DataBlock block) {
-		flow.send(block);
-	}
-
-	@Override
-	public void send(ScatterBlock block) {
 		flow.send(block);
 	}
 
@@ -131,6 +125,8 @@ final class PrefillDestination implements TransferPlan.Outlet {
 			m.bytesSent.add(plan.sendState(this, r.id, c.stateIndices(), stateLists, m::warn));
 			m.bytesSent.add(plan.sendAux(this, r.id, r.feed.auxIndex, request.auxIndex()));
 		}
+		// The chunk's small blocks, grouped per stripe, go now.
+		flow.flush();
 	}
 
 	/**

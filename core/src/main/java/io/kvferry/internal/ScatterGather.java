@@ -10,7 +10,7 @@ import io.kvferry.spi.ScatterHeader;
 import io.kvferry.spi.SendGate;
 
 /**
- * Groups a chunk's small blocks for one destination into scatter blocks, so that a room of thousands of tiny pieces
+ * Groups a chunk's small blocks for one connection into scatter blocks, so that a room of thousands of tiny pieces
  * (page size 1: one token of one layer buffer is a piece) travels as a few hundred frames instead of one per piece.
  * A small block of several chunks (a head slice of a few tokens) gives one piece per chunk. Large blocks pass through
  * as they are, after the group gathered so far.
@@ -24,10 +24,21 @@ import io.kvferry.spi.SendGate;
  * over and is sent as its own block.
  *
  * <p>The receiver wants a frame's pieces in ascending order of region, then offset: a group is closed when the plan
- * moves to a lower region, and sorted by offset within each region when it closes. Not thread-safe: one chunk, under
- * the room's monitor.
+ * moves to a lower region, and sorted by offset within each region when it closes. One per stripe of a room's
+ * {@link io.kvferry.internal.stripe.StripedFlow}, after the blocks were dealt, so that a room spreads over its stripes
+ * as it did block by block. Not thread-safe: fed under the room's monitor.
  */
-final class ScatterGather implements TransferPlan.Outlet {
+public final class ScatterGather {
+
+	/** Where gathered groups and the blocks left alone go, in order. */
+	public interface Out {
+
+		/** Sends a block as it is. */
+		void send(DataBlock block);
+
+		/** Sends a group of pieces. */
+		void send(ScatterBlock block);
+	}
 
 	/** Most pieces in one scatter block (at most 256: the sort keeps a piece's position in the low 8 bits). */
 	static final int MAX_PIECES = 256;
@@ -38,7 +49,8 @@ final class ScatterGather implements TransferPlan.Outlet {
 	// Offsets at or above this do not fit the sort key beside a position: such a piece is sent alone.
 	private static final long MAX_KEYED_OFFSET = 1L << 55;
 
-	private final TransferPlan.Outlet out;
+	private final Out out;
+	private final SendGate gate;
 	private long room;
 	private RegionKind kind;
 	private int n;
@@ -48,11 +60,16 @@ final class ScatterGather implements TransferPlan.Outlet {
 	private int[] lengths;
 	private long[] sources;
 
-	ScatterGather(TransferPlan.Outlet out) {
+	/**
+	 * @param out where groups and the other blocks go
+	 * @param gate the room's gate: the groups are sent behind it, and only blocks behind it are grouped
+	 */
+	public ScatterGather(Out out, SendGate gate) {
 		this.out = out;
+		this.gate = gate;
 	}
 
-	@Override
+	/** Takes the next block: grouped when small, else sent after the group gathered so far. */
 	public void send(DataBlock block) {
 		DataHeader h = block.header();
 		int len = h.chunkLen();
@@ -60,7 +77,7 @@ final class ScatterGather implements TransferPlan.Outlet {
 		boolean strided = h.count() > 1;
 		if (len < 1 || h.count() < 1 || payload >= SMALL || strided && h.dstStride() < len || h.dstOffset() < 0
 				|| h.dstOffset() + (h.count() - 1L) * (strided ? h.dstStride() : 0) >= MAX_KEYED_OFFSET
-				|| block.gate() != out.gate()) {
+				|| block.gate() != gate) {
 			flush();
 			out.send(block);
 			return;
@@ -93,31 +110,19 @@ final class ScatterGather implements TransferPlan.Outlet {
 		bytes += len;
 	}
 
-	@Override
-	public void send(ScatterBlock block) {
-		flush();
-		out.send(block);
-	}
-
-	@Override
-	public SendGate gate() {
-		return out.gate();
-	}
-
 	/** Sends the group gathered so far: one piece as its own block, several as a scatter block. */
-	void flush() {
+	public void flush() {
 		if (n == 0) {
 			return;
 		}
 		if (n == 1) {
 			out.send(new DataBlock(new DataHeader(room, kind, regions[0], offsets[0], lengths[0], 0, 1), sources[0], 0,
-					out.gate()));
+					gate));
 		}
 		else {
 			sortByOffset();
 			// The arrays now belong to the block: the next group gets new ones.
-			out.send(new ScatterBlock(new ScatterHeader(room, kind, n, regions, offsets, lengths), sources,
-					out.gate()));
+			out.send(new ScatterBlock(new ScatterHeader(room, kind, n, regions, offsets, lengths), sources, gate));
 			regions = null;
 			offsets = null;
 			lengths = null;

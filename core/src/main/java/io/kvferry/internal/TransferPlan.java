@@ -21,7 +21,6 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 
 /**
@@ -29,7 +28,7 @@ import io.kvferry.spi.SendGate;
  * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
  * heads of each token. Turns a chunk's page lists into data blocks: one block per (run, layer buffer), a head slice
  * moving as one strided block rather than one write per token. Runs are counted in tokens, so prefill pages of one
- * size land in decode pages of another ({@link Repaging}). Small blocks of a chunk are grouped into scatter blocks
+ * size land in decode pages of another ({@link Repaging}). The connection groups small blocks into scatter blocks
  * ({@link ScatterGather}).
  */
 final class TransferPlan {
@@ -243,13 +242,6 @@ final class TransferPlan {
 	interface Outlet {
 		void send(DataBlock block);
 
-		/** Sends many small pieces of the room; by default each as its own block. */
-		default void send(ScatterBlock block) {
-			for (int i = 0; i < block.header().count(); i++) {
-				send(block.piece(i));
-			}
-		}
-
 		/** @return the gate the room's blocks are sent behind */
 		SendGate gate();
 	}
@@ -292,17 +284,14 @@ final class TransferPlan {
 		List<SlotRun> runs = dcpSize > 1 ? DcpRelayout.runs(srcPages, first, pageSize, dstAll, dcpSize, dcpRank, last)
 				: Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
 		long bytes = 0;
-		// Tiny runs (page size 1, scattered pages) go as scatter blocks of many pieces each.
-		ScatterGather gather = new ScatterGather(conn);
 		for (int i = 0; i < src.length; i++) {
 			if (srcRegions != null && !contains(srcRegions, srcBuffer[i])) {
 				continue;
 			}
 			for (SlotRun run : runs) {
-				bytes += sendRun(gather, room, i, run);
+				bytes += sendRun(conn, room, i, run);
 			}
 		}
-		gather.flush();
 		return bytes;
 	}
 

@@ -3,6 +3,7 @@ package io.kvferry.internal.stripe;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
+import io.kvferry.internal.ScatterGather;
 import io.kvferry.internal.Sends;
 import io.kvferry.internal.Stripes;
 import io.kvferry.internal.Tally;
@@ -37,6 +38,8 @@ public final class StripedFlow {
 	private final long room;
 	private final KVConnection[] stripes;
 	private final Tally[] tallies;
+	// Per stripe, the small blocks dealt to it, grouped into scatter blocks.
+	private final ScatterGather[] gathers;
 	private final SendGate gate;
 	// The stripe the next piece goes to.
 	private int next;
@@ -46,8 +49,10 @@ public final class StripedFlow {
 		this.stripes = stripes;
 		this.gate = gate;
 		this.tallies = new Tally[stripes.length];
+		this.gathers = new ScatterGather[stripes.length];
 		for (int i = 0; i < tallies.length; i++) {
 			tallies[i] = new Tally(checksums);
+			gathers[i] = new ScatterGather(new Stripe(stripes[i], tallies[i]), gate);
 		}
 	}
 
@@ -56,7 +61,10 @@ public final class StripedFlow {
 		return gate;
 	}
 
-	/** Queues a block of the room, cut into pieces when there are several stripes to spread it over. */
+	/**
+	 * Takes a block of the room, cut into pieces when there are several stripes to spread it over. A small piece
+	 * waits in its stripe's group until {@link #flush}, and goes with the others of the group as one scatter block.
+	 */
 	public void send(DataBlock block) {
 		if (tallies.length == 1) {
 			deal(block);
@@ -66,24 +74,18 @@ public final class StripedFlow {
 		}
 	}
 
-	/**
-	 * Queues many small pieces of the room on the next stripe, round robin: a scatter block is small (a few hundred
-	 * KiB) beside what a stripe is dealt at a time, so it is never cut.
-	 */
-	public void send(ScatterBlock block) {
-		int stripe = next;
-		next = stripe + 1 == tallies.length ? 0 : stripe + 1;
-		stripes[stripe].sendScatter(block);
-		tallies[stripe].add(block);
+	/** Queues every group gathered so far, on its stripe. */
+	public void flush() {
+		for (ScatterGather g : gathers) {
+			g.flush();
+		}
 	}
 
-	/** Sends a piece on the next stripe, round robin. */
+	/** Deals a piece to the next stripe, round robin. */
 	private void deal(DataBlock piece) {
 		int stripe = next;
 		next = stripe + 1 == tallies.length ? 0 : stripe + 1;
-		stripes[stripe].sendData(piece);
-		// Counted once the transport took it: a block it refuses is no byte of the total.
-		tallies[stripe].add(piece);
+		gathers[stripe].send(piece);
 	}
 
 	/**
@@ -94,6 +96,8 @@ public final class StripedFlow {
 	 * @param failed called for each one that was not
 	 */
 	public void finish(Closing closing, Runnable written, Consumer<Throwable> failed) {
+		// Nothing of the room may follow its fences and Success.
+		flush();
 		AtomicInteger remaining = new AtomicInteger(tallies.length);
 		SendListener listener = Sends.of(() -> {
 			if (remaining.decrementAndGet() == 0) {
@@ -108,5 +112,22 @@ public final class StripedFlow {
 		}
 		Tally control = tallies[0];
 		stripes[0].send(closing.of(total + control.bytes(), control.checksum()), gate, listener);
+	}
+
+	/** One stripe's connection, tallying what it was handed in the order it was handed. */
+	private record Stripe(KVConnection connection, Tally tally) implements ScatterGather.Out {
+
+		@Override
+		public void send(DataBlock block) {
+			connection.sendData(block);
+			// Counted once the transport took it: a block it refuses is no byte of the total.
+			tally.add(block);
+		}
+
+		@Override
+		public void send(ScatterBlock block) {
+			connection.sendScatter(block);
+			tally.add(block);
+		}
 	}
 }
