@@ -8,6 +8,7 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
+import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.RoomPath;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
@@ -34,8 +35,9 @@ import reactor.core.publisher.Mono;
 /**
  * Page size 1 over real sockets on loopback: every token of every layer buffer is its own piece, pages are scattered
  * on both sides (runs of one to three tokens), so prefill sends almost everything as scatter frames, over two stripes.
- * Every byte is verified at decode (the harness's patterns), and decode's ledger must find every granted byte landed
- * exactly once. The prefill side counts what went as scatter blocks, so the test fails if the frames were not used.
+ * Every byte is verified at decode (the harness's patterns), decode's ledger must find every granted byte landed
+ * exactly once, and each stripe's CRC32C must match what landed on it. The prefill side counts what went as scatter
+ * blocks, so the test fails if the frames were not used.
  * Over a same-host ring the same rooms go piece by piece through the ring's one-piece slot frames.
  */
 class ScatterTransferIT {
@@ -66,7 +68,9 @@ class ScatterTransferIT {
 		Counting counting = new Counting(netty);
 		KVCluster cluster = KVCluster.builder().shape(shape).prefill(prefillTp, 1, 1).decode(decodeTp, 1)
 				.capacity(6000, 16).scatterRuns(3).transport(counting).bootstrapClient(client)
-				.bootstrapAddress(server.address()).startNow(T);
+				.bootstrapAddress(server.address())
+				// A CRC32C per stripe: what landed must be what each stripe was handed, in that order.
+				.customize(spec -> spec instanceof DecodeSpec d ? d.checksums(true) : spec).startNow(T);
 		try {
 			Random random = new Random(prefillTp * 10 + decodeTp + shape.headDim());
 			for (long room = 1; room <= 4; room++) {
