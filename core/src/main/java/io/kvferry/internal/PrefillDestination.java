@@ -125,6 +125,8 @@ final class PrefillDestination implements TransferPlan.Outlet {
 			m.bytesSent.add(plan.sendState(this, r.id, c.stateIndices(), stateLists, m::warn));
 			m.bytesSent.add(plan.sendAux(this, r.id, r.feed.auxIndex, request.auxIndex()));
 		}
+		// The chunk's small blocks, grouped per stripe, go now.
+		flow.flush();
 	}
 
 	/**

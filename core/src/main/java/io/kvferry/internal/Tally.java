@@ -5,8 +5,10 @@ import java.util.zip.CRC32C;
 
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
-import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.NativeMemory;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
 
 /**
  * What one room moved on one connection (one stripe): payload bytes and, when asked for, a CRC32C of them in stream order. Prefill
@@ -46,6 +48,17 @@ public final class Tally {
 			}
 		}
 		count(h.payloadLength());
+	}
+
+	/** Takes a scatter block about to be sent: each piece's source bytes in piece order, and their count. */
+	public void add(ScatterBlock block) {
+		ScatterHeader h = block.header();
+		long total = 0;
+		for (int i = 0; i < h.count(); i++) {
+			checksum(block.srcAddress(i), h.length(i));
+			total += h.length(i);
+		}
+		count(total);
 	}
 
 	/** Counts bytes whose checksum was taken. */

@@ -8,12 +8,6 @@ import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
-import io.kvferry.spi.DataBlock;
-import io.kvferry.spi.DataHeader;
-import io.kvferry.spi.PeerLayout;
-import io.kvferry.spi.RegionKind;
-import io.kvferry.spi.RegionLayout;
-import io.kvferry.spi.SendGate;
 import io.kvferry.internal.topology.DcpRelayout;
 import io.kvferry.internal.topology.HeadSlice;
 import io.kvferry.internal.topology.HeadSlicing;
@@ -22,13 +16,20 @@ import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.internal.topology.RegionPair;
 import io.kvferry.internal.topology.Repaging;
 import io.kvferry.internal.topology.SlotRun;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.RegionLayout;
+import io.kvferry.spi.SendGate;
 
 /**
  * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which
  * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
  * heads of each token. Turns a chunk's page lists into data blocks: one block per (run, layer buffer), a head slice
  * moving as one strided block rather than one write per token. Runs are counted in tokens, so prefill pages of one
- * size land in decode pages of another ({@link Repaging}).
+ * size land in decode pages of another ({@link Repaging}). The connection groups small blocks into scatter blocks
+ * ({@link ScatterGather}).
  */
 final class TransferPlan {
 

@@ -49,6 +49,17 @@ public interface KVConnection {
 	void sendData(DataBlock block);
 
 	/**
+	 * Queues many small pieces of one room, in order after everything queued before. A transport that carries
+	 * scatter frames sends them as few frames, gathered from the source memory in place; by default each piece goes
+	 * as its own {@link #sendData data block}, which the receiver places and checks the same way.
+	 */
+	default void sendScatter(ScatterBlock block) {
+		for (int i = 0; i < block.header().count(); i++) {
+			sendData(block.piece(i));
+		}
+	}
+
+	/**
 	 * How this connection moves KV bytes, so that a room can say how it travelled and a rank can insist on a path.
 	 * Known once the handshake completed (a same-host ring is settled by then); one connection is one stripe.
 	 *
@@ -70,6 +81,15 @@ public interface KVConnection {
 	 */
 	default void sendData(DataBlock block, SendListener listener) {
 		sendData(block);
+		listener.written();
+	}
+
+	/**
+	 * Queues many small pieces of one room, as {@link #sendScatter(ScatterBlock)}, and tells {@code listener} once the
+	 * last of them was written (or that they were dropped), as {@link #sendData(DataBlock, SendListener)} does.
+	 */
+	default void sendScatter(ScatterBlock block, SendListener listener) {
+		sendScatter(block);
 		listener.written();
 	}
 

@@ -20,7 +20,8 @@ public sealed interface KVMessage {
 	/**
 	 * Version of the message set and of the transport handshake; a peer with another version is rejected in the
 	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation. 8: {@link HelloAck} carries
-	 * prefill's lease period, and decode renews its rooms' leases with {@link Renew}.
+	 * prefill's lease period, decode renews its rooms' leases with {@link Renew}, and data frames may carry many pieces
+	 * of a room ({@link ScatterHeader}).
 	 */
 	int PROTOCOL_VERSION = 8;
 

@@ -11,6 +11,7 @@ import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import reactor.core.publisher.Mono;
@@ -90,6 +91,11 @@ public final class AbortHoldingTransport implements KVTransport {
 		@Override
 		public void sendData(DataBlock block) {
 			c.sendData(block);
+		}
+
+		@Override
+		public void sendScatter(ScatterBlock block) {
+			c.sendScatter(block);
 		}
 
 		@Override

@@ -6,12 +6,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
+import io.kvferry.internal.ScatterGather;
 import io.kvferry.internal.Sends;
 import io.kvferry.internal.Stripes;
 import io.kvferry.internal.Tally;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 
@@ -50,6 +52,8 @@ public final class StripedFlow {
 
 	private final long room;
 	private final Lane[] lanes;
+	// Per stripe, the small blocks dealt to it, grouped into scatter blocks.
+	private final ScatterGather[] gathers;
 	private final SendGate gate;
 	// The stripe the next piece goes to.
 	private int next;
@@ -58,8 +62,10 @@ public final class StripedFlow {
 		this.room = room;
 		this.gate = gate;
 		this.lanes = new Lane[stripes.length];
+		this.gathers = new ScatterGather[stripes.length];
 		for (int i = 0; i < lanes.length; i++) {
 			lanes[i] = new Lane(stripes[i], new Tally(checksums));
+			gathers[i] = new ScatterGather(lanes[i], gate);
 		}
 	}
 
@@ -68,21 +74,27 @@ public final class StripedFlow {
 		return gate;
 	}
 
-	/** Queues a block of the room, cut into pieces so that it can be spread over the stripes and sent in turns. */
+	/**
+	 * Takes a block of the room, cut into pieces so that it can be spread over the stripes and sent in turns. A small
+	 * piece waits in its stripe's group until {@link #flush}, and goes with the others of the group as one scatter
+	 * block.
+	 */
 	public void send(DataBlock block) {
 		Stripes.cut(block, Stripes.PIECE, this::deal);
+	}
+
+	/** Queues every group gathered so far, on its stripe. */
+	public void flush() {
+		for (ScatterGather g : gathers) {
+			g.flush();
+		}
 	}
 
 	/** Sends a piece on the next stripe, round robin. */
 	private void deal(DataBlock piece) {
 		int stripe = next;
 		next = stripe + 1 == lanes.length ? 0 : stripe + 1;
-		Lane lane = lanes[stripe];
-		// Counted now, in the stripe's order: a piece that does not reach the transport belongs to a room that stopped
-		// or a connection that closed, whose closing messages are not sent either.
-		lane.tally.add(piece);
-		lane.waiting.offer(piece);
-		lane.pump();
+		gathers[stripe].send(piece);
 	}
 
 	/**
@@ -93,6 +105,8 @@ public final class StripedFlow {
 	 * @param failed called for each one that was not
 	 */
 	public void finish(Closing closing, Runnable written, Consumer<Throwable> failed) {
+		// Nothing of the room may follow its fences and Success.
+		flush();
 		AtomicInteger remaining = new AtomicInteger(lanes.length);
 		SendListener listener = Sends.of(() -> {
 			if (remaining.decrementAndGet() == 0) {
@@ -116,8 +130,12 @@ public final class StripedFlow {
 	private record Last(KVMessage message, SendListener listener) {
 	}
 
-	/** One stripe's share of the room: the pieces and the closing message not yet handed to its connection. */
-	private final class Lane {
+	/**
+	 * One stripe's share of the room: the blocks and the closing message not yet handed to its connection, each
+	 * tallied as it comes, in the stripe's order (a block that does not reach the transport belongs to a room that
+	 * stopped or a connection that closed, whose closing messages are not sent either).
+	 */
+	private final class Lane implements ScatterGather.Out {
 
 		final KVConnection connection;
 		final Tally tally;
@@ -131,6 +149,20 @@ public final class StripedFlow {
 		Lane(KVConnection connection, Tally tally) {
 			this.connection = connection;
 			this.tally = tally;
+		}
+
+		@Override
+		public void send(DataBlock block) {
+			tally.add(block);
+			waiting.offer(block);
+			pump();
+		}
+
+		@Override
+		public void send(ScatterBlock block) {
+			tally.add(block);
+			waiting.offer(block);
+			pump();
 		}
 
 		/** Hands on what waits, in order, as far as the window lets; the transport's answers call it again. */
@@ -147,8 +179,8 @@ public final class StripedFlow {
 						connection.send(last.message, gate, last.listener);
 						continue;
 					}
-					DataBlock piece = (DataBlock) item;
-					long bytes = piece.header().payloadLength();
+					long bytes = item instanceof ScatterBlock g ? g.payloadLength()
+							: ((DataBlock) item).header().payloadLength();
 					if (!gate.isOpen() || !connection.isActive()) {
 						// Never read: the room stopped or the connection closed, and either fails the room.
 						waiting.poll();
@@ -161,7 +193,12 @@ public final class StripedFlow {
 					}
 					waiting.poll();
 					handed.addAndGet(bytes);
-					connection.sendData(piece, new Handed(bytes));
+					if (item instanceof ScatterBlock g) {
+						connection.sendScatter(g, new Handed(bytes));
+					}
+					else {
+						connection.sendData((DataBlock) item, new Handed(bytes));
+					}
 				}
 				missed = wip.addAndGet(-missed);
 			}

@@ -102,6 +102,8 @@ import io.netty.buffer.ByteBufAllocator;
  *                        literal)
  * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
+ * 0x23 DATA_SCATTER      i64 room, u8 kind, i32 pieces, pieces x (i32 region, i64 dstOffset, i32 length), then the
+ *                        pieces' bytes in order (since version 8; see {@code frame.ScatterCodec})
  * 0x13 SHM_OFFER         same-host frames (see {@code internal.shm.ShmFrames}); only between peers that both turned
  * 0x14 SHM_REPLY         the same-host path on: a peer that did not is never sent one
  * 0x21 DATA_SHM
@@ -158,6 +160,8 @@ public final class KVFrameCodec {
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;
 	public static final int TYPE_DATA = 0x20;
+	/** Many pieces of one room in one frame ({@link io.kvferry.spi.ScatterHeader}). */
+	public static final int TYPE_DATA_SCATTER = 0x23;
 	/** Same-host path: decode offers a shared staging ring. */
 	public static final int TYPE_SHM_OFFER = 0x13;
 	/** Same-host path: prefill accepts or refuses the ring. */
@@ -199,6 +203,8 @@ public final class KVFrameCodec {
 				return "AUTH_PROOF";
 			case TYPE_DATA:
 				return "DATA";
+			case TYPE_DATA_SCATTER:
+				return "DATA_SCATTER";
 			case TYPE_SHM_OFFER:
 				return "SHM_OFFER";
 			case TYPE_SHM_REPLY:

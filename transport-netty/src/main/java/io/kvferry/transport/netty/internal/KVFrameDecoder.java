@@ -22,7 +22,8 @@ import io.netty.handler.codec.ByteToMessageDecoder;
  * <p>Data payloads are streamed, never accumulated: when a data header is complete the listener's
  * {@link Listener#onData} gives a sink, and each read's bytes of that payload go to {@link PayloadSink#write} as a
  * slice of the inbound buffer (its readable bytes are only this frame's). The slice is valid during the call only; this
- * decoder releases the inbound buffers. A {@code null} sink skips the payload.
+ * decoder releases the inbound buffers. A {@code null} sink skips the payload. A scatter frame's pieces each get a
+ * sink the same way, all asked for before its first payload byte ({@link ScatterReader}).
  *
  * <p>Any failure (malformed input, or an exception from the listener or a sink) is reported once to
  * {@link Listener#onFailure}, the rest of the input is discarded and the channel is closed; nothing escapes into the
@@ -72,12 +73,13 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	}
 
 	private enum State {
-		PREFACE, FRAME_PREFIX, CONTROL_BODY, DATA_HEADER, DATA_PAYLOAD, FAILED
+		PREFACE, FRAME_PREFIX, CONTROL_BODY, DATA_HEADER, DATA_PAYLOAD, SCATTER_HEADER, SCATTER_PAYLOAD, FAILED
 	}
 
 	private final int expectedVersion;
 	private final int maxFrameLength;
 	private final Listener listener;
+	private final ScatterReader scatter;
 
 	private State state = State.PREFACE;
 	private int frameType;
@@ -98,6 +100,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		this.expectedVersion = expectedVersion;
 		this.maxFrameLength = maxFrameLength;
 		this.listener = listener;
+		this.scatter = new ScatterReader(maxFrameLength);
 	}
 
 	/**
@@ -163,7 +166,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			return;
 		}
 		boolean midFrame = state == State.CONTROL_BODY || state == State.DATA_HEADER || state == State.DATA_PAYLOAD
-				|| in.isReadable();
+				|| state == State.SCATTER_HEADER || state == State.SCATTER_PAYLOAD || in.isReadable();
 		if (midFrame) {
 			fail(ctx, in, new ProtocolException("connection closed in the middle of a "
 					+ (state == State.PREFACE ? "preface" : KVFrameCodec.typeName(frameType) + " frame")));
@@ -238,6 +241,18 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 						return;
 					}
 					break;
+				case SCATTER_HEADER:
+					if (!scatter.readHeader(in, listener)) {
+						return;
+					}
+					state = State.SCATTER_PAYLOAD;
+					break;
+				case SCATTER_PAYLOAD:
+					if (!scatter.readPayload(in)) {
+						return;
+					}
+					state = State.FRAME_PREFIX;
+					break;
 				default:
 					in.skipBytes(in.readableBytes());
 					return;
@@ -304,6 +319,12 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
 			payloadRemaining = payload;
 			state = State.DATA_HEADER;
+			return true;
+		}
+		if (type == KVFrameCodec.TYPE_DATA_SCATTER) {
+			scatter.begin(length);
+			in.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH);
+			state = State.SCATTER_HEADER;
 			return true;
 		}
 		if (AuthFrames.isAuthType(type)) {
@@ -384,6 +405,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		}
 		state = State.FAILED;
 		sink = null;
+		scatter.reset();
 		in.skipBytes(in.readableBytes());
 		try {
 			listener.onFailure(cause);

@@ -18,6 +18,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
@@ -199,6 +200,21 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	public void sendData(DataBlock block, SendListener listener) {
 		Objects.requireNonNull(listener, "listener");
 		queueData(block, listener);
+	}
+
+	/** Sends the pieces as scatter frames gathered in place (each piece alone on a same-host ring). */
+	@Override
+	public void sendScatter(ScatterBlock block) {
+		sendScatter(block, SendListener.NONE);
+	}
+
+	@Override
+	public void sendScatter(ScatterBlock block, SendListener listener) {
+		String problem = Objects.requireNonNull(block, "block").header().problem(block.payloadLength());
+		if (problem != null) {
+			throw new IllegalArgumentException(problem);
+		}
+		outbound.offer(block, Objects.requireNonNull(listener, "listener"));
 	}
 
 	@Override

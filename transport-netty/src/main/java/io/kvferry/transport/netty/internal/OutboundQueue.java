@@ -14,6 +14,7 @@ import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.RingSender;
@@ -37,10 +38,10 @@ import org.slf4j.LoggerFactory;
  * <p>Any thread may offer; one drain pass at a time runs on the event loop, writes queued items until the channel's
  * write buffer reaches the high watermark, and flushes once. A slow peer therefore holds back queued items (small
  * descriptors), never unbounded buffers. Data blocks are cut into frames of at most the peer's frame limit by
- * {@link DataFrameCursor}; writability and the block's {@link SendGate} are checked before each frame, so an aborted
- * room stops mid-block. A block queued with a listener tells it once its last frame was written (or that it was
- * dropped), on the event loop: a sender keeps only a window of each room queued, so rooms sharing the connection take
- * turns.
+ * {@link DataFrameCursor}, scatter blocks into scatter frames by {@link ScatterCursor}; writability and the block's
+ * {@link SendGate} are checked before each frame, so an aborted room stops mid-block. A block queued with a listener
+ * tells it once its last frame was written (or that it was dropped), on the event loop: a sender keeps only a window of
+ * each room queued, so rooms sharing the connection take turns.
  *
  * <p>Closing is ordered: control messages queued before the close are still written, queued data blocks are dropped,
  * and so are messages behind a room's gate (a Success that reports the room's data), since their data may have been
@@ -89,6 +90,10 @@ final class OutboundQueue {
 	private DataFrameCursor current;
 	// Told when the current block was written or dropped.
 	private SendListener currentListener = SendListener.NONE;
+	// A scatter block being written; a piece of it that goes alone is in current meanwhile.
+	private ScatterCursor scatter;
+	// Told when the scatter block was written or dropped.
+	private SendListener scatterListener = SendListener.NONE;
 	// Same host: data blocks queued from now on go through this ring's slots; null for TCP.
 	private RingSender ring;
 	private boolean currentViaRing;
@@ -165,6 +170,24 @@ final class OutboundQueue {
 			return;
 		}
 		queuedBytes.addAndGet(block.header().payloadLength());
+		queue.offer(listener == SendListener.NONE ? block : new Listened(block, listener));
+		if (!scheduleDrain()) {
+			tell(listener, closedError.apply("before the block was written", null));
+		}
+	}
+
+	/**
+	 * Queues a scatter block; dropped (and logged at debug) once the connection is closing.
+	 *
+	 * @param listener told once the block's last frame was written, or that it was dropped
+	 */
+	void offer(ScatterBlock block, SendListener listener) {
+		if (isClosing()) {
+			log.debug("{} dropping {}: connection closing", prefix, block);
+			tell(listener, closedError.apply("before the block was queued", null));
+			return;
+		}
+		queuedBytes.addAndGet(block.payloadLength());
 		queue.offer(listener == SendListener.NONE ? block : new Listened(block, listener));
 		if (!scheduleDrain()) {
 			tell(listener, closedError.apply("before the block was written", null));
@@ -293,6 +316,21 @@ final class OutboundQueue {
 					}
 					continue;
 				}
+				if (scatter != null) {
+					if (closing.get()) {
+						dropScatter();
+						continue;
+					}
+					if (!channel.isWritable()) {
+						return;
+					}
+					if (sincePoll >= BYTES_BETWEEN_POLLS) {
+						resumeAfterNextPoll();
+						return;
+					}
+					wrote |= writeScatterFrame();
+					continue;
+				}
 				if (!closing.get() && !channel.isWritable()) {
 					return;
 				}
@@ -303,8 +341,8 @@ final class OutboundQueue {
 				if (item instanceof Outbound m) {
 					wrote |= writeMessage(m);
 				}
-				else if (item instanceof DataBlock || item instanceof Listened) {
-					DataBlock b = item instanceof Listened l ? l.block : (DataBlock) item;
+				else if (item instanceof DataBlock || item instanceof Listened l && l.block instanceof DataBlock) {
+					DataBlock b = (DataBlock) (item instanceof Listened l ? l.block : item);
 					SendListener listener = item instanceof Listened l ? l.listener : SendListener.NONE;
 					if (closing.get()) {
 						queuedBytes.addAndGet(-b.header().payloadLength());
@@ -315,6 +353,21 @@ final class OutboundQueue {
 						current = new DataFrameCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
 								: maxFrameLength);
 						currentListener = listener;
+					}
+				}
+				else if (item instanceof ScatterBlock || item instanceof Listened) {
+					ScatterBlock b = (ScatterBlock) (item instanceof Listened l ? l.block : item);
+					SendListener listener = item instanceof Listened l ? l.listener : SendListener.NONE;
+					if (closing.get()) {
+						queuedBytes.addAndGet(-b.payloadLength());
+						tell(listener, closedError.apply("before the block was written", null));
+					}
+					else {
+						// A same-host ring's slots carry one-piece frames: there each piece goes as its own block.
+						currentViaRing = ring != null;
+						scatter = new ScatterCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
+								: maxFrameLength, currentViaRing);
+						scatterListener = listener;
 					}
 				}
 				else {
@@ -406,6 +459,56 @@ final class OutboundQueue {
 		return true;
 	}
 
+	/**
+	 * Writes the scatter block's next frame, or hands its next piece to a data-frame cursor when it goes alone.
+	 *
+	 * @return whether a frame was written
+	 */
+	private boolean writeScatterFrame() {
+		ScatterCursor cursor = scatter;
+		if (!isOpen(cursor.block().gate())) {
+			blocksDropped++;
+			dropScatter();
+			return false;
+		}
+		DataBlock single = cursor.takeSingle();
+		if (single == null) {
+			ctx.write(cursor.nextFrame(ctx.alloc()), ctx.voidPromise());
+			queuedBytes.addAndGet(-cursor.framePayload());
+			sincePoll += cursor.framePayload();
+		}
+		else {
+			// Its bytes stay counted as queued until that cursor writes them.
+			current = new DataFrameCursor(single, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
+					: maxFrameLength);
+		}
+		if (!cursor.hasNext()) {
+			scatter = null;
+			SendListener done = scatterListener;
+			scatterListener = SendListener.NONE;
+			if (single == null) {
+				tell(done, null);
+			}
+			else {
+				// The last piece goes alone: the block is written once it is.
+				currentListener = done;
+			}
+		}
+		return single == null;
+	}
+
+	private void dropScatter() {
+		long room = scatter.block().header().room();
+		queuedBytes.addAndGet(-scatter.remainingBytes());
+		scatter = null;
+		SendListener listener = scatterListener;
+		scatterListener = SendListener.NONE;
+		if (listener != SendListener.NONE) {
+			tell(listener, new KVFerryException("a scatter block of room " + room + " was dropped: "
+					+ (closing.get() || closed ? "the connection closed" : "its room stopped")));
+		}
+	}
+
 	private boolean isOpen(SendGate gate) {
 		try {
 			return gate.isOpen();
@@ -480,6 +583,9 @@ final class OutboundQueue {
 		if (current != null) {
 			dropCurrent();
 		}
+		if (scatter != null) {
+			dropScatter();
+		}
 		Object item;
 		while ((item = queue.poll()) != null) {
 			if (item instanceof Outbound m) {
@@ -488,15 +594,22 @@ final class OutboundQueue {
 			else if (item instanceof DataBlock b) {
 				queuedBytes.addAndGet(-b.header().payloadLength());
 			}
+			else if (item instanceof ScatterBlock b) {
+				queuedBytes.addAndGet(-b.payloadLength());
+			}
 			else if (item instanceof Listened l) {
-				queuedBytes.addAndGet(-l.block.header().payloadLength());
+				queuedBytes.addAndGet(-l.payloadLength());
 				tell(l.listener, closedError.apply("before the block was written", null));
 			}
 		}
 	}
 
-	/** A queued data block whose sender wants to hear when it was written or dropped. */
-	private record Listened(DataBlock block, SendListener listener) {
+	/** A queued data or scatter block whose sender wants to hear when it was written or dropped. */
+	private record Listened(Object block, SendListener listener) {
+
+		long payloadLength() {
+			return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
+		}
 	}
 
 	/** A queued control message, the gate it is written behind, and the promise its listener observes. */

@@ -10,7 +10,9 @@ import io.kvferry.KVPoll;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.test.Samples;
+import io.kvferry.transport.netty.internal.frame.ScatterCodec;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.UnpooledByteBufAllocator;
@@ -68,6 +70,42 @@ final class FuzzCorpus {
 		data(new DataHeader(3, RegionKind.STATE, 1, 0, 0, 0, 0), r);
 		data(new DataHeader(4, RegionKind.KV, 7, 1 << 20, 1000, 1000, 1), r);
 		data(new DataHeader(Long.MAX_VALUE, RegionKind.KV, 0, 0, 128, 512, 32), r);
+		scatter(new ScatterHeader(5, RegionKind.KV, 1, new int[] { 2 }, new long[] { 2048 }, new int[] { 96 }), r);
+		scatter(new ScatterHeader(6, RegionKind.KV, 3, new int[] { 0, 0, 4 }, new long[] { 0, 4096, 64 },
+				new int[] { 2048, 1, 300 }), r);
+		int n = 40;
+		int[] regions = new int[n];
+		long[] offsets = new long[n];
+		int[] lengths = new int[n];
+		for (int i = 0; i < n; i++) {
+			regions[i] = i / 20;
+			offsets[i] = 64L * (i % 20) * 3;
+			lengths[i] = 1 + r.nextInt(64);
+		}
+		scatter(new ScatterHeader(-1, RegionKind.STATE, n, regions, offsets, lengths), r);
+	}
+
+	/** A scatter frame: its pieces' headers, all before the first payload byte, then each piece's completion. */
+	private void scatter(ScatterHeader header, SplittableRandom r) {
+		int payloadLength = (int) header.payloadLength();
+		byte[] head = take(ScatterCodec.encode(UnpooledByteBufAllocator.DEFAULT, header, 0, header.count(),
+				payloadLength));
+		byte[] payload = bytes(r, payloadLength);
+		byte[] bytes = new byte[head.length + payload.length];
+		System.arraycopy(head, 0, bytes, 0, head.length);
+		System.arraycopy(payload, 0, bytes, head.length, payload.length);
+		List<Object> events = new ArrayList<>();
+		for (int i = 0; i < header.count(); i++) {
+			events.add(header.piece(i));
+		}
+		int at = 0;
+		for (int i = 0; i < header.count(); i++) {
+			events.add(complete(payload, at, header.length(i)));
+			at += header.length(i);
+		}
+		// The piece count, and the first entry's region, offset (its high word) and length.
+		int table = BODY + ScatterCodec.HEAD_LENGTH;
+		frames.add(new Frame(bytes, events, new int[] { BODY + 9, table, table + 4, table + 12 }));
 	}
 
 	/** @return the 6 preface bytes */

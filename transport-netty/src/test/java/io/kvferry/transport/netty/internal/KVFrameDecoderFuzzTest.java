@@ -274,7 +274,7 @@ class KVFrameDecoderFuzzTest {
 				if (closedWhileReading) {
 					throw new AssertionError("channel closed without a reported failure");
 				}
-				if (recorder.openSink != null) {
+				if (!recorder.openSinks.isEmpty()) {
 					throw new AssertionError("payload left incomplete without a failure");
 				}
 				stats.accepted++;
@@ -422,8 +422,6 @@ class KVFrameDecoderFuzzTest {
 		int accepted;
 		int closes;
 		String violation;
-		private final CRC32 crc = new CRC32();
-		private long received;
 
 		@Override
 		public void onMessage(KVConnection connection, KVMessage message) {
@@ -433,18 +431,19 @@ class KVFrameDecoderFuzzTest {
 		@Override
 		public PayloadSink onData(KVConnection connection, DataHeader header) {
 			events.add(header);
-			crc.reset();
-			received = 0;
+			// Each sink its own: a scatter frame's pieces all get theirs before the first byte.
+			CRC32 crc = new CRC32();
+			long[] received = new long[1];
 			return new PayloadSink() {
 				@Override
 				public void write(ByteBuf segment) {
-					received += segment.readableBytes();
+					received[0] += segment.readableBytes();
 					crc.update(segment.nioBuffer());
 				}
 
 				@Override
 				public void complete() {
-					events.add("COMPLETE " + received + " crc " + Long.toHexString(crc.getValue()));
+					events.add("COMPLETE " + received[0] + " crc " + Long.toHexString(crc.getValue()));
 				}
 			};
 		}
@@ -492,7 +491,8 @@ class KVFrameDecoderFuzzTest {
 		Throwable failure;
 		int failures;
 		String violation;
-		Sink openSink;
+		// Sinks handed out and not completed: one for a DATA frame, one per piece of a scatter frame, in order.
+		final List<Sink> openSinks = new ArrayList<>();
 		boolean injected;
 
 		Recorder(SinkMode mode) {
@@ -503,7 +503,9 @@ class KVFrameDecoderFuzzTest {
 			if (failures > 0 && violation == null) {
 				violation = "event " + e + " after the failure " + failure;
 			}
-			if (openSink != null && violation == null) {
+			// A scatter frame's pieces are all asked for before any of them receives a byte.
+			boolean nextPiece = e instanceof DataHeader && openSinks.stream().allMatch(k -> k.received == 0);
+			if (!openSinks.isEmpty() && !nextPiece && violation == null) {
 				violation = "event " + e + " while a payload was still open";
 			}
 			if (events.isEmpty() != (e instanceof String s && s.startsWith("PREFACE")) && violation == null) {
@@ -576,8 +578,9 @@ class KVFrameDecoderFuzzTest {
 					}
 					return null;
 				default:
-					openSink = new Sink(this, header);
-					return openSink;
+					Sink sink = new Sink(this, header);
+					openSinks.add(sink);
+					return sink;
 			}
 		}
 
@@ -588,7 +591,7 @@ class KVFrameDecoderFuzzTest {
 			if (!(cause instanceof ProtocolException) || cause.getMessage() == null || cause.getMessage().isBlank()) {
 				violation = "failure without a protocol reason: " + cause;
 			}
-			openSink = null;
+			openSinks.clear();
 		}
 	}
 
@@ -608,6 +611,9 @@ class KVFrameDecoderFuzzTest {
 		@Override
 		public void write(ByteBuf segment) {
 			int n = segment.readableBytes();
+			if (recorder.openSinks.isEmpty() || recorder.openSinks.get(0) != this) {
+				recorder.violation = "a write to a payload that is not the next one";
+			}
 			if (n == 0 || segment.refCnt() <= 0 || received + n > length) {
 				recorder.violation = "bad segment: " + n + " bytes, refCnt " + segment.refCnt() + ", " + received
 						+ " of " + length + " received";
@@ -622,7 +628,9 @@ class KVFrameDecoderFuzzTest {
 			if (received != length) {
 				recorder.violation = "complete after " + received + " of " + length + " bytes";
 			}
-			recorder.openSink = null;
+			if (recorder.openSinks.isEmpty() || recorder.openSinks.remove(0) != this) {
+				recorder.violation = "a payload completed out of order";
+			}
 			recorder.events.add("COMPLETE " + received + " crc " + Long.toHexString(crc.getValue()));
 		}
 	}

@@ -323,11 +323,12 @@ class KVFrameDecoderTest {
 	}
 
 	@Test
-	void aVersion7PeerWhoseHelloAckHasNoLeaseIsRefusedAtItsPreface() {
+	void aVersion7PeerIsRefusedAtItsPreface() {
 		EmbeddedChannel v8 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			// A version-7 prefill's HELLO_ACK ends at its incarnation and it never reads a RENEW: refused before any
-			// frame is read, rather than failing on a body one field short or on an unknown frame type.
+			// A version-7 prefill's HELLO_ACK ends at its incarnation and it never reads a RENEW; a version-7 peer
+			// would take a DATA_SCATTER frame for an unknown type: refused before any frame is read, and told to
+			// upgrade, rather than failing on a body one field short or on an unknown frame type.
 			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520007" + "00000001" + "10"));
 			fed.add(in);
 			v8.writeInbound(in);

@@ -1,0 +1,166 @@
+package io.kvferry.internal;
+
+import java.util.Arrays;
+
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
+import io.kvferry.spi.SendGate;
+
+/**
+ * Groups a chunk's small blocks for one connection into scatter blocks, so that a room of thousands of tiny pieces
+ * (page size 1: one token of one layer buffer is a piece) travels as a few hundred frames instead of one per piece.
+ * A small block of several chunks (a head slice of a few tokens) gives one piece per chunk. Large blocks pass through
+ * as they are, after the group gathered so far.
+ *
+ * <p>A group closes at {@link #MAX_PIECES} pieces or {@link #MAX_BYTES} bytes, whichever comes first. At page size 1
+ * and Llama-3-8B's 2 KiB per token and layer buffer both bounds meet: 256 pieces of 2 KiB. That amortises the
+ * per-frame costs (a header, Netty's outbound entry, decode's frame handling) 256 times, keeps the piece table at
+ * 4 KiB (under 1 % of the payload) and the gathered write under the 1,024 buffers one {@code writev} takes, and still
+ * leaves frames small beside the 4 MiB a stripe is dealt at a time, so a room spreads evenly over stripes and an
+ * abort stops within half a MiB. A block of {@link #SMALL} bytes or more already pays its frame's cost many times
+ * over and is sent as its own block.
+ *
+ * <p>The receiver wants a frame's pieces in ascending order of region, then offset: a group is closed when the plan
+ * moves to a lower region, and sorted by offset within each region when it closes. One per stripe of a room's
+ * {@link io.kvferry.internal.stripe.StripedFlow}, after the blocks were dealt, so that a room spreads over its stripes
+ * as it did block by block. Not thread-safe: fed under the room's monitor.
+ */
+public final class ScatterGather {
+
+	/** Where gathered groups and the blocks left alone go, in order. */
+	public interface Out {
+
+		/** Sends a block as it is. */
+		void send(DataBlock block);
+
+		/** Sends a group of pieces. */
+		void send(ScatterBlock block);
+	}
+
+	/** Most pieces in one scatter block (at most 256: the sort keeps a piece's position in the low 8 bits). */
+	static final int MAX_PIECES = 256;
+	/** Most payload bytes in one scatter block. */
+	static final int MAX_BYTES = 512 << 10;
+	/** Blocks of this many bytes or more are sent alone. */
+	static final int SMALL = 64 << 10;
+	// Offsets at or above this do not fit the sort key beside a position: such a piece is sent alone.
+	private static final long MAX_KEYED_OFFSET = 1L << 55;
+
+	private final Out out;
+	private final SendGate gate;
+	private long room;
+	private RegionKind kind;
+	private int n;
+	private long bytes;
+	private int[] regions;
+	private long[] offsets;
+	private int[] lengths;
+	private long[] sources;
+
+	/**
+	 * @param out where groups and the other blocks go
+	 * @param gate the room's gate: the groups are sent behind it, and only blocks behind it are grouped
+	 */
+	public ScatterGather(Out out, SendGate gate) {
+		this.out = out;
+		this.gate = gate;
+	}
+
+	/** Takes the next block: grouped when small, else sent after the group gathered so far. */
+	public void send(DataBlock block) {
+		DataHeader h = block.header();
+		int len = h.chunkLen();
+		long payload = h.payloadLength();
+		boolean strided = h.count() > 1;
+		if (len < 1 || h.count() < 1 || payload >= SMALL || strided && h.dstStride() < len || h.dstOffset() < 0
+				|| h.dstOffset() + (h.count() - 1L) * (strided ? h.dstStride() : 0) >= MAX_KEYED_OFFSET
+				|| block.gate() != gate) {
+			flush();
+			out.send(block);
+			return;
+		}
+		// A small strided block (a head slice of a few tokens) becomes one piece per chunk.
+		for (int i = 0; i < h.count(); i++) {
+			add(h, h.dstOffset() + i * h.dstStride(), block.srcAddress() + i * block.srcStride());
+		}
+	}
+
+	private void add(DataHeader h, long dstOffset, long srcAddress) {
+		int len = h.chunkLen();
+		if (n > 0 && (h.room() != room || h.kind() != kind || h.region() < regions[n - 1] || n == MAX_PIECES
+				|| bytes + len > MAX_BYTES)) {
+			flush();
+		}
+		if (regions == null) {
+			regions = new int[MAX_PIECES];
+			offsets = new long[MAX_PIECES];
+			lengths = new int[MAX_PIECES];
+			sources = new long[MAX_PIECES];
+		}
+		room = h.room();
+		kind = h.kind();
+		regions[n] = h.region();
+		offsets[n] = dstOffset;
+		lengths[n] = len;
+		sources[n] = srcAddress;
+		n++;
+		bytes += len;
+	}
+
+	/** Sends the group gathered so far: one piece as its own block, several as a scatter block. */
+	public void flush() {
+		if (n == 0) {
+			return;
+		}
+		if (n == 1) {
+			out.send(new DataBlock(new DataHeader(room, kind, regions[0], offsets[0], lengths[0], 0, 1), sources[0], 0,
+					gate));
+		}
+		else {
+			sortByOffset();
+			// The arrays now belong to the block: the next group gets new ones.
+			out.send(new ScatterBlock(new ScatterHeader(room, kind, n, regions, offsets, lengths), sources, gate));
+			regions = null;
+			offsets = null;
+			lengths = null;
+			sources = null;
+		}
+		n = 0;
+		bytes = 0;
+	}
+
+	/** Sorts each region's run of pieces by destination offset (regions are already ascending). */
+	private void sortByOffset() {
+		long[] keys = null;
+		for (int from = 0; from < n;) {
+			int to = from + 1;
+			boolean sorted = true;
+			while (to < n && regions[to] == regions[from]) {
+				sorted &= offsets[to] > offsets[to - 1];
+				to++;
+			}
+			if (!sorted) {
+				if (keys == null) {
+					keys = new long[n];
+				}
+				for (int i = from; i < to; i++) {
+					keys[i] = offsets[i] << 8 | (i - from);
+				}
+				Arrays.sort(keys, from, to);
+				long[] o = Arrays.copyOfRange(offsets, from, to);
+				int[] l = Arrays.copyOfRange(lengths, from, to);
+				long[] s = Arrays.copyOfRange(sources, from, to);
+				for (int i = from; i < to; i++) {
+					int at = (int) (keys[i] & 0xFF);
+					offsets[i] = o[at];
+					lengths[i] = l[at];
+					sources[i] = s[at];
+				}
+			}
+			from = to;
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package io.kvferry.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
+import io.kvferry.spi.SendGate;
+import org.junit.jupiter.api.Test;
+
+/** How prefill groups a chunk's small blocks into scatter blocks, and what it leaves alone. */
+class ScatterGatherTest {
+
+	private final SendGate gate = () -> true;
+	private final List<Object> sent = new ArrayList<>();
+	private final ScatterGather gather = new ScatterGather(new ScatterGather.Out() {
+		@Override
+		public void send(DataBlock block) {
+			sent.add(block);
+		}
+
+		@Override
+		public void send(ScatterBlock block) {
+			sent.add(block);
+		}
+	}, gate);
+
+	private DataBlock piece(int region, long offset, int length, long src) {
+		return new DataBlock(new DataHeader(7, RegionKind.KV, region, offset, length, 0, 1), src, 0, gate);
+	}
+
+	@Test
+	void groupsCloseAt256PiecesAndEachIsAValidList() {
+		for (int i = 0; i < 600; i++) {
+			gather.send(piece(0, 2048L * (599 - i), 2048, 4096L * i));
+		}
+		gather.flush();
+		assertThat(sent).hasSize(3).allSatisfy(o -> assertThat(o).isInstanceOf(ScatterBlock.class));
+		int[] counts = sent.stream().mapToInt(o -> ((ScatterBlock) o).header().count()).toArray();
+		assertThat(counts).containsExactly(256, 256, 88);
+		for (Object o : sent) {
+			ScatterBlock b = (ScatterBlock) o;
+			b.header().validate(b.payloadLength());
+			for (int i = 0; i < b.header().count(); i++) {
+				// Sorted by destination, each piece still reads its own source.
+				long dst = b.header().dstOffset(i);
+				assertThat(b.srcAddress(i)).isEqualTo(4096L * (599 - dst / 2048));
+			}
+		}
+	}
+
+	@Test
+	void groupsCloseAtHalfAMebibyte() {
+		for (int i = 0; i < 20; i++) {
+			gather.send(piece(0, 60_000L * i, 60_000, 0));
+		}
+		gather.flush();
+		assertThat(sent).extracting(o -> ((ScatterBlock) o).header().count()).containsExactly(8, 8, 4);
+		assertThat(((ScatterBlock) sent.get(0)).payloadLength()).isLessThanOrEqualTo(ScatterGather.MAX_BYTES);
+	}
+
+	@Test
+	void largeAndStridedBlocksPassThroughAfterTheGroupGatheredSoFar() {
+		gather.send(piece(0, 0, 100, 0));
+		gather.send(piece(0, 100, 100, 0));
+		DataBlock large = piece(0, 1 << 20, ScatterGather.SMALL, 0);
+		gather.send(large);
+		DataBlock strided = new DataBlock(new DataHeader(7, RegionKind.KV, 1, 0, 16 << 10, 32 << 10, 4), 0, 1 << 20,
+				gate);
+		gather.send(strided);
+		gather.send(piece(2, 0, 10, 0));
+		gather.flush();
+		assertThat(sent).hasSize(4);
+		assertThat(sent.get(0)).isInstanceOf(ScatterBlock.class);
+		assertThat(sent.get(1)).isSameAs(large);
+		assertThat(sent.get(2)).isSameAs(strided);
+		// A group of one goes as a plain block.
+		assertThat(((DataBlock) sent.get(3)).header()).isEqualTo(new DataHeader(7, RegionKind.KV, 2, 0, 10, 0, 1));
+	}
+
+	@Test
+	void aSmallHeadSliceOfSeveralTokensBecomesOnePiecePerToken() {
+		gather.send(new DataBlock(new DataHeader(7, RegionKind.KV, 1, 4096 + 512, 512, 1024, 3), 1000, 2048, gate));
+		gather.send(piece(1, 0, 512, 50));
+		gather.flush();
+		assertThat(sent).hasSize(1);
+		ScatterBlock b = (ScatterBlock) sent.get(0);
+		b.header().validate(b.payloadLength());
+		assertThat(b.header().count()).isEqualTo(4);
+		assertThat(b.header().dstOffset(0)).isZero();
+		assertThat(b.srcAddress(0)).isEqualTo(50);
+		for (int i = 1; i < 4; i++) {
+			assertThat(b.header().dstOffset(i)).isEqualTo(4096 + 512 + 1024L * (i - 1));
+			assertThat(b.srcAddress(i)).isEqualTo(1000 + 2048L * (i - 1));
+			assertThat(b.header().length(i)).isEqualTo(512);
+		}
+	}
+
+	@Test
+	void aLowerRegionOrAnotherKindStartsANewGroup() {
+		gather.send(piece(3, 0, 10, 0));
+		gather.send(piece(3, 10, 10, 0));
+		gather.send(piece(4, 0, 10, 0));
+		gather.send(piece(1, 0, 10, 0));
+		gather.send(piece(1, 10, 10, 0));
+		gather.send(new DataBlock(new DataHeader(7, RegionKind.AUX, 0, 0, 10, 0, 1), 0, 0, gate));
+		gather.flush();
+		assertThat(sent).hasSize(3);
+		ScatterHeader first = ((ScatterBlock) sent.get(0)).header();
+		assertThat(first.count()).isEqualTo(3);
+		assertThat(first.region(2)).isEqualTo(4);
+		assertThat(((ScatterBlock) sent.get(1)).header().region(0)).isEqualTo(1);
+		assertThat(((DataBlock) sent.get(2)).header().kind()).isEqualTo(RegionKind.AUX);
+	}
+}

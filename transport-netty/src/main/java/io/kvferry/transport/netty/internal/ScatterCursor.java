@@ -1,0 +1,107 @@
+package io.kvferry.transport.netty.internal;
+
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.NativeMemory;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
+import io.kvferry.transport.netty.internal.frame.ScatterCodec;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+
+/**
+ * Cuts one {@link ScatterBlock} into {@code DATA_SCATTER} frames of at most {@code maxPayload} payload bytes each, in
+ * piece order. A frame is one buffer: its header, then the pieces wrapped in place in the sender's memory (pieces
+ * adjacent there share one wrapper), composed without copying, so Netty writes the whole frame with one gathered
+ * write from one outbound entry, and no KV byte is copied onto the heap or anywhere else.
+ *
+ * <p>A piece larger than a frame, and every piece when the connection writes a same-host ring (whose slots carry
+ * one-piece {@code DATA_SHM} frames), is handed out as a data block of its own ({@link #takeSingle}), for a
+ * {@link DataFrameCursor} to send. Not thread-safe: used on one event loop.
+ */
+final class ScatterCursor {
+
+	private final ScatterBlock block;
+	private final ScatterHeader header;
+	private final int maxPayload;
+	private final boolean singles;
+	private int next;
+	private long remaining;
+	private int framePayload;
+
+	/**
+	 * @param block the block to send
+	 * @param maxPayload largest payload of one frame
+	 * @param singles whether every piece goes as its own data block (no scatter frames on this path)
+	 */
+	ScatterCursor(ScatterBlock block, int maxPayload, boolean singles) {
+		this.block = block;
+		this.header = block.header();
+		this.maxPayload = maxPayload;
+		this.singles = singles;
+		this.remaining = block.payloadLength();
+	}
+
+	ScatterBlock block() {
+		return block;
+	}
+
+	/** @return whether a piece is left */
+	boolean hasNext() {
+		return next < header.count();
+	}
+
+	/** @return payload bytes not yet handed out */
+	long remainingBytes() {
+		return remaining;
+	}
+
+	/** @return payload bytes of the frame {@link #nextFrame} made last */
+	int framePayload() {
+		return framePayload;
+	}
+
+	/** @return the next piece as a data block of its own when it cannot go in a scatter frame, else {@code null} */
+	DataBlock takeSingle() {
+		int length = header.length(next);
+		if (!singles && length <= maxPayload) {
+			return null;
+		}
+		remaining -= length;
+		return block.piece(next++);
+	}
+
+	/**
+	 * Makes the next frame: as many of the next pieces as fit (at least one; call {@link #takeSingle} first).
+	 *
+	 * @return length, type, header and payload in one buffer the caller owns
+	 */
+	ByteBuf nextFrame(ByteBufAllocator alloc) {
+		int from = next;
+		long payload = 0;
+		while (next < header.count() && next - from < ScatterHeader.MAX_PIECES
+				&& payload + header.length(next) <= maxPayload) {
+			payload += header.length(next++);
+		}
+		framePayload = (int) payload;
+		remaining -= payload;
+		ByteBuf head = ScatterCodec.encode(alloc, header, from, next, framePayload);
+		// At most one wrapper per piece and the header: never more components than this, so never consolidated.
+		CompositeByteBuf frame = alloc.compositeDirectBuffer(next - from + 1);
+		frame.addComponent(true, head);
+		long start = block.srcAddress(from);
+		int length = header.length(from);
+		for (int i = from + 1; i < next; i++) {
+			long src = block.srcAddress(i);
+			if (src == start + length) {
+				length += header.length(i);
+				continue;
+			}
+			frame.addComponent(true, NativeMemory.wrap(start, length));
+			start = src;
+			length = header.length(i);
+		}
+		frame.addComponent(true, NativeMemory.wrap(start, length));
+		return frame;
+	}
+}
