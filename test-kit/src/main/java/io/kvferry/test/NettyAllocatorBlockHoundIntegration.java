@@ -13,8 +13,13 @@ import reactor.blockhound.integration.BlockHoundIntegration;
  * fuzz test's concurrent load);</li>
  * <li>a thread pool's main lock when a scheduler such as Reactor's bounded elastic one adds a worker, which an event
  * loop handing file work off the loop can meet while another worker exits (the likely cause of one {@code Unsafe#park}
- * report in a whole-suite run, which the stack printed below will confirm or refute if it recurs).</li>
+ * report in a whole-suite run, which the stack printed below will confirm or refute if it recurs);</li>
+ * <li>a scheduler's delay queue when a periodic task is cancelled: Reactor's own rules allow it for one-shot tasks
+ * only, and a decode connection that closes on its event loop cancels its lease renewals, a periodic task.</li>
  * </ul>
+ * BlockHound's error is thrown from inside the lock's wait, which leaves the JDK lock with a waiter that never comes
+ * back: every later user of that lock waits for ever. Here the lock was a timer thread's queue, so rooms whose timers
+ * or hand-offs fell on that thread stopped without a trace, and whole test classes waited out their timeouts.
  * Without them the affected connection or room is torn down by BlockHound's error. Shipped in kvferry-test so every
  * module's tests get it.
  */
@@ -25,6 +30,10 @@ public final class NettyAllocatorBlockHoundIntegration implements BlockHoundInte
 		builder.allowBlockingCallsInside("io.netty.buffer.AdaptivePoolingAllocator$MagazineGroup",
 				"tryExpandMagazines");
 		builder.allowBlockingCallsInside("java.util.concurrent.ThreadPoolExecutor", "addWorker");
+		for (String periodic : new String[] { "PeriodicSchedulerTask", "PeriodicWorkerTask",
+				"InstantPeriodicWorkerTask" }) {
+			builder.allowBlockingCallsInside("reactor.core.scheduler." + periodic, "dispose");
+		}
 		builder.blockingMethodCallback(method -> {
 			BlockingOperationError error = new BlockingOperationError(method);
 			error.printStackTrace(System.out);
