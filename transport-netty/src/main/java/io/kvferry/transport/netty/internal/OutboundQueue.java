@@ -12,7 +12,6 @@ import java.util.function.Consumer;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataBlock;
-import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
@@ -37,9 +36,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Any thread may offer; one drain pass at a time runs on the event loop, writes queued items until the channel's
  * write buffer reaches the high watermark, and flushes once. A slow peer therefore holds back queued items (small
- * descriptors), never unbounded buffers. Data blocks are cut into frames of at most the peer's frame limit by
- * {@link DataFrameCursor}, scatter blocks into scatter frames by {@link ScatterCursor}; writability and the block's
- * {@link SendGate} are checked before each frame, so an aborted room stops mid-block. A block queued with a listener
+ * descriptors), never unbounded buffers. {@link BlockWriter} cuts data and scatter blocks into frames of at most the
+ * peer's frame limit, one block at a time; writability and the block's {@link SendGate} are checked before each
+ * frame, so an aborted room stops mid-block. A block queued with a listener
  * tells it once its last frame was written (or that it was dropped), on the event loop: a sender keeps only a window of
  * each room queued, so rooms sharing the connection take turns.
  *
@@ -64,8 +63,6 @@ final class OutboundQueue {
 	private final Duration closeGrace;
 	// Builds the error a message fails with when the connection closed before it went out: "closed <when>: <reason>".
 	private final BiFunction<String, Throwable, KVFerryException> closedError;
-	// Closes the connection at once, with the reason: the peer broke the same-host ring.
-	private final Consumer<ProtocolException> failNow;
 	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
 	private final AtomicBoolean drainScheduled = new AtomicBoolean();
 	private final AtomicLong queuedBytes = new AtomicLong();
@@ -82,21 +79,11 @@ final class OutboundQueue {
 	private volatile int maxFrameLength;
 	// The channel closed; written on the event loop, read by offers on any thread.
 	private volatile boolean closed;
-	private volatile long blocksDropped;
 	private volatile String prefix;
 
 	// Event-loop confined.
 	private ChannelHandlerContext ctx;
-	private DataFrameCursor current;
-	// Told when the current block was written or dropped.
-	private SendListener currentListener = SendListener.NONE;
-	// A scatter block being written; a piece of it that goes alone is in current meanwhile.
-	private ScatterCursor scatter;
-	// Told when the scatter block was written or dropped.
-	private SendListener scatterListener = SendListener.NONE;
-	// Same host: data blocks queued from now on go through this ring's slots; null for TCP.
-	private RingSender ring;
-	private boolean currentViaRing;
+	private final BlockWriter blocks;
 	// Something was written since the heartbeat tick last looked.
 	private boolean written;
 	// Data bytes written since the loop last polled its sockets (event-loop confined), and whether a drain waits for
@@ -117,20 +104,21 @@ final class OutboundQueue {
 		this.maxFrameLength = maxFrameLength;
 		this.closeGrace = closeGrace;
 		this.closedError = closedError;
-		this.failNow = failNow;
 		this.prefix = "[" + channel.id().asShortText() + "]";
+		this.blocks = new BlockWriter(queuedBytes, failNow, prefix);
 	}
 
 	/** Starts writing: items offered before the channel was in a pipeline wait for this. On the event loop. */
 	void start(ChannelHandlerContext ctx, String logPrefix) {
 		this.ctx = ctx;
 		this.prefix = logPrefix;
+		blocks.prefix(logPrefix);
 		drain();
 	}
 
 	/** From now on data frames go through {@code sender}'s ring (same host). On the event loop. */
 	void sameHost(RingSender sender) {
-		this.ring = sender;
+		blocks.sameHost(sender);
 		drain();
 	}
 
@@ -170,7 +158,7 @@ final class OutboundQueue {
 			return;
 		}
 		queuedBytes.addAndGet(block.header().payloadLength());
-		queue.offer(listener == SendListener.NONE ? block : new Listened(block, listener));
+		queue.offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
 		if (!scheduleDrain()) {
 			tell(listener, closedError.apply("before the block was written", null));
 		}
@@ -188,7 +176,7 @@ final class OutboundQueue {
 			return;
 		}
 		queuedBytes.addAndGet(block.payloadLength());
-		queue.offer(listener == SendListener.NONE ? block : new Listened(block, listener));
+		queue.offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
 		if (!scheduleDrain()) {
 			tell(listener, closedError.apply("before the block was written", null));
 		}
@@ -240,7 +228,7 @@ final class OutboundQueue {
 
 	/** @return data blocks dropped because their gate closed */
 	long blocksDropped() {
-		return blocksDropped;
+		return blocks.blocksDropped();
 	}
 
 	/** @return false when the event loop refused the task (the transport is shutting down) */
@@ -298,37 +286,26 @@ final class OutboundQueue {
 		boolean wrote = false;
 		try {
 			for (;;) {
-				if (current != null) {
+				if (blocks.busy()) {
 					if (closing.get()) {
-						dropCurrent();
+						blocks.drop(true);
 						continue;
 					}
-					if (!channel.isWritable() || currentViaRing && !ring.hasFreeSlot()) {
+					if (!channel.isWritable() || blocks.waitsForRing()) {
 						return;
 					}
 					if (sincePoll >= BYTES_BETWEEN_POLLS) {
 						resumeAfterNextPoll();
 						return;
 					}
-					wrote |= writeDataFrame();
+					long bytes = blocks.writeNext(ctx, maxFrameLength);
+					if (bytes >= 0) {
+						wrote = true;
+						sincePoll += bytes;
+					}
 					if (!channel.isOpen()) {
 						return;
 					}
-					continue;
-				}
-				if (scatter != null) {
-					if (closing.get()) {
-						dropScatter();
-						continue;
-					}
-					if (!channel.isWritable()) {
-						return;
-					}
-					if (sincePoll >= BYTES_BETWEEN_POLLS) {
-						resumeAfterNextPoll();
-						return;
-					}
-					wrote |= writeScatterFrame();
 					continue;
 				}
 				if (!closing.get() && !channel.isWritable()) {
@@ -341,39 +318,19 @@ final class OutboundQueue {
 				if (item instanceof Outbound m) {
 					wrote |= writeMessage(m);
 				}
-				else if (item instanceof DataBlock || item instanceof Listened l && l.block instanceof DataBlock) {
-					DataBlock b = (DataBlock) (item instanceof Listened l ? l.block : item);
-					SendListener listener = item instanceof Listened l ? l.listener : SendListener.NONE;
-					if (closing.get()) {
-						queuedBytes.addAndGet(-b.header().payloadLength());
-						tell(listener, closedError.apply("before the block was written", null));
-					}
-					else {
-						currentViaRing = ring != null;
-						current = new DataFrameCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
-								: maxFrameLength);
-						currentListener = listener;
-					}
-				}
-				else if (item instanceof ScatterBlock || item instanceof Listened) {
-					ScatterBlock b = (ScatterBlock) (item instanceof Listened l ? l.block : item);
-					SendListener listener = item instanceof Listened l ? l.listener : SendListener.NONE;
-					if (closing.get()) {
-						queuedBytes.addAndGet(-b.payloadLength());
-						tell(listener, closedError.apply("before the block was written", null));
-					}
-					else {
-						// A same-host ring's slots carry one-piece frames: there each piece goes as its own block.
-						currentViaRing = ring != null;
-						scatter = new ScatterCursor(b, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
-								: maxFrameLength, currentViaRing);
-						scatterListener = listener;
-					}
-				}
-				else {
+				else if (item == CLOSE) {
 					wrote = false;
 					closeAfterFlush();
 					return;
+				}
+				else if (closing.get()) {
+					queuedBytes.addAndGet(-payloadLength(item));
+					if (item instanceof BlockWriter.Listened l) {
+						tell(l.listener(), closedError.apply("before the block was written", null));
+					}
+				}
+				else {
+					blocks.start(item, maxFrameLength);
 				}
 			}
 		}
@@ -393,7 +350,7 @@ final class OutboundQueue {
 					+ "dropped with the close)", null));
 			return false;
 		}
-		if (gated && !isOpen(m.gate)) {
+		if (gated && !BlockWriter.isOpen(m.gate, prefix)) {
 			// A Success must not outrun the data it reports: they were dropped, so it is too.
 			m.promise.tryFailure(new KVFerryException("the room of " + m.message + " stopped before it was written"));
 			return false;
@@ -410,143 +367,15 @@ final class OutboundQueue {
 		return true;
 	}
 
-	private boolean writeDataFrame() {
-		DataFrameCursor cursor = current;
-		if (!isOpen(cursor.block().gate())) {
-			blocksDropped++;
-			dropCurrent();
-			return false;
-		}
-		DataHeader frame = cursor.next();
-		SendListener done = null;
-		if (!cursor.hasNext()) {
-			current = null;
-			done = currentListener;
-			currentListener = SendListener.NONE;
-		}
-		if (currentViaRing) {
-			ByteBuf slotFrame;
-			try {
-				slotFrame = ring.write(ctx.alloc(), frame, cursor);
-			}
-			catch (ProtocolException e) {
-				// The ring cannot carry anything any more, so no room of this connection can finish: close now.
-				queuedBytes.addAndGet(-frame.payloadLength());
-				if (current != null) {
-					dropCurrent();
-				}
-				else if (done != null) {
-					tell(done, e);
-				}
-				failNow.accept(e);
-				return false;
-			}
-			// Flushed at once: decode copies this slot out while the next one is filled.
-			ctx.writeAndFlush(slotFrame, ctx.voidPromise());
-		}
-		else {
-			ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
-			ByteBuf payload = cursor.payload(ctx.alloc());
-			if (payload != null) {
-				ctx.write(payload, ctx.voidPromise());
-			}
-		}
-		queuedBytes.addAndGet(-frame.payloadLength());
-		sincePoll += frame.payloadLength();
-		if (done != null) {
-			tell(done, null);
-		}
-		return true;
-	}
-
-	/**
-	 * Writes the scatter block's next frame, or hands its next piece to a data-frame cursor when it goes alone.
-	 *
-	 * @return whether a frame was written
-	 */
-	private boolean writeScatterFrame() {
-		ScatterCursor cursor = scatter;
-		if (!isOpen(cursor.block().gate())) {
-			blocksDropped++;
-			dropScatter();
-			return false;
-		}
-		DataBlock single = cursor.takeSingle();
-		if (single == null) {
-			ctx.write(cursor.nextFrame(ctx.alloc()), ctx.voidPromise());
-			queuedBytes.addAndGet(-cursor.framePayload());
-			sincePoll += cursor.framePayload();
-		}
-		else {
-			// Its bytes stay counted as queued until that cursor writes them.
-			current = new DataFrameCursor(single, currentViaRing ? Math.min(maxFrameLength, ring.slotSize())
-					: maxFrameLength);
-		}
-		if (!cursor.hasNext()) {
-			scatter = null;
-			SendListener done = scatterListener;
-			scatterListener = SendListener.NONE;
-			if (single == null) {
-				tell(done, null);
-			}
-			else {
-				// The last piece goes alone: the block is written once it is.
-				currentListener = done;
-			}
-		}
-		return single == null;
-	}
-
-	private void dropScatter() {
-		long room = scatter.block().header().room();
-		queuedBytes.addAndGet(-scatter.remainingBytes());
-		scatter = null;
-		SendListener listener = scatterListener;
-		scatterListener = SendListener.NONE;
-		if (listener != SendListener.NONE) {
-			tell(listener, new KVFerryException("a scatter block of room " + room + " was dropped: "
-					+ (closing.get() || closed ? "the connection closed" : "its room stopped")));
-		}
-	}
-
-	private boolean isOpen(SendGate gate) {
-		try {
-			return gate.isOpen();
-		}
-		catch (RuntimeException e) {
-			log.error("{} a send gate failed; dropping what it guards", prefix, e);
-			return false;
-		}
-	}
-
-	private void dropCurrent() {
-		long room = current.block().header().room();
-		queuedBytes.addAndGet(-current.remainingBytes());
-		current = null;
-		SendListener listener = currentListener;
-		currentListener = SendListener.NONE;
-		if (listener != SendListener.NONE) {
-			tell(listener, new KVFerryException("a block of room " + room + " was dropped: "
-					+ (closing.get() || closed ? "the connection closed" : "its room stopped")));
-		}
-	}
-
-	/**
-	 * Tells a block's listener what became of it: written when {@code failure} is null. A listener that throws is
-	 * logged: it must not stop the queue.
-	 */
 	private void tell(SendListener listener, Throwable failure) {
-		try {
-			if (failure == null) {
-				listener.written();
-			}
-			else {
-				listener.failed(failure);
-			}
+		BlockWriter.tell(listener, failure, prefix);
+	}
+
+	private static long payloadLength(Object block) {
+		if (block instanceof BlockWriter.Listened l) {
+			return l.payloadLength();
 		}
-		catch (RuntimeException e) {
-			log.error("{} a data block's send listener failed", prefix, e);
-		}
+		return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
 	}
 
 	private void closeAfterFlush() {
@@ -580,35 +409,18 @@ final class OutboundQueue {
 	}
 
 	private void failQueued() {
-		if (current != null) {
-			dropCurrent();
-		}
-		if (scatter != null) {
-			dropScatter();
-		}
+		blocks.drop(true);
 		Object item;
 		while ((item = queue.poll()) != null) {
 			if (item instanceof Outbound m) {
 				m.promise.tryFailure(closedError.apply("before the message was written", null));
 			}
-			else if (item instanceof DataBlock b) {
-				queuedBytes.addAndGet(-b.header().payloadLength());
+			else if (item != CLOSE) {
+				queuedBytes.addAndGet(-payloadLength(item));
+				if (item instanceof BlockWriter.Listened l) {
+					tell(l.listener(), closedError.apply("before the block was written", null));
+				}
 			}
-			else if (item instanceof ScatterBlock b) {
-				queuedBytes.addAndGet(-b.payloadLength());
-			}
-			else if (item instanceof Listened l) {
-				queuedBytes.addAndGet(-l.payloadLength());
-				tell(l.listener, closedError.apply("before the block was written", null));
-			}
-		}
-	}
-
-	/** A queued data or scatter block whose sender wants to hear when it was written or dropped. */
-	private record Listened(Object block, SendListener listener) {
-
-		long payloadLength() {
-			return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
 		}
 	}
 
