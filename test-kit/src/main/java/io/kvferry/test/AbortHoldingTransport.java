@@ -7,11 +7,9 @@ import java.util.function.Function;
 
 import io.kvferry.HostPort;
 import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import reactor.core.publisher.Mono;
@@ -58,21 +56,10 @@ public final class AbortHoldingTransport implements KVTransport {
 		return delegate.connect(remote, handler).map(Holding::new);
 	}
 
-	private final class Holding implements KVConnection {
-		private final KVConnection c;
+	private final class Holding extends ForwardingConnection {
 
 		Holding(KVConnection c) {
-			this.c = c;
-		}
-
-		@Override
-		public String id() {
-			return c.id();
-		}
-
-		@Override
-		public HostPort remoteAddress() {
-			return c.remoteAddress();
+			super(c);
 		}
 
 		@Override
@@ -80,37 +67,12 @@ public final class AbortHoldingTransport implements KVTransport {
 			if (message instanceof KVMessage.Abort) {
 				synchronized (AbortHoldingTransport.this) {
 					if (holding) {
-						held.add(() -> c.send(message, gate, listener));
+						held.add(() -> delegate.send(message, gate, listener));
 						return;
 					}
 				}
 			}
-			c.send(message, gate, listener);
-		}
-
-		@Override
-		public void sendData(DataBlock block) {
-			c.sendData(block);
-		}
-
-		@Override
-		public void sendScatter(ScatterBlock block) {
-			c.sendScatter(block);
-		}
-
-		@Override
-		public boolean isActive() {
-			return c.isActive();
-		}
-
-		@Override
-		public void close(String reason) {
-			c.close(reason);
-		}
-
-		@Override
-		public Mono<Void> onClose() {
-			return c.onClose();
+			delegate.send(message, gate, listener);
 		}
 	}
 }

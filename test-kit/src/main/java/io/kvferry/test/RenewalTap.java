@@ -8,10 +8,8 @@ import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
 
 import io.kvferry.HostPort;
-import io.kvferry.RoomPath;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
@@ -148,21 +146,10 @@ public final class RenewalTap implements KVTransport {
 		}
 	}
 
-	private final class Sending implements KVConnection {
-		private final KVConnection c;
+	private final class Sending extends ForwardingConnection {
 
 		Sending(KVConnection c) {
-			this.c = c;
-		}
-
-		@Override
-		public String id() {
-			return c.id();
-		}
-
-		@Override
-		public HostPort remoteAddress() {
-			return c.remoteAddress();
+			super(c);
 		}
 
 		@Override
@@ -177,32 +164,7 @@ public final class RenewalTap implements KVTransport {
 				lastSentNanos = clock.getAsLong();
 				sent.incrementAndGet();
 			}
-			c.send(message, gate, listener);
-		}
-
-		@Override
-		public void sendData(DataBlock block) {
-			c.sendData(block);
-		}
-
-		@Override
-		public RoomPath path() {
-			return c.path();
-		}
-
-		@Override
-		public boolean isActive() {
-			return c.isActive();
-		}
-
-		@Override
-		public void close(String reason) {
-			c.close(reason);
-		}
-
-		@Override
-		public Mono<Void> onClose() {
-			return c.onClose();
+			delegate.send(message, gate, listener);
 		}
 	}
 }

@@ -5,7 +5,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import io.kvferry.HostPort;
-import io.kvferry.RoomPath;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -14,8 +13,9 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
-import io.kvferry.spi.SendListener;
+import io.kvferry.test.ForwardingConnection;
 import io.kvferry.transport.netty.internal.NettyKVConnection;
 import io.netty.buffer.ByteBuf;
 import org.jspecify.annotations.Nullable;
@@ -142,11 +142,12 @@ final class CuttingTransport implements KVTransport {
 		}
 	}
 
-	private final class Cutting implements KVConnection {
+	private final class Cutting extends ForwardingConnection {
 
 		private final NettyKVConnection c;
 
 		Cutting(NettyKVConnection c) {
+			super(c);
 			this.c = c;
 		}
 
@@ -169,38 +170,11 @@ final class CuttingTransport implements KVTransport {
 		}
 
 		@Override
-		public String id() {
-			return c.id();
-		}
-
-		@Override
-		public HostPort remoteAddress() {
-			return c.remoteAddress();
-		}
-
-		@Override
-		public void send(KVMessage message, SendGate gate, SendListener listener) {
-			c.send(message, gate, listener);
-		}
-
-		@Override
-		public RoomPath path() {
-			return c.path();
-		}
-
-		@Override
-		public boolean isActive() {
-			return c.isActive();
-		}
-
-		@Override
-		public void close(String reason) {
-			c.close(reason);
-		}
-
-		@Override
-		public Mono<Void> onClose() {
-			return c.onClose();
+		public void sendScatter(ScatterBlock block) {
+			// Piece by piece, so that each piece passes the cut.
+			for (int i = 0; i < block.header().count(); i++) {
+				sendData(block.piece(i));
+			}
 		}
 	}
 }

@@ -10,7 +10,6 @@ import java.util.function.Function;
 
 import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
-import io.kvferry.RoomPath;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -20,11 +19,9 @@ import io.kvferry.harness.RoomResult;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
-import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.ScatterBlock;
-import io.kvferry.spi.SendGate;
-import io.kvferry.spi.SendListener;
+import io.kvferry.test.ForwardingConnection;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.transport.netty.SameHost;
 import org.junit.jupiter.api.Test;
@@ -109,59 +106,22 @@ class ScatterTransferIT {
 			return delegate.connect(remote, handler);
 		}
 
-		private final class CountingConnection implements KVConnection {
-
-			private final KVConnection c;
+		private final class CountingConnection extends ForwardingConnection {
 
 			CountingConnection(KVConnection c) {
-				this.c = c;
-			}
-
-			@Override
-			public String id() {
-				return c.id();
-			}
-
-			@Override
-			public HostPort remoteAddress() {
-				return c.remoteAddress();
-			}
-
-			@Override
-			public void send(KVMessage message, SendGate gate, SendListener listener) {
-				c.send(message, gate, listener);
+				super(c);
 			}
 
 			@Override
 			public void sendData(DataBlock block) {
 				singleBlocks.incrementAndGet();
-				c.sendData(block);
+				delegate.sendData(block);
 			}
 
 			@Override
 			public void sendScatter(ScatterBlock block) {
 				scatterPieces.addAndGet(block.header().count());
-				c.sendScatter(block);
-			}
-
-			@Override
-			public RoomPath path() {
-				return c.path();
-			}
-
-			@Override
-			public boolean isActive() {
-				return c.isActive();
-			}
-
-			@Override
-			public void close(String reason) {
-				c.close(reason);
-			}
-
-			@Override
-			public Mono<Void> onClose() {
-				return c.onClose();
+				delegate.sendScatter(block);
 			}
 		}
 	}
