@@ -15,7 +15,9 @@ import reactor.blockhound.integration.BlockHoundIntegration;
  * loop handing file work off the loop can meet while another worker exits (the likely cause of one {@code Unsafe#park}
  * report in a whole-suite run, which the stack printed below will confirm or refute if it recurs);</li>
  * <li>a scheduler's delay queue when a periodic task is cancelled: Reactor's own rules allow it for one-shot tasks
- * only, and a decode connection that closes on its event loop cancels its lease renewals, a periodic task.</li>
+ * only, and a decode connection that closes on its event loop cancels its lease renewals, a periodic task;</li>
+ * <li>a virtual-time scheduler's task queue, when a client on an event loop schedules (or cancels) its retry delays
+ * on a test's virtual clock while the test thread moves that clock.</li>
  * </ul>
  * BlockHound's error is thrown from inside the lock's wait, which leaves the JDK lock with a waiter that never comes
  * back: every later user of that lock waits for ever. Here the lock was a timer thread's queue, so rooms whose timers
@@ -34,6 +36,8 @@ public final class NettyAllocatorBlockHoundIntegration implements BlockHoundInte
 				"InstantPeriodicWorkerTask" }) {
 			builder.allowBlockingCallsInside("reactor.core.scheduler." + periodic, "dispose");
 		}
+		builder.allowBlockingCallsInside("reactor.test.scheduler.VirtualTimeScheduler$VirtualTimeWorker", "schedule");
+		builder.allowBlockingCallsInside("reactor.test.scheduler.VirtualTimeScheduler$TimedRunnable", "dispose");
 		builder.blockingMethodCallback(method -> {
 			BlockingOperationError error = new BlockingOperationError(method);
 			error.printStackTrace(System.out);

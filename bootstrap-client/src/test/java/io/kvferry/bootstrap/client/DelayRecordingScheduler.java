@@ -2,7 +2,7 @@ package io.kvferry.bootstrap.client;
 
 import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.LinkedTransferQueue;
 import java.util.concurrent.TimeUnit;
 
 import reactor.core.Disposable;
@@ -19,7 +19,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 final class DelayRecordingScheduler implements Scheduler {
 
 	private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
-	private final BlockingQueue<Duration> delays = new LinkedBlockingQueue<>();
+	// Offered from an event loop: a transfer queue's offer never takes a lock, where a linked blocking queue's waits
+	// for the test thread's hold on it (and BlockHound then fails the retry).
+	private final BlockingQueue<Duration> delays = new LinkedTransferQueue<>();
 
 	@Override
 	public Disposable schedule(Runnable task) {
