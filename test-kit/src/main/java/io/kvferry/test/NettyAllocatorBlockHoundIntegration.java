@@ -5,9 +5,9 @@ import reactor.blockhound.BlockingOperationError;
 import reactor.blockhound.integration.BlockHoundIntegration;
 
 /**
- * Tells BlockHound (through {@code META-INF/services}) about two locks held for a few instructions, not I/O, that its
- * built-in rules do not list yet, and prints the stack of every blocking call it finds (its error alone names only the
- * blocking method, and it often surfaces as a room's failure reason far from where it happened). The locks:
+ * Tells BlockHound (through {@code META-INF/services}) about waits that are not I/O — locks held for a few
+ * instructions, and one idle wait — that its built-in rules do not list yet, and prints the stack of every blocking call it finds (its error alone names only the
+ * blocking method, and it often surfaces as a room's failure reason far from where it happened). The waits:
  * <ul>
  * <li>Netty 4.2's adaptive allocator growing its magazine array when several event loops do at once (seen under the
  * fuzz test's concurrent load);</li>
@@ -17,12 +17,14 @@ import reactor.blockhound.integration.BlockHoundIntegration;
  * <li>a scheduler's delay queue when a periodic task is cancelled: Reactor's own rules allow it for one-shot tasks
  * only, and a decode connection that closes on its event loop cancels its lease renewals, a periodic task;</li>
  * <li>a virtual-time scheduler's task queue, when a client on an event loop schedules (or cancels) its retry delays
- * on a test's virtual clock while the test thread moves that clock.</li>
+ * on a test's virtual clock while the test thread moves that clock;</li>
+ * <li>not a lock: Netty's in-JVM transport waits for work by parking its event loop, its equivalent of
+ * {@code epoll_wait}, which Netty's own rules do not list.</li>
  * </ul>
- * BlockHound's error is thrown from inside the lock's wait, which leaves the JDK lock with a waiter that never comes
- * back: every later user of that lock waits for ever. Here the lock was a timer thread's queue, so rooms whose timers
- * or hand-offs fell on that thread stopped without a trace, and whole test classes waited out their timeouts.
- * Without them the affected connection or room is torn down by BlockHound's error. Shipped in kvferry-test so every
+ * Without them the affected connection or room is torn down by BlockHound's error, and worse: the error is thrown
+ * from inside the lock's wait, which leaves the JDK lock with a waiter that never comes back, so every later user of
+ * that lock waits for ever. When the lock was a timer thread's queue, rooms whose timers or hand-offs fell on that
+ * thread stopped without a trace and whole test classes waited out their timeouts. Shipped in kvferry-test so every
  * module's tests get it.
  */
 public final class NettyAllocatorBlockHoundIntegration implements BlockHoundIntegration {
@@ -36,6 +38,7 @@ public final class NettyAllocatorBlockHoundIntegration implements BlockHoundInte
 				"InstantPeriodicWorkerTask" }) {
 			builder.allowBlockingCallsInside("reactor.core.scheduler." + periodic, "dispose");
 		}
+		builder.allowBlockingCallsInside("io.netty.channel.local.LocalIoHandler", "run");
 		builder.allowBlockingCallsInside("reactor.test.scheduler.VirtualTimeScheduler$VirtualTimeWorker", "schedule");
 		builder.allowBlockingCallsInside("reactor.test.scheduler.VirtualTimeScheduler$TimedRunnable", "dispose");
 		builder.blockingMethodCallback(method -> {

@@ -3,6 +3,7 @@ package io.kvferry.transport.netty.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -59,16 +60,19 @@ class OutboundQueueTurnsTest {
 			client.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1 << 30, Integer.MAX_VALUE));
 			MemoryRegion src = Samples.randomRegion(BLOCK, 11);
 			EventLoop loop = client.eventLoop();
+			CompletableFuture<Long> firstLook = new CompletableFuture<>();
 			OutboundQueue queue = loop.submit(() -> {
 				OutboundQueue q = new OutboundQueue(client, FRAME, Duration.ofSeconds(1),
 						(when, cause) -> new KVFerryException(when), e -> { });
 				q.start(client.pipeline().firstContext(), "[test]");
 				q.offer(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, BLOCK, BLOCK, 1), src.address(), BLOCK),
 						SendListener.NONE);
+				// Queued right behind the drain, from the loop itself, so that the test thread's own pace cannot let
+				// the turns run first: without turns this look would find the whole block written.
+				loop.execute(() -> firstLook.complete(q.queuedBytes()));
 				return q;
 			}).get(T, TimeUnit.SECONDS);
-			// Queued behind the drain: without turns it would find the whole block written.
-			long left = loop.submit(queue::queuedBytes).get(T, TimeUnit.SECONDS);
+			long left = firstLook.get(T, TimeUnit.SECONDS);
 			assertThat(left).as("bytes of the block still queued when the loop got to its next task")
 					.isGreaterThanOrEqualTo(BLOCK - 2 * OutboundQueue.BYTES_BETWEEN_POLLS).isLessThan(BLOCK);
 			for (int turn = 0; turn < 1_000 && left > 0; turn++) {
