@@ -2,6 +2,7 @@ package io.kvferry.transport.netty;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.CompletableFuture;
 import java.util.List;
@@ -454,13 +455,22 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 			// its peer's end closes the channel without channelInactive, and its handler and same-host rings would
 			// never hear of it. A peer that does not answer is closed after the close grace, on the loop.
 			Duration grace = settings.heartbeatInterval().plusSeconds(1);
-			closed.completeOnTimeout(null, grace.toMillis(), TimeUnit.MILLISECONDS)
-					.whenComplete((v, e) -> {
-						res.shutdown(grace);
-						if (res.isOwned()) {
-							res.group().terminationFuture().addListener(f -> channels.loopsEnded());
-						}
-					});
+			// The wait is bounded by a task on one of the loops, not by CompletableFuture's own timer: completing a
+			// future with a timeout cancels that timer's task, from the event loop where the last channel closed,
+			// which waits for the timer's queue lock.
+			try {
+				res.group().next().schedule(() -> closed.complete(null), grace.toMillis(), TimeUnit.MILLISECONDS);
+			}
+			catch (RejectedExecutionException e) {
+				// A caller's group that is shutting down already: nothing will close on it any more.
+				closed.complete(null);
+			}
+			closed.whenComplete((v, e) -> {
+				res.shutdown(grace);
+				if (res.isOwned()) {
+					res.group().terminationFuture().addListener(f -> channels.loopsEnded());
+				}
+			});
 		}
 	}
 
