@@ -113,16 +113,22 @@ final class BlockWriter {
 	 *         piece was set up to go alone)
 	 */
 	long writeNext(ChannelHandlerContext ctx, int maxFrameLength) {
-		return current != null ? writeDataFrame(ctx) : writeScatterFrame(ctx, maxFrameLength);
+		boolean data = current != null;
+		if (!isOpen(data ? current.block().gate() : scatter.block().gate())) {
+			blocksDropped++;
+			if (data) {
+				dropCurrent(false);
+			}
+			else {
+				dropScatter(false);
+			}
+			return -1;
+		}
+		return data ? writeDataFrame(ctx) : writeScatterFrame(ctx, maxFrameLength);
 	}
 
 	private long writeDataFrame(ChannelHandlerContext ctx) {
 		DataFrameCursor cursor = current;
-		if (!isOpen(cursor.block().gate())) {
-			blocksDropped++;
-			dropCurrent(false);
-			return -1;
-		}
 		DataHeader frame = cursor.next();
 		SendListener done = null;
 		if (!cursor.hasNext()) {
@@ -167,11 +173,6 @@ final class BlockWriter {
 	/** Writes the scatter block's next frame, or hands its next piece to a data-frame cursor when it goes alone. */
 	private long writeScatterFrame(ChannelHandlerContext ctx, int maxFrameLength) {
 		ScatterCursor cursor = scatter;
-		if (!isOpen(cursor.block().gate())) {
-			blocksDropped++;
-			dropScatter(false);
-			return -1;
-		}
 		DataBlock single = cursor.takeSingle();
 		long written = -1;
 		if (single == null) {
@@ -271,11 +272,13 @@ final class BlockWriter {
 		}
 	}
 
+	/** @return the payload bytes of a queued {@link DataBlock}, {@link ScatterBlock} or {@link Listened} either */
+	static long payloadLength(Object item) {
+		Object block = item instanceof Listened l ? l.block() : item;
+		return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
+	}
+
 	/** A queued data or scatter block whose sender wants to hear when it was written or dropped. */
 	record Listened(Object block, SendListener listener) {
-
-		long payloadLength() {
-			return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
-		}
 	}
 }

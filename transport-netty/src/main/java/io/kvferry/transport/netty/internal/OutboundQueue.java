@@ -324,7 +324,7 @@ final class OutboundQueue {
 					return;
 				}
 				else if (closing.get()) {
-					queuedBytes.addAndGet(-payloadLength(item));
+					queuedBytes.addAndGet(-BlockWriter.payloadLength(item));
 					if (item instanceof BlockWriter.Listened l) {
 						tell(l.listener(), closedError.apply("before the block was written", null));
 					}
@@ -371,13 +371,6 @@ final class OutboundQueue {
 		BlockWriter.tell(listener, failure, prefix);
 	}
 
-	private static long payloadLength(Object block) {
-		if (block instanceof BlockWriter.Listened l) {
-			return l.payloadLength();
-		}
-		return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
-	}
-
 	private void closeAfterFlush() {
 		ChannelFuture flushed = ctx.writeAndFlush(Unpooled.EMPTY_BUFFER);
 		if (channel instanceof DuplexChannel duplex && channel.pipeline().get(SslHandler.class) == null) {
@@ -416,7 +409,7 @@ final class OutboundQueue {
 				m.promise.tryFailure(closedError.apply("before the message was written", null));
 			}
 			else if (item != CLOSE) {
-				queuedBytes.addAndGet(-payloadLength(item));
+				queuedBytes.addAndGet(-BlockWriter.payloadLength(item));
 				if (item instanceof BlockWriter.Listened l) {
 					tell(l.listener(), closedError.apply("before the block was written", null));
 				}

@@ -37,7 +37,7 @@ import reactor.blockhound.integration.BlockHoundIntegration;
  * thread stopped without a trace and whole test classes waited out their timeouts. Shipped in kvferry-test so every
  * module's tests get it.
  */
-public final class NettyAllocatorBlockHoundIntegration implements BlockHoundIntegration {
+public final class TestBlockHoundIntegration implements BlockHoundIntegration {
 
 	@Override
 	public void applyTo(BlockHound.Builder builder) {
@@ -62,7 +62,7 @@ public final class NettyAllocatorBlockHoundIntegration implements BlockHoundInte
 			REPORTS.add(stack.toString());
 			throw error;
 		});
-		Runtime.getRuntime().addShutdownHook(new Thread(NettyAllocatorBlockHoundIntegration::writeReports,
+		Runtime.getRuntime().addShutdownHook(new Thread(TestBlockHoundIntegration::writeReports,
 				"blockhound-reports"));
 	}
 
