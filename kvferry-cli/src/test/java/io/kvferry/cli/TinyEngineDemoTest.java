@@ -38,8 +38,10 @@ class TinyEngineDemoTest {
 		assertThat(err.toString()).contains("kvferry demo --engine tiny: 3 layers, 8 query and 4 KV heads of 16 (fp32)");
 		String stdout = out.toString();
 		assertThat(stdout.lines().filter(l -> l.matches("room \\d+ {2}prompt {4}\\[.*\\] \\(\\d+ tokens\\)"))).hasSize(3);
-		assertThat(stdout.lines().filter(l -> l.contains("states    BOOTSTRAPPING") && l.endsWith("SUCCESS")))
-				.hasSize(3);
+		// The state stream is hot: a receiver whose prefill route was already known may be past Bootstrapping by the
+		// time the engine subscribes, so the first states are optional; the order and the Success are not.
+		assertThat(stdout.lines().filter(l -> l.matches(
+				" +states {4}(BOOTSTRAPPING > )?(WAITING_FOR_INPUT > )?(TRANSFERRING > )?SUCCESS"))).hasSize(3);
 		assertThat(stdout.lines().filter(l -> l.matches(" +tokens {4}\\[(\\d+, ){8}\\d+\\] .*8 decoded here\\)")))
 				.hasSize(3);
 		assertThat(stdout.lines().filter(l -> l.contains("reference") && l.contains(" match (max logit difference 0.0)")))

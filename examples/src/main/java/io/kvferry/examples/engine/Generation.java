@@ -13,7 +13,8 @@ import io.kvferry.KVPoll;
  * @param prompt the prompt tokens
  * @param tokens the first token, then one per decode step ({@code logits.length + 1} tokens when it succeeded)
  * @param logits per decode step, the logits {@code tokens[i + 1]} was sampled from
- * @param states the room's states as decode saw them (empty when there was no transfer)
+ * @param states the room's states as decode saw them from admission on (the stream is hot: a room whose prefill was
+ *        already known may start past Bootstrapping; empty when there was no transfer)
  * @param failure why the request failed, or null
  */
 public record Generation(long room, int[] prompt, int[] tokens, float[][] logits, List<KVPoll> states,
