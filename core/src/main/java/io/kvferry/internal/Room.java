@@ -45,11 +45,13 @@ class Room {
 	private boolean fromAnotherRank;
 	// The retry hint of an overload refusal, set before the room fails as overloaded.
 	private Duration retryAfter = Duration.ZERO;
-	// The state's timeout: swapped without the room's monitor, as a room's first byte re-arms it on a transport
-	// thread, which must never wait for whoever holds the room.
-	private volatile Disposable timeout;
-	private static final AtomicReferenceFieldUpdater<Room, Disposable> TIMEOUT =
-			AtomicReferenceFieldUpdater.newUpdater(Room.class, Disposable.class, "timeout");
+	// When the current state began, on the table's timer clock; written under this object's monitor.
+	private volatile long stateSince;
+	// The one timer armed for the room's state timeout, the earliest any state asked for. Swapped without the room's
+	// monitor, as a room's first byte moves it on a transport thread, which must never wait for whoever holds the room.
+	private volatile Timeout timeout;
+	private static final AtomicReferenceFieldUpdater<Room, Timeout> TIMEOUT =
+			AtomicReferenceFieldUpdater.newUpdater(Room.class, Timeout.class, "timeout");
 
 	Room(long id) {
 		this(id, false);
@@ -141,7 +143,7 @@ class Room {
 	 *
 	 * @return the previous state and the new one, or null when the update changed nothing
 	 */
-	synchronized KVPoll[] apply(KVPoll update, FailureCause failure, String why, boolean remote,
+	synchronized KVPoll[] apply(KVPoll update, FailureCause failure, String why, boolean remote, long timerNow,
 			Consumer<KVPoll> beforeTerminal) {
 		if (state != null && state.isTerminal()) {
 			// Latched: the first terminal state is the one this room's sender or receiver reports.
@@ -166,6 +168,7 @@ class Room {
 			clock.end(RoomClock.now(), next == KVPoll.SUCCESS);
 			beforeTerminal.accept(next);
 		}
+		stateSince = timerNow;
 		state = next;
 		states.tryEmitNext(next);
 		if (next.isTerminal()) {
@@ -174,10 +177,67 @@ class Room {
 		return new KVPoll[] { previous, next };
 	}
 
-	void replaceTimeout(Disposable next) {
-		Disposable previous = TIMEOUT.getAndSet(this, next);
-		if (previous != null) {
-			previous.dispose();
+	/** @return when the current state began, on the timer clock the table passed to {@link #apply} */
+	long stateSince() {
+		return stateSince;
+	}
+
+	/**
+	 * A timer armed for the room's state timeout. A room keeps at most one: moving to a state whose limit ends later
+	 * than the armed one leaves it be (it re-arms itself when it fires early), so a room whose limits are alike
+	 * schedules one timer in its life instead of one per state.
+	 */
+	static final class Timeout {
+		final long deadline;
+		volatile Disposable task;
+
+		Timeout(long deadline) {
+			this.deadline = deadline;
+		}
+	}
+
+	/**
+	 * @param deadline when the current state's limit ends, on the timer clock
+	 * @return a new timeout to schedule and then {@link #install}, or null when one that fires no later is armed
+	 */
+	Timeout needsTimeout(long deadline) {
+		Timeout armed = timeout;
+		return armed != null && armed.deadline <= deadline ? null : new Timeout(deadline);
+	}
+
+	/**
+	 * Installs a scheduled timeout unless one firing no later got there first (then this one is disposed); disposes
+	 * the one it replaces. A timeout installed after the room ended is disposed at once.
+	 */
+	void install(Timeout next) {
+		for (;;) {
+			Timeout armed = timeout;
+			if (armed != null && armed.deadline <= next.deadline) {
+				next.task.dispose();
+				return;
+			}
+			if (TIMEOUT.compareAndSet(this, armed, next)) {
+				if (armed != null) {
+					armed.task.dispose();
+				}
+				break;
+			}
+		}
+		if (isTerminal()) {
+			clearTimeout();
+		}
+	}
+
+	/** @return whether {@code fired} was still the room's timeout (it is taken off); false when another replaced it */
+	boolean fired(Timeout fired) {
+		return TIMEOUT.compareAndSet(this, fired, null);
+	}
+
+	/** Disposes the room's timeout, if any: the room ended. */
+	void clearTimeout() {
+		Timeout armed = TIMEOUT.getAndSet(this, null);
+		if (armed != null) {
+			armed.task.dispose();
 		}
 	}
 }

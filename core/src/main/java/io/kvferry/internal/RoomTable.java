@@ -253,7 +253,8 @@ final class RoomTable<R extends Room> {
 	}
 
 	private boolean update(R room, KVPoll update, FailureCause cause, String reason, boolean fromAnotherRank) {
-		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, terminal -> {
+		long timerNow = timer.now(TimeUnit.NANOSECONDS);
+		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, timerNow, terminal -> {
 			forget(room);
 			onEnding.accept(room, terminal);
 		});
@@ -275,7 +276,7 @@ final class RoomTable<R extends Room> {
 				terminal ? room.phases() : RoomPhases.NONE));
 		record(room, change[0], next, failed ? cause : null, now);
 		if (next.isTerminal()) {
-			room.replaceTimeout(null);
+			room.clearTimeout();
 			onTerminal.accept(room);
 			if (room.admitted && unfinished.decrementAndGet() == 0) {
 				checkDrained();
@@ -311,17 +312,54 @@ final class RoomTable<R extends Room> {
 		}
 	}
 
+	// Each live state has its own limit from the moment the room entered it. The room keeps one timer, the earliest
+	// deadline any state asked for; when it fires while the room is in a later state it arms that state's deadline.
+	// A timer thread is thus woken about once per room rather than once per state.
 	private void armTimeout(R room, KVPoll state) {
-		Duration limit = timeouts[state.code()];
-		if (limit == null || limit.isZero() || limit.isNegative()) {
+		long limit = limitNanos(state);
+		if (limit > 0) {
+			arm(room, room.stateSince() + limit);
+		}
+	}
+
+	private void arm(R room, long deadline) {
+		Room.Timeout next = room.needsTimeout(deadline);
+		if (next == null) {
 			return;
 		}
-		room.replaceTimeout(timer.schedule(() -> {
-			if (room.state() == state) {
-				fail(room, FailureCause.TIMEOUT,
-						"Request " + room.id + " timed out after " + format(limit) + " in KVPoll." + state, false);
-			}
-		}, limit.toNanos(), TimeUnit.NANOSECONDS));
+		long delay = Math.max(0, deadline - timer.now(TimeUnit.NANOSECONDS));
+		next.task = timer.schedule(() -> expire(room, next), delay, TimeUnit.NANOSECONDS);
+		room.install(next);
+	}
+
+	private void expire(R room, Room.Timeout fired) {
+		if (!room.fired(fired)) {
+			return;
+		}
+		KVPoll state = room.state();
+		long limit = state == null || state.isTerminal() ? 0 : limitNanos(state);
+		if (limit <= 0) {
+			return;
+		}
+		long since = room.stateSince();
+		long now = timer.now(TimeUnit.NANOSECONDS);
+		if (now - since < limit) {
+			// Never further than one limit from now, should the clock have stepped back.
+			arm(room, Math.min(since + limit, now + limit));
+		}
+		else if (room.state() == state && room.stateSince() == since) {
+			fail(room, FailureCause.TIMEOUT, "Request " + room.id + " timed out after "
+					+ format(timeouts[state.code()]) + " in KVPoll." + state, false);
+		}
+		else {
+			// It moved on meanwhile: its new state has its own limit.
+			armTimeout(room, room.state());
+		}
+	}
+
+	private long limitNanos(KVPoll state) {
+		Duration limit = timeouts[state.code()];
+		return limit == null || limit.isZero() || limit.isNegative() ? 0 : limit.toNanos();
 	}
 
 	private static String format(Duration d) {

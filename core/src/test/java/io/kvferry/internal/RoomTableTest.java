@@ -273,4 +273,78 @@ class RoomTableTest {
 		vts.advanceTimeBy(Duration.ofDays(1));
 		assertThat(r.state()).isEqualTo(KVPoll.SUCCESS);
 	}
+	@Test
+	void aRoomWhoseLimitsAreAlikeArmsOneTimerInItsLifeAndStillTimesOutPerState() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		CountingTimer timer = new CountingTimer(vts);
+		Duration limit = Duration.ofSeconds(100);
+		RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), limit, limit, limit, 16,
+				(r, s) -> { }, ended::add);
+		Room ok = t.getOrCreate(1, Room::new);
+		t.advance(ok, KVPoll.BOOTSTRAPPING);
+		t.advance(ok, KVPoll.WAITING_FOR_INPUT);
+		t.advance(ok, KVPoll.TRANSFERRING);
+		t.advance(ok, KVPoll.SUCCESS);
+		assertThat(timer.scheduled).as("one timer for a room's four states").isEqualTo(1);
+
+		Room slow = t.getOrCreate(2, Room::new);
+		t.advance(slow, KVPoll.BOOTSTRAPPING);
+		vts.advanceTimeBy(Duration.ofSeconds(60));
+		t.advance(slow, KVPoll.WAITING_FOR_INPUT);
+		assertThat(timer.scheduled).isEqualTo(2);
+		// Bootstrapping's timer fires at 100 s, finds the room waiting since 60 s and arms 160 s.
+		vts.advanceTimeBy(Duration.ofSeconds(99));
+		assertThat(slow.state()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		assertThat(timer.scheduled).isEqualTo(3);
+		vts.advanceTimeBy(Duration.ofSeconds(1));
+		assertThat(slow.state()).isEqualTo(KVPoll.FAILED);
+		assertThat(slow.reason()).isEqualTo("Request 2 timed out after 100s in KVPoll.WAITING_FOR_INPUT");
+	}
+
+	@Test
+	void aLaterStateWithAShorterLimitTimesOutOnItsOwnDeadline() {
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		RoomTable<Room> t = table(vts, 16);
+		Room r = t.getOrCreate(1, Room::new);
+		t.advance(r, KVPoll.BOOTSTRAPPING);
+		vts.advanceTimeBy(Duration.ofSeconds(10));
+		t.advance(r, KVPoll.TRANSFERRING);
+		vts.advanceTimeBy(Duration.ofSeconds(99));
+		assertThat(r.state()).isEqualTo(KVPoll.TRANSFERRING);
+		vts.advanceTimeBy(Duration.ofSeconds(1));
+		assertThat(r.state()).as("100 s after Transferring began, long before Bootstrapping's 300 s").isEqualTo(
+				KVPoll.FAILED);
+		assertThat(r.reason()).isEqualTo("Request 1 timed out after 100s in KVPoll.TRANSFERRING");
+	}
+
+	// Counts the timers a table schedules; time and running are the virtual scheduler's.
+	private static final class CountingTimer implements reactor.core.scheduler.Scheduler {
+		private final VirtualTimeScheduler clock;
+		int scheduled;
+
+		CountingTimer(VirtualTimeScheduler clock) {
+			this.clock = clock;
+		}
+
+		@Override
+		public reactor.core.Disposable schedule(Runnable task) {
+			return clock.schedule(task);
+		}
+
+		@Override
+		public reactor.core.Disposable schedule(Runnable task, long delay, java.util.concurrent.TimeUnit unit) {
+			scheduled++;
+			return clock.schedule(task, delay, unit);
+		}
+
+		@Override
+		public long now(java.util.concurrent.TimeUnit unit) {
+			return clock.now(unit);
+		}
+
+		@Override
+		public Worker createWorker() {
+			return clock.createWorker();
+		}
+	}
 }
