@@ -196,9 +196,10 @@ final class DecodeClient {
 	 * The phases of the rank whose room took longest: it is the one the room's latency waited for, and one rank's
 	 * phases add up to its own duration, which a phase-by-phase maximum across ranks would not.
 	 *
+	 * @param receivers the room's receivers, one per rank
 	 * @return those phases, or {@link RoomPhases#NONE} when no rank's room ended
 	 */
-	static RoomPhases slowest(List<KVReceiver> receivers) {
+	private static RoomPhases slowest(List<KVReceiver> receivers) {
 		RoomPhases slowest = RoomPhases.NONE;
 		for (KVReceiver r : receivers) {
 			RoomPhases p = r.phases();
