@@ -14,6 +14,7 @@ import io.kvferry.DecodeSpec;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
+import io.kvferry.RoomPhases;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.harness.ModelShape;
@@ -167,15 +168,16 @@ final class DecodeClient {
 					.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
 		}
 		return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
-				.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start))
-						.subscribeOn(Schedulers.parallel()))
+				.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start,
+						slowest(receivers))).subscribeOn(Schedulers.parallel()))
 				.onErrorResume(e -> {
 					long latency = System.nanoTime() - start;
 					String reason = describe(e);
 					// The room is failed on every rank; its pages are reusable once prefill can no longer write.
 					return abort(receivers, reason)
 							.then(Mono.fromRunnable(() -> free(dst, row)))
-							.thenReturn(new RoomResult(room, numPages, 0, latency, reason));
+							.then(Mono.fromCallable(() -> new RoomResult(room, numPages, 0, latency, reason,
+									slowest(receivers))));
 				});
 	}
 
@@ -190,25 +192,43 @@ final class DecodeClient {
 		return Mono.when(receivers.stream().map(r -> r.completion().onErrorResume(e -> Mono.empty())).toList());
 	}
 
+	/**
+	 * The phases of the rank whose room took longest: it is the one the room's latency waited for, and one rank's
+	 * phases add up to its own duration, which a phase-by-phase maximum across ranks would not.
+	 *
+	 * @param receivers the room's receivers, one per rank
+	 * @return those phases, or {@link RoomPhases#NONE} when no rank's room ended
+	 */
+	private static RoomPhases slowest(List<KVReceiver> receivers) {
+		RoomPhases slowest = RoomPhases.NONE;
+		for (KVReceiver r : receivers) {
+			RoomPhases p = r.phases();
+			if (p.total().compareTo(slowest.total()) > 0) {
+				slowest = p;
+			}
+		}
+		return slowest;
+	}
+
 	/** A hybrid model's Mamba state goes to the slot of the room's aux row. */
 	private int[] state(int[] row) {
 		return shape.mambaUnits() > 0 ? row : NO_STATE;
 	}
 
-	private RoomResult verify(long room, int[] dst, int prefixPages, int[] row, long latency) {
+	private RoomResult verify(long room, int[] dst, int prefixPages, int[] row, long latency, RoomPhases phases) {
 		long bytes = 0;
 		for (RankMemory mem : memory) {
 			String mismatch = mem.verify(room, dst, prefixPages, row[0], state(row));
 			if (mismatch != null) {
 				// Reusable as they are: the pattern depends on the room, so these bytes never verify for another.
 				free(dst, row);
-				return new RoomResult(room, dst.length, bytes, latency, mismatch);
+				return new RoomResult(room, dst.length, bytes, latency, mismatch, phases);
 			}
 			bytes += mem.kvBytes(dst.length);
 		}
 		// No zeroing before reuse: the pattern depends on the room, so a stale page never verifies for another room.
 		free(dst, row);
-		return new RoomResult(room, dst.length, bytes, latency, null);
+		return new RoomResult(room, dst.length, bytes, latency, null, phases);
 	}
 
 	private void free(int[] dst, int[] row) {

@@ -1,6 +1,7 @@
 package io.kvferry.cli;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -9,12 +10,15 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.RoomPhases;
+import io.kvferry.RoomPhases.Phase;
 import io.kvferry.harness.RoomResult;
 import org.HdrHistogram.Histogram;
 
 /**
- * The figures of a finished batch: rooms, pages, bytes, throughput, latency percentiles and failures, as a table for
- * people and as one JSON object for scripts. Immutable once built.
+ * The figures of a finished batch: rooms, pages, bytes, throughput, latency percentiles, where the rooms' time went
+ * (their {@link RoomPhases}) and failures, as a table for people and as one JSON object for scripts. Immutable once
+ * built.
  */
 final class Summary {
 
@@ -33,6 +37,8 @@ final class Summary {
 	private final long elapsedNanos;
 	private final Histogram latencyMicros;
 	private final List<String> reasons;
+	// Every phase some succeeded room went through, in the order rooms pass them.
+	private final List<PhaseFigures> phases;
 	// The data path the rooms took ("shared memory (same host)", "TCP"), or null when not known.
 	private String transport;
 
@@ -47,12 +53,20 @@ final class Summary {
 		long p = 0;
 		long b = 0;
 		Map<String, Integer> why = new LinkedHashMap<>();
+		Phase[] all = Phase.values();
+		long[][] phaseNanos = new long[all.length][outcome.results().size()];
+		int[] phaseRooms = new int[all.length];
 		for (RoomResult r : outcome.results()) {
 			if (r.ok()) {
 				ok++;
 				p += r.pages();
 				b += r.bytes();
 				latencyMicros.recordValue(Math.max(1, r.latencyNanos() / 1_000));
+				for (Phase phase : all) {
+					if (r.phases().has(phase)) {
+						phaseNanos[phase.ordinal()][phaseRooms[phase.ordinal()]++] = r.phases().nanos(phase);
+					}
+				}
 			}
 			else {
 				failed++;
@@ -68,6 +82,37 @@ final class Summary {
 		List<String> lines = new ArrayList<>();
 		why.forEach((reason, n) -> lines.add(n == 1 ? reason : n + " rooms: " + reason));
 		this.reasons = List.copyOf(lines.subList(0, Math.min(MAX_REASONS, lines.size())));
+		List<PhaseFigures> figures = new ArrayList<>();
+		for (Phase phase : all) {
+			int n = phaseRooms[phase.ordinal()];
+			if (n > 0) {
+				long[] sorted = Arrays.copyOf(phaseNanos[phase.ordinal()], n);
+				Arrays.sort(sorted);
+				figures.add(new PhaseFigures(phase.tag(), percentile(sorted, 50) / 1e6, percentile(sorted, 99) / 1e6,
+						n));
+			}
+		}
+		this.phases = List.copyOf(figures);
+	}
+
+	/**
+	 * One phase across the succeeded rooms that went through it: a room that did not is left out, not counted as zero.
+	 *
+	 * @param tag the phase's {@link Phase#tag()}
+	 * @param p50Millis its median
+	 * @param p99Millis its 99th percentile
+	 * @param rooms the succeeded rooms that went through it
+	 */
+	private record PhaseFigures(String tag, double p50Millis, double p99Millis, int rooms) {
+	}
+
+	/**
+	 * Nearest rank, exact: a phase's percentiles come from every room's own nanoseconds (a few longs per room), so
+	 * that a sub-millisecond phase keeps its figure instead of a histogram bucket's.
+	 */
+	private static long percentile(long[] sorted, int percent) {
+		int rank = (int) ((percent * (long) sorted.length + 99) / 100);
+		return sorted[Math.max(1, rank) - 1];
 	}
 
 	/**
@@ -133,6 +178,13 @@ final class Summary {
 		if (transport != null) {
 			o.put("transport", transport);
 		}
+		ObjectNode byTag = o.putObject("phases");
+		for (PhaseFigures f : phases) {
+			ObjectNode phase = byTag.putObject(f.tag());
+			phase.put("p50_ms", round(f.p50Millis(), 3));
+			phase.put("p99_ms", round(f.p99Millis(), 3));
+			phase.put("rooms", f.rooms());
+		}
 		o.put("verified", verified());
 		o.putArray("failure_reasons").addAll(reasons.stream().map(o::textNode).toList());
 		return o.toString();
@@ -154,6 +206,12 @@ final class Summary {
 		row(sb, "latency p50", String.format(Locale.ROOT, "%.1f ms", percentileMillis(50)));
 		row(sb, "latency p99", String.format(Locale.ROOT, "%.1f ms", percentileMillis(99)));
 		row(sb, "latency max", String.format(Locale.ROOT, "%.1f ms", maxMillis()));
+		// The longer tags get a wider name column of their own rather than shifting their figures out of line.
+		int width = phases.stream().mapToInt(f -> f.tag().length()).max().orElse(0);
+		for (PhaseFigures f : phases) {
+			sb.append(String.format(Locale.ROOT, "  %-" + Math.max(12, width) + "s p50 %.2f ms, p99 %.2f ms, %d "
+					+ "rooms%n", f.tag(), f.p50Millis(), f.p99Millis(), f.rooms()));
+		}
 		row(sb, "failures", String.valueOf(failures));
 		for (String r : reasons) {
 			row(sb, "", r);

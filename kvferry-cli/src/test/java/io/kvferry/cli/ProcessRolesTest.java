@@ -3,6 +3,7 @@ package io.kvferry.cli;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -53,6 +54,25 @@ class ProcessRolesTest {
 					assertThat(j.get("bytes").asLong()).isPositive();
 					assertThat(j.get("transport").asText()).as("two processes of one host")
 							.isEqualTo("shared memory (same host)");
+					// Decode's side of every room: no wait for prefill's engine, which decode cannot tell apart.
+					JsonNode phases = j.get("phases");
+					assertThat(phases.properties()).as(decode.stdout()).extracting(Map.Entry::getKey)
+							.containsExactly("bootstrap", "waiting_for_peer", "wire", "landing");
+					for (JsonNode phase : phases) {
+						assertThat(phase.get("rooms").asInt()).isEqualTo(8);
+						assertThat(phase.get("p99_ms").asDouble()).isGreaterThanOrEqualTo(phase.get("p50_ms")
+								.asDouble());
+					}
+					assertThat(phases.get("wire").get("p50_ms").asDouble()).as("bytes took time to land").isPositive();
+				}
+				// The table shows the same phases, one line each, after the latency lines.
+				try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", address, "--requests", "2",
+						"--min-tokens", "16", "--max-tokens", "64", "--transport", "shm"))) {
+					assertThat(decode.awaitExit(START)).as(decode.output() + prefill.output()).isZero();
+					assertThat(decode.stdout()).contains("latency max", "OK: every byte matched")
+							.containsPattern("(?m)^  latency max .*\\R  bootstrap +p50 ")
+							.containsPattern("(?m)^  wire +p50 \\d+\\.\\d\\d ms, p99 \\d+\\.\\d\\d ms, 2 rooms$")
+							.containsPattern("(?m)^  landing +p50 .*\\R  failures +0$");
 				}
 			}
 		}
