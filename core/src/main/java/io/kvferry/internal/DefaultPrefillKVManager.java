@@ -160,26 +160,17 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		checkOpen();
 		PrefillTransfer r = table.getOrCreate(room, id -> new PrefillTransfer(this, id));
 		if (r == null) {
-			String early = table.endedBeforeKnown(room);
+			RoomTable.Ended early = table.endedBeforeKnown(room);
 			String draining = table.drainReason();
 			if (early == null && (draining == null || table.isTombstoned(room))) {
 				throw new IllegalStateException("room " + room + " already ended on " + name + "; rooms are not reused");
 			}
-			// Decode gave up before the engine got here, or this rank drains: the sender is born failed, so the engine
-			// frees its pages now rather than after the bootstrap timeout.
+			// The room ended before the engine got here (decode gave up, a refusal, an expired lease), or this rank
+			// drains: the sender is born failed, so the engine frees its pages now rather than after a timeout.
 			if (early == null) {
 				return PrefillTransfer.bornFailed(this, room, FailureCause.DRAINING, draining, false);
 			}
-			if (PathCheck.is(early)) {
-				// Refused here: the decode rank's connection does not meet the path this rank requires.
-				return PrefillTransfer.bornFailed(this, room, FailureCause.INCOMPATIBLE, early, false);
-			}
-			// An overload refusal is this rank's own unless decode told it.
-			if (RoomLeases.isExpiry(early)) {
-				return PrefillTransfer.bornFailed(this, room, FailureCause.LEASE_EXPIRED, early, false);
-			}
-			return PrefillTransfer.bornFailed(this, room, Overload.is(early) ? FailureCause.OVERLOAD
-					: FailureCause.ABORTED, early, !Overload.is(early) || early.contains(PrefillSession.TOLD_BY_DECODE));
+			return PrefillTransfer.bornFailed(this, room, early.cause(), early.reason(), early.remote());
 		}
 		r.claim();
 		return r;

@@ -25,9 +25,4 @@ final class PathCheck {
 		}
 		return "room " + room + REQUIRES + required.describe() + BUT + peer + " is " + actual;
 	}
-
-	/** @return whether {@code reason} is such a refusal (a room ended by it before the engine claimed it) */
-	static boolean is(String reason) {
-		return reason.startsWith("room ") && reason.contains(REQUIRES) && reason.contains(BUT);
-	}
 }

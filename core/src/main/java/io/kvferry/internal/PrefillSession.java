@@ -23,7 +23,7 @@ final class PrefillSession implements StripedConnection.Handler {
 
 	private static final Logger log = LoggerFactory.getLogger(PrefillSession.class);
 	// Ends the reason of a room decode refused as overloaded.
-	static final String TOLD_BY_DECODE = " (told by decode ";
+	private static final String TOLD_BY_DECODE = " (told by decode ";
 
 	final DefaultPrefillKVManager manager;
 	final StripedConnection connection;
@@ -138,7 +138,7 @@ final class PrefillSession implements StripedConnection.Handler {
 				String why = Overload.reason(manager.retryAfter.hint(), "room " + req.room() + " refused: " + over);
 				// Refused before the room exists: the engine's sender(room) is then born failed, overloaded, with the
 				// reason and its hint.
-				if (table.endBeforeKnown(req.room(), why) == null) {
+				if (table.endBeforeKnown(req.room(), new RoomTable.Ended(FailureCause.OVERLOAD, why, false)) == null) {
 					refuse(req.room(), why);
 					return;
 				}
@@ -167,7 +167,7 @@ final class PrefillSession implements StripedConnection.Handler {
 		RoomTable<PrefillTransfer> table = manager.table;
 		PrefillTransfer r = table.get(room);
 		if (r == null && !table.isTombstoned(room)) {
-			r = table.endBeforeKnown(room, why);
+			r = table.endBeforeKnown(room, new RoomTable.Ended(FailureCause.INCOMPATIBLE, why, false));
 			if (r == null) {
 				log.info("[{}] room {} refused before its sender: {}", manager.name, room, why);
 			}
@@ -191,7 +191,8 @@ final class PrefillSession implements StripedConnection.Handler {
 				: "Aborted by decode " + connection.remoteAddress() + ": " + abort.reason();
 		PrefillTransfer r = manager.table.get(abort.room());
 		if (r == null) {
-			r = manager.table.endBeforeKnown(abort.room(), reason);
+			r = manager.table.endBeforeKnown(abort.room(), new RoomTable.Ended(overloaded ? FailureCause.OVERLOAD
+					: FailureCause.ABORTED, reason, true));
 		}
 		if (r != null) {
 			r.abortedBy(this, overloaded ? FailureCause.OVERLOAD : FailureCause.ABORTED, reason);

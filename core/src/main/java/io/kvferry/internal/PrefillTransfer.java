@@ -107,20 +107,16 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 	}
 
-	/**
-	 * The decode rank that asked for the room stopped renewing its lease: the room fails, and a room no sender claimed
-	 * yet is remembered with the reason, so that the engine's later {@code sender(room)} is born failed with it rather
-	 * than refused as a room that ended.
-	 */
+	/** The decode rank that asked for the room stopped renewing its lease: the room fails. */
 	void leaseExpired(String reason) {
-		boolean claimed;
-		synchronized (this) {
-			claimed = hasSender;
-		}
 		fail(FailureCause.LEASE_EXPIRED, reason);
-		if (!claimed) {
-			table.rememberEnd(id, reason);
-		}
+	}
+
+	// A room whose request the engine may hold but has not claimed yet: its later sender(room) is born failed with
+	// how the room ended (decode gave up, its lease expired, its peer went away) instead of refused as reused.
+	@Override
+	RoomTable.Ended endedUnopened(KVPoll terminal) {
+		return !hasSender && terminal == KVPoll.FAILED ? endedAs() : null;
 	}
 
 	/** Fails the room for a reason found here. */

@@ -177,6 +177,21 @@ class Room {
 		return new KVPoll[] { previous, next };
 	}
 
+	/**
+	 * Called under this room's monitor as it ends: its failure's fields are set, its state not yet.
+	 *
+	 * @param terminal the state the room ends with
+	 * @return how it ended, for an engine that opens it only later; null when no engine may open it again
+	 */
+	RoomTable.Ended endedUnopened(KVPoll terminal) {
+		return null;
+	}
+
+	/** @return the room's failure as the table keeps it once the room is forgotten; under this room's monitor */
+	final RoomTable.Ended endedAs() {
+		return new RoomTable.Ended(cause == null ? FailureCause.OTHER : cause, reason, fromAnotherRank);
+	}
+
 	/** @return when the current state began, on the timer clock the table passed to {@link #apply} */
 	long stateSince() {
 		return stateSince;

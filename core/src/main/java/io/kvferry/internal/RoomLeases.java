@@ -125,11 +125,6 @@ final class RoomLeases<R> {
 		return EXPIRED + room + " expired: " + detail;
 	}
 
-	/** @return whether {@code reason} says a lease expired */
-	static boolean isExpiry(String reason) {
-		return reason.startsWith(EXPIRED) && reason.contains(" expired: no renewal from decode rank ");
-	}
-
 	/** Forgets every lease: the decode rank's connection is gone, and its rooms failed with it. */
 	void clear() {
 		held.clear();

@@ -38,12 +38,13 @@ final class RoomTable<R extends Room> {
 	private static final int TOMBSTONES = 1 << 16;
 
 	private final ConcurrentHashMap<Long, R> rooms = new ConcurrentHashMap<>();
-	// Value: why the room ended before this side knew it (an abort that came first), or "" for a room that ran.
-	private final Map<Long, String> tombstones = new LinkedHashMap<>(256, 0.75f, false) {
+	// Value: why the room ended before an engine could open it (an abort that came first, or a request the engine had
+	// not claimed yet), or RAN for a room that nobody may open again.
+	private final Map<Long, Ended> tombstones = new LinkedHashMap<>(256, 0.75f, false) {
 		private static final long serialVersionUID = 1L;
 
 		@Override
-		protected boolean removeEldestEntry(Map.Entry<Long, String> eldest) {
+		protected boolean removeEldestEntry(Map.Entry<Long, Ended> eldest) {
 			return size() > TOMBSTONES;
 		}
 	};
@@ -192,38 +193,40 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
-	 * Ends a room this side does not know yet, so that whoever opens it later finds it ended with {@code reason}
-	 * instead of waiting for peers that gave up.
+	 * How a room ended, kept after it is forgotten for an engine that opens it only then: its sender is born failed
+	 * so, rather than refused as a room that ran.
+	 *
+	 * @param cause the category
+	 * @param reason names what happened
+	 * @param remote whether another rank reported it
+	 */
+	record Ended(FailureCause cause, String reason, boolean remote) {
+
+		/** A room that ran: whoever opens it again is refused, rooms are not reused. */
+		static final Ended RAN = new Ended(FailureCause.OTHER, "", false);
+	}
+
+	/**
+	 * Ends a room this side does not know yet, so that whoever opens it later finds it ended so instead of waiting for
+	 * peers that gave up.
 	 *
 	 * @return the live room when it appeared meanwhile (the caller ends it as usual), else null
 	 */
-	R endBeforeKnown(long room, String reason) {
+	R endBeforeKnown(long room, Ended how) {
 		synchronized (tombstones) {
 			R live = rooms.get(room);
 			if (live == null) {
-				tombstones.putIfAbsent(room, reason);
+				tombstones.putIfAbsent(room, how);
 			}
 			return live;
 		}
 	}
 
-	/**
-	 * Remembers why a room that ended here, before any sender claimed it, ended: whoever opens it later finds it ended
-	 * with {@code reason}, as with {@link #endBeforeKnown}.
-	 */
-	void rememberEnd(long room, String reason) {
+	/** @return how the room ended before an engine opened it here, or null when it did not */
+	Ended endedBeforeKnown(long room) {
 		synchronized (tombstones) {
-			if (rooms.get(room) == null && tombstones.containsKey(room)) {
-				tombstones.put(room, reason);
-			}
-		}
-	}
-
-	/** @return why the room ended before it was opened here, or null when it did not */
-	String endedBeforeKnown(long room) {
-		synchronized (tombstones) {
-			String reason = tombstones.get(room);
-			return reason == null || reason.isEmpty() ? null : reason;
+			Ended how = tombstones.get(room);
+			return how == Ended.RAN ? null : how;
 		}
 	}
 
@@ -255,7 +258,7 @@ final class RoomTable<R extends Room> {
 	private boolean update(R room, KVPoll update, FailureCause cause, String reason, boolean fromAnotherRank) {
 		long timerNow = timer.now(TimeUnit.NANOSECONDS);
 		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, timerNow, terminal -> {
-			forget(room);
+			forget(room, terminal);
 			onEnding.accept(room, terminal);
 		});
 		if (change == null) {
@@ -305,10 +308,12 @@ final class RoomTable<R extends Room> {
 		}
 	}
 
-	private void forget(R room) {
+	// Under the room's monitor, as it ends.
+	private void forget(R room, KVPoll terminal) {
 		rooms.remove(room.id, room);
+		Ended how = room.endedUnopened(terminal);
 		synchronized (tombstones) {
-			tombstones.put(room.id, "");
+			tombstones.put(room.id, how == null ? Ended.RAN : how);
 		}
 	}
 

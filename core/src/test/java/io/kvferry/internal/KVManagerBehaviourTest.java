@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.DisaggregationMode;
+import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.DecodeSpec;
@@ -117,6 +118,34 @@ class KVManagerBehaviourTest {
 				.assertNext(r -> assertThat(r.room()).as("later requests come after the held ones").isEqualTo(8))
 				.thenCancel()
 				.verify(T);
+	}
+
+	@Test
+	void aRoomThatEndedAfterItsRequestWasEmittedButBeforeTheEngineClaimedItGivesASenderBornFailed() {
+		start(UnaryOperator.identity());
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 9);
+		StepVerifier.create(prefill.roomRequests())
+				.then(() -> receiver.sendMetadata(new int[] { 3, 4 }, 2, new int[0]))
+				.assertNext(r -> assertThat(r.room()).isEqualTo(9))
+				.thenCancel()
+				.verify(T);
+		// The engine has the request, but decode gives up before the engine gets to it.
+		StepVerifier.create(prefill.events().filter(e -> e.room() == 9 && e.current() == KVPoll.FAILED))
+				.then(() -> receiver.abort("the request was cancelled"))
+				.expectNextCount(1)
+				.thenCancel()
+				.verify(T);
+		KVSender sender = prefill.sender(9);
+		assertThat(sender.poll()).isEqualTo(KVPoll.FAILED);
+		StepVerifier.create(sender.completion())
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(KVTransferException.class, x -> {
+					assertThat(x.failureCause()).isEqualTo(FailureCause.ABORTED);
+					assertThat(x.isFromAnotherRank()).isTrue();
+					assertThat(x).hasMessageContaining("the request was cancelled");
+				}))
+				.verify(T);
+		assertThatThrownBy(() -> prefill.sender(9)).as("a room is claimed once")
+				.isInstanceOf(IllegalStateException.class);
 	}
 
 	@Test
