@@ -13,9 +13,11 @@ public interface PrefillKVManager extends KVManager {
 
 	/**
 	 * @param room the room
-	 * @return a new sender in Bootstrapping (or further, if decode already asked for the room); born failed when
-	 *         decode gave the room up before
-	 * @throws IllegalStateException for a room that already has a sender, or when the manager is closed
+	 * @return a new sender in Bootstrapping (or further, if decode already asked for the room); born failed, with how
+	 *         the room ended, when it ended before the engine got here (decode gave it up, a request refused, a lease
+	 *         expired, the decode rank went away, the rank drains): a room whose request was emitted can always be
+	 *         claimed once
+	 * @throws IllegalStateException for a room that already had a sender, or when the manager is closed
 	 */
 	KVSender sender(long room);
 
