@@ -59,6 +59,10 @@ public final class ScatterGather {
 	private long[] offsets;
 	private int[] lengths;
 	private long[] sources;
+	// Pieces the next group's arrays start with: the size the last group reached, so that a room of a few small blocks
+	// allocates a few entries per group rather than the full table, and a room of tiny pages grows to it once.
+	private int capacity = MIN_CAPACITY;
+	private static final int MIN_CAPACITY = 8;
 
 	/**
 	 * @param out where groups and the other blocks go
@@ -95,10 +99,17 @@ public final class ScatterGather {
 			flush();
 		}
 		if (regions == null) {
-			regions = new int[MAX_PIECES];
-			offsets = new long[MAX_PIECES];
-			lengths = new int[MAX_PIECES];
-			sources = new long[MAX_PIECES];
+			regions = new int[capacity];
+			offsets = new long[capacity];
+			lengths = new int[capacity];
+			sources = new long[capacity];
+		}
+		else if (n == regions.length) {
+			int grown = Math.min(MAX_PIECES, 2 * n);
+			regions = Arrays.copyOf(regions, grown);
+			offsets = Arrays.copyOf(offsets, grown);
+			lengths = Arrays.copyOf(lengths, grown);
+			sources = Arrays.copyOf(sources, grown);
 		}
 		room = h.room();
 		kind = h.kind();
@@ -121,8 +132,9 @@ public final class ScatterGather {
 		}
 		else {
 			sortByOffset();
-			// The arrays now belong to the block: the next group gets new ones.
+			// The arrays now belong to the block: the next group gets new ones, as large as this one needed.
 			out.send(new ScatterBlock(new ScatterHeader(room, kind, n, regions, offsets, lengths), sources, gate));
+			capacity = Math.max(MIN_CAPACITY, n);
 			regions = null;
 			offsets = null;
 			lengths = null;
