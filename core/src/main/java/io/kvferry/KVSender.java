@@ -20,6 +20,15 @@ public interface KVSender {
 	long room();
 
 	/**
+	 * Sets how the room's bytes queue on connections shared with other rooms (default {@link RoomPriority#NORMAL}).
+	 * Before {@link #init}, so that every byte of the room queues alike: a Success must never overtake its data.
+	 *
+	 * @param priority the room's priority
+	 * @throws IllegalStateException after {@link #init}
+	 */
+	void priority(RoomPriority priority);
+
+	/**
 	 * @param numPages pages this rank will send for the room (the last {@link #send} is detected by count)
 	 * @param auxIndex source aux row, or -1 when there is no aux data
 	 */

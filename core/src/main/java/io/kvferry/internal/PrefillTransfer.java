@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -12,6 +13,7 @@ import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.RoomPath;
+import io.kvferry.RoomPriority;
 import io.kvferry.RoomRequest;
 import io.kvferry.RoomTrace;
 import io.kvferry.spi.KVMessage;
@@ -54,8 +56,20 @@ final class PrefillTransfer extends Room implements KVSender {
 	private volatile PrefillSession abortedBy;
 	// Completes once the room ended and every destination was told (or its connection was gone).
 	private final Sinks.Empty<Void> handedOff = Sinks.empty();
+	// Fixed before init, so that every block and message of the room queues alike.
+	private volatile RoomPriority priority = RoomPriority.NORMAL;
 	// What the room's blocks and its Success are sent behind: closed once the room ended.
-	final SendGate gate = this::isLive;
+	final SendGate gate = new SendGate() {
+		@Override
+		public boolean isOpen() {
+			return isLive();
+		}
+
+		@Override
+		public RoomPriority priority() {
+			return priority;
+		}
+	};
 
 	PrefillTransfer(DefaultPrefillKVManager manager, long id) {
 		super(id);
@@ -241,6 +255,18 @@ final class PrefillTransfer extends Room implements KVSender {
 		// room's memory on the error frees nothing a queued block still reads.
 		return terminal(config.callbackScheduler()).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
 				: handedOff.asMono().then(Mono.<Void>error(failure())).publishOn(config.callbackScheduler()));
+	}
+
+	@Override
+	public void priority(RoomPriority priority) {
+		Objects.requireNonNull(priority, "priority");
+		synchronized (this) {
+			if (feed.numPages >= 0) {
+				throw new IllegalStateException("priority : set after init of room " + id
+						+ " (expected: before init, so that every byte of the room queues alike)");
+			}
+			this.priority = priority;
+		}
 	}
 
 	@Override

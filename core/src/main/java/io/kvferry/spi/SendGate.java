@@ -1,5 +1,7 @@
 package io.kvferry.spi;
 
+import io.kvferry.RoomPriority;
+
 /**
  * Whether a room may still send: the transport asks just before writing each frame of a data block, and before a
  * message sent with this gate, and drops what it may no longer write. A room aborted while its blocks wait in a queue
@@ -14,4 +16,13 @@ public interface SendGate {
 
 	/** @return whether what this gate guards may still be written */
 	boolean isOpen();
+
+	/**
+	 * @return how what this gate guards queues behind other rooms' data: a transport may write what a
+	 *         {@link RoomPriority#HIGH} gate guards ahead of the NORMAL items already queued, keeping the order among
+	 *         each priority's items; fixed before anything behind the gate is sent
+	 */
+	default RoomPriority priority() {
+		return RoomPriority.NORMAL;
+	}
 }

@@ -24,6 +24,7 @@ import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
+import io.kvferry.RoomPriority;
 import io.kvferry.RoomRequest;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.spi.DataBlock;
@@ -146,6 +147,24 @@ class KVManagerBehaviourTest {
 				.verify(T);
 		assertThatThrownBy(() -> prefill.sender(9)).as("a room is claimed once")
 				.isInstanceOf(IllegalStateException.class);
+	}
+
+	@Test
+	void aHighPriorityRoomMovesLikeAnyOtherAndItsPriorityIsFixedBeforeInit() {
+		start(UnaryOperator.identity());
+		int[] pages = { 1, 2 };
+		prefillMem.fill(12, pages, 0, new int[0]);
+		KVSender sender = prefill.sender(12);
+		sender.priority(RoomPriority.HIGH);
+		sender.init(2, 0);
+		assertThatThrownBy(() -> sender.priority(RoomPriority.NORMAL)).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("priority : set after init of room 12");
+		sender.send(pages, new int[0]);
+		KVReceiver receiver = decode.receiver(BOOTSTRAP, 12);
+		receiver.sendMetadata(new int[] { 30, 31 }, 6, new int[0]);
+		StepVerifier.create(receiver.completion()).expectComplete().verify(T);
+		StepVerifier.create(sender.completion()).expectComplete().verify(T);
+		assertThat(decodeMem.verify(12, new int[] { 30, 31 }, 6, new int[0])).isNull();
 	}
 
 	@Test

@@ -11,6 +11,7 @@ import java.util.function.Consumer;
 
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
+import io.kvferry.RoomPriority;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.ScatterBlock;
@@ -33,6 +34,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The outbound side of one connection: a FIFO multi-producer queue of control messages and data blocks, drained on
  * the channel's event loop only while the channel is writable.
+ *
+ * <p>Items of a {@link RoomPriority#HIGH} room (its gate says so) go in a queue of their own, taken before the other;
+ * each queue keeps its order, so a room's Success never overtakes its data.
  *
  * <p>Any thread may offer; one drain pass at a time runs on the event loop, writes queued items until the channel's
  * write buffer reaches the high watermark, and flushes once. A slow peer therefore holds back queued items (small
@@ -64,6 +68,9 @@ final class OutboundQueue {
 	// Builds the error a message fails with when the connection closed before it went out: "closed <when>: <reason>".
 	private final BiFunction<String, Throwable, KVFerryException> closedError;
 	private final Queue<Object> queue = PlatformDependent.newMpscQueue();
+	// What HIGH-priority rooms queue: taken before anything of the queue above, in its own order. The block in hand
+	// is finished first, so a HIGH room waits for at most one block on this connection.
+	private final Queue<Object> urgent = PlatformDependent.newMpscQueue();
 	private final AtomicBoolean drainScheduled = new AtomicBoolean();
 	private final AtomicLong queuedBytes = new AtomicLong();
 	// close() was called: nothing new is queued, queued data is dropped, queued messages still go out.
@@ -140,7 +147,7 @@ final class OutboundQueue {
 			promise.setFailure(closedError.apply("before the message was queued", null));
 			return;
 		}
-		queue.offer(new Outbound(message, gate, promise));
+		queueFor(gate).offer(new Outbound(message, gate, promise));
 		if (!scheduleDrain()) {
 			promise.tryFailure(closedError.apply("before the message was written", null));
 		}
@@ -158,7 +165,7 @@ final class OutboundQueue {
 			return;
 		}
 		queuedBytes.addAndGet(block.header().payloadLength());
-		queue.offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
+		queueFor(block.gate()).offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
 		if (!scheduleDrain()) {
 			tell(listener, closedError.apply("before the block was written", null));
 		}
@@ -176,10 +183,14 @@ final class OutboundQueue {
 			return;
 		}
 		queuedBytes.addAndGet(block.payloadLength());
-		queue.offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
+		queueFor(block.gate()).offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
 		if (!scheduleDrain()) {
 			tell(listener, closedError.apply("before the block was written", null));
 		}
+	}
+
+	private Queue<Object> queueFor(SendGate gate) {
+		return gate.priority() == RoomPriority.HIGH ? urgent : queue;
 	}
 
 	/**
@@ -311,8 +322,8 @@ final class OutboundQueue {
 				if (!closing.get() && !channel.isWritable()) {
 					return;
 				}
-				Object item = queue.poll();
-				if (item == null) {
+				Object item = urgent.poll();
+				if (item == null && (item = queue.poll()) == null) {
 					return;
 				}
 				if (item instanceof Outbound m) {
@@ -404,7 +415,7 @@ final class OutboundQueue {
 	private void failQueued() {
 		blocks.drop(true);
 		Object item;
-		while ((item = queue.poll()) != null) {
+		while ((item = urgent.poll()) != null || (item = queue.poll()) != null) {
 			if (item instanceof Outbound m) {
 				m.promise.tryFailure(closedError.apply("before the message was written", null));
 			}

@@ -16,11 +16,13 @@ import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ProtocolException;
+import io.kvferry.RoomPriority;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.SendGate;
 import io.kvferry.test.RecordingHandler;
 import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
@@ -372,6 +374,55 @@ class NettyKVConnectionTest {
 		StepVerifier.create(success)
 				.expectErrorSatisfies(e -> assertThat(e).hasMessageContaining("stopped before it was written"))
 				.verify(TIMEOUT);
+	}
+
+	@Test
+	void aHighPriorityRoomsDataAndSuccessGoAheadOfQueuedNormalRoomsEachInItsOrder() {
+		open(false);
+		handshake();
+		MemoryRegion src = Samples.randomRegion(64, 4);
+		SendGate high = new SendGate() {
+			@Override
+			public boolean isOpen() {
+				return true;
+			}
+
+			@Override
+			public RoomPriority priority() {
+				return RoomPriority.HIGH;
+			}
+		};
+		SendGate normal = () -> true;
+		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64, normal));
+		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 64, 64, 64, 1), src.address() + 64, 64,
+				normal));
+		Sent.now(connection, new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 128, KVMessage.NO_CHECKSUM), normal);
+		connection.sendData(new DataBlock(new DataHeader(9, RegionKind.KV, 0, 128, 64, 64, 1), src.address() + 128, 64,
+				high));
+		connection.sendData(new DataBlock(new DataHeader(9, RegionKind.KV, 0, 192, 64, 64, 1), src.address() + 192, 64,
+				high));
+		Sent.now(connection, new KVMessage.Status(9, KVPoll.SUCCESS, 0, "", 128, KVMessage.NO_CHECKSUM), high);
+		ByteBuf out = drainOutbound();
+		List<String> order = new ArrayList<>();
+		try {
+			while (out.isReadable()) {
+				int length = out.readInt();
+				int type = out.readUnsignedByte();
+				ByteBuf body = out.readSlice(length - 1);
+				if (type == KVFrameCodec.TYPE_DATA) {
+					DataHeader h = KVFrameCodec.decodeDataHeader(body);
+					order.add("data " + h.room() + " @" + h.dstOffset());
+				}
+				else {
+					order.add("status " + ((KVMessage.Status) KVFrameCodec.decode(type, body)).room());
+				}
+			}
+		}
+		finally {
+			out.release();
+		}
+		assertThat(order).containsExactly("data 9 @128", "data 9 @192", "status 9", "data 7 @0", "data 7 @64",
+				"status 7");
 	}
 
 	@Test
