@@ -3,6 +3,7 @@ package io.kvferry.harness;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.Random;
 
 import io.kvferry.DecodeKVManager;
@@ -11,6 +12,7 @@ import io.kvferry.KVArgs;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.RoomPriority;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -97,8 +99,22 @@ public final class KVCluster {
 	 * @return the result after every rank finished and decode memory was checked
 	 */
 	public Mono<RoomResult> run(long room, int tokens, int chunks, Random random) {
+		return run(room, tokens, chunks, random, RoomPriority.NORMAL);
+	}
+
+	/**
+	 * Runs one room end to end with the given priority on the prefill ranks' connections. Never errors.
+	 *
+	 * @param room the room (unique per cluster)
+	 * @param tokens prompt tokens (pages = ceil(tokens / page size))
+	 * @param chunks how many {@code send} calls the prefill ranks make
+	 * @param random page scattering and chunk cuts
+	 * @param priority how the room's bytes queue behind other rooms' ({@link KVSender#priority})
+	 * @return the result after every rank finished and decode memory was checked
+	 */
+	public Mono<RoomResult> run(long room, int tokens, int chunks, Random random, RoomPriority priority) {
 		return Mono.defer(() -> {
-			StagedRoom staged = stage(room, tokens, chunks, random);
+			StagedRoom staged = stage(room, tokens, chunks, random).priority(priority);
 			// Verification is not the room's: it runs after the latency was stamped, off the completing thread.
 			return staged.transfer().then(Mono.fromCallable(staged::verify).subscribeOn(Schedulers.parallel()));
 		});
@@ -127,6 +143,7 @@ public final class KVCluster {
 	public final class StagedRoom {
 		private final long room;
 		private final Random random;
+		private RoomPriority priority = RoomPriority.NORMAL;
 		private final int pageSize = config.prefillShape().pageSize();
 		private final int dstPageSize = config.decodeShape().pageSize();
 		private final int numPages;
@@ -267,6 +284,15 @@ public final class KVCluster {
 		}
 
 		/**
+		 * @param priority how the room's bytes queue behind other rooms' on the prefill ranks' connections
+		 * @return this room, to transfer with that priority
+		 */
+		public StagedRoom priority(RoomPriority priority) {
+			this.priority = Objects.requireNonNull(priority, "priority");
+			return this;
+		}
+
+		/**
 		 * Moves the room: receivers and their destinations on every decode rank, sends on every prefill rank of its DP
 		 * group. Completes when every rank's completion arrived (a failed room completes too: its failure is what
 		 * {@link #verify()} returns), or at once when the room could not be staged; the latency is stamped there.
@@ -296,6 +322,7 @@ public final class KVCluster {
 				}
 				for (PrefillKVManager p : ranks.prefill().get(g)) {
 					KVSender sender = p.sender(room);
+					sender.priority(priority);
 					sender.init(numPages, srcRow[0]);
 					for (int c = 0; c < parts.length; c++) {
 						int[] part = parts[c];

@@ -1,0 +1,114 @@
+package io.kvferry.transport.netty.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.kvferry.DecodeKVManager;
+import io.kvferry.KVPoll;
+import io.kvferry.PrefillKVManager;
+import io.kvferry.RoomPriority;
+import io.kvferry.bootstrap.client.ReactorBootstrapClient;
+import io.kvferry.bootstrap.server.BootstrapServer;
+import io.kvferry.bootstrap.server.DisposableBootstrapServer;
+import io.kvferry.harness.KVCluster;
+import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RoomResult;
+import io.kvferry.transport.netty.NettyKVTransport;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * A one-page room asked while eight large rooms are on the wire between the same ranks: each large room keeps a
+ * window of its pieces queued on every stripe, so a NORMAL room waits behind all those windows, while a HIGH room goes
+ * ahead of them and waits only for what is already written or being written. Judged in bytes that landed ahead of the
+ * small room, not in time, so that a slow machine does not change the verdict; every byte of every room is verified.
+ */
+class HighPriorityRoomIT {
+
+	private static final Duration T = Duration.ofSeconds(60);
+	/** 8 layers of Llama-3-8B heads: 512 KiB per page over the 16 layer buffers of one rank. */
+	private static final ModelShape SHAPE = ModelShape.llama3_8b().withLayers(8);
+	private static final int BULK_ROOMS = 8;
+	private static final int BULK_PAGES = 128;
+	private static final long MIB = 1 << 20;
+	private static final long PAGE_BYTES = 512 << 10;
+
+	@Test
+	void aHighPriorityRoomGoesAheadOfTheWindowsEveryBulkRoomKeepsQueued() {
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		NettyKVTransport prefillNetty = NettyKVTransport.create();
+		NettyKVTransport decodeNetty = NettyKVTransport.create();
+		KVCluster cluster = KVCluster.builder().shape(SHAPE).prefill(1, 1, 1).decode(1, 1)
+				.capacity(BULK_ROOMS * BULK_PAGES + 16, 32).transport(prefillNetty).decodeTransport(decodeNetty)
+				.bootstrapClient(client).bootstrapAddress(server.address()).startNow(T);
+		try {
+			for (int i = 0; i < 4; i++) {
+				assertThat(cluster.run(900 + i, SHAPE.pageSize(), 1, new Random(i)).block(T).failure()).isNull();
+			}
+			long normal = aheadOfASmallRoom(cluster, 100, RoomPriority.NORMAL);
+			long high = aheadOfASmallRoom(cluster, 200, RoomPriority.HIGH);
+			System.out.printf(Locale.ROOT, "1-page room behind %d rooms of %d MiB: %d MiB of theirs landed ahead of it as "
+					+ "NORMAL, %d MiB as HIGH%n", BULK_ROOMS, BULK_PAGES * PAGE_BYTES / MIB, normal / MIB, high / MIB);
+			// Ahead of a NORMAL room: every bulk room's window on each stripe (8 × 8 MiB per stripe here), besides
+			// what is written already. Ahead of a HIGH room only the latter: on each of the two stripes the piece
+			// being written (4 MiB), what Netty holds up to its high watermark (8 MiB) and the kernel's socket
+			// buffers on both ends. Here 147–172 MiB against 22–46 MiB.
+			assertThat(normal).as("bulk bytes that landed ahead of the NORMAL room").isGreaterThan(96 * MIB);
+			assertThat(high).as("bulk bytes that landed ahead of the HIGH room, against %d MiB ahead of the NORMAL one",
+					normal / MIB).isLessThan(normal / 2);
+		}
+		finally {
+			cluster.close().block(T);
+			prefillNetty.disposeNow(T);
+			decodeNetty.disposeNow(T);
+			client.dispose();
+			server.disposeNow();
+		}
+	}
+
+	/** @return bulk bytes that landed between prefill queuing the small room's data and the small room's end */
+	private static long aheadOfASmallRoom(KVCluster cluster, long firstRoom, RoomPriority priority) {
+		DecodeKVManager decode = cluster.decodeManagers().get(0);
+		PrefillKVManager prefill = cluster.prefillManagers().get(0).get(0);
+		List<KVCluster.StagedRoom> bulk = new ArrayList<>();
+		for (int i = 0; i < BULK_ROOMS; i++) {
+			bulk.add(cluster.stage(firstRoom + i, BULK_PAGES * SHAPE.pageSize(), 1, new Random(firstRoom + i)));
+		}
+		long small = firstRoom + BULK_ROOMS;
+		KVCluster.StagedRoom one = cluster.stage(small, SHAPE.pageSize(), 1, new Random(small)).priority(priority);
+		Mono<Void> moved = Flux.fromIterable(bulk).flatMap(KVCluster.StagedRoom::transfer).then().cache();
+		moved.subscribe();
+		// Every bulk room's first bytes landed: each has its window queued on prefill's side of the connections.
+		Flux.interval(Duration.ofMillis(1)).filter(x -> java.util.stream.LongStream.range(firstRoom, small)
+				.allMatch(r -> transferring(decode, r))).next().block(T);
+		AtomicLong landedAtQueued = new AtomicLong(-1);
+		Disposable stamp = prefill.events().filter(e -> e.room() == small && e.current() == KVPoll.TRANSFERRING)
+				.next().subscribe(e -> landedAtQueued.set(decode.stats().bytesReceived()));
+		AtomicLong landedAtEnd = new AtomicLong();
+		one.transfer().doOnTerminate(() -> landedAtEnd.set(decode.stats().bytesReceived())).block(T);
+		moved.block(T);
+		stamp.dispose();
+		RoomResult result = one.verify();
+		assertThat(result.failure()).as("the %s room", priority).isNull();
+		for (KVCluster.StagedRoom b : bulk) {
+			assertThat(b.verify().failure()).as("a bulk room").isNull();
+		}
+		assertThat(landedAtQueued.get()).as("prefill queued the %s room", priority).isNotNegative();
+		return landedAtEnd.get() - landedAtQueued.get() - result.bytes();
+	}
+
+	// Past waiting: its bytes are landing, or it ended (an ended room is forgotten, its status null).
+	private static boolean transferring(DecodeKVManager decode, long room) {
+		KVPoll s = decode.status(room);
+		return s != KVPoll.BOOTSTRAPPING && s != KVPoll.WAITING_FOR_INPUT;
+	}
+}
