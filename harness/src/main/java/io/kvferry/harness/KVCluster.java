@@ -6,18 +6,12 @@ import java.util.List;
 import java.util.Random;
 
 import io.kvferry.DecodeKVManager;
-import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
-import io.kvferry.KVManager;
-import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
-import io.kvferry.PrefillSpec;
-import io.kvferry.ParallelLayout;
 import org.jspecify.annotations.Nullable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -35,10 +29,7 @@ import reactor.core.scheduler.Schedulers;
 public final class KVCluster {
 
 	private final KVClusterBuilder config;
-	private final List<List<RankMemory>> prefillMemory = new ArrayList<>();
-	private final List<List<PrefillKVManager>> prefill = new ArrayList<>();
-	private final List<RankMemory> decodeMemory = new ArrayList<>();
-	private final List<DecodeKVManager> decode = new ArrayList<>();
+	private final ClusterRanks ranks;
 	private final List<PageAllocator> prefillPages = new ArrayList<>();
 	private final List<PageAllocator> prefillRows = new ArrayList<>();
 	private final PageAllocator decodePages;
@@ -46,6 +37,7 @@ public final class KVCluster {
 
 	KVCluster(KVClusterBuilder b) {
 		this.config = b;
+		this.ranks = new ClusterRanks(b);
 		this.decodePages = new PageAllocator(b.pagesOf(b.decodeShape()));
 		this.decodeRows = new PageAllocator(b.rows);
 	}
@@ -56,16 +48,16 @@ public final class KVCluster {
 
 	/** @return prefill managers by DP group, each group in (cp, tp, pp) order */
 	public List<List<PrefillKVManager>> prefillManagers() {
-		return prefill;
+		return ranks.prefill();
 	}
 
 	public List<DecodeKVManager> decodeManagers() {
-		return decode;
+		return ranks.decode();
 	}
 
 	/** @return prefill memory by DP group, in the order of {@link #prefillManagers()} */
 	public List<List<RankMemory>> prefillMemory() {
-		return prefillMemory;
+		return ranks.prefillMemory();
 	}
 
 	/** @return the bootstrap server's address */
@@ -74,7 +66,7 @@ public final class KVCluster {
 	}
 
 	public List<RankMemory> decodeMemory() {
-		return decodeMemory;
+		return ranks.decodeMemory();
 	}
 
 	/** @return the prefill DP group that serves {@code room} (room mod DP size, as decode routes it) */
@@ -88,60 +80,11 @@ public final class KVCluster {
 	}
 
 	Mono<KVCluster> startAll() {
-		List<Mono<? extends KVManager>> starts = new ArrayList<>();
 		for (int g = 0; g < config.prefillDp; g++) {
-			List<RankMemory> mems = new ArrayList<>();
-			List<PrefillKVManager> mgrs = new ArrayList<>();
-			prefillMemory.add(mems);
-			prefill.add(mgrs);
 			prefillPages.add(new PageAllocator(config.pagesOf(config.prefillShape())));
 			prefillRows.add(new PageAllocator(config.rows));
-			for (int cp = 0; cp < config.prefillCp; cp++) {
-				for (int tp = 0; tp < config.prefillTp; tp++) {
-					for (int pp = 0; pp < config.prefillPp; pp++) {
-						ParallelLayout layout = new ParallelLayout(config.prefillTp, tp, config.prefillDp, g, 1, 0,
-								config.prefillPp, pp, config.prefillCp, cp);
-						// Every CP rank holds the whole room's KV (after CP's gather), so each is filled alike.
-						RankMemory mem = RankMemory.prefill(config.prefillShape(), layout,
-								config.pagesOf(config.prefillShape()), config.rows, config.rows);
-						mems.add(mem);
-						mgrs.add(null);
-						int slot = mgrs.size() - 1;
-						PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
-								.transport(config.transport).bootstrapClient(config.client)
-								.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0))
-								.allCpRanksTransfer(config.allCpRanks).dsaCacheLayerSplit(config.dsaLayerSplit));
-						starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
-					}
-				}
-			}
 		}
-		for (int tp = 0; tp < config.decodeTp; tp++) {
-			for (int pp = 0; pp < config.decodePp; pp++) {
-				if (config.decodeTp % config.decodeDcp != 0) {
-					throw new IllegalArgumentException("decodeDcp : " + config.decodeDcp + " (expected: a divisor of "
-							+ "decode TP size " + config.decodeTp + ")");
-				}
-				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp,
-						config.decodeDcp, tp % config.decodeDcp);
-				RankMemory mem = RankMemory.decode(config.decodeShape(), layout, config.pagesOf(config.decodeShape()),
-						config.rows, config.rows);
-				decodeMemory.add(mem);
-				decode.add(null);
-				int slot = decode.size() - 1;
-				DecodeSpec spec = custom(KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
-						.transport(config.decodeTransport != null ? config.decodeTransport : config.transport)
-						.bootstrapClient(config.client));
-				starts.add(spec.start().doOnNext(m -> decode.set(slot, m)));
-			}
-		}
-		return Flux.merge(starts).then(Mono.just(this));
-	}
-
-	/** The builder's customizer applies to both roles' specs; it returns a spec of the role it was given. */
-	@SuppressWarnings("unchecked")
-	private <S extends KVManagerSpec<S, ?>> S custom(S spec) {
-		return (S) config.customizer.apply(spec);
+		return ranks.start().then(Mono.just(this));
 	}
 
 	/**
@@ -205,7 +148,7 @@ public final class KVCluster {
 		// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
 		private final int @Nullable [][] parts;
 		private final int @Nullable [][][] partStates;
-		private final long[] outside = new long[decodeMemory.size()];
+		private final long[] outside = new long[ranks.decodeMemory().size()];
 		private final List<List<Integer>> landedLayers = new ArrayList<>();
 		// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
 		private @Nullable String failure;
@@ -259,12 +202,12 @@ public final class KVCluster {
 				parts[c] = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
 				partStates[c] = new int[][] { cuts[c + 1] == numPages ? srcState : new int[0] };
 			}
-			for (RankMemory mem : prefillMemory.get(g)) {
+			for (RankMemory mem : ranks.prefillMemory().get(g)) {
 				mem.fill(room, src, srcRow[0], srcState);
 			}
 			if (config.checkUntouched) {
 				for (int i = 0; i < outside.length; i++) {
-					outside[i] = decodeMemory.get(i).checksumOutside(dstOf(i), dstRow[0], dstState);
+					outside[i] = ranks.decodeMemory().get(i).checksumOutside(dstOf(i), dstRow[0], dstState);
 				}
 			}
 		}
@@ -293,7 +236,7 @@ public final class KVCluster {
 
 		/** @return the pages decode rank {@code i} asks for: its DCP share of the room's pages */
 		private int[] dstOf(int i) {
-			return dcp == 1 ? dst : Arrays.copyOf(dst, dstCounts[decodeMemory.get(i).layout().attnCpRank()]);
+			return dcp == 1 ? dst : Arrays.copyOf(dst, dstCounts[ranks.decodeMemory().get(i).layout().attnCpRank()]);
 		}
 
 		/**
@@ -341,8 +284,8 @@ public final class KVCluster {
 				List<Mono<Void>> done = new ArrayList<>();
 				List<KVSender> senders = new ArrayList<>();
 				List<KVReceiver> receivers = new ArrayList<>();
-				for (int i = 0; i < decode.size(); i++) {
-					KVReceiver receiver = decode.get(i).receiver(config.bootstrap, room);
+				for (int i = 0; i < ranks.decode().size(); i++) {
+					KVReceiver receiver = ranks.decode().get(i).receiver(config.bootstrap, room);
 					receiver.sendMetadata(prefixPages * pageSize, dstOf(i), dstRow[0], new int[][] { dstState });
 					receivers.add(receiver);
 					if (config.layerwise) {
@@ -351,7 +294,7 @@ public final class KVCluster {
 						done.add(receiver.layers().doOnNext(landed::add).then());
 					}
 				}
-				for (PrefillKVManager p : prefill.get(g)) {
+				for (PrefillKVManager p : ranks.prefill().get(g)) {
 					KVSender sender = p.sender(room);
 					sender.init(numPages, srcRow[0]);
 					for (int c = 0; c < parts.length; c++) {
@@ -404,13 +347,13 @@ public final class KVCluster {
 			}
 			long bytes = 0;
 			for (int i = 0; i < landedLayers.size(); i++) {
-				String wrong = checkLayers(decodeMemory.get(i).kvArgs(), landedLayers.get(i));
+				String wrong = checkLayers(ranks.decodeMemory().get(i).kvArgs(), landedLayers.get(i));
 				if (wrong != null) {
 					return new RoomResult(room, numPages, bytes, latency, wrong);
 				}
 			}
-			for (int i = 0; i < decodeMemory.size(); i++) {
-				RankMemory mem = decodeMemory.get(i);
+			for (int i = 0; i < ranks.decodeMemory().size(); i++) {
+				RankMemory mem = ranks.decodeMemory().get(i);
 				// Past prefill's last page (decode's pages may be larger), decode's last page repeats that page.
 				int[] own = dstOf(i);
 				String mismatch = dcp > 1
@@ -498,18 +441,6 @@ public final class KVCluster {
 
 	/** Closes every manager (not the transport nor the bootstrap client); completes when they are released. */
 	public Mono<Void> close() {
-		return Mono.defer(() -> {
-			List<KVManager> all = new ArrayList<>();
-			prefill.forEach(all::addAll);
-			all.addAll(decode);
-			List<Mono<Void>> released = new ArrayList<>();
-			for (KVManager m : all) {
-				if (m != null) {
-					m.dispose();
-					released.add(m.onDispose());
-				}
-			}
-			return Mono.when(released);
-		});
+		return ranks.close();
 	}
 }
