@@ -4,7 +4,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 
@@ -118,12 +117,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer host(String host) {
-		Objects.requireNonNull(host, "host");
-		String h = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
-		if (h.isBlank()) {
-			throw new IllegalArgumentException("host : '" + host + "' (expected: an IP address or hostname)");
-		}
-		return with(s -> s.host = h);
+		return with(s -> s.host(host));
 	}
 
 	/**
@@ -132,10 +126,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer port(int port) {
-		if (port < 0 || port > 65535) {
-			throw new IllegalArgumentException("port : " + port + " (expected: 0..65535)");
-		}
-		return with(s -> s.port = port);
+		return with(s -> s.port(port));
 	}
 
 	/**
@@ -152,11 +143,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer idleTimeout(Duration idleTimeout) {
-		Objects.requireNonNull(idleTimeout, "idleTimeout");
-		if (idleTimeout.isNegative() || idleTimeout.isZero()) {
-			throw new IllegalArgumentException("idleTimeout : " + idleTimeout + " (expected: > 0)");
-		}
-		return with(s -> s.idleTimeout = idleTimeout);
+		return with(s -> s.idleTimeout(idleTimeout));
 	}
 
 	/**
@@ -167,11 +154,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer requestTimeout(Duration requestTimeout) {
-		Objects.requireNonNull(requestTimeout, "requestTimeout");
-		if (requestTimeout.isNegative() || requestTimeout.isZero()) {
-			throw new IllegalArgumentException("requestTimeout : " + requestTimeout + " (expected: > 0)");
-		}
-		return with(s -> s.requestTimeout = requestTimeout);
+		return with(s -> s.requestTimeout(requestTimeout));
 	}
 
 	/**
@@ -225,12 +208,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer secure(SslContext sslContext) {
-		Objects.requireNonNull(sslContext, "sslContext");
-		if (!sslContext.isServer()) {
-			throw new IllegalArgumentException("sslContext : a client context (expected: a server context from "
-					+ "SslContextBuilder.forServer(..))");
-		}
-		return with(s -> s.sslContext = sslContext);
+		return with(s -> s.sslContext(sslContext));
 	}
 
 	/**
@@ -320,10 +298,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer maxConnections(int maxConnections) {
-		if (maxConnections < 1) {
-			throw new IllegalArgumentException("maxConnections : " + maxConnections + " (expected: >= 1)");
-		}
-		return with(s -> s.maxConnections = maxConnections);
+		return with(s -> s.maxConnections(maxConnections));
 	}
 
 	/**
@@ -337,10 +312,7 @@ public final class BootstrapServer {
 	 * @return a new {@link BootstrapServer}
 	 */
 	public BootstrapServer maxLingeringRefusals(int maxLingeringRefusals) {
-		if (maxLingeringRefusals < 0) {
-			throw new IllegalArgumentException("maxLingeringRefusals : " + maxLingeringRefusals + " (expected: >= 0)");
-		}
-		return with(s -> s.maxLingeringRefusals = maxLingeringRefusals);
+		return with(s -> s.maxLingeringRefusals(maxLingeringRefusals));
 	}
 
 	/** @return event loop threads of each bound server */
@@ -357,10 +329,7 @@ public final class BootstrapServer {
 	 * @return a new {@code BootstrapServer}
 	 */
 	public BootstrapServer ioThreads(int ioThreads) {
-		if (ioThreads < 1) {
-			throw new IllegalArgumentException("ioThreads : " + ioThreads + " (expected: >= 1)");
-		}
-		return with(s -> s.ioThreads = ioThreads);
+		return with(s -> s.ioThreads(ioThreads));
 	}
 
 	/** @return how many refused connections may linger to deliver their 503 */
@@ -450,20 +419,7 @@ public final class BootstrapServer {
 	 * @throws IllegalStateException when binding did not finish in time
 	 */
 	public DisposableBootstrapServer bindNow(Duration timeout) {
-		Objects.requireNonNull(timeout, "timeout");
-		if (timeout.isNegative() || timeout.isZero()) {
-			throw new IllegalArgumentException("timeout : " + timeout + " (expected: > 0)");
-		}
-		try {
-			return Objects.requireNonNull(bind().timeout(timeout).block(), "bound server");
-		}
-		catch (RuntimeException e) {
-			if (e.getCause() instanceof TimeoutException) {
-				throw new IllegalStateException("bootstrap server on " + new HostPort(settings.host, settings.port)
-						+ " could not be bound within " + timeout.toMillis() + " ms", e);
-			}
-			throw e;
-		}
+		return ServerBinding.bindNow(settings, timeout);
 	}
 
 	/**

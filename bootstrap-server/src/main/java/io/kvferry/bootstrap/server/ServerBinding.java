@@ -2,6 +2,8 @@ package io.kvferry.bootstrap.server;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.TimeoutException;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.ConnectionLimit;
@@ -26,6 +28,28 @@ import reactor.netty.resources.LoopResources;
 final class ServerBinding {
 
 	private ServerBinding() {
+	}
+
+	/**
+	 * Binds and waits, for {@code BootstrapServer.bindNow}: blocking, never on an event loop.
+	 *
+	 * @param settings a configuration, not mutated any more
+	 * @param timeout how long to wait, positive
+	 * @return the running server
+	 * @throws IllegalStateException naming the address when binding did not finish in time
+	 */
+	static DisposableBootstrapServer bindNow(ServerSettings settings, Duration timeout) {
+		ServerSettings.positive("timeout", timeout);
+		try {
+			return Objects.requireNonNull(Mono.defer(() -> bind(settings)).timeout(timeout).block(), "bound server");
+		}
+		catch (RuntimeException e) {
+			if (e.getCause() instanceof TimeoutException) {
+				throw new IllegalStateException("bootstrap server on " + new HostPort(settings.host, settings.port)
+						+ " could not be bound within " + timeout.toMillis() + " ms", e);
+			}
+			throw e;
+		}
 	}
 
 	/**

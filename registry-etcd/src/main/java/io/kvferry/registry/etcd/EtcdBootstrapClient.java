@@ -12,25 +12,16 @@ import java.util.function.Supplier;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import io.etcd.jetcd.op.Cmp;
-import io.etcd.jetcd.op.CmpTarget;
-import io.etcd.jetcd.op.Op;
-import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
-import io.etcd.jetcd.options.PutOption;
 import io.kvferry.HostPort;
-import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
-import io.kvferry.bootstrap.PrefillSizes;
 import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.bootstrap.RegistryChange;
 import io.netty.handler.ssl.SslContext;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -105,14 +96,13 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	/** etcd refuses shorter leases (its minimum is 1.5 election timeouts, rounded up to whole seconds). */
 	static final Duration MIN_LEASE_TTL = Duration.ofSeconds(2);
 
-	private static final Logger LOG = LoggerFactory.getLogger(EtcdBootstrapClient.class);
-
 	/** Never mutated once this client holds it: {@link #with} edits a copy. */
 	private final EtcdClientSettings settings;
 	private final RegistryKeys keys;
 
 	private final EtcdConnection connection;
 	private final RankLeases leases;
+	private final RankRegistrations registrations;
 	private final Flux<RegistryChange> changes;
 
 	private EtcdBootstrapClient(EtcdClientSettings settings) {
@@ -121,6 +111,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		this.connection = new EtcdConnection(settings.endpoints, settings.timeout, settings.tls, settings.credentials,
 				keys.prefix(), settings.client);
 		this.leases = new RankLeases(settings.leaseTtl, connection::isDisposed, this::register);
+		this.registrations = new RankRegistrations(connection, keys, leases);
 		this.changes = Flux.defer(() -> RegistryWatch.changes(connection, keys)).share();
 	}
 
@@ -333,27 +324,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	public Mono<Void> register(HostPort bootstrap, PrefillRegistration registration) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		Objects.requireNonNull(registration, "registration");
-		ParallelLayout l = registration.layout();
-		if (l.attnCpSize() > 1) {
-			// Its keys have room for a CP rank, but sizes and look-ups do not count CP yet: CP ranks would overwrite
-			// each other's endpoint, so they are refused by name instead.
-			return Mono.error(new BootstrapException(BootstrapException.Kind.OTHER, 0, "register " + place(l) + " of "
-					+ bootstrap + ": attn_cp_size=" + l.attnCpSize() + " is not supported by the etcd registry "
-					+ "(expected: 1; use the HTTP bootstrap server for prefill context parallelism)"));
-		}
-		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
-		String call = "register "+ place(l) + " of " + bootstrap + " at " + registration.rankIp() + ":"
-				+ registration.rankPort();
-		PrefillSizes declared = PrefillSizes.declaredBy(registration);
-		byte[] endpoint = endpointJson(registration);
-		return connection.bounded(call, client -> InstanceInfo.fix(client, keys, bootstrap, declared)
-				.doOnNext(fixed -> InstanceInfo.checkFits(call, fixed, l))
-				.then(leases.lease(client, rankKey, bootstrap, registration))
-				.flatMap(lease -> future(() -> client.getKVClient().put(bytes(rankKey), ByteSequence.from(endpoint),
-						PutOption.builder().withLeaseId(lease).build())))
-				.doOnNext(put -> LOG.debug("Registered {} as {}", rankKey,
-						new String(endpoint, StandardCharsets.UTF_8)))
-				.then());
+		return registrations.register(bootstrap, registration);
 	}
 
 	/**
@@ -366,23 +337,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	public Mono<Void> deregister(HostPort bootstrap, PrefillRegistration registration) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
 		Objects.requireNonNull(registration, "registration");
-		ParallelLayout l = registration.layout();
-		String rankKey = keys.rank(bootstrap, l.dpGroup(), 0, l.attnTpRank(), l.ppRank());
-		return connection.bounded("deregister " + place(l) + " of " + bootstrap, client -> Mono.defer(() -> {
-			Long lease = leases.withdraw(rankKey);
-			if (lease != null) {
-				return future(() -> client.getLeaseClient().revoke(lease))
-						.doOnNext(r -> LOG.debug("Revoked lease {} of {}", Long.toHexString(lease), rankKey))
-						// Already ended (expired, or an earlier try of this revoke went through): the key is gone.
-						.onErrorResume(EtcdErrors::isLeaseNotFound, e -> Mono.empty())
-						.then();
-			}
-			return future(() -> client.getKVClient().txn()
-					.If(new Cmp(bytes(rankKey), Cmp.Op.EQUAL, CmpTarget.value(ByteSequence.from(
-							endpointJson(registration)))))
-					.Then(Op.delete(bytes(rankKey), DeleteOption.DEFAULT))
-					.commit()).then();
-		}));
+		return registrations.deregister(bootstrap, registration);
 	}
 
 	/**
@@ -489,14 +444,6 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 
 	private static ByteSequence bytes(String text) {
 		return RegistryKeys.bytes(text);
-	}
-
-	static byte[] endpointJson(PrefillRegistration registration) {
-		return RegistryCodec.endpointJson(registration.rankIp(), registration.rankPort(), registration.incarnation());
-	}
-
-	private static String place(ParallelLayout l) {
-		return "rank dp=" + l.dpGroup() + " tp=" + l.attnTpRank() + " pp=" + l.ppRank();
 	}
 
 	private static void checkRank(String name, int rank) {

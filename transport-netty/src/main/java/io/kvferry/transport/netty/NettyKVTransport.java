@@ -2,18 +2,13 @@ package io.kvferry.transport.netty;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.CompletableFuture;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
-import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
@@ -27,7 +22,6 @@ import io.netty.handler.ssl.SslContext;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
 
 /**
  * The TCP {@link KVTransport}: plain Netty, Epoll when available (or io_uring, {@link #ioMode}), one event loop group shared by every listener and
@@ -64,17 +58,16 @@ import reactor.core.publisher.Sinks;
 public final class NettyKVTransport implements KVTransport, Disposable {
 
 	private final TransportSettings settings;
-	// The caller's loops (runOn, loopResources), looked up on first use, or null: the transport makes and owns some.
+	// The caller's loops (runOn, loopResources), or null: the transport makes and owns some. Every copy keeps them.
 	private final @Nullable Supplier<EventLoopResources> external;
-	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
 	private final TransportChannels channels;
-	private volatile boolean disposed;
-	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
+	private final TransportLoops loops;
 
 	private NettyKVTransport(@Nullable Supplier<EventLoopResources> external, TransportSettings settings) {
 		this.external = external;
 		this.settings = settings;
 		this.channels = new TransportChannels(settings);
+		this.loops = new TransportLoops(external, settings, channels);
 	}
 
 	/**
@@ -248,7 +241,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 *         the one asked for
 	 */
 	public IoMode ioMode() {
-		EventLoopResources res = resources.get();
+		EventLoopResources res = loops.current();
 		return res != null ? res.ioMode() : settings.ioMode();
 	}
 
@@ -364,13 +357,13 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 
 	/** @return whether the event loop group was created, for tests in this package */
 	boolean hasEventLoopGroup() {
-		return resources.get() != null;
+		return loops.current() != null;
 	}
 
 	/** @return the event loops in use (own or the caller's), or null before the first use, for tests in this package */
 	@Nullable
 	EventLoopGroup eventLoopGroup() {
-		EventLoopResources res = resources.get();
+		EventLoopResources res = loops.current();
 		return res == null ? null : res.group();
 	}
 
@@ -390,7 +383,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	public Mono<Listener> listen(HostPort bindAddress, Function<KVConnection, ConnectionHandler> acceptor) {
 		Objects.requireNonNull(bindAddress, "bindAddress");
 		Objects.requireNonNull(acceptor, "acceptor");
-		return Mono.defer(() -> channels.listen(resources(), bindAddress, acceptor));
+		return Mono.defer(() -> channels.listen(loops.acquire(), bindAddress, acceptor));
 	}
 
 	/**
@@ -408,31 +401,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	public Mono<KVConnection> connect(HostPort remote, ConnectionHandler handler) {
 		Objects.requireNonNull(remote, "remote");
 		Objects.requireNonNull(handler, "handler");
-		return Mono.defer(() -> channels.connect(resources(), remote, handler));
-	}
-
-	private EventLoopResources resources() {
-		if (disposed) {
-			throw new KVFerryException("transport disposed");
-		}
-		EventLoopResources res = resources.get();
-		if (res != null) {
-			if (!res.isOwned() && res.group().isShuttingDown()) {
-				// A channel registered on loops that are stopping is never bound nor connected: say so instead.
-				throw new KVFerryException("the event loops this transport was given are shut down: " + res.group());
-			}
-			return res;
-		}
-		EventLoopResources created = external != null ? external.get() : EventLoopResources.create(settings);
-		if (!resources.compareAndSet(null, created)) {
-			created.shutdown(Duration.ZERO);
-			return resources.get();
-		}
-		if (disposed) {
-			created.shutdown(Duration.ofSeconds(2));
-			throw new KVFerryException("transport disposed");
-		}
-		return created;
+		return Mono.defer(() -> channels.connect(loops.acquire(), remote, handler));
 	}
 
 	/**
@@ -442,36 +411,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 */
 	@Override
 	public void dispose() {
-		if (disposed) {
-			return;
-		}
-		disposed = true;
-		disposedSignal.tryEmitEmpty();
-		CompletableFuture<Void> closed = channels.closeAll(new CloseReason(CloseReason.Kind.DISPOSED,
-				"transport disposed"));
-		EventLoopResources res = resources.get();
-		if (res != null) {
-			// The loops stop once the connections closed: a loop that stops while a half-closed connection waits for
-			// its peer's end closes the channel without channelInactive, and its handler and same-host rings would
-			// never hear of it. A peer that does not answer is closed after the close grace, on the loop.
-			Duration grace = settings.heartbeatInterval().plusSeconds(1);
-			// The wait is bounded by a task on one of the loops, not by CompletableFuture's own timer: completing a
-			// future with a timeout cancels that timer's task, from the event loop where the last channel closed,
-			// which waits for the timer's queue lock.
-			try {
-				res.group().next().schedule(() -> closed.complete(null), grace.toMillis(), TimeUnit.MILLISECONDS);
-			}
-			catch (RejectedExecutionException e) {
-				// A caller's group that is shutting down already: nothing will close on it any more.
-				closed.complete(null);
-			}
-			closed.whenComplete((v, e) -> {
-				res.shutdown(grace);
-				if (res.isOwned()) {
-					res.group().terminationFuture().addListener(f -> channels.loopsEnded());
-				}
-			});
-		}
+		loops.dispose();
 	}
 
 	/**
@@ -479,16 +419,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	 *         they were never created); never errors
 	 */
 	public Mono<Void> onDispose() {
-		return Mono.defer(() -> {
-			if (!disposed) {
-				return disposedSignal.asMono().then(onDispose());
-			}
-			EventLoopResources res = resources.get();
-			if (res == null || !res.isOwned()) {
-				return Mono.empty();
-			}
-			return Mono.create(sink -> res.group().terminationFuture().addListener(f -> sink.success()));
-		});
+		return loops.onDispose();
 	}
 
 	/**
@@ -508,7 +439,7 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 
 	@Override
 	public boolean isDisposed() {
-		return disposed;
+		return loops.isDisposed();
 	}
 
 	@Override

@@ -25,8 +25,6 @@ import io.kvferry.transport.netty.internal.shm.SameHostLink;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ChannelOutboundBuffer;
-import io.netty.channel.ChannelPromise;
 import io.netty.channel.unix.UnixChannel;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.ssl.SslHandshakeCompletionEvent;
@@ -45,12 +43,13 @@ import reactor.core.publisher.Sinks;
  * ({@link SslHandler} when TLS is on, {@link IdleStateHandler}, {@link KVFrameDecoder}, this).
  *
  * <p>It joins the parts: the {@link Handshake} (preface, {@code AUTH}, shared-secret proofs, timeout), the
- * {@link OutboundQueue} (any thread sends; writes drain on the event loop only while the channel is writable; ordered
- * close) and the {@link ConnectionInbound}, which {@link KVFrameDecoder} reports to and which forwards to the
- * {@link ConnectionHandler} on the event loop once the handshake completed. Only then does the accepting side ask the
- * acceptor for a handler and the connecting side's {@code connect} succeed. A handshake failure closes the connection
- * with a reason logged on each side (the accepting side sends its reason in a {@code REJECT} first), and fails
- * {@link #handshakeFuture()} with a {@link ProtocolException}. {@link ConnectionPipeline} lays the handlers out.
+ * {@link ConnectionSends} and their {@link OutboundQueue} (any thread sends; writes drain on the event loop only while
+ * the channel is writable; ordered close) and the {@link ConnectionInbound}, which {@link KVFrameDecoder} reports to
+ * and which forwards to the {@link ConnectionHandler} on the event loop once the handshake completed. Only then does
+ * the accepting side ask the acceptor for a handler and the connecting side's {@code connect} succeed. A handshake
+ * failure closes the connection with a reason logged on each side (the accepting side sends its reason in a
+ * {@code REJECT} first), and fails {@link #handshakeFuture()} with a {@link ProtocolException}.
+ * {@link ConnectionPipeline} lays the handlers out.
  *
  * <p><b>Heartbeats.</b> {@link Heartbeats} writes one whenever an interval passed without a write; the idle handler
  * reports reader idleness after two intervals (the connection closes with "no heartbeat from ...").
@@ -80,6 +79,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	private final Promise<NettyKVConnection> handshake;
 	private final AtomicReference<CloseReason> closeReason = new AtomicReference<>();
 	private final OutboundQueue outbound;
+	private final ConnectionSends sends;
 	private final SameHostLink sameHost;
 	private final Heartbeats heartbeats;
 	private final ConnectionInbound inbound;
@@ -121,11 +121,11 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		this.prefix = "[" + id + "]";
 		this.steps = new Handshake(settings,
 				acceptor != null ? SharedSecret.Role.ACCEPTING : SharedSecret.Role.CONNECTING);
-		this.outbound = new OutboundQueue(channel, settings.maxFrameLength(), settings.heartbeatInterval(),
-				this::closedException, cause -> {
-					onFailure(cause);
-					channel.close();
-				});
+		this.sends = new ConnectionSends(channel, settings, id, this::remoteAddress, this::closeReason, cause -> {
+			onFailure(cause);
+			channel.close();
+		});
+		this.outbound = sends.queue();
 		this.heartbeats = new Heartbeats(outbound, settings.heartbeatInterval());
 		this.sameHost = new SameHostLink(channel, settings, acceptor == null, outbound::sameHost, outbound::writable,
 				this::ringData, () -> prefix);
@@ -166,55 +166,28 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	@Override
 	public void send(KVMessage message, SendGate gate, SendListener listener) {
-		Objects.requireNonNull(message, "message");
-		Objects.requireNonNull(gate, "gate");
-		Objects.requireNonNull(listener, "listener");
-		ChannelPromise promise = channel.newPromise();
-		promise.addListener(f -> {
-			if (f.isSuccess()) {
-				listener.written();
-			}
-			else {
-				listener.failed(f.cause() instanceof KVFerryException ? f.cause()
-						: closedException("before the message was written", f.cause()));
-			}
-		});
-		outbound.offer(message, gate, promise);
+		sends.message(message, gate, listener);
 	}
 
 	@Override
 	public void sendData(DataBlock block) {
-		queueData(block, SendListener.NONE);
-	}
-
-	private void queueData(DataBlock block, SendListener listener) {
-		Objects.requireNonNull(block, "block");
-		DataHeader h = block.header();
-		if (h.chunkLen() < 0 || h.count() < 0 || h.dstOffset() < 0 || h.dstStride() < 0 || h.region() < 0) {
-			throw new IllegalArgumentException("data header : " + h + " (expected: no negative field)");
-		}
-		outbound.offer(block, listener);
+		sends.data(block, SendListener.NONE);
 	}
 
 	@Override
 	public void sendData(DataBlock block, SendListener listener) {
-		Objects.requireNonNull(listener, "listener");
-		queueData(block, listener);
+		sends.data(block, listener);
 	}
 
 	/** Sends the pieces as scatter frames gathered in place (each piece alone on a same-host ring). */
 	@Override
 	public void sendScatter(ScatterBlock block) {
-		sendScatter(block, SendListener.NONE);
+		sends.scatter(block, SendListener.NONE);
 	}
 
 	@Override
 	public void sendScatter(ScatterBlock block, SendListener listener) {
-		String problem = Objects.requireNonNull(block, "block").header().problem(block.payloadLength());
-		if (problem != null) {
-			throw new IllegalArgumentException(problem);
-		}
-		outbound.offer(block, Objects.requireNonNull(listener, "listener"));
+		sends.scatter(block, listener);
 	}
 
 	@Override
@@ -258,8 +231,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 
 	/** @return bytes handed to Netty and not yet written to the socket (0 once closed) */
 	public long pendingOutboundBytes() {
-		ChannelOutboundBuffer buffer = channel.unsafe().outboundBuffer();
-		return buffer == null ? 0 : buffer.totalPendingWriteBytes();
+		return sends.pendingBytes();
 	}
 
 	/** TCP, or the same-host ring once the handshake settled it; TLS when the pipeline has an SSL handler. */
@@ -296,12 +268,6 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 	}
 
 	// ---- handshake and failures ----------------------------------------------------------------------------------
-
-	private KVFerryException closedException(String when, Throwable cause) {
-		String reason = closeReason();
-		return new KVFerryException("connection " + id + " to " + remoteAddress() + " closed " + when
-				+ (reason == null ? "" : ": " + reason), cause);
-	}
 
 	/** The handshake completed: decode offers its same-host ring first, so that connect() returns with it settled. */
 	void handshakeCompleted() {
