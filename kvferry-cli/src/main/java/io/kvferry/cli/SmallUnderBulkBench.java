@@ -9,6 +9,7 @@ import java.util.Random;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.RoomPriority;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -23,7 +24,8 @@ import reactor.core.scheduler.Schedulers;
  * {@code kvferry bench --small-under-bulk}: how long a 1-page room takes while a large room is in flight between the
  * same two ranks, against the same room alone. One 1↔1 pair over loopback; each round times {@link #SMALL_ROOMS}
  * 1-page rooms one after another with nothing else moving, then starts the large room and times 1-page rooms one
- * after another as long as it moves (a room started then counts with all the time it waited behind it). Every room's bytes are checked after its clock stopped.
+ * after another as long as it moves (a room started then counts with all the time it waited behind it), NORMAL and
+ * {@link RoomPriority#HIGH} rooms in turn. Every room's bytes are checked after its clock stopped.
  */
 final class SmallUnderBulkBench {
 
@@ -50,6 +52,7 @@ final class SmallUnderBulkBench {
 					.bootstrapAddress(server.address()).startNow(TIMEOUT);
 			List<Long> alone = new ArrayList<>();
 			List<Long> underBulk = new ArrayList<>();
+			List<Long> underBulkHigh = new ArrayList<>();
 			List<String> failures = new ArrayList<>();
 			Random random = new Random(11);
 			long room = 1;
@@ -67,12 +70,14 @@ final class SmallUnderBulkBench {
 				long start = System.nanoTime();
 				var inFlight = bulk.transfer().subscribeOn(Schedulers.parallel()).toFuture();
 				int timed = 0;
-				// Every room started while the large one moves counts, however long it then waits behind it.
+				// Every room started while the large one moves counts, however long it then waits behind it. NORMAL
+				// and HIGH rooms take turns, so that both meet the large room at every stage of it.
 				while (!inFlight.isDone() && timed < 10 * SMALL_ROOMS) {
-					RoomResult r = BenchCommand.check(failures, pair.run(room++, shape.pageSize(), 1, random)
-							.block(TIMEOUT));
+					boolean high = (room & 1) == 0;
+					RoomResult r = BenchCommand.check(failures, pair.run(room++, shape.pageSize(), 1, random,
+							high ? RoomPriority.HIGH : RoomPriority.NORMAL).block(TIMEOUT));
 					if (i > 0 && r.ok()) {
-						underBulk.add(r.latencyNanos());
+						(high ? underBulkHigh : underBulk).add(r.latencyNanos());
 						timed++;
 					}
 				}
@@ -89,6 +94,7 @@ final class SmallUnderBulkBench {
 			}
 			double aloneUs = median(alone) / 1e3;
 			double underUs = median(underBulk) / 1e3;
+			double highUs = median(underBulkHigh) / 1e3;
 			ObjectNode o = JSON.createObjectNode();
 			o.put("bulk_bytes", bulkBytes);
 			o.put("rounds", rounds);
@@ -96,6 +102,9 @@ final class SmallUnderBulkBench {
 			o.put("under_bulk_p50_us", round(underUs));
 			o.put("under_bulk_rooms", underBulk.size());
 			o.put("ratio", aloneUs == 0 ? 0 : round(underUs / aloneUs));
+			o.put("under_bulk_high_p50_us", round(highUs));
+			o.put("under_bulk_high_rooms", underBulkHigh.size());
+			o.put("high_ratio", aloneUs == 0 ? 0 : round(highUs / aloneUs));
 			o.put("bulk_ms", rounds == 0 ? 0 : round(bulkNanos / 1e6 / rounds));
 			o.put("failures", failures.size());
 			if (json) {
@@ -108,6 +117,8 @@ final class SmallUnderBulkBench {
 				out.printf(Locale.ROOT, "  1-page room alone:            p50 %,.0f us%n", aloneUs);
 				out.printf(Locale.ROOT, "  1-page room under the large:  p50 %,.0f us (%d rooms, %.1fx)%n", underUs,
 						underBulk.size(), aloneUs == 0 ? 0 : underUs / aloneUs);
+				out.printf(Locale.ROOT, "  the same, RoomPriority.HIGH:  p50 %,.0f us (%d rooms, %.1fx)%n", highUs,
+						underBulkHigh.size(), aloneUs == 0 ? 0 : highUs / aloneUs);
 				out.println("  result: " + (failures.isEmpty() ? "OK, every room succeeded intact"
 						: failures.size() + " rooms FAILED, first: " + failures.get(0)));
 			}

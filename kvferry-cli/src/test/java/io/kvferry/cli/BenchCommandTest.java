@@ -217,5 +217,9 @@ class BenchCommandTest {
 		assertThat(j.get("alone_p50_us").asDouble()).isPositive();
 		assertThat(j.get("bulk_bytes").asLong()).isEqualTo(64L << 20);
 		assertThat(j.get("failures").asInt()).isZero();
+		// Small rooms under the large one take turns as NORMAL and HIGH: both counts are reported, one apart at most.
+		assertThat(j.get("under_bulk_high_rooms").asInt() - j.get("under_bulk_rooms").asInt()).isBetween(-1, 1);
+		assertThat(j.has("under_bulk_high_p50_us")).isTrue();
+		assertThat(j.has("high_ratio")).isTrue();
 	}
 }
