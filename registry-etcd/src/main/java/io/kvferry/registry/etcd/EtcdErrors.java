@@ -91,8 +91,9 @@ final class EtcdErrors {
 			return true;
 		}
 		String message = String.valueOf(e.getMessage());
-		// An ended auth token (jetcd has dropped it and fetches another on the next try) passes by itself too.
-		return message.contains("leader changed") || message.contains("no leader")
+		// An ended auth token (jetcd has dropped it and fetches another on the next try) passes by itself too, and so
+		// does a member's connection that closed under the call (its member was killed): the next try picks another.
+		return message.contains("leader changed") || message.contains("no leader") || message.contains("channel closed")
 				|| message.contains("request timed out") || message.contains("too many requests")
 				|| message.contains("invalid auth token") || message.contains("revision of auth store is old");
 	}
