@@ -273,6 +273,7 @@ class RoomTableTest {
 		vts.advanceTimeBy(Duration.ofDays(1));
 		assertThat(r.state()).isEqualTo(KVPoll.SUCCESS);
 	}
+
 	@Test
 	void aRoomWhoseLimitsAreAlikeArmsOneTimerInItsLifeAndStillTimesOutPerState() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();

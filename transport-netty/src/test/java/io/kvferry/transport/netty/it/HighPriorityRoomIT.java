@@ -8,18 +8,15 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.LongStream;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.RoomPriority;
-import io.kvferry.bootstrap.client.ReactorBootstrapClient;
-import io.kvferry.bootstrap.server.BootstrapServer;
-import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -43,14 +40,8 @@ class HighPriorityRoomIT {
 
 	@Test
 	void aHighPriorityRoomGoesAheadOfTheWindowsEveryBulkRoomKeepsQueued() {
-		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		ReactorBootstrapClient client = ReactorBootstrapClient.create();
-		NettyKVTransport prefillNetty = NettyKVTransport.create();
-		NettyKVTransport decodeNetty = NettyKVTransport.create();
-		KVCluster cluster = KVCluster.builder().shape(SHAPE).prefill(1, 1, 1).decode(1, 1)
-				.capacity(BULK_ROOMS * BULK_PAGES + 16, 32).transport(prefillNetty).decodeTransport(decodeNetty)
-				.bootstrapClient(client).bootstrapAddress(server.address()).startNow(T);
-		try {
+		try (LoopbackCluster pair = LoopbackCluster.startApart(SHAPE, BULK_ROOMS * BULK_PAGES + 16, 32)) {
+			KVCluster cluster = pair.cluster;
 			for (int i = 0; i < 4; i++) {
 				assertThat(cluster.run(900 + i, SHAPE.pageSize(), 1, new Random(i)).block(T).failure()).isNull();
 			}
@@ -65,13 +56,6 @@ class HighPriorityRoomIT {
 			assertThat(normal).as("bulk bytes that landed ahead of the NORMAL room").isGreaterThan(96 * MIB);
 			assertThat(high).as("bulk bytes that landed ahead of the HIGH room, against %d MiB ahead of the NORMAL one",
 					normal / MIB).isLessThan(normal / 2);
-		}
-		finally {
-			cluster.close().block(T);
-			prefillNetty.disposeNow(T);
-			decodeNetty.disposeNow(T);
-			client.dispose();
-			server.disposeNow();
 		}
 	}
 
@@ -88,7 +72,7 @@ class HighPriorityRoomIT {
 		Mono<Void> moved = Flux.fromIterable(bulk).flatMap(KVCluster.StagedRoom::transfer).then().cache();
 		moved.subscribe();
 		// Every bulk room's first bytes landed: each has its window queued on prefill's side of the connections.
-		Flux.interval(Duration.ofMillis(1)).filter(x -> java.util.stream.LongStream.range(firstRoom, small)
+		Flux.interval(Duration.ofMillis(1)).filter(x -> LongStream.range(firstRoom, small)
 				.allMatch(r -> transferring(decode, r))).next().block(T);
 		AtomicLong landedAtQueued = new AtomicLong(-1);
 		Disposable stamp = prefill.events().filter(e -> e.room() == small && e.current() == KVPoll.TRANSFERRING)

@@ -22,13 +22,16 @@ final class LoopbackCluster implements AutoCloseable {
 	final DisposableBootstrapServer server;
 	final ReactorBootstrapClient client;
 	final NettyKVTransport transport;
+	// The decode side's transport: the same as the prefill side's unless started apart.
+	final NettyKVTransport decodeTransport;
 	final KVCluster cluster;
 
 	private LoopbackCluster(DisposableBootstrapServer server, ReactorBootstrapClient client, NettyKVTransport transport,
-			KVCluster cluster) {
+			NettyKVTransport decodeTransport, KVCluster cluster) {
 		this.server = server;
 		this.client = client;
 		this.transport = transport;
+		this.decodeTransport = decodeTransport;
 		this.cluster = cluster;
 	}
 
@@ -40,13 +43,31 @@ final class LoopbackCluster implements AutoCloseable {
 		KVCluster cluster = more.apply(KVCluster.builder().shape(shape).prefill(prefillTp, prefillPp, prefillDp)
 				.decode(decodeTp, decodePp).capacity(pages, rows).transport(transport).bootstrapClient(client)
 				.bootstrapAddress(server.address())).startNow(T);
-		return new LoopbackCluster(server, client, transport, cluster);
+		return new LoopbackCluster(server, client, transport, transport, cluster);
+	}
+
+	/**
+	 * One prefill and one decode rank whose transports have event loops of their own, as they do in their own
+	 * processes: what one side's loop does (writing a large room) never delays the other side's reads.
+	 */
+	static LoopbackCluster startApart(ModelShape shape, int pages, int rows) {
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		NettyKVTransport prefill = NettyKVTransport.create();
+		NettyKVTransport decode = NettyKVTransport.create();
+		KVCluster cluster = KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1).capacity(pages, rows)
+				.transport(prefill).decodeTransport(decode).bootstrapClient(client).bootstrapAddress(server.address())
+				.startNow(T);
+		return new LoopbackCluster(server, client, prefill, decode, cluster);
 	}
 
 	@Override
 	public void close() {
 		cluster.close().block(T);
 		transport.disposeNow(T);
+		if (decodeTransport != transport) {
+			decodeTransport.disposeNow(T);
+		}
 		client.dispose();
 		server.disposeNow();
 	}

@@ -12,13 +12,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.KVPoll;
 import io.kvferry.PrefillKVManager;
-import io.kvferry.bootstrap.client.ReactorBootstrapClient;
-import io.kvferry.bootstrap.server.BootstrapServer;
-import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -41,14 +37,8 @@ class SmallRoomBehindBulkIT {
 
 	@Test
 	void aOnePageRoomAskedWhileA256MibRoomIsInFlightCompletesFirstAndBothVerify() {
-		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		ReactorBootstrapClient client = ReactorBootstrapClient.create();
-		NettyKVTransport prefillNetty = NettyKVTransport.create();
-		NettyKVTransport decodeNetty = NettyKVTransport.create();
-		KVCluster cluster = KVCluster.builder().shape(SHAPE).prefill(1, 1, 1).decode(1, 1)
-				.capacity(BULK_PAGES + 16, 16).transport(prefillNetty).decodeTransport(decodeNetty)
-				.bootstrapClient(client).bootstrapAddress(server.address()).startNow(T);
-		try {
+		try (LoopbackCluster pair = LoopbackCluster.startApart(SHAPE, BULK_PAGES + 16, 16)) {
+			KVCluster cluster = pair.cluster;
 			DecodeKVManager decode = cluster.decodeManagers().get(0);
 			PrefillKVManager prefill = cluster.prefillManagers().get(0).get(0);
 			// Connected and warm: the small room's figure alone is its steady latency.
@@ -109,13 +99,6 @@ class SmallRoomBehindBulkIT {
 					.isLessThan(bulkDone.get());
 			assertThat(wentFirst).as("bulk bytes that landed after prefill queued the small room and before it ended, "
 					+ "against what the bulk room still had to land then (%d bytes)", bulkLeft).isLessThan(bulkLeft / 2);
-		}
-		finally {
-			cluster.close().block(T);
-			prefillNetty.disposeNow(T);
-			decodeNetty.disposeNow(T);
-			client.dispose();
-			server.disposeNow();
 		}
 	}
 }
