@@ -204,16 +204,35 @@ class Room {
 	 */
 	static final class Timeout {
 		final long deadline;
-		volatile Disposable task;
+		// Installed before its task is scheduled, so that a task that fires at once finds it: either side may come
+		// first, and whichever sees the other disposes the task.
+		private volatile Disposable task;
+		private volatile boolean cancelled;
 
 		Timeout(long deadline) {
 			this.deadline = deadline;
+		}
+
+		/** Hands over the scheduled task, disposed at once when the timeout was cancelled meanwhile. */
+		void scheduled(Disposable t) {
+			task = t;
+			if (cancelled) {
+				t.dispose();
+			}
+		}
+
+		void cancel() {
+			cancelled = true;
+			Disposable t = task;
+			if (t != null) {
+				t.dispose();
+			}
 		}
 	}
 
 	/**
 	 * @param deadline when the current state's limit ends, on the timer clock
-	 * @return a new timeout to schedule and then {@link #install}, or null when one that fires no later is armed
+	 * @return a new timeout to {@link #install} and then schedule, or null when one that fires no later is armed
 	 */
 	Timeout needsTimeout(long deadline) {
 		Timeout armed = timeout;
@@ -221,19 +240,20 @@ class Room {
 	}
 
 	/**
-	 * Installs a scheduled timeout unless one firing no later got there first (then this one is disposed); disposes
-	 * the one it replaces. A timeout installed after the room ended is disposed at once.
+	 * Installs a timeout, before its task is scheduled, unless one firing no later got there first; cancels the one it
+	 * replaces. A timeout installed after the room ended is cancelled at once.
+	 *
+	 * @return whether it was installed (then schedule it), false when another fires no later
 	 */
-	void install(Timeout next) {
+	boolean install(Timeout next) {
 		for (;;) {
 			Timeout armed = timeout;
 			if (armed != null && armed.deadline <= next.deadline) {
-				next.task.dispose();
-				return;
+				return false;
 			}
 			if (TIMEOUT.compareAndSet(this, armed, next)) {
 				if (armed != null) {
-					armed.task.dispose();
+					armed.cancel();
 				}
 				break;
 			}
@@ -241,6 +261,7 @@ class Room {
 		if (isTerminal()) {
 			clearTimeout();
 		}
+		return true;
 	}
 
 	/** @return whether {@code fired} was still the room's timeout (it is taken off); false when another replaced it */
@@ -248,11 +269,11 @@ class Room {
 		return TIMEOUT.compareAndSet(this, fired, null);
 	}
 
-	/** Disposes the room's timeout, if any: the room ended. */
+	/** Cancels the room's timeout, if any: the room ended. */
 	void clearTimeout() {
 		Timeout armed = TIMEOUT.getAndSet(this, null);
 		if (armed != null) {
-			armed.task.dispose();
+			armed.cancel();
 		}
 	}
 }

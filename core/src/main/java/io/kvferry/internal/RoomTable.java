@@ -329,12 +329,11 @@ final class RoomTable<R extends Room> {
 
 	private void arm(R room, long deadline) {
 		Room.Timeout next = room.needsTimeout(deadline);
-		if (next == null) {
+		if (next == null || !room.install(next)) {
 			return;
 		}
 		long delay = Math.max(0, deadline - timer.now(TimeUnit.NANOSECONDS));
-		next.task = timer.schedule(() -> expire(room, next), delay, TimeUnit.NANOSECONDS);
-		room.install(next);
+		next.scheduled(timer.schedule(() -> expire(room, next), delay, TimeUnit.NANOSECONDS));
 	}
 
 	private void expire(R room, Room.Timeout fired) {

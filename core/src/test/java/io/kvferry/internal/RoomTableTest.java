@@ -318,9 +318,32 @@ class RoomTableTest {
 		assertThat(r.reason()).isEqualTo("Request 1 timed out after 100s in KVPoll.TRANSFERRING");
 	}
 
+	@Test
+	void aTimerThatFiresBeforeItsArmingReturnedStillTimesTheRoomOut() {
+		// A timer thread may run a task before schedule() has even returned to the thread that armed it.
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		CountingTimer timer = new CountingTimer(vts) {
+			@Override
+			public reactor.core.Disposable schedule(Runnable task, long delay, java.util.concurrent.TimeUnit unit) {
+				if (scheduled++ == 0) {
+					task.run();
+					return () -> { };
+				}
+				return vts.schedule(task, delay, unit);
+			}
+		};
+		Duration limit = Duration.ofSeconds(100);
+		RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), limit, limit, limit, 16,
+				(r, s) -> { }, ended::add);
+		Room r = t.getOrCreate(1, Room::new);
+		t.advance(r, KVPoll.BOOTSTRAPPING);
+		vts.advanceTimeBy(Duration.ofSeconds(100));
+		assertThat(r.state()).isEqualTo(KVPoll.FAILED);
+	}
+
 	// Counts the timers a table schedules; time and running are the virtual scheduler's.
-	private static final class CountingTimer implements reactor.core.scheduler.Scheduler {
-		private final VirtualTimeScheduler clock;
+	private static class CountingTimer implements reactor.core.scheduler.Scheduler {
+		final VirtualTimeScheduler clock;
 		int scheduled;
 
 		CountingTimer(VirtualTimeScheduler clock) {
