@@ -52,10 +52,12 @@ class HighPriorityRoomIT {
 			// Ahead of a NORMAL room: every bulk room's window on each stripe (8 × 8 MiB per stripe here), besides
 			// what is written already. Ahead of a HIGH room only the latter: on each of the two stripes the piece
 			// being written (4 MiB), what Netty holds up to its high watermark (8 MiB) and the kernel's socket
-			// buffers on both ends. Here 147–172 MiB against 22–46 MiB.
-			assertThat(normal).as("bulk bytes that landed ahead of the NORMAL room").isGreaterThan(96 * MIB);
+			// buffers on both ends. Here 142–182 MiB against 22–46 MiB on an idle machine, up to 67 MiB with two
+			// cores kept busy meanwhile (the count also takes in what the other stripe lands while decode waits for the
+			// room's last stripe); one queue for both let 158 MiB through against 151.
+			assertThat(normal).as("bulk bytes that landed ahead of the NORMAL room").isGreaterThan(64 * MIB);
 			assertThat(high).as("bulk bytes that landed ahead of the HIGH room, against %d MiB ahead of the NORMAL one",
-					normal / MIB).isLessThan(normal / 2);
+					normal / MIB).isLessThan(normal * 3 / 5);
 		}
 	}
 
