@@ -45,7 +45,7 @@ class Room {
 	private boolean fromAnotherRank;
 	// The retry hint of an overload refusal, set before the room fails as overloaded.
 	private Duration retryAfter = Duration.ZERO;
-	// When the current state began, on the table's timer clock; written under this object's monitor.
+	// When the current state began, on the table's deadline clock; written under this object's monitor.
 	private volatile long stateSince;
 	// The one timer armed for the room's state timeout, the earliest any state asked for. Swapped without the room's
 	// monitor, as a room's first byte moves it on a transport thread, which must never wait for whoever holds the room.
@@ -143,7 +143,7 @@ class Room {
 	 *
 	 * @return the previous state and the new one, or null when the update changed nothing
 	 */
-	synchronized KVPoll[] apply(KVPoll update, FailureCause failure, String why, boolean remote, long timerNow,
+	synchronized KVPoll[] apply(KVPoll update, FailureCause failure, String why, boolean remote, long clockNow,
 			Consumer<KVPoll> beforeTerminal) {
 		if (state != null && state.isTerminal()) {
 			// Latched: the first terminal state is the one this room's sender or receiver reports.
@@ -168,7 +168,7 @@ class Room {
 			clock.end(RoomClock.now(), next == KVPoll.SUCCESS);
 			beforeTerminal.accept(next);
 		}
-		stateSince = timerNow;
+		stateSince = clockNow;
 		state = next;
 		states.tryEmitNext(next);
 		if (next.isTerminal()) {
@@ -192,7 +192,7 @@ class Room {
 		return new RoomTable.Ended(cause == null ? FailureCause.OTHER : cause, reason, fromAnotherRank);
 	}
 
-	/** @return when the current state began, on the timer clock the table passed to {@link #apply} */
+	/** @return when the current state began, on the clock the table passed to {@link #apply} */
 	long stateSince() {
 		return stateSince;
 	}
@@ -231,7 +231,7 @@ class Room {
 	}
 
 	/**
-	 * @param deadline when the current state's limit ends, on the timer clock
+	 * @param deadline when the current state's limit ends, on the table's deadline clock
 	 * @return a new timeout to {@link #install} and then schedule, or null when one that fires no later is armed
 	 */
 	Timeout needsTimeout(long deadline) {

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
+import java.util.function.LongSupplier;
 
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
@@ -36,6 +37,8 @@ final class RoomTable<R extends Room> {
 	private static final Logger log = LoggerFactory.getLogger(RoomTable.class);
 	// Rooms that ended recently: late messages for them are ignored instead of re-creating state nobody clears.
 	private static final int TOMBSTONES = 1 << 16;
+	// A timer whose now() is this close to the wall clock tells the wall clock.
+	private static final long WALL_CLOCK_SLACK_MILLIS = 60_000;
 
 	private final ConcurrentHashMap<Long, R> rooms = new ConcurrentHashMap<>();
 	// Value: why the room ended before an engine could open it (an abort that came first, or a request the engine had
@@ -51,6 +54,10 @@ final class RoomTable<R extends Room> {
 	private final HotStream<KVStatusEvent> events;
 	private final String name;
 	private final Scheduler timer;
+	// What state deadlines are measured on, in nanoseconds: the timer's own clock when it keeps time of its own (a
+	// virtual-time scheduler), else System.nanoTime. Reactor's schedulers tell the wall clock, which a clock step moves:
+	// a step forward would fail rooms early.
+	private final LongSupplier clock;
 	private final Duration[] timeouts;
 	private final BiConsumer<R, KVPoll> onEnding;
 	private final Consumer<R> onTerminal;
@@ -79,6 +86,8 @@ final class RoomTable<R extends Room> {
 			Duration transferTimeout, int eventBufferSize, BiConsumer<R, KVPoll> onEnding, Consumer<R> onTerminal) {
 		this.name = name;
 		this.timer = timer;
+		this.clock = Math.abs(timer.now(TimeUnit.MILLISECONDS) - System.currentTimeMillis()) < WALL_CLOCK_SLACK_MILLIS
+				? System::nanoTime : () -> timer.now(TimeUnit.NANOSECONDS);
 		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
 		this.events = new HotStream<>(callbacks, eventBufferSize,
 				dropped -> log.debug("[{}] slow subscriber dropped {}", name, dropped));
@@ -256,8 +265,7 @@ final class RoomTable<R extends Room> {
 	}
 
 	private boolean update(R room, KVPoll update, FailureCause cause, String reason, boolean fromAnotherRank) {
-		long timerNow = timer.now(TimeUnit.NANOSECONDS);
-		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, timerNow, terminal -> {
+		KVPoll[] change = room.apply(update, cause, reason, fromAnotherRank, clock.getAsLong(), terminal -> {
 			forget(room, terminal);
 			onEnding.accept(room, terminal);
 		});
@@ -332,7 +340,7 @@ final class RoomTable<R extends Room> {
 		if (next == null || !room.install(next)) {
 			return;
 		}
-		long delay = Math.max(0, deadline - timer.now(TimeUnit.NANOSECONDS));
+		long delay = Math.max(0, deadline - clock.getAsLong());
 		next.scheduled(timer.schedule(() -> expire(room, next), delay, TimeUnit.NANOSECONDS));
 	}
 
@@ -346,10 +354,9 @@ final class RoomTable<R extends Room> {
 			return;
 		}
 		long since = room.stateSince();
-		long now = timer.now(TimeUnit.NANOSECONDS);
+		long now = clock.getAsLong();
 		if (now - since < limit) {
-			// Never further than one limit from now, should the clock have stepped back.
-			arm(room, Math.min(since + limit, now + limit));
+			arm(room, since + limit);
 		}
 		else if (room.state() == state && room.stateSince() == since) {
 			fail(room, FailureCause.TIMEOUT, "Request " + room.id + " timed out after "

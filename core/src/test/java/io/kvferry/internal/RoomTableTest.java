@@ -341,6 +341,30 @@ class RoomTableTest {
 		assertThat(r.state()).isEqualTo(KVPoll.FAILED);
 	}
 
+	@Test
+	void aTimerThatTellsTheWallClockMeasuresDeadlinesOnAClockNoStepMoves() {
+		// Reactor's schedulers tell the wall clock: one stepped an hour forward must not fail a room whose state began
+		// a moment before, when a timer armed for its earlier state fires.
+		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+		long[] step = { 0 };
+		CountingTimer wallClock = new CountingTimer(vts) {
+			@Override
+			public long now(java.util.concurrent.TimeUnit unit) {
+				return unit.convert(System.currentTimeMillis() + step[0], java.util.concurrent.TimeUnit.MILLISECONDS);
+			}
+		};
+		Duration limit = Duration.ofSeconds(300);
+		RoomTable<Room> t = new RoomTable<>("test", wallClock, Schedulers.immediate(), limit, limit, limit, 16,
+				(r, s) -> { }, ended::add);
+		Room r = t.getOrCreate(1, Room::new);
+		t.advance(r, KVPoll.BOOTSTRAPPING);
+		vts.advanceTimeBy(Duration.ofSeconds(299));
+		t.advance(r, KVPoll.WAITING_FOR_INPUT);
+		step[0] = Duration.ofHours(1).toMillis();
+		vts.advanceTimeBy(Duration.ofSeconds(1));
+		assertThat(r.state()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+	}
+
 	// Counts the timers a table schedules; time and running are the virtual scheduler's.
 	private static class CountingTimer implements reactor.core.scheduler.Scheduler {
 		final VirtualTimeScheduler clock;
