@@ -50,6 +50,8 @@ import reactor.core.scheduler.Schedulers;
  * @param overloadRetryAfter the retry hint of an overload refusal before any room succeeded, and its ceiling
  * @param leasePeriod prefill: how long it holds a room a decode rank asked for without that rank renewing the room's
  *        lease; decode renews every third of it (zero: no leases)
+ * @param firstStripeBytes prefill: how many of a room's first bytes to a striped decode rank go on stripe 0 alone
+ *        before the rest is dealt over every stripe
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -59,7 +61,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
 		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait,
 		RoomPath.Requirement requiredPath, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter,
-		Duration leasePeriod) {
+		Duration leasePeriod, long firstStripeBytes) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -133,6 +135,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int maxRooms;
 		Duration overloadRetryAfter;
 		Duration leasePeriod;
+		long firstStripeBytes;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -168,6 +171,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			maxRooms = c.maxRooms;
 			overloadRetryAfter = c.overloadRetryAfter;
 			leasePeriod = c.leasePeriod;
+			firstStripeBytes = c.firstStripeBytes;
 		}
 
 		private KVManagerConfig build() {
@@ -176,7 +180,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
 					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath,
-					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod);
+					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod, firstStripeBytes);
 		}
 	}
 }

@@ -70,7 +70,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT,
 				KVMetricsRecorder.NONE, PrefillSpec.DEFAULT_OPTIMISTIC_ROOMS, PrefillSpec.DEFAULT_OPTIMISTIC_WAIT,
 				RoomPath.Requirement.ANY, DecodeSpec.DEFAULT_MAX_ROOMS_PER_PEER, DecodeSpec.DEFAULT_MAX_ROOMS,
-				DEFAULT_OVERLOAD_RETRY_AFTER, PrefillSpec.DEFAULT_LEASE_PERIOD);
+				DEFAULT_OVERLOAD_RETRY_AFTER, PrefillSpec.DEFAULT_LEASE_PERIOD,
+				PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
 	}
 
 	/** @return a spec of this role over {@code config} */

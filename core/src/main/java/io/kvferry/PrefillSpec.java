@@ -23,6 +23,8 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	static final Duration DEFAULT_OPTIMISTIC_WAIT = Duration.ofSeconds(30);
 	/** Default lease on the pages of a room a decode rank asked for (vLLM's NIXL connector uses 30 s too). */
 	public static final Duration DEFAULT_LEASE_PERIOD = Duration.ofSeconds(30);
+	/** Default bytes of a room that go on stripe 0 alone before the rest is dealt over the stripes: 256 KiB. */
+	public static final long DEFAULT_FIRST_STRIPE_BYTES = 256 << 10;
 
 	PrefillSpec(KVManagerConfig config) {
 		super(config);
@@ -129,6 +131,24 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 			throw new IllegalArgumentException("leasePeriod : " + period + " (expected: zero, or at least 30 ms)");
 		}
 		return edit(d -> d.leasePeriod = period);
+	}
+
+	/**
+	 * How a room's bytes to a decode rank that opened several stripes (connections) are dealt: the first {@code bytes}
+	 * go on stripe 0 alone, and only the rest is dealt over every stripe. A room that small then crosses one
+	 * connection: its Success names no fence on the others, so no thread of either side wakes for them, which on a
+	 * loaded host halves the time and cuts the CPU of a room of a few pages; a larger room still spreads its bytes,
+	 * where two connections copying in parallel gain more than the second connection's wake-ups cost.
+	 *
+	 * @param bytes bytes of each room that stay on stripe 0; default {@value #DEFAULT_FIRST_STRIPE_BYTES} (256 KiB);
+	 *        0 deals every room over the stripes from its first byte
+	 * @return a new spec
+	 */
+	public PrefillSpec firstStripeBytes(long bytes) {
+		if (bytes < 0) {
+			throw new IllegalArgumentException("firstStripeBytes : " + bytes + " (expected: >= 0)");
+		}
+		return edit(d -> d.firstStripeBytes = bytes);
 	}
 
 	/**

@@ -377,7 +377,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 						+ "room " + id + " twice", false);
 				return;
 			}
-			s.connection.settle(id, status.bytes(), status.checksum(), mismatch -> rankDone(s, status, mismatch));
+			s.connection.settle(id, status, mismatch -> rankDone(s, status, mismatch));
 		}
 	}
 

@@ -26,7 +26,7 @@ final class PrefillDestination implements TransferPlan.Outlet {
 		this.session = session;
 		this.request = request;
 		this.stateLists = StateLists.split(request.stateIndices(), request.stateCounts());
-		this.flow = session.connection.flow(room.id, room.gate);
+		this.flow = session.connection.flow(room.id, room.gate, session.manager.config.firstStripeBytes());
 	}
 
 	/** @return whether the rank asked only to take part, for no bytes (a dummy CP or TP rank) */
@@ -137,7 +137,8 @@ final class PrefillDestination implements TransferPlan.Outlet {
 	 */
 	void finish(long room, Runnable written, Consumer<Throwable> failed) {
 		int rank = session.manager.uniqueRank;
-		flow.finish((bytes, checksum) -> new KVMessage.Status(room, KVPoll.SUCCESS, rank, "", bytes, checksum),
+		flow.finish((bytes, checksum, fences) -> new KVMessage.Status(room, KVPoll.SUCCESS, rank, "", bytes, checksum,
+				fences),
 				written, failed);
 	}
 }

@@ -21,9 +21,10 @@ public sealed interface KVMessage {
 	 * Version of the message set and of the transport handshake; a peer with another version is rejected in the
 	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation. 8: {@link HelloAck} carries
 	 * prefill's lease period, decode renews its rooms' leases with {@link Renew}, and data frames may carry many pieces
-	 * of a room ({@link ScatterHeader}).
+	 * of a room ({@link ScatterHeader}). 9: a Success {@link Status} names the stripes that send a {@link Fence} for the
+	 * room ({@link Status#fences()}); a stripe that carried none of its bytes sends none.
 	 */
-	int PROTOCOL_VERSION = 8;
+	int PROTOCOL_VERSION = 9;
 
 	/** {@link HelloAck#leaseMillis()} of a prefill rank that keeps no leases: decode sends no {@link Renew}. */
 	long NO_LEASE = 0;
@@ -252,8 +253,10 @@ public sealed interface KVMessage {
 	 * @param bytes payload bytes sent for the room (KV, state and aux), on all stripes together
 	 * @param checksum CRC32C of the bytes sent on stripe 0 in the order sent (each other stripe's is in its
 	 *        {@link Fence}), when decode asked for it; else {@link #NO_CHECKSUM}
+	 * @param fences the stripes that send a {@link Fence} for the room, bit {@code k} for stripe {@code k} (never
+	 *        stripe 0): those that carried some of its bytes; 0 when only stripe 0 did, and on a failure
 	 */
-	record Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum)
+	record Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum, int fences)
 			implements KVMessage {
 		public Status {
 			Objects.requireNonNull(status, "status");
@@ -262,11 +265,28 @@ public sealed interface KVMessage {
 				throw new IllegalArgumentException("status : bytes=" + bytes + " checksum=" + checksum
 						+ " (expected: bytes >= 0, checksum a CRC32C or -1)");
 			}
+			if (fences < 0 || fences > MAX_FENCES || (fences & 1) != 0) {
+				throw new IllegalArgumentException("status : fences=0x" + Integer.toHexString(fences)
+						+ " (expected: bits of stripes 1..7)");
+			}
+		}
+
+		/** The largest {@link #fences()}: stripes 1..7 all fence the room (a session has at most 8 stripes). */
+		public static final int MAX_FENCES = 0xFE;
+
+		/** A status whose bytes all went on stripe 0. */
+		public Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum) {
+			this(room, status, prefillRank, reason, bytes, checksum, 0);
 		}
 
 		/** A status that reports no bytes and no checksum (a failure, or a rank that moved nothing). */
 		public Status(long room, KVPoll status, int prefillRank, String reason) {
 			this(room, status, prefillRank, reason, 0, NO_CHECKSUM);
+		}
+
+		/** @return whether stripe {@code stripe} sends a {@link Fence} for the room */
+		public boolean fenced(int stripe) {
+			return stripe > 0 && stripe < 32 && (fences & (1 << stripe)) != 0;
 		}
 	}
 

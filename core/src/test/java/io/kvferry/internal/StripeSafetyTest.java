@@ -25,6 +25,7 @@ import io.kvferry.KVTransferException;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.PrefillSpec;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
@@ -75,9 +76,15 @@ class StripeSafetyTest {
 		}
 	}
 
+	/** Starts both ranks; prefill deals every room over the stripes from its first byte, as a large room is. */
 	private void start(int stripes, UnaryOperator<DecodeSpec> custom) {
+		start(stripes, custom, 0);
+	}
+
+	private void start(int stripes, UnaryOperator<DecodeSpec> custom, long firstStripeBytes) {
 		prefill = KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
-				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
+				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
+				.firstStripeBytes(firstStripeBytes).startNow();
 		decode = custom.apply(KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport)
 				.bootstrapClient(bootstrap).stripes(stripes)).startNow();
 	}
@@ -347,6 +354,72 @@ class StripeSafetyTest {
 		assertThat(transport.decodeStripe(0).fences()).isZero();
 		assertThat(transport.decodeStripe(1).fences()).isEqualTo(1);
 		assertThat(transport.decodeStripe(2).fences()).isEqualTo(1);
+	}
+
+	@Test
+	void aSmallRoomCrossesStripeZeroAloneAndItsSuccessNamesNoFence() {
+		start(3, UnaryOperator.identity(), PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
+		int[] src = { 1, 2, 3, 4, 5, 6, 7, 8 };
+		int[] dst = { 8, 9, 10, 11, 12, 13, 14, 15 };
+		KVReceiver r = room(14, src, dst, 5)[0];
+		StepVerifier.create(r.completion()).expectComplete().verify(T);
+		assertThat(decodeMem.verify(14, dst, 5, new int[0])).isNull();
+		assertThat(transport.connects()).isEqualTo(3);
+		assertThat(transport.decodeStripe(0).frames()).as("frames on stripe 0").isPositive();
+		for (int i = 1; i < 3; i++) {
+			assertThat(transport.decodeStripe(i).frames()).as("frames on stripe %d", i).isZero();
+			assertThat(transport.decodeStripe(i).fences()).as("fences on stripe %d", i).isZero();
+		}
+		StepVerifier.create(transport.decodeStripe(0).statuses().filter(st -> st.room() == 14).next())
+				.assertNext(st -> assertThat(st.fences()).isZero())
+				.expectComplete()
+				.verify(T);
+	}
+
+	@Test
+	void aRoomLargerThanItsFirstBytesSpreadsTheRestAndNamesTheStripesThatFence() {
+		long page = decodeMem.kvArgs().kvRegions().get(0).itemLen();
+		// The first two blocks stay on stripe 0, the rest goes round robin.
+		start(3, UnaryOperator.identity(), 2 * page);
+		int[] src = { 1, 2, 3, 4, 5, 6, 7, 8 };
+		int[] dst = { 8, 9, 10, 11, 12, 13, 14, 15 };
+		KVReceiver r = room(15, src, dst, 5)[0];
+		StepVerifier.create(r.completion()).expectComplete().verify(T);
+		assertThat(decodeMem.verify(15, dst, 5, new int[0])).isNull();
+		for (int i = 1; i < 3; i++) {
+			assertThat(transport.decodeStripe(i).frames()).as("frames on stripe %d", i).isPositive();
+			assertThat(transport.decodeStripe(i).fences()).as("fences on stripe %d", i).isEqualTo(1);
+		}
+		StepVerifier.create(transport.decodeStripe(0).statuses().filter(st -> st.room() == 15).next())
+				.assertNext(st -> assertThat(st.fences()).isEqualTo(0b110))
+				.expectComplete()
+				.verify(T);
+	}
+
+	@Test
+	void aFenceOnAStripeTheSuccessNamesNoneOnFailsTheRoom() {
+		start(2, UnaryOperator.identity());
+		warmUp();
+		// A Success that names no fence on stripe 1, judged after stripe 1's bytes and fence arrived: every byte
+		// landed, but the rank did not report what it sent.
+		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 16
+				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(),
+						st.checksum(), 0)
+				: m);
+		Tap stripe0 = transport.decodeStripe(0);
+		stripe0.hold();
+		KVReceiver r = room(16, new int[] { 1, 2, 3, 4 }, new int[] { 20, 21, 22, 23 }, 2)[0];
+		Tap stripe1 = transport.decodeStripe(1);
+		StepVerifier.create(Flux.interval(Duration.ofMillis(5)).filter(i -> stripe1.fences() > 0).next())
+				.expectNextCount(1).expectComplete().verify(T);
+		stripe0.release();
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.failureCause()).isEqualTo(FailureCause.INCOMPLETE);
+					assertThat(k.reason()).contains("fenced room 16 on stripe 1, but its Success named no fence there");
+				})
+				.verify(T);
 	}
 
 	private void warmUp() {

@@ -66,8 +66,8 @@ final class BenchTable {
 		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
 				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
 		if (r.has("scaling")) {
-			sb.append(String.format(Locale.ROOT, "  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %12s %12s %12s %12s%n",
-					"", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "alloc B/room",
+			sb.append(String.format(Locale.ROOT, "  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %10s %12s %12s %12s %12s%n",
+					"", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "threads us", "alloc B/room",
 					"heap peak", "direct peak", "netty pool"));
 			for (var row : r.get("scaling")) {
 				String dim = row.get("dimension").asText();
@@ -77,9 +77,10 @@ final class BenchTable {
 					case "room_bytes" -> Sizes.bytes(v) + " rooms";
 					default -> v + "<->" + v + " ranks";
 				};
-				sb.append(String.format(Locale.ROOT, "  %-18s %8d %10d %8.2f %9d %9d %10d %12d %12s %12s %12s%n", name,
-						row.get("rooms").asInt(), row.get("rooms_per_second").asLong(), row.get("gbps").asDouble(),
+				sb.append(String.format(Locale.ROOT, "  %-18s %8d %10d %8.2f %9d %9d %10d %10d %12d %12s %12s %12s%n",
+						name, row.get("rooms").asInt(), row.get("rooms_per_second").asLong(), row.get("gbps").asDouble(),
 						row.get("p50_us").asLong(), row.get("p99_us").asLong(), row.get("cpu_us_per_room").asLong(),
+						row.get("thread_cpu_us_per_room").asLong(),
 						row.get("alloc_bytes_per_room").asLong(), Sizes.bytes(row.get("heap_peak_bytes").asLong()),
 						Sizes.bytes(row.get("direct_peak_bytes").asLong()),
 						Sizes.bytes(row.get("transport_pool_bytes").asLong())));

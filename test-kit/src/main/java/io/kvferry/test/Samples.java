@@ -52,6 +52,7 @@ public final class Samples {
 						new int[] { 1, 2 }),
 				new KVMessage.Status(42, KVPoll.SUCCESS, 5, ""),
 				new KVMessage.Status(43, KVPoll.FAILED, 0, "kv transfer failed: boom"),
+				new KVMessage.Status(47, KVPoll.SUCCESS, 2, "", 1L << 20, 0x1234_5678L, 0x86),
 				new KVMessage.Abort(44, "decode aborted"),
 				new KVMessage.AbortAck(Long.MIN_VALUE),
 				new KVMessage.Renew(new long[0]),

@@ -217,12 +217,14 @@ public final class DialledConnection {
 	}
 
 	/**
-	 * The rank reported the room done on stripe 0, with the bytes and the CRC32C it sent on every stripe. Once every
-	 * other stripe's fence arrived (so every byte of the room landed), {@code verdict} gets null when what landed on
-	 * stripe 0 is what the rank says it sent there, else why not; possibly at once, on this thread.
+	 * The rank reported the room done on stripe 0, with the bytes and the CRC32C it sent on every stripe and the
+	 * stripes that fence it. Once each of their fences arrived (so every byte of the room landed), {@code verdict} gets
+	 * null when what landed on stripe 0 is what the rank says it sent there, else why not; possibly at once, on this
+	 * thread.
 	 */
-	public void settle(long room, long bytes, long checksum, Consumer<String> verdict) {
-		books.computeIfAbsent(room, r -> new FenceBook(this, r, stripes.length)).settle(bytes, checksum, verdict);
+	public void settle(long room, KVMessage.Status status, Consumer<String> verdict) {
+		books.computeIfAbsent(room, r -> new FenceBook(this, r, stripes.length)).settle(status.bytes(),
+				status.checksum(), status.fences(), verdict);
 	}
 
 	/** The room ended: nothing more of it is expected. */

@@ -9,8 +9,10 @@ import io.kvferry.spi.KVMessage;
 
 /**
  * One room's bytes from one dialled prefill rank, per stripe: what landed, the fence that reports what was sent on
- * each further stripe, and the rank's Success, which reports stripe 0 and is judged only once every fence arrived (so
- * that every byte of the room landed, on whichever stripe it came).
+ * each further stripe that carried some, and the rank's Success, which reports stripe 0, names the stripes that fence,
+ * and is judged only once each of their fences arrived (so that every byte of the room landed, on whichever stripe it
+ * came). A stripe the Success names no fence on carried nothing of the room: a byte or a fence of the room on it fails
+ * the room.
  *
  * <p>A stripe's tally is made and fed on that stripe's thread only, in its order, and its fence (for stripe 0, the
  * Success) arrives on that thread after its last byte; the fences are read by the data path without a lock. Judging
@@ -24,7 +26,10 @@ final class FenceBook {
 	private final AtomicReferenceArray<KVMessage.Fence> fences;
 	// Whether the rank was asked to write the room; set before the request goes out.
 	volatile boolean asked;
-	// Set on stripe 0's thread when the rank's Success arrived: nothing more of the room may come on stripe 0.
+	// The stripes the Success names fences on; written before settled.
+	private volatile int fenced;
+	// Set on stripe 0's thread when the rank's Success arrived: nothing more of the room may come on stripe 0, nor on a
+	// stripe it names no fence on.
 	private volatile boolean settled;
 	// Guarded by this.
 	private long settledBytes;
@@ -40,9 +45,13 @@ final class FenceBook {
 
 	/** @return why the stripe may carry no more bytes of the room, or null while it may; on the stripe's thread */
 	String lateOn(int stripe) {
-		if (fences.get(stripe) != null || stripe == 0 && settled) {
+		if (fences.get(stripe) != null) {
 			return "prefill rank " + connection.endpointName() + " sent bytes of room " + room + " on stripe " + stripe
-					+ " after " + (stripe == 0 ? "its Success" : "fencing it");
+					+ " after fencing it";
+		}
+		if (settled && (stripe == 0 || (fenced & (1 << stripe)) == 0)) {
+			return "prefill rank " + connection.endpointName() + " sent bytes of room " + room + " on stripe " + stripe
+					+ " after its Success" + (stripe == 0 ? "" : ", which named no fence there");
 		}
 		return null;
 	}
@@ -72,6 +81,11 @@ final class FenceBook {
 				error = "prefill rank " + connection.endpointName() + " fenced room " + room + " twice on stripe "
 						+ stripe;
 			}
+			else if (settled && (fenced & (1 << stripe)) == 0) {
+				// The Success was judged without this stripe's bytes: it does not report what was sent.
+				cause = FailureCause.INCOMPLETE;
+				error = unnamed(stripe);
+			}
 			else {
 				error = mismatch(stripe, tallies[stripe], fence.bytes(), fence.checksum(), "a fence");
 				cause = FailureCause.INCOMPLETE;
@@ -90,10 +104,21 @@ final class FenceBook {
 		}
 	}
 
-	/** The rank's Success, which reports every stripe: judged once every fence arrived. */
-	void settle(long bytes, long checksum, Consumer<String> onVerdict) {
+	/**
+	 * The rank's Success, which reports every stripe: judged once the fence of each stripe it names arrived.
+	 *
+	 * @param fenced the stripes the Success names fences on, bit {@code k} for stripe {@code k}
+	 */
+	void settle(long bytes, long checksum, int fenced, Consumer<String> onVerdict) {
+		if ((fenced & 1) != 0 || fenced >>> tallies.length != 0) {
+			onVerdict.accept("prefill rank " + connection.endpointName() + " named fences for room " + room
+					+ " on stripes 0x" + Integer.toHexString(fenced) + " (expected: among stripes 1.."
+					+ (tallies.length - 1) + ")");
+			return;
+		}
 		String result;
 		synchronized (this) {
+			this.fenced = fenced;
 			settled = true;
 			settledBytes = bytes;
 			settledChecksum = checksum;
@@ -106,26 +131,38 @@ final class FenceBook {
 		onVerdict.accept(result);
 	}
 
-	/** @return whether the Success and every further stripe's fence arrived; under this object's monitor */
+	/** @return whether the Success and the fence of every stripe it names arrived; under this object's monitor */
 	private boolean judgeable() {
 		if (!settled) {
 			return false;
 		}
 		for (int i = 1; i < tallies.length; i++) {
-			if (fences.get(i) == null) {
+			if ((fenced & (1 << i)) != 0 && fences.get(i) == null) {
 				return false;
 			}
 		}
 		return true;
 	}
 
-	/** @return why stripe 0's share of the Success does not match what landed on it, or null when it does */
+	/**
+	 * @return why the Success does not match what landed: a fence on a stripe it names none on, or stripe 0's share
+	 *         not what landed there; null when every byte is in place
+	 */
 	private String judge() {
-		long fenced = 0;
+		long fencedBytes = 0;
 		for (int i = 1; i < tallies.length; i++) {
-			fenced += fences.get(i).bytes();
+			KVMessage.Fence f = fences.get(i);
+			if (f != null && (fenced & (1 << i)) == 0) {
+				return unnamed(i);
+			}
+			fencedBytes += f == null ? 0 : f.bytes();
 		}
-		return mismatch(0, tallies[0], settledBytes - fenced, settledChecksum, "Success");
+		return mismatch(0, tallies[0], settledBytes - fencedBytes, settledChecksum, "Success");
+	}
+
+	private String unnamed(int stripe) {
+		return "prefill rank " + connection.endpointName() + " fenced room " + room + " on stripe " + stripe
+				+ ", but its Success named no fence there";
 	}
 
 	/** @return why the report does not match what landed on the stripe, or null when every byte is in place */

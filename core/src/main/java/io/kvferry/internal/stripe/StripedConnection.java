@@ -224,10 +224,11 @@ public final class StripedConnection {
 	/**
 	 * @param room the room whose data the flow carries
 	 * @param gate what the room's blocks and closing messages are sent behind
+	 * @param firstStripeBytes how many of the room's first bytes go on stripe 0 alone
 	 * @return one room's data path to the peer, dealt over every stripe; call once every stripe joined
 	 */
-	public StripedFlow flow(long room, SendGate gate) {
-		return new StripedFlow(room, stripes, checksums, gate);
+	public StripedFlow flow(long room, SendGate gate, long firstStripeBytes) {
+		return new StripedFlow(room, stripes, checksums, gate, firstStripeBytes);
 	}
 
 	/** @return the stripes attached so far, in index order */

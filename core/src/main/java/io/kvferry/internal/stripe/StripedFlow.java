@@ -18,10 +18,11 @@ import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 
 /**
- * One room's data on one {@link StripedConnection}: its blocks dealt in pieces over the stripes, round robin, and a
- * tally of what each stripe carried. When the room's data is complete, each further stripe carries a fence with what it
- * moved and stripe 0 the closing message with the total, all behind the room's gate: once every one was written, no
- * piece still queued reads the engine's memory.
+ * One room's data on one {@link StripedConnection}: its blocks dealt in pieces over the stripes, evenly once its first
+ * bytes went on stripe 0 alone, and a tally of what each stripe carried. When the room's data is complete, each
+ * further stripe that carried some of it sends a fence with what it moved and stripe 0 the closing message with the
+ * total and the stripes that fence, all behind the room's gate: once every one was written, no piece still queued
+ * reads the engine's memory. A room that fits in its first bytes thus touches one connection only.
  *
  * <p>The rooms sharing a connection take turns: each stripe's transport queue holds at most {@link #WINDOW} bytes of
  * this room at a time, and the rest of its pieces wait here until the transport wrote those. A room of one page that
@@ -46,8 +47,9 @@ public final class StripedFlow {
 		/**
 		 * @param bytes what the room moved over every stripe
 		 * @param checksum the CRC32C of what stripe 0 carried (the fences carry the others')
+		 * @param fences the stripes that send a fence, bit {@code k} for stripe {@code k}
 		 */
-		KVMessage of(long bytes, long checksum);
+		KVMessage of(long bytes, long checksum, int fences);
 	}
 
 	private final long room;
@@ -55,12 +57,16 @@ public final class StripedFlow {
 	// Per stripe, the small blocks dealt to it, grouped into scatter blocks.
 	private final ScatterGather[] gathers;
 	private final SendGate gate;
-	// The stripe the next piece goes to.
-	private int next;
+	// Bytes of the room that go on stripe 0 alone before the rest is dealt over every stripe.
+	private final long first;
+	// Per stripe, the bytes of the room dealt to it.
+	private final long[] dealt;
 
-	StripedFlow(long room, KVConnection[] stripes, boolean checksums, SendGate gate) {
+	StripedFlow(long room, KVConnection[] stripes, boolean checksums, SendGate gate, long firstStripeBytes) {
 		this.room = room;
 		this.gate = gate;
+		this.first = firstStripeBytes;
+		this.dealt = new long[stripes.length];
 		this.lanes = new Lane[stripes.length];
 		this.gathers = new ScatterGather[stripes.length];
 		for (int i = 0; i < lanes.length; i++) {
@@ -90,16 +96,28 @@ public final class StripedFlow {
 		}
 	}
 
-	/** Sends a piece on the next stripe, round robin. */
+	/**
+	 * Sends a piece on stripe 0 while the room's first bytes last, then on the stripe that got the fewest bytes of the
+	 * room so far (round robin for pieces of one size): the rest first makes up for what stripe 0 took alone, so that
+	 * a large room still ends up even over the stripes.
+	 */
 	private void deal(DataBlock piece) {
-		int stripe = next;
-		next = stripe + 1 == lanes.length ? 0 : stripe + 1;
+		int stripe = 0;
+		if (dealt[0] >= first) {
+			for (int i = 1; i < dealt.length; i++) {
+				if (dealt[i] < dealt[stripe]) {
+					stripe = i;
+				}
+			}
+		}
+		dealt[stripe] += piece.header().payloadLength();
 		gathers[stripe].send(piece);
 	}
 
 	/**
-	 * Closes the room's data: a fence on every further stripe, then {@code closing} on stripe 0, each behind that
-	 * stripe's pieces and gated like the data (a room stopped meanwhile sends neither its blocks nor these).
+	 * Closes the room's data: a fence on every further stripe that carried some of it, then {@code closing} on stripe
+	 * 0, each behind that stripe's pieces and gated like the data (a room stopped meanwhile sends neither its blocks
+	 * nor these).
 	 *
 	 * @param written called once, when every one was written
 	 * @param failed called for each one that was not
@@ -107,7 +125,13 @@ public final class StripedFlow {
 	public void finish(Closing closing, Runnable written, Consumer<Throwable> failed) {
 		// Nothing of the room may follow its fences and Success.
 		flush();
-		AtomicInteger remaining = new AtomicInteger(lanes.length);
+		int fences = 0;
+		for (int i = 1; i < lanes.length; i++) {
+			if (dealt[i] > 0) {
+				fences |= 1 << i;
+			}
+		}
+		AtomicInteger remaining = new AtomicInteger(1 + Integer.bitCount(fences));
 		SendListener listener = Sends.of(() -> {
 			if (remaining.decrementAndGet() == 0) {
 				written.run();
@@ -116,11 +140,13 @@ public final class StripedFlow {
 		long total = 0;
 		for (int i = 1; i < lanes.length; i++) {
 			Tally t = lanes[i].tally;
-			total += t.bytes();
-			lanes[i].waiting.offer(new Last(new KVMessage.Fence(room, t.bytes(), t.checksum()), listener));
+			if (dealt[i] > 0) {
+				total += t.bytes();
+				lanes[i].waiting.offer(new Last(new KVMessage.Fence(room, t.bytes(), t.checksum()), listener));
+			}
 		}
 		Tally control = lanes[0].tally;
-		lanes[0].waiting.offer(new Last(closing.of(total + control.bytes(), control.checksum()), listener));
+		lanes[0].waiting.offer(new Last(closing.of(total + control.bytes(), control.checksum(), fences), listener));
 		for (Lane lane : lanes) {
 			lane.pump();
 		}

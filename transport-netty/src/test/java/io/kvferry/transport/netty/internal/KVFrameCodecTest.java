@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.nio.charset.StandardCharsets;
 
 import io.kvferry.KVFerryException;
+import io.kvferry.KVPoll;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -253,10 +254,16 @@ class KVFrameCodecTest {
 		ByteBuf status = Unpooled.buffer().writeLong(1).writeByte(9).writeInt(0).writeInt(0);
 		ByteBuf dataHeader = Unpooled.buffer().writeLong(1).writeByte(3).writeInt(0).writeLong(0).writeInt(1)
 				.writeLong(1).writeInt(1);
+		// A Success naming a fence on stripe 0, which never fences.
+		ByteBuf fences = Unpooled.buffer().writeLong(1).writeByte(KVPoll.SUCCESS.code()).writeInt(0).writeInt(0)
+				.writeLong(64).writeLong(-1).writeByte(0x03);
 		try {
 			assertThatThrownBy(() -> KVFrameCodec.decode(KVFrameCodec.TYPE_STATUS, status))
 					.isInstanceOf(ProtocolException.class)
 					.hasMessageContaining("malformed STATUS frame: KVPoll code : 9");
+			assertThatThrownBy(() -> KVFrameCodec.decode(KVFrameCodec.TYPE_STATUS, fences))
+					.isInstanceOf(ProtocolException.class)
+					.hasMessageContaining("malformed STATUS frame: status : fences=0x3 (expected: bits of stripes 1..7)");
 			assertThatThrownBy(() -> KVFrameCodec.decodeDataHeader(dataHeader))
 					.isInstanceOf(ProtocolException.class)
 					.hasMessageContaining("kind : 3 (expected: 0..2)");
@@ -264,6 +271,7 @@ class KVFrameCodecTest {
 		finally {
 			status.release();
 			dataHeader.release();
+			fences.release();
 		}
 	}
 }

@@ -223,7 +223,7 @@ class KVFrameDecoderTest {
 	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0008"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0009"
 					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
 					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
@@ -232,7 +232,7 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(recorder.events).containsExactly("PREFACE 8",
+			assertThat(recorder.events).containsExactly("PREFACE 9",
 					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
 							new int[0]),
 					new KVMessage.Draining("x"));
@@ -247,7 +247,7 @@ class KVFrameDecoderTest {
 	void version5StripeMessagesArriveFedByteByByte() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0008"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0009"
 					+ "0000000d" + "09" + "8000000000000001" + "00000002"
 					+ "00000005" + "0a" + "00000002"
 					+ "00000019" + "0b" + "0000000000000007" + "0000000000400000" + "00000000deadbeef"
@@ -257,8 +257,8 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v5.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(8);
-			assertThat(recorder.events).containsExactly("PREFACE 8", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(9);
+			assertThat(recorder.events).containsExactly("PREFACE 9", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
 					new KVMessage.Joined(2), new KVMessage.Fence(7, 4 << 20, 0xdeadbeefL),
 					new KVMessage.Fence(8, 0, KVMessage.NO_CHECKSUM));
 			assertThat(v5.isOpen()).isTrue();
@@ -272,7 +272,7 @@ class KVFrameDecoderTest {
 	void aFenceWithANegativeByteCountIsMalformedNamingTheField() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0008"
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0009"
 					+ "00000019" + "0b" + "0000000000000007" + "ffffffffffffffff" + "0000000000000000"));
 			fed.add(in);
 			v5.writeInbound(in);
@@ -295,7 +295,7 @@ class KVFrameDecoderTest {
 			v6.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 5 (expected: "
-					+ "8): the peer runs an older kvferry release; run the same release on both sides");
+					+ "9): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -314,7 +314,7 @@ class KVFrameDecoderTest {
 			v7.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 6 (expected: "
-					+ "8): the peer runs an older kvferry release; run the same release on both sides");
+					+ "9): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -334,11 +334,30 @@ class KVFrameDecoderTest {
 			v8.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 7 (expected: "
-					+ "8): the peer runs an older kvferry release; run the same release on both sides");
+					+ "9): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
 			v8.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void aVersion8PeerIsRefusedAtItsPreface() {
+		EmbeddedChannel v9 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			// A version-8 prefill's STATUS ends at its checksum and fences every further stripe, whatever it carried:
+			// refused before any frame is read, rather than failing on a Success one field short.
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520008" + "00000001" + "10"));
+			fed.add(in);
+			v9.writeInbound(in);
+			assertThat(recorder.failure).isNotNull();
+			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 8 (expected: "
+					+ "9): the peer runs an older kvferry release; run the same release on both sides");
+			assertThat(recorder.events).isEmpty();
+		}
+		finally {
+			v9.finishAndReleaseAll();
 		}
 	}
 
@@ -351,7 +370,7 @@ class KVFrameDecoderTest {
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 3 (expected: 8): the peer runs an older "
+					.contains("incompatible kvferry protocol version : 3 (expected: 9): the peer runs an older "
 							+ "kvferry release");
 		}
 		finally {

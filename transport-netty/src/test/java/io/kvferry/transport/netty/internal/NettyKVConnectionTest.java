@@ -85,7 +85,7 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520008");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520009");
 			assertThat(auth.readInt()).isEqualTo(auth.readableBytes());
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
@@ -154,11 +154,11 @@ class NettyKVConnectionTest {
 	@Test
 	void badPrefaceFailsTheHandshakeWithoutReachingTheAcceptor() {
 		open(true);
-		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 9 }));
+		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 10 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
 		assertThat(connection.handshakeFuture().cause())
-				.hasMessageContaining("version : 9 (expected: " + KVMessage.PROTOCOL_VERSION + ")");
+				.hasMessageContaining("version : 10 (expected: " + KVMessage.PROTOCOL_VERSION + ")");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 

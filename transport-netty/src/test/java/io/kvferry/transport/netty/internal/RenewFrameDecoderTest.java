@@ -31,7 +31,7 @@ class RenewFrameDecoderTest {
 		EmbeddedChannel v8 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
 			// length 21 (type + count + 2 rooms), type 0x0c, count 2, rooms 7 and -1; then an empty renewal.
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0008"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0009"
 					+ "00000015" + "0c" + "00000002" + "0000000000000007" + "ffffffffffffffff"
 					+ "00000005" + "0c" + "00000000");
 			for (byte b : bytes) {
@@ -40,7 +40,7 @@ class RenewFrameDecoderTest {
 				v8.writeInbound(piece);
 			}
 			assertThat(recorder.failure).isNull();
-			assertThat(recorder.events).containsExactly("PREFACE 8", new KVMessage.Renew(new long[] { 7, -1 }),
+			assertThat(recorder.events).containsExactly("PREFACE 9", new KVMessage.Renew(new long[] { 7, -1 }),
 					new KVMessage.Renew(new long[0]));
 			assertThat(v8.isOpen()).isTrue();
 		}
@@ -75,12 +75,12 @@ class RenewFrameDecoderTest {
 		KVFrameDecoderTest.Recorder r = new KVFrameDecoderTest.Recorder();
 		EmbeddedChannel v8 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, maxFrameLength, r));
 		try {
-			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520008" + frame));
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520009" + frame));
 			fed.add(in);
 			v8.writeInbound(in);
 			assertThat(r.failure).as(frame.length() > 80 ? frame.substring(0, 80) : frame).isNotNull();
 			assertThat(r.failure.getMessage()).contains(message);
-			assertThat(r.events).containsExactly("PREFACE 8");
+			assertThat(r.events).containsExactly("PREFACE 9");
 		}
 		finally {
 			v8.finishAndReleaseAll();

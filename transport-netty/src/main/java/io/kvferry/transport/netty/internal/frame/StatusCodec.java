@@ -7,7 +7,7 @@ import io.netty.buffer.ByteBuf;
 
 /**
  * {@code STATUS}: {@code i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
- * i64 checksum}.
+ * i64 checksum, u8 fences}.
  */
 final class StatusCodec extends ControlCodec<KVMessage.Status> {
 
@@ -17,7 +17,7 @@ final class StatusCodec extends ControlCodec<KVMessage.Status> {
 
 	@Override
 	long length(KVMessage.Status s) {
-		return 8 + 1 + 4 + Fields.stringLength(s.reason()) + 8 + 8;
+		return 8 + 1 + 4 + Fields.stringLength(s.reason()) + 8 + 8 + 1;
 	}
 
 	@Override
@@ -28,6 +28,7 @@ final class StatusCodec extends ControlCodec<KVMessage.Status> {
 		Fields.writeString(buf, s.reason());
 		buf.writeLong(s.bytes());
 		buf.writeLong(s.checksum());
+		buf.writeByte(s.fences());
 	}
 
 	@Override
@@ -37,6 +38,7 @@ final class StatusCodec extends ControlCodec<KVMessage.Status> {
 		int rank = r.i32("prefillRank");
 		String reason = r.string("reason");
 		long bytes = r.i64("bytes");
-		return new KVMessage.Status(room, status, rank, reason, bytes, r.i64("checksum"));
+		long checksum = r.i64("checksum");
+		return new KVMessage.Status(room, status, rank, reason, bytes, checksum, r.u8("fences"));
 	}
 }
