@@ -13,6 +13,9 @@ import java.util.function.IntUnaryOperator;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.DecodeSpec;
+import io.kvferry.KVManagerSpec;
+import io.kvferry.PrefillSpec;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -44,6 +47,7 @@ final class ScalingBench {
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
 	private static final long SAMPLE_MILLIS = 5;
+	private static final int MAX_CONCURRENCY = 10_000;
 
 	private final ModelShape shape;
 	private final NettyKVTransport prefillTransport;
@@ -91,7 +95,7 @@ final class ScalingBench {
 	}
 
 	private void concurrency(ArrayNode rows) {
-		int[] levels = { 1, 10, 100, 1_000, 10_000 };
+		int[] levels = { 1, 10, 100, 1_000, MAX_CONCURRENCY };
 		int minRooms = quick ? 1_000 : 4_000;
 		int max = levels[levels.length - 1];
 		ModelShape one = shape.withLayers(1);
@@ -117,7 +121,8 @@ final class ScalingBench {
 			batch(cluster, one, 5, 1, i -> maxPages); // warm-up, not reported
 			for (long size : sizes) {
 				int pages = (int) Math.max(1, size / page);
-				long rooms = Math.max(3, Math.min(quick ? 200 : 1_000, (quick ? 512L << 20 : 2L << 30) / size));
+				// Enough rooms that a row's CPU is not one moment's collector or compiler work: 2,000 of 64 KiB.
+				long rooms = Math.max(3, Math.min(quick ? 2_000 : 10_000, (quick ? 512L << 20 : 2L << 30) / size));
 				rows.add(row("room_bytes", pages * page, batch(cluster, one, (int) rooms, 1, i -> pages)));
 			}
 		});
@@ -138,6 +143,20 @@ final class ScalingBench {
 		}
 	}
 
+	/**
+	 * @return the spec with completions signalled where they happen, and room for the largest row's rooms at once:
+	 *         decode's bound of rooms in flight and prefill's of rooms sent before decode asked for them (the harness
+	 *         opens a room's sender and receiver together) would otherwise refuse some of them
+	 */
+	private static KVManagerSpec<?, ?> spec(KVManagerSpec<?, ?> spec) {
+		KVManagerSpec<?, ?> s = spec.callbackScheduler(Schedulers.immediate());
+		if (s instanceof DecodeSpec d) {
+			return d.maxRooms(MAX_CONCURRENCY, MAX_CONCURRENCY);
+		}
+		return s instanceof PrefillSpec p ? p.optimisticSends(MAX_CONCURRENCY, START_TIMEOUT)
+				.unclaimedRooms(MAX_CONCURRENCY, MAX_CONCURRENCY) : s;
+	}
+
 	private interface ClusterWork {
 		void run(KVCluster cluster);
 	}
@@ -148,7 +167,7 @@ final class ScalingBench {
 		try {
 			KVCluster cluster = KVCluster.builder().shape(s).prefill(tp, 1, 1).decode(tp, 1)
 					.capacity(pages, pages + 1).contiguous(contiguous).transport(prefillTransport)
-					.customize(spec -> spec.callbackScheduler(Schedulers.immediate()))
+					.customize(ScalingBench::spec)
 					.decodeTransport(decodeTransport).bootstrapClient(client).bootstrapAddress(server.address())
 					.startNow(START_TIMEOUT);
 			try {
