@@ -283,11 +283,6 @@ public sealed interface KVMessage {
 		public Status(long room, KVPoll status, int prefillRank, String reason) {
 			this(room, status, prefillRank, reason, 0, NO_CHECKSUM);
 		}
-
-		/** @return whether stripe {@code stripe} sends a {@link Fence} for the room */
-		public boolean fenced(int stripe) {
-			return stripe > 0 && stripe < 32 && (fences & (1 << stripe)) != 0;
-		}
 	}
 
 	/**
