@@ -121,6 +121,10 @@ final class BenchCommand implements Callable<Integer> {
 			+ "room is in flight between the same two ranks, vs alone: --rounds rounds after a warm-up round.")
 	boolean smallUnderBulk;
 
+	@Option(names = "--io-compare", description = "Measure only the bulk room over epoll and over io_uring in one run: "
+			+ "--bulk-warmup rooms each, then --rounds rounds of one room on each, in turn.")
+	boolean ioCompare;
+
 	@Option(names = "--optimistic", description = "Measure only what optimistic prefill saves on a room whose decode "
 			+ "bootstraps late: --rounds rounds, the engine waiting for decode's request vs sending at once, in turn.")
 	boolean optimistic;
@@ -199,6 +203,10 @@ final class BenchCommand implements Callable<Integer> {
 		DirectMemory.check(cl, 4 * bulkBytes, "lower --bulk-mib");
 		if (smallUnderBulk) {
 			return SmallUnderBulkBench.run(shape, bulkPages, bulkBytes, rounds, stripes, json, cl.getOut(), cl.getErr());
+		}
+		if (ioCompare) {
+			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, stripes, json, cl.getOut(),
+					cl.getErr());
 		}
 		PrintWriter err = cl.getErr();
 

@@ -8,6 +8,7 @@ import java.util.Objects;
 import io.kvferry.KVManager;
 import io.kvferry.KVMetricsRecorder;
 import io.kvferry.metrics.micrometer.KVManagerMetrics;
+import io.kvferry.transport.netty.LoopResources;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import reactor.core.Disposable;
@@ -24,11 +25,13 @@ final class MetricsEndpoint implements Disposable {
 
 	private final DisposableServer server;
 	private final PrometheusMeterRegistry registry;
+	private final LoopResources loops;
 	private final List<KVManagerMetrics> bindings = new ArrayList<>();
 
-	private MetricsEndpoint(DisposableServer server, PrometheusMeterRegistry registry) {
+	private MetricsEndpoint(DisposableServer server, PrometheusMeterRegistry registry, LoopResources loops) {
 		this.server = server;
 		this.registry = registry;
+		this.loops = loops;
 	}
 
 	/**
@@ -41,13 +44,22 @@ final class MetricsEndpoint implements Disposable {
 	static MetricsEndpoint start(String host, int port) {
 		Objects.requireNonNull(host, "host");
 		PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-		DisposableServer server = HttpServer.create().host(host).port(port)
-				.route(r -> r.get("/metrics", (req, res) -> res
-						.header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-						// Rendering walks every meter: off the event loop.
-						.sendString(Mono.fromCallable(registry::scrape).subscribeOn(Schedulers.boundedElastic()))))
-				.bindNow(Duration.ofSeconds(10));
-		return new MetricsEndpoint(server, registry);
+		// Loops of its own, Epoll or NIO: Reactor Netty's would be io_uring, which this jar carries for the transports.
+		LoopResources loops = LoopResources.create("kvferry-metrics", 1);
+		DisposableServer server;
+		try {
+			server = HttpServer.create().runOn(loops.group()).host(host).port(port)
+					.route(r -> r.get("/metrics", (req, res) -> res
+							.header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+							// Rendering walks every meter: off the event loop.
+							.sendString(Mono.fromCallable(registry::scrape).subscribeOn(Schedulers.boundedElastic()))))
+					.bindNow(Duration.ofSeconds(10));
+		}
+		catch (RuntimeException e) {
+			loops.dispose();
+			throw e;
+		}
+		return new MetricsEndpoint(server, registry, loops);
 	}
 
 	/** @return what each rank's spec records room durations with */
@@ -71,6 +83,7 @@ final class MetricsEndpoint implements Disposable {
 	public synchronized void dispose() {
 		bindings.forEach(KVManagerMetrics::dispose);
 		server.disposeNow(Duration.ofSeconds(5));
+		loops.dispose();
 	}
 
 	@Override

@@ -136,7 +136,7 @@ final class SmallUnderBulkBench {
 		}
 	}
 
-	private static double median(List<Long> values) {
+	static double median(List<Long> values) {
 		if (values.isEmpty()) {
 			return 0;
 		}

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.transport.netty.IoMode;
 import io.kvferry.transport.netty.LoopResources;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
@@ -119,6 +120,28 @@ class BenchCommandTest {
 		cl.setErr(new PrintWriter(refusal, true));
 		assertThat(cl.execute("bench", "--io", "uring")).isEqualTo(2);
 		assertThat(refusal.toString()).contains("--io : uring (expected: epoll, io_uring or nio)");
+	}
+
+	@Test
+	void ioCompareMovesTheBulkRoomOverEpollAndIoUringInOneRun() throws Exception {
+		LoopResources probe = LoopResources.create("io-probe", 1, IoMode.IO_URING, false);
+		IoMode here = probe.ioMode();
+		probe.dispose();
+		Assumptions.assumeTrue(here == IoMode.IO_URING, "io_uring unavailable here");
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--io-compare", "--layers", "2", "--kv-heads", "2", "--head-dim",
+				"64", "--bulk-mib", "2", "--rounds", "2", "--bulk-warmup", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString()).get("io_compare");
+		assertThat(j.get("epoll_gbps").asDouble()).isPositive();
+		assertThat(j.get("io_uring_gbps").asDouble()).isPositive();
+		assertThat(j.get("ratio").asDouble()).isPositive();
+		assertThat(j.get("rounds").asInt()).isEqualTo(2);
+		assertThat(j.get("failures").asInt()).isZero();
 	}
 
 	@Test

@@ -7,10 +7,16 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.bootstrap.BootstrapException;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.nio.NioIoHandler;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -152,7 +158,7 @@ final class BootstrapHttp {
 					.build();
 			int connectMillis = (int) Math.max(1, Math.min(RegisterRetry.saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
 			// Configuring a Reactor Netty client makes a new one: the caller's stays as it was.
-			HttpClient client = (given != null ? given : HttpClient.create(provider))
+			HttpClient client = (given != null ? given : HttpClient.create(provider).runOn(Loops.GROUP))
 					.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
 			// The handshake is part of the call, so the call's timeout bounds it too.
 			this.http = sslContext == null ? client
@@ -165,6 +171,18 @@ final class BootstrapHttp {
 				provider.dispose();
 			}
 		}
+	}
+
+	/**
+	 * The event loop of this JVM's bootstrap clients, made on first use and never disposed (a daemon thread, as
+	 * Reactor Netty's global loops are): Epoll where available, else NIO. Reactor Netty's own loops would take io_uring
+	 * whenever Netty's io_uring transport is on the class path (an engine may add it for its KV transport), with no
+	 * setting that keeps them on Epoll; a few HTTP calls gain nothing from it.
+	 */
+	private static final class Loops {
+		static final EventLoopGroup GROUP = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(
+				"kvferry-bootstrap-client-" + (Epoll.isAvailable() ? "epoll" : "nio"), true),
+				Epoll.isAvailable() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
 	}
 
 	/** An answer body being read, refused once it grows past the limit. Used by one exchange at a time. */

@@ -12,6 +12,7 @@ import io.kvferry.bootstrap.server.internal.BootstrapHttpHandler;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapRoutes;
 import io.kvferry.bootstrap.server.internal.EncoderUrls;
 import io.kvferry.bootstrap.server.internal.EtcdStoreSupport;
+import io.kvferry.bootstrap.server.internal.HttpLoops;
 import io.kvferry.bootstrap.server.internal.RoomDpRankTable;
 import io.kvferry.bootstrap.server.internal.RouteStore;
 import io.kvferry.bootstrap.server.internal.RouteTable;
@@ -257,7 +258,7 @@ public final class BootstrapRoutes {
 				System::nanoTime);
 		ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
 				: ServerMetrics.of(settings.meterRegistry);
-		EncoderUrls encoders = new EncoderUrls(HttpClient.create(), EncoderUrls.PROBE_TIMEOUT, EncoderUrls.EVICTED_TTL,
+		EncoderUrls encoders = new EncoderUrls(HttpClient.create().runOn(HttpLoops.shared()), EncoderUrls.PROBE_TIMEOUT, EncoderUrls.EVICTED_TTL,
 				System::nanoTime);
 		BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
 				settings.authToken, metrics, encoders);

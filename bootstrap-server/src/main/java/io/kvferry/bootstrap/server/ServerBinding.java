@@ -9,6 +9,7 @@ import io.kvferry.HostPort;
 import io.kvferry.bootstrap.server.internal.ConnectionLimit;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapRoutes;
 import io.kvferry.bootstrap.server.internal.DefaultDisposableBootstrapServer;
+import io.kvferry.bootstrap.server.internal.HttpLoops;
 import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -61,7 +62,7 @@ final class ServerBinding {
 		// Tracks this server's connections so that disposing it closes them too, not only the listening socket.
 		ChannelGroup connections = new DefaultChannelGroup("kvferry-bootstrap", GlobalEventExecutor.INSTANCE);
 		ConnectionLimit limit = new ConnectionLimit(settings.maxConnections, settings.maxLingeringRefusals);
-		LoopResources loops = LoopResources.create("kvferry-bootstrap", 1, settings.ioThreads, true);
+		LoopResources loops = HttpLoops.create("kvferry-bootstrap", settings.ioThreads);
 		HttpServer http = HttpServer.create()
 				.runOn(loops)
 				.host(settings.host)

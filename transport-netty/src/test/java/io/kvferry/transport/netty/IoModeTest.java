@@ -3,7 +3,10 @@ package io.kvferry.transport.netty;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Random;
+import java.util.Set;
+import java.util.stream.Collectors;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
@@ -100,6 +103,30 @@ class IoModeTest {
 		}
 		finally {
 			loops.disposeLater().block(T);
+		}
+	}
+
+	@Test
+	void theBootstrapServerAndClientStayOnEpollWithIoUringOnTheClassPath() {
+		assumeAvailable(IoMode.IO_URING);
+		assumeAvailable(IoMode.EPOLL);
+		Set<Long> before = Thread.getAllStackTraces().keySet().stream().map(Thread::getId).collect(Collectors.toSet());
+		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+		ReactorBootstrapClient client = ReactorBootstrapClient.create();
+		try {
+			StepVerifier.create(client.health(server.address())).expectComplete().verify(T);
+			List<String> all = Thread.getAllStackTraces().keySet().stream().map(Thread::getName).toList();
+			List<String> started = Thread.getAllStackTraces().keySet().stream()
+					.filter(t -> !before.contains(t.getId())).map(Thread::getName).toList();
+			// Reactor Netty's own loops would be io_uring here: the server's and the client's are Epoll.
+			assertThat(started).as("threads started for the server and the call").anyMatch(n -> n.startsWith("kvferry-bootstrap-epoll"))
+					.noneMatch(n -> n.contains("io_uring"));
+			assertThat(all).as("the bootstrap client's loop").anyMatch(n -> n.startsWith("kvferry-bootstrap-client-epoll"))
+					.noneMatch(n -> n.startsWith("kvferry-bootstrap-client-io_uring"));
+		}
+		finally {
+			client.dispose();
+			server.disposeNow();
 		}
 	}
 
