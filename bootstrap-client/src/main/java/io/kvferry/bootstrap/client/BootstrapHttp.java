@@ -181,7 +181,7 @@ final class BootstrapHttp {
 	 */
 	private static final class Loops {
 		static final EventLoopGroup GROUP = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(
-				"kvferry-bootstrap-client-" + (Epoll.isAvailable() ? "epoll" : "nio"), true),
+				"kvferry-http-bootstrap-client-" + (Epoll.isAvailable() ? "epoll" : "nio"), true),
 				Epoll.isAvailable() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
 	}
 

@@ -85,7 +85,7 @@ public final class HttpLoops implements LoopResources {
 
 	/** Made when first asked for, never disposed: daemon threads, as Reactor Netty's global loops are. */
 	private static final class Shared {
-		static final EventLoopGroup GROUP = group("kvferry-http-client", 1);
+		static final EventLoopGroup GROUP = group("kvferry-http-probe", 1);
 		static final HttpLoops LOOPS = new HttpLoops(GROUP, GROUP);
 	}
 }
