@@ -427,7 +427,7 @@ final class PrefillTransfer extends Room implements KVSender {
 				if (remaining.decrementAndGet() == 0) {
 					table.advance(this, KVPoll.SUCCESS);
 				}
-			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to "
+			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
 					+ d.session.connection.remoteAddress() + ": " + BaseKVManager.describe(e)));
 		}
 	}
