@@ -380,6 +380,26 @@ class StripeSafetyTest {
 		assertThat(success.fences()).isEqualTo(0b110);
 	}
 
+	@Test
+	void aSuccessNamingAFenceOnAStripeTheSessionDoesNotHaveFailsTheRoom() {
+		start(2, UnaryOperator.identity(), PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
+		warmUp();
+		// Stripe 2 of a two-stripe session: no fence can ever come from it.
+		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 18
+				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(),
+						st.checksum(), 0b100)
+				: m);
+		KVReceiver r = room(18, new int[] { 1, 2 }, new int[] { 30, 31 }, 3)[0];
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.failureCause()).isEqualTo(FailureCause.INCOMPLETE);
+					assertThat(k.reason()).contains("named fences for room 18 on stripes 0x4 (expected: among stripes "
+							+ "1..1)");
+				})
+				.verify(T);
+	}
+
 	/** Moves a room of eight pages over three stripes, checks its bytes, and returns the Success decode read. */
 	private KVMessage.Status eightPages(long room) {
 		int[] dst = { 8, 9, 10, 11, 12, 13, 14, 15 };

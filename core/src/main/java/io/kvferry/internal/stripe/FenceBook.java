@@ -110,7 +110,8 @@ final class FenceBook {
 	 * @param fenced the stripes the Success names fences on, bit {@code k} for stripe {@code k}
 	 */
 	void settle(long bytes, long checksum, int fenced, Consumer<String> onVerdict) {
-		if ((fenced & 1) != 0 || fenced >>> tallies.length != 0) {
+		// The message itself refuses stripe 0 and stripes past the eighth; this session may have fewer.
+		if (fenced >>> tallies.length != 0) {
 			onVerdict.accept("prefill rank " + connection.endpointName() + " named fences for room " + room
 					+ " on stripes 0x" + Integer.toHexString(fenced) + " (expected: among stripes 1.."
 					+ (tallies.length - 1) + ")");
