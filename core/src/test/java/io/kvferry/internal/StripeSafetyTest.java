@@ -400,6 +400,37 @@ class StripeSafetyTest {
 				.verify(T);
 	}
 
+	@Test
+	void bytesOnAStripeTheSuccessNamedNoFenceOnFailTheRoomWhileItWaitsForAnother() {
+		start(3, UnaryOperator.identity(), PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
+		warmUp();
+		// The small room crosses stripe 0 alone; its Success is made to name stripe 1, so the room still waits for a
+		// fence there when stripe 2 carries bytes of it: a Success that named no fence on stripe 2 closed that stripe.
+		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 19
+				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(),
+						st.checksum(), 0b010)
+				: m);
+		int[] dst = { 40, 41 };
+		KVReceiver r = room(19, new int[] { 1, 2 }, dst, 6)[0];
+		StepVerifier.create(transport.decodeStripe(0).statuses().filter(s -> s.room() == 19).next())
+				.expectNextMatches(s -> s.status() == KVPoll.SUCCESS && s.fences() == 0b010)
+				.expectComplete()
+				.verify(T);
+		assertThat(r.poll()).as("waiting for stripe 1's fence").isEqualTo(KVPoll.TRANSFERRING);
+		// Inside the room's pages: the write check alone allows it.
+		long itemLen = decodeMem.kvArgs().kvRegions().get(0).itemLen();
+		assertThat(transport.decodeStripe(2).inject(new DataHeader(19, RegionKind.KV, 0, dst[0] * itemLen, 8, 8, 1)))
+				.as("where the late frame would land").isNull();
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.failureCause()).isEqualTo(FailureCause.PROTOCOL);
+					assertThat(k.reason()).contains("sent bytes of room 19 on stripe 2 after its Success, which named "
+							+ "no fence there");
+				})
+				.verify(T);
+	}
+
 	/** Moves a room of eight pages over three stripes, checks its bytes, and returns the Success decode read. */
 	private KVMessage.Status eightPages(long room) {
 		int[] dst = { 8, 9, 10, 11, 12, 13, 14, 15 };
