@@ -10,12 +10,12 @@ package io.kvferry.transport.netty;
  */
 public enum IoMode {
 
-	/** Linux epoll (the default): every kvferry feature, {@code SO_RCVLOWAT} wake-ups for large payloads included. */
+	/** Linux epoll (the default). */
 	EPOLL,
 
 	/**
 	 * Linux io_uring (Netty's {@code netty-transport-native-io_uring}, kernel 5.14 or later): reads and writes are
-	 * submitted to the kernel's rings. Large payloads land without {@code SO_RCVLOWAT} wake-up marks, which are epoll's.
+	 * submitted to the kernel's rings.
 	 */
 	IO_URING,
 

@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 
 import io.kvferry.MemoryRegion;
 import io.kvferry.spi.DataBlock;
@@ -20,14 +22,16 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.unix.IntegerUnixChannelOption;
+import io.netty.channel.uring.IoUring;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
 /**
- * The receive low-water mark raised while payloads land (Epoll): payloads of every size around its thresholds (the
+ * The receive low-water mark raised while payloads land (Epoll and io_uring): payloads of every size around its thresholds (the
  * landing minimum, the mark's 1 MiB cap, half the receive buffer, the landing maximum) arrive whole over sockets with
  * small receive buffers, each followed by a tiny control message that must not wait behind a mark left raised. A stall
  * fails by the bounded wait of the verifier, never by a sleep.
@@ -38,11 +42,22 @@ class ReceiveLowWaterTest {
 	private static final int MIB = 1024 * KIB;
 	private static final ChannelOption<Integer> SO_RCVLOWAT = new IntegerUnixChannelOption("SO_RCVLOWAT", 1, 18);
 
-	@ParameterizedTest(name = "SO_RCVBUF {0}")
-	@ValueSource(ints = { 4 * KIB, 64 * KIB, 256 * KIB, 0 })
-	void payloadsAroundEveryThresholdArriveWithoutStallAndLeaveTheMarkAtOne(int socketBuffer) throws Exception {
-		Assumptions.assumeTrue(Epoll.isAvailable(), "SO_RCVLOWAT is set on Epoll channels only");
-		try (Loopback lo = Loopback.open(NettyKVTransport.create().socketBufferSize(socketBuffer))) {
+	static Stream<Arguments> modesAndBuffers() {
+		return Stream.of(IoMode.EPOLL, IoMode.IO_URING)
+				.flatMap(mode -> IntStream.of(4 * KIB, 64 * KIB, 256 * KIB, 0).mapToObj(b -> Arguments.of(mode, b)));
+	}
+
+	@ParameterizedTest(name = "{0}, SO_RCVBUF {1}")
+	@MethodSource("modesAndBuffers")
+	void payloadsAroundEveryThresholdArriveWithoutStallAndLeaveTheMarkAtOne(IoMode mode, int socketBuffer)
+			throws Exception {
+		if (mode == IoMode.IO_URING) {
+			Assumptions.assumeTrue(IoUring.isAvailable(), () -> "io_uring unavailable: " + IoUring.unavailabilityCause());
+		}
+		else {
+			Assumptions.assumeTrue(Epoll.isAvailable(), () -> "epoll unavailable: " + Epoll.unavailabilityCause());
+		}
+		try (Loopback lo = Loopback.open(NettyKVTransport.create().ioMode(mode, true).socketBufferSize(socketBuffer))) {
 			int rcvbuf = lo.connected.channel().config().getOption(ChannelOption.SO_RCVBUF);
 			List<Integer> sizes = new ArrayList<>();
 			for (int edge : new int[] { 64 * KIB, rcvbuf / 2, rcvbuf, MIB, MIB + 64 * KIB, 4 * MIB }) {

@@ -107,10 +107,6 @@ public final class EventLoopResources {
 			case NIO -> NioIoHandler.newFactory();
 		};
 		EventLoopGroup group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), factory);
-		if (mode == IoMode.IO_URING) {
-			log.info("io_uring event loops {}: large payloads land without SO_RCVLOWAT wake-up marks (epoll only)",
-					name);
-		}
 		return new EventLoopResources(group, mode, true);
 	}
 

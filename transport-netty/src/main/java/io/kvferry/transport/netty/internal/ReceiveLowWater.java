@@ -2,9 +2,10 @@ package io.kvferry.transport.netty.internal;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.SocketChannelConfig;
 import io.netty.channel.unix.IntegerUnixChannelOption;
+import io.netty.channel.unix.UnixChannel;
 
 /**
  * The socket's {@code SO_RCVLOWAT} while a large payload lands straight into registered memory: the kernel then wakes
@@ -15,7 +16,9 @@ import io.netty.channel.unix.IntegerUnixChannelOption;
  * <p>It can never hold a read back for good: the mark is at most the payload bytes still to come (the peer sends every
  * byte of a frame it started, or closes, which wakes the loop anyway), at most half the receive buffer (so the window
  * the receiver advertises can always hold it) and is back to 1 before anything else is expected (headers, control
- * frames). Epoll only (NIO has no such option); never under TLS, where the socket holds records, not payload.
+ * frames). On the native transports, Epoll and io_uring (NIO has no such option): io_uring's reads wait on the same
+ * socket readiness, so the mark spares them as many completions as it spares Epoll wake-ups. Never under TLS, where
+ * the socket holds records, not payload.
  *
  * <p>One instance per channel, used on its event loop; a set is a {@code setsockopt} only when the value changes.
  */
@@ -36,7 +39,9 @@ final class ReceiveLowWater {
 
 	/** @return a low-water mark for {@code channel}, or {@code null} when its transport has none (NIO) */
 	static ReceiveLowWater of(Channel channel) {
-		return channel instanceof EpollSocketChannel ? new ReceiveLowWater(((EpollSocketChannel) channel).config()) : null;
+		// A Unix socket channel is Epoll's or io_uring's; naming neither class keeps io_uring's jar optional.
+		return channel instanceof UnixChannel && channel instanceof SocketChannel s ? new ReceiveLowWater(s.config())
+				: null;
 	}
 
 	/**
