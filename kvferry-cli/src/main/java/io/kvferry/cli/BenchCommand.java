@@ -121,8 +121,9 @@ final class BenchCommand implements Callable<Integer> {
 			+ "room is in flight between the same two ranks, vs alone: --rounds rounds after a warm-up round.")
 	boolean smallUnderBulk;
 
-	@Option(names = "--io-compare", description = "Measure only the bulk room over epoll and over io_uring in one run: "
-			+ "--bulk-warmup rooms each, then --rounds rounds of one room on each, in turn.")
+	@Option(names = "--io-compare", description = "Measure only epoll against io_uring, in one run: the bulk room "
+			+ "(--bulk-warmup rooms each, then --rounds rounds of one room on each, in turn), then 1-page rooms, the many "
+			+ "test and the tiny pages test on each, each against its own baseline.")
 	boolean ioCompare;
 
 	@Option(names = "--optimistic", description = "Measure only what optimistic prefill saves on a room whose decode "
@@ -205,8 +206,10 @@ final class BenchCommand implements Callable<Integer> {
 			return SmallUnderBulkBench.run(shape, bulkPages, bulkBytes, rounds, stripes, json, cl.getOut(), cl.getErr());
 		}
 		if (ioCompare) {
-			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, stripes, json, cl.getOut(),
-					cl.getErr());
+			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, smallIterations, stripes, List.of(
+					new IoCompareBench.Scenario("many", "ratio", (p, d, c) -> many(shape, p, d, c)),
+					new IoCompareBench.Scenario("tiny_pages", "ratio_to_pump", (p, d, c) -> tinyPages(shape, p, d, c,
+							null))), json, cl.getOut());
 		}
 		PrintWriter err = cl.getErr();
 
@@ -226,8 +229,7 @@ final class BenchCommand implements Callable<Integer> {
 		try {
 			if (manyOnly) {
 				progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-				result.set("many", many().run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
-						decodeTransport, client));
+				result.set("many", many(shape, transport, decodeTransport, client));
 				return finish(cl, result, shape);
 			}
 			if (tiny.only) {
@@ -258,8 +260,7 @@ final class BenchCommand implements Callable<Integer> {
 				return finish(cl, result, shape);
 			}
 			progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-			ObjectNode many = many().run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport,
-					decodeTransport, client);
+			ObjectNode many = many(shape, transport, decodeTransport, client);
 			double bulkGbps = result.get("bulk").get("gbps").asDouble();
 			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
 			result.set("many", many);
@@ -460,8 +461,11 @@ final class BenchCommand implements Callable<Integer> {
 		return o;
 	}
 
-	private ManyBench many() {
-		return new ManyBench(spec.commandLine(), manyRooms, rounds, manyWarmupSeconds, stripes, failures);
+	/** @return the many test's figures, on the model's first layers */
+	private ObjectNode many(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
+			ReactorBootstrapClient client) throws IOException {
+		return new ManyBench(spec.commandLine(), manyRooms, rounds, manyWarmupSeconds, stripes, failures)
+				.run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport, decodeTransport, client);
 	}
 
 	private RoomResult check(RoomResult r) {

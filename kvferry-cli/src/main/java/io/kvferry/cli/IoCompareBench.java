@@ -1,5 +1,6 @@
 package io.kvferry.cli;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -8,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
@@ -25,8 +27,27 @@ import reactor.core.scheduler.Schedulers;
  * one whose transports run Epoll and one whose transports run io_uring (required: where it is unavailable the run
  * fails naming why); each warms up, then every round moves one room on each, in turn, so that both meet the same
  * machine; medians count, with the range. Every room's bytes are checked after its clock stopped.
+ *
+ * <p>Then 1-page rooms on each pair in turn, each mode's against a TCP ping-pong (the small test), and each further test
+ * (the many batch, page size 1) runs whole on each mode's transports, Epoll first: a test
+ * interleaves its own baseline with its rounds, so its ratio to that baseline is what compares the two modes when the
+ * machine drifts between them.
  */
 final class IoCompareBench {
+
+	/** A test run whole on one mode's transports. */
+	@FunctionalInterface
+	interface Runner {
+		ObjectNode run(NettyKVTransport prefill, NettyKVTransport decode, ReactorBootstrapClient client)
+				throws IOException;
+	}
+
+	/**
+	 * @param name its key in the output
+	 * @param baselineRatio the key of its ratio to the baseline it runs in turn with its rounds
+	 */
+	record Scenario(String name, String baselineRatio, Runner runner) {
+	}
 
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration TIMEOUT = Duration.ofMinutes(2);
@@ -36,8 +57,8 @@ final class IoCompareBench {
 	}
 
 	/** @return the exit status: 0 when every room succeeded with its bytes intact */
-	static int run(ModelShape shape, int bulkPages, long bulkBytes, int rounds, int warmup, StripeOptions stripes,
-			boolean json, PrintWriter out, PrintWriter err) {
+	static int run(ModelShape shape, int bulkPages, long bulkBytes, int rounds, int warmup, int smallIterations,
+			StripeOptions stripes, List<Scenario> scenarios, boolean json, PrintWriter out) throws IOException {
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// A bootstrap server per pair: both pairs' prefill ranks are rank 0 of an instance.
 		List<DisposableBootstrapServer> servers = new ArrayList<>();
@@ -85,7 +106,17 @@ final class IoCompareBench {
 				o.put(key + "_gbps_max", t.isEmpty() ? 0 : BenchCommand.round(bulkBytes / (double) Collections.min(t)));
 			}
 			o.put("ratio", gbps[0] == 0 ? 0 : BenchCommand.round(gbps[1] / gbps[0]));
-			o.put("failures", failures.size());
+			o.set("small", small(pairs, shape, bulkBytes / bulkPages, smallIterations, failures));
+			// The bulk pairs' memory is not needed any more: the tests below size their own.
+			for (KVCluster pair : pairs) {
+				pair.close().block(TIMEOUT);
+			}
+			pairs.clear();
+			for (Scenario s : scenarios) {
+				o.set(s.name(), compare(s, transports, client));
+			}
+			o.put("failures", failures.size() + scenarios.stream()
+					.mapToInt(s -> o.get(s.name()).get("failures").asInt()).sum());
 			if (json) {
 				ObjectNode result = JSON.createObjectNode();
 				result.set("io_compare", o);
@@ -100,11 +131,25 @@ final class IoCompareBench {
 				out.printf(Locale.ROOT, "  io_uring  %6.2f GB/s (%.2f-%.2f), %.2f of epoll%n", gbps[1],
 						o.get("io_uring_gbps_min").asDouble(), o.get("io_uring_gbps_max").asDouble(),
 						o.get("ratio").asDouble());
-				out.println("  result: " + (failures.isEmpty() ? "OK, every byte matched"
-						: failures.size() + " rooms FAILED, first: " + failures.get(0)));
+				JsonNode small = o.get("small");
+				out.printf(Locale.ROOT, "  1-page p50 epoll %.0f us (%.2f of its ping-pong), io_uring %.0f us (%.2f): "
+						+ "%.2f of epoll's%n", small.get("epoll_p50_us").asDouble(),
+						small.get("epoll_ratio_to_baseline").asDouble(), small.get("io_uring_p50_us").asDouble(),
+						small.get("io_uring_ratio_to_baseline").asDouble(), small.get("p50_ratio").asDouble());
+				for (Scenario s : scenarios) {
+					JsonNode c = o.get(s.name());
+					out.printf(Locale.ROOT, "  %-10s epoll %.2f GB/s (%.2f of its baseline), io_uring %.2f GB/s (%.2f): "
+							+ "%.2f of epoll, %.2f baseline to baseline%n", s.name(), c.get("epoll_gbps").asDouble(),
+							c.get("epoll_ratio_to_baseline").asDouble(), c.get("io_uring_gbps").asDouble(),
+							c.get("io_uring_ratio_to_baseline").asDouble(), c.get("ratio").asDouble(),
+							c.get("baseline_ratio").asDouble());
+				}
+				out.println("  result: " + (o.get("failures").asInt() == 0 ? "OK, every byte matched"
+						: o.get("failures").asInt() + " rooms FAILED"
+								+ (failures.isEmpty() ? "" : ", first: " + failures.get(0))));
 			}
 			out.flush();
-			return failures.isEmpty() ? 0 : 1;
+			return o.get("failures").asInt() == 0 ? 0 : 1;
 		}
 		finally {
 			for (KVCluster pair : pairs) {
@@ -114,5 +159,55 @@ final class IoCompareBench {
 			client.dispose();
 			servers.forEach(DisposableBootstrapServer::disposeNow);
 		}
+	}
+
+	/**
+	 * 1-page rooms on each mode's pair, each mode's run against a TCP ping-pong in turn.
+	 *
+	 * @return p50 per mode, each one's ratio to its ping-pong, and io_uring's p50 over Epoll's ({@code p50_ratio}:
+	 *         below 1 when io_uring is faster)
+	 */
+	private static ObjectNode small(List<KVCluster> pairs, ModelShape shape, long pageBytes, int iterations,
+			List<String> failures) throws IOException {
+		ObjectNode c = JSON.createObjectNode();
+		double[] p50 = new double[MODES.length];
+		for (int m = 0; m < MODES.length; m++) {
+			ObjectNode r = SmallBench.run(pairs.get(m), shape, 1, pageBytes, iterations,
+					x -> BenchCommand.check(failures, x));
+			p50[m] = r.get("p50_us").asDouble();
+			String key = MODES[m].label();
+			c.put(key + "_p50_us", BenchCommand.round(p50[m]));
+			c.put(key + "_ratio_to_baseline", r.get("ratio").asDouble());
+			c.set(key, r);
+		}
+		c.put("p50_ratio", p50[0] == 0 ? 0 : BenchCommand.round(p50[1] / p50[0]));
+		return c;
+	}
+
+	/**
+	 * @param transports prefill's and decode's transport of each mode, in {@link #MODES} order
+	 * @return the test's figures on each mode, its throughput ratio (io_uring over Epoll) and the ratio of its two
+	 *         ratios to its baseline
+	 */
+	private static ObjectNode compare(Scenario s, List<NettyKVTransport> transports, ReactorBootstrapClient client)
+			throws IOException {
+		ObjectNode c = JSON.createObjectNode();
+		double[] gbps = new double[MODES.length];
+		double[] toBaseline = new double[MODES.length];
+		int failed = 0;
+		for (int m = 0; m < MODES.length; m++) {
+			ObjectNode r = s.runner().run(transports.get(2 * m), transports.get(2 * m + 1), client);
+			gbps[m] = r.get("gbps").asDouble();
+			toBaseline[m] = r.get(s.baselineRatio()).asDouble();
+			failed += r.get("failures").asInt();
+			String key = MODES[m].label();
+			c.put(key + "_gbps", BenchCommand.round(gbps[m]));
+			c.put(key + "_ratio_to_baseline", BenchCommand.round(toBaseline[m]));
+			c.set(key, r);
+		}
+		c.put("ratio", gbps[0] == 0 ? 0 : BenchCommand.round(gbps[1] / gbps[0]));
+		c.put("baseline_ratio", toBaseline[0] == 0 ? 0 : BenchCommand.round(toBaseline[1] / toBaseline[0]));
+		c.put("failures", failed);
+		return c;
 	}
 }

@@ -123,7 +123,7 @@ class BenchCommandTest {
 	}
 
 	@Test
-	void ioCompareMovesTheBulkRoomOverEpollAndIoUringInOneRun() throws Exception {
+	void ioCompareMovesEveryTestOverEpollAndIoUringInOneRun() throws Exception {
 		LoopResources probe = LoopResources.create("io-probe", 1, IoMode.IO_URING, false);
 		IoMode here = probe.ioMode();
 		probe.dispose();
@@ -134,7 +134,9 @@ class BenchCommandTest {
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--io-compare", "--layers", "2", "--kv-heads", "2", "--head-dim",
-				"64", "--bulk-mib", "2", "--rounds", "2", "--bulk-warmup", "1");
+				"64", "--bulk-mib", "2", "--rounds", "2", "--bulk-warmup", "1", "--many-rooms", "20", "--many-warmup",
+				"0", "--tiny-rooms", "2", "--tiny-tokens", "64", "--tiny-rounds", "2", "--tiny-warmup", "1",
+				"--small-iterations", "5");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString()).get("io_compare");
 		assertThat(j.get("epoll_gbps").asDouble()).isPositive();
@@ -142,6 +144,25 @@ class BenchCommandTest {
 		assertThat(j.get("ratio").asDouble()).isPositive();
 		assertThat(j.get("rounds").asInt()).isEqualTo(2);
 		assertThat(j.get("failures").asInt()).isZero();
+		JsonNode small = j.get("small");
+		for (String mode : new String[] { "epoll", "io_uring" }) {
+			assertThat(small.get(mode + "_p50_us").asDouble()).as("small " + mode).isPositive();
+			assertThat(small.get(mode + "_ratio_to_baseline").asDouble()).as("small " + mode).isPositive();
+			assertThat(small.get(mode).get("pages").asInt()).isEqualTo(1);
+		}
+		assertThat(small.get("p50_ratio").asDouble()).isPositive();
+		for (String test : new String[] { "many", "tiny_pages" }) {
+			JsonNode t = j.get(test);
+			for (String mode : new String[] { "epoll", "io_uring" }) {
+				assertThat(t.get(mode + "_gbps").asDouble()).as(test + " " + mode).isPositive();
+				assertThat(t.get(mode + "_ratio_to_baseline").asDouble()).as(test + " " + mode).isPositive();
+			}
+			assertThat(t.get("ratio").asDouble()).as(test).isPositive();
+			assertThat(t.get("baseline_ratio").asDouble()).as(test).isPositive();
+			assertThat(t.get("failures").asInt()).as(test).isZero();
+		}
+		assertThat(j.get("many").get("io_uring").get("rooms").asInt()).isEqualTo(20);
+		assertThat(j.get("tiny_pages").get("io_uring").get("tp2").get("rooms").asInt()).isEqualTo(2);
 	}
 
 	@Test
