@@ -385,10 +385,7 @@ class StripeSafetyTest {
 		start(2, UnaryOperator.identity(), PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
 		warmUp();
 		// Stripe 2 of a two-stripe session: no fence can ever come from it.
-		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 18
-				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(),
-						st.checksum(), 0b100)
-				: m);
+		transport.decodeStripe(0).tamper(namingFences(18, 0b100));
 		KVReceiver r = room(18, new int[] { 1, 2 }, new int[] { 30, 31 }, 3)[0];
 		StepVerifier.create(r.completion())
 				.expectErrorSatisfies(e -> {
@@ -406,10 +403,7 @@ class StripeSafetyTest {
 		warmUp();
 		// The small room crosses stripe 0 alone; its Success is made to name stripe 1, so the room still waits for a
 		// fence there when stripe 2 carries bytes of it: a Success that named no fence on stripe 2 closed that stripe.
-		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 19
-				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(),
-						st.checksum(), 0b010)
-				: m);
+		transport.decodeStripe(0).tamper(namingFences(19, 0b010));
 		int[] dst = { 40, 41 };
 		KVReceiver r = room(19, new int[] { 1, 2 }, dst, 6)[0];
 		StepVerifier.create(transport.decodeStripe(0).statuses().filter(s -> s.room() == 19).next())
@@ -431,6 +425,14 @@ class StripeSafetyTest {
 				.verify(T);
 	}
 
+	/** @return an edit that makes the room's Success name {@code fences} as the stripes that fence it */
+	private static Function<KVMessage, KVMessage> namingFences(long room, int fences) {
+		return m -> m instanceof KVMessage.Status st && st.room() == room
+				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(), st.checksum(),
+						fences)
+				: m;
+	}
+
 	/** Moves a room of eight pages over three stripes, checks its bytes, and returns the Success decode read. */
 	private KVMessage.Status eightPages(long room) {
 		int[] dst = { 8, 9, 10, 11, 12, 13, 14, 15 };
@@ -447,10 +449,7 @@ class StripeSafetyTest {
 		warmUp();
 		// A Success that names no fence on stripe 1, judged after stripe 1's bytes and fence arrived: every byte
 		// landed, but the rank did not report what it sent.
-		transport.decodeStripe(0).tamper(m -> m instanceof KVMessage.Status st && st.room() == 16
-				? new KVMessage.Status(st.room(), st.status(), st.prefillRank(), st.reason(), st.bytes(),
-						st.checksum(), 0)
-				: m);
+		transport.decodeStripe(0).tamper(namingFences(16, 0));
 		Tap stripe0 = transport.decodeStripe(0);
 		stripe0.hold();
 		KVReceiver r = room(16, new int[] { 1, 2, 3, 4 }, new int[] { 20, 21, 22, 23 }, 2)[0];
