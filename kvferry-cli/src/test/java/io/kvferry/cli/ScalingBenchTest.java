@@ -1,0 +1,57 @@
+package io.kvferry.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+/**
+ * {@code bench --scaling} in-process with a toy model: every sweep's rows are there, every room verified, and each
+ * ranks row is the median of its batches. Checks what it reports, not how fast anything is.
+ */
+@Timeout(180)
+class ScalingBenchTest {
+
+	@Test
+	void everySweepReportsItsRowsAndTheRanksRowsAreMediansOfTheirBatches() throws Exception {
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--json", "--scaling", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
+				"--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1", "--small-iterations", "3", "--many-rooms",
+				"20", "--many-warmup", "0", "--tiny-rooms", "2", "--tiny-tokens", "64", "--tiny-rounds", "1",
+				"--tiny-warmup", "1");
+		assertThat(status).as(err.toString()).isZero();
+		JsonNode j = new ObjectMapper().readTree(out.toString());
+		assertThat(j.get("verified").asBoolean()).isTrue();
+		List<String> rows = new ArrayList<>();
+		for (JsonNode row : j.get("scaling")) {
+			String dimension = row.get("dimension").asText();
+			rows.add(dimension + " " + row.get("value").asLong());
+			assertThat(row.get("rooms").asInt()).as(rows.get(rows.size() - 1)).isPositive();
+			assertThat(row.get("gbps").asDouble()).as(rows.get(rows.size() - 1)).isPositive();
+			assertThat(row.get("p99_us").asLong()).isGreaterThanOrEqualTo(row.get("p50_us").asLong());
+			if (dimension.equals("ranks")) {
+				assertThat(row.path("batches").asInt()).as("batches of %s", rows.get(rows.size() - 1)).isEqualTo(5);
+				assertThat(row.get("gbps").asDouble()).isBetween(row.get("gbps_min").asDouble(),
+						row.get("gbps_max").asDouble());
+			}
+			else {
+				assertThat(row.has("batches")).as("a single batch: %s", rows.get(rows.size() - 1)).isFalse();
+			}
+		}
+		assertThat(rows).containsExactly("rooms 1", "rooms 10", "rooms 100", "rooms 1000", "rooms 10000",
+				"room_bytes 65536", "room_bytes 1048576", "room_bytes 16777216", "room_bytes 268435456", "ranks 1",
+				"ranks 2", "ranks 4");
+	}
+}
