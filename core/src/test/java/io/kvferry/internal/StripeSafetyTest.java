@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -366,6 +367,13 @@ class StripeSafetyTest {
 			assertThat(transport.decodeStripe(i).fences()).as("fences on stripe %d", i).isZero();
 		}
 		assertThat(success.fences()).isZero();
+	}
+
+	@Test
+	void aNegativeFirstStripeShareIsRefusedNamingIt() {
+		assertThatThrownBy(() -> KVManagerSpec.prefill().firstStripeBytes(-1))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("firstStripeBytes : -1 (expected: >= 0)");
 	}
 
 	@Test

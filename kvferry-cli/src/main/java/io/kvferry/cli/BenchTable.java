@@ -66,8 +66,8 @@ final class BenchTable {
 		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
 				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
 		if (r.has("scaling")) {
-			sb.append(String.format(Locale.ROOT, "  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %10s %12s %12s %12s %12s%n",
-					"", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "threads us", "alloc B/room",
+			sb.append(String.format(Locale.ROOT,
+					"  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %10s %12s %12s %12s %12s%n", "", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "threads us", "alloc B/room",
 					"heap peak", "direct peak", "netty pool"));
 			for (var row : r.get("scaling")) {
 				String dim = row.get("dimension").asText();

@@ -254,8 +254,9 @@ final class ScalingBench {
 				}
 			}
 		}
-		return new Batch(rooms, concurrency, bytes, nanos, Arrays.copyOf(latencies, k), cpuNanos, threadCpuNanos, allocated,
-				Math.max(0, heapPeak.get() - heapBefore), Math.max(0, directPeak.get() - directBefore), poolPeak.get());
+		return new Batch(rooms, concurrency, bytes, nanos, Arrays.copyOf(latencies, k), cpuNanos, threadCpuNanos,
+				allocated, Math.max(0, heapPeak.get() - heapBefore), Math.max(0, directPeak.get() - directBefore),
+				poolPeak.get());
 	}
 
 	private static ObjectNode row(String dimension, long value, Batch b) {

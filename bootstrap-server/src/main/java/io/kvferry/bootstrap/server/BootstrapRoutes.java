@@ -258,8 +258,8 @@ public final class BootstrapRoutes {
 				System::nanoTime);
 		ServerMetrics metrics = settings.meterRegistry == null ? ServerMetrics.none()
 				: ServerMetrics.of(settings.meterRegistry);
-		EncoderUrls encoders = new EncoderUrls(HttpClient.create().runOn(HttpLoops.shared()), EncoderUrls.PROBE_TIMEOUT, EncoderUrls.EVICTED_TTL,
-				System::nanoTime);
+		EncoderUrls encoders = new EncoderUrls(HttpClient.create().runOn(HttpLoops.shared()), EncoderUrls.PROBE_TIMEOUT,
+				EncoderUrls.EVICTED_TTL, System::nanoTime);
 		BootstrapHttpHandler handler = new BootstrapHttpHandler(routes, rooms, settings.maxBodyBytes,
 				settings.authToken, metrics, encoders);
 		long sweepMillis = settings.dpRankEntryLifetime.toMillis();

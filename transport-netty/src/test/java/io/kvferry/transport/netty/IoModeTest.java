@@ -119,7 +119,8 @@ class IoModeTest {
 			List<String> started = Thread.getAllStackTraces().keySet().stream()
 					.filter(t -> !before.contains(t.getId())).map(Thread::getName).toList();
 			// Reactor Netty's own loops would be io_uring here: the server's and the client's are Epoll.
-			assertThat(started).as("threads started for the server and the call").anyMatch(n -> n.startsWith("kvferry-bootstrap-epoll"))
+			assertThat(started).as("threads started for the server and the call")
+					.anyMatch(n -> n.startsWith("kvferry-bootstrap-epoll"))
 					.noneMatch(n -> n.contains("io_uring"));
 			assertThat(all).as("the bootstrap client's loop")
 					.anyMatch(n -> n.startsWith("kvferry-http-bootstrap-client-epoll"));

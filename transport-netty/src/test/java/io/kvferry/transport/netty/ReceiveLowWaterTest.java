@@ -31,10 +31,10 @@ import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
 /**
- * The receive low-water mark raised while payloads land (Epoll and io_uring): payloads of every size around its thresholds (the
- * landing minimum, the mark's 1 MiB cap, half the receive buffer, the landing maximum) arrive whole over sockets with
- * small receive buffers, each followed by a tiny control message that must not wait behind a mark left raised. A stall
- * fails by the bounded wait of the verifier, never by a sleep.
+ * The receive low-water mark raised while payloads land (Epoll and io_uring): payloads of every size around its
+ * thresholds (the landing minimum, the mark's 1 MiB cap, half the receive buffer, the landing maximum) arrive whole
+ * over sockets with small receive buffers, each followed by a tiny control message that must not wait behind a mark
+ * left raised. A stall fails by the bounded wait of the verifier, never by a sleep.
  */
 class ReceiveLowWaterTest {
 
