@@ -1,7 +1,6 @@
 package io.kvferry.cli;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -225,25 +224,19 @@ final class ManyBench {
 		for (int i = 0; i < rooms; i++) {
 			staged.add(cluster.stage(firstRoom + i, pages[i] * shape.pageSize(), 1, new Random(i)));
 		}
-		long cpu0 = processCpuNanos();
+		long cpu0 = ProcessCpu.nanos();
 		long start = System.nanoTime();
 		Flux.fromIterable(staged)
 				.flatMap(room -> room.transfer().subscribeOn(Schedulers.parallel()), rooms)
 				.then()
 				.block();
 		long nanos = System.nanoTime() - start;
-		long cpu = processCpuNanos() - cpu0;
+		long cpu = ProcessCpu.nanos() - cpu0;
 		List<RoomResult> results = new ArrayList<>(rooms);
 		for (KVCluster.StagedRoom room : staged) {
 			results.add(room.verify());
 		}
 		return new ManyBatch(staged, results, nanos, cpu);
-	}
-
-	/** @return CPU time of the whole process so far, or 0 when the JVM cannot tell */
-	private static long processCpuNanos() {
-		return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
-				? Math.max(0, os.getProcessCpuTime()) : 0;
 	}
 
 	/**

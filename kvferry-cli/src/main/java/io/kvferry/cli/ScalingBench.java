@@ -36,9 +36,10 @@ import reactor.core.scheduler.Schedulers;
  * How kvferry's costs grow as its work grows: the bench's {@code scaling} rows. Three sweeps, each changing one thing:
  * concurrent rooms (1-page rooms of a 1-layer model, 64 KiB with the default heads), room size (1↔1, one room at a
  * time) and ranks (prefill TP n ↔ decode TP n, 1-4-page rooms of a 4-layer model, all at once; the median of five
- * batches, with their range). Each row: rooms per second, GB/s, latency p50/p99, CPU per room (of the whole process,
- * and of its Java threads alone: the rooms', the harness's writing and checking of every byte, without the JIT
- * compiler and the garbage collector), heap allocation per room, the peak heap and direct memory above what the
+ * batches, with their range, beside the frame pump over as many connections). Each row: rooms per second, GB/s,
+ * latency p50/p99, CPU per room (of the whole process, and of its Java threads alone, without the JIT compiler and the
+ * garbage collector; the harness's writing and checking of every byte included, except in the ranks rows, which write
+ * before the clock and check after it, as their pump does), heap allocation per room, the peak heap and direct memory above what the
  * cluster held before the row, and the transport's pooled direct memory (its high-water mark so far). Per-room figures
  * that stay flat while the row's work grows are what "nothing grows faster than the work" means. Completions are
  * signalled where they happen, as an engine polling {@code poll()} sees them (as in the bulk figures), not after a hop
@@ -53,6 +54,8 @@ final class ScalingBench {
 	private static final int MAX_CONCURRENCY = 10_000;
 	// Timed batches of a ranks row, after its warm-up batch.
 	private static final int RANK_BATCHES = 5;
+	// Rounds of rooms and of their baseline in turn.
+	private static final int BASELINE_ROUNDS = 5;
 
 	private final ModelShape shape;
 	private final NettyKVTransport prefillTransport;
@@ -128,9 +131,42 @@ final class ScalingBench {
 				int pages = (int) Math.max(1, size / page);
 				// Enough rooms that a row's CPU is not one moment's collector or compiler work: 2,000 of 64 KiB.
 				long rooms = Math.max(3, Math.min(quick ? 2_000 : 10_000, (quick ? 512L << 20 : 2L << 30) / size));
-				rows.add(row("room_bytes", pages * page, batch(cluster, one, (int) rooms, 1, i -> pages)));
+				ObjectNode row = row("room_bytes", pages * page, batch(cluster, one, (int) rooms, 1, i -> pages));
+				if (size == sizes[0]) {
+					pingPong(cluster, one, pages, row);
+				}
+				rows.add(row);
 			}
 		});
+	}
+
+	/**
+	 * Holds the smallest rooms one at a time against a ping-pong of their bytes, in turn: rounds of rooms (their bytes
+	 * written before and checked after the clock, as the ping-pong writes and checks none) and of round trips, CPU per
+	 * room against CPU per round trip, medians of the rounds.
+	 */
+	private void pingPong(KVCluster cluster, ModelShape one, int pages, ObjectNode row) {
+		int perRound = quick ? 400 : 1_000;
+		long[] rooms = new long[BASELINE_ROUNDS];
+		long[] exchanges = new long[BASELINE_ROUNDS];
+		long[] p50 = new long[BASELINE_ROUNDS];
+		double[] ratios = new double[BASELINE_ROUNDS];
+		try (ScalingBaselines.PingPong pp = new ScalingBaselines.PingPong(Math.toIntExact(row.get("value").asLong()))) {
+			pp.run(perRound); // warm-up, not reported
+			for (int r = 0; r < BASELINE_ROUNDS; r++) {
+				rooms[r] = batch(cluster, one, perRound, 1, i -> pages, true).cpuNanos / perRound;
+				long[] exchange = pp.run(perRound);
+				exchanges[r] = exchange[0];
+				p50[r] = exchange[1];
+				ratios[r] = rooms[r] / (double) Math.max(1, exchanges[r]);
+			}
+		}
+		Arrays.sort(ratios);
+		row.put("pingpong_rounds", BASELINE_ROUNDS);
+		row.put("pingpong_cpu_us", Math.round(TcpBaseline.median(exchanges) / 1e3));
+		row.put("pingpong_p50_us", Math.round(TcpBaseline.median(p50) / 1e3));
+		row.put("rounds_cpu_us_per_room", Math.round(TcpBaseline.median(rooms) / 1e3));
+		row.put("cpu_ratio_to_pingpong", BenchCommand.round(ratios[BASELINE_ROUNDS / 2]));
 	}
 
 	private void ranks(ArrayNode rows) {
@@ -141,20 +177,29 @@ final class ScalingBench {
 				continue;
 			}
 			progress.show("scaling: ranks " + tp + "<->" + tp + ", " + rooms + " concurrent 1-4-page rooms");
+			IntUnaryOperator pages = i -> 1 + i % 4;
 			withCluster(four, tp, 4 * rooms, false, cluster -> {
-				batch(cluster, four, rooms, rooms, i -> 1 + i % 4); // warm-up, not reported
-				// One batch lasts half a second: one is no figure on a VM that varies by a fifth. The median batch's
-				// row, with the range of all.
-				List<Batch> timed = new ArrayList<>();
-				for (int b = 0; b < RANK_BATCHES; b++) {
-					timed.add(batch(cluster, four, rooms, rooms, i -> 1 + i % 4));
+				try (ScalingBaselines.RanksPump pump = new ScalingBaselines.RanksPump(four, tp, rooms, pages)) {
+					batch(cluster, four, rooms, rooms, pages, true); // warm-up, not reported
+					pump.run();
+					// One batch lasts half a second: one is no figure on a VM that varies by a fifth. The median
+					// batch's row, with the range of all; the frame pump takes its turn after each batch.
+					List<Batch> timed = new ArrayList<>();
+					long[] pumped = new long[RANK_BATCHES];
+					for (int b = 0; b < RANK_BATCHES; b++) {
+						timed.add(batch(cluster, four, rooms, rooms, pages, true));
+						pumped[b] = pump.run();
+					}
+					timed.sort(Comparator.comparingDouble(Batch::gbps));
+					ObjectNode row = row("ranks", tp, timed.get(timed.size() / 2));
+					row.put("batches", timed.size());
+					row.put("gbps_min", BenchCommand.round(timed.get(0).gbps()));
+					row.put("gbps_max", BenchCommand.round(timed.get(timed.size() - 1).gbps()));
+					double pumpGbps = pump.bytes() / (double) TcpBaseline.median(pumped);
+					row.put("pump_gbps", BenchCommand.round(pumpGbps));
+					row.put("ratio_to_pump", BenchCommand.round(row.get("gbps").asDouble() / pumpGbps));
+					rows.add(row);
 				}
-				timed.sort(Comparator.comparingDouble(Batch::gbps));
-				ObjectNode row = row("ranks", tp, timed.get(timed.size() / 2));
-				row.put("batches", timed.size());
-				row.put("gbps_min", BenchCommand.round(timed.get(0).gbps()));
-				row.put("gbps_max", BenchCommand.round(timed.get(timed.size() - 1).gbps()));
-				rows.add(row);
 			});
 		}
 	}
@@ -208,6 +253,22 @@ final class ScalingBench {
 	}
 
 	private Batch batch(KVCluster cluster, ModelShape s, int rooms, int concurrency, IntUnaryOperator pages) {
+		return batch(cluster, s, rooms, concurrency, pages, false);
+	}
+
+	/**
+	 * @param stageFirst write every room's source bytes before the clock starts and check every destination byte
+	 *        after it stops, so that the window holds the rooms' own work only (as the many test's); otherwise each
+	 *        room's writing and checking run inside the window, as the rows always measured
+	 */
+	private Batch batch(KVCluster cluster, ModelShape s, int rooms, int concurrency, IntUnaryOperator pages,
+			boolean stageFirst) {
+		long first = nextRoom;
+		nextRoom += rooms;
+		List<KVCluster.StagedRoom> staged = new ArrayList<>();
+		for (int i = 0; stageFirst && i < rooms; i++) {
+			staged.add(cluster.stage(first + i, pages.applyAsInt(i) * s.pageSize(), 1, new Random(first + i)));
+		}
 		System.gc();
 		MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
 		long heapBefore = memory.getHeapMemoryUsage().getUsed();
@@ -222,23 +283,33 @@ final class ScalingBench {
 			directPeak.accumulateAndGet(direct(), Math::max);
 			poolPeak.accumulateAndGet(pool(), Math::max);
 		});
-		long first = nextRoom;
-		nextRoom += rooms;
-		long cpuBefore = cpu();
+		long cpuBefore = ProcessCpu.nanos();
 		long threadCpuBefore = threadCpu();
 		long allocBefore = BenchCommand.allocatedBytes();
 		long start = System.nanoTime();
-		List<RoomResult> results = Flux.range(0, rooms)
-				.flatMap(i -> cluster.run(first + i, pages.applyAsInt(i) * s.pageSize(), 1, new Random(first + i))
-						.subscribeOn(Schedulers.parallel()), concurrency)
-				.collectList()
-				.block();
+		List<RoomResult> results = null;
+		if (stageFirst) {
+			Flux.fromIterable(staged)
+					.flatMap(r -> r.transfer().subscribeOn(Schedulers.parallel()), concurrency)
+					.then()
+					.block();
+		}
+		else {
+			results = Flux.range(0, rooms)
+					.flatMap(i -> cluster.run(first + i, pages.applyAsInt(i) * s.pageSize(), 1, new Random(first + i))
+							.subscribeOn(Schedulers.parallel()), concurrency)
+					.collectList()
+					.block();
+		}
 		long nanos = System.nanoTime() - start;
 		long allocated = BenchCommand.allocatedBytes() - allocBefore;
-		long cpuNanos = cpu() - cpuBefore;
+		long cpuNanos = ProcessCpu.nanos() - cpuBefore;
 		long threadCpuNanos = threadCpu() - threadCpuBefore;
 		sampler.dispose();
 		timer.dispose();
+		if (stageFirst) {
+			results = staged.stream().map(KVCluster.StagedRoom::verify).toList();
+		}
 		long bytes = 0;
 		long[] latencies = new long[results.size()];
 		int k = 0;
@@ -307,13 +378,5 @@ final class ScalingBench {
 			sum += Math.max(0, threads.getThreadCpuTime(id));
 		}
 		return sum;
-	}
-
-	/** @return CPU time of the whole process so far, in nanoseconds (0 when the JVM does not tell) */
-	private static long cpu() {
-		if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
-			return Math.max(0, os.getProcessCpuTime());
-		}
-		return 0;
 	}
 }

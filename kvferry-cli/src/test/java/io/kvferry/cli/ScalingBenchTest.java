@@ -15,7 +15,8 @@ import picocli.CommandLine;
 
 /**
  * {@code bench --scaling} in-process with a toy model: every sweep's rows are there, every room verified, and each
- * ranks row is the median of its batches. Checks what it reports, not how fast anything is.
+ * ranks row is the median of its batches, beside its frame pump; the smallest rooms one at a time are held against a
+ * ping-pong. Checks what it reports, not how fast anything is.
  */
 @Timeout(180)
 class ScalingBenchTest {
@@ -45,11 +46,21 @@ class ScalingBenchTest {
 				assertThat(row.path("batches").asInt()).as("batches of %s", rows.get(rows.size() - 1)).isEqualTo(5);
 				assertThat(row.get("gbps").asDouble()).isBetween(row.get("gbps_min").asDouble(),
 						row.get("gbps_max").asDouble());
+				// The frame pump over as many connections took its turns and moved the same bytes.
+				assertThat(row.get("pump_gbps").asDouble()).isPositive();
+				assertThat(row.get("ratio_to_pump").asDouble()).isPositive();
 			}
 			else {
 				assertThat(row.has("batches")).as("a single batch: %s", rows.get(rows.size() - 1)).isFalse();
 			}
 		}
+		JsonNode smallest = j.get("scaling").get(5);
+		assertThat(smallest.get("value").asLong()).isEqualTo(65536);
+		assertThat(smallest.get("pingpong_rounds").asInt()).isEqualTo(5);
+		assertThat(smallest.get("pingpong_cpu_us").asLong()).isPositive();
+		assertThat(smallest.get("pingpong_p50_us").asLong()).isPositive();
+		assertThat(smallest.get("rounds_cpu_us_per_room").asLong()).isPositive();
+		assertThat(smallest.get("cpu_ratio_to_pingpong").asDouble()).isPositive();
 		assertThat(rows).containsExactly("rooms 1", "rooms 10", "rooms 100", "rooms 1000", "rooms 10000",
 				"room_bytes 65536", "room_bytes 1048576", "room_bytes 16777216", "room_bytes 268435456", "ranks 1",
 				"ranks 2", "ranks 4");
