@@ -20,6 +20,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -50,6 +51,9 @@ final class PrefillTransfer extends Room implements KVSender {
 	private boolean hasSender;
 	// While no sender claimed the room: what its requests hold of the rank's bounds.
 	private final UnclaimedRooms.Hold held;
+	// The early hold's timer, cancelled when the hold ends (as the unclaimed hold's is): a timer left to fire would keep
+	// the ended room and all it references reachable until its timeout. Guarded by this.
+	private Disposable earlyTimer;
 	final PrefillFeed feed;
 	private boolean traced;
 	private final long openedEpochNanos = BaseKVManager.epochNanos();
@@ -221,8 +225,9 @@ final class PrefillTransfer extends Room implements KVSender {
 		String over = held.add(s.unclaimed, UnclaimedRooms.bytesOf(req));
 		if (over == null && first) {
 			Duration limit = config.unclaimedRoomTimeout();
-			config.timer().schedule(() -> failUnclaimed(FailureCause.TIMEOUT, "no sender claimed room " + id
-					+ " within " + limit.toMillis() + " ms of decode's request"), limit.toNanos(), TimeUnit.NANOSECONDS);
+			held.expiry(config.timer().schedule(() -> failUnclaimed(FailureCause.TIMEOUT, "no sender claimed room "
+					+ id + " within " + limit.toMillis() + " ms of decode's request"), limit.toNanos(),
+					TimeUnit.NANOSECONDS));
 		}
 		return over;
 	}
@@ -366,7 +371,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 		early = true;
 		Duration wait = config.optimisticWait();
-		config.timer().schedule(() -> expireEarly(wait), wait.toNanos(), TimeUnit.NANOSECONDS);
+		earlyTimer = config.timer().schedule(() -> expireEarly(wait), wait.toNanos(), TimeUnit.NANOSECONDS);
 		return true;
 	}
 
@@ -383,6 +388,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (early) {
 			early = false;
 			manager.optimistic.decrementAndGet();
+			earlyTimer.dispose();
 		}
 	}
 

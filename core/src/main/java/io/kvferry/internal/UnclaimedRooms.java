@@ -3,6 +3,8 @@ package io.kvferry.internal;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import reactor.core.Disposable;
+
 /**
  * What decode ranks make a prefill rank hold for rooms its engine has not claimed yet: each such room keeps its
  * requests (page lists) until the engine makes its sender, so the rooms one peer may leave waiting, all peers together,
@@ -95,6 +97,9 @@ final class UnclaimedRooms {
 		// Guarded by the room's monitor.
 		private AtomicInteger peer;
 		private long held;
+		// Fails the room if it waits too long; cancelled on release, so that an ended room is not kept reachable by
+		// its timer until the timeout (a minute's worth of rooms on a busy rank).
+		private Disposable expiry;
 
 		/** @return whether no request is held yet: the next one makes the room wait */
 		boolean isEmpty() {
@@ -116,12 +121,21 @@ final class UnclaimedRooms {
 			return over;
 		}
 
+		/** The timer that fails the room if no sender claims it in time; cancelled on {@link #release}. */
+		void expiry(Disposable timer) {
+			expiry = timer;
+		}
+
 		/** Stops counting the room, once claimed or ended. */
 		void release() {
 			if (peer != null) {
 				UnclaimedRooms.this.release(peer, held);
 				peer = null;
 				held = 0;
+			}
+			if (expiry != null) {
+				expiry.dispose();
+				expiry = null;
 			}
 		}
 	}
