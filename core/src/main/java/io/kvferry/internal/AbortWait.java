@@ -4,6 +4,8 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Sinks;
 
 /**
@@ -19,6 +21,8 @@ final class AbortWait {
 	private final Sinks.Empty<Void> released;
 	// The ranks still owing, plus one for start() itself, so that no early answer releases the room mid-way.
 	private final AtomicInteger owed;
+	// Cancelled once every rank went quiet: left to fire, it would keep the ended room reachable until the timeout.
+	private volatile Disposable timeout = Disposables.disposed();
 
 	AbortWait(DecodeRoom room, Set<DecodeSession> pending, Sinks.Empty<Void> released) {
 		this.room = room;
@@ -33,8 +37,8 @@ final class AbortWait {
 			s.connection.awaitQuiet(room.id, this::quiet);
 		}
 		if (!pending.isEmpty()) {
-			room.manager.config.timer().schedule(this::expire, room.manager.config.handshakeTimeout().toNanos(),
-					TimeUnit.NANOSECONDS);
+			timeout = room.manager.config.timer().schedule(this::expire,
+					room.manager.config.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
 		}
 		String reason = room.reason();
 		for (DecodeSession s : targets) {
@@ -45,6 +49,8 @@ final class AbortWait {
 
 	private void quiet() {
 		if (owed.decrementAndGet() == 0) {
+			// start() counts itself last, after the timer is set: the timer is there to cancel by now.
+			timeout.dispose();
 			released.tryEmitEmpty();
 		}
 	}

@@ -21,7 +21,8 @@ import reactor.test.StepVerifier;
 /**
  * A prefill room that waited for its sender (decode asked first) or for decode's request (the engine sent first) has
  * a timer that fails it if the wait is too long. Once the wait is over the timer is cancelled: left to fire, it would
- * keep every such room, ended long ago, reachable until its timeout, a minute's worth of rooms on a busy rank.
+ * keep every such room, ended long ago, reachable until its timeout, a minute's worth of rooms on a busy rank. So is
+ * the timer of an aborted decode room's wait for its prefill ranks' acknowledgements, once they acknowledged.
  */
 class HoldTimersTest {
 
@@ -32,6 +33,7 @@ class HoldTimersTest {
 	// Distinct from every other timer of a manager, so that the counting timer tells the holds' tasks apart.
 	private static final Duration UNCLAIMED = Duration.ofSeconds(41);
 	private static final Duration EARLY = Duration.ofSeconds(43);
+	private static final Duration ABORT_WAIT = Duration.ofSeconds(47);
 
 	private final CountingTimer timer = new CountingTimer();
 	private InMemoryPair pair;
@@ -72,8 +74,9 @@ class HoldTimersTest {
 	void aRoomDecodeAskedForBeforeItsSenderLeavesNoTimerBehind() {
 		start();
 		KVReceiver r = ask(1);
-		StepVerifier.create(r.states().filter(s -> s == io.kvferry.KVPoll.WAITING_FOR_INPUT).next())
-				.expectNextCount(1).verifyComplete();
+		// Prefill publishes the request once it holds it for the engine.
+		StepVerifier.create(pair.prefill.roomRequests().filter(q -> q.room() == 1).next()).expectNextCount(1)
+				.verifyComplete();
 		assertThat(timer.pending(UNCLAIMED)).as("the unclaimed room's timer, while it waits").isEqualTo(1);
 
 		succeed(send(1), r);
@@ -92,6 +95,21 @@ class HoldTimersTest {
 
 		assertThat(pair.decodeMemory.verify(2, DST, -1, new int[0])).isNull();
 		assertThat(timer.pending(EARLY)).as("timers of asked-for rooms still scheduled").isZero();
+	}
+
+	@Test
+	void anAbortedRoomWhoseRankAcknowledgedLeavesNoTimerBehind() {
+		pair = InMemoryPair.start(SHAPE, 16, p -> p, d -> d.handshakeTimeout(ABORT_WAIT).timer(timer));
+		KVReceiver r = ask(3);
+		StepVerifier.create(r.states().filter(s -> s == io.kvferry.KVPoll.WAITING_FOR_INPUT).next())
+				.expectNextCount(1).verifyComplete();
+
+		r.abort("the engine gave up");
+
+		// The error comes once the prefill rank acknowledged the abort and the room's pages were released.
+		StepVerifier.create(r.completion()).expectError(io.kvferry.KVTransferException.class).verify(T);
+		assertThat(timer.pending(ABORT_WAIT)).as("the abort's wait for the rank's acknowledgement, still scheduled")
+				.isZero();
 	}
 
 	/** Runs tasks on a scheduler of its own and counts, per delay, those neither run nor cancelled yet. */
