@@ -67,16 +67,7 @@ final class ScalingBaselines {
 
 		@Override
 		public void close() {
-			try {
-				if (tcp != null) {
-					tcp.close();
-				}
-			}
-			catch (IOException e) {
-				// Loopback sockets of a finished measurement: nothing is lost.
-			}
-			src.clean();
-			dst.clean();
+			release(new TcpBaseline[] { tcp }, src, dst);
 		}
 	}
 
@@ -158,19 +149,24 @@ final class ScalingBaselines {
 
 		@Override
 		public void close() {
-			for (TcpBaseline p : pairs) {
-				try {
-					if (p != null) {
-						p.close();
-					}
-				}
-				catch (IOException e) {
-					// Loopback sockets of a finished measurement: nothing is lost.
+			release(pairs, src, dst);
+		}
+	}
+
+	/** Closes the connections (null entries skipped) and frees the buffers. */
+	private static void release(TcpBaseline[] connections, CleanableDirectBuffer src, CleanableDirectBuffer dst) {
+		for (TcpBaseline c : connections) {
+			try {
+				if (c != null) {
+					c.close();
 				}
 			}
-			src.clean();
-			dst.clean();
+			catch (IOException e) {
+				// Loopback sockets of a finished measurement: nothing is lost.
+			}
 		}
+		src.clean();
+		dst.clean();
 	}
 
 	/** Zeroes a direct buffer, so that a check after a run sees only bytes the run wrote. */
