@@ -51,8 +51,8 @@ final class PrefillTransfer extends Room implements KVSender {
 	private boolean hasSender;
 	// While no sender claimed the room: what its requests hold of the rank's bounds.
 	private final UnclaimedRooms.Hold held;
-	// The early hold's timer, cancelled when the hold ends (as the unclaimed hold's is): a timer left to fire would keep
-	// the ended room and all it references reachable until its timeout. Guarded by this.
+	// The early hold's timer, cancelled when the hold ends (as the unclaimed hold's is): a timer left to fire would
+	// keep the ended room and all it references reachable until its timeout. Guarded by this.
 	private Disposable earlyTimer;
 	final PrefillFeed feed;
 	private boolean traced;

@@ -54,9 +54,9 @@ final class ScalingBaselines {
 				long cpu0 = ProcessCpu.nanos();
 				long[] rtt = tcp.pingPong(src.buffer(), dst.buffer(), payload, exchanges);
 				long cpu = ProcessCpu.nanos() - cpu0;
-				if (dst.buffer().mismatch(src.buffer()) >= 0) {
-					throw new IOException("the ping-pong moved wrong bytes (at " + dst.buffer().mismatch(src.buffer())
-							+ ")");
+				long at = dst.buffer().mismatch(src.buffer());
+				if (at >= 0) {
+					throw new IOException("the ping-pong moved wrong bytes (at " + at + ")");
 				}
 				return new long[] { cpu / exchanges, TcpBaseline.median(rtt) };
 			}

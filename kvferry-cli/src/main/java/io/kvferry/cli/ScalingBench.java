@@ -40,8 +40,8 @@ import reactor.core.scheduler.Schedulers;
  * batches, with their range, beside the frame pump over as many connections). Each row: rooms per second, GB/s,
  * latency p50/p99, CPU per room (of the whole process, and of its Java threads alone, without the JIT compiler and the
  * garbage collector; the harness's writing and checking of every byte included, except in the ranks rows, which write
- * before the clock and check after it, as their pump does), heap allocation per room, the peak heap and direct memory above what the
- * cluster held before the row, and the transport's pooled direct memory (its high-water mark so far). Per-room figures
+ * before the clock and check after it, as their pump does), heap allocation per room, the peak heap and direct memory
+ * above what the cluster held before the row, and the transport's pooled direct memory (its high-water mark so far). Per-room figures
  * that stay flat while the row's work grows are what "nothing grows faster than the work" means. Completions are
  * signalled where they happen, as an engine polling {@code poll()} sees them (as in the bulk figures), not after a hop
  * to a callback worker.
@@ -101,14 +101,14 @@ final class ScalingBench {
 		// the heap to a little above that, and a batch of half a second spent itself growing it back (a young
 		// collection every few tens of milliseconds: 4<->4 lost a third of its speed to them). Keep the heap a batch
 		// grew, as a serving process keeps its own.
-		String shrink = heapFreeRatio("100");
+		String before = heapFreeRatio("100");
 		try {
 			concurrency(rows);
 			sizes(rows);
 			ranks(rows);
 		}
 		finally {
-			heapFreeRatio(shrink);
+			heapFreeRatio(before);
 		}
 		return rows;
 	}
