@@ -50,8 +50,8 @@ class FleetBenchTest {
 		// bootstrap servers stay within a small bound, not one per manager or peer.
 		int before = small.threads() - small.serverThreads();
 		int after = large.threads() - large.serverThreads();
-		assertThat(after - before).as("threads added by growing 2 -> 4 instances a side (%d -> %d)", before, after)
-				.isLessThanOrEqualTo(2);
+		assertThat(after - before).as("threads added by growing 2 -> 4 instances a side (%d -> %d; by pool %s -> %s)",
+				before, after, small.pools(), large.pools()).isLessThanOrEqualTo(2);
 		assertThat(large.serverThreads()).isEqualTo(2 * small.serverThreads());
 	}
 
