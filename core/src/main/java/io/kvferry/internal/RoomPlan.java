@@ -78,7 +78,22 @@ final class RoomPlan {
 						+ i + ", but none of the " + sources.size() + " prefill ranks asked sends state there");
 			}
 		}
-		return GrantLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
+		return GrantLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes,
+				own.pageSize() * headsPerPage(own, kvSources), sources.size());
+	}
+
+	/**
+	 * @return heads of one token in a KV page of this decode rank, as its layout declares them or as the prefill ranks'
+	 *         head slicing splits them, whichever is more: the ledger lets a page be cut into one piece per head of
+	 *         each of its tokens
+	 */
+	private static int headsPerPage(PeerLayout own, List<PeerLayout> sources) {
+		int heads = own.kvHeadNum();
+		int d = own.parallel().attnTpSize();
+		for (PeerLayout p : sources) {
+			heads = Math.max(heads, (p.totalKvHeadNum() + d - 1) / d);
+		}
+		return heads;
 	}
 
 	/** @return bytes of each slot of decode state buffer {@code i} that one prefill rank sends, as its plan cuts them */
