@@ -454,11 +454,19 @@ final class DecodeRoom extends Room implements KVReceiver {
 		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(), landedPages());
 	}
 
-	/** @return the requested pages that landed whole, per layer, from the ledger alone; under the monitor */
+	/**
+	 * @return the requested pages that landed whole, per layer the room fills, from the ledger alone; under the
+	 *         monitor. A decode-only draft model's layers, which no prefill rank writes, come last and are left out:
+	 *         nothing landed there, and nothing was to.
+	 */
 	private LandedPages landedPages() {
 		int[] requested = pages == null ? new int[0] : pages;
 		GrantLedger l = ledger;
-		BitSet[] perLayer = new BitSet[ownLayers.layers()];
+		int filled = ownLayers.layers();
+		while (l != null && filled > 0 && l.times(RegionKind.KV, ownLayers.regions(filled - 1)[0]) == 0) {
+			filled--;
+		}
+		BitSet[] perLayer = new BitSet[filled];
 		for (int layer = 0; layer < perLayer.length; layer++) {
 			BitSet landed = new BitSet(requested.length);
 			if (l != null) {

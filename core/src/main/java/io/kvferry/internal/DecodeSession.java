@@ -16,6 +16,8 @@ import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.stripe.DialledConnection;
+import io.kvferry.internal.topology.LayerPairing;
+import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -227,6 +229,18 @@ final class DecodeSession implements DialledConnection.Peer {
 			manager.forgetInstance(key.bootstrap());
 			handshake.tryEmitError(new TopologyException(mismatch));
 			return;
+		}
+		if (p.ppSize() == manager.ownLayout.parallel().ppSize()) {
+			// The rank alone fills this rank's layers: one it lacks would be waited for, or never written.
+			try {
+				LayerPairing.checkSameLayers(new LayerSpan(layout.kv().size(), layout.startLayer(),
+						layout.draftLayers()), new LayerSpan(manager.ownLayout.kv().size(),
+								manager.ownLayout.startLayer(), manager.ownLayout.draftLayers()), manager.ownLayout.mla());
+			}
+			catch (TopologyException e) {
+				handshake.tryEmitError(new TopologyException("prefill rank " + endpoint + ": " + e.getMessage()));
+				return;
+			}
 		}
 		this.prefill = layout;
 		handshake.tryEmitEmpty();
