@@ -33,6 +33,11 @@ final class BufferLedger {
 	private static final AtomicReferenceFieldUpdater<BufferLedger, AtomicLongArray> ITEM_BYTES =
 			AtomicReferenceFieldUpdater.newUpdater(BufferLedger.class, AtomicLongArray.class, "itemBytes");
 
+	// Shared by every buffer that keeps no such record: never written.
+	private static final long[] NO_WORDS = new long[0];
+	private static final int[] NO_COUNTS = new int[0];
+	private static final AtomicLongArray NO_LANDED = new AtomicLongArray(0);
+
 	private final RegionKind kind;
 	private final int region;
 	private final int itemLen;
@@ -46,7 +51,6 @@ final class BufferLedger {
 	private final int[] wholeCounts;
 	// Guarded by this: per granted item, its runs while it is written in part; made on the buffer's first such write.
 	private ItemRuns[] parts;
-	private int partCount;
 	// Bytes landed in the buffer.
 	private volatile long landed;
 	// Lock-free, KV buffers only (what a failed room reports as landed): per granted item, whether a write that covered
@@ -71,9 +75,9 @@ final class BufferLedger {
 		this.maxRuns = maxRuns;
 		this.expected = (long) times * itemLen * items.length;
 		int tracked = times == 0 ? 0 : items.length;
-		this.wholeBits = new long[times == 1 ? words(tracked) : 0];
-		this.wholeCounts = new int[times > 1 ? tracked : 0];
-		this.landedWhole = new AtomicLongArray(kind == RegionKind.KV && times == 1 ? words(tracked) : 0);
+		this.wholeBits = times == 1 ? new long[words(tracked)] : NO_WORDS;
+		this.wholeCounts = times > 1 ? new int[tracked] : NO_COUNTS;
+		this.landedWhole = kind == RegionKind.KV && times == 1 ? new AtomicLongArray(words(tracked)) : NO_LANDED;
 	}
 
 	private static int words(int bits) {
@@ -108,25 +112,49 @@ final class BufferLedger {
 			throw new GrantLedger.Refused(kind + " buffer " + region + " receives nothing for this room (no prefill "
 					+ "rank the room asked fills it)");
 		}
+		walk(offset, chunkLen, stride, count, false);
+	}
+
+	/**
+	 * Visits the items a write touches, each with the bytes of it the write covers: records them (under the monitor)
+	 * or, {@code landing}, counts them as landed (lock-free).
+	 */
+	private void walk(long offset, int chunkLen, long stride, int count, boolean landing) {
 		int at = -1;
 		for (int c = 0; c < count; c++) {
 			long start = offset + c * stride;
 			long end = start + chunkLen;
 			for (long item = start / itemLen; item * itemLen < end; item++) {
-				// Items of one write are mostly consecutive and granted in a row: no search for the next one.
-				at = at >= 0 && at + 1 < items.length && items[at + 1] == item ? at + 1 : position(item);
+				at = position(at, item);
+				if (at < 0) {
+					throw new GrantLedger.Refused(kind + " item " + item + " of region " + region + " was not asked for");
+				}
 				long base = item * itemLen;
-				record(at, item, (int) (Math.max(start, base) - base), (int) (Math.min(end, base + itemLen) - base));
+				int from = (int) (Math.max(start, base) - base);
+				int to = (int) (Math.min(end, base + itemLen) - base);
+				if (landing) {
+					land(at, from, to);
+				}
+				else {
+					record(at, item, from, to);
+				}
 			}
 		}
 	}
 
-	private int position(long item) {
-		int at = item > Integer.MAX_VALUE ? -1 : Arrays.binarySearch(items, (int) item);
-		if (at < 0) {
-			throw new GrantLedger.Refused(kind + " item " + item + " of region " + region + " was not asked for");
+	/**
+	 * @param last the position of the item looked up before, or -1
+	 * @return the position of {@code item} among the granted items, negative when it is not granted
+	 */
+	private int position(int last, long item) {
+		// A write's items are mostly the same as the chunk before or the next one granted: no search for them.
+		if (last >= 0 && items[last] == item) {
+			return last;
 		}
-		return at;
+		if (last >= 0 && last + 1 < items.length && items[last + 1] == item) {
+			return last + 1;
+		}
+		return item > Integer.MAX_VALUE ? -1 : Arrays.binarySearch(items, (int) item);
 	}
 
 	/** Records one write of bytes [from, to) of the item at position {@code at}; under the monitor. */
@@ -146,7 +174,6 @@ final class BufferLedger {
 			}
 			runs = new ItemRuns(itemLen, maxRuns);
 			parts[at] = runs;
-			partCount++;
 		}
 		long full = runs.atLimit(from, to, times - whole);
 		if (full >= 0) {
@@ -162,7 +189,6 @@ final class BufferLedger {
 			// Every byte written equally often again: a count serves.
 			addWhole(at, runs.uniformCount());
 			parts[at] = null;
-			partCount--;
 		}
 	}
 
@@ -199,30 +225,25 @@ final class BufferLedger {
 	 * Arguments as for {@link #reserve}.
 	 */
 	void landedWrite(long offset, int chunkLen, long stride, int count) {
-		if (kind != RegionKind.KV || times == 0) {
-			return;
+		if (kind == RegionKind.KV && times > 0) {
+			walk(offset, chunkLen, stride, count, true);
 		}
-		for (int c = 0; c < count; c++) {
-			long start = offset + c * stride;
-			long end = start + chunkLen;
-			for (long item = start / itemLen; item * itemLen < end; item++) {
-				int at = Arrays.binarySearch(items, (int) item);
-				long from = Math.max(start, item * itemLen);
-				long to = Math.min(end, (item + 1) * itemLen);
-				if (times == 1 && to - from == itemLen) {
-					// Landed whole at once: as no byte is written twice, the item is complete.
-					int word = at >>> 6;
-					long bit = 1L << at;
-					long w;
-					do {
-						w = landedWhole.get(word);
-					}
-					while ((w & bit) == 0 && !landedWhole.compareAndSet(word, w, w | bit));
-				}
-				else {
-					itemBytes().addAndGet(at, to - from);
-				}
+	}
+
+	/** Counts bytes [from, to) of the item at position {@code at} as landed; lock-free. */
+	private void land(int at, int from, int to) {
+		if (times == 1 && to - from == itemLen) {
+			// Landed whole at once: as no byte is written twice, the item is complete.
+			int word = at >>> 6;
+			long bit = 1L << at;
+			long w;
+			do {
+				w = landedWhole.get(word);
 			}
+			while ((w & bit) == 0 && !landedWhole.compareAndSet(word, w, w | bit));
+		}
+		else {
+			itemBytes().addAndGet(at, to - from);
 		}
 	}
 
@@ -312,10 +333,5 @@ final class BufferLedger {
 			}
 		}
 		return bytes;
-	}
-
-	/** @return items being written in part now (their runs are what a peer's chunking can grow) */
-	synchronized int itemsInParts() {
-		return partCount;
 	}
 }

@@ -278,8 +278,8 @@ final class GrantLedger {
 	}
 
 	/**
-	 * @return heap bytes the room's bookkeeping holds now beyond its grant (the granted item lists, one per kind and
-	 *         buffer count): what a peer's chunking could grow, bounded by a constant times the room's items
+	 * @return heap bytes the room's buffers' ledgers hold now (the granted item lists, which the room's request holds
+	 *         anyway, not counted): what a peer's chunking could grow, bounded by a constant times the room's items
 	 */
 	long retainedBytes() {
 		long bytes = 0;

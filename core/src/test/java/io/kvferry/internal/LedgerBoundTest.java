@@ -146,6 +146,40 @@ class LedgerBoundTest {
 	}
 
 	@Test
+	void aBulkRoomsLedgerTakesAFewBytesPerMegabyteMoved() {
+		// The bench's bulk room: 128 pages of 32 KiB in each of 64 buffers (256 MiB), one whole run per buffer.
+		int item = 32 << 10;
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int r = 0; r < 64; r++) {
+			kv.add(MemoryRegion.of(1L << 40, 128L * item, item));
+		}
+		KVArgs args = KVArgs.builder().pageSize(16).kvHeads(8, 8).kvRegions(kv).build();
+		int[] pages = new int[128];
+		for (int p = 0; p < pages.length; p++) {
+			pages[p] = p;
+		}
+		List<DataHeader> runs = new ArrayList<>();
+		for (int r = 0; r < 64; r++) {
+			runs.add(new DataHeader(1, RegionKind.KV, r, 0, 128 * item, 0, 1));
+		}
+		for (int warm = 0; warm < 100; warm++) {
+			write(GrantLedger.of(args, pages, -1, new int[0][]), runs);
+		}
+		int rooms = 200;
+		int incomplete = 0;
+		long before = allocated();
+		for (int n = 0; n < rooms; n++) {
+			GrantLedger l = GrantLedger.of(args, pages, -1, new int[0][]);
+			write(l, runs);
+			incomplete += l.incomplete() == null ? 0 : 1;
+		}
+		double perMb = (allocated() - before) / (double) rooms / 256;
+		assertThat(incomplete).isZero();
+		// A bit per page and buffer where a per-page counter and count took 12 bytes (about 400 B per MB).
+		assertThat(perMb).as("heap bytes per MB moved").isLessThan(100);
+	}
+
+	@Test
 	void finerPiecesFailTheRoomAsAProtocolErrorOverTheTransport() {
 		ModelShape shape = new ModelShape(1, HEADS, ITEM / PAGE_SIZE / HEADS / 2, 2, PAGE_SIZE, false, 0, 64, 0);
 		RankMemory prefillMem = RankMemory.prefill(shape, ParallelLayout.SINGLE, 8, 4, 0);
