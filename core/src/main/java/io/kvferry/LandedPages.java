@@ -83,7 +83,10 @@ public final class LandedPages {
 		return requested.clone();
 	}
 
-	/** @return layers of the decode rank's KV buffers (main-model, then draft); 0 for {@link #NONE} */
+	/**
+	 * @return layers the room fills in the decode rank's KV buffers (main-model, then the draft layers prefill fills;
+	 *         a decode-only draft model's are not among them); 0 for {@link #NONE}
+	 */
 	public int layers() {
 		return perLayer.length;
 	}

@@ -278,6 +278,14 @@ final class DecodeRoom extends Room implements KVReceiver {
 		return sources;
 	}
 
+	/**
+	 * @return whether the room asked {@code s} to write its pages (not only to report, as MLA's dummy ranks are asked):
+	 *         only then may a data header or a fence from it name the room; lock-free
+	 */
+	boolean writtenBy(DecodeSession s) {
+		return writers.contains(s);
+	}
+
 	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */
 	boolean acceptsBytes() {
 		return (flags & CLOSED) == 0 && isLive();
@@ -343,12 +351,16 @@ final class DecodeRoom extends Room implements KVReceiver {
 		return true;
 	}
 
-	/** A prefill rank's report on the room. */
-	void reported(DecodeSession s, KVMessage.Status status) {
+	/**
+	 * A prefill rank's report on the room.
+	 *
+	 * @return false when the room is live and did not ask the rank (the rank's fault, not the room's: the room ignores
+	 *         the report)
+	 */
+	boolean reported(DecodeSession s, KVMessage.Status status) {
 		synchronized (this) {
 			if (sessions == null || !sessions.contains(s)) {
-				log.warn("[{}] prefill {} reported room {} it does not serve; ignored", manager.name, s.endpoint, id);
-				return;
+				return isTerminal();
 			}
 			if (status.status() != KVPoll.SUCCESS) {
 				if (s.connection.reportsFollowBytes()) {
@@ -366,19 +378,20 @@ final class DecodeRoom extends Room implements KVReceiver {
 							: overloaded ? FailureCause.OVERLOAD : FailureCause.PEER_FAILED,
 							"Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
 				}
-				return;
+				return true;
 			}
 			if (isTerminal()) {
 				// Nothing to judge, and no book of the room's bytes to open on the connection after the room forgot it.
-				return;
+				return true;
 			}
 			if (!succeeded.add(s)) {
 				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for "
 						+ "room " + id + " twice", false);
-				return;
+				return true;
 			}
 			s.connection.settle(id, status, mismatch -> rankDone(s, status, mismatch));
 		}
+		return true;
 	}
 
 	/** A rank's Success, once every byte it sent landed: {@code mismatch} says whether they are what it reported. */
@@ -454,11 +467,19 @@ final class DecodeRoom extends Room implements KVReceiver {
 		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(), landedPages());
 	}
 
-	/** @return the requested pages that landed whole, per layer, from the ledger alone; under the monitor */
+	/**
+	 * @return the requested pages that landed whole, per layer the room fills, from the ledger alone; under the
+	 *         monitor. A decode-only draft model's layers, which no prefill rank writes, come last and are left out:
+	 *         nothing landed there, and nothing was to.
+	 */
 	private LandedPages landedPages() {
 		int[] requested = pages == null ? new int[0] : pages;
 		GrantLedger l = ledger;
-		BitSet[] perLayer = new BitSet[ownLayers.layers()];
+		int filled = ownLayers.layers();
+		while (l != null && filled > 0 && l.times(RegionKind.KV, ownLayers.regions(filled - 1)[0]) == 0) {
+			filled--;
+		}
+		BitSet[] perLayer = new BitSet[filled];
 		for (int layer = 0; layer < perLayer.length; layer++) {
 			BitSet landed = new BitSet(requested.length);
 			if (l != null) {

@@ -16,6 +16,8 @@ import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.stripe.DialledConnection;
+import io.kvferry.internal.topology.LayerPairing;
+import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -60,6 +62,8 @@ final class DecodeSession implements DialledConnection.Peer {
 	volatile long incarnation;
 	// Why the session was replaced, once another incarnation of the rank showed up: its rooms fail as restarted.
 	private volatile String restarted;
+	// Why the rank was cut off for breaking the protocol: its rooms fail as protocol errors.
+	private volatile String broke;
 	// Renews the leases of this session's rooms while the rank holds them on leases.
 	private volatile Disposable renewals = Disposables.disposed();
 
@@ -178,8 +182,8 @@ final class DecodeSession implements DialledConnection.Peer {
 		}
 		else if (message instanceof KVMessage.Status status) {
 			DecodeRoom r = manager.table.get(status.room());
-			if (r != null) {
-				r.reported(this, status);
+			if (r != null && !r.reported(this, status)) {
+				unasked(status.room(), "a report on room " + status.room());
 			}
 		}
 		else if (message instanceof KVMessage.Draining d) {
@@ -228,6 +232,18 @@ final class DecodeSession implements DialledConnection.Peer {
 			handshake.tryEmitError(new TopologyException(mismatch));
 			return;
 		}
+		if (p.ppSize() == manager.ownLayout.parallel().ppSize()) {
+			// The rank alone fills this rank's layers: one it lacks would be waited for, or never written.
+			try {
+				LayerPairing.checkSameLayers(new LayerSpan(layout.kv().size(), layout.startLayer(),
+						layout.draftLayers()), new LayerSpan(manager.ownLayout.kv().size(),
+								manager.ownLayout.startLayer(), manager.ownLayout.draftLayers()), manager.ownLayout.mla());
+			}
+			catch (TopologyException e) {
+				handshake.tryEmitError(new TopologyException("prefill rank " + endpoint + ": " + e.getMessage()));
+				return;
+			}
+		}
 		this.prefill = layout;
 		handshake.tryEmitEmpty();
 	}
@@ -271,15 +287,43 @@ final class DecodeSession implements DialledConnection.Peer {
 	@Override
 	public PayloadSink onData(DataHeader header, Tally tally) {
 		DecodeRoom r = manager.table.get(header.room());
+		if (r != null && !r.writtenBy(this)) {
+			unasked(header.room(), "data for room " + header.room());
+			return null;
+		}
 		return r == null ? null : r.accept(this, header, tally);
 	}
 
 	@Override
 	public void onRoomError(long room, FailureCause cause, String reason) {
 		DecodeRoom r = manager.table.get(room);
-		if (r != null) {
+		if (r != null && !r.writtenBy(this)) {
+			unasked(room, "a frame for room " + room + " that breaks its rules (" + reason + ")");
+		}
+		else if (r != null) {
 			manager.table.fail(r, cause, reason, false);
 		}
+	}
+
+	@Override
+	public void onUnasked(long room, String what) {
+		unasked(room, what);
+	}
+
+	/**
+	 * A frame from the rank named a room that did not ask the rank for what the frame is about. The room is not to
+	 * blame, whoever the rank is: a room that ended or that this rank does not know lets a late frame pass; a live one
+	 * means the rank broke the protocol, and the rank's connection is closed (its own rooms fail with it).
+	 */
+	private void unasked(long room, String what) {
+		DecodeRoom r = manager.table.get(room);
+		if (r == null || r.isTerminal()) {
+			return;
+		}
+		String why = "prefill rank " + endpoint + " sent " + what + ", which decode did not ask it for";
+		log.warn("[{}] {}: closing its connection", manager.name, why);
+		broke = why;
+		connection.close(why);
 	}
 
 	@Override
@@ -295,10 +339,15 @@ final class DecodeSession implements DialledConnection.Peer {
 		manager.connectionClosed(counted);
 		manager.open.remove(this);
 		String replacedBy = restarted;
+		String brokeWith = broke;
 		for (DecodeRoom r : rooms) {
 			if (replacedBy != null) {
 				lost(r, "Room " + r.id + " was asked of a process that is gone: " + replacedBy,
 						FailureCause.PEER_RESTARTED);
+			}
+			else if (brokeWith != null) {
+				manager.table.fail(r, FailureCause.PROTOCOL, "Room " + r.id + " was asked of a rank cut off for "
+						+ "breaking the protocol: " + brokeWith, false);
 			}
 			else {
 				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, BaseKVManager.lostWith(cause));

@@ -1,12 +1,7 @@
 package io.kvferry.internal;
 
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLongArray;
 
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
@@ -34,17 +29,28 @@ import io.kvferry.spi.RegionKind;
  * {@code k × granted bytes}: as no byte may exceed {@code k}, that sum is reached only when every granted byte was
  * written exactly {@code k} times, whatever the order, the connections or the split into frames.
  *
- * <p>Thread-safe. The grant is immutable and {@link #landed} is lock-free; recording a write and the final count take
- * this object's own monitor (held for one header's items, never while calling out), so the connections' threads never
- * take the room's. Whole-item writes cost one counter per item; a write that covers part of an item (a head slice)
- * keeps that item's coverage as counted byte ranges.
+ * <p><b>Bounded by the room's items.</b> Each buffer keeps its own {@link BufferLedger}: a bit per granted item written
+ * whole, and runs of equally written bytes only for an item written in parts, at most a fixed number per item. That
+ * number comes from the decode rank's own layout, not from what a peer sends: one run per head of a token in a KV page
+ * (the smallest piece any plan cuts: head slices, re-paged tokens), two per prefill rank in an aux row or state slot
+ * (each writes one slice), and {@link #SPARE_RUNS} for the cuts senders make at frame and stripe boundaries. A peer
+ * that cuts an item finer fails the room as a protocol error, so a room's bookkeeping never exceeds a constant times
+ * its items however the peer chunks its writes ({@link #retainedBytes}).
+ *
+ * <p>Thread-safe. The grant is immutable; recording a write takes only its buffer's monitor (held for one header's
+ * items, never while calling out), so the connections' threads never take the room's, and writes into different
+ * buffers never wait for each other. Counting what landed is lock-free.
  *
  * <p><b>Landed pages.</b> A write's bytes are also counted per KV item once its whole payload landed
  * ({@link #landedWrite}). As no byte is written more than {@code k} times and only accepted writes land, an item whose
  * count reached {@code k × item length} holds every byte of it exactly {@code k} times: that is when a failed room
- * reports the page landed in that buffer ({@link #landedItem}).
+ * reports the page landed in that buffer ({@link #landedItem}). An item of a buffer the room fills nothing in never
+ * counts as landed: no byte reached it.
  */
 final class GrantLedger {
+
+	/** Runs an item written in parts may keep beyond those its layout explains: senders' cuts at frame boundaries. */
+	static final int SPARE_RUNS = 32;
 
 	private static final int SHOWN = 8;
 
@@ -61,27 +67,49 @@ final class GrantLedger {
 	 * @param kvTimes per KV buffer, how many times each granted byte is written (0: the room fills nothing there)
 	 * @param auxTimes how many times each byte of the aux row is written, in every aux buffer
 	 * @param stateTimes per state buffer, how many times each granted byte is written
+	 * @param kvPieces the most pieces the room's writers cut a KV page into: one per head of each of its tokens
+	 * @param writers the prefill ranks that write the room (each cuts at most one slice of an aux row or state slot)
 	 * @return the room's grant and ledger, nothing written yet
 	 */
 	static GrantLedger of(KVArgs args, int[] pages, int auxRow, int[][] slotsPerRegion, int[] kvTimes, int auxTimes,
-			int[] stateTimes) {
+			int[] stateTimes, int kvPieces, int writers) {
 		GrantLedger l = new GrantLedger();
 		int[][] kvItems = new int[args.kvRegions().size()][];
 		// One sorted array serves every KV buffer: the room's pages are the same in each.
 		Arrays.fill(kvItems, sortedDistinct(pages));
-		l.sections[RegionKind.KV.ordinal()] = new Section(RegionKind.KV, args.kvRegions(), kvItems, kvTimes);
+		int sliceRuns = 2 * Math.max(1, writers) + 1 + SPARE_RUNS;
+		l.sections[RegionKind.KV.ordinal()] = new Section(RegionKind.KV, args.kvRegions(), kvItems, kvTimes,
+				Math.max(1, kvPieces) + 1 + SPARE_RUNS);
 		int[][] auxItems = new int[args.auxRegions().size()][];
 		Arrays.fill(auxItems, auxRow < 0 ? new int[0] : new int[] { auxRow });
 		int[] aux = new int[auxItems.length];
 		Arrays.fill(aux, auxTimes);
-		l.sections[RegionKind.AUX.ordinal()] = new Section(RegionKind.AUX, args.auxRegions(), auxItems, aux);
+		l.sections[RegionKind.AUX.ordinal()] = new Section(RegionKind.AUX, args.auxRegions(), auxItems, aux,
+				sliceRuns);
 		int[][] stateItems = new int[args.stateRegions().size()][];
 		for (int i = 0; i < stateItems.length; i++) {
 			stateItems[i] = i < slotsPerRegion.length ? sortedDistinct(slotsPerRegion[i]) : new int[0];
 		}
 		l.sections[RegionKind.STATE.ordinal()] = new Section(RegionKind.STATE, args.stateRegions(), stateItems,
-				stateTimes);
+				stateTimes, sliceRuns);
 		return l;
+	}
+
+	/**
+	 * As the full {@link #of}, with pieces of KV pages no smaller than one head of one token of this rank's layout and
+	 * as many writers as the largest multiplicity.
+	 */
+	static GrantLedger of(KVArgs args, int[] pages, int auxRow, int[][] slotsPerRegion, int[] kvTimes, int auxTimes,
+			int[] stateTimes) {
+		int writers = Math.max(1, auxTimes);
+		for (int t : kvTimes) {
+			writers = Math.max(writers, t);
+		}
+		for (int t : stateTimes) {
+			writers = Math.max(writers, t);
+		}
+		return of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes,
+				args.pageSize() * args.kvHeadNum(), writers);
 	}
 
 	/** @return a ledger of the given items where every granted byte is written once (the grant's checks alone) */
@@ -171,29 +199,33 @@ final class GrantLedger {
 	}
 
 	/**
-	 * Records a write that {@link #destination} accepted (its bytes lie in the room's items).
+	 * Records a write that {@link #destination} accepted (its bytes lie in the room's items), under its buffer's
+	 * monitor only.
 	 *
-	 * @throws Refused when it would write a byte more often than the plan allows; pieces of the header before the
-	 *         refused one stay recorded, which does not matter: a refusal fails the room
+	 * @throws Refused when it would write a byte more often than the plan allows, or cut an item into more runs than
+	 *         the ledger keeps; pieces of the header before the refused one stay recorded, which does not matter: a
+	 *         refusal fails the room
 	 */
-	synchronized void reserve(DataHeader h) {
-		Section s = sections[h.kind().ordinal()];
-		long stride = h.count() == 1 ? h.chunkLen() : h.dstStride();
-		for (int i = 0; i < h.count(); i++) {
-			long start = h.dstOffset() + i * stride;
-			s.reserve(h, start, start + h.chunkLen());
-		}
+	void reserve(DataHeader h) {
+		buffer(h.kind(), h.region()).reserve(h.dstOffset(), h.chunkLen(), stride(h), h.count());
+	}
+
+	private static long stride(DataHeader h) {
+		return h.count() == 1 ? h.chunkLen() : h.dstStride();
+	}
+
+	private BufferLedger buffer(RegionKind kind, int region) {
+		return sections[kind.ordinal()].buffers[region];
 	}
 
 	/**
-	 * Counts {@code n} bytes of an accepted write that landed.
+	 * Counts {@code n} bytes of an accepted write that landed; lock-free.
 	 *
 	 * @return whether they completed the buffer: it now holds every byte the room expects there (true once at most,
 	 *         since no write past the expectation is accepted)
 	 */
 	boolean landed(RegionKind kind, int region, long n) {
-		Section s = sections[kind.ordinal()];
-		return n > 0 && s.landed.addAndGet(region, n) == s.expected[region];
+		return buffer(kind, region).landed(n);
 	}
 
 	/**
@@ -201,70 +233,62 @@ final class GrantLedger {
 	 * write, after {@link #landed(RegionKind, int, long)} counted its bytes for the buffer.
 	 */
 	void landedWrite(DataHeader h) {
-		if (h.kind() != RegionKind.KV) {
-			return;
-		}
-		Section s = sections[RegionKind.KV.ordinal()];
-		int r = h.region();
-		AtomicLongArray perItem = s.itemLanded[r];
-		long len = s.regions.get(r).itemLen();
-		long stride = h.count() == 1 ? h.chunkLen() : h.dstStride();
-		for (int i = 0; i < h.count(); i++) {
-			long start = h.dstOffset() + i * stride;
-			long end = start + h.chunkLen();
-			for (long item = start / len; item * len < end; item++) {
-				int at = Arrays.binarySearch(s.items[r], (int) item);
-				if (at >= 0) {
-					long from = Math.max(start, item * len);
-					long to = Math.min(end, (item + 1) * len);
-					perItem.addAndGet(at, to - from);
-				}
-			}
-		}
+		buffer(h.kind(), h.region()).landedWrite(h.dstOffset(), h.chunkLen(), stride(h), h.count());
 	}
 
 	/**
 	 * @param region a KV buffer
 	 * @param page a destination page
-	 * @return whether every byte of the page in that buffer landed as often as the plan writes it; true for a buffer
-	 *         the room fills nothing in (nothing had to land there), false for a page the room did not grant
+	 * @return whether every byte of the page in that buffer landed as often as the plan writes it; false for a page
+	 *         the room did not grant, and for a buffer the room fills nothing in (no byte landed there)
 	 */
 	boolean landedItem(int region, int page) {
-		Section s = sections[RegionKind.KV.ordinal()];
-		if (s.times[region] == 0) {
-			return true;
-		}
-		int at = Arrays.binarySearch(s.items[region], page);
-		return at >= 0 && s.itemLanded[region].get(at) == (long) s.times[region] * s.regions.get(region).itemLen();
+		return buffer(RegionKind.KV, region).landedItem(page);
 	}
 
 	/** @return bytes landed so far in the buffer */
 	long landed(RegionKind kind, int region) {
-		return sections[kind.ordinal()].landed.get(region);
+		return buffer(kind, region).landed();
 	}
 
 	/** @return bytes the buffer must receive for the room: {@code k ×} its granted bytes */
 	long expected(RegionKind kind, int region) {
-		return sections[kind.ordinal()].expected[region];
+		return buffer(kind, region).expected();
 	}
 
 	/** @return how many times each granted byte of the buffer is written; 0 when the room fills nothing there */
 	int times(RegionKind kind, int region) {
-		return sections[kind.ordinal()].times[region];
+		return buffer(kind, region).times();
 	}
 
 	/**
 	 * @return null when every granted byte landed exactly as often as the plan says; else what is missing, naming the
 	 *         buffer, the first incomplete items and the byte counts
 	 */
-	synchronized String incomplete() {
+	String incomplete() {
 		for (Section s : sections) {
-			String missing = s.incomplete();
-			if (missing != null) {
-				return missing;
+			for (BufferLedger b : s.buffers) {
+				String missing = b.incomplete(SHOWN);
+				if (missing != null) {
+					return missing;
+				}
 			}
 		}
 		return null;
+	}
+
+	/**
+	 * @return heap bytes the room's buffers' ledgers hold now (the granted item lists, which the room's request holds
+	 *         anyway, not counted): what a peer's chunking could grow, bounded by a constant times the room's items
+	 */
+	long retainedBytes() {
+		long bytes = 0;
+		for (Section s : sections) {
+			for (BufferLedger b : s.buffers) {
+				bytes += b.retainedBytes();
+			}
+		}
+		return bytes;
 	}
 
 	private static int[] sortedDistinct(int[] values) {
@@ -280,137 +304,21 @@ final class GrantLedger {
 		return n == sorted.length ? sorted : Arrays.copyOf(sorted, n);
 	}
 
-	/** One kind of buffer: its regions, the items granted in each, and what was written. */
+	/** One kind of buffer: its regions, the items granted in each, and each buffer's ledger. */
 	private static final class Section {
 
-		final RegionKind kind;
 		final List<MemoryRegion> regions;
 		// Per region, the granted items: sorted and distinct.
 		final int[][] items;
-		final int[] times;
-		final long[] expected;
-		final AtomicLongArray landed;
-		// Per region and granted item (by position in items): bytes landed by writes whose payload landed whole.
-		final AtomicLongArray[] itemLanded;
-		// Per region and granted item (by position in items): whole-item writes recorded. Guarded by the ledger.
-		final int[][] whole;
-		// Items written in part, keyed by region and position: byte offset -> writes from there to the next key.
-		final Map<Long, TreeMap<Integer, Integer>> partial = new HashMap<>();
+		final BufferLedger[] buffers;
 
-		Section(RegionKind kind, List<MemoryRegion> regions, int[][] items, int[] times) {
-			this.kind = kind;
+		Section(RegionKind kind, List<MemoryRegion> regions, int[][] items, int[] times, int maxRuns) {
 			this.regions = regions;
 			this.items = items;
-			this.times = times;
-			this.expected = new long[regions.size()];
-			this.whole = new int[regions.size()][];
-			this.itemLanded = new AtomicLongArray[regions.size()];
-			for (int r = 0; r < regions.size(); r++) {
-				// Only KV items are reported as landed; a buffer the room does not fill gets no counters.
-				itemLanded[r] = new AtomicLongArray(kind != RegionKind.KV || times[r] == 0 ? 0 : items[r].length);
-				expected[r] = (long) times[r] * regions.get(r).itemLen() * items[r].length;
-				whole[r] = new int[times[r] == 0 ? 0 : items[r].length];
+			this.buffers = new BufferLedger[regions.size()];
+			for (int r = 0; r < buffers.length; r++) {
+				buffers[r] = new BufferLedger(kind, r, regions.get(r).itemLen(), items[r], times[r], maxRuns);
 			}
-			this.landed = new AtomicLongArray(regions.size());
-		}
-
-		/** Records bytes [start, end) of the region named by {@code h}, which the grant keeps inside granted items. */
-		void reserve(DataHeader h, long start, long end) {
-			int r = h.region();
-			long len = regions.get(r).itemLen();
-			if (times[r] == 0) {
-				throw new Refused(kind + " buffer " + r + " receives nothing for this room (no prefill rank the room "
-						+ "asked fills it)");
-			}
-			for (long item = start / len; item * len < end; item++) {
-				int at = Arrays.binarySearch(items[r], (int) item);
-				if (at < 0) {
-					throw new Refused(kind + " item " + item + " of region " + r + " was not asked for");
-				}
-				long from = Math.max(start, item * len) - item * len;
-				long to = Math.min(end, (item + 1) * len) - item * len;
-				long key = (long) r << 32 | at;
-				// Most rooms never write part of an item: skip the look-up (and its boxed key) for them.
-				TreeMap<Integer, Integer> parts = partial.isEmpty() ? null : partial.get(key);
-				if (from == 0 && to == len && parts == null) {
-					if (whole[r][at] >= times[r]) {
-						throw twice(r, item, 0, len);
-					}
-					whole[r][at]++;
-					continue;
-				}
-				if (parts == null) {
-					parts = new TreeMap<>();
-					parts.put(0, 0);
-					parts.put((int) len, 0);
-					partial.put(key, parts);
-				}
-				add(parts, (int) from, (int) to, times[r] - whole[r][at], r, item);
-			}
-		}
-
-		/** Adds one write of [from, to) to an item's counted ranges, refusing any byte already at {@code max}. */
-		private void add(TreeMap<Integer, Integer> parts, int from, int to, int max, int r, long item) {
-			for (Map.Entry<Integer, Integer> e = parts.floorEntry(from); e != null && e.getKey() < to;
-					e = parts.higherEntry(e.getKey())) {
-				// Each key from the floor of from on starts a range that overlaps [from, to).
-				if (e.getValue() >= max) {
-					throw twice(r, item, Math.max(from, e.getKey()), Math.min(to, parts.higherKey(e.getKey())));
-				}
-			}
-			parts.putIfAbsent(from, parts.floorEntry(from).getValue());
-			parts.putIfAbsent(to, parts.floorEntry(to).getValue());
-			for (Map.Entry<Integer, Integer> e : parts.subMap(from, true, to, false).entrySet()) {
-				e.setValue(e.getValue() + 1);
-			}
-		}
-
-		private Refused twice(int r, long item, long from, long to) {
-			return new Refused(kind + " item " + item + " of region " + r + ": bytes [" + from + ", " + to
-					+ ") written " + (times[r] == 1 ? "twice" : "more than " + times[r] + " times")
-					+ " (each granted byte is written " + (times[r] == 1 ? "once" : times[r] + " times") + ")");
-		}
-
-		String incomplete() {
-			for (int r = 0; r < regions.size(); r++) {
-				long got = landed.get(r);
-				if (got == expected[r]) {
-					continue;
-				}
-				long len = regions.get(r).itemLen();
-				List<String> short_ = new ArrayList<>();
-				int count = 0;
-				for (int at = 0; at < items[r].length; at++) {
-					long covered = covered(r, at, len);
-					if (covered < times[r] * len) {
-						if (short_.size() < SHOWN) {
-							short_.add(items[r][at] + " (" + covered + " of " + times[r] * len + " bytes)");
-						}
-						count++;
-					}
-				}
-				String which = count == 0 ? "every item was written, but not every byte has landed"
-						: count + " of " + items[r].length + " granted items short: " + String.join(", ", short_)
-								+ (count > short_.size() ? ", ..." : "");
-				return kind + " buffer " + r + ": " + got + " of " + expected[r] + " bytes landed; " + which;
-			}
-			return null;
-		}
-
-		/** @return bytes written into one item, counting each write */
-		private long covered(int r, int at, long len) {
-			long total = whole[r].length == 0 ? 0 : whole[r][at] * len;
-			TreeMap<Integer, Integer> parts = partial.get((long) r << 32 | at);
-			if (parts != null) {
-				Integer prev = null;
-				for (Map.Entry<Integer, Integer> e : parts.entrySet()) {
-					if (prev != null) {
-						total += (long) parts.get(prev) * (e.getKey() - prev);
-					}
-					prev = e.getKey();
-				}
-			}
-			return total;
 		}
 	}
 

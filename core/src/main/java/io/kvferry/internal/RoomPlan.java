@@ -9,6 +9,8 @@ import io.kvferry.MemoryRegion;
 import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
 import io.kvferry.internal.topology.HeadSlicing;
+import io.kvferry.internal.topology.LayerPairing;
+import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.PeerLayout;
 
 /**
@@ -32,8 +34,9 @@ final class RoomPlan {
 	 * @param slotsPerRegion the room's slots in each state buffer
 	 * @param sources the prefill ranks asked to write (not MLA's dummy ranks), every CP rank that sends a share
 	 * @return the room's ledger
-	 * @throws TopologyException when a granted item has no prefill rank to write it, or the ranks would write part of
-	 *         an item's bytes more often than the rest
+	 * @throws TopologyException when a granted item has no prefill rank to write it (a main-model layer buffer
+	 *         included: only decode's own draft layers may be left unwritten), or the ranks would write part of an
+	 *         item's bytes more often than the rest
 	 */
 	static GrantLedger ledger(KVArgs args, PeerLayout own, int[] pages, int auxRow, int[][] slotsPerRegion,
 			List<Source> sources) {
@@ -50,6 +53,7 @@ final class RoomPlan {
 		for (int r = 0; r < perPage.length; r++) {
 			kvTimes[r] = times("KV buffer " + r, perPage[r], args.kvRegions().get(r).itemLen());
 		}
+		checkEveryLayerFilled(own, kvSources, kvTimes);
 		int auxTimes = 0;
 		if (auxRow >= 0 && !args.auxRegions().isEmpty()) {
 			// Every prefill rank asked sends the aux row whole: the same bytes from each.
@@ -78,7 +82,52 @@ final class RoomPlan {
 						+ i + ", but none of the " + sources.size() + " prefill ranks asked sends state there");
 			}
 		}
-		return GrantLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes);
+		return GrantLedger.of(args, pages, auxRow, slotsPerRegion, kvTimes, auxTimes, stateTimes,
+				own.pageSize() * headsPerPage(own, kvSources), sources.size());
+	}
+
+	/**
+	 * @return heads of one token in a KV page of this decode rank, as its layout declares them or as the prefill ranks'
+	 *         head slicing splits them, whichever is more: the ledger lets a page be cut into one piece per head of
+	 *         each of its tokens
+	 */
+	private static int headsPerPage(PeerLayout own, List<PeerLayout> sources) {
+		int heads = own.kvHeadNum();
+		int d = own.parallel().attnTpSize();
+		for (PeerLayout p : sources) {
+			heads = Math.max(heads, (p.totalKvHeadNum() + d - 1) / d);
+		}
+		return heads;
+	}
+
+	/**
+	 * Every main-model layer buffer of the decode rank must be written by some prefill rank the room asks (PP stages
+	 * together fill a decode rank of PP 1): a buffer nobody writes would expect no byte, and the room would succeed
+	 * with its pages never written. Only the decode rank's own draft-model layers, which it declared as such, may be
+	 * left to its engine.
+	 *
+	 * @throws TopologyException naming the first unfilled buffer, its layer, and the layers each side holds
+	 */
+	private static void checkEveryLayerFilled(PeerLayout own, List<PeerLayout> sources, int[] kvTimes) {
+		boolean mla = own.mla();
+		LayerSpan span = new LayerSpan(own.kv().size(), own.startLayer(), own.draftLayers());
+		int main = span.mainLayers(mla);
+		int mainBuffers = mla ? main : 2 * main;
+		for (int r = 0; r < mainBuffers; r++) {
+			if (kvTimes[r] != 0) {
+				continue;
+			}
+			List<String> held = new ArrayList<>();
+			for (PeerLayout p : sources) {
+				LayerSpan s = new LayerSpan(p.kv().size(), p.startLayer(), p.draftLayers());
+				held.add(LayerPairing.range(p.startLayer(), s.mainLayers(mla)));
+			}
+			int layer = own.startLayer() + r % main;
+			throw new TopologyException("decode KV buffer " + r + " (layer " + layer + (mla ? "" : r < main ? " K"
+					: " V") + ") is written by none of the " + sources.size() + " prefill ranks asked: decode holds "
+					+ "layers " + LayerPairing.range(own.startLayer(), main) + ", the prefill ranks " + held
+					+ " (expected: together every layer of decode's)");
+		}
 	}
 
 	/** @return bytes of each slot of decode state buffer {@code i} that one prefill rank sends, as its plan cuts them */

@@ -114,10 +114,14 @@ final class TransferPlan {
 			throw new TopologyException("decode PP size " + decodePp + " must equal prefill PP size " + own.ppSize()
 					+ " or be 1");
 		}
+		LayerSpan ownSpan = new LayerSpan(args.kvRegions().size(), args.prefillStartLayer(), args.draftLayers());
+		LayerSpan decodeSpan = new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers());
+		if (decodePp == own.ppSize()) {
+			// This rank alone fills the decode rank's layers: a layer it lacks would stay unwritten in every room.
+			LayerPairing.checkSameLayers(ownSpan, decodeSpan, args.isMla());
+		}
 		// Pairs by model layer: right for any PP split and any draft layers (SGLang's positional rule is not: it mis-pairs V buffers of uneven stage splits).
-		List<RegionPair> pairs = LayerPairing.pairByLayer(
-				new LayerSpan(args.kvRegions().size(), args.prefillStartLayer(), args.draftLayers()),
-				new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers()), args.isMla());
+		List<RegionPair> pairs = LayerPairing.pairByLayer(ownSpan, decodeSpan, args.isMla());
 		if (dsaLayerSplit) {
 			pairs = CpLayers.own(pairs, args, own);
 		}

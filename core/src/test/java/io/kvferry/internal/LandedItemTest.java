@@ -58,7 +58,7 @@ class LandedItemTest {
 		land(ledger, page);
 		assertThat(ledger.landedItem(0, 2)).isTrue();
 		assertThatThrownBy(() -> ledger.reserve(page)).isInstanceOf(GrantLedger.Refused.class);
-		assertThat(ledger.landedItem(1, 2)).as("a buffer the room fills nothing in holds no page back").isTrue();
+		assertThat(ledger.landedItem(1, 2)).as("a buffer the room fills nothing in received no byte").isFalse();
 	}
 
 	@Test

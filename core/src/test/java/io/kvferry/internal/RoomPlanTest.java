@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import io.kvferry.KVArgs;
@@ -95,5 +96,59 @@ class RoomPlanTest {
 		l.landed(RegionKind.KV, 0, 96);
 		assertThat(l.incomplete()).isEqualTo("KV buffer 0: 96 of 128 bytes landed; 1 of 2 granted items short: "
 				+ "2 (32 of 64 bytes)");
+	}
+
+	@Test
+	void aDecodeLayerNoRankWritesIsRefusedBeforeTheRequestGoesOut() {
+		// Decode: 4 layers; the one prefill rank asked holds layer 0 only, same heads, head size and page size.
+		PeerLayout four = mha(4, 0, 0);
+		KVArgs fourArgs = args(4, 0);
+		assertThatThrownBy(() -> RoomPlan.ledger(fourArgs, four, new int[] { 1 }, -1, new int[0][],
+				List.of(new RoomPlan.Source(mha(1, 0, 0), 0)))).isInstanceOf(TopologyException.class)
+				.hasMessage("decode KV buffer 1 (layer 1 K) is written by none of the 1 prefill ranks asked: decode "
+						+ "holds layers 0..3 (4 layers), the prefill ranks [0..0 (1 layers)] (expected: together every "
+						+ "layer of decode's)");
+		// Two PP stages of two layers each fill all four between them: a decode rank of PP 1 asks both.
+		GrantLedger both = RoomPlan.ledger(fourArgs, four, new int[] { 1 }, -1, new int[0][],
+				List.of(new RoomPlan.Source(mha(2, 0, 0), 0), new RoomPlan.Source(mha(2, 2, 0), 0)));
+		for (int r = 0; r < 8; r++) {
+			assertThat(both.times(RegionKind.KV, r)).as("buffer %d", r).isEqualTo(1);
+		}
+		assertThatThrownBy(() -> RoomPlan.ledger(fourArgs, four, new int[] { 1 }, -1, new int[0][],
+				List.of(new RoomPlan.Source(mha(2, 2, 0), 0)))).isInstanceOf(TopologyException.class)
+				.hasMessageStartingWith("decode KV buffer 0 (layer 0 K) is written by none of the 1 prefill ranks");
+	}
+
+	@Test
+	void onlyTheDecodeRanksOwnDraftLayersMayStayUnwritten() {
+		// Decode: 2 main layers and 1 draft layer [K0 K1 V0 V1 dK0 dV0]; prefill: the 2 main layers, no draft model.
+		GrantLedger l = RoomPlan.ledger(args(2, 1), mha(2, 0, 1), new int[] { 1 }, -1, new int[0][],
+				List.of(new RoomPlan.Source(mha(2, 0, 0), 0)));
+		assertThat(l.times(RegionKind.KV, 3)).isEqualTo(1);
+		assertThat(l.times(RegionKind.KV, 4)).as("draft K").isZero();
+		assertThat(l.times(RegionKind.KV, 5)).as("draft V").isZero();
+		assertThat(l.landedItem(4, 1)).as("no byte reached the draft layer").isFalse();
+		// With a draft model on both sides, prefill fills the draft layer too.
+		GrantLedger both = RoomPlan.ledger(args(2, 1), mha(2, 0, 1), new int[] { 1 }, -1, new int[0][],
+				List.of(new RoomPlan.Source(mha(2, 0, 1), 0)));
+		assertThat(both.times(RegionKind.KV, 5)).isEqualTo(1);
+	}
+
+	/** MHA layout of {@code layers} main layers from {@code start} and {@code draft} draft layers, TP 1, 64-byte pages. */
+	private static PeerLayout mha(int layers, int start, int draft) {
+		List<RegionLayout> kv = new ArrayList<>();
+		for (int i = 0; i < 2 * (layers + draft); i++) {
+			kv.add(new RegionLayout(64, 8));
+		}
+		return new PeerLayout(0, ParallelLayout.SINGLE, 4, false, "bf16", 2, 2, start, draft, kv, List.of(),
+				List.of());
+	}
+
+	private static KVArgs args(int layers, int draft) {
+		List<MemoryRegion> kv = new ArrayList<>();
+		for (int i = 0; i < 2 * (layers + draft); i++) {
+			kv.add(region(10 + i, 64));
+		}
+		return KVArgs.builder().pageSize(4).kvHeads(2, 2).draftLayers(draft).kvRegions(kv).build();
 	}
 }

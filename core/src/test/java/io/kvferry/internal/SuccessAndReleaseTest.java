@@ -142,7 +142,7 @@ class SuccessAndReleaseTest {
 	}
 
 	@Test
-	void aStatusFromARankThatDoesNotServeTheRoomCountsForNothing() {
+	void aStatusFromARankThatDoesNotServeTheRoomCountsForNothingThere() {
 		startPrefill(decodeSpec().stripes(1));
 		// Another instance's rank reports Success for room 10, which it was never asked for, then serves its own room.
 		startRogue((c, req) -> {
@@ -160,8 +160,11 @@ class SuccessAndReleaseTest {
 		KVSender sender = prefill.sender(10);
 		KVReceiver other = decode.receiver(ROGUE_BOOTSTRAP, 11);
 		other.sendMetadata(new int[] { 4 }, -1, new int[0]);
-		// Room 11 done: the stray Status before it on the same connection was seen too.
-		StepVerifier.create(other.completion()).verifyComplete();
+		// The stray report is its sender's fault: the rank is cut off, and its own room with it.
+		StepVerifier.create(other.completion())
+				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
+						.contains("sent a report on room 10, which decode did not ask it for"))
+				.verify(T);
 		assertThat(honest.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
 		prefillMem.fill(10, new int[] { 5 }, 0, new int[0]);
 		sender.init(1, 0);
@@ -171,7 +174,7 @@ class SuccessAndReleaseTest {
 	}
 
 	@Test
-	void bytesFromARankTheRoomNeverAskedFailThatRoomAndDoNotLand() {
+	void bytesFromARankTheRoomNeverAskedAreThatRanksFaultAndDoNotLand() {
 		startPrefill(decodeSpec().handshakeTimeout(Duration.ofSeconds(1)).stripes(1));
 		startRogue((c, req) -> {
 			// Into room 12's page 3, which only prefill A was asked for.
@@ -183,12 +186,20 @@ class SuccessAndReleaseTest {
 		StepVerifier.create(victim.states()).thenConsumeWhile(st -> st != KVPoll.WAITING_FOR_INPUT)
 				.expectNext(KVPoll.WAITING_FOR_INPUT).thenCancel().verify(T);
 		prefillMem.fill(13, new int[] { 0 }, 0, new int[0]);
-		decode.receiver(ROGUE_BOOTSTRAP, 13).sendMetadata(new int[] { 9 }, -1, new int[0]);
-		StepVerifier.create(victim.completion())
+		KVReceiver rogues = decode.receiver(ROGUE_BOOTSTRAP, 13);
+		rogues.sendMetadata(new int[] { 9 }, -1, new int[0]);
+		StepVerifier.create(rogues.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason())
-						.contains("wrote outside room 12: the room asked this prefill rank for nothing"))
+						.contains("sent data for room 12 on stripe 0, which decode did not ask it for"))
 				.verify(T);
 		assertThat(decodeMem.isZero(new int[] { 3 })).isTrue();
+		assertThat(victim.poll()).as("not the victim's fault").isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		prefillMem.fill(12, new int[] { 1 }, -1, new int[0]);
+		KVSender sender = prefill.sender(12);
+		sender.init(1, -1);
+		sender.send(new int[] { 1 }, new int[0]);
+		StepVerifier.create(victim.completion()).verifyComplete();
+		assertThat(decodeMem.verify(12, new int[] { 3 }, -1, new int[0])).isNull();
 	}
 
 	@Test

@@ -55,8 +55,20 @@ public final class DialledConnection {
 		 */
 		PayloadSink onData(DataHeader header, Tally tally);
 
-		/** A room's bytes broke the stripes' rules or do not match what the rank reported on a stripe. */
+		/**
+		 * A room's bytes broke the stripes' rules or do not match what the rank reported on a stripe; only for a room
+		 * the rank was asked to write.
+		 */
 		void onRoomError(long room, FailureCause cause, String reason);
+
+		/**
+		 * A frame named a room this rank was not asked to write: a data header or a fence. The room cannot be blamed:
+		 * the session lets the frame pass when the room ended or is unknown (a late frame), else the rank broke the
+		 * protocol.
+		 *
+		 * @param what the frame, for the reason
+		 */
+		void onUnasked(long room, String what);
 
 		/** The first stripe closed; the others are being closed. */
 		void onClosing(CloseReason reason);
@@ -268,8 +280,10 @@ public final class DialledConnection {
 
 	PayloadSink onData(DialledStripe stripe, DataHeader h) {
 		FenceBook book = books.get(h.room());
-		if (book == null) {
-			return peer.onData(h, null);
+		if (book == null || !book.asked) {
+			// A Success alone (from a rank asked for nothing, as MLA's dummy ranks are) makes a book too.
+			peer.onUnasked(h.room(), "data for room " + h.room() + " on stripe " + stripe.index);
+			return null;
 		}
 		String late = book.lateOn(stripe.index);
 		if (late != null) {
@@ -282,14 +296,17 @@ public final class DialledConnection {
 	/** A stripe's bytes for a room are over: they must be what landed on it. */
 	void onFence(DialledStripe stripe, KVMessage.Fence fence) {
 		FenceBook book = books.get(fence.room());
+		if (book == null && answered(fence.room(), stripe.index)) {
+			return;
+		}
 		// A rank not asked to write the room (its Success alone made the book) has no bytes to fence.
-		if (book == null || stripe.index == 0 || !book.asked) {
-			if (book == null && answered(fence.room(), stripe.index)) {
-				return;
-			}
+		if (book == null || !book.asked) {
+			peer.onUnasked(fence.room(), "a fence for room " + fence.room() + " on stripe " + stripe.index);
+			return;
+		}
+		if (stripe.index == 0) {
 			peer.onRoomError(fence.room(), FailureCause.PROTOCOL, "prefill rank " + endpoint + " sent a fence for room "
-					+ fence.room() + " on stripe " + stripe.index + " (expected: only on stripes 1.."
-					+ (stripes.length - 1) + " of a rank asked to write the room)");
+					+ fence.room() + " on stripe 0 (expected: only on stripes 1.." + (stripes.length - 1) + ")");
 			return;
 		}
 		book.fence(stripe.index, fence, peer);

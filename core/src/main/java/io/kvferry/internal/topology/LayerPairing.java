@@ -106,6 +106,29 @@ public final class LayerPairing {
 		return pairs;
 	}
 
+	/**
+	 * Checks a pairing in which the prefill rank is the only one that fills the decode rank's layers, as when both sides
+	 * run the same PP size (decode PP 1 asks every prefill stage, and each stage fills only its own layers): the prefill
+	 * list must hold the decode list's main layers, all of them. {@link #pairByLayer} accepts a prefill list that holds
+	 * only some, which with a single source would leave the other layers' buffers never written.
+	 *
+	 * @throws TopologyException naming both sides' layers when they differ, or when a count does not fit its layout
+	 */
+	public static void checkSameLayers(LayerSpan prefill, LayerSpan decode, boolean mla) {
+		int np = prefill.mainLayers(mla);
+		int nd = decode.mainLayers(mla);
+		if (np != nd || prefill.startLayer() != decode.startLayer()) {
+			throw new TopologyException("prefill holds layers " + range(prefill.startLayer(), np) + ", decode "
+					+ range(decode.startLayer(), nd) + " (expected: the same layers when both sides run the same PP "
+					+ "size, as this prefill rank is the only one that fills decode's)");
+		}
+	}
+
+	/** @return layers {@code start .. start + n - 1} as text, or "none" */
+	public static String range(int start, int n) {
+		return n == 0 ? "none" : start + ".." + (start + n - 1L) + " (" + n + " layers)";
+	}
+
 	private static List<RegionPair> pairMla(int n, int dstCount, int start) {
 		// Equal counts pair 1:1 whatever the start layer, as SGLang does.
 		int dstStart = n == dstCount ? 0 : start;
