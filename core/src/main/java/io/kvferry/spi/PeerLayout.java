@@ -38,8 +38,9 @@ public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, 
 		boolean dsaCacheLayerSplit, String modelId, int modelLayers, KVLayout kvLayout) {
 
 	/**
-	 * Largest size of a parallel dimension, page size in tokens, head count and layer index or count a layout may
-	 * name: far above any model or deployment, low enough that nothing sized by them is large.
+	 * Most ranks an instance may have (the product of the parallel sizes), and the largest page size in tokens, head
+	 * count and layer index or count a layout may name: far above any model or deployment, low enough that nothing
+	 * sized by them is large.
 	 */
 	public static final int MAX_SIZE = 1 << 16;
 
@@ -135,12 +136,11 @@ public record PeerLayout(int engineRank, ParallelLayout parallel, int pageSize, 
 	}
 
 	private static void checkSizes(ParallelLayout p) {
-		int[] sizes = { p.attnTpSize(), p.attnDpSize(), p.systemDpSize(), p.ppSize(), p.attnCpSize() };
-		for (int size : sizes) {
-			if (size > MAX_SIZE) {
-				throw new IllegalArgumentException("peer layout : parallel sizes " + p + " (expected: each 1.."
-						+ MAX_SIZE + ")");
-			}
+		// The product bounds each size too: what a peer plans for the instance is sized by its ranks.
+		long ranks = (long) p.attnTpSize() * p.attnDpSize() * p.systemDpSize() * p.ppSize() * p.attnCpSize();
+		if (ranks > MAX_SIZE) {
+			throw new IllegalArgumentException("peer layout : parallel sizes " + p + " make " + ranks + " ranks "
+					+ "(expected: at most " + MAX_SIZE + ")");
 		}
 	}
 

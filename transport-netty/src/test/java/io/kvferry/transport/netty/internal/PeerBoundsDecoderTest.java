@@ -118,7 +118,7 @@ class PeerBoundsDecoderTest {
 		assertThat(read.kv()).hasSize(PeerLayout.MAX_REGIONS);
 		assertThat(read.modelLayers()).isEqualTo(PeerLayout.MAX_SIZE);
 
-		assertMalformedLayout(l -> l.tpSize = PeerLayout.MAX_SIZE + 1, "parallel sizes ");
+		assertMalformedLayout(l -> l.tpSize = PeerLayout.MAX_SIZE + 1, "make 65537 ranks (expected: at most 65536)");
 		assertMalformedLayout(l -> l.pageSize = PeerLayout.MAX_SIZE + 1, "pageSize=65537");
 		assertMalformedLayout(l -> l.pageSize = 0, "pageSize=0");
 		assertMalformedLayout(l -> l.heads = 9, "kvHeads=9/8");
