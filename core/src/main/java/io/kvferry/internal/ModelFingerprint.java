@@ -98,7 +98,8 @@ record ModelFingerprint(String modelId, int layers, int totalKvHeads, int kHeadB
 
 	@Override
 	public String toString() {
-		return (modelId.isEmpty() ? "" : "model " + modelId + ", ") + (layers == 0 ? "" : layers + (layers == 1 ? " layer, " : " layers, "))
+		String named = modelId.isEmpty() ? "" : "model " + modelId + ", ";
+		return named + (layers == 0 ? "" : layers + (layers == 1 ? " layer, " : " layers, "))
 				+ totalKvHeads + " KV heads of " + kHeadBytes + "/" + vHeadBytes + " bytes per token, " + dtype
 				+ (mla ? ", MLA" : "") + ", " + kvLayout;
 	}

@@ -77,7 +77,8 @@ class NettyKVTransportTest {
 				.hasMessage("maxFrameLength : 10 (expected: 1024..1073741824)");
 		assertThatThrownBy(() -> base.writeBufferWaterMark(10, 5)).hasMessageContaining("(expected: 0 < low <= high)");
 		// The bounds a peer accepts in the handshake, where each side announces its interval.
-		for (Duration out : new Duration[] { Duration.ZERO, Duration.ofMillis(9), Duration.ofMinutes(10).plusMillis(1) }) {
+		Duration[] outside = { Duration.ZERO, Duration.ofMillis(9), Duration.ofMinutes(10).plusMillis(1) };
+		for (Duration out : outside) {
 			assertThatThrownBy(() -> base.heartbeatInterval(out)).hasMessage("heartbeatInterval : " + out
 					+ " (expected: 10 ms..600 s)");
 		}

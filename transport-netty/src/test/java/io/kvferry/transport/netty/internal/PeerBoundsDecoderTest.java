@@ -21,10 +21,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Every number a peer announces in a frame has a floor and a ceiling that the receiver checks as it decodes, fed byte
- * by byte (frames of thousands of entries in odd-sized pieces): a value at each bound is read, one past it closes the connection naming the frame, the field and the
- * bounds (a retry hint past its ceiling is read as the ceiling, since it only advises). The table of bounds is in the
- * protocol documentation; the bounds of data frames, scatter lists, renewals and the same-host frames have their own
- * tests beside their codecs.
+ * by byte (frames of thousands of entries in odd-sized pieces): a value at each bound is read, one past it closes the
+ * connection naming the frame, the field and the bounds (a retry hint past its ceiling is read as the ceiling, since
+ * it only advises). The table of bounds is in the protocol documentation; the bounds of data frames, scatter lists,
+ * renewals and the same-host frames have their own tests beside their codecs.
  */
 class PeerBoundsDecoderTest {
 
@@ -87,8 +87,9 @@ class PeerBoundsDecoderTest {
 	@Test
 	void aReasonIsAtMostEightKibibytes() {
 		String longest = "x".repeat(KVMessage.MAX_REASON_BYTES);
-		assertThat(((KVMessage.Reject) readOne(frame(KVFrameCodec.TYPE_REJECT, Unpooled.wrappedBuffer(string(longest))))).reason())
-				.isEqualTo(longest);
+		KVMessage.Reject read = (KVMessage.Reject) readOne(frame(KVFrameCodec.TYPE_REJECT,
+				Unpooled.wrappedBuffer(string(longest))));
+		assertThat(read.reason()).isEqualTo(longest);
 		String over = longest + "x";
 		assertMalformed(frame(KVFrameCodec.TYPE_REJECT, Unpooled.wrappedBuffer(string(over))),
 				"malformed REJECT frame: reason length : 8193 (expected: 0..8192)");

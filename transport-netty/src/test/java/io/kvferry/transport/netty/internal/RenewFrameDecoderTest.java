@@ -43,8 +43,8 @@ class RenewFrameDecoderTest {
 				v8.writeInbound(piece);
 			}
 			assertThat(recorder.failure).isNull();
-			assertThat(recorder.events).containsExactly("PREFACE " + KVMessage.PROTOCOL_VERSION, new KVMessage.Renew(new long[] { 7, -1 }),
-					new KVMessage.Renew(new long[0]));
+			assertThat(recorder.events).containsExactly("PREFACE " + KVMessage.PROTOCOL_VERSION,
+					new KVMessage.Renew(new long[] { 7, -1 }), new KVMessage.Renew(new long[0]));
 			assertThat(v8.isOpen()).isTrue();
 		}
 		finally {
