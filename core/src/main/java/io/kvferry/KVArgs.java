@@ -36,6 +36,9 @@ public final class KVArgs {
 	private final int totalKvHeadNum;
 	private final boolean mla;
 	private final String dtype;
+	private final String modelId;
+	private final int modelLayers;
+	private final KVLayout kvLayout;
 
 	private KVArgs(Builder b) {
 		this.engineRank = b.engineRank;
@@ -51,6 +54,9 @@ public final class KVArgs {
 		this.totalKvHeadNum = b.totalKvHeadNum;
 		this.mla = b.mla;
 		this.dtype = b.dtype;
+		this.modelId = b.modelId;
+		this.modelLayers = b.modelLayers;
+		this.kvLayout = b.kvLayout;
 		if (engineRank < 0) {
 			throw new IllegalArgumentException("engineRank : " + engineRank + " (expected: >= 0)");
 		}
@@ -89,6 +95,10 @@ public final class KVArgs {
 						+ " the state item length " + stateRegions.get(i).itemLen() + ")");
 			}
 		}
+		if (modelLayers < 0 || (modelLayers > 0 && modelLayers < prefillStartLayer + kvLayerCount())) {
+			throw new IllegalArgumentException("modelLayers : " + modelLayers + " (expected: 0 for undeclared, or at "
+					+ "least the " + (prefillStartLayer + kvLayerCount()) + " layers up to this rank's last)");
+		}
 		for (MemoryRegion r : kvRegions) {
 			if (r.itemLen() % pageSize != 0) {
 				throw new IllegalArgumentException("kv itemLen : " + r.itemLen() + " (expected: a multiple of pageSize "
@@ -117,6 +127,9 @@ public final class KVArgs {
 		b.totalKvHeadNum = totalKvHeadNum;
 		b.mla = mla;
 		b.dtype = dtype;
+		b.modelId = modelId;
+		b.modelLayers = modelLayers;
+		b.kvLayout = kvLayout;
 		return b;
 	}
 
@@ -192,6 +205,27 @@ public final class KVArgs {
 		return dtype;
 	}
 
+	/**
+	 * @return the engine's name of the model and its revision (such as {@code meta-llama/Llama-3.1-8B@5206a32}); the
+	 *         handshake refuses a peer that names another, and an empty id (the default) is compared with none
+	 */
+	public String modelId() {
+		return modelId;
+	}
+
+	/**
+	 * @return main-model layers of the whole model, over every PP stage; 0 when undeclared (the default), which a rank
+	 *         without PP reads as its own layer count
+	 */
+	public int modelLayers() {
+		return modelLayers;
+	}
+
+	/** @return how the bytes of a KV page are ordered; both sides must agree */
+	public KVLayout kvLayout() {
+		return kvLayout;
+	}
+
 	/** @return main-model layers in the KV buffer list (draft layers excluded) */
 	public int kvLayerCount() {
 		return (mla ? kvRegions.size() : kvRegions.size() / 2) - draftLayers;
@@ -202,7 +236,9 @@ public final class KVArgs {
 		return "KVArgs{engineRank=" + engineRank + ", kvRegions=" + kvRegions.size() + ", auxRegions="
 				+ auxRegions.size() + ", stateRegions=" + stateRegions.size() + (stateKinds.isEmpty() ? "" : ", stateKinds=" + stateKinds) + ", pageSize=" + pageSize
 				+ ", prefillStartLayer=" + prefillStartLayer + ", draftLayers=" + draftLayers + ", kvHeads=" + kvHeadNum + "/" + totalKvHeadNum
-				+ ", mla=" + mla + ", dtype=" + dtype + '}';
+				+ ", mla=" + mla + ", dtype=" + dtype + (modelId.isEmpty() ? "" : ", modelId=" + modelId)
+				+ (modelLayers == 0 ? "" : ", modelLayers=" + modelLayers)
+				+ (kvLayout == KVLayout.NHD ? "" : ", kvLayout=" + kvLayout) + '}';
 	}
 
 	/** Mutable builder; {@link #build()} validates and copies. */
@@ -220,6 +256,9 @@ public final class KVArgs {
 		private int totalKvHeadNum = 1;
 		private boolean mla;
 		private String dtype = "bf16";
+		private String modelId = "";
+		private int modelLayers;
+		private KVLayout kvLayout = KVLayout.NHD;
 
 		private Builder() {
 		}
@@ -296,6 +335,32 @@ public final class KVArgs {
 
 		public Builder dtype(String dtype) {
 			this.dtype = Objects.requireNonNull(dtype, "dtype");
+			return this;
+		}
+
+		/**
+		 * Names the model and its revision, so that the handshake refuses a peer serving another (a rank started on
+		 * the wrong checkpoint would otherwise move KV that decodes into wrong tokens). Empty, the default, names none.
+		 *
+		 * @param id at most 256 bytes of UTF-8, without control characters
+		 */
+		public Builder modelId(String id) {
+			this.modelId = Objects.requireNonNull(id, "id");
+			return this;
+		}
+
+		/**
+		 * Declares the model's main layers over every PP stage, so that the handshake refuses a peer whose model has
+		 * another count even when either side runs PP stages; 0, the default, declares none.
+		 */
+		public Builder modelLayers(int layers) {
+			this.modelLayers = layers;
+			return this;
+		}
+
+		/** How the bytes of a KV page are ordered; {@link KVLayout#NHD} by default. */
+		public Builder kvLayout(KVLayout layout) {
+			this.kvLayout = Objects.requireNonNull(layout, "layout");
 			return this;
 		}
 

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 import io.kvferry.internal.KVManagers;
+import io.kvferry.spi.KVMessage;
 import reactor.core.publisher.Mono;
 
 /**
@@ -122,13 +123,15 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 * {@code completion()} errors, instead of after the state timeouts. Decode learns the period in the handshake.
 	 *
 	 * @param period how long a room waits for a renewal; zero: no leases (rooms are held until their timeouts);
-	 *        default 30 s; at least 30 ms otherwise
+	 *        default 30 s; otherwise 1 s to 1 h, the bounds a decode rank accepts in the handshake
 	 * @return a new spec
 	 */
 	public PrefillSpec leasePeriod(Duration period) {
 		Objects.requireNonNull(period, "period");
-		if (period.isNegative() || (!period.isZero() && period.toMillis() < 30)) {
-			throw new IllegalArgumentException("leasePeriod : " + period + " (expected: zero, or at least 30 ms)");
+		if (period.isNegative() || (!period.isZero() && (period.toMillis() < KVMessage.HelloAck.MIN_LEASE_MILLIS
+				|| period.compareTo(Duration.ofMillis(KVMessage.HelloAck.MAX_LEASE_MILLIS)) > 0))) {
+			throw new IllegalArgumentException("leasePeriod : " + period + " (expected: zero, or "
+					+ KVMessage.HelloAck.MIN_LEASE_MILLIS + ".." + KVMessage.HelloAck.MAX_LEASE_MILLIS + " ms)");
 		}
 		return edit(d -> d.leasePeriod = period);
 	}

@@ -14,10 +14,18 @@ import io.kvferry.internal.topology.RankMapping;
  */
 public record PrefillParallelInfo(int attnTpSize, int dpSize, int ppSize, int pageSize) {
 
+	/**
+	 * Most ranks an instance may have (TP × DP × PP), and the largest page size: the bootstrap server's answer sizes
+	 * what decode plans for the instance (one target per rank it pulls from), so it is bounded as a peer's handshake is.
+	 */
+	public static final int MAX_RANKS = 1 << 16;
+
 	public PrefillParallelInfo {
-		if (attnTpSize < 1 || dpSize < 1 || ppSize < 1 || pageSize < 1) {
+		if (attnTpSize < 1 || dpSize < 1 || ppSize < 1 || pageSize < 1 || pageSize > MAX_RANKS
+				|| (long) attnTpSize * dpSize * ppSize > MAX_RANKS) {
 			throw new IllegalArgumentException("prefill parallel info : tp=" + attnTpSize + " dp=" + dpSize + " pp="
-					+ ppSize + " page_size=" + pageSize + " (expected: all >= 1)");
+					+ ppSize + " page_size=" + pageSize + " (expected: all >= 1, tp × dp × pp and page_size at most "
+					+ MAX_RANKS + ")");
 		}
 	}
 

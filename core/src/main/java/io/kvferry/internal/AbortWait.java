@@ -40,9 +40,12 @@ final class AbortWait {
 			timeout = room.manager.config.timer().schedule(this::expire,
 					room.manager.config.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
 		}
-		String reason = room.reason();
+		RoomTable.Ended how;
+		synchronized (room) {
+			how = room.endedAs();
+		}
 		for (DecodeSession s : targets) {
-			s.abort(room.id, reason);
+			s.abort(room.id, how);
 		}
 		quiet();
 	}

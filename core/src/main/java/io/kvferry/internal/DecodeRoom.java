@@ -174,7 +174,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 			if (isTerminal()) {
 				// Gave up while resolving: prefill ranks that already made a sender for the room must hear of it.
 				for (DecodeSession s : new LinkedHashSet<>(resolved.sessions())) {
-					s.abort(id, reason());
+					s.abort(id, endedAs());
 				}
 				return;
 			}
@@ -368,15 +368,14 @@ final class DecodeRoom extends Room implements KVReceiver {
 					finished.add(s);
 				}
 				if (status.status() == KVPoll.FAILED) {
-					// A draining rank fails rooms only because it drains: it refused them, or its deadline passed.
-					boolean overloaded = s.draining == null && Overload.is(status.reason());
-					if (overloaded) {
-						Duration hint = Overload.retryAfter(status.reason());
-						retryAfter(hint == null ? Duration.ZERO : hint);
+					// The rank says why in its code, never in words: overload with its hint, a drain, a lease that
+					// expired, a requeue; a code without a category is the rank's failure.
+					FailureCause cause = status.cause();
+					if (cause == FailureCause.OVERLOAD) {
+						retryAfter(Duration.ofMillis(status.retryAfterMillis()));
 					}
-					manager.table.fail(this, s.draining != null ? FailureCause.DRAINING
-							: overloaded ? FailureCause.OVERLOAD : FailureCause.PEER_FAILED,
-							"Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
+					manager.table.fail(this, cause, "Prefill rank " + s.endpoint + " failed room " + id + ": "
+							+ status.reason(), true);
 				}
 				return true;
 			}

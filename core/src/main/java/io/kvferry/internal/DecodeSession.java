@@ -20,6 +20,7 @@ import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.FailureCodes;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.PeerLayout;
@@ -153,14 +154,19 @@ final class DecodeSession implements DialledConnection.Peer {
 		}
 	}
 
-	/** Tells the rank to stop the room; once the connection closed there is no one to tell, and nothing can land. */
-	void abort(long room, String reason) {
+	/**
+	 * Tells the rank to stop the room, and why (its cause and, for an overload, the hint); once the connection closed
+	 * there is no one to tell, and nothing can land.
+	 */
+	void abort(long room, RoomTable.Ended how) {
 		if (connection.isClosed()) {
 			return;
 		}
+		KVMessage.Abort abort = new KVMessage.Abort(room, how.reason(), FailureCodes.code(how.cause()),
+				Overload.millis(how.retryAfter()));
 		// Not sent: the connection is going, and its closing answers the abort.
-		connection.send(new KVMessage.Abort(room, reason), Sends.ifFailed(e -> close("could not send the abort of "
-				+ "room " + room + ": " + BaseKVManager.describe(e))));
+		connection.send(abort, Sends.ifFailed(e -> close("could not send the abort of room " + room + ": "
+				+ BaseKVManager.describe(e))));
 	}
 
 	@Override
@@ -230,6 +236,12 @@ final class DecodeSession implements DialledConnection.Peer {
 		if (mismatch != null) {
 			manager.forgetInstance(key.bootstrap());
 			handshake.tryEmitError(new TopologyException(mismatch));
+			return;
+		}
+		// Prefill compared the fingerprints before it answered; decode judges by its own comparison all the same.
+		String model = ModelFingerprint.mismatch(ModelFingerprint.of(layout), ModelFingerprint.of(manager.ownLayout));
+		if (model != null) {
+			handshake.tryEmitError(new TopologyException("prefill rank " + endpoint + ": " + model));
 			return;
 		}
 		if (p.ppSize() == manager.ownLayout.parallel().ppSize()) {

@@ -205,17 +205,18 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		String why = Overload.reason(hint, "decode rank " + name + " refused room " + r.id + ": " + over);
 		r.retryAfter(hint);
 		table.fail(r, FailureCause.OVERLOAD, why, false);
+		RoomTable.Ended refused = new RoomTable.Ended(FailureCause.OVERLOAD, why, false, hint);
 		if (known != null) {
-			tell(known, r.id, why);
+			tell(known, r.id, refused);
 			return;
 		}
-		resolve(r, dpHint).subscribe(resolved -> tell(resolved, r.id, why), e -> log.debug("[{}] could not tell the "
-				+ "prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, describe(e)));
+		resolve(r, dpHint).subscribe(resolved -> tell(resolved, r.id, refused), e -> log.debug("[{}] could not tell "
+				+ "the prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, describe(e)));
 	}
 
-	private static void tell(Resolved resolved, long room, String why) {
+	private static void tell(Resolved resolved, long room, RoomTable.Ended refused) {
 		for (DecodeSession s : new LinkedHashSet<>(resolved.sessions())) {
-			s.abort(room, why);
+			s.abort(room, refused);
 		}
 	}
 

@@ -167,10 +167,8 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 			}
 			// The room ended before the engine got here (decode gave up, a refusal, an expired lease), or this rank
 			// drains: the sender is born failed, so the engine frees its pages now rather than after a timeout.
-			if (early == null) {
-				return PrefillTransfer.bornFailed(this, room, FailureCause.DRAINING, draining, false);
-			}
-			return PrefillTransfer.bornFailed(this, room, early.cause(), early.reason(), early.remote());
+			return PrefillTransfer.bornFailed(this, room, early != null ? early
+					: new RoomTable.Ended(FailureCause.DRAINING, draining, false));
 		}
 		r.claim();
 		return r;

@@ -1,11 +1,13 @@
 package io.kvferry.internal;
 
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.FailureCause;
-import io.kvferry.KVPoll;
+import io.kvferry.KVOverloadException;
+import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
 import io.kvferry.TopologyException;
 import io.kvferry.internal.stripe.StripedConnection;
@@ -97,6 +99,11 @@ final class PrefillSession implements StripedConnection.Handler {
 			reason = StripedConnection.refusesWidth(hello.stripes());
 		}
 		else {
+			// Two ranks of different models are refused before the planner looks at how their buffers pair.
+			reason = ModelFingerprint.mismatch(ModelFingerprint.of(manager.ownLayout),
+					ModelFingerprint.of(hello.layout()));
+		}
+		if (reason == null) {
 			try {
 				plan = TransferPlan.of(manager.config.kvArgs(), manager.config.layout(), hello.layout(),
 						manager.config.dsaCacheLayerSplit());
@@ -135,11 +142,13 @@ final class PrefillSession implements StripedConnection.Handler {
 		if (table.get(req.room()) == null && !table.isTombstoned(req.room())) {
 			String over = manager.unclaimed.refuses(unclaimed, UnclaimedRooms.bytesOf(req));
 			if (over != null) {
-				String why = Overload.reason(manager.retryAfter.hint(), "room " + req.room() + " refused: " + over);
+				Duration hint = manager.retryAfter.hint();
+				RoomTable.Ended refused = new RoomTable.Ended(FailureCause.OVERLOAD, Overload.reason(hint, "room "
+						+ req.room() + " refused: " + over), false, hint);
 				// Refused before the room exists: the engine's sender(room) is then born failed, overloaded, with the
 				// reason and its hint.
-				if (table.endBeforeKnown(req.room(), new RoomTable.Ended(FailureCause.OVERLOAD, why, false)) == null) {
-					refuse(req.room(), why);
+				if (table.endBeforeKnown(req.room(), refused) == null) {
+					refuse(req.room(), refused);
 					return;
 				}
 			}
@@ -150,10 +159,14 @@ final class PrefillSession implements StripedConnection.Handler {
 			if (draining != null && !table.isTombstoned(req.room())) {
 				// The notice may not have gone out on this connection yet: decode must read it before the refusal.
 				connection.send(new KVMessage.Draining(draining));
-				refuse(req.room(), draining);
+				refuse(req.room(), new RoomTable.Ended(FailureCause.DRAINING, draining, false));
 				return;
 			}
-			refuse(req.room(), "room " + req.room() + " already ended on prefill rank " + manager.name);
+			// The room ended here before this request (its peers gave up, a lease expired): the request gets why.
+			RoomTable.Ended early = table.endedBeforeKnown(req.room());
+			String ended = "room " + req.room() + " already ended on prefill rank " + manager.name;
+			refuse(req.room(), early == null ? new RoomTable.Ended(FailureCause.OTHER, ended, false)
+					: new RoomTable.Ended(early.cause(), ended + ": " + early.reason(), false, early.retryAfter()));
 			return;
 		}
 		r.admit(this, req);
@@ -175,27 +188,40 @@ final class PrefillSession implements StripedConnection.Handler {
 		if (r != null) {
 			r.fail(FailureCause.INCOMPATIBLE, why);
 		}
-		refuse(room, why);
+		refuse(room, new RoomTable.Ended(FailureCause.INCOMPATIBLE, why, false));
 	}
 
 	/** Tells the decode rank that its room failed here, and why. */
-	void refuse(long room, String reason) {
-		connection.send(new KVMessage.Status(room, KVPoll.FAILED, manager.uniqueRank, reason));
+	void refuse(long room, KVTransferException failure) {
+		connection.send(refusal(room, failure));
+	}
+
+	private void refuse(long room, RoomTable.Ended how) {
+		connection.send(KVMessage.Status.failed(room, manager.uniqueRank, how.cause(), how.reason(),
+				Overload.millis(how.retryAfter())));
+	}
+
+	/** @return the Failed status that tells the decode rank why its room failed here: the cause, and a hint */
+	KVMessage.Status refusal(long room, KVTransferException failure) {
+		Duration hint = failure instanceof KVOverloadException o ? o.retryAfter() : Duration.ZERO;
+		return KVMessage.Status.failed(room, manager.uniqueRank, failure.failureCause(), failure.reason(),
+				Overload.millis(hint));
 	}
 
 	private void onAbort(KVMessage.Abort abort) {
-		// Decode turned the room away over its own bound: the room fails here as overloaded too, with decode's hint
-		// (the reason keeps the prefix, so that a sender born failed from it knows).
-		boolean overloaded = Overload.is(abort.reason());
+		// Decode turned the room away over its own bound: the room fails here as overloaded too, with decode's hint.
+		// Any other abort is decode giving up, whatever its own reason.
+		boolean overloaded = abort.cause() == FailureCause.OVERLOAD;
 		String reason = overloaded ? abort.reason() + TOLD_BY_DECODE + connection.remoteAddress() + ")"
 				: "Aborted by decode " + connection.remoteAddress() + ": " + abort.reason();
+		RoomTable.Ended how = overloaded ? new RoomTable.Ended(FailureCause.OVERLOAD, reason, true,
+				Duration.ofMillis(abort.retryAfterMillis())) : new RoomTable.Ended(FailureCause.ABORTED, reason, true);
 		PrefillTransfer r = manager.table.get(abort.room());
 		if (r == null) {
-			r = manager.table.endBeforeKnown(abort.room(), new RoomTable.Ended(overloaded ? FailureCause.OVERLOAD
-					: FailureCause.ABORTED, reason, true));
+			r = manager.table.endBeforeKnown(abort.room(), how);
 		}
 		if (r != null) {
-			r.abortedBy(this, overloaded ? FailureCause.OVERLOAD : FailureCause.ABORTED, reason);
+			r.abortedBy(this, how);
 		}
 		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
 		// connection that may have carried the room's bytes.

@@ -88,16 +88,12 @@ final class PrefillTransfer extends Room implements KVSender {
 	 * @return a sender for a room that ended before the engine claimed it (decode gave up, or the rank drains): born
 	 *         failed, so the engine frees its pages now rather than after the bootstrap timeout
 	 */
-	static PrefillTransfer bornFailed(DefaultPrefillKVManager manager, long id, FailureCause cause, String reason,
-			boolean remote) {
+	static PrefillTransfer bornFailed(DefaultPrefillKVManager manager, long id, RoomTable.Ended how) {
 		PrefillTransfer ended = new PrefillTransfer(manager, id);
 		ended.hasSender = true;
-		Duration hint = Overload.retryAfter(reason);
-		if (hint != null) {
-			ended.retryAfter(hint);
-		}
+		ended.retryAfter(how.retryAfter());
 		manager.table.advance(ended, KVPoll.BOOTSTRAPPING);
-		manager.table.fail(ended, cause, reason, remote);
+		manager.table.fail(ended, how.cause(), how.reason(), how.remote());
 		return ended;
 	}
 
@@ -148,7 +144,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	 */
 	synchronized void admit(PrefillSession s, KVMessage.TransferRequest req) {
 		if (isTerminal()) {
-			s.refuse(id, failure().reason());
+			s.refuse(id, failure());
 			return;
 		}
 		if (state() == null) {
@@ -158,7 +154,7 @@ final class PrefillTransfer extends Room implements KVSender {
 				StateLists.split(req.stateIndices(), req.stateCounts()));
 		if (bad != null) {
 			fail(FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress() + " asked room " + id + " for " + bad);
-			s.refuse(id, failure().reason());
+			s.refuse(id, failure());
 			return;
 		}
 		if (!hasSender) {
@@ -166,8 +162,8 @@ final class PrefillTransfer extends Room implements KVSender {
 			if (over != null) {
 				Duration hint = manager.retryAfter.hint();
 				retryAfter(hint);
-				fail(FailureCause.OVERLOAD, "room " + id + " refused: " + over);
-				s.refuse(id, Overload.reason(hint, failure().reason()));
+				fail(FailureCause.OVERLOAD, Overload.reason(hint, "room " + id + " refused: " + over));
+				s.refuse(id, failure());
 				return;
 			}
 		}
@@ -180,7 +176,7 @@ final class PrefillTransfer extends Room implements KVSender {
 				// room's bytes to this rank twice.
 				fail(FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress() + " asked for room " + id
 						+ " twice");
-				s.refuse(id, failure().reason());
+				s.refuse(id, failure());
 				return;
 			}
 		}
@@ -439,13 +435,10 @@ final class PrefillTransfer extends Room implements KVSender {
 	}
 
 	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */
-	synchronized void abortedBy(PrefillSession s, FailureCause cause, String reason) {
+	synchronized void abortedBy(PrefillSession s, RoomTable.Ended how) {
 		abortedBy = s;
-		Duration hint = Overload.retryAfter(reason);
-		if (hint != null) {
-			retryAfter(hint);
-		}
-		table.fail(this, cause, reason, true);
+		retryAfter(how.retryAfter());
+		table.fail(this, how.cause(), how.reason(), true);
 	}
 
 	/** @return the trace to end: a room no decode rank asked for still gets one, without a parent */
@@ -485,8 +478,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 		for (PrefillDestination d : told) {
 			KVMessage ack = new KVMessage.AbortAck(id);
-			d.session.connection.sendBehind(d.session == abortedBy ? ack
-					: new KVMessage.Status(id, KVPoll.FAILED, manager.uniqueRank, failure().reason()), ack, one);
+			d.session.connection.sendBehind(d.session == abortedBy ? ack : d.session.refusal(id, failure()), ack, one);
 		}
 		one.run();
 	}

@@ -192,7 +192,7 @@ class Room {
 
 	/** @return the room's failure as the table keeps it once the room is forgotten; under this room's monitor */
 	final RoomTable.Ended endedAs() {
-		return new RoomTable.Ended(cause == null ? FailureCause.OTHER : cause, reason, fromAnotherRank);
+		return new RoomTable.Ended(cause == null ? FailureCause.OTHER : cause, reason, fromAnotherRank, retryAfter);
 	}
 
 	/** @return when the current state began, on the clock the table passed to {@link #apply} */

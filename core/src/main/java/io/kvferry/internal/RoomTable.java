@@ -208,11 +208,17 @@ final class RoomTable<R extends Room> {
 	 * @param cause the category
 	 * @param reason names what happened
 	 * @param remote whether another rank reported it
+	 * @param retryAfter the hint of a room turned away as overloaded, else zero
 	 */
-	record Ended(FailureCause cause, String reason, boolean remote) {
+	record Ended(FailureCause cause, String reason, boolean remote, Duration retryAfter) {
 
 		/** A room that ran: whoever opens it again is refused, rooms are not reused. */
 		static final Ended RAN = new Ended(FailureCause.OTHER, "", false);
+
+		/** An end without a retry hint. */
+		Ended(FailureCause cause, String reason, boolean remote) {
+			this(cause, reason, remote, Duration.ZERO);
+		}
 	}
 
 	/**

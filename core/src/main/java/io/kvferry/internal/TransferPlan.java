@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.List;
 
 import io.kvferry.KVArgs;
+import io.kvferry.KVLayout;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
@@ -108,6 +109,14 @@ final class TransferPlan {
 		int d = decode.parallel().attnTpSize();
 		if (p % d != 0 && d % p != 0) {
 			throw new TopologyException("attention TP sizes do not divide each other: prefill " + p + ", decode " + d);
+		}
+		boolean cutByToken = srcPageSize != dstPageSize || dcpSize > 1 || (!args.isMla() && p != d);
+		if (args.kvLayout() == KVLayout.HND && cutByToken) {
+			// A head-major page cannot be cut by token: re-paging, decode CP and head slicing all do.
+			throw new TopologyException("KV layout HND with " + (srcPageSize != dstPageSize ? "page sizes prefill "
+					+ srcPageSize + ", decode " + dstPageSize : dcpSize > 1 ? "decode DCP " + dcpSize
+							: "attention TP sizes prefill " + p + ", decode " + d) + " (expected: NHD, or equal page "
+					+ "sizes, TP sizes and no decode DCP so that pages move whole)");
 		}
 		int decodePp = decode.parallel().ppSize();
 		if (decodePp != own.ppSize() && decodePp != 1) {

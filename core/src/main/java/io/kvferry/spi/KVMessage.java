@@ -3,6 +3,7 @@ package io.kvferry.spi;
 import java.util.Arrays;
 import java.util.Objects;
 
+import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 
 /**
@@ -22,9 +23,11 @@ public sealed interface KVMessage {
 	 * handshake. 7: {@link Hello} and {@link HelloAck} carry the sender's incarnation. 8: {@link HelloAck} carries
 	 * prefill's lease period, decode renews its rooms' leases with {@link Renew}, and data frames may carry many pieces
 	 * of a room ({@link ScatterHeader}). 9: a Success {@link Status} names the stripes that send a {@link Fence} for the
-	 * room ({@link Status#fences()}); a stripe that carried none of its bytes sends none.
+	 * room ({@link Status#fences()}); a stripe that carried none of its bytes sends none. 10: {@link Status} and
+	 * {@link Abort} carry a failure code ({@link FailureCodes}) and a retry hint; a layout carries the model's id,
+	 * layer count and KV layout, which the handshake compares; every number a peer announces has bounds.
 	 */
-	int PROTOCOL_VERSION = 9;
+	int PROTOCOL_VERSION = 10;
 
 	/** {@link HelloAck#leaseMillis()} of a prefill rank that keeps no leases: decode sends no {@link Renew}. */
 	long NO_LEASE = 0;
@@ -39,16 +42,16 @@ public sealed interface KVMessage {
 	long NO_CHECKSUM = -1;
 
 	/**
-	 * How a FAILED {@link Status} reason starts when prefill turned the room away because a bound was reached (rooms or
-	 * request bytes waiting for the engine), and how an {@link Abort} reason starts when decode turned it away (rooms
-	 * in flight): the other side fails such a room as overloaded, which a router may retry elsewhere. A hint of when
-	 * to retry may follow at once, as {@link #RETRY_AFTER_MS} milliseconds ended by {@code ;}, then the reason:
-	 * {@code overloaded: retry-after-ms=250; room 7 refused: ...}. A reader that knows no hint still reads the prefix.
+	 * Longest reason a {@link Reject}, {@link Status}, {@link Abort} or {@link Draining} carries, in bytes of UTF-8: a
+	 * longer one is cut to it when the message is made, and a receiver refuses a longer one.
 	 */
-	String OVERLOADED = "overloaded: ";
+	int MAX_REASON_BYTES = 8192;
 
-	/** The retry hint after {@link #OVERLOADED}: decimal milliseconds follow, up to the first {@code ;}. */
-	String RETRY_AFTER_MS = "retry-after-ms=";
+	/**
+	 * Largest retry hint of an overloaded room's {@link Status} or {@link Abort}, in milliseconds: a rank should not
+	 * park a router's retries for longer. A larger hint is read as this one.
+	 */
+	int MAX_RETRY_AFTER_MILLIS = 300_000;
 
 	/**
 	 * First message on a connection, decode → prefill: the decode rank's layout (SGLang's KV-args registration).
@@ -94,10 +97,21 @@ public sealed interface KVMessage {
 	 *        milliseconds; decode renews every third of it. {@link #NO_LEASE}: prefill keeps no leases
 	 */
 	record HelloAck(PeerLayout layout, long token, long incarnation, long leaseMillis) implements KVMessage {
+
+		/**
+		 * Shortest lease: decode renews every third of it, one message per session and tick, so a shorter one would
+		 * only make it send renewals (and this rank read them) many times a second.
+		 */
+		public static final long MIN_LEASE_MILLIS = 1000;
+
+		/** Longest lease: an hour, past any room's timeouts. */
+		public static final long MAX_LEASE_MILLIS = 3_600_000;
+
 		public HelloAck {
 			Objects.requireNonNull(layout, "layout");
-			if (leaseMillis < 0) {
-				throw new IllegalArgumentException("leaseMillis : " + leaseMillis + " (expected: >= 0)");
+			if (leaseMillis != NO_LEASE && (leaseMillis < MIN_LEASE_MILLIS || leaseMillis > MAX_LEASE_MILLIS)) {
+				throw new IllegalArgumentException("leaseMillis : " + leaseMillis + " (expected: " + NO_LEASE
+						+ " for none, or " + MIN_LEASE_MILLIS + ".." + MAX_LEASE_MILLIS + ")");
 			}
 		}
 
@@ -160,7 +174,7 @@ public sealed interface KVMessage {
 	 */
 	record Reject(String reason) implements KVMessage {
 		public Reject {
-			Objects.requireNonNull(reason, "reason");
+			reason = Texts.cut(Objects.requireNonNull(reason, "reason"), MAX_REASON_BYTES);
 		}
 	}
 
@@ -174,7 +188,8 @@ public sealed interface KVMessage {
 	 * @param requiredDstInfoNum how many decode ranks ask the same prefill rank for this room
 	 * @param dummy true when this prefill rank only has to acknowledge (MLA fan-in)
 	 * @param traceContext decode's trace context for the room, opaque to the library (a W3C {@code traceparent} with
-	 *        the tracer of {@code kvferry-tracing-otel}), or {@link #NO_TRACE_CONTEXT}
+	 *        the tracer of {@code kvferry-tracing-otel}), or {@link #NO_TRACE_CONTEXT}; one longer than
+	 *        {@link #MAX_TRACE_CONTEXT_BYTES} is not sent (the room is then untraced on prefill)
 	 * @param decodePrefixLen tokens decode already holds (its prefix cache): {@code dstPages} cover the pages after
 	 *        them, and prefill sends from that page on (SGLang's {@code decode_prefix_len})
 	 * @param stateCounts how {@code stateIndices} splits into one list per state component, in order; empty when
@@ -182,11 +197,25 @@ public sealed interface KVMessage {
 	 */
 	record TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
 			boolean dummy, String traceContext, int decodePrefixLen, int[] stateCounts) implements KVMessage {
+		/** Longest trace context, in bytes of UTF-8 (a W3C {@code traceparent} is 55). */
+		public static final int MAX_TRACE_CONTEXT_BYTES = 1024;
+
 		public TransferRequest {
 			Objects.requireNonNull(dstPages, "dstPages");
 			Objects.requireNonNull(stateIndices, "stateIndices");
 			Objects.requireNonNull(traceContext, "traceContext");
 			Objects.requireNonNull(stateCounts, "stateCounts");
+			if (Texts.utf8Length(traceContext) > MAX_TRACE_CONTEXT_BYTES) {
+				traceContext = NO_TRACE_CONTEXT;
+			}
+			if (requiredDstInfoNum < 1 || requiredDstInfoNum > PeerLayout.MAX_SIZE) {
+				throw new IllegalArgumentException("requiredDstInfoNum : " + requiredDstInfoNum + " (expected: 1.."
+						+ PeerLayout.MAX_SIZE + ")");
+			}
+			if (stateCounts.length > PeerLayout.MAX_REGIONS) {
+				throw new IllegalArgumentException("stateCounts : " + stateCounts.length + " counts (expected: at most "
+						+ PeerLayout.MAX_REGIONS + ", one per state component)");
+			}
 			if (decodePrefixLen < 0) {
 				throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0)");
 			}
@@ -255,12 +284,18 @@ public sealed interface KVMessage {
 	 *        {@link Fence}), when decode asked for it; else {@link #NO_CHECKSUM}
 	 * @param fences the stripes that send a {@link Fence} for the room, bit {@code k} for stripe {@code k} (never
 	 *        stripe 0): those that carried some of its bytes; 0 when only stripe 0 did, and on a failure
+	 * @param code why it failed, a {@link FailureCodes} code; {@link FailureCodes#NONE} on Success
+	 * @param retryAfterMillis with {@link FailureCause#OVERLOAD}: when the rank expects to admit rooms again, in
+	 *        milliseconds, at most {@link #MAX_RETRY_AFTER_MILLIS} (a larger one is read as it); 0 for no hint
 	 */
-	record Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum, int fences)
-			implements KVMessage {
+	record Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum, int fences,
+			int code, int retryAfterMillis) implements KVMessage {
 		public Status {
 			Objects.requireNonNull(status, "status");
-			Objects.requireNonNull(reason, "reason");
+			reason = Texts.cut(Objects.requireNonNull(reason, "reason"), MAX_REASON_BYTES);
+			if (prefillRank < 0) {
+				throw new IllegalArgumentException("status : prefillRank=" + prefillRank + " (expected: >= 0)");
+			}
 			if (bytes < 0 || checksum < NO_CHECKSUM || checksum > 0xFFFF_FFFFL) {
 				throw new IllegalArgumentException("status : bytes=" + bytes + " checksum=" + checksum
 						+ " (expected: bytes >= 0, checksum a CRC32C or -1)");
@@ -269,14 +304,40 @@ public sealed interface KVMessage {
 				throw new IllegalArgumentException("status : fences=0x" + Integer.toHexString(fences)
 						+ " (expected: bits of stripes 1..7)");
 			}
+			retryAfterMillis = retryAfter(code, retryAfterMillis);
+			if (status == KVPoll.SUCCESS && (code != FailureCodes.NONE || retryAfterMillis != 0)) {
+				throw new IllegalArgumentException("status : Success with code=" + code + " retryAfterMillis="
+						+ retryAfterMillis + " (expected: 0 and 0)");
+			}
 		}
 
 		/** The largest {@link #fences()}: stripes 1..7 all fence the room (a session has at most 8 stripes). */
 		public static final int MAX_FENCES = 0xFE;
 
+		/** A status that names no failure code. */
+		public Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum,
+				int fences) {
+			this(room, status, prefillRank, reason, bytes, checksum, fences, FailureCodes.NONE, 0);
+		}
+
 		/** A status whose bytes all went on stripe 0. */
 		public Status(long room, KVPoll status, int prefillRank, String reason, long bytes, long checksum) {
 			this(room, status, prefillRank, reason, bytes, checksum, 0);
+		}
+
+		/**
+		 * @return a Failed status of a room that failed with {@code cause}, moving no bytes
+		 * @param retryAfterMillis the hint of an overloaded room, or 0
+		 */
+		public static Status failed(long room, int prefillRank, FailureCause cause, String reason,
+				int retryAfterMillis) {
+			return new Status(room, KVPoll.FAILED, prefillRank, reason, 0, NO_CHECKSUM, 0, FailureCodes.code(cause),
+					retryAfterMillis);
+		}
+
+		/** @return the cause the receiver gives the room ({@link FailureCodes#peerCause}) */
+		public FailureCause cause() {
+			return FailureCodes.peerCause(code);
 		}
 
 		/** A status that reports no bytes and no checksum (a failure, or a rank that moved nothing). */
@@ -328,10 +389,25 @@ public sealed interface KVMessage {
 	 *
 	 * @param room the room
 	 * @param reason why
+	 * @param code why, a {@link FailureCodes} code: {@link FailureCause#OVERLOAD} when decode turned the room away over
+	 *        a bound, else {@link FailureCause#ABORTED} or the cause of the room's failure on decode
+	 * @param retryAfterMillis with {@link FailureCause#OVERLOAD}: decode's retry hint in milliseconds, at most
+	 *        {@link #MAX_RETRY_AFTER_MILLIS}; 0 for no hint
 	 */
-	record Abort(long room, String reason) implements KVMessage {
+	record Abort(long room, String reason, int code, int retryAfterMillis) implements KVMessage {
 		public Abort {
-			Objects.requireNonNull(reason, "reason");
+			reason = Texts.cut(Objects.requireNonNull(reason, "reason"), MAX_REASON_BYTES);
+			retryAfterMillis = retryAfter(code, retryAfterMillis);
+		}
+
+		/** An abort of a room decode gave up on ({@link FailureCause#ABORTED}). */
+		public Abort(long room, String reason) {
+			this(room, reason, FailureCodes.code(FailureCause.ABORTED), 0);
+		}
+
+		/** @return the cause the receiver gives the room ({@link FailureCodes#peerCause}) */
+		public FailureCause cause() {
+			return FailureCodes.peerCause(code);
 		}
 	}
 
@@ -353,7 +429,24 @@ public sealed interface KVMessage {
 	 */
 	record Draining(String reason) implements KVMessage {
 		public Draining {
-			Objects.requireNonNull(reason, "reason");
+			reason = Texts.cut(Objects.requireNonNull(reason, "reason"), MAX_REASON_BYTES);
 		}
+	}
+
+	/**
+	 * Checks a failure code and its retry hint: the code one unsigned byte, the hint not negative; a hint above
+	 * {@link #MAX_RETRY_AFTER_MILLIS} is read as it, since a hint only advises.
+	 *
+	 * @return the hint to keep
+	 */
+	private static int retryAfter(int code, int retryAfterMillis) {
+		if (code < FailureCodes.NONE || code > FailureCodes.MAX) {
+			throw new IllegalArgumentException("code : " + code + " (expected: " + FailureCodes.NONE + ".."
+					+ FailureCodes.MAX + ")");
+		}
+		if (retryAfterMillis < 0) {
+			throw new IllegalArgumentException("retryAfterMillis : " + retryAfterMillis + " (expected: >= 0)");
+		}
+		return Math.min(retryAfterMillis, MAX_RETRY_AFTER_MILLIS);
 	}
 }

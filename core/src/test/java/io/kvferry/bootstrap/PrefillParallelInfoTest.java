@@ -39,6 +39,19 @@ class PrefillParallelInfoTest {
 	}
 
 	@Test
+	void theSizesABootstrapServerAnswersAreBoundedAsAPeersHandshakeIs() {
+		assertThatCode(() -> new PrefillParallelInfo(1 << 8, 1 << 4, 1 << 4, 1 << 16)).doesNotThrowAnyException();
+		// A decode with PP 1 plans one target per prefill PP stage: a huge PP size must not size an allocation.
+		assertThatThrownBy(() -> new PrefillParallelInfo(1, 1, Integer.MAX_VALUE, 16))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("tp × dp × pp and page_size at most 65536");
+		assertThatThrownBy(() -> new PrefillParallelInfo(1 << 8, 1 << 8, 2, 16))
+				.isInstanceOf(IllegalArgumentException.class);
+		assertThatThrownBy(() -> new PrefillParallelInfo(1, 1, 1, (1 << 16) + 1))
+				.isInstanceOf(IllegalArgumentException.class);
+	}
+
+	@Test
 	void refusesADecodePpSizeOtherThanOneOrThePrefills() {
 		assertThatThrownBy(() -> new PrefillParallelInfo(1, 1, 4, 16).checkDecode(decode(1, 2, 0), 16, false))
 				.isInstanceOf(TopologyException.class);

@@ -135,12 +135,15 @@ class RoomLeaseTest {
 			assertThat(k.reason()).startsWith("lease on room 7 expired: no renewal from decode rank ")
 					.contains("for over 3000 ms (lease 3000 ms; it renewed nothing since)");
 		}).verify(T);
-		// Decode hears why, over the connection that is still open.
+		// Decode hears why, over the connection that is still open, by the status's failure code: the lease expired,
+		// not some failure of the peer.
 		StepVerifier.create(receiver[0].completion()).expectErrorSatisfies(e -> {
 			KVTransferException k = (KVTransferException) e;
-			assertThat(k.failureCause()).isEqualTo(FailureCause.PEER_FAILED);
+			assertThat(k.failureCause()).isEqualTo(FailureCause.LEASE_EXPIRED);
+			assertThat(k.isFromAnotherRank()).isTrue();
 			assertThat(k.reason()).contains("lease on room 7 expired");
 		}).verify(T);
+		assertThat(decode.stats().failures().get(FailureCause.LEASE_EXPIRED)).isOne();
 		assertThat(prefill.stats().connections()).isOne();
 		assertThat(prefill.stats().failures().get(FailureCause.LEASE_EXPIRED)).isOne();
 	}
@@ -204,21 +207,31 @@ class RoomLeaseTest {
 	}
 
 	@Test
-	void theLeasePeriodIsZeroOrAtLeastThirtyMillisecondsAndARenewalListsAtMostMaxRooms() {
+	void theLeasePeriodIsZeroOrOneSecondToAnHourAsTheHandshakeAcceptsAndARenewalListsAtMostMaxRooms() {
 		assertThat(PrefillSpec.DEFAULT_LEASE_PERIOD).isEqualTo(Duration.ofSeconds(30));
 		assertThat(KVManagerSpec.prefill().leasePeriod(Duration.ZERO)).isNotNull();
-		assertThat(KVManagerSpec.prefill().leasePeriod(Duration.ofMillis(30))).isNotNull();
-		assertThatThrownBy(() -> KVManagerSpec.prefill().leasePeriod(Duration.ofMillis(29)))
+		assertThat(KVManagerSpec.prefill().leasePeriod(Duration.ofSeconds(1))).isNotNull();
+		assertThat(KVManagerSpec.prefill().leasePeriod(Duration.ofHours(1))).isNotNull();
+		assertThatThrownBy(() -> KVManagerSpec.prefill().leasePeriod(Duration.ofMillis(999)))
 				.isInstanceOf(IllegalArgumentException.class)
-				.hasMessage("leasePeriod : PT0.029S (expected: zero, or at least 30 ms)");
+				.hasMessage("leasePeriod : PT0.999S (expected: zero, or 1000..3600000 ms)");
+		assertThatThrownBy(() -> KVManagerSpec.prefill().leasePeriod(Duration.ofHours(1).plusMillis(1)))
+				.isInstanceOf(IllegalArgumentException.class);
 		assertThatThrownBy(() -> KVManagerSpec.prefill().leasePeriod(Duration.ofSeconds(-1)))
 				.isInstanceOf(IllegalArgumentException.class);
 		assertThatThrownBy(() -> new KVMessage.Renew(new long[KVMessage.Renew.MAX_ROOMS + 1]))
 				.isInstanceOf(IllegalArgumentException.class)
 				.hasMessage("rooms : 8193 (expected: at most 8192)");
-		assertThatThrownBy(() -> new KVMessage.HelloAck(io.kvferry.spi.PeerLayout.of(prefillMem.kvArgs(),
-				ParallelLayout.SINGLE), 0, 0, -1)).isInstanceOf(IllegalArgumentException.class)
-				.hasMessage("leaseMillis : -1 (expected: >= 0)");
+		// A prefill rank cannot announce a lease that would make decode renew many times a second, on any transport:
+		// the acknowledgement itself refuses it (a codec reading one is a malformed frame).
+		io.kvferry.spi.PeerLayout layout = io.kvferry.spi.PeerLayout.of(prefillMem.kvArgs(), ParallelLayout.SINGLE);
+		for (long lease : new long[] { -1, 1, 999, 3_600_001 }) {
+			assertThatThrownBy(() -> new KVMessage.HelloAck(layout, 0, 0, lease))
+					.isInstanceOf(IllegalArgumentException.class)
+					.hasMessage("leaseMillis : " + lease + " (expected: 0 for none, or 1000..3600000)");
+		}
+		assertThat(new KVMessage.HelloAck(layout, 0, 0, 1000).leaseMillis()).isEqualTo(1000);
+		assertThat(new KVMessage.HelloAck(layout, 0, 0, 3_600_000).leaseMillis()).isEqualTo(3_600_000);
 	}
 
 	@Test

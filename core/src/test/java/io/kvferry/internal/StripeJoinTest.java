@@ -91,6 +91,18 @@ class StripeJoinTest {
 	}
 
 	@Test
+	void aHelloOfAnotherProtocolVersionIsRejectedNamingBoth() throws InterruptedException {
+		RecordingHandler c = connect();
+		c.connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION - 1, PeerLayout.of(decodeMem.kvArgs(),
+				ParallelLayout.SINGLE), false, 1));
+		KVMessage m = c.nextMessage(T);
+		assertThat(m).isInstanceOf(KVMessage.Reject.class);
+		assertThat(((KVMessage.Reject) m).reason()).contains("protocol version mismatch: prefill "
+				+ KVMessage.PROTOCOL_VERSION + ", decode " + (KVMessage.PROTOCOL_VERSION - 1));
+		c.awaitClose(T);
+	}
+
+	@Test
 	void oneStripeGetsNoTokenAndNothingCanJoinIt() throws InterruptedException {
 		RecordingHandler[] control = new RecordingHandler[1];
 		assertThat(session(1, control)).isZero();

@@ -32,11 +32,13 @@ final class TimeoutOptions {
 			description = "Bound of a room's Transferring state (default: ${DEFAULT-VALUE}; 0 disables).")
 	Duration transferTimeout;
 
-	/** @throws CommandLine.ParameterException when the heartbeat interval is zero */
+	/** @throws CommandLine.ParameterException when the heartbeat interval is out of the bounds peers accept */
 	void validate(CommandLine cl) {
-		if (heartbeatInterval.toMillis() < 1) {
+		if (heartbeatInterval.compareTo(NettyKVTransport.MIN_HEARTBEAT_INTERVAL) < 0
+				|| heartbeatInterval.compareTo(NettyKVTransport.MAX_HEARTBEAT_INTERVAL) > 0) {
 			throw new CommandLine.ParameterException(cl, "--heartbeat-interval : " + heartbeatInterval
-					+ " (expected: at least 1ms)");
+					+ " (expected: " + NettyKVTransport.MIN_HEARTBEAT_INTERVAL.toMillis() + "ms.."
+					+ NettyKVTransport.MAX_HEARTBEAT_INTERVAL.toMinutes() + "m)");
 		}
 	}
 

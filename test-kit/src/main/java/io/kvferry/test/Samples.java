@@ -23,7 +23,7 @@ public final class Samples {
 		return new PeerLayout(engineRank, new ParallelLayout(4, 3, 2, 1, 1, 0, 2, 1, 2, 1), 16, false, "bf16-é", 8, 32,
 				16, 1, List.of(new RegionLayout(32768, 1000), new RegionLayout(32768, 1000)),
 				List.of(new RegionLayout(4096, 64)),
-				List.of(new RegionLayout(1 << 20, 3_000_000_000L), new RegionLayout(4096, 10)),
+				List.of(new RegionLayout(1 << 20, RegionLayout.MAX_ITEMS), new RegionLayout(4096, 10)),
 				List.of(StateKind.MAMBA, StateKind.SWA), List.of(64, 1), true, false);
 	}
 

@@ -42,10 +42,10 @@ import reactor.core.publisher.Mono;
  *
  * <p>The wire protocol (preface, frame types, byte layout) is documented on
  * {@link io.kvferry.transport.netty.internal.KVFrameCodec}. Sockets use {@code TCP_NODELAY} and {@code SO_KEEPALIVE};
- * listeners bind with {@code SO_REUSEADDR}. Each side writes a heartbeat after one idle interval and closes a
- * connection it read nothing from for two. Data blocks are sent from registered memory without copying (strided blocks
- * are gathered into one direct buffer per frame); outbound memory per connection stays bounded by the write-buffer
- * watermark plus one frame.
+ * listeners bind with {@code SO_REUSEADDR}. Each side writes a heartbeat after one idle interval, announces its
+ * interval in the handshake, and closes a connection it read nothing from for two of the peer's. Data blocks are sent
+ * from registered memory without copying (strided blocks are gathered into one direct buffer per frame); outbound
+ * memory per connection stays bounded by the write-buffer watermark plus one frame.
  *
  * <p>Security, both optional and independent: {@link #sharedSecret(byte[])} makes the handshake a mutual
  * challenge-response that admits only peers knowing the same secret (the secret never goes on the wire);
@@ -56,6 +56,12 @@ import reactor.core.publisher.Mono;
  * {@link ConnectionHandler} call, are delivered on the transport's event loop threads, which must not be blocked.
  */
 public final class NettyKVTransport implements KVTransport, Disposable {
+
+	/** Shortest {@link #heartbeatInterval}: the shortest interval a peer accepts in the handshake. */
+	public static final Duration MIN_HEARTBEAT_INTERVAL = TransportSettings.MIN_HEARTBEAT_INTERVAL;
+
+	/** Longest {@link #heartbeatInterval}: the longest interval a peer accepts in the handshake. */
+	public static final Duration MAX_HEARTBEAT_INTERVAL = TransportSettings.MAX_HEARTBEAT_INTERVAL;
 
 	private final TransportSettings settings;
 	// The caller's loops (runOn, loopResources), or null: the transport makes and owns some. Every copy keeps them.
@@ -79,10 +85,11 @@ public final class NettyKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
-	 * Sets the heartbeat interval: a side writes a heartbeat after writing nothing for one interval, and closes a
-	 * connection it read nothing from for two.
+	 * Sets the heartbeat interval: a side writes a heartbeat after writing nothing for one interval and announces it in
+	 * the handshake; the peer closes a connection it read nothing from for two of this side's intervals, and this side
+	 * one it read nothing from for two of the peer's. Two sides with different intervals therefore keep each other.
 	 *
-	 * @param interval at least 1 ms (default 5 s)
+	 * @param interval 10 ms to 10 min, the bounds a peer accepts in the handshake (default 5 s)
 	 * @return a new {@link NettyKVTransport}
 	 */
 	public NettyKVTransport heartbeatInterval(Duration interval) {

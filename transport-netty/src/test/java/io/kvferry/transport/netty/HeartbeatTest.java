@@ -27,30 +27,52 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.junit.jupiter.api.Test;
 
-/** Heartbeats over real sockets with short intervals: silent peers are dropped on both sides, idle ones kept. */
+/**
+ * Heartbeats over real sockets with short intervals: silent peers are dropped on both sides after two of the intervals
+ * they announced in their handshake (whatever this side's own), idle ones kept.
+ */
 class HeartbeatTest {
 
 	private static final Duration INTERVAL = Duration.ofMillis(500);
 	/** The rule is two intervals of silence; the slack is for a busy 2-core machine's timers, not a second rule. */
 	private static final Duration SLACK = Duration.ofMillis(750);
-	/** What a listener without a shared secret writes first: the preface, then AUTH (flags 0, zero nonce). */
-	private static final byte[] HANDSHAKE = handshake(DialledEndpoint.NONE);
+	/**
+	 * What a listener without a shared secret writes first: the preface, then AUTH (flags 0, zero nonce, heartbeats
+	 * every {@link #INTERVAL}).
+	 */
+	private static final byte[] HANDSHAKE = handshake(DialledEndpoint.NONE, INTERVAL);
 
 	@Test
 	void listenerClosesAPeerThatWentSilentAfterTheHandshake() throws Exception {
-		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(INTERVAL);
+		// This side's own interval is ten times the peer's: the peer is judged by the one it announced.
+		assertListenerClosesASilentPeer(INTERVAL.multipliedBy(10), INTERVAL, "1 s");
+	}
+
+	@Test
+	void aPeerThatAnnouncedALongerIntervalIsNotDroppedAfterTwoOfThisSidesOwn() throws Exception {
+		// Closed after two of its own intervals, 3 s, not after two of this side's, 1 s.
+		assertListenerClosesASilentPeer(INTERVAL, INTERVAL.multipliedBy(3), "3 s");
+	}
+
+	/**
+	 * A listener of interval {@code own} and a peer that announces {@code announced} in its handshake and then neither
+	 * reads nor writes: the listener closes it after two of the announced intervals.
+	 */
+	private static void assertListenerClosesASilentPeer(Duration own, Duration announced, String window)
+			throws Exception {
+		NettyKVTransport transport = NettyKVTransport.create().heartbeatInterval(own);
 		RecordingHandler handler = new RecordingHandler();
 		try {
 			KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), c -> handler)
 					.block(TIMEOUT);
 			try (Socket silent = new Socket("127.0.0.1", listener.address().port())) {
 				long lastWrite = System.nanoTime();
-				silent.getOutputStream().write(HANDSHAKE);
-				assertThat(silent.getInputStream().readNBytes(HANDSHAKE.length)).isEqualTo(HANDSHAKE);
-				// From here on the peer neither reads nor writes.
-				assertThat(handler.awaitClose(TIMEOUT))
-						.isEqualTo("no heartbeat from 127.0.0.1:" + silent.getLocalPort() + " for 2 intervals (1 s)");
-				assertClosedByTheRule(lastWrite);
+				silent.getOutputStream().write(handshake(DialledEndpoint.NONE, announced));
+				byte[] listeners = handshake(DialledEndpoint.NONE, own);
+				assertThat(silent.getInputStream().readNBytes(listeners.length)).isEqualTo(listeners);
+				assertThat(handler.awaitClose(TIMEOUT)).isEqualTo("no heartbeat from 127.0.0.1:"
+						+ silent.getLocalPort() + " for 2 intervals (" + window + ")");
+				assertClosedByTheRule(lastWrite, announced);
 			}
 		}
 		finally {
@@ -71,12 +93,12 @@ class HeartbeatTest {
 				silent.getOutputStream().write(HANDSHAKE);
 				InputStream in = silent.getInputStream();
 				// The connecting side's AUTH also says what it dialled.
-				byte[] expected = handshake(new DialledEndpoint(address.toString(), address.toString()));
+				byte[] expected = handshake(new DialledEndpoint(address.toString(), address.toString()), INTERVAL);
 				assertThat(in.readNBytes(expected.length)).isEqualTo(expected);
 				assertThat(connection.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).isActive()).isTrue();
 				assertThat(handler.awaitClose(TIMEOUT))
 						.isEqualTo("no heartbeat from " + address + " for 2 intervals (1 s)");
-				assertClosedByTheRule(lastWrite);
+				assertClosedByTheRule(lastWrite, INTERVAL);
 				// Our side wrote heartbeats while it waited.
 				assertThat(in.readNBytes(5)).containsExactly(0, 0, 0, 1, 0x10);
 			}
@@ -102,17 +124,17 @@ class HeartbeatTest {
 		}
 	}
 
-	/** Closed two intervals after the peer's last bytes: not before, and not much after. */
-	private static void assertClosedByTheRule(long lastWriteNanos) {
+	/** Closed two of the peer's intervals after its last bytes: not before, and not much after. */
+	private static void assertClosedByTheRule(long lastWriteNanos, Duration peerInterval) {
 		Duration silence = Duration.ofNanos(System.nanoTime() - lastWriteNanos);
-		assertThat(silence).isGreaterThanOrEqualTo(INTERVAL.multipliedBy(2))
-				.isLessThanOrEqualTo(INTERVAL.multipliedBy(2).plus(SLACK));
+		assertThat(silence).isGreaterThanOrEqualTo(peerInterval.multipliedBy(2))
+				.isLessThanOrEqualTo(peerInterval.multipliedBy(2).plus(SLACK));
 	}
 
-	private static byte[] handshake(DialledEndpoint dialled) {
+	private static byte[] handshake(DialledEndpoint dialled, Duration heartbeat) {
 		ByteBuf preface = KVFrameCodec.encodePreface(UnpooledByteBufAllocator.DEFAULT, KVMessage.PROTOCOL_VERSION);
-		ByteBuf auth = KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
-				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20, dialled));
+		ByteBuf auth = KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT, new KVFrameCodec.Auth(false,
+				new byte[SharedSecret.NONCE_LENGTH], 16 << 20, (int) heartbeat.toMillis(), dialled));
 		try {
 			byte[] bytes = new byte[preface.readableBytes() + auth.readableBytes()];
 			preface.readBytes(bytes, 0, preface.readableBytes());

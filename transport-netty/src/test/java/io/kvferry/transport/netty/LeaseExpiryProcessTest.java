@@ -112,8 +112,9 @@ class LeaseExpiryProcessTest {
 			finally {
 				decode.resume();
 			}
-			// Running again, decode reads prefill's reports: its rooms failed because their leases expired.
-			decode.awaitLine("^failed \\d+ PEER_FAILED .*lease on room \\d+ expired", T);
+			// Running again, decode reads prefill's reports: its rooms failed because their leases expired, which the
+			// reports' failure code says.
+			decode.awaitLine("^failed \\d+ LEASE_EXPIRED .*lease on room \\d+ expired", T);
 		}
 		finally {
 			engine.dispose();

@@ -76,7 +76,18 @@ class NettyKVTransportTest {
 		assertThatThrownBy(() -> base.maxFrameLength(10)).isInstanceOf(IllegalArgumentException.class)
 				.hasMessage("maxFrameLength : 10 (expected: 1024..1073741824)");
 		assertThatThrownBy(() -> base.writeBufferWaterMark(10, 5)).hasMessageContaining("(expected: 0 < low <= high)");
-		assertThatThrownBy(() -> base.heartbeatInterval(Duration.ZERO)).hasMessageContaining("(expected: >= 1 ms)");
+		// The bounds a peer accepts in the handshake, where each side announces its interval.
+		Duration[] outside = { Duration.ZERO, Duration.ofMillis(9), Duration.ofMinutes(10).plusMillis(1) };
+		for (Duration out : outside) {
+			assertThatThrownBy(() -> base.heartbeatInterval(out)).hasMessage("heartbeatInterval : " + out
+					+ " (expected: 10 ms..600 s)");
+		}
+		assertThat(base.heartbeatInterval(NettyKVTransport.MIN_HEARTBEAT_INTERVAL).settings().heartbeatMillis())
+				.isEqualTo(10);
+		assertThat(base.heartbeatInterval(Duration.ofNanos(10_000_001)).settings().heartbeatMillis())
+				.as("announced rounded up: the peer waits a little longer, never less").isEqualTo(11);
+		assertThat(base.heartbeatInterval(NettyKVTransport.MAX_HEARTBEAT_INTERVAL).settings().heartbeatMillis())
+				.isEqualTo(600_000);
 		assertThatThrownBy(() -> base.eventLoopThreads(0)).hasMessage("eventLoopThreads : 0 (expected: >= 1)");
 		assertThatThrownBy(() -> base.heartbeatInterval(null)).isInstanceOf(NullPointerException.class)
 				.hasMessage("interval");
@@ -389,11 +400,11 @@ class NettyKVTransportTest {
 				socket.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
 				InputStream in = socket.getInputStream();
 				assertThat(in.readNBytes(6)).containsExactly('K', 'V', 'F', 'R', 0, KVMessage.PROTOCOL_VERSION);
-				// The listener's AUTH frame (no secret: flags 0, zero nonce, 16 MiB frames, it dialled nothing), then
-				// the close.
-				byte[] auth = in.readNBytes(5 + 45);
-				assertThat(auth).startsWith(0, 0, 0, 46, 0x11, 0).endsWith(0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-						0, 0).containsOnly(0, 1, 46, 0x11);
+				// The listener's AUTH frame (no secret: flags 0, zero nonce, 16 MiB frames, 5 s heartbeats, it dialled
+				// nothing), then the close.
+				byte[] auth = in.readNBytes(5 + 49);
+				assertThat(auth).startsWith(0, 0, 0, 50, 0x11, 0).endsWith(0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0x13, 0x88,
+						0, 0, 0, 0, 0, 0, 0, 0).containsOnly(0, 1, 50, 0x11, 0x13, 0x88);
 				assertThat(in.read()).as("connection closed by the listener").isEqualTo(-1);
 			}
 			assertThat(accepted).hasValue(0);

@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.List;
 
 import io.kvferry.DecodeKVManager;
+import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
@@ -84,7 +85,7 @@ class OverloadReplayTest {
 				assertThat(m).as("answer to a hostile request").isInstanceOf(KVMessage.Status.class);
 				KVMessage.Status s = (KVMessage.Status) m;
 				assertThat(s.status()).isEqualTo(KVPoll.FAILED);
-				(s.reason().startsWith(KVMessage.OVERLOADED) ? overloaded : unclaimed).add(s.room() + ": " + s.reason());
+				(s.cause() == FailureCause.OVERLOAD ? overloaded : unclaimed).add(s.room() + ": " + s.reason());
 			}
 			// 64 MiB of held request bytes is room for four of them; the rest are refused at once, the held ones
 			// fail when no sender claims them.

@@ -63,6 +63,8 @@ final class RawRing implements AutoCloseable {
 		out.writeByte(0);
 		out.write(new byte[32]);
 		out.writeInt(16 << 20);
+		// Its heartbeat interval: the default.
+		out.writeInt(5000);
 		// The accepting side dialled nothing: empty endpoint and address.
 		out.writeInt(0);
 		out.writeInt(0);

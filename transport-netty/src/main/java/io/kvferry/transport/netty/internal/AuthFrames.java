@@ -42,6 +42,7 @@ final class AuthFrames {
 		buf.writeByte(auth.hasSecret() ? KVFrameCodec.AUTH_FLAG_SECRET : 0);
 		buf.writeBytes(auth.nonce());
 		buf.writeInt(auth.maxFrameLength());
+		buf.writeInt(auth.heartbeatMillis());
 		buf.writeInt(endpoint.length);
 		buf.writeBytes(endpoint);
 		buf.writeInt(address.length);
@@ -75,10 +76,17 @@ final class AuthFrames {
 			throw r.malformed("maxFrameLength : " + maxFrameLength + " (expected: " + TransportSettings.MIN_FRAME_LENGTH
 					+ ".." + TransportSettings.MAX_FRAME_LENGTH + ")");
 		}
+		int heartbeatMillis = r.i32("heartbeatMillis");
+		if (heartbeatMillis < TransportSettings.MIN_HEARTBEAT_INTERVAL.toMillis()
+				|| heartbeatMillis > TransportSettings.MAX_HEARTBEAT_INTERVAL.toMillis()) {
+			throw r.malformed("heartbeatMillis : " + heartbeatMillis + " (expected: "
+					+ TransportSettings.MIN_HEARTBEAT_INTERVAL.toMillis() + ".."
+					+ TransportSettings.MAX_HEARTBEAT_INTERVAL.toMillis() + ")");
+		}
 		String endpoint = endpointField(r, "endpoint", false);
 		String address = endpointField(r, "address", true);
 		r.end();
-		return new KVFrameCodec.Auth(flags == KVFrameCodec.AUTH_FLAG_SECRET, nonce, maxFrameLength,
+		return new KVFrameCodec.Auth(flags == KVFrameCodec.AUTH_FLAG_SECRET, nonce, maxFrameLength, heartbeatMillis,
 				new DialledEndpoint(endpoint, address));
 	}
 

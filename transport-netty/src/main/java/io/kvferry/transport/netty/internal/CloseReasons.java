@@ -1,6 +1,7 @@
 package io.kvferry.transport.netty.internal;
 
 import java.io.IOException;
+import java.time.Duration;
 
 import javax.net.ssl.SSLException;
 
@@ -29,9 +30,10 @@ final class CloseReasons {
 				+ TransportSettings.format(settings.handshakeTimeout()));
 	}
 
-	static CloseReason silentPeer(HostPort remote, TransportSettings settings) {
+	/** @param interval the peer's heartbeat interval, as it announced it (this side's own before it did) */
+	static CloseReason silentPeer(HostPort remote, Duration interval) {
 		return new CloseReason(CloseReason.Kind.SILENT_PEER, "no heartbeat from " + remote + " for 2 intervals ("
-				+ TransportSettings.format(settings.deadPeerTimeout()) + ")");
+				+ TransportSettings.format(interval.multipliedBy(2)) + ")");
 	}
 
 	static CloseReason peerClosed(HostPort remote, boolean prefaceReceived, TransportSettings settings) {

@@ -53,6 +53,8 @@ final class ConnectionInbound implements KVFrameDecoder.Listener {
 	public void onAuth(KVFrameCodec.Auth auth) {
 		boolean complete = steps.onAuth(ctx, auth);
 		outbound.maxFrameLength(auth.maxFrameLength());
+		// Judged by the interval the peer writes at, not this side's: a peer with a longer one is not silent.
+		ConnectionPipeline.idleAfter(ctx.channel(), auth.heartbeatInterval());
 		if (complete) {
 			connection.handshakeCompleted();
 		}

@@ -1,5 +1,6 @@
 package io.kvferry.transport.netty.internal;
 
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
@@ -16,7 +17,21 @@ import io.netty.handler.timeout.IdleStateHandler;
  */
 final class ConnectionPipeline {
 
+	private static final String IDLE = "kvferry.idle";
+
 	private ConnectionPipeline() {
+	}
+
+	/**
+	 * Closes the connection after two of the peer's heartbeat intervals without input, once the peer announced its
+	 * interval in its {@code AUTH}: until then, after two of this side's. The idle clock starts again here.
+	 */
+	static void idleAfter(Channel channel, Duration peerInterval) {
+		channel.pipeline().replace(IDLE, IDLE, idle(peerInterval));
+	}
+
+	private static IdleStateHandler idle(Duration interval) {
+		return new IdleStateHandler(interval.toNanos() * 2, 0, 0, TimeUnit.NANOSECONDS);
 	}
 
 	/**
@@ -27,7 +42,6 @@ final class ConnectionPipeline {
 	 */
 	static void install(Channel channel, TransportSettings settings, NettyKVConnection connection,
 			KVFrameDecoder.Listener inbound, HostPort dialled) {
-		long interval = settings.heartbeatInterval().toNanos();
 		TransportSettings.Tls tls = settings.tls();
 		if (tls != null) {
 			SslHandler ssl = dialled == null ? tls.server().newHandler(channel.alloc())
@@ -39,7 +53,7 @@ final class ConnectionPipeline {
 		channel.pipeline()
 				// Reader idle only: a writer idle time makes the handler swap every write's void promise for a new
 				// one with a listener, two per data frame; heartbeats go out from the connection's own tick instead.
-				.addLast("kvferry.idle", new IdleStateHandler(2 * interval, 0, 0, TimeUnit.NANOSECONDS))
+				.addLast(IDLE, idle(settings.heartbeatInterval()))
 				.addLast("kvferry.decoder", decoder)
 				.addLast("kvferry.connection", connection);
 		if (tls == null) {

@@ -1,5 +1,6 @@
 package io.kvferry.transport.netty.internal;
 
+import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -63,8 +64,8 @@ final class Handshake {
 			names = ListenerNames.of(ctx.channel().localAddress(), settings.advertisedAddresses());
 		}
 		ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
-		ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(),
-				new KVFrameCodec.Auth(secret != null, ownNonce, settings.maxFrameLength(), dialled)));
+		ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(), new KVFrameCodec.Auth(secret != null, ownNonce,
+				settings.maxFrameLength(), settings.heartbeatMillis(), dialled)));
 		timer = ctx.executor().schedule(() -> {
 			if (!done) {
 				onTimeout.run();
@@ -213,6 +214,11 @@ final class Handshake {
 	/** @return the peer's frame limit, once its {@code AUTH} arrived */
 	int peerMaxFrameLength() {
 		return peerAuth == null ? settings.maxFrameLength() : peerAuth.maxFrameLength();
+	}
+
+	/** @return the peer's heartbeat interval once its {@code AUTH} arrived, this side's own until then */
+	Duration peerHeartbeatInterval() {
+		return peerAuth == null ? settings.heartbeatInterval() : peerAuth.heartbeatInterval();
 	}
 
 	/** @return why the handshake failed, or {@code null} */

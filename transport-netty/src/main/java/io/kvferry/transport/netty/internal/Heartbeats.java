@@ -9,8 +9,8 @@ import io.netty.util.concurrent.ScheduledFuture;
 /**
  * The heartbeats of one connection: writes one whenever a whole interval passed without a write, and counts the
  * peer's. Ticks every half interval, and a tick that finds no write since the one before sends one (and counts it as
- * a write), so the peer never goes two intervals (its dead-peer timeout) without a frame from here. Noticing the
- * peer's silence is the idle handler's part.
+ * a write), so the peer, which judges this side by the interval its {@code AUTH} announced, never goes two of them
+ * (its dead-peer timeout) without a frame from here. Noticing the peer's silence is the idle handler's part.
  */
 final class Heartbeats {
 

@@ -1,5 +1,6 @@
 package io.kvferry.transport.netty.internal;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -41,7 +42,8 @@ import io.netty.buffer.ByteBufAllocator;
  *
  * <h2>Handshake</h2>
  * Right after its preface each side writes one {@code AUTH} frame (below) with its flags, a nonce, the largest frame
- * it accepts and, from the connecting side, the endpoint it dialled ({@link DialledEndpoint}: {@code host:port} as
+ * it accepts, its heartbeat interval (the peer judges it silent after two of them) and, from the connecting side, the
+ * endpoint it dialled ({@link DialledEndpoint}: {@code host:port} as
  * dialled, and the IP literal and port its socket reached; both empty from the accepting side), again without
  * waiting. Flag {@code 0x01} says the side has a shared secret; its nonce is then 32 random bytes (zeros otherwise).
  * Each side then cuts what it sends to the peer's {@code maxFrameLength}, so two sides with different limits still
@@ -72,7 +74,7 @@ import io.netty.buffer.ByteBufAllocator;
  * </pre>
  * A control body is at most {@code maxFrameLength} bytes; a data frame's payload is at most {@code maxFrameLength}
  * bytes (its length field may exceed {@code maxFrameLength} by the 38 bytes of type and header); an {@code AUTH} body
- * is 45..645 bytes, an {@code AUTH_PROOF} body exactly 32, a heartbeat none. Any other announced length is malformed
+ * is 49..649 bytes, an {@code AUTH_PROOF} body exactly 32, a heartbeat none. Any other announced length is malformed
  * and rejected before any byte of the body is buffered. A control body must be consumed exactly: missing or trailing
  * bytes are malformed.
  *
@@ -87,8 +89,9 @@ import io.netty.buffer.ByteBufAllocator;
  *                        bool dummy, string traceContext (empty: not traced; since version 3),
  *                        i32 decodePrefixLen, int[] stateCounts (since version 4)
  * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
- *                        i64 checksum (CRC32C, or -1 for none)
- * 0x06 ABORT             i64 room, string reason
+ *                        i64 checksum (CRC32C, or -1 for none), u8 fences (since version 9),
+ *                        u8 code (FailureCodes; 0 on Success), i32 retryAfterMillis (since version 10)
+ * 0x06 ABORT             i64 room, string reason, u8 code, i32 retryAfterMillis (since version 10)
  * 0x07 ABORT_ACK         i64 room
  * 0x08 DRAINING          string reason (since version 3)
  * 0x09 JOIN              i64 token, i32 stripe (since version 5)
@@ -97,9 +100,9 @@ import io.netty.buffer.ByteBufAllocator;
  * 0x0c RENEW             i32 count (0..8192), count x i64 room (since version 8)
  * 0x10 HEARTBEAT         (empty body)
  * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
- *                        i32 maxFrameLength (1 KiB..1 GiB), string endpoint, string address (since version 6;
- *                        each empty or host:port, at most 300 bytes, no space or control character; address an IP
- *                        literal)
+ *                        i32 maxFrameLength (1 KiB..1 GiB), i32 heartbeatMillis (10..600,000; since version 10),
+ *                        string endpoint, string address (since version 6; each empty or host:port, at most 300
+ *                        bytes, no space or control character; address an IP literal)
  * 0x12 AUTH_PROOF        32 bytes HMAC-SHA256
  * 0x20 DATA              header (37 bytes), then payload
  * 0x23 DATA_SCATTER      i64 room, u8 kind, i32 pieces, pieces x (i32 region, i64 dstOffset, i32 length), then the
@@ -116,7 +119,8 @@ import io.netty.buffer.ByteBufAllocator;
  *                        i32 draftLayers,
  *                        region[] kv, region[] aux, region[] state,
  *                        2 x i32 cp (attnCpSize, attnCpRank), int[] stateKinds (StateKind ordinals),
- *                        int[] stateTpDims, bool allCpRanksTransfer, bool dsaCacheLayerSplit (since version 4)
+ *                        int[] stateTpDims, bool allCpRanksTransfer, bool dsaCacheLayerSplit (since version 4),
+ *                        string modelId, i32 modelLayers, u8 kvLayout (KVLayout ordinal; since version 10)
  *
  * DATA header:           offset 0   i64 room
  *                        offset 8   u8  kind (RegionKind ordinal: 0 KV, 1 AUX, 2 STATE)
@@ -127,8 +131,9 @@ import io.netty.buffer.ByteBufAllocator;
  *                        offset 33  i32 count       (&gt;= 0)
  *                        then chunkLen x count payload bytes, which must equal length - 38
  * </pre>
- * Values the records reject (a negative size, a rank outside its size, an unknown status code) make the frame
- * malformed. Every decoder failure is a {@link ProtocolException} naming the frame and the field.
+ * Values the records reject (a negative size, a rank outside its size, an unknown status code, a number past the
+ * bounds the protocol documentation lists) make the frame malformed. Every decoder failure is a
+ * {@link ProtocolException} naming the frame and the field.
  *
  * <p>Buffers: every {@code encode*} method returns a new buffer from the given allocator that the caller owns and must
  * write or release; decoders read the given buffer and never release it.
@@ -173,8 +178,11 @@ public final class KVFrameCodec {
 
 	/** {@code AUTH} flag: the sender has a shared secret and will prove it. */
 	public static final int AUTH_FLAG_SECRET = 0x01;
-	/** Fewest bytes of an {@code AUTH} body: flags, nonce, the largest frame the sender accepts, two empty strings. */
-	public static final int AUTH_MIN_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH + 4 + 4 + 4;
+	/**
+	 * Fewest bytes of an {@code AUTH} body: flags, nonce, the largest frame the sender accepts, its heartbeat interval,
+	 * two empty strings.
+	 */
+	public static final int AUTH_MIN_BODY_LENGTH = 1 + SharedSecret.NONCE_LENGTH + 4 + 4 + 4 + 4;
 	/** Most bytes of an {@code AUTH} body: both strings of the dialled endpoint at their longest. */
 	public static final int AUTH_MAX_BODY_LENGTH = AUTH_MIN_BODY_LENGTH + 2 * DialledEndpoint.MAX_LENGTH;
 	/** Bytes of an {@code AUTH_PROOF} body. */
@@ -377,10 +385,13 @@ public final class KVFrameCodec {
 	 * @param hasSecret whether the sender has a shared secret (and will send a proof)
 	 * @param nonce the sender's {@value SharedSecret#NONCE_LENGTH}-byte nonce
 	 * @param maxFrameLength the largest control body and data payload the sender accepts
+	 * @param heartbeatMillis the sender's heartbeat interval in milliseconds: it writes at least once per interval,
+	 *        and the receiver judges it silent after two of them
 	 * @param dialled what the sender dialled, when it is the connecting side; {@link DialledEndpoint#NONE} from the
 	 *        accepting side
 	 */
-	public record Auth(boolean hasSecret, byte[] nonce, int maxFrameLength, DialledEndpoint dialled) {
+	public record Auth(boolean hasSecret, byte[] nonce, int maxFrameLength, int heartbeatMillis,
+			DialledEndpoint dialled) {
 
 		public Auth {
 			Objects.requireNonNull(nonce, "nonce");
@@ -391,26 +402,37 @@ public final class KVFrameCodec {
 			}
 		}
 
-		/** The accepting side's body: it dialled nothing. */
+		/** A body that announces the default heartbeat interval. */
+		public Auth(boolean hasSecret, byte[] nonce, int maxFrameLength, DialledEndpoint dialled) {
+			this(hasSecret, nonce, maxFrameLength, TransportSettings.DEFAULT.heartbeatMillis(), dialled);
+		}
+
+		/** The accepting side's body: it dialled nothing; the default heartbeat interval. */
 		public Auth(boolean hasSecret, byte[] nonce, int maxFrameLength) {
 			this(hasSecret, nonce, maxFrameLength, DialledEndpoint.NONE);
+		}
+
+		/** @return the sender's heartbeat interval */
+		public Duration heartbeatInterval() {
+			return Duration.ofMillis(heartbeatMillis);
 		}
 
 		@Override
 		public boolean equals(Object o) {
 			return o instanceof Auth a && a.hasSecret == hasSecret && Arrays.equals(a.nonce, nonce)
-					&& a.maxFrameLength == maxFrameLength && a.dialled.equals(dialled);
+					&& a.maxFrameLength == maxFrameLength && a.heartbeatMillis == heartbeatMillis
+					&& a.dialled.equals(dialled);
 		}
 
 		@Override
 		public int hashCode() {
-			return 31 * (31 * (31 * Boolean.hashCode(hasSecret) + Arrays.hashCode(nonce)) + maxFrameLength)
-					+ dialled.hashCode();
+			return Objects.hash(hasSecret, Arrays.hashCode(nonce), maxFrameLength, heartbeatMillis, dialled);
 		}
 
 		@Override
 		public String toString() {
-			return "Auth[hasSecret=" + hasSecret + ", maxFrameLength=" + maxFrameLength + ", dialled=" + dialled + "]";
+			return "Auth[hasSecret=" + hasSecret + ", maxFrameLength=" + maxFrameLength + ", heartbeatMillis="
+					+ heartbeatMillis + ", dialled=" + dialled + "]";
 		}
 	}
 }

@@ -52,7 +52,8 @@ import reactor.core.publisher.Sinks;
  * {@link ConnectionPipeline} lays the handlers out.
  *
  * <p><b>Heartbeats.</b> {@link Heartbeats} writes one whenever an interval passed without a write; the idle handler
- * reports reader idleness after two intervals (the connection closes with "no heartbeat from ...").
+ * reports reader idleness after two of the peer's intervals, as its {@code AUTH} announced them (two of this side's
+ * before it arrived), and the connection closes with "no heartbeat from ...".
  *
  * <p><b>Closing.</b> {@link #close(String)} is ordered as {@link OutboundQueue} describes; the channel closes after
  * the flush, or after one heartbeat interval if the peer does not take the bytes. Whoever closes first names the
@@ -389,7 +390,7 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		}
 		if (evt instanceof IdleStateEvent e) {
 			if (e.state() == IdleState.READER_IDLE) {
-				closing(CloseReasons.silentPeer(remoteAddress(), settings));
+				closing(CloseReasons.silentPeer(remoteAddress(), steps.peerHeartbeatInterval()));
 				ctx.close();
 			}
 			return;

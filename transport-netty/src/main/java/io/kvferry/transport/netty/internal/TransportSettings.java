@@ -13,7 +13,8 @@ import io.netty.handler.ssl.SslContext;
  * The immutable settings of a {@link io.kvferry.transport.netty.NettyKVTransport}; every {@code withX} returns a
  * validated copy. Defaults live in {@link #DEFAULT} and nowhere else.
  *
- * @param heartbeatInterval idle time after which a side writes a heartbeat; twice it without input closes
+ * @param heartbeatInterval idle time after which a side writes a heartbeat, announced to the peer in the handshake;
+ *        the peer closes after twice it without input from this side, and this side after twice the peer's
  * @param maxFrameLength largest control-frame body and largest data-frame payload, in bytes
  * @param writeBufferLow low write-buffer watermark (bytes pending in Netty before the channel turns writable again)
  * @param writeBufferHigh high write-buffer watermark (bytes pending in Netty before the channel turns unwritable)
@@ -39,6 +40,18 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 
 	/** Largest accepted {@link #maxFrameLength}: 1 GiB keeps every length and offset within an {@code int}. */
 	public static final int MAX_FRAME_LENGTH = 1 << 30;
+
+	/**
+	 * Shortest accepted {@link #heartbeatInterval}, the shortest a peer may announce: the idle check of a connection
+	 * runs at twice it, so a shorter one would wake the event loop hundreds of times a second per connection.
+	 */
+	public static final Duration MIN_HEARTBEAT_INTERVAL = Duration.ofMillis(10);
+
+	/**
+	 * Longest accepted {@link #heartbeatInterval}, the longest a peer may announce: a peer is judged dead after two of
+	 * its own intervals of silence, so this bounds how long a silent peer keeps a connection.
+	 */
+	public static final Duration MAX_HEARTBEAT_INTERVAL = Duration.ofMinutes(10);
 
 	/**
 	 * 5 s heartbeats, 16 MiB frames, 4 MiB / 8 MiB watermarks, 5 s connect timeout, Epoll (NIO when unavailable), one
@@ -67,8 +80,10 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 		Objects.requireNonNull(connectTimeout, "connectTimeout");
 		Objects.requireNonNull(sameHost, "sameHost");
 		advertisedAddresses = List.copyOf(Objects.requireNonNull(advertisedAddresses, "advertisedAddresses"));
-		if (heartbeatInterval.toMillis() < 1) {
-			throw new IllegalArgumentException("heartbeatInterval : " + heartbeatInterval + " (expected: >= 1 ms)");
+		if (heartbeatInterval.compareTo(MIN_HEARTBEAT_INTERVAL) < 0
+				|| heartbeatInterval.compareTo(MAX_HEARTBEAT_INTERVAL) > 0) {
+			throw new IllegalArgumentException("heartbeatInterval : " + heartbeatInterval + " (expected: "
+					+ format(MIN_HEARTBEAT_INTERVAL) + ".." + format(MAX_HEARTBEAT_INTERVAL) + ")");
 		}
 		if (maxFrameLength < MIN_FRAME_LENGTH || maxFrameLength > MAX_FRAME_LENGTH) {
 			throw new IllegalArgumentException("maxFrameLength : " + maxFrameLength + " (expected: " + MIN_FRAME_LENGTH
@@ -182,7 +197,15 @@ public record TransportSettings(Duration heartbeatInterval, int maxFrameLength, 
 		return connectTimeout.plus(deadPeerTimeout());
 	}
 
-	/** @return how long a peer may stay silent before its connection is closed: two heartbeat intervals */
+	/** @return the heartbeat interval as the handshake announces it: whole milliseconds, rounded up */
+	public int heartbeatMillis() {
+		return (int) ((heartbeatInterval.toNanos() + 999_999) / 1_000_000);
+	}
+
+	/**
+	 * @return how long a peer may stay silent before its connection is closed, until its handshake announced its own
+	 *         interval: two of this side's heartbeat intervals
+	 */
 	public Duration deadPeerTimeout() {
 		return heartbeatInterval.multipliedBy(2);
 	}

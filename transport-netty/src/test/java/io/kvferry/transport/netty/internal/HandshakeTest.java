@@ -252,11 +252,14 @@ class HandshakeTest {
 		assertThat(refused).isGreaterThan(8 * (SharedSecret.NONCE_LENGTH + SharedSecret.PROOF_LENGTH));
 	}
 
-	/** @return whether the byte at {@code at} of the AUTH frame is the nonce or part of the endpoint strings */
+	/**
+	 * @return whether the byte at {@code at} of the AUTH frame is the nonce or part of the endpoint strings (not the
+	 *         frame limit nor the heartbeat interval after it, which the proofs do not cover)
+	 */
 	private static boolean coveredByTheProof(int at) {
 		int nonce = KVFrameCodec.FRAME_PREFIX_LENGTH + 1;
 		int frameLimit = nonce + SharedSecret.NONCE_LENGTH;
-		return at >= nonce && at < frameLimit || at >= frameLimit + 4;
+		return at >= nonce && at < frameLimit || at >= frameLimit + 4 + 4;
 	}
 
 	private static byte[] authBytes(byte[] nonce, DialledEndpoint dialled) {

@@ -5,10 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
 
+import io.kvferry.FailureCause;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.FailureCodes;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.test.Samples;
@@ -66,11 +68,12 @@ class KVFrameCodecTest {
 				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20));
 		ByteBuf proofFrame = KVFrameCodec.encodeAuthProof(ALLOC, proof);
 		try {
-			// Body: flags, nonce, maxFrameLength, then the endpoint "p.x:80" and the address "[::1]:80" as strings.
-			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("0000003c" + "11" + "01" + "11" + "00".repeat(30) + "22"
-					+ "01000000" + "00000006" + "702e783a3830" + "00000008" + "5b3a3a315d3a3830");
-			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("0000002e" + "11" + "00" + "00".repeat(32) + "01000000"
-					+ "00000000" + "00000000");
+			// Body: flags, nonce, maxFrameLength, the heartbeat interval (ms), then the endpoint "p.x:80" and the
+			// address "[::1]:80" as strings.
+			assertThat(ByteBufUtil.hexDump(auth)).isEqualTo("00000040" + "11" + "01" + "11" + "00".repeat(30) + "22"
+					+ "01000000" + "00001388" + "00000006" + "702e783a3830" + "00000008" + "5b3a3a315d3a3830");
+			assertThat(ByteBufUtil.hexDump(none)).isEqualTo("00000032" + "11" + "00" + "00".repeat(32) + "01000000"
+					+ "00001388" + "00000000" + "00000000");
 			assertThat(ByteBufUtil.hexDump(proofFrame)).isEqualTo("00000021" + "12" + "0000000000" + "33"
 					+ "00".repeat(26));
 			assertThat(KVFrameCodec.decodeAuth(auth.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH)))
@@ -111,15 +114,16 @@ class KVFrameCodecTest {
 				"malformed AUTH frame: address length needs 4 bytes but 2 remain (truncated body)");
 		// The endpoint count is checked against the bytes present before anything is copied.
 		ByteBuf lying = Unpooled.buffer().writeByte(1).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20)
-				.writeInt(200).writeZero(4);
+				.writeInt(5000).writeInt(200).writeZero(4);
 		assertMalformedAuth(lying, "malformed AUTH frame: endpoint length : 200 (expected: 0..4)");
 		assertThatThrownBy(() -> new DialledEndpoint("p.x:80", "p.x:80")).isInstanceOf(IllegalArgumentException.class)
 				.hasMessage("address : 'p.x:80' (expected: an IP literal and a port)");
 	}
 
-	/** @return an AUTH body (flags 1, zero nonce, 1 MiB frames) with the given endpoint fields, written as-is */
+	/** @return an AUTH body (flags 1, zero nonce, 1 MiB frames, 5 s heartbeats) with these endpoint fields, as-is */
 	private static ByteBuf authBody(String endpoint, String address) {
-		ByteBuf body = Unpooled.buffer().writeByte(1).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20);
+		ByteBuf body = Unpooled.buffer().writeByte(1).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20)
+				.writeInt(5000);
 		byte[] e = endpoint.getBytes(StandardCharsets.UTF_8);
 		byte[] a = address.getBytes(StandardCharsets.UTF_8);
 		return body.writeInt(e.length).writeBytes(e).writeInt(a.length).writeBytes(a);
@@ -212,6 +216,51 @@ class KVFrameCodecTest {
 	}
 
 	@Test
+	void statusAndAbortEndWithTheirFailureCodeAndRetryHint() {
+		ByteBuf status = KVFrameCodec.encode(ALLOC, KVMessage.Status.failed(7, 2, FailureCause.OVERLOAD, "x", 250),
+				1024);
+		ByteBuf success = KVFrameCodec.encode(ALLOC, new KVMessage.Status(8, KVPoll.SUCCESS, 1, "", 64, 5, 0x02), 1024);
+		ByteBuf abort = KVFrameCodec.encode(ALLOC, new KVMessage.Abort(9, "y", FailureCodes.code(FailureCause.ABORTED),
+				0), 1024);
+		try {
+			assertThat(ByteBufUtil.hexDump(status)).isEqualTo("00000029" + "05" + "0000000000000007" + "00" + "00000002"
+					+ "00000001" + "78" + "0000000000000000" + "ffffffffffffffff" + "00" + "0b" + "000000fa");
+			assertThat(ByteBufUtil.hexDump(success)).isEqualTo("00000028" + "05" + "0000000000000008" + "04"
+					+ "00000001" + "00000000" + "0000000000000040" + "0000000000000005" + "02" + "00" + "00000000");
+			assertThat(ByteBufUtil.hexDump(abort)).isEqualTo("00000013" + "06" + "0000000000000009" + "00000001" + "79"
+					+ "02" + "00000000");
+		}
+		finally {
+			status.release();
+			success.release();
+			abort.release();
+		}
+	}
+
+	@Test
+	void everyFailureCodeRoundTripsThroughStatusAndAbort() {
+		for (FailureCause cause : FailureCause.values()) {
+			int code = FailureCodes.code(cause);
+			int hint = cause == FailureCause.OVERLOAD ? 300_000 : 0;
+			for (KVMessage m : new KVMessage[] { KVMessage.Status.failed(1, 3, cause, cause.tag(), hint),
+					new KVMessage.Abort(2, cause.tag(), code, hint) }) {
+				ByteBuf frame = KVFrameCodec.encode(ALLOC, m, 1024);
+				try {
+					frame.skipBytes(KVFrameCodec.FRAME_PREFIX_LENGTH - 1);
+					KVMessage read = KVFrameCodec.decode(frame.readUnsignedByte(), frame);
+					assertThat(read).isEqualTo(m);
+					FailureCause arrived = read instanceof KVMessage.Status s ? s.cause()
+							: ((KVMessage.Abort) read).cause();
+					assertThat(arrived).isEqualTo(cause == FailureCause.OTHER ? FailureCause.PEER_FAILED : cause);
+				}
+				finally {
+					frame.release();
+				}
+			}
+		}
+	}
+
+	@Test
 	void dataHeaderRoundTripsWithTheDocumentedLayout() {
 		DataHeader header = new DataHeader(7, RegionKind.STATE, 3, 1L << 40, 256, 1024, 4);
 		ByteBuf buf = KVFrameCodec.encodeDataHeader(ALLOC, header);
@@ -256,7 +305,7 @@ class KVFrameCodecTest {
 				.writeLong(1).writeInt(1);
 		// A Success naming a fence on stripe 0, which never fences.
 		ByteBuf fences = Unpooled.buffer().writeLong(1).writeByte(KVPoll.SUCCESS.code()).writeInt(0).writeInt(0)
-				.writeLong(64).writeLong(-1).writeByte(0x03);
+				.writeLong(64).writeLong(-1).writeByte(0x03).writeByte(0).writeInt(0);
 		try {
 			assertThatThrownBy(() -> KVFrameCodec.decode(KVFrameCodec.TYPE_STATUS, status))
 					.isInstanceOf(ProtocolException.class)

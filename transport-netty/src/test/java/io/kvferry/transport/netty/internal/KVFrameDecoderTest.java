@@ -168,14 +168,14 @@ class KVFrameDecoderTest {
 	@Test
 	void authFrameOfAnotherLengthIsRejectedFromItsPrefix() {
 		feed(new Stream().preface(1).raw(0, 0, 0x10, 0, KVFrameCodec.TYPE_AUTH).bytes(), 1);
-		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 45..645)");
+		assertClosedWith("malformed AUTH frame: body of 4095 bytes (expected: 49..649)");
 	}
 
 	@Test
 	void authFrameTooShortForItsEndpointFieldsIsRejectedFromItsPrefix() {
-		// A version-5 AUTH body (37 bytes: no endpoint fields) under a version-6 preface.
+		// A version-5 AUTH body (37 bytes: no endpoint fields, no heartbeat interval) under this version's preface.
 		feed(new Stream().preface(1).raw(0, 0, 0, 38, KVFrameCodec.TYPE_AUTH).bytes(), 1);
-		assertClosedWith("malformed AUTH frame: body of 37 bytes (expected: 45..645)");
+		assertClosedWith("malformed AUTH frame: body of 37 bytes (expected: 49..649)");
 	}
 
 	@Test
@@ -187,14 +187,15 @@ class KVFrameDecoderTest {
 	@Test
 	void authFrameWithAnUnknownFlagIsRejected() {
 		ByteBuf body = Unpooled.buffer().writeByte(0x03).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1 << 20)
-				.writeLong(0);
+				.writeInt(5000).writeLong(0);
 		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
 		assertClosedWith("malformed AUTH frame: flags : 0x03 (expected: 0x00 or 0x01)");
 	}
 
 	@Test
 	void authFrameWithAFrameLimitOutOfRangeIsRejected() {
-		ByteBuf body = Unpooled.buffer().writeByte(0).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1023).writeLong(0);
+		ByteBuf body = Unpooled.buffer().writeByte(0).writeZero(SharedSecret.NONCE_LENGTH).writeInt(1023).writeInt(5000)
+				.writeLong(0);
 		feed(new Stream().preface(1).frame(KVFrameCodec.TYPE_AUTH, body).bytes(), 1);
 		assertClosedWith("malformed AUTH frame: maxFrameLength : 1023 (expected: 1024..1073741824)");
 	}
@@ -223,7 +224,7 @@ class KVFrameDecoderTest {
 	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0009"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "000a"
 					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
 					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
@@ -232,7 +233,7 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(recorder.events).containsExactly("PREFACE 9",
+			assertThat(recorder.events).containsExactly("PREFACE 10",
 					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
 							new int[0]),
 					new KVMessage.Draining("x"));
@@ -247,7 +248,7 @@ class KVFrameDecoderTest {
 	void version5StripeMessagesArriveFedByteByByte() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "0009"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "000a"
 					+ "0000000d" + "09" + "8000000000000001" + "00000002"
 					+ "00000005" + "0a" + "00000002"
 					+ "00000019" + "0b" + "0000000000000007" + "0000000000400000" + "00000000deadbeef"
@@ -257,8 +258,8 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v5.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(9);
-			assertThat(recorder.events).containsExactly("PREFACE 9", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(10);
+			assertThat(recorder.events).containsExactly("PREFACE 10", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
 					new KVMessage.Joined(2), new KVMessage.Fence(7, 4 << 20, 0xdeadbeefL),
 					new KVMessage.Fence(8, 0, KVMessage.NO_CHECKSUM));
 			assertThat(v5.isOpen()).isTrue();
@@ -272,7 +273,7 @@ class KVFrameDecoderTest {
 	void aFenceWithANegativeByteCountIsMalformedNamingTheField() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "0009"
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "000a"
 					+ "00000019" + "0b" + "0000000000000007" + "ffffffffffffffff" + "0000000000000000"));
 			fed.add(in);
 			v5.writeInbound(in);
@@ -295,7 +296,7 @@ class KVFrameDecoderTest {
 			v6.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 5 (expected: "
-					+ "9): the peer runs an older kvferry release; run the same release on both sides");
+					+ "10): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -314,7 +315,7 @@ class KVFrameDecoderTest {
 			v7.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 6 (expected: "
-					+ "9): the peer runs an older kvferry release; run the same release on both sides");
+					+ "10): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -334,7 +335,7 @@ class KVFrameDecoderTest {
 			v8.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 7 (expected: "
-					+ "9): the peer runs an older kvferry release; run the same release on both sides");
+					+ "10): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -353,11 +354,30 @@ class KVFrameDecoderTest {
 			v9.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 8 (expected: "
-					+ "9): the peer runs an older kvferry release; run the same release on both sides");
+					+ "10): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
 			v9.finishAndReleaseAll();
+		}
+	}
+
+	@Test
+	void aVersion9PeerIsRefusedAtItsPreface() {
+		EmbeddedChannel v10 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
+		try {
+			// A version-9 peer's AUTH has no heartbeat interval and its STATUS and ABORT no failure code: refused
+			// before any frame is read, rather than failing on a body four bytes short or a cause read as text.
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b5646520009" + "00000001" + "10"));
+			fed.add(in);
+			v10.writeInbound(in);
+			assertThat(recorder.failure).isNotNull();
+			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 9 (expected: "
+					+ "10): the peer runs an older kvferry release; run the same release on both sides");
+			assertThat(recorder.events).isEmpty();
+		}
+		finally {
+			v10.finishAndReleaseAll();
 		}
 	}
 
@@ -370,7 +390,7 @@ class KVFrameDecoderTest {
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 3 (expected: 9): the peer runs an older "
+					.contains("incompatible kvferry protocol version : 3 (expected: 10): the peer runs an older "
 							+ "kvferry release");
 		}
 		finally {

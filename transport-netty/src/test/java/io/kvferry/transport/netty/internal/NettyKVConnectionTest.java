@@ -85,7 +85,8 @@ class NettyKVConnectionTest {
 		ByteBuf preface = readOutbound();
 		ByteBuf auth = readOutbound();
 		try {
-			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b5646520009");
+			assertThat(ByteBufUtil.hexDump(preface)).isEqualTo("4b564652" + String.format("%04x",
+					KVMessage.PROTOCOL_VERSION));
 			assertThat(auth.readInt()).isEqualTo(auth.readableBytes());
 			assertThat(auth.readUnsignedByte()).isEqualTo((short) KVFrameCodec.TYPE_AUTH);
 			return KVFrameCodec.decodeAuth(auth);
@@ -103,9 +104,10 @@ class NettyKVConnectionTest {
 		assertThat(connection.handshakeFuture().isSuccess()).isTrue();
 	}
 
-	/** The AUTH of a peer without a secret that accepts the same frames as this side. */
+	/** The AUTH of a peer without a secret that accepts the same frames and heartbeats as this side. */
 	private static KVFrameCodec.Auth noSecret() {
-		return new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], SETTINGS.maxFrameLength());
+		return new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], SETTINGS.maxFrameLength(),
+				SETTINGS.heartbeatMillis(), DialledEndpoint.NONE);
 	}
 
 	private void inbound(ByteBuf buf) {
@@ -154,11 +156,12 @@ class NettyKVConnectionTest {
 	@Test
 	void badPrefaceFailsTheHandshakeWithoutReachingTheAcceptor() {
 		open(true);
-		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, 10 }));
+		inbound(Unpooled.copiedBuffer(new byte[] { 'K', 'V', 'F', 'R', 0, KVMessage.PROTOCOL_VERSION + 1 }));
 		assertThat(channel.isOpen()).isFalse();
 		assertThat(accepted.get()).isNull();
 		assertThat(connection.handshakeFuture().cause())
-				.hasMessageContaining("version : 10 (expected: " + KVMessage.PROTOCOL_VERSION + ")");
+				.hasMessageContaining("version : " + (KVMessage.PROTOCOL_VERSION + 1) + " (expected: "
+						+ KVMessage.PROTOCOL_VERSION + ")");
 		assertThat(handler.closeReasons).isEmpty();
 	}
 
@@ -167,7 +170,7 @@ class NettyKVConnectionTest {
 		KVFrameCodec.Auth auth = open(false, SETTINGS);
 		// A connecting side still says what it dialled (an embedded channel reaches no IP address).
 		assertThat(auth).isEqualTo(new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH],
-				SETTINGS.maxFrameLength(), new DialledEndpoint("embedded:0", "")));
+				SETTINGS.maxFrameLength(), SETTINGS.heartbeatMillis(), new DialledEndpoint("embedded:0", "")));
 	}
 
 	@Test

@@ -1,6 +1,7 @@
 package io.kvferry.transport.netty.it;
 
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -9,8 +10,10 @@ import io.kvferry.HostPort;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.transport.netty.internal.DialledEndpoint;
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.transport.netty.internal.SharedSecret;
+import io.kvferry.transport.netty.internal.TransportSettings;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -86,16 +89,24 @@ final class RawPrefillPeer implements AutoCloseable {
 	private final PeerLayout layout;
 	private final Script script;
 	private final boolean handshake;
+	private final Duration heartbeat;
 	private final CompletableFuture<Void> disconnected = new CompletableFuture<>();
+
+	/** A peer that announces the default heartbeat interval. */
+	RawPrefillPeer(PeerLayout layout, boolean handshake, Script script) {
+		this(layout, handshake, TransportSettings.DEFAULT.heartbeatInterval(), script);
+	}
 
 	/**
 	 * @param layout the layout its HELLO_ACK announces
 	 * @param handshake whether to answer the transport's handshake at all (false: not even the preface)
+	 * @param heartbeat the heartbeat interval its AUTH announces, which decode judges its silence by
 	 * @param script what it answers to decode's messages
 	 */
-	RawPrefillPeer(PeerLayout layout, boolean handshake, Script script) {
+	RawPrefillPeer(PeerLayout layout, boolean handshake, Duration heartbeat, Script script) {
 		this.layout = layout;
 		this.handshake = handshake;
+		this.heartbeat = heartbeat;
 		this.script = script;
 		this.server = new ServerBootstrap()
 				.group(group)
@@ -139,7 +150,8 @@ final class RawPrefillPeer implements AutoCloseable {
 			if (handshake) {
 				ctx.write(KVFrameCodec.encodePreface(ctx.alloc(), KVMessage.PROTOCOL_VERSION));
 				ctx.writeAndFlush(KVFrameCodec.encodeAuth(ctx.alloc(),
-						new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20)));
+						new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], 16 << 20,
+								(int) heartbeat.toMillis(), DialledEndpoint.NONE)));
 			}
 			super.channelActive(ctx);
 		}

@@ -93,8 +93,9 @@ class SilentPeerIT {
 
 	private RawPrefillPeer registeredPeer(RawPrefillPeer.Script script) {
 		RankMemory prefillMemory = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 32, 4, 4);
+		// It announces the heartbeat interval decode judges its silence by.
 		RawPrefillPeer peer = new RawPrefillPeer(PeerLayout.of(prefillMemory.kvArgs(), ParallelLayout.SINGLE), true,
-				script);
+				HEARTBEAT, script);
 		StepVerifier.create(client.register(server.address(), PrefillRegistration.prefill(ParallelLayout.SINGLE,
 				"127.0.0.1", peer.address().port(), SHAPE.pageSize())))
 				.expectComplete()

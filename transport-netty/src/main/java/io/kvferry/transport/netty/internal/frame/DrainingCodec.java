@@ -23,6 +23,6 @@ final class DrainingCodec extends ControlCodec<KVMessage.Draining> {
 
 	@Override
 	KVMessage.Draining read(FrameReader r) {
-		return new KVMessage.Draining(r.string("reason"));
+		return new KVMessage.Draining(r.string("reason", KVMessage.MAX_REASON_BYTES));
 	}
 }

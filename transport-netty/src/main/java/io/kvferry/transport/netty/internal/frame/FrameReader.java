@@ -66,17 +66,25 @@ public final class FrameReader {
 
 	/** Reads a count and checks that {@code count × elementLength} bytes remain, before anything is allocated. */
 	public int count(String label, int elementLength) {
+		return count(label, elementLength, Integer.MAX_VALUE);
+	}
+
+	/**
+	 * Reads a count and checks it against {@code limit} and that {@code count × elementLength} bytes remain, before
+	 * anything is allocated.
+	 */
+	public int count(String label, int elementLength, int limit) {
 		int n = i32(label);
-		long max = buf.readableBytes() / elementLength;
+		long max = Math.min(limit, buf.readableBytes() / elementLength);
 		if (n < 0 || n > max) {
 			throw malformed(label + " : " + n + " (expected: 0.." + max + ")");
 		}
 		return n;
 	}
 
-	/** @return a {@code string}: a byte count, then that many bytes of UTF-8 */
-	public String string(String field) {
-		return utf8(count(field + " length", 1));
+	/** @return a {@code string} of at most {@code maxBytes}: a byte count, then that many bytes of UTF-8 */
+	public String string(String field, int maxBytes) {
+		return utf8(count(field + " length", 1, maxBytes));
 	}
 
 	/** @return the next {@code n} bytes as UTF-8 (malformed sequences become U+FFFD); the caller checked they remain */
@@ -88,16 +96,21 @@ public final class FrameReader {
 
 	/** @return an {@code int[]}: a count, then that many {@code i32} */
 	public int[] ints(String field) {
-		int n = count(field + " count", 4);
+		return ints(field, Integer.MAX_VALUE);
+	}
+
+	/** @return an {@code int[]} of at most {@code limit} values: a count, then that many {@code i32} */
+	public int[] ints(String field, int limit) {
+		int n = count(field + " count", 4, limit);
 		int[] values = new int[n];
 		buf.nioBuffer(buf.readerIndex(), 4 * n).asIntBuffer().get(values);
 		buf.skipBytes(4 * n);
 		return values;
 	}
 
-	/** @return a {@code region[]}: a count, then that many {@code i32 itemLen, i64 itemCount} */
-	public List<RegionLayout> regions(String field) {
-		int n = count(field + " count", Fields.REGION_LENGTH);
+	/** @return a {@code region[]} of at most {@code limit}: a count, then {@code i32 itemLen, i64 itemCount} each */
+	public List<RegionLayout> regions(String field, int limit) {
+		int n = count(field + " count", Fields.REGION_LENGTH, limit);
 		List<RegionLayout> regions = new ArrayList<>(n);
 		for (int i = 0; i < n; i++) {
 			regions.add(new RegionLayout(buf.readInt(), buf.readLong()));

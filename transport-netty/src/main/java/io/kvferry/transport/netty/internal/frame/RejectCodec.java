@@ -23,6 +23,6 @@ final class RejectCodec extends ControlCodec<KVMessage.Reject> {
 
 	@Override
 	KVMessage.Reject read(FrameReader r) {
-		return new KVMessage.Reject(r.string("reason"));
+		return new KVMessage.Reject(r.string("reason", KVMessage.MAX_REASON_BYTES));
 	}
 }

@@ -7,7 +7,7 @@ import io.netty.buffer.ByteBuf;
 
 /**
  * {@code STATUS}: {@code i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
- * i64 checksum, u8 fences}.
+ * i64 checksum, u8 fences, u8 code (a failure code, 0 on Success), i32 retryAfterMillis}.
  */
 final class StatusCodec extends ControlCodec<KVMessage.Status> {
 
@@ -17,7 +17,7 @@ final class StatusCodec extends ControlCodec<KVMessage.Status> {
 
 	@Override
 	long length(KVMessage.Status s) {
-		return 8 + 1 + 4 + Fields.stringLength(s.reason()) + 8 + 8 + 1;
+		return 8 + 1 + 4 + Fields.stringLength(s.reason()) + 8 + 8 + 1 + 1 + 4;
 	}
 
 	@Override
@@ -29,6 +29,8 @@ final class StatusCodec extends ControlCodec<KVMessage.Status> {
 		buf.writeLong(s.bytes());
 		buf.writeLong(s.checksum());
 		buf.writeByte(s.fences());
+		buf.writeByte(s.code());
+		buf.writeInt(s.retryAfterMillis());
 	}
 
 	@Override
@@ -36,9 +38,12 @@ final class StatusCodec extends ControlCodec<KVMessage.Status> {
 		long room = r.i64("room");
 		KVPoll status = KVPoll.fromCode(r.u8("status"));
 		int rank = r.i32("prefillRank");
-		String reason = r.string("reason");
+		String reason = r.string("reason", KVMessage.MAX_REASON_BYTES);
 		long bytes = r.i64("bytes");
 		long checksum = r.i64("checksum");
-		return new KVMessage.Status(room, status, rank, reason, bytes, checksum, r.u8("fences"));
+		int fences = r.u8("fences");
+		int code = r.u8("code");
+		return new KVMessage.Status(room, status, rank, reason, bytes, checksum, fences, code,
+				r.i32("retryAfterMillis"));
 	}
 }

@@ -2,6 +2,7 @@ package io.kvferry.transport.netty.internal.frame;
 
 import io.kvferry.transport.netty.internal.KVFrameCodec;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.PeerLayout;
 import io.netty.buffer.ByteBuf;
 
 /**
@@ -41,9 +42,9 @@ final class TransferRequestCodec extends ControlCodec<KVMessage.TransferRequest>
 		int[] stateIndices = r.ints("stateIndices");
 		int required = r.i32("requiredDstInfoNum");
 		boolean dummy = r.bool("dummy");
-		String traceContext = r.string("traceContext");
+		String traceContext = r.string("traceContext", KVMessage.TransferRequest.MAX_TRACE_CONTEXT_BYTES);
 		int prefix = r.i32("decodePrefixLen");
 		return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy, traceContext,
-				prefix, r.ints("stateCounts"));
+				prefix, r.ints("stateCounts", PeerLayout.MAX_REGIONS));
 	}
 }
