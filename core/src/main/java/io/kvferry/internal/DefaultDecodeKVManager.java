@@ -86,6 +86,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 					key.pp(), key.bootstrap());
 			return;
 		}
+		if (change.kind() != RegistryChange.Kind.INSTANCE_CHANGED && change.kind() != RegistryChange.Kind.RANK_REMOVED
+				&& incarnations.isRetired(key, change.incarnation())) {
+			// A replaced process registered again (back from a pause, or a registry replaying an old registration):
+			// the rank's current process keeps its connections and routes, and a look-up that answers the old one
+			// is refused.
+			log.warn("[{}] {}; its sessions with incarnation {} are kept", name, retiredReason(key,
+					change.incarnation(), "its registration"), Incarnation.text(incarnations.current(key)));
+			return;
+		}
 		forgetInstance(change.bootstrap());
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
@@ -159,9 +168,11 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		}
 		resolve(r, prefillDpRank).subscribe(resolved -> admit(r, prefillDpRank, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
-						: e instanceof DrainedRankException ? FailureCause.DRAINING : FailureCause.BOOTSTRAP,
+						: e instanceof DrainedRankException ? FailureCause.DRAINING
+						: e instanceof RetiredPeerException ? FailureCause.PEER_RESTARTED : FailureCause.BOOTSTRAP,
 						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
-						e instanceof BootstrapException || e instanceof DrainedRankException));
+						e instanceof BootstrapException || e instanceof DrainedRankException
+								|| e instanceof RetiredPeerException));
 		return r;
 	}
 
@@ -300,6 +311,30 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		}
 	}
 
+	/**
+	 * A prefill rank that shows an incarnation it left behind is refused: the registry answered an old registration, or
+	 * the old process came back (resumed from a pause) and answered the handshake. The session is not made (or is
+	 * closed), its rooms fail {@link FailureCause#PEER_RESTARTED}, and the next room looks the rank up again.
+	 *
+	 * @param how where the incarnation came from, for the reason
+	 * @return the refusal, naming both incarnations; null when {@code incarnation} is not retired
+	 */
+	RetiredPeerException refuseRetired(SessionKey key, long incarnation, String how) {
+		if (!incarnations.isRetired(key, incarnation)) {
+			return null;
+		}
+		String reason = retiredReason(key, incarnation, how);
+		log.warn("[{}] {}", name, reason);
+		return new RetiredPeerException(reason);
+	}
+
+	private String retiredReason(SessionKey key, long incarnation, String how) {
+		return "prefill rank dp " + key.dp() + " cp " + key.cp() + " tp " + key.tp() + " pp " + key.pp() + " of "
+				+ key.bootstrap() + " showed incarnation " + Incarnation.text(incarnation) + " (" + how + "), which "
+				+ "was replaced by " + Incarnation.text(incarnations.current(key)) + ": a replaced process is never "
+				+ "taken back";
+	}
+
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
 	void forgetInstance(HostPort bootstrap) {
 		instances.remove(bootstrap);
@@ -317,6 +352,10 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 							"the bootstrap client answered nothing for prefill rank dp " + k.dp() + " cp " + k.cp() + " tp "
 									+ k.tp() + " pp " + k.pp() + " of " + k.bootstrap())))
 					.flatMap(route -> {
+						RetiredPeerException retired = refuseRetired(k, route.incarnation(), "its registration");
+						if (retired != null) {
+							return Mono.error(retired);
+						}
 						observeIncarnation(k, route.incarnation(), "its registration");
 						return new DecodeSession(this, k, route.endpoint(), route.incarnation(), info, entry.get())
 								.open();
@@ -357,6 +396,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
 		}
 		r.ended();
+	}
+
+	/** A prefill rank showed an incarnation that another one replaced: the old process is never used again. */
+	static final class RetiredPeerException extends KVFerryException {
+
+		private static final long serialVersionUID = 1L;
+
+		RetiredPeerException(String message) {
+			super(message);
+		}
 	}
 
 	/** A room could not reach a prefill rank that announced a drain before it went away. */
