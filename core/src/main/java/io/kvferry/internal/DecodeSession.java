@@ -41,7 +41,7 @@ final class DecodeSession implements DialledConnection.Peer {
 	private final DefaultDecodeKVManager manager;
 	final SessionKey key;
 	final HostPort endpoint;
-	private final PrefillParallelInfo info;
+	final PrefillParallelInfo info;
 	// The session table's entry this session was made for: only it may be removed by this session's end.
 	final Mono<DecodeSession> entry;
 	final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
@@ -162,7 +162,7 @@ final class DecodeSession implements DialledConnection.Peer {
 	@Override
 	public boolean onMessage(KVMessage message) {
 		if (message instanceof KVMessage.HelloAck ack) {
-			DefaultDecodeKVManager.RetiredPeerException retired = manager.refuseRetired(key, ack.incarnation(),
+			DefaultDecodeKVManager.PeerRefusedException retired = manager.refuseRetired(key, ack.incarnation(),
 					"its handshake from " + endpoint);
 			if (retired != null) {
 				handshake.tryEmitError(retired);
