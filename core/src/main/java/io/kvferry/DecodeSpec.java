@@ -87,9 +87,11 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	}
 
 	/**
-	 * Sets the circuit breaker kept per prefill rank. Failures with a rank are counted in a row: a connection or
-	 * handshake that failed (once per attempt, however many rooms waited on it) and a room the rank failed
-	 * ({@link FailureCause#PEER_FAILED}); a session that opens or a room that succeeds starts the count again. At
+	 * Sets the circuit breaker kept per prefill rank. Failures to reach a rank are counted in a row: a connection or
+	 * handshake that failed (once per attempt, however many rooms waited on it); a session that opens or a room that
+	 * succeeds starts the count again. Rooms a reachable rank fails ({@link FailureCause#PEER_FAILED}) do not count:
+	 * its engine gives up rooms for reasons of their own (aborts, leases), and an abort storm must not cut off a
+	 * healthy rank. At
 	 * {@code failures} the breaker opens: every new room that would ask the rank fails at once with
 	 * {@link FailureCause#PEER_UNAVAILABLE} (its reason names the rank and the last failure), without a connection
 	 * attempt, and a probe runs every {@code probeInterval} on the manager's timer: it looks the rank up and opens its

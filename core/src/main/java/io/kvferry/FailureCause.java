@@ -53,8 +53,8 @@ public enum FailureCause {
 	/** Anything else. */
 	OTHER,
 	/**
-	 * Decode stopped asking the prefill rank for rooms after it failed again and again (its connection or handshake
-	 * failed, or it failed rooms): its circuit breaker is open, and a probe in the background readmits it once it
+	 * Decode stopped asking the prefill rank for rooms after failing to reach it again and again (its connection or
+	 * handshake failed): its circuit breaker is open, and a probe in the background readmits it once it
 	 * answers. The room was not sent; another rank may take it at once. The reason names the rank and its last
 	 * failure.
 	 */

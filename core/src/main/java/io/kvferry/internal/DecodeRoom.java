@@ -362,12 +362,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 						Duration hint = Overload.retryAfter(status.reason());
 						retryAfter(hint == null ? Duration.ZERO : hint);
 					}
-					FailureCause cause = s.draining != null ? FailureCause.DRAINING
-							: overloaded ? FailureCause.OVERLOAD : FailureCause.PEER_FAILED;
-					String why = "Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason();
-					if (manager.table.fail(this, cause, why, true) && cause == FailureCause.PEER_FAILED) {
-						manager.peerFailed(s.key, s.info, why);
-					}
+					manager.table.fail(this, s.draining != null ? FailureCause.DRAINING
+							: overloaded ? FailureCause.OVERLOAD : FailureCause.PEER_FAILED,
+							"Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
 				}
 				return;
 			}

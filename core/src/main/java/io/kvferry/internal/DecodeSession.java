@@ -41,7 +41,7 @@ final class DecodeSession implements DialledConnection.Peer {
 	private final DefaultDecodeKVManager manager;
 	final SessionKey key;
 	final HostPort endpoint;
-	final PrefillParallelInfo info;
+	private final PrefillParallelInfo info;
 	// The session table's entry this session was made for: only it may be removed by this session's end.
 	final Mono<DecodeSession> entry;
 	final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();

@@ -18,15 +18,17 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * Decode's circuit breaker per prefill rank. Consecutive failures with one rank (its connection or handshake failed,
- * or it failed a room) are counted; a success (a session opened, a room succeeded) clears the count. At
- * {@code threshold} the breaker opens: rooms that would ask the rank fail at once, and a probe runs every
+ * Decode's circuit breaker per prefill rank. Consecutive failures to reach one rank (its connection or handshake
+ * failed; rooms a reachable rank fails do not count) are counted; a success (a session opened, a room succeeded)
+ * clears the count. At {@code threshold} the breaker opens: rooms that would ask the rank fail at once, and a probe
+ * runs every
  * {@code probeInterval} on the manager's timer (it opens the rank's session, or finds it open); the first that succeeds
  * closes the breaker and the rank gets rooms again. A rank the registry no longer knows, or that came back as another
  * process or at another endpoint, is forgotten: it is a new peer.
  *
- * <p>Only ranks with failures are held, and at most {@value #KEPT} of them: a rank whose breaker is closed is dropped
- * first when more fail. Nothing here runs a caller's code under its lock.
+ * <p>Only ranks with failures are held, {@value #KEPT} at most: when another one fails, a rank whose breaker is closed
+ * is dropped to make room (only more ranks than that with open breakers at once go past it). Nothing here runs a
+ * caller's code under its lock.
  */
 final class PeerBreakers {
 
@@ -94,10 +96,11 @@ final class PeerBreakers {
 		if (threshold == 0 || disposed) {
 			return;
 		}
-		Breaker b = byPeer.computeIfAbsent(key, k -> {
+		if (!byPeer.containsKey(key)) {
+			// Outside computeIfAbsent: a map must not be changed from within its own mapping function.
 			trim();
-			return new Breaker();
-		});
+		}
+		Breaker b = byPeer.computeIfAbsent(key, k -> new Breaker());
 		boolean opens;
 		synchronized (b) {
 			b.failures++;
@@ -214,6 +217,11 @@ final class PeerBreakers {
 			}
 		}
 		return n;
+	}
+
+	/** @return ranks held: those with failures since their last success */
+	int held() {
+		return byPeer.size();
 	}
 
 	/** @return breakers opened since the manager started */
