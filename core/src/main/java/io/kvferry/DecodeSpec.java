@@ -1,5 +1,8 @@
 package io.kvferry;
 
+import java.time.Duration;
+import java.util.Objects;
+
 import io.kvferry.internal.KVManagers;
 import reactor.core.publisher.Mono;
 
@@ -17,6 +20,10 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	public static final int DEFAULT_MAX_ROOMS_PER_PEER = 4096;
 	/** Default bound of the rooms in flight on the manager. */
 	public static final int DEFAULT_MAX_ROOMS = 16384;
+	/** Default failures in a row with one prefill rank that open its circuit breaker. */
+	public static final int DEFAULT_BREAKER_FAILURES = 5;
+	/** Default pause before each probe of a prefill rank whose circuit breaker is open. */
+	public static final Duration DEFAULT_BREAKER_PROBE_INTERVAL = Duration.ofSeconds(1);
 
 	DecodeSpec(KVManagerConfig config) {
 		super(config);
@@ -76,6 +83,36 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 		return edit(d -> {
 			d.maxRoomsPerPeer = perPeer;
 			d.maxRooms = total;
+		});
+	}
+
+	/**
+	 * Sets the circuit breaker kept per prefill rank. Failures to reach a rank are counted in a row: a connection or
+	 * handshake that failed (once per attempt, however many rooms waited on it); a session that opens or a room that
+	 * succeeds starts the count again. Rooms a reachable rank fails ({@link FailureCause#PEER_FAILED}) do not count:
+	 * its engine gives up rooms for reasons of their own (aborts, leases), and an abort storm must not cut off a
+	 * healthy rank. At
+	 * {@code failures} the breaker opens: every new room that would ask the rank fails at once with
+	 * {@link FailureCause#PEER_UNAVAILABLE} (its reason names the rank and the last failure), without a connection
+	 * attempt, and a probe runs every {@code probeInterval} on the manager's timer: it looks the rank up and opens its
+	 * session (or finds it open). The first probe that succeeds closes the breaker. A rank that the registry reports
+	 * moved, restarted or removed, or that shows another incarnation, starts with a closed breaker; one the registry no
+	 * longer knows is not probed.
+	 *
+	 * @param failures failures in a row that open a rank's breaker, 1 or more; 0 turns breakers off; default
+	 *        {@value #DEFAULT_BREAKER_FAILURES}
+	 * @param probeInterval pause before each probe, at least 1 ms; default 1 s
+	 * @return a new spec
+	 */
+	public DecodeSpec peerBreaker(int failures, Duration probeInterval) {
+		Objects.requireNonNull(probeInterval, "probeInterval");
+		if (failures < 0 || probeInterval.toMillis() < 1) {
+			throw new IllegalArgumentException("peerBreaker : " + failures + " failures, probe every " + probeInterval
+					+ " (expected: failures >= 0, 0 turning breakers off, and a probe interval of at least 1 ms)");
+		}
+		return edit(d -> {
+			d.breakerFailures = failures;
+			d.breakerProbeInterval = probeInterval;
 		});
 	}
 

@@ -51,7 +51,14 @@ public enum FailureCause {
 	 */
 	LEASE_EXPIRED,
 	/** Anything else. */
-	OTHER;
+	OTHER,
+	/**
+	 * Decode stopped asking the prefill rank for rooms after failing to reach it again and again (its connection or
+	 * handshake failed): its circuit breaker is open, and a probe in the background readmits it once it
+	 * answers. The room was not sent; another rank may take it at once. The reason names the rank and its last
+	 * failure.
+	 */
+	PEER_UNAVAILABLE;
 
 	/** @return the lower-case name, for metric tags ({@code connection_lost}) */
 	public String tag() {

@@ -52,6 +52,8 @@ import reactor.core.scheduler.Schedulers;
  *        lease; decode renews every third of it (zero: no leases)
  * @param firstStripeBytes prefill: how many of a room's first bytes to a striped decode rank go on stripe 0 alone
  *        before the rest is dealt over every stripe
+ * @param breakerFailures decode: failures in a row with one prefill rank that open its circuit breaker (0: never)
+ * @param breakerProbeInterval decode: how often a rank whose breaker is open is probed
  */
 public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
 		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
@@ -61,7 +63,7 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
 		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait,
 		RoomPath.Requirement requiredPath, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter,
-		Duration leasePeriod, long firstStripeBytes) {
+		Duration leasePeriod, long firstStripeBytes, int breakerFailures, Duration breakerProbeInterval) {
 
 	/**
 	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
@@ -136,6 +138,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 		Duration overloadRetryAfter;
 		Duration leasePeriod;
 		long firstStripeBytes;
+		int breakerFailures;
+		Duration breakerProbeInterval;
 
 		private Draft(KVManagerConfig c) {
 			mode = c.mode;
@@ -172,6 +176,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 			overloadRetryAfter = c.overloadRetryAfter;
 			leasePeriod = c.leasePeriod;
 			firstStripeBytes = c.firstStripeBytes;
+			breakerFailures = c.breakerFailures;
+			breakerProbeInterval = c.breakerProbeInterval;
 		}
 
 		private KVManagerConfig build() {
@@ -180,7 +186,8 @@ public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, 
 					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
 					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
 					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath,
-					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod, firstStripeBytes);
+					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod, firstStripeBytes, breakerFailures,
+					breakerProbeInterval);
 		}
 	}
 }

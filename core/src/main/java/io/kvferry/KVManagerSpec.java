@@ -71,7 +71,8 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 				KVMetricsRecorder.NONE, PrefillSpec.DEFAULT_OPTIMISTIC_ROOMS, PrefillSpec.DEFAULT_OPTIMISTIC_WAIT,
 				RoomPath.Requirement.ANY, DecodeSpec.DEFAULT_MAX_ROOMS_PER_PEER, DecodeSpec.DEFAULT_MAX_ROOMS,
 				DEFAULT_OVERLOAD_RETRY_AFTER, PrefillSpec.DEFAULT_LEASE_PERIOD,
-				PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
+				PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES, DecodeSpec.DEFAULT_BREAKER_FAILURES,
+				DecodeSpec.DEFAULT_BREAKER_PROBE_INTERVAL);
 	}
 
 	/** @return a spec of this role over {@code config} */

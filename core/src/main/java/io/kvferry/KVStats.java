@@ -15,9 +15,14 @@ import java.util.Map;
  * @param failures failed rooms by cause (every cause present, zero when none)
  * @param connections connected peer ranks (a rank reached over several stripes counts once)
  * @param heartbeatLosses connections closed because the peer went silent (no heartbeat for two intervals)
+ * @param peerBreakersOpen prefill ranks whose circuit breaker is open now: their new rooms fail at once with
+ *        {@link FailureCause#PEER_UNAVAILABLE} (decode)
+ * @param peerBreakersOpened times a prefill rank's circuit breaker opened (decode)
+ * @param peerProbesFailed probes of such ranks that failed (decode); one that succeeds readmits its rank
  */
 public record KVStats(long bytesSent, long bytesReceived, long pagesSent, long roomsSucceeded, long roomsFailed,
-		Map<KVPoll, Integer> liveRooms, Map<FailureCause, Long> failures, int connections, long heartbeatLosses) {
+		Map<KVPoll, Integer> liveRooms, Map<FailureCause, Long> failures, int connections, long heartbeatLosses,
+		int peerBreakersOpen, long peerBreakersOpened, long peerProbesFailed) {
 
 	public KVStats {
 		liveRooms = Map.copyOf(liveRooms);
@@ -26,5 +31,12 @@ public record KVStats(long bytesSent, long bytesReceived, long pagesSent, long r
 			all.put(c, failures.getOrDefault(c, 0L));
 		}
 		failures = Map.copyOf(all);
+	}
+
+	/** Statistics without circuit breakers (a prefill manager's). */
+	public KVStats(long bytesSent, long bytesReceived, long pagesSent, long roomsSucceeded, long roomsFailed,
+			Map<KVPoll, Integer> liveRooms, Map<FailureCause, Long> failures, int connections, long heartbeatLosses) {
+		this(bytesSent, bytesReceived, pagesSent, roomsSucceeded, roomsFailed, liveRooms, failures, connections,
+				heartbeatLosses, 0, 0, 0);
 	}
 }

@@ -197,8 +197,15 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 			failed.put(e.getKey(), n);
 			failedTotal += n;
 		}
+		PeerBreakers breakers = peerBreakers();
 		return new KVStats(bytesSent.sum(), bytesReceived.sum(), pagesSent.sum(), succeeded.sum(), failedTotal, live,
-				failed, connectionCount(), heartbeatLosses.sum());
+				failed, connectionCount(), heartbeatLosses.sum(), breakers.open(), breakers.opened(),
+				breakers.probesFailed());
+	}
+
+	/** @return the circuit breakers of the peers this manager asks for rooms ({@link PeerBreakers#NONE}: none) */
+	PeerBreakers peerBreakers() {
+		return PeerBreakers.NONE;
 	}
 
 	/** Counts a connection the transport closed because the peer went silent. */

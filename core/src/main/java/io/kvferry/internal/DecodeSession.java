@@ -172,6 +172,12 @@ final class DecodeSession implements DialledConnection.Peer {
 	@Override
 	public boolean onMessage(KVMessage message) {
 		if (message instanceof KVMessage.HelloAck ack) {
+			DefaultDecodeKVManager.PeerRefusedException retired = manager.refuseRetired(key, ack.incarnation(),
+					"its handshake from " + endpoint);
+			if (retired != null) {
+				handshake.tryEmitError(retired);
+				return true;
+			}
 			token = ack.token();
 			if (ack.incarnation() != Incarnation.UNKNOWN) {
 				incarnation = ack.incarnation();

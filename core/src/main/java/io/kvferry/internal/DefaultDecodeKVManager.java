@@ -59,6 +59,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 	// The incarnation each prefill rank was last seen with: a rank seen with another one restarted.
 	private final PeerIncarnations<SessionKey> incarnations = new PeerIncarnations<>();
+	// Prefill ranks that failed again and again: their new rooms fail at once until a probe reaches them.
+	final PeerBreakers breakers;
 
 	private final Disposable registryWatch;
 	private final LayerRegions ownLayers;
@@ -68,6 +70,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	DefaultDecodeKVManager(KVManagerConfig config) {
 		super(config);
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
+		this.breakers = new PeerBreakers(name, config.breakerFailures(), config.breakerProbeInterval(), config.timer());
 		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
 				config.kvArgs().isMla());
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
@@ -86,10 +89,21 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 					key.pp(), key.bootstrap());
 			return;
 		}
+		if (change.kind() != RegistryChange.Kind.INSTANCE_CHANGED && change.kind() != RegistryChange.Kind.RANK_REMOVED
+				&& incarnations.isRetired(key, change.incarnation())) {
+			// A replaced process registered again (back from a pause, or a registry replaying an old registration):
+			// the rank's current process keeps its connections and routes, and a look-up that answers the old one
+			// is refused.
+			log.warn("[{}] {}; its sessions with incarnation {} are kept", name, retiredReason(key,
+					change.incarnation(), "its registration"), Incarnation.text(incarnations.current(key)));
+			return;
+		}
 		forgetInstance(change.bootstrap());
 		if (change.kind() == RegistryChange.Kind.INSTANCE_CHANGED) {
 			return;
 		}
+		// Moved or restarted, it is another peer; removed, there is nothing to probe.
+		breakers.forget(key::sameRankAs);
 		if (change.kind() != RegistryChange.Kind.RANK_REMOVED) {
 			// A rank that came back as another process fails the old one's rooms as restarted.
 			for (DecodeSession s : open) {
@@ -159,14 +173,25 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		}
 		resolve(r, prefillDpRank).subscribe(resolved -> admit(r, prefillDpRank, resolved),
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
-						: e instanceof DrainedRankException ? FailureCause.DRAINING : FailureCause.BOOTSTRAP,
+						: e instanceof DrainedRankException ? FailureCause.DRAINING
+						: e instanceof PeerRefusedException p ? p.cause : FailureCause.BOOTSTRAP,
 						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
-						e instanceof BootstrapException || e instanceof DrainedRankException));
+						e instanceof BootstrapException || e instanceof DrainedRankException
+								|| e instanceof PeerRefusedException q && q.cause == FailureCause.PEER_RESTARTED));
 		return r;
 	}
 
 	/** Counts the room on each of its prefill ranks, then asks them; refuses it when one has its bound in flight. */
 	private void admit(DecodeRoom r, Integer dpHint, Resolved resolved) {
+		for (DecodeSession s : resolved.sessions()) {
+			String refused = breakers.refusal(s.key);
+			if (refused != null) {
+				// The rank's sender, if its engine made one, fails at once instead of waiting for decode's request.
+				tell(resolved, r.id, refused);
+				table.fail(r, FailureCause.PEER_UNAVAILABLE, "Could not ask for room " + r.id + ": " + refused, false);
+				return;
+			}
+		}
 		String over = null;
 		synchronized (r) {
 			// A room that ended meanwhile is not counted: its end (which released the counts) has passed.
@@ -257,7 +282,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 
 	private Mono<List<DecodeSession>> sessions(DecodeRoom r, RankMapping mapping, int dp, PrefillParallelInfo info) {
 		return Flux.fromIterable(mapping.targets())
-				.concatMap(t -> session(new SessionKey(r.bootstrap, dp, t.cpRank(), t.tpRank(), t.ppRank()), info))
+				.concatMap(t -> {
+					SessionKey key = new SessionKey(r.bootstrap, dp, t.cpRank(), t.tpRank(), t.ppRank());
+					String refused = breakers.refusal(key);
+					return refused == null ? session(key, info)
+							: Mono.error(new PeerRefusedException(FailureCause.PEER_UNAVAILABLE, refused));
+				})
 				.collectList();
 	}
 
@@ -294,11 +324,41 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 				+ Incarnation.text(incarnation) + " (" + how + ")";
 		log.warn("[{}] {}", name, reason);
 		forgetInstance(key.bootstrap());
+		breakers.forget(key::equals);
 		for (DecodeSession s : open) {
 			if (s.key.equals(key) && s.incarnation != incarnation) {
 				s.replaced(reason);
 			}
 		}
+	}
+
+	/**
+	 * A prefill rank that shows an incarnation it left behind is refused: the registry answered an old registration, or
+	 * the old process came back (resumed from a pause) and answered the handshake. The session is not made (or is
+	 * closed), its rooms fail {@link FailureCause#PEER_RESTARTED}, and the next room looks the rank up again.
+	 *
+	 * @param how where the incarnation came from, for the reason
+	 * @return the refusal, naming both incarnations; null when {@code incarnation} is not retired
+	 */
+	PeerRefusedException refuseRetired(SessionKey key, long incarnation, String how) {
+		if (!incarnations.isRetired(key, incarnation)) {
+			return null;
+		}
+		String reason = retiredReason(key, incarnation, how);
+		log.warn("[{}] {}", name, reason);
+		return new PeerRefusedException(FailureCause.PEER_RESTARTED, reason);
+	}
+
+	private String retiredReason(SessionKey key, long incarnation, String how) {
+		return "prefill rank dp " + key.dp() + " cp " + key.cp() + " tp " + key.tp() + " pp " + key.pp() + " of "
+				+ key.bootstrap() + " showed incarnation " + Incarnation.text(incarnation) + " (" + how + "), which "
+				+ "was replaced by " + Incarnation.text(incarnations.current(key)) + ": a replaced process is never "
+				+ "taken back";
+	}
+
+	/** Counts a failure with a prefill rank against its circuit breaker; a probe opens (or finds) its session. */
+	void peerFailed(SessionKey key, PrefillParallelInfo info, String what) {
+		breakers.failed(key, what, () -> session(key, info));
 	}
 
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
@@ -318,9 +378,21 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 							"the bootstrap client answered nothing for prefill rank dp " + k.dp() + " cp " + k.cp() + " tp "
 									+ k.tp() + " pp " + k.pp() + " of " + k.bootstrap())))
 					.flatMap(route -> {
+						PeerRefusedException retired = refuseRetired(k, route.incarnation(), "its registration");
+						if (retired != null) {
+							return Mono.error(retired);
+						}
 						observeIncarnation(k, route.incarnation(), "its registration");
 						return new DecodeSession(this, k, route.endpoint(), route.incarnation(), info, entry.get())
-								.open();
+								.open()
+								.doOnNext(s -> breakers.succeeded(k))
+								.doOnError(e -> {
+									// A refused or drained rank is not failing: only connections and handshakes count.
+									if (!(e instanceof PeerRefusedException) && !(e instanceof DrainedRankException)) {
+										peerFailed(k, info, "could not connect or shake hands with " + route.endpoint()
+												+ ": " + describe(e));
+									}
+								});
 					})
 					.doOnError(e -> sessions.remove(k, entry.get()))
 					.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
@@ -335,8 +407,14 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	}
 
 	@Override
+	PeerBreakers peerBreakers() {
+		return breakers;
+	}
+
+	@Override
 	protected Mono<Void> closeResources() {
 		registryWatch.dispose();
+		breakers.dispose();
 		List<Mono<Void>> closed = new ArrayList<>();
 		for (DecodeSession s : open) {
 			closed.add(s.connection.closeAll("KV manager " + name + " closed"));
@@ -353,11 +431,30 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 		}
 		if (counted != null) {
 			counted.forEach(s -> s.admitted.decrementAndGet());
+			if (r.state() == KVPoll.SUCCESS) {
+				counted.forEach(s -> breakers.succeeded(s.key));
+			}
 		}
 		if (r.state() == KVPoll.SUCCESS) {
 			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
 		}
 		r.ended();
+	}
+
+	/**
+	 * Decode refused a prefill rank before asking it for the room: it showed an incarnation that another one replaced
+	 * ({@link FailureCause#PEER_RESTARTED}), or its circuit breaker is open ({@link FailureCause#PEER_UNAVAILABLE}).
+	 */
+	static final class PeerRefusedException extends KVFerryException {
+
+		private static final long serialVersionUID = 1L;
+
+		final FailureCause cause;
+
+		PeerRefusedException(FailureCause cause, String message) {
+			super(message);
+			this.cause = cause;
+		}
 	}
 
 	/** A room could not reach a prefill rank that announced a drain before it went away. */

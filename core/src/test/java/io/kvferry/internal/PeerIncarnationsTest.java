@@ -37,6 +37,25 @@ class PeerIncarnationsTest {
 	}
 
 	@Test
+	void retiredIncarnationsAreBoundedPerPeerAndPeersInAll() {
+		PeerIncarnations<String> few = new PeerIncarnations<>(2);
+		for (long i = 1; i <= PeerIncarnations.RETIRED_KEPT + 2; i++) {
+			few.observe("a", i);
+		}
+		// The oldest retired ones are forgotten first; the latest RETIRED_KEPT stay refused.
+		assertThat(few.isRetired("a", 1)).isFalse();
+		assertThat(few.isRetired("a", 2)).isTrue();
+		assertThat(few.isRetired("a", PeerIncarnations.RETIRED_KEPT + 1)).isTrue();
+		few.observe("b", 100);
+		few.observe("c", 200);
+		// The peer seen longest ago is forgotten: its next incarnation is a first sight.
+		assertThat(few.peers()).isEqualTo(2);
+		assertThat(few.current("a")).isEqualTo(Incarnation.UNKNOWN);
+		assertThat(few.current("b")).isEqualTo(100);
+		assertThat(few.current("c")).isEqualTo(200);
+	}
+
+	@Test
 	void anUnknownIncarnationNeverReplaces() {
 		peers.observe("a", 7);
 		assertThat(peers.observe("a", Incarnation.UNKNOWN)).isEqualTo(Incarnation.UNKNOWN);

@@ -28,7 +28,8 @@ import reactor.test.StepVerifier;
 /**
  * A prefill rank that comes back as another process replaces the old one at once: the old one's live rooms fail as
  * restarted, naming both incarnations, while its connection still looks open (a process that vanished without closing
- * its sockets), and the next room goes to the new process.
+ * its sockets), and the next room goes to the new process. The old process never serves again, whether the registry or
+ * its handshake names it later.
  */
 class PeerRestartTest {
 
@@ -40,6 +41,7 @@ class PeerRestartTest {
 	private final InMemoryKVTransport transport = InMemoryKVTransport.create();
 	private PrefillKVManager prefill;
 	private PrefillKVManager restarted;
+	private PrefillKVManager third;
 	private DecodeKVManager decode;
 	// The sender of the last room waiting() opened.
 	private KVSender waitingSender;
@@ -65,6 +67,9 @@ class PeerRestartTest {
 		prefill.disposeNow(T);
 		if (restarted != null) {
 			restarted.disposeNow(T);
+		}
+		if (third != null) {
+			third.disposeNow(T);
 		}
 	}
 
@@ -114,6 +119,77 @@ class PeerRestartTest {
 		s.send(new int[] { 2 }, new int[0]);
 		StepVerifier.create(r.completion()).expectComplete().verify(T);
 		StepVerifier.create(s.completion()).expectComplete().verify(T);
+	}
+
+	/** Registers {@code rank}'s endpoint again with its incarnation, as its process does when it resumes. */
+	private void registersAgain(PrefillKVManager rank) {
+		registry.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE, rank.endpoint().host(),
+				rank.endpoint().port(), SHAPE.pageSize()).withIncarnation(rank.incarnation())).block(T);
+	}
+
+	/** A room that succeeds on {@code rank}. */
+	private void servedBy(PrefillKVManager rank, long room) {
+		KVReceiver r = decode.receiver(BOOTSTRAP, room);
+		r.sendMetadata(new int[] { (int) room % 8 }, -1, new int[0]);
+		KVSender s = rank.sender(room);
+		s.init(1, -1);
+		s.send(new int[] { (int) room % 8 }, new int[0]);
+		StepVerifier.create(r.completion()).expectComplete().verify(T);
+		StepVerifier.create(s.completion()).expectComplete().verify(T);
+	}
+
+	private static void refusedAsRetired(KVReceiver r, long retired, long current) {
+		StepVerifier.create(r.completion())
+				.expectErrorSatisfies(e -> {
+					KVTransferException k = (KVTransferException) e;
+					assertThat(k.failureCause()).isEqualTo(FailureCause.PEER_RESTARTED);
+					assertThat(k.reason()).contains("showed incarnation " + BootstrapFields.incarnationText(retired))
+							.contains("was replaced by " + BootstrapFields.incarnationText(current))
+							.contains("never taken back");
+				})
+				.verify(T);
+	}
+
+	/** The old process is replaced by a new one at another endpoint, which then serves a room. */
+	private void replaced() {
+		KVReceiver old = waiting(prefill, 1);
+		restarted = startPrefill();
+		failsAsRestarted(old, prefill.incarnation(), restarted.incarnation());
+		servedBy(restarted, 2);
+	}
+
+	@Test
+	void aReplacedProcessThatRegistersAgainIsNeverAskedForARoom() {
+		replaced();
+		// The new process goes away; the old one, resumed, registers again: the registry answers it.
+		restarted.disposeNow(T);
+		registersAgain(prefill);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 3);
+		r.sendMetadata(new int[] { 3 }, -1, new int[0]);
+		refusedAsRetired(r, prefill.incarnation(), restarted.incarnation());
+		// Refused, not remembered: the next room looks the rank up again and reaches the process that replaced it.
+		third = startPrefill();
+		servedBy(third, 4);
+	}
+
+	@Test
+	void aReplacedProcessBehindARegistrationWithoutIncarnationIsRefusedAtItsHandshake() {
+		replaced();
+		restarted.disposeNow(T);
+		// A registry that keeps no incarnation (SGLang's) names the old process's endpoint: its handshake tells.
+		registry.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE, prefill.endpoint().host(),
+				prefill.endpoint().port(), SHAPE.pageSize())).block(T);
+		KVReceiver r = decode.receiver(BOOTSTRAP, 3);
+		r.sendMetadata(new int[] { 3 }, -1, new int[0]);
+		refusedAsRetired(r, prefill.incarnation(), restarted.incarnation());
+	}
+
+	@Test
+	void aReplacedProcessRegisteringAgainLeavesTheCurrentOneServing() {
+		replaced();
+		// The registry now names the old process: decode keeps its connection and route to the current one.
+		registersAgain(prefill);
+		servedBy(restarted, 3);
 	}
 
 	@Test

@@ -25,6 +25,8 @@ import reactor.core.Disposable;
  * {@link KVManager#stats()};</li>
  * <li>{@code kvferry.heartbeats.missed} — connections closed because the peer went silent;</li>
  * <li>{@code kvferry.rooms.live{state}} and {@code kvferry.connections} — gauges;</li>
+ * <li>{@code kvferry.peer.breakers.open} (gauge), {@code kvferry.peer.breaker.opened} and
+ * {@code kvferry.peer.breaker.probes.failed} (function counters) — decode's circuit breakers per prefill rank;</li>
  * <li>{@code kvferry.room.failures{cause}} — failed rooms by {@link FailureCause} (its {@link FailureCause#tag()}),
  * function counters over {@link KVManager#stats()} (so a failure is counted before anyone sees the room fail).</li>
  * </ul>
@@ -79,6 +81,16 @@ public final class KVManagerMetrics implements Disposable {
 		}
 		Gauge.builder("kvferry.connections", manager, m -> m.stats().connections())
 				.description("open peer connections").tags(tags).register(registry);
+		Gauge.builder("kvferry.peer.breakers.open", manager, m -> m.stats().peerBreakersOpen())
+				.description("prefill ranks whose circuit breaker is open: their new rooms fail at once")
+				.tags(tags).register(registry);
+		FunctionCounter.builder("kvferry.peer.breaker.opened", manager, m -> m.stats().peerBreakersOpened())
+				.description("times a prefill rank's circuit breaker opened after failures in a row")
+				.tags(tags).register(registry);
+		FunctionCounter.builder("kvferry.peer.breaker.probes.failed", manager, m -> m.stats().peerProbesFailed())
+				.description("probes of prefill ranks whose breaker is open that failed; one that succeeds readmits "
+						+ "the rank")
+				.tags(tags).register(registry);
 		return new KVManagerMetrics();
 	}
 

@@ -12,11 +12,15 @@ import java.util.concurrent.TimeUnit;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
+import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
+import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
+import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
+import io.kvferry.harness.RankMemory;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.micrometer.core.instrument.Meter;
@@ -99,5 +103,36 @@ class KVManagerMetricsTest {
 		d.dispose();
 		assertThat(p.isDisposed()).isTrue();
 		c.close().block(Duration.ofSeconds(10));
+	}
+
+	@Test
+	void publishesDecodesCircuitBreakers() {
+		ModelShape shape = new ModelShape(2, 2, 16, 2, 4, false, 0, 64, 0);
+		HostPort instance = new HostPort("127.0.0.1", 8998);
+		InMemoryBootstrap registry = new InMemoryBootstrap();
+		// A rank registered where nothing listens: every connection to it is refused.
+		registry.register(instance, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1", 7, 4))
+				.block(Duration.ofSeconds(10));
+		DecodeKVManager decode = KVManagerSpec.decode()
+				.kvArgs(RankMemory.decode(shape, ParallelLayout.SINGLE, 8, 2, 2).kvArgs())
+				.transport(InMemoryKVTransport.create()).bootstrapClient(registry)
+				.peerBreaker(1, Duration.ofHours(1)).startNow();
+		SimpleMeterRegistry meters = new SimpleMeterRegistry();
+		KVManagerMetrics.bind(decode, meters);
+		try {
+			for (long room = 1; room <= 2; room++) {
+				KVReceiver r = decode.receiver(instance, room);
+				assertThatThrownBy(() -> r.completion().block(Duration.ofSeconds(10)))
+						.isInstanceOf(KVTransferException.class);
+			}
+			assertThat(meters.get("kvferry.peer.breakers.open").tag("mode", "decode").gauge().value()).isEqualTo(1);
+			assertThat(meters.get("kvferry.peer.breaker.opened").functionCounter().count()).isEqualTo(1);
+			assertThat(meters.get("kvferry.peer.breaker.probes.failed").functionCounter().count()).isZero();
+			assertThat(meters.get("kvferry.room.failures").tag("cause", "peer_unavailable").functionCounter().count())
+					.isEqualTo(1);
+		}
+		finally {
+			decode.disposeNow(Duration.ofSeconds(10));
+		}
 	}
 }

@@ -55,8 +55,10 @@ import reactor.core.publisher.Mono;
  * <p><b>Changes.</b> {@link #changes()} watches every instance under the prefix: a deleted rank key is
  * {@link RegistryChange.Kind#RANK_REMOVED}, a rank key written with another endpoint
  * {@link RegistryChange.Kind#RANK_MOVED}, a changed or deleted {@code info} key
- * {@link RegistryChange.Kind#INSTANCE_CHANGED}. The watch resumes after the last revision it saw when etcd or the
- * connection fails, so no change is skipped.
+ * {@link RegistryChange.Kind#INSTANCE_CHANGED}. The watch reads every key once, then resumes after the last revision it
+ * saw when etcd or the connection fails; when that history is gone (etcd compacted it, or lost its data and counts
+ * revisions anew) it reads every key again and reports the difference (after one lease TTL when etcd lost its data,
+ * so that the ranks still alive registered again), so no change is skipped.
  *
  * <p><b>Calls.</b> Lazy (nothing is sent before subscription), non-blocking, each bounded by {@link #timeout(Duration)}
  * (default 5 s). What etcd answers while a member is down or a leader is being elected ({@code UNAVAILABLE},
@@ -112,7 +114,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				keys.prefix(), settings.client);
 		this.leases = new RankLeases(settings.leaseTtl, connection::isDisposed, this::register);
 		this.registrations = new RankRegistrations(connection, keys, leases);
-		this.changes = Flux.defer(() -> RegistryWatch.changes(connection, keys)).share();
+		this.changes = RegistryWatch.changes(connection, keys, settings.leaseTtl).share();
 	}
 
 	/**

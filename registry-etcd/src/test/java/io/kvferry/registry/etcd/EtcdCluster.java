@@ -66,6 +66,10 @@ public final class EtcdCluster implements AutoCloseable {
 	/** Null for plain http. */
 	private final EtcdTestPki tls;
 	private final boolean clientCertAuth;
+	/** How the members were launched, for {@link #restart}. */
+	private String etcd;
+	private String initialCluster;
+	private String token;
 
 	private record Member(String name, int clientPort, int peerPort, Path dataDir, Path log, Process[] process) {
 
@@ -126,6 +130,9 @@ public final class EtcdCluster implements AutoCloseable {
 			String initial = cluster.members.stream().map(m -> m.name + "=http://127.0.0.1:" + m.peerPort)
 					.collect(Collectors.joining(","));
 			String token = "kvferry-" + UUID.randomUUID();
+			cluster.etcd = etcd;
+			cluster.initialCluster = initial;
+			cluster.token = token;
 			for (Member m : cluster.members) {
 				cluster.launch(etcd, m, initial, token);
 			}
@@ -268,6 +275,27 @@ public final class EtcdCluster implements AutoCloseable {
 		LOG.info("etcd member {} killed", members.get(i).name);
 	}
 
+	/**
+	 * Starts member {@code i} again on its ports, killing it first if it runs, and waits until it answers
+	 * {@code /health}. With {@code wipe} its data directory is deleted first, as an operator who lost the disk does:
+	 * a single member then starts as a new cluster with the same configuration, its revisions counting from 1 again.
+	 *
+	 * @param i the member
+	 * @param wipe whether it starts with an empty data directory
+	 */
+	public void restart(int i, boolean wipe) {
+		Member m = members.get(i);
+		if (m.process[0] != null && m.process[0].isAlive()) {
+			kill(i);
+		}
+		if (wipe) {
+			delete(m.dataDir);
+		}
+		launch(etcd, m, initialCluster, token);
+		awaitHealthy(m);
+		LOG.info("etcd member {} restarted{}", m.name, wipe ? " with an empty data directory" : "");
+	}
+
 	@Override
 	public void close() {
 		kill();
@@ -276,6 +304,13 @@ public final class EtcdCluster implements AutoCloseable {
 		}
 		catch (IllegalStateException e) {
 			// Already shutting down: the hook runs anyway.
+		}
+		delete(dir);
+	}
+
+	private static void delete(Path dir) {
+		if (!Files.exists(dir)) {
+			return;
 		}
 		try (Stream<Path> files = Files.walk(dir)) {
 			files.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);

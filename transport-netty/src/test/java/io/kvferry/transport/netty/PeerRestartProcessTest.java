@@ -52,9 +52,12 @@ class PeerRestartProcessTest {
 	private static final Duration CLOSE = Duration.ofSeconds(10);
 	/** Shorter than any room timeout: a room held up by stale state on the peer would take longer. */
 	private static final Duration STALE = Duration.ofSeconds(10);
-	/** Why a room may fail while its peer is killed and restarted; anything else is a failure of the test. */
+	/**
+	 * Why a room may fail while its peer is killed and restarted (refused at once once its connections failed again
+	 * and again, too); anything else is a failure of the test.
+	 */
 	private static final Set<FailureCause> PEER_WENT = EnumSet.of(FailureCause.CONNECTION_LOST,
-			FailureCause.BOOTSTRAP, FailureCause.PEER_RESTARTED);
+			FailureCause.BOOTSTRAP, FailureCause.PEER_RESTARTED, FailureCause.PEER_UNAVAILABLE);
 
 	@Test
 	void aPrefillKilledAndRestartedOnItsOwnPortIsANewPeerAndServesAtOnce() throws Exception {
