@@ -50,6 +50,7 @@ public final class FailureCodes {
 			case REQUEUE -> 13;
 			case LEASE_EXPIRED -> 14;
 			case OTHER -> 15;
+			case PEER_UNAVAILABLE -> 16;
 		};
 	}
 
