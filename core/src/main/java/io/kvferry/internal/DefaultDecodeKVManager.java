@@ -187,8 +187,9 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			String refused = breakers.refusal(s.key);
 			if (refused != null) {
 				// The rank's sender, if its engine made one, fails at once instead of waiting for decode's request.
-				tell(resolved, r.id, refused);
-				table.fail(r, FailureCause.PEER_UNAVAILABLE, "Could not ask for room " + r.id + ": " + refused, false);
+				String reason = "Could not ask for room " + r.id + ": " + refused;
+				tell(resolved, r.id, new RoomTable.Ended(FailureCause.PEER_UNAVAILABLE, reason, false));
+				table.fail(r, FailureCause.PEER_UNAVAILABLE, reason, false);
 				return;
 			}
 		}
