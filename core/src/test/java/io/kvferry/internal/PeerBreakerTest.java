@@ -161,7 +161,7 @@ class PeerBreakerTest {
 			KVReceiver r = ask(room);
 			prefill.sender(room).abort("client gone");
 			vts.advanceTime();
-			failsWith(r, FailureCause.PEER_FAILED);
+			failsWith(r, FailureCause.ABORTED);
 		}
 		assertThat(decode.stats().peerBreakersOpened()).isZero();
 		served(20);

@@ -7,6 +7,7 @@ import java.time.Duration;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVPoll;
@@ -34,7 +35,9 @@ import reactor.test.StepVerifier;
  * A prefill pool of 1 layer against a decode pool of 4 layers with the same heads, head size, dtype and page size:
  * every byte decode registered for a room must be written before Success, so such a pair is refused before any byte
  * moves, whether prefill is this library (it refuses at the handshake) or a peer that announces 1 layer and writes it
- * faithfully. Never a Success with layers 1..3 all zeros.
+ * faithfully. Never a Success with layers 1..3 all zeros. Both sides declare the model's 4 layers here, so that the
+ * handshake's model fingerprint agrees and the pairing and the room's plan are what refuse: a prefill rank given the
+ * wrong share of a model (a stage's layers while it runs without pipeline stages) passes the fingerprint.
  */
 class UnwrittenLayersTest {
 
@@ -64,11 +67,16 @@ class UnwrittenLayersTest {
 		}
 	}
 
+	/** @return the rank's memory, declaring the model's 4 layers */
+	private static KVArgs declared(RankMemory mem) {
+		return mem.kvArgs().mutate().modelLayers(4).build();
+	}
+
 	@Test
 	void aPrefillPoolWithFewerLayersIsRefusedBeforeAnyByteMoves() {
-		prefill = KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
+		prefill = KVManagerSpec.prefill().kvArgs(declared(prefillMem)).transport(transport).bootstrapClient(bootstrap)
 				.bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0)).startNow();
-		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
+		decode = KVManagerSpec.decode().kvArgs(declared(decodeMem)).transport(transport).bootstrapClient(bootstrap)
 				.stripes(1).startNow();
 		int[] dst = { 3, 4 };
 		KVReceiver r = decode.receiver(BOOTSTRAP, 1);
@@ -89,9 +97,9 @@ class UnwrittenLayersTest {
 	@Test
 	void aPeerAnnouncingOneLayerAndWritingItFaithfullyNeverSucceeds() {
 		int itemLen = prefillMem.kvArgs().kvRegions().get(0).itemLen();
-		decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transport).bootstrapClient(bootstrap)
+		decode = KVManagerSpec.decode().kvArgs(declared(decodeMem)).transport(transport).bootstrapClient(bootstrap)
 				.stripes(1).startNow();
-		rogue = RoguePrefill.start(transport, bootstrap, ROGUE_BOOTSTRAP, prefillMem.kvArgs(), (c, req) -> {
+		rogue = RoguePrefill.start(transport, bootstrap, ROGUE_BOOTSTRAP, declared(prefillMem), (c, req) -> {
 			// K0 and V0 of every page asked for, where pairing by layer puts them in decode's list (its buffers 0
 			// and 4), then a Success that counts them: all a 1-layer pool holds.
 			long sent = 0;
