@@ -6,8 +6,8 @@ import java.util.Iterator;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterHeader;
 import io.netty.buffer.ByteBuf;
 import org.jspecify.annotations.Nullable;
 import org.openucx.jucx.UcxCallback;
@@ -63,7 +63,7 @@ final class Inbound {
 	}
 
 	/** A block whose bytes follow in active messages; the first of them came with it. */
-	void data(long seq, DataHeader h, UcpAmData first) {
+	void data(long seq, DataHeader h, Object first) {
 		if (open != null) {
 			throw new ProtocolException("block " + h + " began before " + open.header + " was complete");
 		}
@@ -74,14 +74,20 @@ final class Inbound {
 		more(seq, first);
 	}
 
-	/** The next active message of the open block. */
-	void more(long seq, UcpAmData data) {
+	/**
+	 * The next active message of the open block: its bytes copied out of UCX's buffer (an eager message, which UCX
+	 * then reuses at once), or UCX's handle of a rendezvous still to receive.
+	 */
+	void more(long seq, Object data) {
 		Block b = open;
 		if (b == null) {
+			if (data instanceof ByteBuf copy) {
+				copy.release();
+			}
 			throw new ProtocolException("bytes arrived with no block open");
 		}
 		b.seq = seq;
-		long n = data.getLength();
+		long n = data instanceof ByteBuf copy ? copy.readableBytes() : ((UcpAmData) data).getLength();
 		if (n < 1 || b.announced + n > b.header.payloadLength()) {
 			throw new ProtocolException("block " + b.header + " got " + (b.announced + n) + " bytes (expected: "
 					+ b.header.payloadLength() + ")");
@@ -91,6 +97,16 @@ final class Inbound {
 		if (b.announced == b.header.payloadLength()) {
 			open = null;
 		}
+	}
+
+	/** Many pieces of one room whose bytes came in one active message, one after another in piece order. */
+	void scatter(long seq, ScatterHeader h, ByteBuf payload) {
+		if (open != null) {
+			payload.release();
+			throw new ProtocolException("pieces of room " + h.room() + " began before " + open.header
+					+ " was complete");
+		}
+		items.add(new Scatter(seq, h, payload));
 	}
 
 	/** A block decode reads from the peer's registered memory at {@code source}. */
@@ -106,6 +122,16 @@ final class Inbound {
 		if (h.chunkLen() < 1 || h.count() < 1) {
 			throw new ProtocolException("block " + h + " carries no bytes (expected: chunkLen and count >= 1)");
 		}
+	}
+
+	@Override
+	public String toString() {
+		Object head = items.peek();
+		String h = head instanceof Block b ? "block " + b.header + " started=" + b.started + " pos=" + b.position
+				+ " announced=" + b.announced + " segments=" + b.segments.size() + " op=" + (b.op == null ? null
+						: b.op.done + "/" + b.op.length) + " sink=" + b.sink : String.valueOf(head);
+		return "items=" + items.size() + " inFlight=" + inFlight + " finished=" + finishedSeq + " open=" + (open != null)
+				+ " head=" + h;
 	}
 
 	/** @return reads and receives still in flight */
@@ -124,6 +150,9 @@ final class Inbound {
 		for (Object o : items) {
 			if (o instanceof Block b) {
 				b.release();
+			}
+			else if (o instanceof Scatter sc) {
+				sc.payload.release();
 			}
 		}
 		items.clear();
@@ -164,6 +193,12 @@ final class Inbound {
 				connection.deliver(m.message);
 				continue;
 			}
+			if (head instanceof Scatter sc) {
+				items.poll();
+				deliver(sc);
+				finishedSeq = sc.seq;
+				continue;
+			}
 			if (head instanceof PeerClose c) {
 				items.poll();
 				connection.peerClosed(c.reason);
@@ -200,6 +235,33 @@ final class Inbound {
 			}
 			started++;
 			bytes += b.header.payloadLength();
+		}
+	}
+
+	/**
+	 * Asks the engine about every piece before any byte of them lands (a refused piece fails its room, whose bytes are
+	 * then dropped), then writes each piece through its sink.
+	 */
+	private void deliver(Scatter sc) {
+		ScatterHeader h = sc.header;
+		try {
+			PayloadSink[] sinks = new PayloadSink[h.count()];
+			for (int i = 0; i < h.count() && !stopped; i++) {
+				sinks[i] = connection.onData(h.piece(i));
+			}
+			int at = sc.payload.readerIndex();
+			for (int i = 0; i < h.count() && !stopped; i++) {
+				int n = h.length(i);
+				connection.counted(false, n);
+				if (sinks[i] != null) {
+					sinks[i].write(sc.payload.slice(at, n));
+					sinks[i].complete();
+				}
+				at += n;
+			}
+		}
+		finally {
+			sc.payload.release();
 		}
 	}
 
@@ -265,33 +327,30 @@ final class Inbound {
 		if (b.key != null) {
 			return read(b);
 		}
-		UcpAmData data = b.segments.peek();
-		if (data == null) {
+		Object next = b.segments.peek();
+		if (next == null) {
 			return false;
 		}
-		int n = (int) data.getLength();
-		if (data.isDataValid()) {
+		if (next instanceof ByteBuf copy) {
 			if (!head) {
 				return false;
 			}
 			b.segments.poll();
+			int n = copy.readableBytes();
 			connection.counted(false, n);
-			if (b.sink != null) {
-				ByteBuf segment = NativeMemory.wrap(data.getDataAddress(), n);
-				try {
-					b.sink.write(segment);
-				}
-				finally {
-					segment.release();
-					release(data);
+			try {
+				if (b.sink != null) {
+					b.sink.write(copy);
 				}
 			}
-			else {
-				release(data);
+			finally {
+				copy.release();
 			}
 			b.position += n;
 			return true;
 		}
+		UcpAmData data = (UcpAmData) next;
+		int n = (int) data.getLength();
 		b.segments.poll();
 		Op op = target(b, n, n);
 		b.op = op;
@@ -333,15 +392,6 @@ final class Inbound {
 		}
 		int n = b.key != null ? Math.min(max, MAX_BOUNCE) : max;
 		return new Op(connection.allocator().directBuffer(n, n), n, false);
-	}
-
-	private static void release(UcpAmData data) {
-		try {
-			data.close();
-		}
-		catch (java.io.IOException e) {
-			throw new IllegalStateException(e);
-		}
 	}
 
 	/** A read or receive in flight. */
@@ -399,6 +449,10 @@ final class Inbound {
 		}
 	}
 
+	/** Pieces whose bytes came in one message. */
+	private record Scatter(long seq, ScatterHeader header, ByteBuf payload) {
+	}
+
 	/** A control message, with its sequence number. */
 	private record Message(long seq, KVMessage message) {
 	}
@@ -415,7 +469,8 @@ final class Inbound {
 		final @Nullable UcpRemoteKey key;
 		final long source;
 		final long sourceStride;
-		final ArrayDeque<UcpAmData> segments = new ArrayDeque<>(1);
+		// Eager bytes (a ByteBuf the block owns) or rendezvous handles, in order.
+		final ArrayDeque<Object> segments = new ArrayDeque<>(1);
 		long announced;
 		boolean started;
 		@Nullable PayloadSink sink;
@@ -434,9 +489,9 @@ final class Inbound {
 
 		/** Drops what waits; an op in flight releases its buffer when it completes. */
 		void release() {
-			for (UcpAmData d : segments) {
-				if (d.isDataValid()) {
-					Inbound.release(d);
+			for (Object o : segments) {
+				if (o instanceof ByteBuf copy) {
+					copy.release();
 				}
 			}
 			segments.clear();

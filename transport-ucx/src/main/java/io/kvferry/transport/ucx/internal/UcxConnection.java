@@ -19,6 +19,9 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.ucx.UcxDataPath;
@@ -64,6 +67,9 @@ final class UcxConnection implements KVConnection {
 	/** A listener waiting for the peer's acknowledgement of the item numbered {@code seq}. */
 	private record Waiting(long seq, SendListener listener) {
 	}
+
+	/** Largest strided block gathered into one active message. */
+	private static final long MAX_GATHER = 8L << 20;
 
 	/** Most registered regions one side announces to the other. */
 	private static final int MAX_REGIONS = 1 << 16;
@@ -165,6 +171,22 @@ final class UcxConnection implements KVConnection {
 			return;
 		}
 		node.loop.execute(() -> whenReady(() -> writeBlock(block, listener)));
+	}
+
+	@Override
+	public void sendScatter(ScatterBlock block) {
+		sendScatter(block, SendListener.NONE);
+	}
+
+	@Override
+	public void sendScatter(ScatterBlock block, SendListener listener) {
+		Objects.requireNonNull(block, "block");
+		Objects.requireNonNull(listener, "listener");
+		if (!isActive()) {
+			listener.failed(closedError());
+			return;
+		}
+		node.loop.execute(() -> whenReady(() -> writeScatter(block, listener)));
 	}
 
 	@Override
@@ -284,6 +306,18 @@ final class UcxConnection implements KVConnection {
 			seq = nextSeq++;
 			send(Wire.DATA, seq, out -> RecordCodec.write(out, h), null, block.srcAddress(), h.payloadLength(), 0);
 		}
+		else if (h.payloadLength() <= MAX_GATHER) {
+			// A head slice: one message of its chunks gathered, instead of one per token.
+			int n = (int) h.payloadLength();
+			ByteBuf gathered = node.allocator.directBuffer(n, n);
+			long to = gathered.memoryAddress();
+			for (int i = 0; i < h.count(); i++) {
+				NativeMemory.copy(block.srcAddress() + i * block.srcStride(), to + (long) i * h.chunkLen(), h.chunkLen());
+			}
+			gathered.writerIndex(n);
+			seq = nextSeq++;
+			send(Wire.DATA, seq, out -> RecordCodec.write(out, h), gathered, to, n, 0);
+		}
 		else {
 			seq = nextSeq++;
 			send(Wire.DATA, seq, out -> RecordCodec.write(out, h), null, block.srcAddress(), h.chunkLen(), 0);
@@ -292,6 +326,65 @@ final class UcxConnection implements KVConnection {
 				send(Wire.MORE, seq, null, null, block.srcAddress() + i * block.srcStride(), h.chunkLen(), 0);
 			}
 		}
+		track(seq, listener);
+	}
+
+	/**
+	 * Many small pieces of one room as one message: their sources to read (one-sided, when every piece lies in a
+	 * registered region) or their bytes gathered after the piece table.
+	 */
+	private void writeScatter(ScatterBlock block, SendListener listener) {
+		ScatterHeader h = block.header();
+		if (state != State.OPEN) {
+			listener.failed(closedError());
+			return;
+		}
+		if (!block.gate().isOpen()) {
+			listener.failed(new KVFerryException("the room of " + h + " stopped before it was written"));
+			return;
+		}
+		int n = h.count();
+		int[] regions = null;
+		if (path == UcxDataPath.ONE_SIDED) {
+			regions = new int[n];
+			for (int i = 0; i < n && regions != null; i++) {
+				regions[i] = offer(block.srcAddress(i), h.length(i));
+				if (regions[i] < 0) {
+					node.unregisteredSource(block.srcAddress(i));
+					regions = null;
+				}
+			}
+		}
+		long payload = regions != null ? 12L * n : h.payloadLength();
+		long size = 1 + 4 + 16L * n + payload;
+		if (size > Integer.MAX_VALUE) {
+			for (int i = 0; i < n; i++) {
+				writeBlock(block.piece(i), i == n - 1 ? listener : SendListener.NONE);
+			}
+			return;
+		}
+		ByteBuf data = node.allocator.directBuffer((int) size, (int) size);
+		data.writeByte(h.kind().ordinal()).writeInt(n);
+		for (int i = 0; i < n; i++) {
+			data.writeInt(h.region(i)).writeLong(h.dstOffset(i)).writeInt(h.length(i));
+		}
+		if (regions != null) {
+			for (int i = 0; i < n; i++) {
+				data.writeInt(regions[i]).writeLong(block.srcAddress(i));
+			}
+		}
+		else {
+			long to = data.memoryAddress() + data.writerIndex();
+			for (int i = 0; i < n; i++) {
+				NativeMemory.copy(block.srcAddress(i), to, h.length(i));
+				to += h.length(i);
+			}
+			data.writerIndex(data.writerIndex() + (int) h.payloadLength());
+		}
+		int mode = regions != null ? 1 : 0;
+		long seq = nextSeq++;
+		send(Wire.SCATTER, seq, out -> out.writeByte(mode).writeLong(h.room()), data, data.memoryAddress(),
+				data.readableBytes(), UcpConstants.UCP_AM_SEND_FLAG_EAGER);
 		track(seq, listener);
 	}
 
@@ -458,18 +551,18 @@ final class UcxConnection implements KVConnection {
 							(int) data.getLength())));
 				}
 				case Wire.DATA -> {
-					keep(data);
-					inbound.data(seq, RecordCodec.read(header, DataHeader.class), data);
+					DataHeader h = RecordCodec.read(header, DataHeader.class);
+					inbound.data(seq, h, segment(data));
 					pumpSoon();
-					return UcsConstants.STATUS.UCS_INPROGRESS;
+					return data.isDataValid() ? UcsConstants.STATUS.UCS_OK : UcsConstants.STATUS.UCS_INPROGRESS;
 				}
 				case Wire.MORE -> {
-					keep(data);
-					inbound.more(seq, data);
+					inbound.more(seq, segment(data));
 					pumpSoon();
-					return UcsConstants.STATUS.UCS_INPROGRESS;
+					return data.isDataValid() ? UcsConstants.STATUS.UCS_OK : UcsConstants.STATUS.UCS_INPROGRESS;
 				}
 				case Wire.GET -> pull(seq, header);
+				case Wire.SCATTER -> scatter(seq, header, data);
 				default -> throw new ProtocolException("unknown active message " + type);
 			}
 			pumpSoon();
@@ -483,10 +576,22 @@ final class UcxConnection implements KVConnection {
 		return UcsConstants.STATUS.UCS_OK;
 	}
 
-	private static void keep(UcpAmData data) {
-		if (data.isDataValid() && !data.canPersist()) {
-			throw new ProtocolException("UCX cannot keep an eager payload of " + data.getLength() + " bytes");
+	/**
+	 * An eager payload is copied out at once, so that UCX gets its receive buffer back whatever waits ahead of the
+	 * block (holding thousands of them starves UCX's receive pool); a rendezvous stays a handle, received later
+	 * straight into the block's landing zone.
+	 */
+	private Object segment(UcpAmData data) {
+		if (!data.isDataValid()) {
+			return data;
 		}
+		int n = (int) data.getLength();
+		if (n < 1) {
+			throw new ProtocolException("a block's active message carried no bytes");
+		}
+		ByteBuf copy = node.allocator.directBuffer(n, n);
+		NativeMemory.copy(data.getDataAddress(), copy.memoryAddress(), n);
+		return copy.writerIndex(n);
 	}
 
 	private void pull(long seq, ByteBuf header) {
@@ -494,11 +599,6 @@ final class UcxConnection implements KVConnection {
 		long source = header.readLong();
 		long stride = header.readLong();
 		int region = header.readInt();
-		if (region < 0 || region >= peerRegions.size()) {
-			throw new ProtocolException("read of " + h + " names region " + region + " (expected: 0.."
-					+ (peerRegions.size() - 1) + ")");
-		}
-		Remote r = peerRegions.get(region);
 		long span;
 		try {
 			span = h.count() == 1 || stride == h.chunkLen() ? Math.multiplyExact((long) h.chunkLen(), h.count())
@@ -507,12 +607,77 @@ final class UcxConnection implements KVConnection {
 		catch (ArithmeticException e) {
 			throw new ProtocolException("read of " + h + " spans more than 2^63 bytes");
 		}
-		if (stride < 0 || source < r.base || span < 0 || source - r.base > r.length - span) {
-			throw new ProtocolException("read of " + h + " at 0x" + Long.toHexString(source) + " (stride " + stride
-					+ ") leaves registered region " + region + " [0x" + Long.toHexString(r.base) + ", +" + r.length
-					+ ")");
+		if (stride < 0) {
+			throw new ProtocolException("read of " + h + " with source stride " + stride);
 		}
+		Remote r = remoteFor(h, region, source, span);
 		inbound.pull(seq, h, source, stride, r.key);
+	}
+
+	/** @return the peer's region a read names, once the read's source lies inside it */
+	private Remote remoteFor(DataHeader h, int region, long source, long span) {
+		if (region < 0 || region >= peerRegions.size()) {
+			throw new ProtocolException("read of " + h + " names region " + region + " (expected: 0.."
+					+ (peerRegions.size() - 1) + ")");
+		}
+		Remote r = peerRegions.get(region);
+		if (source < r.base || span < 0 || source - r.base > r.length - span) {
+			throw new ProtocolException("read of " + h + " at 0x" + Long.toHexString(source) + " leaves registered "
+					+ "region " + region + " [0x" + Long.toHexString(r.base) + ", +" + r.length + ")");
+		}
+		return r;
+	}
+
+	/** Pieces of one room in one message: their bytes follow the table, or decode reads them. */
+	private void scatter(long seq, ByteBuf header, UcpAmData data) {
+		int mode = header.readUnsignedByte();
+		long room = header.readLong();
+		if (!data.isDataValid() || mode > 1) {
+			throw new ProtocolException("pieces of room " + room + " came by rendezvous or in mode " + mode
+					+ " (expected: eager, mode 0 or 1)");
+		}
+		ByteBuf in = NativeMemory.wrap(data.getDataAddress(), (int) data.getLength());
+		try {
+			if (in.readableBytes() < 5) {
+				throw new ProtocolException("pieces of room " + room + ": truncated table");
+			}
+			RegionKind kind = RegionKind.fromOrdinal(in.readUnsignedByte());
+			int n = in.readInt();
+			if (n < 1 || n > ScatterHeader.MAX_PIECES || in.readableBytes() < 16L * n) {
+				throw new ProtocolException("pieces of room " + room + ": " + n + " pieces with " + in.readableBytes()
+						+ " bytes (expected: 1.." + ScatterHeader.MAX_PIECES + " pieces of 16 bytes each)");
+			}
+			int[] regions = new int[n];
+			long[] offsets = new long[n];
+			int[] lengths = new int[n];
+			for (int i = 0; i < n; i++) {
+				regions[i] = in.readInt();
+				offsets[i] = in.readLong();
+				lengths[i] = in.readInt();
+			}
+			ScatterHeader h = new ScatterHeader(room, kind, n, regions, offsets, lengths);
+			if (mode == 0) {
+				h.validate(in.readableBytes());
+				ByteBuf payload = node.allocator.directBuffer(in.readableBytes(), in.readableBytes());
+				payload.writeBytes(in);
+				inbound.scatter(seq, h, payload);
+				return;
+			}
+			h.validate(h.payloadLength());
+			if (in.readableBytes() != 12L * n) {
+				throw new ProtocolException("pieces of room " + room + ": " + in.readableBytes() + " bytes of sources "
+						+ "(expected: " + 12L * n + ")");
+			}
+			for (int i = 0; i < n; i++) {
+				int region = in.readInt();
+				long source = in.readLong();
+				Remote r = remoteFor(h.piece(i), region, source, h.length(i));
+				inbound.pull(seq, h.piece(i), source, h.length(i), r.key);
+			}
+		}
+		finally {
+			in.release();
+		}
 	}
 
 	private static String text(UcpAmData data) {
@@ -579,6 +744,8 @@ final class UcxConnection implements KVConnection {
 			return;
 		}
 		if (now - lastRead > 2 * intervalNanos) {
+			log.debug("{} silent: sent up to {}, expected {}, unacked {}, inbound {}", id(), nextSeq, expectedSeq,
+					unacked.size(), inbound);
 			closeWith(new CloseReason(CloseReason.Kind.SILENT_PEER, "no heartbeat from " + remote + " for 2 "
 					+ "intervals (" + node.settings.heartbeatInterval() + " each)"), false);
 			return;

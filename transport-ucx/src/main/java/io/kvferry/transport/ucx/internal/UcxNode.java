@@ -113,8 +113,7 @@ public final class UcxNode {
 			throw new KVFerryException("UCX allows active-message headers of " + loop.worker.getMaxAmHeaderSize()
 					+ " bytes (expected: at least " + Wire.MAX_HEADER + ")");
 		}
-		loop.worker.setAmRecvHandler(Wire.AM_ID, this::received,
-				UcpConstants.UCP_AM_FLAG_WHOLE_MSG | UcpConstants.UCP_AM_FLAG_PERSISTENT_DATA);
+		loop.worker.setAmRecvHandler(Wire.AM_ID, this::received, UcpConstants.UCP_AM_FLAG_WHOLE_MSG);
 		this.host = settings.hostIdentity().isEmpty() ? bootId() : settings.hostIdentity();
 		this.rdmaDevice = hasRdmaDevice();
 		this.timer = Executors.newSingleThreadScheduledExecutor(daemon("kvferry-ucx-timer-" + n));

@@ -12,6 +12,9 @@ package io.kvferry.transport.ucx.internal;
  *   DATA        DataHeader (record)                 data: the block's first chunk (or the whole block when contiguous)
  *   MORE        -                                   data: the next chunk of the block a DATA opened
  *   GET         DataHeader, i64 srcAddress, i64 srcStride, i32 region   data: none; the receiver reads the bytes
+ *   SCATTER     u8 mode (0 bytes, 1 reads), i64 room   data: u8 kind, i32 n, n x (i32 region, i64 dstOffset,
+ *                                                   i32 length), then the pieces' bytes one after another (mode 0)
+ *                                                   or n x (i32 source region, i64 source address) (mode 1)
  *   KEY         i32 region, i64 base, i64 length    data: the region's packed remote key (a region registered after
  *                                                   the handshake, announced before the first read of it)
  *   ACK         -   (seq: the highest item the receiver finished)
@@ -35,6 +38,7 @@ final class Wire {
 	static final int HEARTBEAT = 6;
 	static final int CLOSE = 7;
 	static final int KEY = 8;
+	static final int SCATTER = 9;
 
 	/** Most bytes a header may take: the fixed part, a data header and a get's source. */
 	static final int MAX_HEADER = FIXED + 64;
@@ -52,6 +56,7 @@ final class Wire {
 			case HEARTBEAT -> "HEARTBEAT";
 			case CLOSE -> "CLOSE";
 			case KEY -> "KEY";
+			case SCATTER -> "SCATTER";
 			default -> "type " + type;
 		};
 	}
