@@ -15,16 +15,21 @@ import org.jspecify.annotations.Nullable;
  * <p>A region made by {@link #of(long, long, int)} only describes memory somebody else owns (an engine's KV pool);
  * one made by {@link #allocate(long, int)} owns direct memory that lives as long as the region object is reachable.
  * Addresses are 64-bit throughout: never compute an offset in {@code int}.
+ *
+ * <p>A region is host memory unless made with a {@link MemoryKind} that says otherwise ({@link #of(long, long, int,
+ * MemoryKind)}): a device region's address is not the JVM's to read, so it cannot be {@linkplain #wrap wrapped}, and
+ * only a transport that reaches device memory accepts it.
  */
 public final class MemoryRegion {
 
 	private final long address;
 	private final long length;
 	private final int itemLen;
+	private final MemoryKind kind;
 	// Keeps allocated memory alive; null for regions that only describe memory.
 	private final @Nullable ByteBuffer owner;
 
-	private MemoryRegion(long address, long length, int itemLen, @Nullable ByteBuffer owner) {
+	private MemoryRegion(long address, long length, int itemLen, MemoryKind kind, @Nullable ByteBuffer owner) {
 		if (address == 0) {
 			throw new IllegalArgumentException("address : 0 (expected: a non-null native address)");
 		}
@@ -37,6 +42,7 @@ public final class MemoryRegion {
 		this.address = address;
 		this.length = length;
 		this.itemLen = itemLen;
+		this.kind = Objects.requireNonNull(kind, "kind");
 		this.owner = owner;
 	}
 
@@ -49,7 +55,20 @@ public final class MemoryRegion {
 	 * @return a region over that memory
 	 */
 	public static MemoryRegion of(long address, long length, int itemLen) {
-		return new MemoryRegion(address, length, itemLen, null);
+		return of(address, length, itemLen, MemoryKind.HOST);
+	}
+
+	/**
+	 * Describes memory owned elsewhere, of the given kind: an accelerator's KV pool is {@link MemoryKind#cuda}.
+	 *
+	 * @param address base address of the region (a device pointer for device memory)
+	 * @param length bytes in the region
+	 * @param itemLen bytes of one item
+	 * @param kind where the bytes live
+	 * @return a region over that memory
+	 */
+	public static MemoryRegion of(long address, long length, int itemLen, MemoryKind kind) {
+		return new MemoryRegion(address, length, itemLen, kind, null);
 	}
 
 	/**
@@ -69,7 +88,7 @@ public final class MemoryRegion {
 					+ " per allocated region; describe larger pools with MemoryRegion.of)");
 		}
 		ByteBuffer buffer = ByteBuffer.allocateDirect((int) bytes);
-		return new MemoryRegion(PlatformDependent.directBufferAddress(buffer), bytes, itemLen, buffer);
+		return new MemoryRegion(PlatformDependent.directBufferAddress(buffer), bytes, itemLen, MemoryKind.HOST, buffer);
 	}
 
 	public long address() {
@@ -82,6 +101,11 @@ public final class MemoryRegion {
 
 	public int itemLen() {
 		return itemLen;
+	}
+
+	/** @return where the region's bytes live; {@link MemoryKind#HOST} unless the region was made with another */
+	public MemoryKind kind() {
+		return kind;
 	}
 
 	/** @return how many whole items fit in the region */
@@ -108,8 +132,12 @@ public final class MemoryRegion {
 	 * @param offset byte offset in the region
 	 * @param bytes number of bytes, at most {@link Integer#MAX_VALUE}
 	 * @return a buffer over that memory, readable from 0 to {@code bytes}
+	 * @throws IllegalStateException for a device region, whose memory the JVM cannot read
 	 */
 	public ByteBuf wrap(long offset, int bytes) {
+		if (!kind.isHost()) {
+			throw new IllegalStateException("cannot wrap " + this + ": " + kind + " memory is not the JVM's to read");
+		}
 		if (!contains(offset, bytes)) {
 			throw new IndexOutOfBoundsException("offset " + offset + " + bytes " + bytes + " outside region of length "
 					+ length);
@@ -126,17 +154,17 @@ public final class MemoryRegion {
 			return false;
 		}
 		MemoryRegion that = (MemoryRegion) o;
-		return address == that.address && length == that.length && itemLen == that.itemLen;
+		return address == that.address && length == that.length && itemLen == that.itemLen && kind.equals(that.kind);
 	}
 
 	@Override
 	public int hashCode() {
-		return Objects.hash(address, length, itemLen);
+		return Objects.hash(address, length, itemLen, kind);
 	}
 
 	@Override
 	public String toString() {
 		return "MemoryRegion{address=0x" + Long.toHexString(address) + ", length=" + length + ", itemLen=" + itemLen
-				+ '}';
+				+ (kind.isHost() ? "" : ", kind=" + kind) + '}';
 	}
 }

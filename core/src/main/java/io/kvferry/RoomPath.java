@@ -34,7 +34,14 @@ public record RoomPath(Kind kind, int stripes, boolean tls) {
 		/** TCP sockets. */
 		TCP,
 		/** A shared-memory ring on the same host (control messages still go over TCP). */
-		SHARED_MEMORY
+		SHARED_MEMORY,
+		/**
+		 * UCX, with the KV bytes read one-sided: decode gets them from prefill's registered pages where the UCX
+		 * transport does RMA natively (shared memory, InfiniBand and RoCE verbs); control messages as active messages.
+		 */
+		UCX_ONE_SIDED,
+		/** UCX, with the KV bytes in active messages: where the UCX transport only emulates RMA (TCP). */
+		UCX_ACTIVE_MESSAGES
 	}
 
 	/** A path a rank can insist on instead of falling back silently; see {@link KVManagerSpec#requirePath}. */
@@ -106,6 +113,9 @@ public record RoomPath(Kind kind, int stripes, boolean tls) {
 			case IN_MEMORY -> "in-memory";
 			case TCP -> "TCP with " + stripes + (stripes == 1 ? " stripe" : " stripes") + (tls ? ", TLS" : "");
 			case SHARED_MEMORY -> "shared memory (" + stripes + (stripes == 1 ? " stripe" : " stripes") + ")";
+			case UCX_ONE_SIDED -> "UCX one-sided (" + stripes + (stripes == 1 ? " stripe" : " stripes") + ")";
+			case UCX_ACTIVE_MESSAGES -> "UCX active messages (" + stripes + (stripes == 1 ? " stripe" : " stripes")
+					+ ")";
 		};
 	}
 }

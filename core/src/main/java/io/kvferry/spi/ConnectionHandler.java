@@ -12,7 +12,9 @@ public interface ConnectionHandler {
 	void onMessage(KVConnection connection, KVMessage message);
 
 	/**
-	 * A data frame header arrived; its payload follows.
+	 * A data frame header arrived; its payload follows. A transport may ask for the sinks of several headers before the
+	 * first of them completed (a scatter frame's pieces, reads it issues itself to fetch payloads); it feeds and
+	 * completes them in header order.
 	 *
 	 * @return where the payload goes, or {@code null} to discard it (unknown, aborted or finished room)
 	 * @throws io.kvferry.ProtocolException when the write is forbidden; the transport closes the connection

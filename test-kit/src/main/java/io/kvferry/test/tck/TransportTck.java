@@ -33,6 +33,7 @@ import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
+import io.kvferry.test.FakeDeviceMemory;
 import io.kvferry.test.RecordingHandler;
 import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
@@ -42,6 +43,7 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
@@ -71,6 +73,7 @@ public abstract class TransportTck {
 
 	private final List<KVTransport> transports = new ArrayList<>();
 	private final List<KVTransport.Listener> listeners = new ArrayList<>();
+	private final List<Disposable> registrations = new ArrayList<>();
 	private final Queue<ByteBuf> landingZones = new ConcurrentLinkedQueue<>();
 	private long allocatedBefore;
 
@@ -104,6 +107,14 @@ public abstract class TransportTck {
 	 */
 	protected abstract long inFlightBound();
 
+	/**
+	 * @return whether the transport moves device memory here (a UCX built with CUDA support on a GPU host); a transport
+	 *         that does not must refuse a device region when it is registered
+	 */
+	protected boolean reachesDeviceMemory() {
+		return false;
+	}
+
 	/** @return an address nothing listens on, for the transports of this test */
 	protected HostPort unusedAddress() throws IOException {
 		try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
@@ -124,6 +135,7 @@ public abstract class TransportTck {
 	@AfterEach
 	final void disposeTransportsAndCheckForLeaks() {
 		listeners.forEach(KVTransport.Listener::dispose);
+		registrations.forEach(Disposable::dispose);
 		transports.forEach(this::dispose);
 		assertThat(landingZones).as("landing zones the transport did not release")
 				.allSatisfy(zone -> assertThat(zone.refCnt()).isZero());
@@ -141,6 +153,17 @@ public abstract class TransportTck {
 	private KVTransport track(KVTransport transport) {
 		transports.add(transport);
 		return transport;
+	}
+
+	/**
+	 * Registers a source region with the sending (server) transport, as a manager registers its rank's regions when it
+	 * starts: a transport that reads blocks one-sided reads them from registered memory only.
+	 *
+	 * @return the region
+	 */
+	protected MemoryRegion registered(MemoryRegion region) {
+		registrations.add(server.register(List.of(region)).block(TIMEOUT));
+		return region;
 	}
 
 	/** A client connection to a server listener, with both sides' handlers. */
@@ -303,7 +326,7 @@ public abstract class TransportTck {
 		Link link = link();
 		int blocks = 8;
 		int blockLength = MIB / 2;
-		MemoryRegion src = Samples.randomRegion(blocks * blockLength, 7);
+		MemoryRegion src = registered(Samples.randomRegion(blocks * blockLength, 7));
 		MemoryRegion dst = MemoryRegion.allocate(blocks * blockLength, 1);
 		AtomicLong received = new AtomicLong();
 		AtomicInteger completed = new AtomicInteger();
@@ -402,7 +425,7 @@ public abstract class TransportTck {
 	@Test
 	void aClosedGateDropsItsBlockAndItsMessage() throws Exception {
 		Link link = link();
-		MemoryRegion src = Samples.randomRegion(MIB, 5);
+		MemoryRegion src = registered(Samples.randomRegion(MIB, 5));
 		MemoryRegion dst = MemoryRegion.allocate(MIB, 1);
 		AtomicLong received = new AtomicLong();
 		link.connectedHandler().sinks = h -> sink(dst, h, received, () -> {
@@ -450,7 +473,7 @@ public abstract class TransportTck {
 		Link link = link();
 		int blocks = 32;
 		assertThat(inFlightBound()).as("the bound must be well below what is sent").isLessThan(blocks * (long) MIB / 2);
-		MemoryRegion src = Samples.randomRegion(MIB, 11);
+		MemoryRegion src = registered(Samples.randomRegion(MIB, 11));
 		MemoryRegion dst = MemoryRegion.allocate(MIB, 1);
 		AtomicLong received = new AtomicLong();
 		AtomicLong peak = new AtomicLong();
@@ -469,6 +492,27 @@ public abstract class TransportTck {
 		assertThat(Samples.read(dst, 0, MIB)).isEqualTo(Samples.read(src, 0, MIB));
 		assertThat(peak.get()).as("allocator bytes held while %d MiB were in flight", blocks)
 				.isLessThanOrEqualTo(inFlightBound());
+	}
+
+	@Test
+	void aRegionOfMemoryTheTransportCannotReachIsRefusedWhenRegisteredNamingIt() {
+		MemoryRegion device = FakeDeviceMemory.allocate(16, 4096);
+		MemoryRegion host = Samples.randomRegion(4096, 13);
+		if (reachesDeviceMemory()) {
+			StepVerifier.create(server.register(List.of(host, device)))
+					.assertNext(registrations::add)
+					.verifyComplete();
+			return;
+		}
+		StepVerifier.create(server.register(List.of(host, device)))
+				.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+						.hasMessageContaining("cuda:0")
+						.hasMessageContaining(Long.toHexString(device.address())))
+				.verify(TIMEOUT);
+		// Host memory alone is fine.
+		StepVerifier.create(server.register(List.of(host)))
+				.assertNext(registrations::add)
+				.verifyComplete();
 	}
 
 	/**

@@ -1,0 +1,50 @@
+package io.kvferry.transport.ucx.internal;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+
+import io.kvferry.transport.ucx.UcxDataPath;
+
+/**
+ * A UCX transport's settings.
+ *
+ * @param tls the UCX transports to use ({@code UCX_TLS}: {@code tcp}, {@code posix,cma,self}, {@code rc,ud,sm,self});
+ *        empty for UCX's default (its environment, else all)
+ * @param netDevices the network devices UCX may use ({@code UCX_NET_DEVICES}: {@code lo}, {@code mlx5_0:1}); empty for
+ *        UCX's default
+ * @param dataPath how KV bytes move
+ * @param heartbeatInterval a side sends a heartbeat after sending nothing for one interval and closes a connection it
+ *        heard nothing from for two
+ * @param handshakeTimeout bound of a connection's handshake, and of a close's wait for the peer's answer
+ * @param hostIdentity names this host for the choice of shared memory; empty for the kernel's boot id
+ * @param config further UCX context settings, by name without the {@code UCX_} prefix
+ */
+public record UcxSettings(String tls, String netDevices, UcxDataPath dataPath, Duration heartbeatInterval,
+		Duration handshakeTimeout, String hostIdentity, Map<String, String> config) {
+
+	/** UCX's defaults, five-second heartbeats, a ten-second handshake. */
+	public static final UcxSettings DEFAULT = new UcxSettings("", "", UcxDataPath.AUTO, Duration.ofSeconds(5),
+			Duration.ofSeconds(10), "", Map.of());
+
+	public UcxSettings {
+		Objects.requireNonNull(tls, "tls");
+		Objects.requireNonNull(netDevices, "netDevices");
+		Objects.requireNonNull(dataPath, "dataPath");
+		Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
+		Objects.requireNonNull(handshakeTimeout, "handshakeTimeout");
+		Objects.requireNonNull(hostIdentity, "hostIdentity");
+		config = Map.copyOf(config);
+		if (heartbeatInterval.toMillis() < 1 || handshakeTimeout.toMillis() < 1) {
+			throw new IllegalArgumentException("heartbeatInterval " + heartbeatInterval + ", handshakeTimeout "
+					+ handshakeTimeout + " (expected: at least 1 ms)");
+		}
+	}
+
+	@Override
+	public String toString() {
+		return "tls=" + (tls.isEmpty() ? "default" : tls) + (netDevices.isEmpty() ? "" : ", netDevices=" + netDevices)
+				+ ", dataPath=" + dataPath + ", heartbeat=" + heartbeatInterval
+				+ (config.isEmpty() ? "" : ", config=" + config);
+	}
+}
