@@ -101,9 +101,9 @@ class ProcessRolesTest {
 					assertThat(j.get("failures").asInt()).isPositive();
 					// Rooms in flight lose their connection; rooms that started resolving as it died find no listener.
 					assertThat(j.get("failure_reasons").toString())
-							.containsPattern("Lost connection with prefill|Connection refused");
+							.containsPattern("Lost connection with prefill|connection refused by");
 					assertThat(decode.stderr()).contains("kvferry decode: failed: ")
-							.containsPattern("Lost connection|Connection refused");
+							.containsPattern("Lost connection|connection refused by");
 				}
 			}
 		}

@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -413,7 +415,7 @@ class ReactorBootstrapClientTest {
 		ReactorBootstrapClient client = track(ReactorBootstrapClient.create());
 		StepVerifier.create(client.health(nobody))
 				.expectErrorSatisfies(error -> assertThat(bootstrapFailure(error).getMessage())
-						.startsWith("GET http://127.0.0.1:1/health: cannot connect").contains("Connection refused"))
+						.startsWith("GET http://127.0.0.1:1/health: cannot connect: connection refused by 127.0.0.1:1"))
 				.verify(VERIFY);
 	}
 
@@ -428,7 +430,8 @@ class ReactorBootstrapClientTest {
 					assertThat(failure.kind()).isEqualTo(Kind.UNREACHABLE);
 					assertThat(failure.status()).isZero();
 					assertThat(failure.isRetryable()).isTrue();
-					assertThat(failure.getMessage()).startsWith("GET http://" + nobody + "/health: cannot connect");
+					assertThat(failure.getMessage()).startsWith("GET http://" + nobody + "/health: cannot connect: "
+							+ "connection refused by " + nobody + " (nothing listens on that port");
 				})
 				.verify(VERIFY);
 	}
@@ -444,9 +447,51 @@ class ReactorBootstrapClientTest {
 					BootstrapException failure = bootstrapFailure(error);
 					assertThat(failure.kind()).isEqualTo(Kind.UNREACHABLE);
 					assertThat(failure.getMessage())
-							.startsWith("GET http://kvferry-no-such-host.invalid:8998/health: unknown host");
+							.startsWith("GET http://kvferry-no-such-host.invalid:8998/health: cannot connect: unknown "
+									+ "host: the name of kvferry-no-such-host.invalid:8998 does not resolve");
 				})
 				.verify(Duration.ofSeconds(45));
+	}
+
+	@Test
+	void aServerThatNeverAcceptsIsATimeoutToConnectNotAnAnswerThatDidNotCome() throws IOException {
+		// A listener that never accepts, its queue full: the kernel drops further connection attempts unanswered, as
+		// a host that is down or behind a dropping firewall does.
+		try (ServerSocket deaf = new ServerSocket()) {
+			deaf.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
+			HostPort address = new HostPort("127.0.0.1", deaf.getLocalPort());
+			List<Socket> queued = new ArrayList<>();
+			try {
+				for (int i = 0; i < 4; i++) {
+					Socket s = new Socket();
+					queued.add(s);
+					try {
+						s.connect(deaf.getLocalSocketAddress(), 200);
+					}
+					catch (SocketTimeoutException full) {
+						// The queue is full: later attempts wait as the client's will.
+						break;
+					}
+				}
+				ReactorBootstrapClient client = track(ReactorBootstrapClient.create().timeout(Duration.ofMillis(500)));
+
+				StepVerifier.create(client.health(address))
+						.expectErrorSatisfies(error -> {
+							BootstrapException failure = bootstrapFailure(error);
+							assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
+							assertThat(failure.isRetryable()).isTrue();
+							assertThat(failure.getMessage()).isEqualTo("GET http://" + address + "/health: could not "
+									+ "connect within 500 ms: " + address + " did not accept the connection in time (the "
+									+ "host is down, or a firewall drops its packets)");
+						})
+						.verify(VERIFY);
+			}
+			finally {
+				for (Socket s : queued) {
+					s.close();
+				}
+			}
+		}
 	}
 
 	@Test

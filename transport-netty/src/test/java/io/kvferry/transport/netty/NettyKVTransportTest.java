@@ -7,8 +7,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -352,11 +354,62 @@ class NettyKVTransportTest {
 		try {
 			StepVerifier.create(transport.connect(new HostPort("127.0.0.1", port), new RecordingHandler()))
 					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
-							.hasMessageStartingWith("cannot connect to 127.0.0.1:" + port + ": "))
+							.hasMessage("cannot connect: connection refused by 127.0.0.1:" + port + " (nothing listens on "
+									+ "that port, or a firewall rejects it)"))
 					.verify(TIMEOUT);
 		}
 		finally {
 			transport.disposeNow(TIMEOUT);
+		}
+	}
+
+	@Test
+	void anUnresolvableHostIsNamedAsSuch() {
+		// ".invalid" never resolves.
+		NettyKVTransport transport = NettyKVTransport.create();
+		try {
+			StepVerifier.create(transport.connect(new HostPort("prefill-a.invalid", 4100), new RecordingHandler()))
+					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+							.hasMessage("cannot connect: unknown host: the name of prefill-a.invalid:4100 does not "
+									+ "resolve"))
+					.verify(Duration.ofSeconds(30));
+		}
+		finally {
+			transport.disposeNow(TIMEOUT);
+		}
+	}
+
+	@Test
+	void aPeerThatNeverAcceptsIsAConnectTimeoutNotARefusal() throws Exception {
+		// A listener that never accepts, its queue full: the kernel leaves further connection attempts unanswered.
+		try (ServerSocket deaf = new ServerSocket()) {
+			deaf.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
+			List<Socket> queued = new ArrayList<>();
+			NettyKVTransport transport = NettyKVTransport.create().connectTimeout(Duration.ofMillis(300));
+			try {
+				for (int i = 0; i < 4; i++) {
+					Socket s = new Socket();
+					queued.add(s);
+					try {
+						s.connect(deaf.getLocalSocketAddress(), 200);
+					}
+					catch (SocketTimeoutException full) {
+						break;
+					}
+				}
+				HostPort address = new HostPort("127.0.0.1", deaf.getLocalPort());
+				StepVerifier.create(transport.connect(address, new RecordingHandler()))
+						.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+								.hasMessage("cannot connect within 300 ms: " + address + " did not accept the connection in "
+										+ "time (the host is down, or a firewall drops its packets)"))
+						.verify(TIMEOUT);
+			}
+			finally {
+				transport.disposeNow(TIMEOUT);
+				for (Socket s : queued) {
+					s.close();
+				}
+			}
 		}
 	}
 
