@@ -150,7 +150,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 		if (auxIndex != -1) {
 			RoomPlan.checkIndices("auxIndex", new int[] { auxIndex }, args.auxRegions());
 		}
-		// User code: read before the room's monitor is taken.
+		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
 		synchronized (this) {
 			if (pages != null) {
@@ -168,7 +168,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	/** The room's prefill ranks are known and connected: ask them, once the pages are known too. */
 	void resolved(DecodeRoutes.Resolved resolved) {
-		// User code: read before the room's monitor is taken.
+		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
 		synchronized (this) {
 			if (isTerminal()) {
@@ -276,6 +276,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 			}
 		}
 		return sources;
+	}
+
+	/** While Bootstrapping: the last failure of the prefill instance's look-up, which is retried meanwhile. */
+	@Override
+	String stalledBy() {
+		String failure = state() == KVPoll.BOOTSTRAPPING ? manager.lookUpFailure(bootstrap) : null;
+		return failure == null ? null : "the look-up of prefill instance " + bootstrap + " keeps failing: " + failure;
 	}
 
 	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */
