@@ -79,6 +79,26 @@ class ProcessRolesTest {
 	}
 
 	@Test
+	void prefillAndDecodeWithDifferentPageSizesVerifyEveryRoom() throws Exception {
+		// As docs/rooms.md shows them: prefill pages of one token, decode pages of 16.
+		try (Child bootstrap = CliChild.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
+			String address = startBootstrap(bootstrap);
+			try (Child prefill = CliChild.start("prefill", "prefill", "--bootstrap", address, "--host", "127.0.0.1",
+					"--layers", "2", "--kv-heads", "2", "--head-dim", "64", "--page-size", "1")) {
+				prefill.awaitLine("kvferry prefill: ready", START);
+				try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", address, "--requests", "6",
+						"--min-tokens", "17", "--max-tokens", "300", "--json"))) {
+					int status = decode.awaitExit(START);
+					assertThat(status).as(decode.output() + prefill.output()).isZero();
+					JsonNode j = JSON.readTree(decode.stdout());
+					assertThat(j.get("verified").asBoolean()).isTrue();
+					assertThat(j.get("completed").asInt()).isEqualTo(6);
+				}
+			}
+		}
+	}
+
+	@Test
 	void decodeEndsWithTheLostConnectionWhenPrefillDiesMidRun() throws Exception {
 		try (Child bootstrap = CliChild.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
 			String address = startBootstrap(bootstrap);
