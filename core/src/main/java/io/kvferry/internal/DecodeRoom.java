@@ -206,13 +206,16 @@ final class DecodeRoom extends Room implements KVReceiver {
 			RoomPath.Requirement required = manager.config.requiredPath();
 			RoomPath travelled = RoomPath.UNKNOWN;
 			for (DecodeSession s : sessions) {
-				RoomPath p = s.connection.path();
-				String refused = PathCheck.refusal(id, required, p, "prefill rank " + s.endpoint);
+				travelled = travelled.and(s.connection.path());
+			}
+			for (DecodeSession s : sessions) {
+				String refused = PathCheck.refusal(id, required, s.connection.path(), "prefill rank " + s.endpoint);
 				if (refused != null) {
+					// The room's path is the one it was refused for, not unknown.
+					clock.refused(travelled);
 					manager.table.fail(this, FailureCause.INCOMPATIBLE, refused, false);
 					return;
 				}
-				travelled = travelled.and(p);
 			}
 			clock.connected(travelled);
 			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);

@@ -1,5 +1,8 @@
 package io.kvferry.cli;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -95,6 +98,29 @@ class ProcessRolesTest {
 					assertThat(j.get("completed").asInt()).isEqualTo(6);
 				}
 			}
+		}
+	}
+
+	@Test
+	void decodeThatReachesNoBootstrapServerCouldNotRunAndItsRoomsNameWhy() throws Exception {
+		// A port that was free a moment ago and has no listener now.
+		String nobody;
+		try (ServerSocket s = new ServerSocket()) {
+			s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+			nobody = "127.0.0.1:" + s.getLocalPort();
+		}
+		try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", nobody, "--requests", "2",
+				"--bootstrap-timeout", "3s", "--json"))) {
+			int status = decode.awaitExit(START);
+			// docs/cli.md: 3 could not run (an unreachable bootstrap server), not 1 (a room that ran failed).
+			assertThat(status).as(decode.output()).isEqualTo(KVFerryCli.EXIT_ERROR);
+			assertThat(decode.stderr()).contains("kvferry decode: could not run: no room reached the prefill instance "
+					+ nobody);
+			// The rooms timed out looking the instance up: they name the look-up's last failure, not only the state.
+			JsonNode j = JSON.readTree(decode.stdout());
+			assertThat(j.get("failure_reasons").toString()).contains("timed out after 3s in KVPoll.BOOTSTRAPPING; the "
+					+ "look-up of prefill instance " + nobody + " keeps failing: attempt ")
+					.contains("cannot connect: connection refused by " + nobody);
 		}
 	}
 
@@ -239,6 +265,9 @@ class ProcessRolesTest {
 					assertThat(j.get("failures").asInt()).as(decode.output()).isZero();
 					assertThat(j.get("completed").asInt()).isPositive();
 					assertThat(j.get("skipped").asInt()).isPositive();
+					// As the exit status says: every room that ran matched, the rest were skipped by the signal.
+					assertThat(j.get("verified").asBoolean()).as(decode.output()).isTrue();
+					assertThat(j.get("stopped_by").asText()).isEqualTo("SIGTERM");
 					System.out.printf("kvferry drain on SIGTERM: decode verified %d rooms, left %d unstarted and exited 0"
 							+ " after %d ms%n", j.get("completed").asInt(), j.get("skipped").asInt(), took);
 				}
