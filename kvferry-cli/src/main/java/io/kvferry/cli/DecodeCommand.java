@@ -131,7 +131,8 @@ final class DecodeCommand implements Callable<Integer> {
 		BootstrapClient client = registry.client(cl, System::getenv);
 		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		try {
-			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
+			// One aux row (and state slot) per room in flight: rooms free theirs before the runner starts another.
+			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, workload.concurrency,
 					transport, client, spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
 			try {
 				String warmupFailure = warmUp(decoder, shape.pageSize());
