@@ -25,7 +25,8 @@ final class Summary {
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final int MAX_REASONS = 10;
 	private static final Pattern ROOM_PREFIX = Pattern.compile("KVTransferError\\(bootstrap_room=-?\\d+\\): ");
-	private static final Pattern ROOM_ID = Pattern.compile("\\broom -?\\d+");
+	// "room 7" in the engine's reasons, "Request 7" in a state timeout's (SGLang's words).
+	private static final Pattern ROOM_ID = Pattern.compile("\\b(room|Request) -?\\d+");
 
 	private final String title;
 	private final int requests;
@@ -74,7 +75,7 @@ final class Summary {
 				failed++;
 				// Group rooms that failed for the same reason: drop the room ids.
 				String reason = ROOM_PREFIX.matcher(r.failure()).replaceAll("");
-				why.merge(ROOM_ID.matcher(reason).replaceAll("room N"), 1, Integer::sum);
+				why.merge(ROOM_ID.matcher(reason).replaceAll("$1 N"), 1, Integer::sum);
 			}
 		}
 		this.completed = ok;

@@ -78,10 +78,13 @@ class SummaryTest {
 		BatchRunner.Outcome outcome = new BatchRunner.Outcome(List.of(
 				new RoomResult(7, 1, 0, 0, "Could not bootstrap room 7 from 127.0.0.1:2: Connection refused"),
 				new RoomResult(-8, 1, 0, 0, "Could not bootstrap room -8 from 127.0.0.1:2: Connection refused"),
-				new RoomResult(9, 1, 0, 0, "Prefill rank 127.0.0.1:3 failed room 9: bad page 12")), 0, 1_000);
-		assertThat(Summary.of("test", 3, outcome).reasons()).containsExactly(
+				new RoomResult(9, 1, 0, 0, "Prefill rank 127.0.0.1:3 failed room 9: bad page 12"),
+				new RoomResult(10, 1, 0, 0, "Request 10 timed out after 3s in KVPoll.BOOTSTRAPPING"),
+				new RoomResult(11, 1, 0, 0, "Request 11 timed out after 3s in KVPoll.BOOTSTRAPPING")), 0, 1_000);
+		assertThat(Summary.of("test", 5, outcome).reasons()).containsExactly(
 				"2 rooms: Could not bootstrap room N from 127.0.0.1:2: Connection refused",
-				"Prefill rank 127.0.0.1:3 failed room N: bad page 12");
+				"Prefill rank 127.0.0.1:3 failed room N: bad page 12",
+				"2 rooms: Request N timed out after 3s in KVPoll.BOOTSTRAPPING");
 	}
 
 	@Test
