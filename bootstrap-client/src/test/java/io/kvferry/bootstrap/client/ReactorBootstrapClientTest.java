@@ -4,8 +4,6 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,6 +18,7 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.test.DeafListener;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -454,43 +453,21 @@ class ReactorBootstrapClientTest {
 	}
 
 	@Test
-	void aServerThatNeverAcceptsIsATimeoutToConnectNotAnAnswerThatDidNotCome() throws IOException {
-		// A listener that never accepts, its queue full: the kernel drops further connection attempts unanswered, as
-		// a host that is down or behind a dropping firewall does.
-		try (ServerSocket deaf = new ServerSocket()) {
-			deaf.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
-			HostPort address = new HostPort("127.0.0.1", deaf.getLocalPort());
-			List<Socket> queued = new ArrayList<>();
-			try {
-				for (int i = 0; i < 4; i++) {
-					Socket s = new Socket();
-					queued.add(s);
-					try {
-						s.connect(deaf.getLocalSocketAddress(), 200);
-					}
-					catch (SocketTimeoutException full) {
-						// The queue is full: later attempts wait as the client's will.
-						break;
-					}
-				}
-				ReactorBootstrapClient client = track(ReactorBootstrapClient.create().timeout(Duration.ofMillis(500)));
+	void aServerThatNeverAcceptsIsATimeoutToConnectNotAnAnswerThatDidNotCome() {
+		try (DeafListener deaf = DeafListener.open()) {
+			HostPort address = deaf.address();
+			ReactorBootstrapClient client = track(ReactorBootstrapClient.create().timeout(Duration.ofMillis(500)));
 
-				StepVerifier.create(client.health(address))
-						.expectErrorSatisfies(error -> {
-							BootstrapException failure = bootstrapFailure(error);
-							assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
-							assertThat(failure.isRetryable()).isTrue();
-							assertThat(failure.getMessage()).isEqualTo("GET http://" + address + "/health: could not "
-									+ "connect within 500 ms: " + address + " did not accept the connection in time (the "
-									+ "host is down, or a firewall drops its packets)");
-						})
-						.verify(VERIFY);
-			}
-			finally {
-				for (Socket s : queued) {
-					s.close();
-				}
-			}
+			StepVerifier.create(client.health(address))
+					.expectErrorSatisfies(error -> {
+						BootstrapException failure = bootstrapFailure(error);
+						assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
+						assertThat(failure.isRetryable()).isTrue();
+						assertThat(failure.getMessage()).isEqualTo("GET http://" + address + "/health: could not connect "
+								+ "within 500 ms: " + address + " did not accept the connection in time (the host is "
+								+ "down, or a firewall drops its packets)");
+					})
+					.verify(VERIFY);
 		}
 	}
 
