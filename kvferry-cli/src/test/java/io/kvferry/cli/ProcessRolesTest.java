@@ -112,7 +112,7 @@ class ProcessRolesTest {
 		try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", nobody, "--requests", "2",
 				"--bootstrap-timeout", "3s", "--json"))) {
 			int status = decode.awaitExit(START);
-			// docs/cli.md: 3 could not run (an unreachable bootstrap server), not 1 (a room that ran failed).
+			// An unreachable bootstrap server is a command that could not run (3), not a room that ran and failed (1).
 			assertThat(status).as(decode.output()).isEqualTo(KVFerryCli.EXIT_ERROR);
 			assertThat(decode.stderr()).contains("kvferry decode: could not run: no room reached the prefill instance "
 					+ nobody);
