@@ -77,9 +77,13 @@ public enum ConnectFailure {
 			return NO_ROUTE;
 		}
 		String message = String.valueOf(t.getMessage()).toLowerCase(Locale.ROOT);
-		if (t instanceof ConnectException || t instanceof SocketTimeoutException) {
+		if (t instanceof SocketTimeoutException) {
+			// A blocking socket's read timeout came after its connection opened.
+			return message.contains("read") ? null : TIMED_OUT;
+		}
+		if (t instanceof ConnectException) {
 			// Netty's connect timeout and the kernel's ETIMEDOUT are ConnectExceptions; only their words tell them.
-			if (t instanceof SocketTimeoutException || message.contains("timed out")) {
+			if (message.contains("timed out")) {
 				return TIMED_OUT;
 			}
 			if (message.contains("refused")) {

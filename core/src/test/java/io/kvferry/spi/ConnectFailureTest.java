@@ -100,6 +100,7 @@ class ConnectFailureTest {
 		assertThat(ConnectFailure.of(new ClosedChannelException())).isNull();
 		assertThat(ConnectFailure.of(new TimeoutException("no answer"))).isNull();
 		assertThat(ConnectFailure.of(new SocketException("Broken pipe"))).isNull();
+		assertThat(ConnectFailure.of(new SocketTimeoutException("Read timed out"))).isNull();
 	}
 
 	@Test
