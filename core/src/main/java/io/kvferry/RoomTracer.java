@@ -12,7 +12,8 @@ package io.kvferry;
  * <p>Implementations are called on the spec's callback scheduler, never on a transport thread or under a library lock,
  * one room's calls in order: the engine records each step with its time where it happens and hands it on. Decode's
  * {@link #start} is the exception: it runs on the thread that makes the receiver (the room's context must be known at
- * once to go out with the room), outside any library lock.
+ * once to go out with the room), outside any library lock, and so does the trace's {@link RoomTrace#context()}, read
+ * once right after it.
  */
 @FunctionalInterface
 public interface RoomTracer {

@@ -150,7 +150,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 		if (auxIndex != -1) {
 			RoomPlan.checkIndices("auxIndex", new int[] { auxIndex }, args.auxRegions());
 		}
-		// User code: read before the room's monitor is taken.
+		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
 		synchronized (this) {
 			if (pages != null) {
@@ -168,7 +168,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	/** The room's prefill ranks are known and connected: ask them, once the pages are known too. */
 	void resolved(DecodeRoutes.Resolved resolved) {
-		// User code: read before the room's monitor is taken.
+		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
 		synchronized (this) {
 			if (isTerminal()) {
@@ -206,13 +206,16 @@ final class DecodeRoom extends Room implements KVReceiver {
 			RoomPath.Requirement required = manager.config.requiredPath();
 			RoomPath travelled = RoomPath.UNKNOWN;
 			for (DecodeSession s : sessions) {
-				RoomPath p = s.connection.path();
-				String refused = PathCheck.refusal(id, required, p, "prefill rank " + s.endpoint);
+				travelled = travelled.and(s.connection.path());
+			}
+			for (DecodeSession s : sessions) {
+				String refused = PathCheck.refusal(id, required, s.connection.path(), "prefill rank " + s.endpoint);
 				if (refused != null) {
+					// The room's path is the one it was refused for, not unknown.
+					clock.refused(travelled);
 					manager.table.fail(this, FailureCause.INCOMPATIBLE, refused, false);
 					return;
 				}
-				travelled = travelled.and(p);
 			}
 			clock.connected(travelled);
 			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
@@ -284,6 +287,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 */
 	boolean writtenBy(DecodeSession s) {
 		return writers.contains(s);
+	}
+
+	/** While Bootstrapping: the last failure of the prefill instance's look-up, which is retried meanwhile. */
+	@Override
+	String stalledBy() {
+		String failure = state() == KVPoll.BOOTSTRAPPING ? manager.lookUpFailure(bootstrap) : null;
+		return failure == null ? null : "the look-up of prefill instance " + bootstrap + " keeps failing: " + failure;
 	}
 
 	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */

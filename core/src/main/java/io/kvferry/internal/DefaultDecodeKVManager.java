@@ -48,6 +48,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	private static final Duration PARALLEL_INFO_DELAY = Duration.ofSeconds(1);
 
 	private final ConcurrentHashMap<HostPort, Mono<PrefillParallelInfo>> instances = new ConcurrentHashMap<>();
+	// The last failure of each instance's look-up while it is retried: rooms that time out waiting for it name it.
+	private final ConcurrentHashMap<HostPort, String> lookUpFailures = new ConcurrentHashMap<>();
 	final ConcurrentHashMap<SessionKey, Mono<DecodeSession>> sessions = new ConcurrentHashMap<>();
 	// Sessions whose connection has not closed yet.
 	final Set<DecodeSession> open = ConcurrentHashMap.newKeySet();
@@ -299,13 +301,24 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 				.retryWhen(Retry.fixedDelay(PARALLEL_INFO_ATTEMPTS - 1, PARALLEL_INFO_DELAY)
 						.filter(e -> e instanceof BootstrapException be && be.isRetryable())
 						.scheduler(config.timer())
-						// Rooms wait meanwhile: say why, or a room that times out in Bootstrapping names no cause.
-						.doBeforeRetry(signal -> log.warn("[{}] parallel info of {}: attempt {}/{} failed, retrying in {} "
-								+ "ms: {}", name, b, signal.totalRetries() + 1, PARALLEL_INFO_ATTEMPTS,
-								PARALLEL_INFO_DELAY.toMillis(), describe(signal.failure())))
+						// Rooms wait meanwhile: say why, and keep it for the reason of a room that times out waiting.
+						.doBeforeRetry(signal -> {
+							String failure = "attempt " + (signal.totalRetries() + 1) + "/" + PARALLEL_INFO_ATTEMPTS
+									+ " failed: " + describe(signal.failure());
+							lookUpFailures.put(b, failure);
+							log.warn("[{}] parallel info of {}: {}, retrying in {} ms", name, b, failure,
+									PARALLEL_INFO_DELAY.toMillis());
+						})
 						.onRetryExhaustedThrow((spec, signal) -> signal.failure()))
+				// Its rooms have their answer, or fail with its error: the failure of the retries is no longer news.
+				.doFinally(signal -> lookUpFailures.remove(b))
 				.doOnError(e -> instances.remove(b))
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
+	}
+
+	/** @return the last failure of the prefill instance's look-up while it is retried, or null */
+	String lookUpFailure(HostPort bootstrap) {
+		return lookUpFailures.get(bootstrap);
 	}
 
 	/**

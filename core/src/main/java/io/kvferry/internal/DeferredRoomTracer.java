@@ -40,12 +40,21 @@ final class DeferredRoomTracer {
 	}
 
 	/**
-	 * Starts a trace on the calling thread, so that its context is known at once (decode sends it with the room). For
-	 * callers that hold no library lock.
+	 * Starts a trace on the calling thread, so that its context is known at once (decode sends it with the room), and
+	 * reads that context there too: the room's requests may go out later on a transport thread, which must not run the
+	 * integration's code. For callers that hold no library lock.
 	 */
 	RoomTrace startNow(DisaggregationMode side, String manager, long room, String parentContext, long startEpochNanos) {
 		Trace trace = new Trace();
-		trace.target = started(side, manager, room, parentContext, startEpochNanos);
+		RoomTrace target = started(side, manager, room, parentContext, startEpochNanos);
+		trace.target = target;
+		try {
+			String context = target.context();
+			trace.context = context == null ? "" : context;
+		}
+		catch (RuntimeException e) {
+			log.warn("[{}] the room tracer failed to give room {}'s context; it goes out without one", manager, room, e);
+		}
 		return trace;
 	}
 
@@ -76,10 +85,12 @@ final class DeferredRoomTracer {
 		private final AtomicInteger wip = new AtomicInteger();
 		// Written by the first step (or before the trace is shared), read by the later ones on the same worker.
 		private volatile RoomTrace target = RoomTrace.NONE;
+		// Read from the integration where the trace started, or empty for a trace started later.
+		private volatile String context = "";
 
 		@Override
 		public String context() {
-			return target.context();
+			return context;
 		}
 
 		@Override

@@ -23,6 +23,12 @@ final class PathCheck {
 		if (required.isMetBy(actual)) {
 			return null;
 		}
+		if (actual.kind() == RoomPath.Kind.UNKNOWN) {
+			// "unknown path" would read as the room not having one: it has, but its transport does not say which.
+			return "room " + room + REQUIRES + required.describe() + ", but the connection to " + peer + " does not say "
+					+ "what carries its bytes (its transport reports no path), so it cannot be shown to be "
+					+ required.describe();
+		}
 		return "room " + room + REQUIRES + required.describe() + BUT + peer + " is " + actual;
 	}
 }

@@ -186,6 +186,8 @@ final class PrefillSession implements StripedConnection.Handler {
 			}
 		}
 		if (r != null) {
+			// The room's path is the one it was refused for, not unknown.
+			r.clock.refused(path());
 			r.fail(FailureCause.INCOMPATIBLE, why);
 		}
 		refuse(room, new RoomTable.Ended(FailureCause.INCOMPATIBLE, why, false));

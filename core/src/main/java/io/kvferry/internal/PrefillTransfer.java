@@ -232,7 +232,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		PrefillDestination first = destinations.stream().filter(d -> !d.isDummy()).findFirst().orElse(null);
 		manager.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
 				: new RoomRequest(id, first.request.dstPages().length, first.request.auxIndex(), false,
-						first.request.decodePrefixLen()));
+						first.request.decodePrefixLen(), first.session.plan.dstPageSize()));
 	}
 
 	@Override

@@ -136,6 +136,14 @@ class Room {
 		return new KVTransferException(id, cause == null ? FailureCause.OTHER : cause, why, fromAnotherRank);
 	}
 
+	/**
+	 * @return the last failure of the step the room waits on in its current state (e.g. a look-up being retried), for
+	 *         the reason of a timeout; null when none is known. Any thread, without the room's monitor.
+	 */
+	String stalledBy() {
+		return null;
+	}
+
 	/** Sets the retry hint the room's failure carries should it fail as overloaded; before it fails. */
 	synchronized void retryAfter(Duration hint) {
 		retryAfter = hint;

@@ -49,6 +49,11 @@ final class RoomClock {
 		connected = now();
 	}
 
+	/** The room's peers are connected over {@code p}, which the room's required path refuses: no phase mark. */
+	void refused(RoomPath p) {
+		path = p;
+	}
+
 	/** Prefill: a decode rank asked over {@code p}; {@code all} when it was the last one the room waits for. */
 	void asked(RoomPath p, boolean all) {
 		path = path.and(p);

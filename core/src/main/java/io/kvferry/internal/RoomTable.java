@@ -365,8 +365,11 @@ final class RoomTable<R extends Room> {
 			arm(room, since + limit);
 		}
 		else if (room.state() == state && room.stateSince() == since) {
+			// The state's name alone sends nobody anywhere: say what the room waited on, where it is known.
+			String stalled = room.stalledBy();
 			fail(room, FailureCause.TIMEOUT, "Request " + room.id + " timed out after "
-					+ format(timeouts[state.code()]) + " in KVPoll." + state, false);
+					+ format(timeouts[state.code()]) + " in KVPoll." + state + (stalled == null ? "" : "; " + stalled),
+					false);
 		}
 		else {
 			// It moved on meanwhile: its new state has its own limit.

@@ -59,8 +59,10 @@ class InMemoryRoomPathTest {
 
 	@AfterEach
 	void close() {
-		prefill.disposeNow(T);
-		decode.disposeNow(T);
+		if (prefill != null) {
+			prefill.disposeNow(T);
+			decode.disposeNow(T);
+		}
 	}
 
 	@Test
@@ -117,6 +119,8 @@ class InMemoryRoomPathTest {
 					assertThat(k.reason()).contains("requires TLS").contains("decode rank").contains("is in-memory");
 				})
 				.verify(T);
+		assertThat(sender.path()).as("the path it was refused for").isEqualTo(new RoomPath(RoomPath.Kind.IN_MEMORY,
+				DecodeSpec.DEFAULT_STRIPES, false));
 		StepVerifier.create(receiver.completion())
 				.expectErrorSatisfies(e -> assertThat(((KVTransferException) e).reason()).contains("requires TLS"))
 				.verify(T);
@@ -165,5 +169,18 @@ class InMemoryRoomPathTest {
 					assertThat(k.landedPages().missing()).containsExactly(1);
 				})
 				.verify(T);
+		// The path it was refused for, not an unknown one.
+		assertThat(receiver.path()).isEqualTo(new RoomPath(RoomPath.Kind.IN_MEMORY, DecodeSpec.DEFAULT_STRIPES, false));
+	}
+
+	@Test
+	void aConnectionWhoseTransportReportsNoPathIsRefusedSayingSoNotAsAnUnknownPath() {
+		String refused = PathCheck.refusal(54, RoomPath.Requirement.TLS, RoomPath.UNKNOWN, "prefill rank 10.0.0.6:4100");
+
+		assertThat(refused).isEqualTo("room 54 requires TLS, but the connection to prefill rank 10.0.0.6:4100 does not "
+				+ "say what carries its bytes (its transport reports no path), so it cannot be shown to be TLS")
+				.doesNotContain("unknown path");
+		assertThat(PathCheck.refusal(54, RoomPath.Requirement.ANY, RoomPath.UNKNOWN, "prefill rank 10.0.0.6:4100"))
+				.isNull();
 	}
 }

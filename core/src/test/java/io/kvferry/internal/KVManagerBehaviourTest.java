@@ -96,7 +96,7 @@ class KVManagerBehaviourTest {
 		start(UnaryOperator.identity());
 		StepVerifier.create(prefill.roomRequests())
 				.then(() -> decode.receiver(BOOTSTRAP, 5).sendMetadata(new int[] { 3, 4, 9 }, 2, new int[0]))
-				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(5, 3, 2, false)))
+				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(5, 3, 2, false, 0, SHAPE.pageSize())))
 				.thenCancel()
 				.verify(T);
 	}
@@ -114,7 +114,7 @@ class KVManagerBehaviourTest {
 				.thenCancel()
 				.verify(T);
 		StepVerifier.create(prefill.roomRequests())
-				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(7, 2, 2, false)))
+				.assertNext(r -> assertThat(r).isEqualTo(new RoomRequest(7, 2, 2, false, 0, SHAPE.pageSize())))
 				.then(() -> decode.receiver(BOOTSTRAP, 8).sendMetadata(new int[] { 5 }, 3, new int[0]))
 				.assertNext(r -> assertThat(r.room()).as("later requests come after the held ones").isEqualTo(8))
 				.thenCancel()

@@ -23,7 +23,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
 
-/** A tracer's {@code context()} is user code: decode reads it for the room's requests with no room monitor held. */
+/**
+ * A tracer's {@code context()} is user code: decode reads it with no room monitor held, and only on the thread that made
+ * the receiver (where {@code start} runs too), never on a transport thread when the room's prefill ranks connect.
+ */
 class TraceContextLockTest {
 
 	private static final Duration T = Duration.ofSeconds(10);
@@ -31,6 +34,8 @@ class TraceContextLockTest {
 
 	// One entry per context() call: whether the decode room's monitor was held.
 	private final List<Boolean> underLock = new CopyOnWriteArrayList<>();
+	// One entry per context() call: the calling thread.
+	private final List<Thread> callers = new CopyOnWriteArrayList<>();
 	private static final HostPort BOOTSTRAP = InMemoryPair.BOOTSTRAP;
 
 	private InMemoryPair pair;
@@ -63,6 +68,7 @@ class TraceContextLockTest {
 			public String context() {
 				Object r = ((BaseKVManager<?>) decode).table.get(room);
 				underLock.add(r != null && Thread.holdsLock(r));
+				callers.add(Thread.currentThread());
 				return "ctx-" + room;
 			}
 		};
@@ -78,5 +84,8 @@ class TraceContextLockTest {
 			StepVerifier.create(r.completion()).verifyComplete();
 		}
 		assertThat(underLock).isNotEmpty().doesNotContain(true);
+		// Room 1's request goes out when its prefill rank connected, on the transport's thread: the context was read
+		// before, when its receiver was made.
+		assertThat(callers).isNotEmpty().containsOnly(Thread.currentThread());
 	}
 }

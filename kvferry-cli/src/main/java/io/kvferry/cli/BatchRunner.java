@@ -50,7 +50,7 @@ final class BatchRunner {
 	private long start;
 
 	/**
-	 * @param requests the batch, started in this order
+	 * @param requests the batch, started in this order; not copied, and not to be changed while the runner runs
 	 * @param concurrency rooms in flight at most, at least 1
 	 * @param poolPages pages held at most (a request larger than the pool still runs, alone)
 	 * @param stopOnFailure start no new room once one failed
@@ -72,7 +72,8 @@ final class BatchRunner {
 		if (concurrency < 1) {
 			throw new IllegalArgumentException("concurrency : " + concurrency + " (expected: >= 1)");
 		}
-		this.requests = List.copyOf(requests);
+		// Not copied: a batch may make its requests as they are asked for (Workload does).
+		this.requests = requests;
 		this.concurrency = concurrency;
 		this.poolPages = poolPages;
 		this.stopOnFailure = stopOnFailure;

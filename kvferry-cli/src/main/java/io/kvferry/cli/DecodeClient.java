@@ -3,6 +3,7 @@ package io.kvferry.cli;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
@@ -49,6 +50,8 @@ final class DecodeClient {
 	// a drain begun after closeAdmission() completes can never refuse a room this client already started.
 	private volatile boolean admitting = true;
 	private final AtomicInteger starting = new AtomicInteger();
+	// Set once a room's prefill ranks were found and connected on some rank.
+	private final AtomicBoolean reachedPrefill = new AtomicBoolean();
 	private final Sinks.Empty<Void> noneStarting = Sinks.empty();
 
 	private DecodeClient(ModelShape shape, int poolPages, int auxRows) {
@@ -168,6 +171,7 @@ final class DecodeClient {
 					.thenReturn(new RoomResult(room, numPages, 0, 0, reason));
 		}
 		return Mono.whenDelayError(receivers.stream().map(KVReceiver::completion).toList())
+				.doOnTerminate(() -> noteReached(receivers))
 				.then(Mono.fromCallable(() -> verify(room, dst, prefixPages, row, System.nanoTime() - start,
 						slowest(receivers))).subscribeOn(Schedulers.parallel()))
 				.onErrorResume(e -> {
@@ -179,6 +183,24 @@ final class DecodeClient {
 							.then(Mono.fromCallable(() -> new RoomResult(room, numPages, 0, latency, reason,
 									slowest(receivers))));
 				});
+	}
+
+	/** Notes whether a room that ended got as far as its prefill ranks on some decode rank. */
+	private void noteReached(List<KVReceiver> receivers) {
+		for (KVReceiver r : receivers) {
+			if (r.phases().has(RoomPhases.Phase.WAITING_FOR_PEER)) {
+				reachedPrefill.set(true);
+				return;
+			}
+		}
+	}
+
+	/**
+	 * @return whether some room got as far as its prefill ranks (found and connected), whatever then became of it:
+	 *         false means this decode instance never reached the prefill instance
+	 */
+	boolean reachedPrefill() {
+		return reachedPrefill.get();
 	}
 
 	/**

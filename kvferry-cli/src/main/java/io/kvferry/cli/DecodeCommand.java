@@ -34,7 +34,8 @@ import reactor.core.publisher.Mono;
 		footer = { "", "On SIGTERM or SIGINT it starts no new room, lets the rooms in flight finish for up to "
 				+ "--drain-timeout (aborting the rest with the reason), prints the summary and exits.",
 				"", "Exit status: 0 every byte matched (after a signal: of every room that ran); 1 a room failed or a "
-						+ "byte differed (reasons on stderr); 2 bad usage; 3 could not run." })
+						+ "byte differed (reasons on stderr); 2 bad usage; 3 could not run (no room reached the prefill "
+						+ "instance: its bootstrap server or registry unreachable, the instance unknown or incompatible)." })
 final class DecodeCommand implements Callable<Integer> {
 
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
@@ -130,14 +131,15 @@ final class DecodeCommand implements Callable<Integer> {
 		BootstrapClient client = registry.client(cl, System::getenv);
 		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
 		try {
-			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, batch.requests().size() + 1,
+			// One aux row (and state slot) per room in flight: rooms free theirs before the runner starts another.
+			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, workload.concurrency,
 					transport, client, spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
 			try {
 				String warmupFailure = warmUp(decoder, shape.pageSize());
 				if (warmupFailure != null) {
 					err.println("kvferry decode: failed: warm-up room: " + warmupFailure);
 					err.flush();
-					return 1;
+					return decoder.reachedPrefill() ? 1 : couldNotRun(err);
 				}
 				if (!idle.isZero()) {
 					// The lines let a test act on the connections while they are idle.
@@ -176,15 +178,20 @@ final class DecodeCommand implements Callable<Integer> {
 				}
 				Summary summary = Summary.of(title, batch.requests().size(), outcome)
 						.transport(TransportOptions.describe(transport));
+				if (stoppedBy.get() != null) {
+					// Rooms a signal kept from starting are skipped, no failure: every room that ran must have matched.
+					summary.stoppedBy(stoppedBy.get());
+				}
 				out.println(json ? summary.toJson() : summary.table());
 				out.flush();
 				if (!summary.verified()) {
 					summary.reasons().forEach(r -> err.println("kvferry decode: failed: " + r));
 					err.flush();
 				}
-				// Rooms a signal kept from starting are no failure: every room that ran must have matched.
-				boolean ok = stoppedBy.get() != null ? summary.failures() == 0 : summary.verified();
-				return ok ? 0 : 1;
+				if (summary.failures() > 0 && !decoder.reachedPrefill()) {
+					return couldNotRun(err);
+				}
+				return summary.verified() ? 0 : 1;
 			}
 			finally {
 				decoder.close().block(CLOSE_TIMEOUT);
@@ -194,6 +201,19 @@ final class DecodeCommand implements Callable<Integer> {
 			transport.dispose();
 			RegistryOptions.dispose(client);
 		}
+	}
+
+	/**
+	 * No room got as far as its prefill ranks (the bootstrap server or registry unreachable, the instance unknown or
+	 * not one decode can pair with): decode could not run, which is not a room that ran and failed.
+	 *
+	 * @return the exit status of a command that could not run
+	 */
+	private int couldNotRun(PrintWriter err) {
+		err.println("kvferry decode: could not run: no room reached the prefill instance " + bootstrap
+				+ (registry.isEtcd() ? " (registered in etcd)" : "") + "; the reasons are above");
+		err.flush();
+		return KVFerryCli.EXIT_ERROR;
 	}
 
 	/** @return null when every warm-up room was verified, else the first failure */

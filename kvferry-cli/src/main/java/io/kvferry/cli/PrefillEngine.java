@@ -240,8 +240,9 @@ final class PrefillEngine {
 			Iterator<RoomRequest> it = queue.values().iterator();
 			while (it.hasNext()) {
 				RoomRequest request = it.next();
-				// The engine computes every page of the prompt; those of decode's prefix are not sent.
-				int roomPages = request.decodePrefixLen() / pageSize + request.pageCount();
+				// The engine computes every page of the prompt; those of decode's prefix are not sent. Its pages hold
+				// the tokens of decode's pages, whatever the two page sizes.
+				int roomPages = request.pages(pageSize);
 				if (roomPages > capacity) {
 					it.remove();
 					reject(request, "room " + request.room() + " needs " + roomPages

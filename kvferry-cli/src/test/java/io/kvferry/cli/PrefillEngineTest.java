@@ -18,6 +18,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
@@ -91,6 +93,18 @@ class PrefillEngineTest {
 		assertThat(results).allSatisfy(r -> assertThat(r.bytes()).isEqualTo(13L * 512 * 8));
 		awaitCount(prefill::served, 6);
 		assertThat(prefill.failed()).isZero();
+	}
+
+	@ParameterizedTest
+	@ValueSource(ints = { 16, 1 })
+	void prefillPagesLargerOrSmallerThanDecodesHoldTheRoomsTokens(int prefillPageSize) {
+		// Decode pages of 4 tokens: prefill sizes each room by its own page size.
+		prefill = PrefillEngine.start(new PrefillEngine.Config(SHAPE.withPageSize(prefillPageSize), 1, 1, 1, 1, false,
+				256, 257, 16, "127.0.0.1", null, server.address(), transport, client, TIMEOUTS)).block(TIMEOUT);
+		decode = DecodeClient.start(SHAPE, 1, 1, 256, 64, transport, client, TIMEOUTS).block(TIMEOUT);
+		// 50 tokens: 13 decode pages, 4 (or 52) prefill pages.
+		assertThat(run(50, 81, 82)).hasSize(2).allSatisfy(r -> assertThat(r.failure()).isNull());
+		awaitCount(prefill::served, 2);
 	}
 
 	@Test

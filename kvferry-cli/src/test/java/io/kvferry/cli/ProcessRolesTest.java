@@ -1,5 +1,8 @@
 package io.kvferry.cli;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -79,6 +82,49 @@ class ProcessRolesTest {
 	}
 
 	@Test
+	void prefillAndDecodeWithDifferentPageSizesVerifyEveryRoom() throws Exception {
+		// As docs/rooms.md shows them: prefill pages of one token, decode pages of 16.
+		try (Child bootstrap = CliChild.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
+			String address = startBootstrap(bootstrap);
+			try (Child prefill = CliChild.start("prefill", "prefill", "--bootstrap", address, "--host", "127.0.0.1",
+					"--layers", "2", "--kv-heads", "2", "--head-dim", "64", "--page-size", "1")) {
+				prefill.awaitLine("kvferry prefill: ready", START);
+				try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", address, "--requests", "6",
+						"--min-tokens", "17", "--max-tokens", "300", "--json"))) {
+					int status = decode.awaitExit(START);
+					assertThat(status).as(decode.output() + prefill.output()).isZero();
+					JsonNode j = JSON.readTree(decode.stdout());
+					assertThat(j.get("verified").asBoolean()).isTrue();
+					assertThat(j.get("completed").asInt()).isEqualTo(6);
+				}
+			}
+		}
+	}
+
+	@Test
+	void decodeThatReachesNoBootstrapServerCouldNotRunAndItsRoomsNameWhy() throws Exception {
+		// A port that was free a moment ago and has no listener now.
+		String nobody;
+		try (ServerSocket s = new ServerSocket()) {
+			s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+			nobody = "127.0.0.1:" + s.getLocalPort();
+		}
+		try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", nobody, "--requests", "2",
+				"--bootstrap-timeout", "3s", "--json"))) {
+			int status = decode.awaitExit(START);
+			// An unreachable bootstrap server is a command that could not run (3), not a room that ran and failed (1).
+			assertThat(status).as(decode.output()).isEqualTo(KVFerryCli.EXIT_ERROR);
+			assertThat(decode.stderr()).contains("kvferry decode: could not run: no room reached the prefill instance "
+					+ nobody);
+			// The rooms timed out looking the instance up: they name the look-up's last failure, not only the state.
+			JsonNode j = JSON.readTree(decode.stdout());
+			assertThat(j.get("failure_reasons").toString()).contains("timed out after 3s in KVPoll.BOOTSTRAPPING; the "
+					+ "look-up of prefill instance " + nobody + " keeps failing: attempt ")
+					.contains("cannot connect: connection refused by " + nobody);
+		}
+	}
+
+	@Test
 	void decodeEndsWithTheLostConnectionWhenPrefillDiesMidRun() throws Exception {
 		try (Child bootstrap = CliChild.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
 			String address = startBootstrap(bootstrap);
@@ -101,9 +147,9 @@ class ProcessRolesTest {
 					assertThat(j.get("failures").asInt()).isPositive();
 					// Rooms in flight lose their connection; rooms that started resolving as it died find no listener.
 					assertThat(j.get("failure_reasons").toString())
-							.containsPattern("Lost connection with prefill|Connection refused");
+							.containsPattern("Lost connection with prefill|connection refused by");
 					assertThat(decode.stderr()).contains("kvferry decode: failed: ")
-							.containsPattern("Lost connection|Connection refused");
+							.containsPattern("Lost connection|connection refused by");
 				}
 			}
 		}
@@ -219,6 +265,9 @@ class ProcessRolesTest {
 					assertThat(j.get("failures").asInt()).as(decode.output()).isZero();
 					assertThat(j.get("completed").asInt()).isPositive();
 					assertThat(j.get("skipped").asInt()).isPositive();
+					// As the exit status says: every room that ran matched, the rest were skipped by the signal.
+					assertThat(j.get("verified").asBoolean()).as(decode.output()).isTrue();
+					assertThat(j.get("stopped_by").asText()).isEqualTo("SIGTERM");
 					System.out.printf("kvferry drain on SIGTERM: decode verified %d rooms, left %d unstarted and exited 0"
 							+ " after %d ms%n", j.get("completed").asInt(), j.get("skipped").asInt(), took);
 				}

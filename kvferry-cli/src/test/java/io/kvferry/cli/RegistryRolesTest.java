@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,6 +17,7 @@ import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvferry.HostPort;
 import io.kvferry.registry.etcd.EtcdCluster;
 import io.kvferry.registry.etcd.EtcdTestPki;
 import io.kvferry.test.Child;
@@ -79,6 +83,44 @@ class RegistryRolesTest {
 			roomsThrough(List.of("--registry", etcd.uri(), "--etcd-timeout", ETCD_TIMEOUT, "--etcd-ca",
 					pki.ca().toString(), "--etcd-cert", pki.clientCert().toString(), "--etcd-key",
 					pki.clientKey().toString()), "over TLS");
+		}
+	}
+
+	@Test
+	void decodeAgainstATlsOnlyEtcdWithoutItsCaCouldNotRunAndItsRoomsNameEtcdAndWhy() throws Exception {
+		EtcdTestPki pki = EtcdTestPki.create(dir);
+		try (EtcdCluster etcd = EtcdCluster.startTls(1, pki, false)) {
+			unreachableRegistry(etcd.uri(), "on etcd [http://" + etcd.endpoints().get(0) + "]");
+		}
+	}
+
+	@Test
+	void decodeAgainstAnEtcdNobodyServesCouldNotRunAndItsRoomsNameEtcdAndWhy() throws Exception {
+		HostPort nobody;
+		try (ServerSocket s = new ServerSocket()) {
+			s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+			nobody = new HostPort("127.0.0.1", s.getLocalPort());
+		}
+		unreachableRegistry("etcd://" + nobody, "on etcd [http://" + nobody + "]");
+	}
+
+	/**
+	 * A decode whose registry is never reached: every room times out in Bootstrapping naming the look-up's last
+	 * failure (etcd and its address), and decode exits as a command that could not run.
+	 */
+	private void unreachableRegistry(String registry, String named) throws Exception {
+		try (Child decode = CliChild.start("decode", args(List.of("--registry", registry, "--etcd-timeout", "3s"),
+				"decode", "--bootstrap", INSTANCE, "--requests", "2", "--bootstrap-timeout", "15s", "--json"))) {
+			int status = decode.awaitExit(START);
+			assertThat(status).as(decode.output()).isEqualTo(KVFerryCli.EXIT_ERROR);
+			JsonNode j = JSON.readTree(decode.stdout());
+			assertThat(j.get("failure_reasons").toString()).as(decode.output())
+					.contains("timed out after 15s in KVPoll.BOOTSTRAPPING; the look-up of prefill instance " + INSTANCE
+							+ " keeps failing: attempt ")
+					.contains(named);
+			assertThat(decode.stderr()).contains("kvferry decode: could not run: no room reached the prefill instance "
+					+ INSTANCE + " (registered in etcd)");
+			System.out.printf("decode against %s exited %d: %s%n", registry, status, j.get("failure_reasons"));
 		}
 	}
 

@@ -62,7 +62,7 @@ public final class RestartScenario {
 	 * or asked of a port nobody listens on any more. Nothing else: a byte that differs or a timeout is a failure.
 	 */
 	private static final Pattern AWAY = Pattern.compile("is draining and admits no new rooms|drained \\(.*\\) and is "
-			+ "gone|Lost connection with prefill rank|Connection refused|Connection reset");
+			+ "gone|Lost connection with prefill rank|connection refused by|Connection reset");
 
 	private final Hosts hosts;
 	private final List<Child> started = new ArrayList<>();

@@ -53,7 +53,24 @@ class SummaryTest {
 		assertThat(j.get("verified").asBoolean()).isFalse();
 		assertThat(j.get("skipped").asInt()).isEqualTo(2);
 		assertThat(j.get("failure_reasons").get(0).asText()).contains("Lost connection");
-		assertThat(s.table()).contains("2 failed").contains("2 not run").contains("FAILED");
+		assertThat(s.table()).contains("2 failed").contains("2 skipped").contains("FAILED");
+	}
+
+	@Test
+	void roomsAStopSignalKeptFromStartingAreSkippedNoFailure() throws Exception {
+		BatchRunner.Outcome outcome = new BatchRunner.Outcome(List.of(ok(1, 100, 1), ok(2, 100, 1)), 8, 1_000);
+		Summary s = Summary.of("test", 10, outcome).stoppedBy("SIGTERM");
+		assertThat(s.verified()).isTrue();
+		JsonNode j = JSON.readTree(s.toJson());
+		assertThat(j.get("verified").asBoolean()).isTrue();
+		assertThat(j.get("skipped").asInt()).isEqualTo(8);
+		assertThat(j.get("stopped_by").asText()).isEqualTo("SIGTERM");
+		assertThat(s.table()).contains("2 of 10 verified, 8 skipped (stopped by SIGTERM)")
+				.contains("OK: every byte of every room that ran matched").doesNotContain("FAILED", "not run");
+		// A failure still fails the batch, stopped or not.
+		BatchRunner.Outcome failed = new BatchRunner.Outcome(List.of(ok(1, 100, 1), new RoomResult(2, 1, 0, 0, LOST)),
+				8, 1_000);
+		assertThat(Summary.of("test", 10, failed).stoppedBy("SIGTERM").verified()).isFalse();
 	}
 
 	@Test
@@ -61,10 +78,13 @@ class SummaryTest {
 		BatchRunner.Outcome outcome = new BatchRunner.Outcome(List.of(
 				new RoomResult(7, 1, 0, 0, "Could not bootstrap room 7 from 127.0.0.1:2: Connection refused"),
 				new RoomResult(-8, 1, 0, 0, "Could not bootstrap room -8 from 127.0.0.1:2: Connection refused"),
-				new RoomResult(9, 1, 0, 0, "Prefill rank 127.0.0.1:3 failed room 9: bad page 12")), 0, 1_000);
-		assertThat(Summary.of("test", 3, outcome).reasons()).containsExactly(
+				new RoomResult(9, 1, 0, 0, "Prefill rank 127.0.0.1:3 failed room 9: bad page 12"),
+				new RoomResult(10, 1, 0, 0, "Request 10 timed out after 3s in KVPoll.BOOTSTRAPPING"),
+				new RoomResult(11, 1, 0, 0, "Request 11 timed out after 3s in KVPoll.BOOTSTRAPPING")), 0, 1_000);
+		assertThat(Summary.of("test", 5, outcome).reasons()).containsExactly(
 				"2 rooms: Could not bootstrap room N from 127.0.0.1:2: Connection refused",
-				"Prefill rank 127.0.0.1:3 failed room N: bad page 12");
+				"Prefill rank 127.0.0.1:3 failed room N: bad page 12",
+				"2 rooms: Request N timed out after 3s in KVPoll.BOOTSTRAPPING");
 	}
 
 	@Test

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -49,6 +50,34 @@ class WorkloadTest {
 		Workload big = Workload.generate(3, 1600, 1600, 16, 1, 1);
 		assertThat(big.poolPages(3, 10)).isEqualTo(100);
 		assertThat(big.poolPages(3, 250)).isEqualTo(250);
+	}
+
+	@Test
+	@Timeout(10)
+	void aBatchHoldsNothingPerRequestItsRequestsAreMadeWhenAskedFor() {
+		// As many requests as a list can have: made at once, any of them at once, the same each time.
+		Workload huge = Workload.generate(Integer.MAX_VALUE, 128, 12288, 16, 42, 7);
+		Workload.Request last = huge.requests().get(Integer.MAX_VALUE - 1);
+		assertThat(huge.requests()).hasSize(Integer.MAX_VALUE);
+		assertThat(huge.requests().get(Integer.MAX_VALUE - 1)).isEqualTo(last);
+		assertThat(last.tokens()).isBetween(128, 12288);
+		assertThat(huge.requests().get(Integer.MAX_VALUE / 2).tokens()).as("the one that spans the range")
+				.isEqualTo(12288);
+		assertThat(huge.largestPages()).isEqualTo(768);
+	}
+
+	@Test
+	void roomIdsOfABatchAreDistinctAndNonNegativeWithoutRememberingThem() {
+		// The map is one to one on 63 bits, also where seed + index wraps past the largest long.
+		for (long seed : new long[] { 0, 42, Long.MAX_VALUE - 50_000, -1 }) {
+			Set<Long> seen = new HashSet<>();
+			for (int i = 0; i < 100_000; i++) {
+				long id = Workload.roomId(seed, i);
+				assertThat(id).isNotNegative();
+				seen.add(id);
+			}
+			assertThat(seen).as("seed %d", seed).hasSize(100_000);
+		}
 	}
 
 	@Test

@@ -1,17 +1,13 @@
 package io.kvferry.bootstrap.client;
 
 import java.io.IOException;
-import java.net.ConnectException;
-import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 
-import javax.net.ssl.SSLException;
-
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
-import io.netty.channel.ConnectTimeoutException;
+import io.kvferry.spi.ConnectFailure;
 import io.netty.handler.ssl.SslHandshakeTimeoutException;
 import reactor.core.Exceptions;
 
@@ -26,6 +22,10 @@ final class BootstrapErrors {
 
 	/** How deep a cause chain is searched for a known transport failure. */
 	private static final int MAX_CAUSE_DEPTH = 8;
+
+	/** A server that requires TLS closes a plain connection without a word: say what is likely. */
+	private static final String PLAIN_TO_TLS_HINT = " (a server that requires TLS closes plain HTTP connections this "
+			+ "way: if it serves https, call it with TLS)";
 
 	private BootstrapErrors() {
 	}
@@ -58,46 +58,63 @@ final class BootstrapErrors {
 
 	/**
 	 * @param call method and URL
+	 * @param address the server's {@code host:port}, named by connect failures
+	 * @param opened whether the call had a connection (its request was about to go out) before it failed: a call
+	 *        that timed out without one could not connect
 	 * @param timeout the per-call timeout, named in timeout messages
 	 * @param error what the HTTP exchange signalled
 	 * @return {@code error} itself when it already is a {@link BootstrapException}, else TIMEOUT, UNREACHABLE or OTHER
 	 *         (a TLS failure is OTHER: retrying will not fix a certificate)
 	 */
-	static BootstrapException fromFailure(String call, Duration timeout, Throwable error) {
+	static BootstrapException fromFailure(String call, String address, boolean opened, Duration timeout,
+			Throwable error) {
 		Throwable unwrapped = Exceptions.unwrap(error);
 		if (unwrapped instanceof BootstrapException known) {
 			return known;
 		}
+		ConnectFailure connect = ConnectFailure.of(unwrapped);
+		boolean timedOut = isTimeout(unwrapped);
+		if (connect == ConnectFailure.TIMED_OUT || (timedOut && !opened && connect == null)) {
+			return new BootstrapException(Kind.TIMEOUT, 0, call + ": could not connect within " + timeout.toMillis()
+					+ " ms: " + ConnectFailure.TIMED_OUT.describe(address, unwrapped), unwrapped);
+		}
+		if (connect == ConnectFailure.TLS) {
+			// A handshake that timed out may pass; an untrusted certificate, a wrong host name or a plain-HTTP peer is
+			// configuration, so not worth retrying.
+			return new BootstrapException(timedOut ? Kind.TIMEOUT : Kind.OTHER, 0, call + ": "
+					+ connect.describe(address, unwrapped), unwrapped);
+		}
+		if (connect != null) {
+			return new BootstrapException(Kind.UNREACHABLE, 0, call + ": cannot connect: "
+					+ connect.describe(address, unwrapped), unwrapped);
+		}
+		if (timedOut) {
+			return new BootstrapException(Kind.TIMEOUT, 0,
+					call + ": no answer within " + timeout.toMillis() + " ms", unwrapped);
+		}
 		Throwable cause = unwrapped;
 		for (int depth = 0; cause != null && depth < MAX_CAUSE_DEPTH; depth++, cause = cause.getCause()) {
-			// ConnectTimeoutException is a ConnectException, SslHandshakeTimeoutException an SSLException: test for
-			// timeouts first.
-			if (cause instanceof TimeoutException || cause instanceof ConnectTimeoutException
-					|| cause instanceof io.netty.handler.timeout.TimeoutException
-					|| cause instanceof SslHandshakeTimeoutException) {
-				return new BootstrapException(Kind.TIMEOUT, 0,
-						call + ": no answer within " + timeout.toMillis() + " ms", unwrapped);
-			}
-			if (cause instanceof UnknownHostException) {
-				return new BootstrapException(Kind.UNREACHABLE, 0,
-						call + ": unknown host (" + describe(cause) + ")", unwrapped);
-			}
-			if (cause instanceof ConnectException) {
-				return new BootstrapException(Kind.UNREACHABLE, 0,
-						call + ": cannot connect (" + describe(cause) + ")", unwrapped);
-			}
-			if (cause instanceof SSLException) {
-				// Untrusted certificate, wrong host name, a plain-HTTP peer: configuration, so not worth retrying.
-				return new BootstrapException(Kind.OTHER, 0, call + ": TLS failed (" + describe(cause) + ")",
-						unwrapped);
-			}
 			if (cause instanceof IOException) {
 				// Reset, closed before the answer (PrematureCloseException), broken pipe: the peer went away.
-				return new BootstrapException(Kind.UNREACHABLE, 0,
-						call + ": connection lost (" + describe(cause) + ")", unwrapped);
+				String lost = describe(cause);
+				boolean unanswered = call.contains(" http://") && lost.contains("BEFORE response");
+				return new BootstrapException(Kind.UNREACHABLE, 0, call + ": connection lost (" + lost + ")"
+						+ (unanswered ? PLAIN_TO_TLS_HINT : ""), unwrapped);
 			}
 		}
 		return new BootstrapException(Kind.OTHER, 0, call + ": " + describe(unwrapped), unwrapped);
+	}
+
+	/** @return whether a timeout is among the causes (the call's, a read's, or a TLS handshake's) */
+	private static boolean isTimeout(Throwable error) {
+		Throwable cause = error;
+		for (int depth = 0; cause != null && depth < MAX_CAUSE_DEPTH; depth++, cause = cause.getCause()) {
+			if (cause instanceof TimeoutException || cause instanceof io.netty.handler.timeout.TimeoutException
+					|| cause instanceof SslHandshakeTimeoutException) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/** @return the body as one line of text, at most {@link #MAX_QUOTED_CHARS} characters */

@@ -3,6 +3,7 @@ package io.kvferry.bootstrap.client;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.bootstrap.BootstrapException;
@@ -24,6 +25,7 @@ import reactor.netty.ByteBufFlux;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.client.HttpClientResponse;
 import reactor.netty.resources.ConnectionProvider;
+import reactor.util.context.Context;
 
 /**
  * The HTTP side of one {@link ReactorBootstrapClient}: its connection pool, created on the first call and reused by
@@ -41,6 +43,9 @@ final class BootstrapHttp {
 
 	/** Idle pooled connections are closed before a server's keep-alive timeout (aiohttp: 75 s) closes them. */
 	static final Duration MAX_IDLE_TIME = Duration.ofSeconds(20);
+
+	/** The context key of a call's flag that its connection opened. */
+	private static final String OPENED = "kvferry.bootstrap.opened";
 
 	/** {@link #transport} once disposed. */
 	private static final Object DISPOSED = new Object();
@@ -72,22 +77,28 @@ final class BootstrapHttp {
 	 */
 	Mono<byte[]> exchange(HttpMethod method, String url, byte @Nullable [] body) {
 		String call = call(method, url);
+		// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
+		URI uri = URI.create(url);
 		return Mono.defer(() -> {
-			// A URI object, not text: Reactor Netty misreads a text URL whose port has one digit as an unknown host.
-			HttpClient.RequestSender request = pool().http.request(method).uri(URI.create(url));
-			HttpClient.ResponseReceiver<?> receiver = body == null ? request : request.send((req, out) -> {
-				req.header(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
-				if (bearerToken != null) {
-					req.header(HttpHeaderNames.AUTHORIZATION, "Bearer " + bearerToken);
-				}
-				return out.sendByteArray(Mono.just(body));
-			});
-			return receiver.response((response, content) -> readAnswer(call, response, content))
-					.next()
+			// Set once the call has its connection: a call that times out before could not connect.
+			AtomicBoolean opened = new AtomicBoolean();
+			return Mono.defer(() -> {
+				HttpClient.RequestSender request = pool().http.request(method).uri(uri);
+				HttpClient.ResponseReceiver<?> receiver = body == null ? request : request.send((req, out) -> {
+					req.header(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+					if (bearerToken != null) {
+						req.header(HttpHeaderNames.AUTHORIZATION, "Bearer " + bearerToken);
+					}
+					return out.sendByteArray(Mono.just(body));
+				});
+				return receiver.response((response, content) -> readAnswer(call, response, content)).next();
+			})
 					// Looked up per subscription, like the retry scheduler, so a virtual clock installed later applies.
-					.timeout(timeout, Schedulers.parallel());
-		})
-				.onErrorMap(error -> BootstrapErrors.fromFailure(call, timeout, error));
+					.timeout(timeout, Schedulers.parallel())
+					.contextWrite(Context.of(OPENED, opened))
+					.onErrorMap(error -> BootstrapErrors.fromFailure(call, uri.getAuthority(), opened.get(), timeout,
+							error));
+		});
 	}
 
 	private Mono<byte[]> readAnswer(String call, HttpClientResponse response, ByteBufFlux content) {
@@ -161,6 +172,8 @@ final class BootstrapHttp {
 			HttpClient client = (given != null ? given : HttpClient.create(provider).runOn(Loops.GROUP))
 					.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
 			// The handshake is part of the call, so the call's timeout bounds it too.
+			client = client.doOnRequest((request, connection) -> request.currentContextView()
+					.<AtomicBoolean>getOrEmpty(OPENED).ifPresent(opened -> opened.set(true)));
 			this.http = sslContext == null ? client
 					: client.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(timeout));
 		}

@@ -2,6 +2,7 @@ package io.kvferry.bootstrap.client;
 
 import java.io.IOException;
 import java.net.ConnectException;
+import java.net.NoRouteToHostException;
 import java.net.UnknownHostException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.charset.StandardCharsets;
@@ -25,46 +26,81 @@ import static org.assertj.core.api.Assertions.assertThat;
 class BootstrapErrorsTest {
 
 	private static final String CALL = "GET http://bootstrap.example:8998/health";
+	private static final String ADDRESS = "bootstrap.example:8998";
 	private static final Duration TIMEOUT = Duration.ofSeconds(5);
 
 	@Test
 	void unknownHostIsUnreachable() {
-		BootstrapException failure = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException failure = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				new UnknownHostException("failed to resolve 'bootstrap.example'"));
 
 		assertThat(failure.kind()).isEqualTo(Kind.UNREACHABLE);
 		assertThat(failure.status()).isZero();
 		assertThat(failure.isRetryable()).isTrue();
-		assertThat(failure.getMessage()).isEqualTo(CALL + ": unknown host (failed to resolve 'bootstrap.example')");
+		assertThat(failure.getMessage()).isEqualTo(CALL + ": cannot connect: unknown host: the name of " + ADDRESS
+				+ " does not resolve (failed to resolve 'bootstrap.example')");
 	}
 
 	@Test
-	void connectTimeoutIsATimeoutNotAConnectFailure() {
-		BootstrapException failure = BootstrapErrors.fromFailure(CALL, TIMEOUT,
-				new ConnectTimeoutException("connection timed out"));
+	void connectTimeoutIsATimeoutToConnectNotARefusal() {
+		// Netty's ConnectTimeoutException is a ConnectException: only its words tell it from a refusal.
+		BootstrapException failure = BootstrapErrors.fromFailure(CALL, ADDRESS, false, TIMEOUT,
+				new ConnectTimeoutException("connection timed out after 5000 ms: bootstrap.example/10.0.0.5:8998"));
 
 		assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
-		assertThat(failure.getMessage()).isEqualTo(CALL + ": no answer within 5000 ms");
+		assertThat(failure.getMessage()).isEqualTo(CALL + ": could not connect within 5000 ms: " + ADDRESS
+				+ " did not accept the connection in time (the host is down, or a firewall drops its packets)");
+	}
+
+	@Test
+	void aCallThatTimedOutBeforeItHadAConnectionCouldNotConnect() {
+		BootstrapException unopened = BootstrapErrors.fromFailure(CALL, ADDRESS, false, TIMEOUT,
+				new TimeoutException("Did not observe any item or terminal signal within 5000ms"));
+		BootstrapException unanswered = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
+				new TimeoutException("Did not observe any item or terminal signal within 5000ms"));
+
+		assertThat(unopened.kind()).isEqualTo(Kind.TIMEOUT);
+		assertThat(unopened.getMessage()).startsWith(CALL + ": could not connect within 5000 ms: " + ADDRESS
+				+ " did not accept the connection in time");
+		assertThat(unanswered.kind()).isEqualTo(Kind.TIMEOUT);
+		assertThat(unanswered.getMessage()).isEqualTo(CALL + ": no answer within 5000 ms");
+	}
+
+	@Test
+	void anUnreachableHostIsNamedAsSuchNotAsALostConnection() {
+		// As Netty's epoll transport reports EHOSTUNREACH and ENETUNREACH: no message of its own, the address appended.
+		BootstrapException failure = BootstrapErrors.fromFailure(CALL, ADDRESS, false, TIMEOUT,
+				Exceptions.propagate(new NoRouteToHostException("null: /10.213.77.1:18998")));
+		// As the JDK's sockets report it.
+		BootstrapException jdk = BootstrapErrors.fromFailure(CALL, ADDRESS, false, TIMEOUT,
+				new ConnectException("Network is unreachable"));
+
+		assertThat(failure.kind()).isEqualTo(Kind.UNREACHABLE);
+		assertThat(failure.isRetryable()).isTrue();
+		assertThat(failure.getMessage()).isEqualTo(CALL + ": cannot connect: no route to host " + ADDRESS
+				+ " (the host is down or its network is unreachable from here)").doesNotContain("null", "lost");
+		assertThat(jdk.getMessage()).isEqualTo(failure.getMessage());
 	}
 
 	@Test
 	void readAndOperatorTimeoutsAreTimeouts() {
-		assertThat(BootstrapErrors.fromFailure(CALL, TIMEOUT, ReadTimeoutException.INSTANCE).kind())
+		assertThat(BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT, ReadTimeoutException.INSTANCE).kind())
 				.isEqualTo(Kind.TIMEOUT);
-		assertThat(BootstrapErrors.fromFailure(CALL, TIMEOUT, new TimeoutException()).kind()).isEqualTo(Kind.TIMEOUT);
+		assertThat(BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT, new TimeoutException()).kind()).isEqualTo(Kind.TIMEOUT);
 	}
 
 	@Test
 	void lostConnectionsAreUnreachableEvenWhenWrapped() {
-		BootstrapException refused = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException refused = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				Exceptions.propagate(new ConnectException("Connection refused")));
-		BootstrapException reset = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException reset = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				new IllegalStateException("wrapper", new IOException("Connection reset by peer")));
-		BootstrapException closed = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException closed = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				new ClosedChannelException());
 
 		assertThat(refused.kind()).isEqualTo(Kind.UNREACHABLE);
-		assertThat(refused.getMessage()).isEqualTo(CALL + ": cannot connect (Connection refused)");
+		assertThat(refused.getMessage()).isEqualTo(CALL + ": cannot connect: connection refused by " + ADDRESS
+				+ " (nothing listens on that port, or a firewall rejects it)");
 		assertThat(reset.kind()).isEqualTo(Kind.UNREACHABLE);
 		assertThat(reset.getMessage()).isEqualTo(CALL + ": connection lost (Connection reset by peer)");
 		assertThat(closed.kind()).isEqualTo(Kind.UNREACHABLE);
@@ -73,21 +109,23 @@ class BootstrapErrorsTest {
 
 	@Test
 	void tlsFailuresAreOtherAndNotRetried() {
-		BootstrapException untrusted = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException untrusted = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				new SSLHandshakeException("PKIX path building failed"));
-		BootstrapException plainPeer = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException plainPeer = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				new IllegalStateException("wrapper", new NotSslRecordException("not an SSL/TLS record: 485454502f")));
 
 		assertThat(untrusted.kind()).isEqualTo(Kind.OTHER);
 		assertThat(untrusted.isRetryable()).isFalse();
-		assertThat(untrusted.getMessage()).isEqualTo(CALL + ": TLS failed (PKIX path building failed)");
+		assertThat(untrusted.getMessage()).isEqualTo(CALL + ": TLS handshake with " + ADDRESS
+				+ " failed (PKIX path building failed)");
 		assertThat(plainPeer.kind()).isEqualTo(Kind.OTHER);
-		assertThat(plainPeer.getMessage()).isEqualTo(CALL + ": TLS failed (not an SSL/TLS record: 485454502f)");
+		assertThat(plainPeer.getMessage()).isEqualTo(CALL + ": TLS handshake with " + ADDRESS
+				+ " failed (not an SSL/TLS record: 485454502f)");
 	}
 
 	@Test
 	void aTlsHandshakeTimeoutIsATimeout() {
-		BootstrapException failure = BootstrapErrors.fromFailure(CALL, TIMEOUT,
+		BootstrapException failure = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT,
 				new SslHandshakeTimeoutException("handshake timed out after 5000ms"));
 
 		assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
@@ -98,7 +136,7 @@ class BootstrapErrorsTest {
 	void anythingElseIsOtherAndKeepsItsCause() {
 		IllegalStateException cause = new IllegalStateException("bootstrap client disposed");
 
-		BootstrapException failure = BootstrapErrors.fromFailure(CALL, TIMEOUT, cause);
+		BootstrapException failure = BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT, cause);
 
 		assertThat(failure.kind()).isEqualTo(Kind.OTHER);
 		assertThat(failure.isRetryable()).isFalse();
@@ -110,7 +148,7 @@ class BootstrapErrorsTest {
 	void aBootstrapExceptionPassesThroughUnchanged() {
 		BootstrapException known = new BootstrapException(Kind.NOT_FOUND, 404, "GET x: 404");
 
-		assertThat(BootstrapErrors.fromFailure(CALL, TIMEOUT, known)).isSameAs(known);
+		assertThat(BootstrapErrors.fromFailure(CALL, ADDRESS, true, TIMEOUT, known)).isSameAs(known);
 	}
 
 	@Test

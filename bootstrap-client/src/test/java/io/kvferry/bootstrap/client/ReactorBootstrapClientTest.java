@@ -18,6 +18,7 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapException.Kind;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
+import io.kvferry.test.DeafListener;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -413,7 +414,7 @@ class ReactorBootstrapClientTest {
 		ReactorBootstrapClient client = track(ReactorBootstrapClient.create());
 		StepVerifier.create(client.health(nobody))
 				.expectErrorSatisfies(error -> assertThat(bootstrapFailure(error).getMessage())
-						.startsWith("GET http://127.0.0.1:1/health: cannot connect").contains("Connection refused"))
+						.startsWith("GET http://127.0.0.1:1/health: cannot connect: connection refused by 127.0.0.1:1"))
 				.verify(VERIFY);
 	}
 
@@ -428,7 +429,8 @@ class ReactorBootstrapClientTest {
 					assertThat(failure.kind()).isEqualTo(Kind.UNREACHABLE);
 					assertThat(failure.status()).isZero();
 					assertThat(failure.isRetryable()).isTrue();
-					assertThat(failure.getMessage()).startsWith("GET http://" + nobody + "/health: cannot connect");
+					assertThat(failure.getMessage()).startsWith("GET http://" + nobody + "/health: cannot connect: "
+							+ "connection refused by " + nobody + " (nothing listens on that port");
 				})
 				.verify(VERIFY);
 	}
@@ -444,9 +446,29 @@ class ReactorBootstrapClientTest {
 					BootstrapException failure = bootstrapFailure(error);
 					assertThat(failure.kind()).isEqualTo(Kind.UNREACHABLE);
 					assertThat(failure.getMessage())
-							.startsWith("GET http://kvferry-no-such-host.invalid:8998/health: unknown host");
+							.startsWith("GET http://kvferry-no-such-host.invalid:8998/health: cannot connect: unknown "
+									+ "host: the name of kvferry-no-such-host.invalid:8998 does not resolve");
 				})
 				.verify(Duration.ofSeconds(45));
+	}
+
+	@Test
+	void aServerThatNeverAcceptsIsATimeoutToConnectNotAnAnswerThatDidNotCome() {
+		try (DeafListener deaf = DeafListener.open()) {
+			HostPort address = deaf.address();
+			ReactorBootstrapClient client = track(ReactorBootstrapClient.create().timeout(Duration.ofMillis(500)));
+
+			StepVerifier.create(client.health(address))
+					.expectErrorSatisfies(error -> {
+						BootstrapException failure = bootstrapFailure(error);
+						assertThat(failure.kind()).isEqualTo(Kind.TIMEOUT);
+						assertThat(failure.isRetryable()).isTrue();
+						assertThat(failure.getMessage()).isEqualTo("GET http://" + address + "/health: could not connect "
+								+ "within 500 ms: " + address + " did not accept the connection in time (the host is "
+								+ "down, or a firewall drops its packets)");
+					})
+					.verify(VERIFY);
+		}
 	}
 
 	@Test

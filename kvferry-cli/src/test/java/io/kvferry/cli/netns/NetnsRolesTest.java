@@ -248,6 +248,23 @@ class NetnsRolesTest {
 	}
 
 	@Test
+	void aDecodeWhoseLinkToTheBootstrapHostIsDownSaysThereIsNoRouteToItAndCouldNotRun() throws Exception {
+		NetnsHosts net = hosts();
+		String bootstrap = startBootstrap(net);
+		// Unplugged before decode ever spoke to it: decode's look-ups find no route to the host.
+		net.cutLink(BOOTSTRAP);
+		Child decode = track(net.start(DECODE, "decode", args("decode", "--bootstrap", bootstrap, "--requests", "1",
+				"--bootstrap-timeout", "15s", "--json")));
+
+		assertThat(decode.awaitExit(RUN)).as(decode.output()).isEqualTo(3);
+		String reasons = summary(decode).get("failure_reasons").toString();
+		System.out.println("decode with its link to the bootstrap host down: " + reasons);
+		// Not "connection lost (null: /host:port)": an operator must look at the link and the host, not the server.
+		assertThat(reasons).as(decode.output()).contains("keeps failing: attempt ")
+				.contains("cannot connect: no route to host " + bootstrap).doesNotContain("null", "connection lost");
+	}
+
+	@Test
 	void oneRoomFillsACappedLink() throws Exception {
 		NetnsHosts net = hosts();
 		String bootstrap = startBootstrap(net);

@@ -1,6 +1,5 @@
 package io.kvferry.registry.etcd;
 
-import java.net.ConnectException;
 import java.security.cert.CertificateException;
 import java.time.Duration;
 import java.util.Locale;
@@ -8,6 +7,8 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import javax.net.ssl.SSLException;
 
@@ -17,6 +18,7 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.StatusRuntimeException;
 import io.kvferry.bootstrap.BootstrapException;
+import io.kvferry.spi.ConnectFailure;
 import io.netty.handler.ssl.NotSslRecordException;
 import org.jspecify.annotations.Nullable;
 
@@ -28,6 +30,9 @@ import org.jspecify.annotations.Nullable;
 final class EtcdErrors {
 
 	private static final int MAX_CAUSES = 16;
+
+	/** The address Netty appends to a connect failure: {@code "Connection refused: /10.0.0.1:2379"}. */
+	private static final Pattern ANNOTATED_ADDRESS = Pattern.compile(": [^\\s/]*/([^\\s/]+:\\d+)$");
 
 	private EtcdErrors() {
 	}
@@ -62,6 +67,11 @@ final class EtcdErrors {
 			// Configuration, not a passing state: not retried, and not UNREACHABLE (which callers retry).
 			return new BootstrapException(BootstrapException.Kind.OTHER, 0, where + "TLS failed: " + tlsHint(tls,
 					access) + " (" + describe(tls) + ")", e);
+		}
+		ConnectFailure connect = connectFailure(e);
+		if (connect != null) {
+			return new BootstrapException(connect == ConnectFailure.TIMED_OUT ? BootstrapException.Kind.TIMEOUT
+					: BootstrapException.Kind.UNREACHABLE, 0, where + cannotConnect(connect, e, access), e);
 		}
 		if (e instanceof TimeoutException) {
 			return new BootstrapException(BootstrapException.Kind.TIMEOUT, 0, where + "no answer within "
@@ -106,9 +116,36 @@ final class EtcdErrors {
 	/** @return the failure of a call that failed transiently until its timeout */
 	static BootstrapException gaveUp(Throwable last, Duration timeout, Access access) {
 		Throwable e = unwrap(last);
+		ConnectFailure connect = connectFailure(e);
 		return new BootstrapException(isUnreachable(e) ? BootstrapException.Kind.UNREACHABLE
 				: BootstrapException.Kind.TIMEOUT, 0, "etcd did not answer within " + timeout.toMillis()
-						+ " ms; last failure: " + detail(e) + plainTextHint(e, access), last);
+						+ " ms; last failure: " + (connect != null ? cannotConnect(connect, e, access)
+								: detail(e) + plainTextHint(e, access)), last);
+	}
+
+	/** @return the failure to connect to a member among the causes, or null; a TLS failure has its own words */
+	private static @Nullable ConnectFailure connectFailure(Throwable e) {
+		ConnectFailure connect = ConnectFailure.of(e);
+		return connect == ConnectFailure.TLS ? null : connect;
+	}
+
+	/**
+	 * @return what kept the client from a member, naming the member: the address the socket layer annotated its
+	 *         failure with, else the endpoints
+	 */
+	private static String cannotConnect(ConnectFailure connect, Throwable e, Access access) {
+		String dialled = null;
+		int depth = 0;
+		for (Throwable t = e; t != null && dialled == null && depth < MAX_CAUSES; t = t.getCause(), depth++) {
+			Matcher m = ANNOTATED_ADDRESS.matcher(String.valueOf(t.getMessage()));
+			if (m.find()) {
+				dialled = m.group(1);
+			}
+		}
+		if (dialled == null) {
+			dialled = access.where().substring(1, access.where().length() - 1);
+		}
+		return "cannot connect: " + connect.describe(dialled, e);
 	}
 
 	/** @return the TLS failure among the causes (a handshake, certificate or non-TLS peer failure), or null */
@@ -168,13 +205,9 @@ final class EtcdErrors {
 		if (access.tls() != null || !isUnreachable(e)) {
 			return "";
 		}
-		for (Throwable t = e; t != null; t = t.getCause()) {
-			if (t instanceof ConnectException) {
-				return "";
-			}
-			if (t.getCause() == t) {
-				break;
-			}
+		if (connectFailure(e) != null) {
+			// The connection never opened: no TLS peer closed it.
+			return "";
 		}
 		return " (if etcd serves https, this client must speak TLS: give etcd's CA certificate)";
 	}
@@ -244,10 +277,10 @@ final class EtcdErrors {
 	}
 
 	private static boolean isUnreachable(Throwable e) {
+		if (connectFailure(e) != null) {
+			return true;
+		}
 		for (Throwable t = e; t != null; t = t.getCause()) {
-			if (t instanceof ConnectException) {
-				return true;
-			}
 			if (t instanceof EtcdException etcd && (etcd.getErrorCode() == ErrorCode.UNAVAILABLE
 					|| etcd.getErrorCode() == ErrorCode.DEADLINE_EXCEEDED)) {
 				return true;

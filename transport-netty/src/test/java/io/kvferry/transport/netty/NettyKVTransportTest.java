@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.kvferry.test.DeafListener;
 import io.kvferry.test.RecordingHandler;
 import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
@@ -363,7 +364,40 @@ class NettyKVTransportTest {
 		try {
 			StepVerifier.create(transport.connect(new HostPort("127.0.0.1", port), new RecordingHandler()))
 					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
-							.hasMessageStartingWith("cannot connect to 127.0.0.1:" + port + ": "))
+							.hasMessage("cannot connect: connection refused by 127.0.0.1:" + port + " (nothing listens on "
+									+ "that port, or a firewall rejects it)"))
+					.verify(TIMEOUT);
+		}
+		finally {
+			transport.disposeNow(TIMEOUT);
+		}
+	}
+
+	@Test
+	void anUnresolvableHostIsNamedAsSuch() {
+		// ".invalid" never resolves.
+		NettyKVTransport transport = NettyKVTransport.create();
+		try {
+			StepVerifier.create(transport.connect(new HostPort("prefill-a.invalid", 4100), new RecordingHandler()))
+					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+							.hasMessage("cannot connect: unknown host: the name of prefill-a.invalid:4100 does not "
+									+ "resolve"))
+					.verify(Duration.ofSeconds(30));
+		}
+		finally {
+			transport.disposeNow(TIMEOUT);
+		}
+	}
+
+	@Test
+	void aPeerThatNeverAcceptsIsAConnectTimeoutNotARefusal() {
+		NettyKVTransport transport = NettyKVTransport.create().connectTimeout(Duration.ofMillis(300));
+		try (DeafListener deaf = DeafListener.open()) {
+			HostPort address = deaf.address();
+			StepVerifier.create(transport.connect(address, new RecordingHandler()))
+					.expectErrorSatisfies(e -> assertThat(e).isInstanceOf(KVFerryException.class)
+							.hasMessage("cannot connect within 300 ms: " + address + " did not accept the connection in "
+									+ "time (the host is down, or a firewall drops its packets)"))
 					.verify(TIMEOUT);
 		}
 		finally {

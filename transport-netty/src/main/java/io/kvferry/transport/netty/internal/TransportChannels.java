@@ -2,6 +2,7 @@ package io.kvferry.transport.netty.internal;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -12,6 +13,7 @@ import java.util.function.Function;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.spi.CloseReason;
+import io.kvferry.spi.ConnectFailure;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
@@ -25,7 +27,6 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.util.NetUtil;
@@ -214,10 +215,15 @@ public final class TransportChannels {
 		}
 	}
 
+	/** Names what kept the connection from opening, and the address: never Netty's bare words for it. */
 	private KVFerryException connectFailure(HostPort remote, Throwable cause) {
-		if (cause instanceof ConnectTimeoutException) {
-			return new KVFerryException("cannot connect to " + remote + ": timed out after "
-					+ TransportSettings.format(settings.connectTimeout()), cause);
+		ConnectFailure failure = ConnectFailure.of(cause);
+		if (failure == ConnectFailure.TIMED_OUT) {
+			return new KVFerryException("cannot connect within " + TransportSettings.format(settings.connectTimeout())
+					+ ": " + failure.describe(remote.toString(), cause), cause);
+		}
+		if (failure != null) {
+			return new KVFerryException("cannot connect: " + failure.describe(remote.toString(), cause), cause);
 		}
 		return new KVFerryException("cannot connect to " + remote + ": " + cause.getMessage(), cause);
 	}
@@ -240,7 +246,9 @@ public final class TransportChannels {
 		return Mono.fromCallable(() -> {
 			InetSocketAddress address = new InetSocketAddress(host, hostPort.port());
 			if (address.isUnresolved()) {
-				throw new KVFerryException("cannot resolve host " + host + " of " + hostPort);
+				UnknownHostException unresolved = new UnknownHostException();
+				throw new KVFerryException("cannot connect: " + ConnectFailure.UNKNOWN_HOST.describe(hostPort.toString(),
+						unresolved), unresolved);
 			}
 			return address;
 		}).subscribeOn(Schedulers.boundedElastic());
