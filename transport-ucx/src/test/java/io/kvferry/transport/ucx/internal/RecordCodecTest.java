@@ -50,9 +50,11 @@ class RecordCodecTest {
 	}
 
 	@Test
-	void anAbortIsItsTypeIndexThenRoomThenReason() {
+	void anAbortIsItsTypeIndexThenRoomThenReasonThenCodeThenHint() {
 		int type = RecordCodec.messageTypes().indexOf(KVMessage.Abort.class);
-		byte[] expected = { (byte) type, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, (byte) 0xc3, (byte) 0xa9 };
+		// An abort that names no cause carries ABORTED's code (2) and no retry hint.
+		byte[] expected = { (byte) type, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, (byte) 0xc3, (byte) 0xa9, 0, 0, 0, 2, 0, 0, 0,
+				0 };
 		assertThat(encode(new KVMessage.Abort(7, "é"))).isEqualTo(expected);
 	}
 
