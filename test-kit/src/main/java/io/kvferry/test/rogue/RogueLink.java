@@ -2,6 +2,7 @@ package io.kvferry.test.rogue;
 
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.ScatterHeader;
 
 /**
  * One connection of a rogue peer, as its transport lets it write: any message, any data header with any payload from
@@ -21,6 +22,12 @@ public interface RogueLink {
 	 * {@code srcAddress + i × srcStride} (the rogue's own memory).
 	 */
 	void data(DataHeader header, long srcAddress, long srcStride);
+
+	/**
+	 * Writes many pieces of one room: a {@code DATA_SCATTER} frame where the transport carries them, else one data frame
+	 * per piece. Piece {@code i} is read from {@code srcAddresses[i]}.
+	 */
+	void scatter(ScatterHeader header, long[] srcAddresses);
 
 	/**
 	 * Writes a frame no peer writes.

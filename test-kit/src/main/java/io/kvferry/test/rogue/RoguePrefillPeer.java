@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.kvferry.KVArgs;
@@ -98,6 +99,7 @@ public final class RoguePrefillPeer {
 	private final Random random;
 	private final List<Session> sessions = new ArrayList<>();
 	private final Map<Long, Asked> asked = new HashMap<>();
+	private final Map<Long, CompletableFuture<Asked>> awaited = new HashMap<>();
 	private final Set<RogueLink> unattached = ConcurrentHashMap.newKeySet();
 	private final List<Long> incarnations = new ArrayList<>();
 	private Handshake handshake = Handshake.HONEST;
@@ -113,6 +115,11 @@ public final class RoguePrefillPeer {
 		this.args = args;
 		this.random = new Random(seed);
 		incarnations.add(1 + (random.nextLong() >>> 1));
+	}
+
+	/** @return the layout its honest handshake announces */
+	public PeerLayout layout() {
+		return PeerLayout.of(args, ParallelLayout.SINGLE);
 	}
 
 	/** Sets how the next handshakes are answered. */
@@ -149,7 +156,12 @@ public final class RoguePrefillPeer {
 				Session s = sessionOf(link);
 				if (s != null) {
 					s.requests.put(req.room(), req);
-					asked.put(req.room(), new Asked(s, req));
+					Asked a = new Asked(s, req);
+					asked.put(req.room(), a);
+					CompletableFuture<Asked> waiting = awaited.remove(req.room());
+					if (waiting != null) {
+						replies.add(() -> waiting.complete(a));
+					}
 				}
 			}
 			else if (m instanceof KVMessage.Abort abort) {
@@ -264,6 +276,13 @@ public final class RoguePrefillPeer {
 	/** @return the last request decode sent for the room, with its session; null when none */
 	public synchronized @Nullable Asked asked(long room) {
 		return asked.get(room);
+	}
+
+	/** @return completes once decode asked for the room (at once when it did) */
+	public synchronized CompletableFuture<Asked> whenAsked(long room) {
+		Asked a = asked.get(room);
+		return a != null ? CompletableFuture.completedFuture(a)
+				: awaited.computeIfAbsent(room, r -> new CompletableFuture<>());
 	}
 
 	/** @return the link of the session's stripe, or null when that stripe never joined */

@@ -28,6 +28,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.test.InMemoryBootstrap;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Hooks;
@@ -82,8 +83,8 @@ public final class RoguePrefillWorld implements AutoCloseable {
 
 	/** Which bytes a rogue write covers. */
 	public enum Write {
-		WHOLE_ITEM, HEAD, TAIL, MIDDLE, STRIDED, TWO_PAGES, AUX_ROW, DUPLICATE,
-		UNGRANTED_PAGE, OTHER_ROOMS_PAGE, NO_SUCH_REGION, PAST_REGION_END, NEGATIVE_OFFSET, OVERFLOW, EMPTY,
+		WHOLE_ITEM, HEAD, TAIL, MIDDLE, STRIDED, TWO_PAGES, AUX_ROW, DUPLICATE, SCATTER,
+		SCATTER_OVERLAPPING, UNGRANTED_PAGE, OTHER_ROOMS_PAGE, NO_SUCH_REGION, PAST_REGION_END, NEGATIVE_OFFSET, OVERFLOW, EMPTY,
 		OVERLAPPING_CHUNKS, UNGRANTED_AUX, STATE_REGION
 	}
 
@@ -112,6 +113,9 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	private static final HostPort GOOD = new HostPort("10.0.0.1", 1);
 	private static final HostPort ROGUE = new HostPort("10.0.0.2", 1);
 	private static final Duration T = Duration.ofSeconds(20);
+	// How long a step on real time waits for decode's request to reach the rogue (a handshake the rogue does not
+	// answer takes decode's handshake timeout).
+	private static final Duration ASKED = Duration.ofSeconds(1);
 	// A room's ledger: a few words per buffer, and per item at most a bit, a count, and the runs of an item written in
 	// parts (the decode layout allows 4 tokens x 2 heads + 33 runs of two ints each).
 	static final long LEDGER_PER_BUFFER = 256;
@@ -139,6 +143,9 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	private final Deque<Integer> freeAux = new ArrayDeque<>();
 	private final List<String> violations = new CopyOnWriteArrayList<>();
 	private final List<String> steps = new ArrayList<>();
+	// Sessions the rogue broke for good (a closed stripe, a frame decode closes the connection for, silence): their
+	// rooms fail with them, so none of them is expected to succeed.
+	private final java.util.Set<RoguePrefillPeer.Session> doomed = java.util.concurrent.ConcurrentHashMap.newKeySet();
 	private long nextRoom = 1;
 	private int nextSrcPage;
 	private int nextSrcAux;
@@ -223,11 +230,20 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		}
 		r.sendMetadata(pages, aux, new int[0]);
 		settle();
+		if (rogueRoom && !virtual()) {
+			// The rogue's steps act on the rooms it was asked for: on real time the request comes a moment later.
+			Mono.firstWithSignal(Mono.fromFuture(rogue.whenAsked(id)), r.states().filter(KVPoll::isTerminal).next(),
+					Mono.delay(ASKED)).onErrorResume(e -> Mono.empty()).block(T);
+		}
 		check();
 	}
 
+	/**
+	 * Follows the room's states, layers and completion, checking each as it comes (on the callback scheduler). The
+	 * room's pages are reused only once all three ended, so that no check reads pages already given to another room.
+	 */
 	private void watch(RoomModel m) {
-		m.receiver.states().subscribe(s -> {
+		Mono<Void> states = m.receiver.states().doOnNext(s -> {
 			m.state = s;
 			m.since = now();
 			if (s == KVPoll.SUCCESS) {
@@ -240,14 +256,14 @@ public final class RoguePrefillWorld implements AutoCloseable {
 					violations.add(m + " reached Success although " + m.mustFail);
 				}
 			}
-		});
-		m.receiver.layers().subscribe(layer -> {
+		}).then();
+		Mono<Void> layers = m.receiver.layers().doOnNext(layer -> {
 			String wrong = decodeMem.verifyLayer(m.id, m.pages, 0, layer);
 			if (wrong != null) {
 				violations.add(m + " emitted layer " + layer + " with bytes that are not the source's: " + wrong);
 			}
-		});
-		m.receiver.completion().subscribe(v -> m.released = true, e -> {
+		}).then();
+		Mono<Void> completion = m.receiver.completion().doOnSuccess(v -> m.released = true).doOnError(e -> {
 			m.error = e;
 			m.released = true;
 			if (e instanceof KVTransferException k) {
@@ -256,7 +272,9 @@ public final class RoguePrefillWorld implements AutoCloseable {
 			if (!m.rogue && !m.aborted && !timedOut(m, e)) {
 				violations.add(m + ", asked of the well-behaved prefill rank, failed: " + e);
 			}
-		});
+		}).onErrorResume(e -> Mono.empty());
+		m.done = Mono.when(states, layers, completion).doFinally(signal -> m.settled = true).cache();
+		m.done.subscribe();
 	}
 
 	/**
@@ -341,6 +359,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 			return;
 		}
 		step("close " + l);
+		doom(s);
 		l.close();
 		settle();
 		check();
@@ -352,6 +371,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		RogueLink l = s == null ? null : rogue.link(s, stripe % s.width());
 		if (l != null && l.silence()) {
 			step("silence " + l);
+			doom(s);
 		}
 	}
 
@@ -447,6 +467,10 @@ public final class RoguePrefillWorld implements AutoCloseable {
 				w = new RoomModel.Write(s, new DataHeader(m.id, RegionKind.AUX, 0, (long) m.aux * auxLen + af, at - af,
 						0, 1), rogueMem.kvArgs().auxRegions().get(0).itemAddress(m.srcAux) + af, 0);
 			}
+			case SCATTER, SCATTER_OVERLAPPING -> {
+				scatter(m, link, s, kind == Write.SCATTER_OVERLAPPING, buf, pos, a, b);
+				return;
+			}
 			case DUPLICATE -> {
 				if (m.writes.isEmpty()) {
 					return;
@@ -515,12 +539,76 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		send(m, w, bad, link);
 	}
 
+	/**
+	 * Writes pieces of several of the room's pages in one scatter frame: in ascending order of buffer and offset, none
+	 * overlapping another, unless {@code overlapping} (the last piece then repeats part of the one before).
+	 */
+	private void scatter(RoomModel m, RogueLink link, int stripe, boolean overlapping, int buffer, int position, int a,
+			int b) {
+		int n = 1 + Math.floorMod(a, 6);
+		List<long[]> pieces = new ArrayList<>();
+		for (int i = 0; i < n; i++) {
+			int buf = Math.floorMod(buffer + i, kvBuffers);
+			int pos = Math.floorMod(position + i, m.pages.length);
+			int from = Math.floorMod(a * (i + 1), itemLen);
+			int len = 1 + Math.floorMod(b * (i + 1), itemLen - from);
+			pieces.add(new long[] { buf, (long) m.pages[pos] * itemLen + from, len,
+					kv(buf).itemAddress(m.srcPages[pos]) + from });
+		}
+		pieces.sort((x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
+		List<long[]> kept = new ArrayList<>();
+		for (long[] p : pieces) {
+			long[] prev = kept.isEmpty() ? null : kept.get(kept.size() - 1);
+			if (prev == null || prev[0] != p[0] || prev[1] + prev[2] <= p[1]) {
+				kept.add(p);
+			}
+		}
+		if (overlapping) {
+			long[] last = kept.get(kept.size() - 1);
+			kept.add(new long[] { last[0], last[1], last[2], last[3] });
+		}
+		int count = kept.size();
+		int[] regions = new int[count];
+		long[] offsets = new long[count];
+		int[] lengths = new int[count];
+		long[] src = new long[count];
+		for (int i = 0; i < count; i++) {
+			long[] p = kept.get(i);
+			regions[i] = (int) p[0];
+			offsets[i] = p[1];
+			lengths[i] = (int) p[2];
+			src[i] = p[3];
+		}
+		ScatterHeader header = new ScatterHeader(m.id, RegionKind.KV, count, regions, offsets, lengths);
+		step("rogue scatters " + header + " on stripe " + stripe + " of " + m + (overlapping ? " (overlapping)" : ""));
+		touched(m);
+		String wrong = overlapping ? "the rogue scattered overlapping pieces" : null;
+		if ((m.fenced & 1 << stripe) != 0 || m.reported) {
+			m.clean = false;
+		}
+		for (int i = 0; i < count; i++) {
+			RoomModel.Write w = new RoomModel.Write(stripe, header.piece(i), src[i], 0);
+			String piece = countGranted(m, w);
+			wrong = wrong != null ? wrong : piece;
+			m.tally(w);
+		}
+		if (wrong != null) {
+			m.clean = false;
+			judged(m, stripe, wrong);
+			doom(rogue.asked(m.id).session());
+		}
+		link.scatter(header, src);
+		settle();
+		check();
+	}
+
 	private RoomModel.Write kvWrite(int stripe, RoomModel m, int buf, long dst, long src, int len) {
 		return new RoomModel.Write(stripe, new DataHeader(m.id, RegionKind.KV, buf, dst, len, 0, 1), src, 0);
 	}
 
 	/** Sends a write, counting what it covers of the room's grant and tallying it on its stripe. */
 	private void send(RoomModel m, RoomModel.Write w, @Nullable String bad, RogueLink link) {
+		touched(m);
 		step("rogue writes " + w.header() + " on stripe " + w.stripe() + " of " + m + (bad == null ? "" : " (" + bad
 				+ ")"));
 		String wrong = bad;
@@ -531,6 +619,9 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (wrong != null) {
 			m.clean = false;
 			judged(m, w.stripe(), wrong);
+			if (bad != null) {
+				doom(rogue.asked(m.id).session());
+			}
 		}
 		if ((m.fenced & 1 << w.stripe()) != 0 || m.reported) {
 			// Bytes after the stripe's fence or after a report: the honest sums no longer tell what landed.
@@ -682,6 +773,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 			default -> throw new IllegalStateException(kind.toString());
 		}
 		step("rogue sends " + msg + " on " + on + " for " + m);
+		touched(m);
 		boolean fence = msg instanceof KVMessage.Fence;
 		int stripeOfMsg = fence ? dataStripe : 0;
 		if (mustFail) {
@@ -695,7 +787,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		}
 		else {
 			if (kind == Report.SUCCESS_AS_SENT && !m.reported && m.clean && complete(m) && fencesSent(m) && !m.aborted
-					&& !m.isTerminal()) {
+					&& !m.isTerminal() && intact(session)) {
 				m.mustSucceed = true;
 			}
 			m.reported = true;
@@ -703,6 +795,47 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		on.send(msg);
 		settle();
 		check();
+	}
+
+	/**
+	 * The rogue broke the session for good. On real time a room of it finished cleanly may now fail before decode
+	 * judged its Success (the connection closes first), so it is no longer expected to succeed.
+	 */
+	private void doom(RoguePrefillPeer.Session s) {
+		doomed.add(s);
+		if (!virtual()) {
+			for (RoomModel m : rooms) {
+				RoguePrefillPeer.Asked a = m.rogue ? rogue.asked(m.id) : null;
+				if (a != null && a.session() == s) {
+					m.mustSucceed = false;
+				}
+			}
+		}
+	}
+
+	/**
+	 * The rogue sends more for a room. On real time decode may not have judged an honest finish of it yet, and a frame
+	 * after a Success may fail the room: it is no longer expected to succeed. On virtual time the finish was judged in
+	 * its own step.
+	 */
+	private void touched(RoomModel m) {
+		if (!virtual()) {
+			m.mustSucceed = false;
+		}
+	}
+
+	/** @return whether the session may still carry a room to its end: not broken, every stripe open */
+	private boolean intact(RoguePrefillPeer.Session s) {
+		if (doomed.contains(s)) {
+			return false;
+		}
+		for (int i = 0; i < s.width(); i++) {
+			RogueLink l = rogue.link(s, i);
+			if (l == null || !l.isOpen()) {
+				return false;
+			}
+		}
+		return true;
 	}
 
 	private static int rogueStripe(RoguePrefillPeer.Session s, RogueLink l) {
@@ -753,6 +886,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		}
 		source(m);
 		step("rogue finishes " + m + " on stripe " + s);
+		touched(m);
 		for (int buf = 0; buf < kvBuffers; buf++) {
 			for (int pos = 0; pos < m.pages.length; pos++) {
 				int from = -1;
@@ -792,7 +926,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 				l.send(m.fence(i, true));
 			}
 		}
-		if (m.clean && !m.reported && !m.aborted && !m.isTerminal()) {
+		if (m.clean && !m.reported && !m.aborted && !m.isTerminal() && intact(session)) {
 			m.mustSucceed = true;
 		}
 		m.reported = true;
@@ -830,6 +964,9 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		};
 		step("rogue sends " + (msg == null ? "data" : msg) + " for " + (target == null ? "unknown room " + room
 				: target) + " on " + l);
+		if (target != null) {
+			doom(s);
+		}
 		if (msg == null) {
 			l.data(new DataHeader(room, RegionKind.KV, 0, (long) page * itemLen, itemLen, 0, 1), kv(0).address(), 0);
 		}
@@ -877,6 +1014,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 			m.clean = false;
 		}
 		step("rogue sends stray " + msg + " on " + l);
+		doom(s);
 		l.send(msg);
 		settle();
 		check();
@@ -892,6 +1030,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		RoomModel m = asked(pick);
 		if (l.forge(forgery, m == null ? 1 : m.id)) {
 			step("rogue forges " + forgery + " on " + l);
+			doom(s);
 			if (m != null) {
 				m.clean = false;
 			}
@@ -976,18 +1115,37 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (vts != null) {
 			vts.advanceTimeBy(past);
 		}
+		else {
+			// On real time a run does not wait for every timeout: the rooms that must succeed get their time, then
+			// decode's engine gives up the rogue's rooms still live, which must then end within the abort's bound.
+			List<Mono<Void>> due = new ArrayList<>();
+			for (RoomModel m : rooms) {
+				if (!m.rogue || m.mustSucceed) {
+					due.add(m.done);
+				}
+			}
+			Mono.when(due).timeout(T, Mono.empty()).block();
+			// Acknowledged at once, so that the rooms end without waiting out decode's bound on an abort.
+			rogue.ackAborts(true);
+			for (RoomModel m : rooms) {
+				if (m.rogue && !m.isTerminal() && !m.mustSucceed) {
+					m.aborted = true;
+					m.receiver.abort("the run ends");
+				}
+			}
+		}
 		List<Mono<Void>> ends = new ArrayList<>();
 		for (RoomModel m : rooms) {
-			ends.add(m.receiver.completion().onErrorResume(e -> Mono.empty()));
+			ends.add(m.done);
 		}
-		Duration wait = vts != null ? T : past.plus(T);
+		Duration wait = vts != null ? T : setup.handshakeTimeout().plus(T);
 		try {
 			Mono.when(ends).block(wait);
 		}
 		catch (RuntimeException e) {
 			List<String> live = new ArrayList<>();
 			for (RoomModel m : rooms) {
-				if (!m.released) {
+				if (!m.settled) {
 					live.add(m.toString());
 				}
 			}
@@ -1046,7 +1204,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	/** Takes back the pages of every room whose pages were released; a succeeded room's must still hold its bytes. */
 	private void recycleAll() {
 		for (RoomModel m : rooms) {
-			if (m.recycled || !m.released) {
+			if (m.recycled || !m.settled) {
 				continue;
 			}
 			if (m.verified) {
@@ -1119,7 +1277,8 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		List<String> out = new ArrayList<>();
 		for (RoomModel m : rooms) {
 			Throwable e = m.error;
-			String cause = e instanceof KVTransferException k ? " " + k.failureCause().tag() : "";
+			String cause = e instanceof KVTransferException k ? " " + k.failureCause().tag()
+					: e != null ? " " + e.getClass().getName() : m.released ? "" : " (not released)";
 			out.add((m.rogue ? "rogue " : "good ") + m.receiver.poll() + cause + (m.mustSucceed ? " (finished clean)"
 					: ""));
 		}

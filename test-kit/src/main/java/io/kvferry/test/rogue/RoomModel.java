@@ -12,6 +12,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.NativeMemory;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
 
 /**
  * One decode room of a rogue world as the test sees it: what decode was asked for, how its receiver went, and, for a
@@ -39,6 +40,10 @@ final class RoomModel {
 	volatile long since;
 	volatile long opened;
 	volatile boolean released;
+	// Its states, layers and completion all ended, each checked: its pages may be reused.
+	volatile boolean settled;
+	// The receiver's completion, subscribed once: completes once the room ended and its pages were released.
+	Mono<Void> done = Mono.empty();
 	// How the room's completion failed, once it did.
 	volatile @Nullable Throwable error;
 	volatile boolean verified;

@@ -11,6 +11,9 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
+import io.kvferry.spi.SendGate;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -108,6 +111,11 @@ public final class SpiRogue {
 		@Override
 		public void data(DataHeader header, long srcAddress, long srcStride) {
 			conn.sendData(new DataBlock(header, srcAddress, srcStride));
+		}
+
+		@Override
+		public void scatter(ScatterHeader header, long[] srcAddresses) {
+			conn.sendScatter(new ScatterBlock(header, srcAddresses, SendGate.OPEN));
 		}
 
 		@Override
