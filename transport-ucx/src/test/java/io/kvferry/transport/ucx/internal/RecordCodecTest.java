@@ -6,8 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.List;
 import java.util.Random;
 
+import io.kvferry.FailureCause;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.FailureCodes;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.test.Samples;
@@ -50,9 +52,11 @@ class RecordCodecTest {
 	}
 
 	@Test
-	void anAbortIsItsTypeIndexThenRoomThenReason() {
+	void anAbortIsItsTypeIndexThenRoomReasonCodeAndRetryHint() {
 		int type = RecordCodec.messageTypes().indexOf(KVMessage.Abort.class);
-		byte[] expected = { (byte) type, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, (byte) 0xc3, (byte) 0xa9 };
+		// The record's components in order: room, reason (length and UTF-8), failure code (ABORTED's), retry hint.
+		byte[] expected = { (byte) type, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, (byte) 0xc3, (byte) 0xa9, 0, 0, 0,
+				(byte) FailureCodes.code(FailureCause.ABORTED), 0, 0, 0, 0 };
 		assertThat(encode(new KVMessage.Abort(7, "é"))).isEqualTo(expected);
 	}
 
