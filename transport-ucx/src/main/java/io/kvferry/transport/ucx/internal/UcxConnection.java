@@ -88,7 +88,7 @@ final class UcxConnection implements KVConnection {
 	private volatile UcxDataPath path = UcxDataPath.ACTIVE_MESSAGES;
 	private @Nullable UcpEndpoint endpoint;
 	private long peerId;
-	// The regions this side offered the peer (the handshake's, then those announced later), by index.
+	// The regions this side announced to the peer (each before the first read of it), by index.
 	private final List<Registrations.Entry> offered = new ArrayList<>();
 	private final List<Remote> peerRegions = new ArrayList<>();
 	private long nextSeq = 1;
@@ -203,10 +203,9 @@ final class UcxConnection implements KVConnection {
 	// ---- the loop's side
 
 	/** Opens the connection once the handshake settled the peer: its endpoint, ids, keys and data path. */
-	void open(Handshake peer, Handshake own, UcxDataPath chosen, boolean peerErrors, Registrations.Entry[] offered) {
+	void open(Handshake peer, Handshake own, UcxDataPath chosen, boolean peerErrors) {
 		this.peerId = peer.connection();
 		this.path = chosen;
-		this.offered.addAll(List.of(offered));
 		ByteBuffer address = ByteBuffer.allocateDirect(peer.workerAddress().length);
 		address.put(peer.workerAddress()).flip();
 		UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(address).setName(id());
@@ -222,11 +221,8 @@ final class UcxConnection implements KVConnection {
 			throw new KVFerryException("UCX cannot reach " + remote + " with transports " + node.describeTls() + ": "
 					+ e.getMessage(), e);
 		}
-		for (Handshake.Region r : peer.regions()) {
-			unpack(r.base(), r.length(), r.key());
-		}
 		if (!accepted) {
-			// Decode is ready: prefill sends nothing before this first message, so every key is unpacked by then.
+			// Decode is ready: prefill sends nothing before this first message.
 			state = State.OPEN;
 			sendControl(Wire.HEARTBEAT, 0, null);
 			pumpSoon();
@@ -419,6 +415,7 @@ final class UcxConnection implements KVConnection {
 		ByteBuffer packed = ByteBuffer.allocateDirect(key.length);
 		packed.put(key).flip();
 		peerRegions.add(new Remote(base, length, endpoint().unpackRemoteKey(packed)));
+		node.remoteKeys.increment();
 	}
 
 	private void track(long seq, SendListener listener) {

@@ -4,7 +4,9 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 
+import io.kvferry.spi.HandshakeSecret;
 import io.kvferry.transport.ucx.UcxDataPath;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A UCX transport's settings.
@@ -19,13 +21,14 @@ import io.kvferry.transport.ucx.UcxDataPath;
  * @param handshakeTimeout bound of a connection's handshake, and of a close's wait for the peer's answer
  * @param hostIdentity names this host for the choice of shared memory; empty for the kernel's boot id
  * @param config further UCX context settings, by name without the {@code UCX_} prefix
+ * @param secret the secret both sides prove in the handshake before anything of prefill is told, or null for none
  */
 public record UcxSettings(String tls, String netDevices, UcxDataPath dataPath, Duration heartbeatInterval,
-		Duration handshakeTimeout, String hostIdentity, Map<String, String> config) {
+		Duration handshakeTimeout, String hostIdentity, Map<String, String> config, @Nullable HandshakeSecret secret) {
 
-	/** UCX's defaults, five-second heartbeats, a ten-second handshake. */
+	/** UCX's defaults, five-second heartbeats, a ten-second handshake, no shared secret. */
 	public static final UcxSettings DEFAULT = new UcxSettings("", "", UcxDataPath.AUTO, Duration.ofSeconds(5),
-			Duration.ofSeconds(10), "", Map.of());
+			Duration.ofSeconds(10), "", Map.of(), null);
 
 	public UcxSettings {
 		Objects.requireNonNull(tls, "tls");
@@ -45,6 +48,6 @@ public record UcxSettings(String tls, String netDevices, UcxDataPath dataPath, D
 	public String toString() {
 		return "tls=" + (tls.isEmpty() ? "default" : tls) + (netDevices.isEmpty() ? "" : ", netDevices=" + netDevices)
 				+ ", dataPath=" + dataPath + ", heartbeat=" + heartbeatInterval
-				+ (config.isEmpty() ? "" : ", config=" + config);
+				+ (config.isEmpty() ? "" : ", config=" + config) + (secret == null ? "" : ", sharedSecret");
 	}
 }
