@@ -98,10 +98,12 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 	}
 
 	/**
-	 * Sets the heartbeat interval: a side sends a heartbeat after sending nothing for one interval, and closes a
-	 * connection it heard nothing from for two (a dead peer fails its rooms on both sides within that).
+	 * Sets the heartbeat interval, announced to each peer in the handshake: a side sends something at least once per
+	 * interval, and closes a connection it heard nothing from for two of the peer's intervals (a dead peer fails its
+	 * rooms on both sides within that, plus a quarter of this side's interval, how often it looks). The two sides need
+	 * not agree, as over TCP.
 	 *
-	 * @param interval at least 1 ms (default 5 s)
+	 * @param interval 10 ms to 10 minutes (default 5 s)
 	 * @return a new transport
 	 */
 	public UcxKVTransport heartbeatInterval(Duration interval) {

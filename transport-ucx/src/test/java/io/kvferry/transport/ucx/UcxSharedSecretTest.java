@@ -115,6 +115,7 @@ class UcxSharedSecretTest {
 			out.writeUTF("");
 			out.writeBoolean(false);
 			out.writeByte(UcxDataPath.AUTO.ordinal());
+			out.writeInt(5000);
 			out.writeInt(32);
 			out.write(new byte[32]);
 			out.writeUTF(new HostPort(s.getInetAddress().getHostAddress(), s.getPort()).toString());

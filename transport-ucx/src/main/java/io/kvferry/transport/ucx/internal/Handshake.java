@@ -7,6 +7,7 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UTFDataFormatException;
 import java.io.UncheckedIOException;
 
 import io.kvferry.ProtocolException;
@@ -32,7 +33,7 @@ import io.kvferry.transport.ucx.UcxDataPath;
  * <pre>
  * magic "KVFU", u16 handshake version, i32 message-set version ({@link KVMessage#PROTOCOL_VERSION}), u8 step, then:
  *   0 hello      i64 connection id, bytes worker address, string tls, string host, bool rdma device, u8 data path,
- *                bytes nonce (0 or 32), string reached (decode: the ip:port its socket reached; prefill: empty),
+ *                i32 heartbeat interval in ms (10..600,000), bytes nonce (0 or 32), string reached (decode: the ip:port its socket reached; prefill: empty),
  *                bytes proof (0 or 32)
  *   1 refused    string reason (the peer's connect fails with it; nothing follows)
  *   2 challenge  bytes nonce (32)
@@ -48,12 +49,14 @@ import io.kvferry.transport.ucx.UcxDataPath;
  * @param host the sender's host identity (the kernel's boot id), empty when unknown
  * @param rdmaDevice whether the sender has an RDMA device (InfiniBand, RoCE)
  * @param dataPath the sender's wish (from decode), or the path chosen (from prefill)
+ * @param heartbeatMillis the sender's heartbeat interval: it sends something at least once per interval, and the
+ *        receiver judges it silent after two of them ({@value #MIN_HEARTBEAT_MILLIS}..{@value #MAX_HEARTBEAT_MILLIS})
  * @param nonce decode's nonce when it proves a shared secret, else empty
  * @param reached the address decode's handshake socket reached ({@code ip:port}), empty from prefill
  * @param proof prefill's proof over both hellos when a secret is proved, else empty
  */
 record Handshake(long connection, byte[] workerAddress, String tls, String host, boolean rdmaDevice,
-		UcxDataPath dataPath, byte[] nonce, String reached, byte[] proof) implements HandshakeStep {
+		UcxDataPath dataPath, int heartbeatMillis, byte[] nonce, String reached, byte[] proof) implements HandshakeStep {
 
 	static final int MAGIC = 0x4b564655;
 	static final int VERSION = 2;
@@ -63,6 +66,9 @@ record Handshake(long connection, byte[] workerAddress, String tls, String host,
 	static final byte CONNECTING = 'C';
 	/** The prover's role byte: the side that listened. */
 	static final byte ACCEPTING = 'A';
+	/** Bounds of a peer's heartbeat interval, as the TCP transport's: 10 ms to 10 minutes. */
+	static final int MIN_HEARTBEAT_MILLIS = 10;
+	static final int MAX_HEARTBEAT_MILLIS = 600_000;
 	private static final int MAX_ADDRESS = 1 << 16;
 	private static final int HELLO = 0;
 	private static final int REFUSED = 1;
@@ -71,12 +77,14 @@ record Handshake(long connection, byte[] workerAddress, String tls, String host,
 
 	/** @return this hello with {@code proof} */
 	Handshake withProof(byte[] proof) {
-		return new Handshake(connection, workerAddress, tls, host, rdmaDevice, dataPath, nonce, reached, proof);
+		return new Handshake(connection, workerAddress, tls, host, rdmaDevice, dataPath, heartbeatMillis, nonce, reached,
+				proof);
 	}
 
 	/** @return this hello with another data path */
 	Handshake withDataPath(UcxDataPath path) {
-		return new Handshake(connection, workerAddress, tls, host, rdmaDevice, path, nonce, reached, proof);
+		return new Handshake(connection, workerAddress, tls, host, rdmaDevice, path, heartbeatMillis, nonce, reached,
+				proof);
 	}
 
 	/** @return the hello's fields before the proof, as they cross the wire: what the proofs cover */
@@ -91,6 +99,7 @@ record Handshake(long connection, byte[] workerAddress, String tls, String host,
 			out.writeUTF(host);
 			out.writeBoolean(rdmaDevice);
 			out.writeByte(dataPath.ordinal());
+			out.writeInt(heartbeatMillis);
 			out.writeInt(nonce.length);
 			out.write(nonce);
 			out.writeUTF(reached);
@@ -176,6 +185,9 @@ record Handshake(long connection, byte[] workerAddress, String tls, String host,
 		catch (EOFException e) {
 			throw failed(peer, "the connection closed before the handshake completed");
 		}
+		catch (UTFDataFormatException e) {
+			throw failed(peer, "a text field is not modified UTF-8 (" + e.getMessage() + ")");
+		}
 	}
 
 	private static Handshake hello(DataInputStream in, String peer) throws IOException {
@@ -188,11 +200,16 @@ record Handshake(long connection, byte[] workerAddress, String tls, String host,
 		if (path >= UcxDataPath.values().length) {
 			throw failed(peer, "data path " + path + " (expected: 0.." + (UcxDataPath.values().length - 1) + ")");
 		}
+		int heartbeat = in.readInt();
+		if (heartbeat < MIN_HEARTBEAT_MILLIS || heartbeat > MAX_HEARTBEAT_MILLIS) {
+			throw failed(peer, "heartbeat interval of " + heartbeat + " ms (expected: " + MIN_HEARTBEAT_MILLIS + ".."
+					+ MAX_HEARTBEAT_MILLIS + ")");
+		}
 		byte[] nonce = optional(in, HandshakeSecret.NONCE_LENGTH, "nonce", peer);
 		String reached = in.readUTF();
 		byte[] proof = optional(in, HandshakeSecret.PROOF_LENGTH, "proof", peer);
-		return new Handshake(connection, address, tls, host, rdma, UcxDataPath.values()[path], nonce, reached,
-				proof);
+		return new Handshake(connection, address, tls, host, rdma, UcxDataPath.values()[path], heartbeat, nonce,
+				reached, proof);
 	}
 
 	/** Reads a field that is either absent (0 bytes) or exactly {@code length} bytes. */

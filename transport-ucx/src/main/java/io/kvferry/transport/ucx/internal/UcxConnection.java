@@ -2,10 +2,12 @@ package io.kvferry.transport.ucx.internal;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
@@ -96,6 +98,8 @@ final class UcxConnection implements KVConnection {
 	private long ackedSent;
 	private long lastRead = System.nanoTime();
 	private long lastWrite = System.nanoTime();
+	// The peer's heartbeat interval, as its hello announced it: it is judged silent after two.
+	private long peerIntervalNanos;
 	private boolean pumpScheduled;
 	// Prefill: decode's first message came, so what it sends from now on is read (prefill's own sends wait for the
 	// task that opens the connection).
@@ -206,6 +210,7 @@ final class UcxConnection implements KVConnection {
 	void open(Handshake peer, Handshake own, UcxDataPath chosen, boolean peerErrors) {
 		this.peerId = peer.connection();
 		this.path = chosen;
+		this.peerIntervalNanos = TimeUnit.MILLISECONDS.toNanos(peer.heartbeatMillis());
 		ByteBuffer address = ByteBuffer.allocateDirect(peer.workerAddress().length);
 		address.put(peer.workerAddress()).flip();
 		UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(address).setName(id());
@@ -730,7 +735,11 @@ final class UcxConnection implements KVConnection {
 		}
 	}
 
-	/** Heartbeats and silence, every half interval. */
+	/**
+	 * Heartbeats and silence, every quarter of this side's interval: a heartbeat once nothing was sent for three
+	 * quarters of it (so the peer hears something at least once per interval), and a close once nothing was heard
+	 * for two of the peer's own intervals, as it announced them in the handshake.
+	 */
 	void tick(long now, long intervalNanos) {
 		if (state == State.CONNECTING && accepted && now - lastRead > node.settings.handshakeTimeout().toNanos()) {
 			closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, "decode " + remote + " did not complete the UCX "
@@ -740,14 +749,14 @@ final class UcxConnection implements KVConnection {
 		if (state != State.OPEN) {
 			return;
 		}
-		if (now - lastRead > 2 * intervalNanos) {
+		if (now - lastRead > 2 * peerIntervalNanos) {
 			log.debug("{} silent: sent up to {}, expected {}, unacked {}, inbound {}", id(), nextSeq, expectedSeq,
 					unacked.size(), inbound);
 			closeWith(new CloseReason(CloseReason.Kind.SILENT_PEER, "no heartbeat from " + remote + " for 2 "
-					+ "intervals (" + node.settings.heartbeatInterval() + " each)"), false);
+					+ "intervals (" + Duration.ofNanos(2 * peerIntervalNanos).toMillis() + " ms)"), false);
 			return;
 		}
-		if (now - lastWrite >= intervalNanos) {
+		if (now - lastWrite >= intervalNanos - intervalNanos / UcxNode.TICKS) {
 			sendControl(Wire.HEARTBEAT, 0, null);
 		}
 	}

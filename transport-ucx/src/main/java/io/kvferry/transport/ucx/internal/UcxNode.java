@@ -73,6 +73,8 @@ public final class UcxNode {
 	private static final Logger log = LoggerFactory.getLogger(UcxNode.class);
 	private static final AtomicInteger NODES = new AtomicInteger();
 	private static final SecureRandom IDS = new SecureRandom();
+	/** Heartbeats and silence are looked at this many times per heartbeat interval. */
+	static final int TICKS = 4;
 
 	final UcxSettings settings;
 	final UcxLoop loop;
@@ -125,8 +127,8 @@ public final class UcxNode {
 		this.timer = Executors.newSingleThreadScheduledExecutor(daemon("kvferry-ucx-timer-" + n));
 		this.handshakes = Executors.newCachedThreadPool(daemon("kvferry-ucx-handshake-" + n));
 		loop.start();
-		long half = Math.max(1, settings.heartbeatInterval().toNanos() / 2);
-		timer.scheduleAtFixedRate(() -> loop.execute(this::tick), half, half, TimeUnit.NANOSECONDS);
+		long quarter = settings.heartbeatInterval().toNanos() / TICKS;
+		timer.scheduleAtFixedRate(() -> loop.execute(this::tick), quarter, quarter, TimeUnit.NANOSECONDS);
 	}
 
 	/** @return the UCX transports this node allows, for messages */
@@ -440,7 +442,8 @@ public final class UcxNode {
 	}
 
 	private Handshake hello(long id, UcxDataPath path, byte[] nonce, String reached) {
-		return new Handshake(id, workerAddress, settings.tls(), host, rdmaDevice, path, nonce, reached, new byte[0]);
+		return new Handshake(id, workerAddress, settings.tls(), host, rdmaDevice, path,
+				(int) settings.heartbeatInterval().toMillis(), nonce, reached, new byte[0]);
 	}
 
 	// ---- the loop's side

@@ -16,8 +16,8 @@ import org.jspecify.annotations.Nullable;
  * @param netDevices the network devices UCX may use ({@code UCX_NET_DEVICES}: {@code lo}, {@code mlx5_0:1}); empty for
  *        UCX's default
  * @param dataPath how KV bytes move
- * @param heartbeatInterval a side sends a heartbeat after sending nothing for one interval and closes a connection it
- *        heard nothing from for two
+ * @param heartbeatInterval 10 ms to 10 minutes, announced to each peer: a side sends something at least once per
+ *        interval, and closes a connection it heard nothing from for two of the peer's
  * @param handshakeTimeout bound of a connection's handshake, and of a close's wait for the peer's answer
  * @param hostIdentity names this host for the choice of shared memory; empty for the kernel's boot id
  * @param config further UCX context settings, by name without the {@code UCX_} prefix
@@ -38,9 +38,13 @@ public record UcxSettings(String tls, String netDevices, UcxDataPath dataPath, D
 		Objects.requireNonNull(handshakeTimeout, "handshakeTimeout");
 		Objects.requireNonNull(hostIdentity, "hostIdentity");
 		config = Map.copyOf(config);
-		if (heartbeatInterval.toMillis() < 1 || handshakeTimeout.toMillis() < 1) {
-			throw new IllegalArgumentException("heartbeatInterval " + heartbeatInterval + ", handshakeTimeout "
-					+ handshakeTimeout + " (expected: at least 1 ms)");
+		if (heartbeatInterval.toMillis() < Handshake.MIN_HEARTBEAT_MILLIS
+				|| heartbeatInterval.toMillis() > Handshake.MAX_HEARTBEAT_MILLIS) {
+			throw new IllegalArgumentException("heartbeatInterval : " + heartbeatInterval + " (expected: "
+					+ Handshake.MIN_HEARTBEAT_MILLIS + "ms.." + Handshake.MAX_HEARTBEAT_MILLIS / 60_000 + "m)");
+		}
+		if (handshakeTimeout.toMillis() < 1) {
+			throw new IllegalArgumentException("handshakeTimeout : " + handshakeTimeout + " (expected: at least 1 ms)");
 		}
 	}
 

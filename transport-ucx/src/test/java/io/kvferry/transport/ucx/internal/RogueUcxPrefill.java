@@ -84,7 +84,7 @@ final class RogueUcxPrefill implements AutoCloseable {
 			ByteBuffer address = worker.getAddress();
 			byte[] own = new byte[address.remaining()];
 			address.get(own);
-			new Handshake(7, own, TLS, bootId(), false, UcxDataPath.ONE_SIDED, new byte[0], "", new byte[0])
+			new Handshake(7, own, TLS, bootId(), false, UcxDataPath.ONE_SIDED, 5000, new byte[0], "", new byte[0])
 					.write(s.getOutputStream());
 			ByteBuffer theirs = ByteBuffer.allocateDirect(decode.workerAddress().length);
 			theirs.put(decode.workerAddress()).flip();
