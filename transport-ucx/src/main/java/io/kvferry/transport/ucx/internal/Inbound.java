@@ -14,6 +14,7 @@ import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.ucp.UcpAmData;
 import org.openucx.jucx.ucp.UcpRemoteKey;
 import org.openucx.jucx.ucp.UcpRequest;
+import org.openucx.jucx.ucs.UcsConstants;
 
 /**
  * What a connection received and has not finished, in the order sent: control messages, blocks whose bytes come in
@@ -355,7 +356,13 @@ final class Inbound {
 		Op op = target(b, n, n);
 		b.op = op;
 		inFlight++;
-		data.receive(op.address(), new Completion(op));
+		Completion completion = new Completion(op);
+		try {
+			data.receive(op.address(), completion);
+		}
+		catch (RuntimeException e) {
+			completion.onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, String.valueOf(e.getMessage()));
+		}
 		return true;
 	}
 
@@ -376,8 +383,14 @@ final class Inbound {
 		Op op = target(b, 1, n);
 		b.op = op;
 		inFlight++;
-		UcpRequest ignored = connection.endpoint().getNonBlocking(source, b.key, op.address(), op.length,
-				new Completion(op));
+		Completion completion = new Completion(op);
+		try {
+			connection.endpoint().getNonBlocking(source, b.key, op.address(), op.length, completion);
+		}
+		catch (RuntimeException e) {
+			// UCX refused the read at once (an endpoint already in error): it fails as a read that failed later.
+			completion.onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, String.valueOf(e.getMessage()));
+		}
 		return true;
 	}
 
@@ -437,6 +450,10 @@ final class Inbound {
 		}
 
 		private void done(@Nullable Throwable error) {
+			if (op.done) {
+				// Reported already (UCX refused it at once, then its callback ran too).
+				return;
+			}
 			op.done = true;
 			op.error = error;
 			inFlight--;

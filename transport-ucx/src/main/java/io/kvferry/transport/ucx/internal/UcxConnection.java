@@ -463,28 +463,54 @@ final class UcxConnection implements KVConnection {
 			fields.write(header);
 		}
 		lastWrite = System.nanoTime();
-		ep.sendAmNonBlocking(Wire.AM_ID, header.memoryAddress(), header.readableBytes(), data, length, flags,
-				new UcxCallback() {
-					@Override
-					public void onSuccess(UcpRequest request) {
-						header.release();
-						if (body != null) {
-							body.release();
-						}
-					}
+		SendDone done = new SendDone(type, header, body);
+		try {
+			ep.sendAmNonBlocking(Wire.AM_ID, header.memoryAddress(), header.readableBytes(), data, length, flags, done);
+		}
+		catch (RuntimeException e) {
+			// UCX refused the send at once (an endpoint already in error: JUCX throws, and its callback may not run).
+			done.onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, String.valueOf(e.getMessage()));
+		}
+	}
 
-					@Override
-					public void onError(int status, String message) {
-						header.release();
-						if (body != null) {
-							body.release();
-						}
-						if (status != UcsConstants.STATUS.UCS_ERR_CANCELED) {
-							closeWith(new CloseReason(CloseReason.Kind.IO, "UCX send of " + Wire.name(type) + " to "
-									+ remote + " failed: " + message), false);
-						}
-					}
-				});
+	/** Releases a sent message's buffers once, and closes the connection when the send failed. */
+	private final class SendDone extends UcxCallback {
+		private final int type;
+		private final ByteBuf header;
+		private final @Nullable ByteBuf body;
+		private boolean settled;
+
+		SendDone(int type, ByteBuf header, @Nullable ByteBuf body) {
+			this.type = type;
+			this.header = header;
+			this.body = body;
+		}
+
+		@Override
+		public void onSuccess(UcpRequest request) {
+			release();
+		}
+
+		@Override
+		public void onError(int status, String message) {
+			if (release() && status != UcsConstants.STATUS.UCS_ERR_CANCELED) {
+				closeWith(new CloseReason(CloseReason.Kind.IO, "UCX send of " + Wire.name(type) + " to " + remote
+						+ " failed: " + message), false);
+			}
+		}
+
+		/** @return whether this call released the buffers (false when an earlier one did) */
+		private boolean release() {
+			if (settled) {
+				return false;
+			}
+			settled = true;
+			header.release();
+			if (body != null) {
+				body.release();
+			}
+			return true;
+		}
 	}
 
 	/**
