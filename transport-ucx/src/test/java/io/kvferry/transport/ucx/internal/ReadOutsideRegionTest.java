@@ -54,7 +54,7 @@ class ReadOutsideRegionTest {
 		handler.sinks = h -> new RegionSink(target, h, received, new AtomicLong(), landed::countDown);
 		prefill = new RogueUcxPrefill(source);
 		// The rogue never answers a close: decode waits for the answer one handshake timeout before it reports.
-		decode = UcxKVTransport.create().tls(RogueUcxPrefill.TLS).handshakeTimeout(Duration.ofSeconds(1));
+		decode = UcxKVTransport.create().tls(RogueUcxPrefill.TLS).handshakeTimeout(Duration.ofMillis(500));
 		CompletableFuture<KVConnection> connection = decode.connect(prefill.address(), handler).toFuture();
 		prefill.acceptAndAnnounce();
 		connection.get(T.toMillis(), TimeUnit.MILLISECONDS);
