@@ -11,7 +11,7 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -102,7 +102,7 @@ final class DecodeCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl, TransportOptions.TCP);
+		transportOptions.validate(cl, TransportOptions.TCP, "");
 		stripes.validate(cl);
 		drain.validate(cl);
 		if (warmup < 0) {
@@ -124,12 +124,14 @@ final class DecodeCommand implements Callable<Integer> {
 				Sizes.bytes(batch.totalPages() * pageBytes), bootstrap, decode.tp, decode.pp);
 		if (!json) {
 			err.println(title);
+			err.println("  transport " + transportOptions.kind().banner());
 			err.flush();
 		}
 		Mono<String> stop = StopSignal.install();
 		AtomicReference<String> stoppedBy = new AtomicReference<>();
 		BootstrapClient client = registry.client(cl, System::getenv);
-		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
+		TransportKind kind = transportOptions.kind();
+		KVTransport transport = kind.create(timeouts.heartbeatInterval);
 		try {
 			// One aux row (and state slot) per room in flight: rooms free theirs before the runner starts another.
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, workload.concurrency,
@@ -177,7 +179,7 @@ final class DecodeCommand implements Callable<Integer> {
 					progress.stop();
 				}
 				Summary summary = Summary.of(title, batch.requests().size(), outcome)
-						.transport(TransportOptions.describe(transport));
+						.transport(kind.describe(transport));
 				if (stoppedBy.get() != null) {
 					// Rooms a signal kept from starting are skipped, no failure: every room that ran must have matched.
 					summary.stoppedBy(stoppedBy.get());
@@ -198,7 +200,7 @@ final class DecodeCommand implements Callable<Integer> {
 			}
 		}
 		finally {
-			transport.dispose();
+			kind.dispose(transport);
 			RegistryOptions.dispose(client);
 		}
 	}
