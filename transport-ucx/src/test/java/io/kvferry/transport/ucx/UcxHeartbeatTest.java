@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
 
 /**
- * Each side announces its heartbeat interval in the handshake and judges its peer by the peer's: a prefill at 100 ms
- * keeps an idle connection to a decode at 1 s open (it would drop it after 200 ms by its own), and the connection still
+ * Each side announces its heartbeat interval in the handshake and judges its peer by the peer's: a prefill at 500 ms
+ * keeps an idle connection to a decode at 5 s open (it would drop it after 1 s by its own), and the connection still
  * carries messages afterwards.
  */
 class UcxHeartbeatTest {
@@ -30,15 +30,17 @@ class UcxHeartbeatTest {
 
 	@Test
 	void sidesWithDifferentIntervalsKeepAnIdleConnection() throws Exception {
-		UcxKVTransport prefill = UcxTestSupport.tcp().heartbeatInterval(Duration.ofMillis(100));
-		UcxKVTransport decode = UcxTestSupport.tcp().heartbeatInterval(Duration.ofSeconds(1));
+		// Intervals long enough that a heartbeat delayed by a loaded machine is not a dead peer: decode allows prefill
+		// one interval (500 ms) of lateness.
+		UcxKVTransport prefill = UcxTestSupport.tcp().heartbeatInterval(Duration.ofMillis(500));
+		UcxKVTransport decode = UcxTestSupport.tcp().heartbeatInterval(Duration.ofSeconds(5));
 		try {
 			RecordingHandler accepted = new RecordingHandler();
 			KVTransport.Listener listener = prefill.listen(new HostPort("127.0.0.1", 0), c -> accepted).block(T);
 			RecordingHandler connected = new RecordingHandler();
 			KVConnection connection = decode.connect(listener.address(), connected).block(T);
 			// Six of prefill's intervals, three times what it would allow a peer judged by its own.
-			assertThat(accepted.closed.await(600, TimeUnit.MILLISECONDS)).as("prefill closed: %s", accepted.closes)
+			assertThat(accepted.closed.await(3, TimeUnit.SECONDS)).as("prefill closed: %s", accepted.closes)
 					.isFalse();
 			assertThat(connected.closes).isEmpty();
 			StepVerifier.create(connection.write(new KVMessage.AbortAck(3))).expectComplete().verify(T);
