@@ -6,32 +6,32 @@ import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 import java.util.concurrent.Callable;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvferry.KVFerryException;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
-import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.transport.netty.IoMode;
 import io.kvferry.transport.netty.NettyKVTransport;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
-import io.netty.util.internal.CleanableDirectBuffer;
-import io.netty.util.internal.PlatformDependent;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * {@code kvferry bench}: kvferry on loopback against baselines the benchmark runs itself in the same JVM with the same
  * bytes: bulk throughput versus a blocking NIO socket pump, small-request latency versus a TCP ping-pong,
- * 1,000 concurrent rooms across 2↔2 ranks, and heap bytes allocated per MB moved.
+ * 1,000 concurrent rooms across 2↔2 ranks, and heap bytes allocated per MB moved; then the same scenarios (but same
+ * host and scaling) over UCX. The scenarios are classes of their own ({@link BulkBench}, {@link ManyBench},
+ * {@link TinyPagesBench}, ...), run row by row on each row's transports.
  */
 @Command(name = "bench", sortOptions = false, mixinStandardHelpOptions = true,
 		description = {
@@ -55,6 +55,9 @@ import reactor.core.scheduler.Schedulers;
 				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
 						+ "(and over TCP), in turn",
 				"  scaling (--scaling)  concurrent rooms, room size and ranks: rooms/s, GB/s, p50/p99, CPU, memory",
+				"  ucx    the bulk room, 1-page rooms, the many test and page size 1 again over UCX, a row per --ucx-tls "
+						+ "(shared memory by default: decode reads one-sided), each against its own baseline, in the "
+						+ "same run (--transport: which rows)",
 				"With --tracing it measures only what room tracing costs: rooms per second and heap bytes per room, "
 						+ "tracing off vs on (OpenTelemetry SDK, batch span processor), in alternating rounds.",
 				"With --small-under-bulk it measures only 1-page rooms' p50 latency while a --bulk-mib room is in "
@@ -72,6 +75,7 @@ final class BenchCommand implements Callable<Integer> {
 	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final Duration SAME_HOST_WARMUP = Duration.ofSeconds(3);
 	private static final int MANY_LAYERS = 4;
+	private static final Duration HEARTBEAT = Duration.ofSeconds(5);
 
 	@Spec
 	CommandSpec spec;
@@ -142,6 +146,18 @@ final class BenchCommand implements Callable<Integer> {
 			+ "figures, so no ratio to bulk): for profiling or comparing settings on many rooms.")
 	boolean manyOnly;
 
+	@Option(names = "--transport", paramLabel = "tcp,ucx", split = ",", defaultValue = "tcp,ucx",
+			description = "The rows of the table: tcp (kvferry's TCP transport, with the same host and scaling rows), "
+					+ "ucx (a row per --ucx-tls) or both, measured in the same run (default: ${DEFAULT-VALUE}; the ucx "
+					+ "rows are skipped, saying why, where UCX is not installed, unless ucx is named).")
+	List<String> transports;
+
+	@Option(names = "--ucx-tls", paramLabel = "LIST", defaultValue = UcxTransports.SHARED_MEMORY,
+			description = "The transports (UCX_TLS) of a ucx row: the bulk room, 1-page rooms, the many test and page "
+					+ "size 1 over UCX, each against its own baseline; repeat for more rows (default: "
+					+ "${DEFAULT-VALUE}: shared memory, where decode reads one-sided; tcp: active messages).")
+	List<String> ucxTls;
+
 	@Mixin
 	TinyPagesOptions tiny;
 
@@ -159,14 +175,17 @@ final class BenchCommand implements Callable<Integer> {
 			+ "baseline_p50_us, ratio}, small_8 {...}, many {rooms, gbps, baseline_gbps, ratio, failures, "
 			+ "ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
 			+ "pieces, failures, ..., tp2 {...}}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] "
-			+ "(with --scaling), verified.")
+			+ "(with --scaling), ucx [{tls, transport, bulk, small, many, tiny_pages, alloc_bytes_per_mb}] (ucx_missing "
+			+ "where UCX is not installed), verified.")
 	boolean json;
 
 	@Mixin
 	LoggingOptions logging;
 
 	private final List<String> failures = new ArrayList<>();
-	private NettyKVTransport measured;
+	// The TCP row's I/O mode, after any fall-back; why the UCX rows are missing, where they are.
+	private IoMode ioRan;
+	private String ucxMissing;
 
 	@Override
 	public Integer call() throws IOException {
@@ -209,88 +228,157 @@ final class BenchCommand implements Callable<Integer> {
 			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, smallIterations, stripes, List.of(
 					new IoCompareBench.Scenario("many", "ratio", (p, d, c) -> many(shape, p, d, c)),
 					new IoCompareBench.Scenario("tiny_pages", "ratio_to_pump", (p, d, c) -> tinyPages(shape, p, d, c,
-							null))), json, cl.getOut());
+							null, ""))), json, cl.getOut());
 		}
-		PrintWriter err = cl.getErr();
-
 		if (bulkOnly && manyOnly) {
 			throw new CommandLine.ParameterException(cl, "--bulk-only and --many-only exclude each other");
 		}
 		if (tiny.only && (bulkOnly || manyOnly)) {
 			throw new CommandLine.ParameterException(cl, "--tiny-only excludes --bulk-only and --many-only");
 		}
+		List<String> ucxRows = ucxRows(cl);
 		ObjectNode result = JSON.createObjectNode();
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		// Prefill and decode each with their own event loops, as in two processes.
-		NettyKVTransport transport = io.apply(NettyKVTransport.create());
-		NettyKVTransport decodeTransport = io.apply(NettyKVTransport.create());
-		measured = decodeTransport;
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
-			if (manyOnly) {
-				progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-				result.set("many", many(shape, transport, decodeTransport, client));
-				return finish(cl, result, shape);
+			if (transports.contains(TransportOptions.TCP)) {
+				row(new NettyTransports(false, io), result, shape, bulkPages, bulkBytes, client, server, "");
 			}
-			if (tiny.only) {
-				result.set("tiny_pages", tinyPages(shape, transport, decodeTransport, client, null));
-				return finish(cl, result, shape);
-			}
-			progress(err, "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes + " stripe(s), " + rounds
-					+ " rounds each");
-			KVCluster pair = KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1)
-					.capacity(bulkPages, 64).contiguous(true).transport(transport).decodeTransport(decodeTransport)
-					// A room's latency ends where its last completion is signalled, as an engine polling poll() sees
-					// it, not after a hop to a callback worker: the harness only stamps the time there.
-					.customize(spec -> stripes.apply(spec.callbackScheduler(Schedulers.immediate())))
-					.bootstrapClient(client)
-					.bootstrapAddress(server.address()).startNow(START_TIMEOUT);
-			try {
-				bulk(pair, shape, bulkPages, bulkBytes, result);
-				for (int pages : bulkOnly ? new int[0] : new int[] { 1, 8 }) {
-					progress(err, "small: " + pages + "-page rooms, " + smallIterations + " each");
-					result.set(pages == 1 ? "small" : "small_" + pages, SmallBench.run(pair, shape, pages, pageBytes,
-							smallIterations, this::check));
-				}
-			}
-			finally {
-				pair.close().block(CLOSE_TIMEOUT);
-			}
-			if (bulkOnly) {
-				return finish(cl, result, shape);
-			}
-			progress(err, "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2");
-			ObjectNode many = many(shape, transport, decodeTransport, client);
-			double bulkGbps = result.get("bulk").get("gbps").asDouble();
-			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
-			result.set("many", many);
-			result.set("tiny_pages", tinyPages(shape, transport, decodeTransport, client, bulkGbps));
-			progress(err, "same host: " + Sizes.bytes(bulkBytes) + " rooms 1<->1 through shared memory, a memcpy and "
-					+ "over TCP, in turn");
-			result.set("same_host", sameHost(shape, bulkBytes, err));
-			if (scaling != null) {
-				ScalingBench sweep = new ScalingBench(shape, transport, decodeTransport, client,
-						scaling.equals("quick"), what -> progress(err, what));
-				result.set("scaling", sweep.run());
-				if (sweep.firstFailure() != null) {
-					failures.add(sweep.failures() + " scaling room(s) failed, first: " + sweep.firstFailure());
-				}
+			for (String tls : ucxRows) {
+				ObjectNode row = result.withArray("ucx").addObject();
+				row.put("tls", tls);
+				row(new UcxTransports(tls), row, shape, bulkPages, bulkBytes, client, server, "UCX " + tls + ": ");
 			}
 		}
 		finally {
-			transport.dispose();
-			decodeTransport.dispose();
 			client.dispose();
 			server.disposeNow();
 		}
 		return finish(cl, result, shape);
 	}
 
+	/**
+	 * Checks {@code --transport} and {@code --ucx-tls}.
+	 *
+	 * @return the UCX_TLS values of the UCX rows: none without ucx among the transports, or where UCX cannot run here
+	 *         and ucx was not asked for by name (the reason goes into the output instead)
+	 * @throws KVFerryException where ucx was asked for by name and UCX cannot run here
+	 */
+	private List<String> ucxRows(CommandLine cl) {
+		if (transports.isEmpty() || !List.of(TransportOptions.TCP, TransportOptions.UCX).containsAll(transports)) {
+			throw new CommandLine.ParameterException(cl, "--transport : " + String.join(",", transports)
+					+ " (expected: tcp, ucx or tcp,ucx; shared memory has the same host row)");
+		}
+		for (String tls : ucxTls) {
+			if (tls.isBlank()) {
+				throw new CommandLine.ParameterException(cl, "--ucx-tls : '" + tls + "' (expected: a UCX_TLS list "
+						+ "such as tcp or posix,cma,self)");
+			}
+		}
+		if (!transports.contains(TransportOptions.UCX)) {
+			return List.of();
+		}
+		ucxMissing = UcxTransports.unavailable();
+		if (ucxMissing != null) {
+			if (cl.getParseResult().hasMatchedOption("--transport")) {
+				throw new KVFerryException("--transport ucx: " + ucxMissing + "; or run with --transport tcp");
+			}
+			return List.of();
+		}
+		return ucxTls.stream().map(String::trim).toList();
+	}
+
+	/**
+	 * Runs the scenarios of one row of the table on two transports of {@code kind} (prefill's, and decode's of its
+	 * own, as in two processes).
+	 *
+	 * @param name how progress lines name the row (empty for the TCP row)
+	 */
+	private void row(TransportKind kind, ObjectNode row, ModelShape shape, int bulkPages, long bulkBytes,
+			ReactorBootstrapClient client, DisposableBootstrapServer server, String name) throws IOException {
+		boolean tcp = kind instanceof NettyTransports;
+		KVTransport transport = kind.create(HEARTBEAT);
+		KVTransport decodeTransport = kind.create(HEARTBEAT);
+		BenchScenario.Run run = new BenchScenario.Run(shape, transport, decodeTransport, client, server.address());
+		try {
+			for (BenchScenario scenario : scenarios(tcp, bulkPages, bulkBytes, name)) {
+				scenario.run(run, row);
+			}
+			if (tcp) {
+				// The mode the loops ran, after any fall-back.
+				ioRan = ((NettyKVTransport) decodeTransport).ioMode();
+			}
+			else {
+				row.put("transport", kind.describe(decodeTransport));
+			}
+		}
+		finally {
+			kind.dispose(transport);
+			kind.dispose(decodeTransport);
+		}
+	}
+
+	/**
+	 * The table of one row's scenarios, in the order they run: the bulk room with the small rooms on its ranks, the
+	 * many test and page size 1 in every row (as far as the {@code --*-only} options leave them); the same host room
+	 * and the scaling sweep in the TCP row only (the first is kvferry's own shared memory, the second a sweep of
+	 * kvferry's engine that the transport does not change).
+	 */
+	private List<BenchScenario> scenarios(boolean tcp, int bulkPages, long bulkBytes, String name) {
+		PrintWriter err = spec.commandLine().getErr();
+		boolean everything = !bulkOnly && !manyOnly && !tiny.only;
+		List<BenchScenario> table = new ArrayList<>();
+		if (!manyOnly && !tiny.only) {
+			int[] small = bulkOnly ? new int[0] : tcp ? new int[] { 1, 8 } : new int[] { 1 };
+			table.add(announced(name + "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes
+					+ " stripe(s), " + rounds + " rounds each", new BulkBench(bulkPages, bulkBytes, rounds, bulkWarmup,
+							smallIterations, small, stripes, failures)));
+		}
+		if (!bulkOnly && !tiny.only) {
+			table.add(announced(name + "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2",
+					this::many));
+		}
+		if (!bulkOnly && !manyOnly) {
+			// Page size 1 tells its own steps.
+			table.add((run, row) -> tinyPages(run, row, name));
+		}
+		if (tcp && everything) {
+			table.add(announced("same host: " + Sizes.bytes(bulkBytes) + " rooms 1<->1 through shared memory, a "
+					+ "memcpy and over TCP, in turn", (run, row) -> row.set("same_host", sameHost(run.shape(),
+							bulkBytes, err))));
+		}
+		if (tcp && everything && scaling != null) {
+			table.add(this::scaling);
+		}
+		return table;
+	}
+
+	/** @return {@code scenario}, telling {@code what} it measures as it starts */
+	private BenchScenario announced(String what, BenchScenario scenario) {
+		return (run, row) -> {
+			progress(spec.commandLine().getErr(), what);
+			scenario.run(run, row);
+		};
+	}
+
+	/** The scaling sweep over the row's transports, under {@code scaling}. */
+	private void scaling(BenchScenario.Run run, ObjectNode row) {
+		PrintWriter err = spec.commandLine().getErr();
+		ScalingBench sweep = new ScalingBench(run.shape(), run.prefill(), run.decode(), run.client(),
+				scaling.equals("quick"), what -> progress(err, what));
+		row.set("scaling", sweep.run());
+		if (sweep.firstFailure() != null) {
+			failures.add(sweep.failures() + " scaling room(s) failed, first: " + sweep.firstFailure());
+		}
+	}
+
 	/** Prints the figures; returns the exit status. */
 	private int finish(CommandLine cl, ObjectNode result, ModelShape shape) {
 		PrintWriter err = cl.getErr();
-		// The mode the loops run, after any fall-back.
-		result.put("io", (measured == null ? io.mode() : measured.ioMode()).label());
+		result.put("io", (ioRan == null ? io.mode() : ioRan).label());
+		if (ucxMissing != null) {
+			result.put("ucx_missing", ucxMissing);
+		}
 		result.put("verified", failures.isEmpty());
 		PrintWriter out = cl.getOut();
 		out.println(json ? result.toString() : BenchTable.render(result, shape, failures.isEmpty()));
@@ -308,147 +396,43 @@ final class BenchCommand implements Callable<Integer> {
 	}
 
 	/**
-	 * kvferry's bulk room against the pumps, in interleaved rounds after a warm-up of both: kvferry, the fair pump
-	 * (one connection, a source written before each round as kvferry's pages are), the strongest simple pump (two
-	 * connections, {@code SO_RCVLOWAT}) and the cache-hot ring (the loopback ceiling). Medians count; best-of is shown
-	 * beside.
-	 */
-	private void bulk(KVCluster pair, ModelShape shape, int pages, long bytes, ObjectNode result) throws IOException {
-		int tokens = pages * shape.pageSize();
-		Random random = new Random(1);
-		long room = 1_000_000;
-		long[] kvferry = new long[rounds];
-		long[] pump = new long[rounds];
-		long[] pump2 = new long[rounds];
-		long[] ring = new long[rounds];
-		long moved = 0;
-		long allocated = 0;
-		String lowatMissing = RcvLowat.unavailable();
-		// Freed right after, not at some later collection: the many test needs the memory.
-		CleanableDirectBuffer src = PlatformDependent.allocateDirect((int) bytes);
-		CleanableDirectBuffer dst = PlatformDependent.allocateDirect((int) bytes);
-		CleanableDirectBuffer hotSrc = PlatformDependent.allocateDirect(TcpBaseline.WRITE_SIZE);
-		CleanableDirectBuffer hotDst = PlatformDependent.allocateDirect(TcpBaseline.WRITE_SIZE);
-		try (TcpBaseline tcp = TcpBaseline.open(); TcpBaseline second = TcpBaseline.open()) {
-			TcpBaseline[] one = { tcp };
-			TcpBaseline[] two = { tcp, second };
-			TcpBaseline.fill(hotSrc.buffer(), 0);
-			// Warm-up: the data path's code runs per frame, per piece and per room; C2 needs a hundred rooms or more.
-			for (int i = 0; i < bulkWarmup; i++) {
-				check(pair.run(room++, tokens, 1, random).block());
-				if (i % 10 == 0) {
-					TcpBaseline.fill(src.buffer(), room);
-					tcp.pump(src.buffer(), dst.buffer());
-					if (lowatMissing == null) {
-						TcpBaseline.pump(two, src.buffer(), dst.buffer(), true);
-					}
-					tcp.ring(hotSrc.buffer(), hotDst.buffer(), bytes);
-				}
-			}
-			// Rounds alternate between kvferry and the baselines, so that all meet the same machine.
-			for (int i = 0; i < rounds; i++) {
-				long before = allocatedBytes();
-				RoomResult r = check(pair.run(room++, tokens, 1, random).block());
-				allocated += allocatedBytes() - before;
-				kvferry[i] = r.ok() ? r.latencyNanos() : Long.MAX_VALUE;
-				moved += r.ok() ? r.bytes() : 0;
-				TcpBaseline.fill(src.buffer(), room);
-				pump[i] = TcpBaseline.pump(one, src.buffer(), dst.buffer(), false);
-				if (lowatMissing == null) {
-					TcpBaseline.fill(src.buffer(), room);
-					pump2[i] = TcpBaseline.pump(two, src.buffer(), dst.buffer(), true);
-				}
-				ring[i] = tcp.ring(hotSrc.buffer(), hotDst.buffer(), bytes);
-			}
-		}
-		finally {
-			src.clean();
-			dst.clean();
-			hotSrc.clean();
-			hotDst.clean();
-		}
-		double gbps = gbps(bytes, TcpBaseline.median(kvferry.clone()));
-		double baseline = gbps(bytes, TcpBaseline.median(pump.clone()));
-		double wire = gbps(bytes, TcpBaseline.median(ring.clone()));
-		ObjectNode bulk = result.putObject("bulk");
-		bulk.put("bytes", bytes);
-		bulk.put("stripes", stripes.stripes);
-		bulk.put("rounds", rounds);
-		bulk.put("warmup_rooms", bulkWarmup);
-		bulk.put("gbps", round(gbps));
-		bulk.put("best_gbps", round(gbps(bytes, min(kvferry))));
-		bulk.put("baseline_gbps", round(baseline));
-		bulk.put("baseline_best_gbps", round(gbps(bytes, min(pump))));
-		bulk.put("ratio", round(gbps / baseline));
-		if (lowatMissing == null) {
-			double baseline2 = gbps(bytes, TcpBaseline.median(pump2.clone()));
-			bulk.put("baseline2_gbps", round(baseline2));
-			bulk.put("baseline2_best_gbps", round(gbps(bytes, min(pump2))));
-			bulk.put("ratio2", round(gbps / baseline2));
-		}
-		else {
-			bulk.putNull("baseline2_gbps");
-			bulk.putNull("ratio2");
-			bulk.put("baseline2_missing", "two-stream SO_RCVLOWAT pump: " + lowatMissing);
-		}
-		bulk.put("wire_gbps", round(wire));
-		bulk.put("wire_ratio", round(gbps / wire));
-		result.put("alloc_bytes_per_mb", moved == 0 ? 0 : Math.round(allocated / (moved / 1e6)));
-	}
-
-	private static double gbps(long bytes, long nanos) {
-		return nanos == Long.MAX_VALUE || nanos <= 0 ? 0 : bytes / (double) nanos;
-	}
-
-	private static long min(long[] values) {
-		long m = Long.MAX_VALUE;
-		for (long v : values) {
-			m = Math.min(m, v);
-		}
-		return m;
-	}
-
-	/**
 	 * The same-host path against a single-thread memcpy of the same bytes (see {@link SameHostBench}); gbps and ratio
 	 * are null, with the reason, when the rooms could not go through shared memory here.
 	 */
 	private ObjectNode sameHost(ModelShape shape, long bytes, PrintWriter err) {
-		ObjectNode o = JSON.createObjectNode();
-		SameHostBench.Result r;
 		try {
-			r = SameHostBench.run(shape, bytes, rounds, SAME_HOST_WARMUP, json && System.console() == null ? null : err);
+			return SameHostBench.run(shape, bytes, rounds, SAME_HOST_WARMUP, json && System.console() == null ? null
+					: err).json();
 		}
 		catch (IOException e) {
 			failures.add("same host: " + e.getMessage());
+			ObjectNode o = JSON.createObjectNode();
 			o.putNull("gbps");
 			o.putNull("memcpy_gbps");
 			o.putNull("ratio");
 			return o;
 		}
-		if (r.sharedMemory()) {
-			o.put("gbps", round(r.gbps()));
-			o.put("memcpy_gbps", round(r.memcpyGbps()));
-			o.put("ratio", round(r.ratio()));
-		}
-		else {
-			o.putNull("gbps");
-			o.put("memcpy_gbps", round(r.memcpyGbps()));
-			o.putNull("ratio");
-			o.put("missing", "the rooms fell back to TCP (no shared /dev/shm here?)");
-		}
-		o.put("tcp_gbps", round(r.tcpGbps()));
-		o.put("spread", r.spread());
-		return o;
 	}
 
 	/**
-	 * @param bulkGbps the bulk room's throughput in this run, or null when bulk was not measured
-	 * @return the tiny_pages figures, {@code ratio_to_bulk} among them (null without bulk)
+	 * The tiny_pages figures, {@code ratio_to_bulk} among them when the row measured bulk (null without).
+	 *
+	 * @param name how progress lines name the row
 	 */
-	private ObjectNode tinyPages(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
-			ReactorBootstrapClient client, Double bulkGbps) throws IOException {
+	private void tinyPages(BenchScenario.Run run, ObjectNode row, String name) throws IOException {
+		Double bulkGbps = row.has("bulk") ? row.get("bulk").get("gbps").asDouble() : null;
+		row.set("tiny_pages", tinyPages(run.shape(), run.prefill(), run.decode(), run.client(), bulkGbps, name));
+	}
+
+	/**
+	 * @param bulkGbps the bulk room's throughput in this row, or null when bulk was not measured
+	 * @return the tiny_pages figures, {@code ratio_to_bulk} among them (null without)
+	 */
+	private ObjectNode tinyPages(ModelShape shape, KVTransport transport, KVTransport decodeTransport,
+			ReactorBootstrapClient client, Double bulkGbps, String name) throws IOException {
 		PrintWriter err = spec.commandLine().getErr();
-		ObjectNode o = new TinyPagesBench(spec.commandLine(), tiny, stripes, failures, what -> progress(err, what))
+		ObjectNode o = new TinyPagesBench(spec.commandLine(), tiny, stripes, failures, what -> progress(err,
+				name + what))
 				.run(shape, transport, decodeTransport, client);
 		for (ObjectNode layout : new ObjectNode[] { o, (ObjectNode) o.get("tp2") }) {
 			if (bulkGbps == null || bulkGbps == 0) {
@@ -461,15 +445,21 @@ final class BenchCommand implements Callable<Integer> {
 		return o;
 	}
 
+	/** The many test's figures, on the model's first layers, with its ratio to the row's bulk room when it had one. */
+	private void many(BenchScenario.Run run, ObjectNode row) throws IOException {
+		ObjectNode many = many(run.shape(), run.prefill(), run.decode(), run.client());
+		if (row.has("bulk")) {
+			double bulkGbps = row.get("bulk").get("gbps").asDouble();
+			many.put("ratio_to_bulk", bulkGbps == 0 ? 0 : round(many.get("gbps").asDouble() / bulkGbps));
+		}
+		row.set("many", many);
+	}
+
 	/** @return the many test's figures, on the model's first layers */
-	private ObjectNode many(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
+	private ObjectNode many(ModelShape shape, KVTransport transport, KVTransport decodeTransport,
 			ReactorBootstrapClient client) throws IOException {
 		return new ManyBench(spec.commandLine(), manyRooms, rounds, manyWarmupSeconds, stripes, failures)
 				.run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport, decodeTransport, client);
-	}
-
-	private RoomResult check(RoomResult r) {
-		return check(failures, r);
 	}
 
 	/** Tells a failed room (the first ten) in {@code failures}; returns the result. */

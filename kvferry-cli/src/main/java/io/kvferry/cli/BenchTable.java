@@ -22,49 +22,19 @@ final class BenchTable {
 				r.has("io") ? r.get("io").asText() : "epoll", Runtime.getRuntime().availableProcessors(),
 				Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
-		if (!r.has("bulk")) {
-			if (r.has("many")) {
-				manyLine(sb, r.get("many"));
-			}
-			if (r.has("tiny_pages")) {
-				tinyLines(sb, r.get("tiny_pages"));
-			}
-			return sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED").toString();
+		rowLines(sb, r);
+		if (r.has("same_host")) {
+			var sameHost = r.get("same_host");
+			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread "
+					+ "memcpy)%n", "same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT,
+							"%9.2f GB/s", sameHost.get("gbps").asDouble()), sameHost.get("memcpy_gbps").asDouble(),
+					sameHost.get("ratio").isNull() ? "-" : String.format(Locale.ROOT, "%.2f",
+							sameHost.get("ratio").asDouble())));
 		}
-		var bulk = r.get("bulk");
-		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
-		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
-				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
-				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
-				bulk.get("baseline_best_gbps").asDouble()));
-		if (bulk.get("baseline2_gbps").isNull()) {
-			sb.append(String.format(Locale.ROOT, "  %-28s %s%n", "", bulk.get("baseline2_missing").asText()));
+		if (r.has("bulk") && r.has("many")) {
+			sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
+					"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
 		}
-		else {
-			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (2 connections + SO_RCVLOWAT)%n",
-					"", "", bulk.get("baseline2_gbps").asDouble(), bulk.get("ratio2").asDouble()));
-		}
-		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
-				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
-		if (!r.has("many")) {
-			return sb.toString();
-		}
-		for (String key : new String[] { "small", "small_8" }) {
-			var s = r.get(key);
-			sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",
-					"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong()) + ")",
-					s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(), s.get("ratio").asDouble()));
-		}
-		manyLine(sb, r.get("many"));
-		tinyLines(sb, r.get("tiny_pages"));
-		var sameHost = r.get("same_host");
-		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8s   (shared memory vs single-thread memcpy)%n",
-				"same host 1<->1", sameHost.get("gbps").isNull() ? "-" : String.format(Locale.ROOT, "%9.2f GB/s",
-						sameHost.get("gbps").asDouble()), sameHost.get("memcpy_gbps").asDouble(),
-				sameHost.get("ratio").isNull() ? "-" : String.format(Locale.ROOT, "%.2f",
-						sameHost.get("ratio").asDouble())));
-		sb.append(String.format(Locale.ROOT, "  %-28s %,9d B per MB moved (all threads, timed bulk rooms)%n",
-				"heap allocation", r.get("alloc_bytes_per_mb").asLong()));
 		if (r.has("scaling")) {
 			sb.append(String.format(Locale.ROOT,
 					"  scaling:%n  %-18s %8s %10s %8s %9s %9s %10s %10s %12s %12s %12s %12s%n", "", "rooms", "rooms/s", "GB/s", "p50 us", "p99 us", "CPU us/room", "threads us", "alloc B/room",
@@ -86,8 +56,57 @@ final class BenchTable {
 						Sizes.bytes(row.get("transport_pool_bytes").asLong())));
 			}
 		}
+		if (r.has("ucx")) {
+			for (JsonNode ucx : r.get("ucx")) {
+				sb.append(String.format(Locale.ROOT, "  UCX_TLS=%s: %s%n", ucx.get("tls").asText(),
+						ucx.has("transport") ? ucx.get("transport").asText() : ""));
+				rowLines(sb, ucx);
+			}
+		}
+		if (r.has("ucx_missing")) {
+			sb.append("  UCX rows not measured: ").append(r.get("ucx_missing").asText()).append(String.format("%n"));
+		}
 		sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED");
 		return sb.toString();
+	}
+
+	/** The lines of one row (TCP's, or a UCX row): whichever of bulk, small rooms, many and tiny pages it measured. */
+	private static void rowLines(StringBuilder sb, JsonNode r) {
+		if (r.has("bulk")) {
+			bulkLines(sb, r.get("bulk"));
+		}
+		for (String key : new String[] { "small", "small_8" }) {
+			if (r.has(key)) {
+				var s = r.get(key);
+				sb.append(String.format(Locale.ROOT, "  %-28s %11.0f us %11.0f us %8.2f   (TCP ping-pong)%n",
+						"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong())
+								+ ")", s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(),
+						s.get("ratio").asDouble()));
+			}
+		}
+		if (r.has("many")) {
+			manyLine(sb, r.get("many"));
+		}
+		if (r.has("tiny_pages")) {
+			tinyLines(sb, r.get("tiny_pages"));
+		}
+	}
+
+	private static void bulkLines(StringBuilder sb, JsonNode bulk) {
+		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
+		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
+				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
+				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
+				bulk.get("baseline_best_gbps").asDouble()));
+		if (bulk.get("baseline2_gbps").isNull()) {
+			sb.append(String.format(Locale.ROOT, "  %-28s %s%n", "", bulk.get("baseline2_missing").asText()));
+		}
+		else {
+			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (2 connections + SO_RCVLOWAT)%n",
+					"", "", bulk.get("baseline2_gbps").asDouble(), bulk.get("ratio2").asDouble()));
+		}
+		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
+				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
 	}
 
 	private static void tinyLines(StringBuilder sb, JsonNode tiny) {

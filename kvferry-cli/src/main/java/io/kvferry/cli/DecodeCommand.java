@@ -11,7 +11,7 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import io.kvferry.transport.synthetic.SyntheticPrefill;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -116,7 +116,7 @@ final class DecodeCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl, TransportOptions.TCP);
+		transportOptions.validate(cl, TransportOptions.TCP, "");
 		stripes.validate(cl);
 		drain.validate(cl);
 		if (warmup < 0) {
@@ -138,13 +138,15 @@ final class DecodeCommand implements Callable<Integer> {
 				Sizes.bytes(batch.totalPages() * pageBytes), bootstrap, decode.tp, decode.pp);
 		if (!json) {
 			err.println(title);
+			err.println("  transport " + transportOptions.kind().banner());
 			err.flush();
 		}
 		Mono<String> stop = StopSignal.install();
 		AtomicReference<String> stoppedBy = new AtomicReference<>();
 		SyntheticPrefill source = synthetic.enabled ? synthetic.source(shape, decode.tp, decode.pp) : null;
 		BootstrapClient client = source != null ? source.bootstrapClient() : registry.client(cl, System::getenv);
-		NettyKVTransport transport = source != null ? null : transportOptions.apply(timeouts.transport());
+		TransportKind kind = transportOptions.kind();
+		KVTransport transport = source != null ? null : kind.create(timeouts.heartbeatInterval);
 		try {
 			// One aux row (and state slot) per room in flight: rooms free theirs before the runner starts another.
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, workload.concurrency,
@@ -196,7 +198,7 @@ final class DecodeCommand implements Callable<Integer> {
 					progress.stop();
 				}
 				Summary summary = Summary.of(title, batch.requests().size(), outcome)
-						.transport(source != null ? synthetic.describe() : TransportOptions.describe(transport));
+						.transport(source != null ? synthetic.describe() : kind.describe(transport));
 				if (stoppedBy.get() != null) {
 					// Rooms a signal kept from starting are skipped, no failure: every room that ran must have matched.
 					summary.stoppedBy(stoppedBy.get());
@@ -221,7 +223,7 @@ final class DecodeCommand implements Callable<Integer> {
 				source.dispose();
 			}
 			else {
-				transport.dispose();
+				kind.dispose(transport);
 				RegistryOptions.dispose(client);
 			}
 		}

@@ -11,7 +11,7 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.examples.engine.TinyEngineDemo;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -21,12 +21,13 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code kvferry demo}: one JVM with an embedded bootstrap server, a prefill instance and a decode instance talking TCP
- * over loopback; runs a batch of rooms with verifiable page patterns and checks every byte on decode.
+ * {@code kvferry demo}: one JVM with an embedded bootstrap server, a prefill instance and a decode instance talking over
+ * loopback (shared memory, TCP or UCX); runs a batch of rooms with verifiable page patterns and checks every byte on
+ * decode.
  */
 @Command(name = "demo", sortOptions = false, mixinStandardHelpOptions = true,
 		description = {
-				"Runs prefill and decode in one JVM over loopback (shared memory or TCP: --transport), with an embedded "
+				"Runs prefill and decode in one JVM over loopback (shared memory, TCP or UCX: --transport), with an embedded "
 						+ "bootstrap server: a batch of "
 						+ "requests with mixed prompt lengths, pages filled with verifiable patterns on prefill, every "
 						+ "byte checked on decode. Shows progress on stderr and ends with a summary on stdout.",
@@ -100,7 +101,7 @@ final class DemoCommand implements Callable<Integer> {
 		prefill.validate(cl, shape);
 		decode.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl, TransportOptions.SHM);
+		transportOptions.validate(cl, TransportOptions.SHM, UcxTransports.SHARED_MEMORY);
 		stripes.validate(cl);
 		LayoutOptions.checkPair(cl, prefill, decode, shape);
 		if (shape.mambaUnits() > 0) {
@@ -129,13 +130,15 @@ final class DemoCommand implements Callable<Integer> {
 			err.println(title);
 			err.println("  model   " + ModelOptions.describe(shape));
 			err.println("  pools   " + pool + " pages per rank (" + Sizes.bytes(needed) + " of KV memory in all)");
+			err.println("  transport " + transportOptions.kind().banner());
 			err.flush();
 		}
 
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		// Prefill and decode each with their own event loops, as in two processes.
-		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
-		NettyKVTransport decodeTransport = transportOptions.apply(timeouts.transport());
+		// Prefill and decode each with transports (event loops, UCX workers) of their own, as in two processes.
+		TransportKind kind = transportOptions.kind();
+		KVTransport transport = kind.create(timeouts.heartbeatInterval);
+		KVTransport decodeTransport = kind.create(timeouts.heartbeatInterval);
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		try {
 			KVCluster cluster = KVCluster.builder()
@@ -153,7 +156,7 @@ final class DemoCommand implements Callable<Integer> {
 					.startNow(START_TIMEOUT);
 			try {
 				Summary summary = run(cluster, batch, pool, decodePageBytes, err, title)
-						.transport(TransportOptions.describe(decodeTransport));
+						.transport(kind.describe(decodeTransport));
 				out.println(json ? summary.toJson() : summary.table());
 				out.flush();
 				if (json && !summary.verified()) {
@@ -167,8 +170,8 @@ final class DemoCommand implements Callable<Integer> {
 			}
 		}
 		finally {
-			transport.dispose();
-			decodeTransport.dispose();
+			kind.dispose(transport);
+			kind.dispose(decodeTransport);
 			client.dispose();
 			server.disposeNow();
 		}

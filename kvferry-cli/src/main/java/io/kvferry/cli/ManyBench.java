@@ -16,7 +16,7 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import io.netty.util.internal.CleanableDirectBuffer;
 import io.netty.util.internal.PlatformDependent;
 import picocli.CommandLine;
@@ -55,7 +55,7 @@ final class ManyBench {
 	}
 
 	/** @return the figures, as {@code --json} prints them under {@code many} */
-	ObjectNode run(ModelShape shape, NettyKVTransport transport, NettyKVTransport decodeTransport,
+	ObjectNode run(ModelShape shape, KVTransport transport, KVTransport decodeTransport,
 			ReactorBootstrapClient client) throws IOException {
 		SplittableRandom sizes = new SplittableRandom(7);
 		int[] pages = new int[rooms];

@@ -11,7 +11,7 @@ import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.harness.ModelShape;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -106,7 +106,7 @@ final class PrefillCommand implements Callable<Integer> {
 		ModelShape shape = model.shape(cl);
 		prefill.validate(cl, shape);
 		timeouts.validate(cl);
-		transportOptions.validate(cl, TransportOptions.TCP);
+		transportOptions.validate(cl, TransportOptions.TCP, "");
 		drain.validate(cl);
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
@@ -119,7 +119,8 @@ final class PrefillCommand implements Callable<Integer> {
 		// Before start: a signal from then on drains instead of killing the JVM mid-room.
 		Mono<String> stop = StopSignal.install();
 		BootstrapClient client = registry.client(cl, System::getenv);
-		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
+		TransportKind kind = transportOptions.kind();
+		KVTransport transport = kind.create(timeouts.heartbeatInterval);
 		MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(host, metricsPort);
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
@@ -131,7 +132,7 @@ final class PrefillCommand implements Callable<Integer> {
 			engine = PrefillEngine.start(config).block(START_TIMEOUT);
 		}
 		catch (RuntimeException e) {
-			transport.dispose();
+			kind.dispose(transport);
 			RegistryOptions.dispose(client);
 			if (metrics != null) {
 				metrics.dispose();
@@ -145,6 +146,7 @@ final class PrefillCommand implements Callable<Integer> {
 				endpoints);
 		out.println("  model   " + ModelOptions.describe(shape));
 		out.println("  pools   " + poolPages + " pages per rank");
+		out.println("  transport " + kind.banner());
 		if (metrics != null) {
 			metrics.bind(engine.managers());
 			out.println("  metrics http://" + new HostPort(host, metrics.port()) + "/metrics");
@@ -179,7 +181,7 @@ final class PrefillCommand implements Callable<Integer> {
 				engine.close().block(CLOSE_TIMEOUT);
 			}
 			finally {
-				transport.dispose();
+				kind.dispose(transport);
 				RegistryOptions.dispose(client);
 				out.println("kvferry prefill: stopped; " + report(engine));
 				out.flush();

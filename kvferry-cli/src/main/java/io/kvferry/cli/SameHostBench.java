@@ -5,6 +5,7 @@ import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.Random;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvferry.bootstrap.client.ReactorBootstrapClient;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
@@ -48,6 +49,28 @@ public final class SameHostBench {
 		/** @return {@link #gbps} / {@link #memcpyGbps} */
 		public double ratio() {
 			return gbps / memcpyGbps;
+		}
+
+		/**
+		 * @return the figures as {@code kvferry bench --json} prints them under {@code same_host}: gbps and ratio
+		 *         null, with the reason, where the rooms could not go through shared memory here
+		 */
+		ObjectNode json() {
+			ObjectNode o = BenchCommand.JSON.createObjectNode();
+			if (sharedMemory) {
+				o.put("gbps", BenchCommand.round(gbps));
+				o.put("memcpy_gbps", BenchCommand.round(memcpyGbps));
+				o.put("ratio", BenchCommand.round(ratio()));
+			}
+			else {
+				o.putNull("gbps");
+				o.put("memcpy_gbps", BenchCommand.round(memcpyGbps));
+				o.putNull("ratio");
+				o.put("missing", "the rooms fell back to TCP (no shared /dev/shm here?)");
+			}
+			o.put("tcp_gbps", BenchCommand.round(tcpGbps));
+			o.put("spread", spread);
+			return o;
 		}
 	}
 

@@ -25,7 +25,7 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.internal.PlatformDependent;
 import reactor.core.Disposable;
@@ -59,8 +59,8 @@ final class ScalingBench {
 	private static final int BASELINE_ROUNDS = 5;
 
 	private final ModelShape shape;
-	private final NettyKVTransport prefillTransport;
-	private final NettyKVTransport decodeTransport;
+	private final KVTransport prefillTransport;
+	private final KVTransport decodeTransport;
 	private final ReactorBootstrapClient client;
 	private final boolean quick;
 	private final Progress progress;
@@ -74,7 +74,7 @@ final class ScalingBench {
 		void show(String what);
 	}
 
-	ScalingBench(ModelShape shape, NettyKVTransport prefillTransport, NettyKVTransport decodeTransport,
+	ScalingBench(ModelShape shape, KVTransport prefillTransport, KVTransport decodeTransport,
 			ReactorBootstrapClient client, boolean quick, Progress progress) {
 		this.shape = shape;
 		this.prefillTransport = prefillTransport;

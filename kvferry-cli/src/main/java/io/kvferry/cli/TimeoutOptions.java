@@ -47,8 +47,4 @@ final class TimeoutOptions {
 		return spec.bootstrapTimeout(bootstrapTimeout).waitingTimeout(waitingTimeout).transferTimeout(transferTimeout);
 	}
 
-	/** @return a new TCP transport with this heartbeat interval (the caller disposes it) */
-	NettyKVTransport transport() {
-		return NettyKVTransport.create().heartbeatInterval(heartbeatInterval);
-	}
 }

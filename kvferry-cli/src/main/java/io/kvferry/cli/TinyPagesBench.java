@@ -16,7 +16,7 @@ import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
 import io.kvferry.harness.RoomResult;
-import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.spi.KVTransport;
 import picocli.CommandLine;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
@@ -54,7 +54,7 @@ final class TinyPagesBench {
 	 * @return the figures, as {@code --json} prints them under {@code tiny_pages}: the 1&lt;-&gt;1 ones at the top,
 	 *         the 2&lt;-&gt;2 ones under {@code tp2}
 	 */
-	ObjectNode run(ModelShape model, NettyKVTransport transport, NettyKVTransport decodeTransport,
+	ObjectNode run(ModelShape model, KVTransport transport, KVTransport decodeTransport,
 			ReactorBootstrapClient client) throws IOException {
 		ModelShape shape = model.withPageSize(1);
 		SplittableRandom lengths = new SplittableRandom(11);
@@ -72,8 +72,8 @@ final class TinyPagesBench {
 		return o;
 	}
 
-	private ObjectNode layout(ModelShape shape, int tp, int[] tokens, int total, NettyKVTransport transport,
-			NettyKVTransport decodeTransport, ReactorBootstrapClient client) throws IOException {
+	private ObjectNode layout(ModelShape shape, int tp, int[] tokens, int total, KVTransport transport,
+			KVTransport decodeTransport, ReactorBootstrapClient client) throws IOException {
 		int pool = total + total / POOL_SHARE;
 		DirectMemory.check(cl, 2 * DirectMemory.instanceBytes(shape, tp, 1, 1, pool),
 				"lower --tiny-tokens or --tiny-rooms");

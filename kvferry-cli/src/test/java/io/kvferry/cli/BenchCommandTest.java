@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.transport.netty.IoMode;
 import io.kvferry.transport.netty.LoopResources;
+import io.kvferry.transport.ucx.Ucx;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -72,6 +73,53 @@ class BenchCommandTest {
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
+		// UCX's row, measured in the same run: the bulk room, 1-page rooms, the many test and page size 1, each
+		// against its own baseline; or why there is none.
+		String ucxMissing = Ucx.unavailabilityReason();
+		if (ucxMissing != null) {
+			assertThat(j.get("ucx_missing").asText()).isEqualTo(ucxMissing);
+			return;
+		}
+		assertThat(j.get("ucx")).hasSize(1);
+		JsonNode ucx = j.get("ucx").get(0);
+		assertThat(ucx.get("tls").asText()).isEqualTo("posix,cma,self");
+		assertThat(ucx.get("transport").asText()).startsWith("UCX (UCX_TLS=posix,cma,self): one-sided reads");
+		assertThat(ucx.get("bulk").get("gbps").asDouble()).isPositive();
+		assertThat(ucx.get("bulk").get("baseline_gbps").asDouble()).isPositive();
+		assertThat(ucx.get("small").get("p50_us").asDouble()).isPositive();
+		assertThat(ucx.has("small_8")).isFalse();
+		assertThat(ucx.get("many").get("failures").asInt()).isZero();
+		assertThat(ucx.get("many").get("ratio_to_bulk").asDouble()).isPositive();
+		assertThat(ucx.get("tiny_pages").get("failures").asInt()).isZero();
+		assertThat(ucx.get("tiny_pages").get("tp2").get("gbps").asDouble()).isPositive();
+		assertThat(ucx.has("same_host")).isFalse();
+	}
+
+	@Test
+	void ucxRowsPrintTheirTransportsAndDataPathBesideTheirBaselines() throws Exception {
+		String ucxMissing = Ucx.unavailabilityReason();
+		Assumptions.assumeTrue(ucxMissing == null, () -> "UCX rows skipped: " + ucxMissing);
+		StringWriter out = new StringWriter();
+		StringWriter err = new StringWriter();
+		CommandLine cl = KVFerryCli.commandLine();
+		cl.setOut(new PrintWriter(out, true));
+		cl.setErr(new PrintWriter(err, true));
+		int status = cl.execute("bench", "--transport", "ucx", "--ucx-tls", "posix,cma,self", "--ucx-tls", "tcp",
+				"--bulk-only", "--layers", "2", "--kv-heads", "2", "--head-dim", "64", "--bulk-mib", "2", "--rounds",
+				"1", "--bulk-warmup", "1");
+		assertThat(status).as(err.toString()).isZero();
+		assertThat(out.toString())
+				.containsPattern("(?m)^  UCX_TLS=posix,cma,self: UCX \\(UCX_TLS=posix,cma,self\\): one-sided reads.*"
+						+ "\\R  bulk 2.0 MiB 1<->1 x2 +\\d+\\.\\d\\d GB/s +\\d+\\.\\d\\d GB/s ")
+				.containsPattern("(?m)^  UCX_TLS=tcp: UCX \\(UCX_TLS=tcp\\): active messages.*\\R  bulk 2.0 MiB ")
+				.contains("OK, every byte matched");
+		assertThat(out.toString().lines().filter(l -> l.startsWith("  bulk "))).as("no TCP row").hasSize(2);
+
+		StringWriter refusal = new StringWriter();
+		cl.setErr(new PrintWriter(refusal, true));
+		assertThat(cl.execute("bench", "--transport", "shm")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--transport : shm (expected: tcp, ucx or tcp,ucx; shared memory has "
+				+ "the same host row)");
 	}
 
 	@Test
@@ -81,7 +129,7 @@ class BenchCommandTest {
 		CommandLine cl = KVFerryCli.commandLine();
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
-		int status = cl.execute("bench", "--json", "--bulk-only", "--stripes", "3", "--layers", "2", "--kv-heads", "2",
+		int status = cl.execute("bench", "--json", "--transport", "tcp", "--bulk-only", "--stripes", "3", "--layers", "2", "--kv-heads", "2",
 				"--head-dim", "64", "--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
@@ -107,7 +155,7 @@ class BenchCommandTest {
 		CommandLine cl = KVFerryCli.commandLine();
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
-		int status = cl.execute("bench", "--json", "--bulk-only", "--io", "io_uring", "--layers", "2", "--kv-heads",
+		int status = cl.execute("bench", "--json", "--transport", "tcp", "--bulk-only", "--io", "io_uring", "--layers", "2", "--kv-heads",
 				"2", "--head-dim", "64", "--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
@@ -172,7 +220,7 @@ class BenchCommandTest {
 		CommandLine cl = KVFerryCli.commandLine();
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
-		int status = cl.execute("bench", "--json", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim",
+		int status = cl.execute("bench", "--json", "--transport", "tcp", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim",
 				"64", "--many-rooms", "30", "--many-warmup", "0", "--rounds", "3");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
@@ -194,8 +242,8 @@ class BenchCommandTest {
 
 		StringWriter table = new StringWriter();
 		cl.setOut(new PrintWriter(table, true));
-		assertThat(cl.execute("bench", "--many-only", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
-				"--many-rooms", "10", "--many-warmup", "0", "--rounds", "1")).isZero();
+		assertThat(cl.execute("bench", "--transport", "tcp", "--many-only", "--layers", "2", "--kv-heads", "2",
+				"--head-dim", "64", "--many-rooms", "10", "--many-warmup", "0", "--rounds", "1")).isZero();
 		assertThat(table.toString()).contains("many 10 rooms 2<->2").contains("cores busy").contains("frame pump")
 				.contains("OK, every byte matched").doesNotContain("bulk");
 

@@ -71,7 +71,7 @@ class DemoCommandTest {
 	@Test
 	void anUnknownTransportIsABadUsage() {
 		assertThat(demo("--transport", "rdma")).isEqualTo(2);
-		assertThat(err.toString()).contains("--transport : rdma (expected: shm or tcp)");
+		assertThat(err.toString()).contains("--transport : rdma (expected: shm, tcp or ucx)");
 	}
 
 	@ParameterizedTest

@@ -28,7 +28,7 @@ class ScalingBenchTest {
 		CommandLine cl = KVFerryCli.commandLine();
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
-		int status = cl.execute("bench", "--json", "--scaling", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
+		int status = cl.execute("bench", "--json", "--transport", "tcp", "--scaling", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
 				"--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1", "--small-iterations", "3", "--many-rooms",
 				"20", "--many-warmup", "0", "--tiny-rooms", "2", "--tiny-tokens", "64", "--tiny-rounds", "1",
 				"--tiny-warmup", "1");

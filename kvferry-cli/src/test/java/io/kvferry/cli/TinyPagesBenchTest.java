@@ -22,7 +22,7 @@ class TinyPagesBenchTest {
 		CommandLine cl = KVFerryCli.commandLine();
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
-		int status = cl.execute("bench", "--json", "--tiny-only", "--layers", "2", "--tiny-rooms", "3",
+		int status = cl.execute("bench", "--json", "--transport", "tcp", "--tiny-only", "--layers", "2", "--tiny-rooms", "3",
 				"--tiny-tokens", "256", "--tiny-rounds", "3", "--tiny-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
@@ -54,8 +54,8 @@ class TinyPagesBenchTest {
 
 		StringWriter table = new StringWriter();
 		cl.setOut(new PrintWriter(table, true));
-		assertThat(cl.execute("bench", "--tiny-only", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
-				"--tiny-rooms", "2", "--tiny-tokens", "16", "--tiny-rounds", "1", "--tiny-warmup", "1")).isZero();
+		assertThat(cl.execute("bench", "--transport", "tcp", "--tiny-only", "--layers", "2", "--kv-heads", "2",
+				"--head-dim", "64", "--tiny-rooms", "2", "--tiny-tokens", "16", "--tiny-rounds", "1", "--tiny-warmup", "1")).isZero();
 		assertThat(table.toString()).contains("tiny pages 2 rooms 1<->1").contains("tiny pages 2 rooms 2<->2")
 				.contains("gather/scatter pump").contains("OK, every byte matched");
 

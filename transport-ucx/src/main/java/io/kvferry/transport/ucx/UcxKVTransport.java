@@ -1,5 +1,6 @@
 package io.kvferry.transport.ucx;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -11,6 +12,7 @@ import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.MemoryRegion;
 import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.HandshakeSecret;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.transport.ucx.internal.UcxNode;
@@ -31,10 +33,11 @@ import reactor.core.publisher.Mono;
  * }</pre>
  *
  * <p>A manager registers its rank's regions as it starts ({@link #register}): one UCX registration per region, whose
- * remote key a listening (prefill) rank hands each decode rank in the handshake. Decode opens nothing of its own memory
- * to the peer: it reads each block into the pages its own grant accepted, after its ledger reserved the block.
+ * remote key a listening (prefill) rank announces to a decode rank that reads one-sided, on its connection, before the
+ * first read of the region. Decode opens nothing of its own memory to the peer: it reads each block into the pages its
+ * own grant accepted, after its ledger reserved the block.
  *
- * <p>A listener's address is a TCP port that carries each connection's handshake (UCX worker addresses, keys, the data
+ * <p>A listener's address is a TCP port that carries each connection's handshake (UCX worker addresses, the data
  * path) and nothing else; the UCX traffic then uses the network devices UCX is allowed ({@link #netDevices}). UCX
  * progress runs on one thread per transport (plus a timer and short-lived handshake threads), never on the caller's.
  * Configuration methods return new transports; each makes its UCX context on first use.
@@ -65,7 +68,8 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 	public UcxKVTransport tls(String tls) {
 		Objects.requireNonNull(tls, "tls");
 		return with(new UcxSettings(tls.trim(), settings.netDevices(), settings.dataPath(),
-				settings.heartbeatInterval(), settings.handshakeTimeout(), settings.hostIdentity(), settings.config()));
+				settings.heartbeatInterval(), settings.handshakeTimeout(), settings.hostIdentity(), settings.config(),
+				settings.secret()));
 	}
 
 	/**
@@ -78,7 +82,7 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 	public UcxKVTransport netDevices(String devices) {
 		Objects.requireNonNull(devices, "devices");
 		return with(new UcxSettings(settings.tls(), devices.trim(), settings.dataPath(), settings.heartbeatInterval(),
-				settings.handshakeTimeout(), settings.hostIdentity(), settings.config()));
+				settings.handshakeTimeout(), settings.hostIdentity(), settings.config(), settings.secret()));
 	}
 
 	/**
@@ -90,20 +94,22 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 	public UcxKVTransport dataPath(UcxDataPath path) {
 		Objects.requireNonNull(path, "path");
 		return with(new UcxSettings(settings.tls(), settings.netDevices(), path, settings.heartbeatInterval(),
-				settings.handshakeTimeout(), settings.hostIdentity(), settings.config()));
+				settings.handshakeTimeout(), settings.hostIdentity(), settings.config(), settings.secret()));
 	}
 
 	/**
-	 * Sets the heartbeat interval: a side sends a heartbeat after sending nothing for one interval, and closes a
-	 * connection it heard nothing from for two (a dead peer fails its rooms on both sides within that).
+	 * Sets the heartbeat interval, announced to each peer in the handshake: a side sends something at least once per
+	 * interval, and closes a connection it heard nothing from for two of the peer's intervals (a dead peer fails its
+	 * rooms on both sides within that, plus a quarter of this side's interval, how often it looks). The two sides need
+	 * not agree, as over TCP.
 	 *
-	 * @param interval at least 1 ms (default 5 s)
+	 * @param interval 10 ms to 10 minutes (default 5 s)
 	 * @return a new transport
 	 */
 	public UcxKVTransport heartbeatInterval(Duration interval) {
 		Objects.requireNonNull(interval, "interval");
 		return with(new UcxSettings(settings.tls(), settings.netDevices(), settings.dataPath(), interval,
-				settings.handshakeTimeout(), settings.hostIdentity(), settings.config()));
+				settings.handshakeTimeout(), settings.hostIdentity(), settings.config(), settings.secret()));
 	}
 
 	/**
@@ -115,7 +121,7 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 	public UcxKVTransport handshakeTimeout(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
 		return with(new UcxSettings(settings.tls(), settings.netDevices(), settings.dataPath(),
-				settings.heartbeatInterval(), timeout, settings.hostIdentity(), settings.config()));
+				settings.heartbeatInterval(), timeout, settings.hostIdentity(), settings.config(), settings.secret()));
 	}
 
 	/**
@@ -127,7 +133,8 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 	public UcxKVTransport hostIdentity(String identity) {
 		Objects.requireNonNull(identity, "identity");
 		return with(new UcxSettings(settings.tls(), settings.netDevices(), settings.dataPath(),
-				settings.heartbeatInterval(), settings.handshakeTimeout(), identity, settings.config()));
+				settings.heartbeatInterval(), settings.handshakeTimeout(), identity, settings.config(),
+				settings.secret()));
 	}
 
 	/**
@@ -139,7 +146,42 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 		Map<String, String> config = new HashMap<>(settings.config());
 		config.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
 		return with(new UcxSettings(settings.tls(), settings.netDevices(), settings.dataPath(),
-				settings.heartbeatInterval(), settings.handshakeTimeout(), settings.hostIdentity(), config));
+				settings.heartbeatInterval(), settings.handshakeTimeout(), settings.hostIdentity(), config,
+				settings.secret()));
+	}
+
+	/**
+	 * Requires both sides of every connection to prove this secret in the handshake (HMAC-SHA256 challenge-response;
+	 * the secret never crosses the wire), as {@code NettyKVTransport.sharedSecret} does. A listener proves nothing and
+	 * tells nothing (no UCX worker address, no connection id, no remote key) to a peer before that peer proved the
+	 * secret, and refuses a peer whose handshake socket reached another address than the listener's own (a relay
+	 * between them); a connecting side accepts a listener only once it proved the secret over both sides' hellos.
+	 * Configure the same secret on every prefill and decode rank: at least 32 random bytes, since a recorded
+	 * handshake lets a short passphrase be guessed offline.
+	 *
+	 * <p>The secret authenticates the handshake only: UCX carries the messages and reads after it unencrypted and
+	 * unauthenticated, so a party that can watch the handshake's TCP connection or the UCX traffic is not kept out
+	 * (docs/security.md says what a peer can read).
+	 *
+	 * @param secret at least one byte; copied
+	 * @return a new transport
+	 */
+	public UcxKVTransport sharedSecret(byte[] secret) {
+		Objects.requireNonNull(secret, "secret");
+		return with(new UcxSettings(settings.tls(), settings.netDevices(), settings.dataPath(),
+				settings.heartbeatInterval(), settings.handshakeTimeout(), settings.hostIdentity(), settings.config(),
+				HandshakeSecret.of(secret)));
+	}
+
+	/**
+	 * Same as {@link #sharedSecret(byte[])} with the UTF-8 bytes of {@code secret}.
+	 *
+	 * @param secret at least one character
+	 * @return a new transport
+	 */
+	public UcxKVTransport sharedSecret(String secret) {
+		Objects.requireNonNull(secret, "secret");
+		return sharedSecret(secret.getBytes(StandardCharsets.UTF_8));
 	}
 
 	private static UcxKVTransport with(UcxSettings settings) {
@@ -225,7 +267,7 @@ public final class UcxKVTransport implements KVTransport, Disposable {
 
 	/** @return what this transport's connections received so far, by path */
 	public synchronized UcxStats stats() {
-		return node == null ? new UcxStats(0, 0, 0, 0) : node.stats();
+		return node == null ? new UcxStats(0, 0, 0, 0, 0) : node.stats();
 	}
 
 	/** @return bytes the transport's buffers hold now (headers, control messages, bounce buffers) */

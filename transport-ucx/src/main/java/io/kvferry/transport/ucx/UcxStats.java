@@ -8,6 +8,7 @@ package io.kvferry.transport.ucx;
  * @param reads gets posted
  * @param bytesInMessages payload bytes received in active messages
  * @param messages active messages received that carried payload
+ * @param remoteKeys remote keys the peers announced: one per region of a peer read one-sided, none over active messages
  */
-public record UcxStats(long bytesRead, long reads, long bytesInMessages, long messages) {
+public record UcxStats(long bytesRead, long reads, long bytesInMessages, long messages, long remoteKeys) {
 }

@@ -1,14 +1,9 @@
 package io.kvferry.transport.netty.internal;
 
 import java.nio.charset.StandardCharsets;
-import java.security.GeneralSecurityException;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.security.SecureRandom;
 import java.util.Objects;
 
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
+import io.kvferry.spi.HandshakeSecret;
 
 /**
  * The secret both ends of a connection must know, and the challenge-response that proves it without sending it.
@@ -30,18 +25,17 @@ import javax.crypto.spec.SecretKeySpec;
  * oracle, nothing to guess a weak secret from offline). The secret authenticates peers only; it neither encrypts
  * nor protects frames after the handshake, and cannot stop a party on the network path (TLS does).
  *
- * <p>Immutable and thread-safe; {@link #toString()} never shows the secret. The nonce generator is a DRBG seeded when
- * the instance is created (on the configuring thread), so event loops never read the OS entropy source.
+ * <p>Immutable and thread-safe; {@link #toString()} never shows the secret. The MAC, the nonces and the constant-time
+ * comparison are core's {@link HandshakeSecret}, which the other transports prove their secrets with too.
  */
 public final class SharedSecret {
 
 	/** Bytes of a nonce. */
-	public static final int NONCE_LENGTH = 32;
+	public static final int NONCE_LENGTH = HandshakeSecret.NONCE_LENGTH;
 	/** Bytes of a proof (an HMAC-SHA256). */
-	public static final int PROOF_LENGTH = 32;
+	public static final int PROOF_LENGTH = HandshakeSecret.PROOF_LENGTH;
 
-	private static final String ALGORITHM = "HmacSHA256";
-	private static final byte[] LABEL = "kvferry-auth-v2".getBytes(StandardCharsets.US_ASCII);
+	private static final String LABEL = "kvferry-auth-v2";
 
 	/** Which end of the TCP connection proves. */
 	public enum Role {
@@ -62,15 +56,10 @@ public final class SharedSecret {
 		}
 	}
 
-	private final byte[] key;
-	private final SecureRandom random;
+	private final HandshakeSecret secret;
 
-	private SharedSecret(byte[] key) {
-		this.key = key;
-		this.random = newRandom();
-		// Seed now, off any event loop, and fail here rather than in a handshake if HMAC-SHA256 is missing.
-		random.nextBytes(new byte[NONCE_LENGTH]);
-		proof(Role.CONNECTING, new byte[NONCE_LENGTH], new byte[NONCE_LENGTH], DialledEndpoint.NONE);
+	private SharedSecret(HandshakeSecret secret) {
+		this.secret = secret;
 	}
 
 	/**
@@ -78,28 +67,12 @@ public final class SharedSecret {
 	 * @return the secret
 	 */
 	public static SharedSecret of(byte[] secret) {
-		Objects.requireNonNull(secret, "secret");
-		if (secret.length == 0) {
-			throw new IllegalArgumentException("sharedSecret : 0 bytes (expected: at least 1 byte, ideally 32 random "
-					+ "bytes)");
-		}
-		return new SharedSecret(secret.clone());
-	}
-
-	private static SecureRandom newRandom() {
-		try {
-			return SecureRandom.getInstance("DRBG");
-		}
-		catch (NoSuchAlgorithmException e) {
-			return new SecureRandom();
-		}
+		return new SharedSecret(HandshakeSecret.of(secret));
 	}
 
 	/** @return a fresh random nonce */
 	public byte[] newNonce() {
-		byte[] nonce = new byte[NONCE_LENGTH];
-		random.nextBytes(nonce);
-		return nonce;
+		return secret.newNonce();
 	}
 
 	/**
@@ -114,31 +87,13 @@ public final class SharedSecret {
 	 */
 	public byte[] proof(Role prover, byte[] verifierNonce, byte[] proverNonce, DialledEndpoint dialled) {
 		Objects.requireNonNull(prover, "prover");
-		checkNonce(verifierNonce, "verifierNonce");
-		checkNonce(proverNonce, "proverNonce");
 		Objects.requireNonNull(dialled, "dialled");
-		try {
-			Mac mac = Mac.getInstance(ALGORITHM);
-			mac.init(new SecretKeySpec(key, ALGORITHM));
-			mac.update(LABEL);
-			mac.update(prover.code);
-			mac.update(verifierNonce);
-			mac.update(proverNonce);
-			// Length-prefixed, so that no two announcements feed the same bytes.
-			updateField(mac, dialled.endpoint());
-			updateField(mac, dialled.address());
-			return mac.doFinal();
-		}
-		catch (GeneralSecurityException e) {
-			throw new IllegalStateException(ALGORITHM + " unavailable", e);
-		}
+		return secret.proof(LABEL, prover.code, verifierNonce, proverNonce, utf8(dialled.endpoint()),
+				utf8(dialled.address()));
 	}
 
-	private static void updateField(Mac mac, String value) {
-		byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
-		mac.update(new byte[] { (byte) (bytes.length >>> 24), (byte) (bytes.length >>> 16), (byte) (bytes.length >>> 8),
-				(byte) bytes.length });
-		mac.update(bytes);
+	private static byte[] utf8(String value) {
+		return value.getBytes(StandardCharsets.UTF_8);
 	}
 
 	/**
@@ -153,20 +108,15 @@ public final class SharedSecret {
 	 */
 	public boolean verify(Role prover, byte[] proof, byte[] verifierNonce, byte[] proverNonce,
 			DialledEndpoint dialled) {
-		Objects.requireNonNull(proof, "proof");
-		return MessageDigest.isEqual(proof(prover, verifierNonce, proverNonce, dialled), proof);
-	}
-
-	private static void checkNonce(byte[] nonce, String name) {
-		Objects.requireNonNull(nonce, name);
-		if (nonce.length != NONCE_LENGTH) {
-			throw new IllegalArgumentException(name + " : " + nonce.length + " bytes (expected: " + NONCE_LENGTH + ")");
-		}
+		Objects.requireNonNull(prover, "prover");
+		Objects.requireNonNull(dialled, "dialled");
+		return secret.verify(proof, LABEL, prover.code, verifierNonce, proverNonce, utf8(dialled.endpoint()),
+				utf8(dialled.address()));
 	}
 
 	@Override
 	public boolean equals(Object o) {
-		return o instanceof SharedSecret other && MessageDigest.isEqual(key, other.key);
+		return o instanceof SharedSecret other && secret.equals(other.secret);
 	}
 
 	@Override

@@ -14,6 +14,7 @@ import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.ucp.UcpAmData;
 import org.openucx.jucx.ucp.UcpRemoteKey;
 import org.openucx.jucx.ucp.UcpRequest;
+import org.openucx.jucx.ucs.UcsConstants;
 
 /**
  * What a connection received and has not finished, in the order sent: control messages, blocks whose bytes come in
@@ -36,6 +37,10 @@ final class Inbound {
 	private static final int MAX_READ = 1 << 30;
 	/** Largest bounce buffer, for sinks that offer no landing zone. */
 	private static final int MAX_BOUNCE = 1 << 20;
+	/** A landing zone smaller than this (and than the run) is not read into: see {@link #target}. */
+	private static final int MIN_ZONE = 64 << 10;
+	/** Most gets one op of a strided source posts at once (one per chunk). */
+	private static final int MAX_GETS = 1024;
 
 	private final UcxConnection connection;
 	private final ArrayDeque<Object> items = new ArrayDeque<>();
@@ -355,7 +360,13 @@ final class Inbound {
 		Op op = target(b, n, n);
 		b.op = op;
 		inFlight++;
-		data.receive(op.address(), new Completion(op));
+		Transfer transfer = new Completion(op, 1).transfer();
+		try {
+			data.receive(op.address(), transfer);
+		}
+		catch (RuntimeException e) {
+			transfer.onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, String.valueOf(e.getMessage()));
+		}
 		return true;
 	}
 
@@ -367,25 +378,51 @@ final class Inbound {
 			b.position = h.payloadLength();
 			return true;
 		}
-		long chunk = b.position / h.chunkLen();
-		long within = b.position - chunk * h.chunkLen();
 		boolean contiguous = h.count() == 1 || b.sourceStride == h.chunkLen();
-		long run = contiguous ? remaining : h.chunkLen() - within;
-		int n = (int) Math.min(run, MAX_READ);
-		long source = b.source + (contiguous ? b.position : chunk * b.sourceStride + within);
-		Op op = target(b, 1, n);
+		// A strided source (a head slice of each token) is read a run of chunks at a time: one get per chunk, all
+		// posted at once into consecutive bytes of the landing zone, the op done when the last one completed.
+		long run = contiguous ? remaining : Math.min(remaining, (long) MAX_GETS * h.chunkLen());
+		Op op = target(b, 1, (int) Math.min(run, MAX_READ));
 		b.op = op;
 		inFlight++;
-		UcpRequest ignored = connection.endpoint().getNonBlocking(source, b.key, op.address(), op.length,
-				new Completion(op));
+		long chunk = b.position / h.chunkLen();
+		long within = b.position - chunk * h.chunkLen();
+		int gets = contiguous ? 1 : (int) ((within + op.length + h.chunkLen() - 1) / h.chunkLen());
+		Completion completion = new Completion(op, gets);
+		int at = 0;
+		for (int i = 0; i < gets; i++) {
+			int n = contiguous ? op.length : (int) Math.min(h.chunkLen() - within, op.length - at);
+			long source = b.source + (contiguous ? b.position : (chunk + i) * b.sourceStride + within);
+			Transfer transfer = completion.transfer();
+			try {
+				connection.endpoint().getNonBlocking(source, b.key, op.address() + at, n, transfer);
+			}
+			catch (RuntimeException e) {
+				// UCX refused the read at once (an endpoint already in error): it fails as a read that failed
+				// later, and so does every get of the op not posted yet.
+				transfer.onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, String.valueOf(e.getMessage()));
+				for (int k = i + 1; k < gets; k++) {
+					completion.transfer().onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, "not posted");
+				}
+				break;
+			}
+			at += n;
+			within = 0;
+		}
 		return true;
 	}
 
-	/** A landing zone of the block's sink for the next bytes, or a bounce buffer when it offers none. */
+	/**
+	 * A landing zone of the block's sink for the next bytes, or a bounce buffer when it offers none. A read takes a
+	 * bounce buffer, too, where the zone is a small piece of a longer run (one chunk of a strided destination, a head
+	 * slice per token): one read of the run and a copy through the sink beat a read per chunk, each waiting for the
+	 * last.
+	 */
 	private Op target(Block b, int min, int max) {
 		ByteBuf zone = b.sink == null ? null : b.sink.landingZone(min, max);
 		if (zone != null) {
-			if (zone.hasMemoryAddress() && zone.writableBytes() >= min) {
+			boolean small = b.key != null && zone.writableBytes() < Math.min(max, MIN_ZONE);
+			if (zone.hasMemoryAddress() && zone.writableBytes() >= min && !small) {
 				return new Op(zone, Math.min(zone.writableBytes(), max), true);
 			}
 			zone.release();
@@ -417,26 +454,32 @@ final class Inbound {
 		}
 	}
 
-	/** Completes an op on the loop's thread, then moves the queue on. */
-	private final class Completion extends UcxCallback {
+	/**
+	 * Completes an op on the loop's thread once each of its {@code pending} gets or receives completed (the first
+	 * error kept), then moves the queue on: an op is never reported while one of its transfers may still land.
+	 */
+	private final class Completion {
 		private final Op op;
+		private int pending;
+		private @Nullable Throwable error;
 
-		Completion(Op op) {
+		Completion(Op op, int pending) {
 			this.op = op;
+			this.pending = pending;
 		}
 
-		@Override
-		public void onSuccess(UcpRequest request) {
-			done(null);
+		/** @return the callback of one more transfer of the op */
+		Transfer transfer() {
+			return new Transfer(this);
 		}
 
-		@Override
-		public void onError(int status, String message) {
-			done(new ProtocolException("UCX read from " + connection.remoteAddress() + " failed: " + message
-					+ " (status " + status + ")"));
-		}
-
-		private void done(@Nullable Throwable error) {
+		void one(@Nullable Throwable failure) {
+			if (failure != null && error == null) {
+				error = failure;
+			}
+			if (--pending > 0) {
+				return;
+			}
 			op.done = true;
 			op.error = error;
 			inFlight--;
@@ -446,6 +489,36 @@ final class Inbound {
 				return;
 			}
 			connection.pumpSoon();
+		}
+	}
+
+	/**
+	 * One get or receive of an op, reported once: JUCX both throws and calls back when UCX refuses a transfer at once.
+	 */
+	private final class Transfer extends UcxCallback {
+		private final Completion completion;
+		private boolean reported;
+
+		Transfer(Completion completion) {
+			this.completion = completion;
+		}
+
+		@Override
+		public void onSuccess(UcpRequest request) {
+			report(null);
+		}
+
+		@Override
+		public void onError(int status, String message) {
+			report(new ProtocolException("UCX read from " + connection.remoteAddress() + " failed: " + message
+					+ " (status " + status + ")"));
+		}
+
+		private void report(@Nullable Throwable error) {
+			if (!reported) {
+				reported = true;
+				completion.one(error);
+			}
 		}
 	}
 

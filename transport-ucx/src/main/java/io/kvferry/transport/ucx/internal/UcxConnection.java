@@ -2,10 +2,12 @@ package io.kvferry.transport.ucx.internal;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
@@ -88,7 +90,7 @@ final class UcxConnection implements KVConnection {
 	private volatile UcxDataPath path = UcxDataPath.ACTIVE_MESSAGES;
 	private @Nullable UcpEndpoint endpoint;
 	private long peerId;
-	// The regions this side offered the peer (the handshake's, then those announced later), by index.
+	// The regions this side announced to the peer (each before the first read of it), by index.
 	private final List<Registrations.Entry> offered = new ArrayList<>();
 	private final List<Remote> peerRegions = new ArrayList<>();
 	private long nextSeq = 1;
@@ -96,6 +98,8 @@ final class UcxConnection implements KVConnection {
 	private long ackedSent;
 	private long lastRead = System.nanoTime();
 	private long lastWrite = System.nanoTime();
+	// The peer's heartbeat interval, as its hello announced it: it is judged silent after two.
+	private long peerIntervalNanos;
 	private boolean pumpScheduled;
 	// Prefill: decode's first message came, so what it sends from now on is read (prefill's own sends wait for the
 	// task that opens the connection).
@@ -203,10 +207,10 @@ final class UcxConnection implements KVConnection {
 	// ---- the loop's side
 
 	/** Opens the connection once the handshake settled the peer: its endpoint, ids, keys and data path. */
-	void open(Handshake peer, Handshake own, UcxDataPath chosen, boolean peerErrors, Registrations.Entry[] offered) {
+	void open(Handshake peer, Handshake own, UcxDataPath chosen, boolean peerErrors) {
 		this.peerId = peer.connection();
 		this.path = chosen;
-		this.offered.addAll(List.of(offered));
+		this.peerIntervalNanos = TimeUnit.MILLISECONDS.toNanos(peer.heartbeatMillis());
 		ByteBuffer address = ByteBuffer.allocateDirect(peer.workerAddress().length);
 		address.put(peer.workerAddress()).flip();
 		UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(address).setName(id());
@@ -222,11 +226,8 @@ final class UcxConnection implements KVConnection {
 			throw new KVFerryException("UCX cannot reach " + remote + " with transports " + node.describeTls() + ": "
 					+ e.getMessage(), e);
 		}
-		for (Handshake.Region r : peer.regions()) {
-			unpack(r.base(), r.length(), r.key());
-		}
 		if (!accepted) {
-			// Decode is ready: prefill sends nothing before this first message, so every key is unpacked by then.
+			// Decode is ready: prefill sends nothing before this first message.
 			state = State.OPEN;
 			sendControl(Wire.HEARTBEAT, 0, null);
 			pumpSoon();
@@ -419,6 +420,7 @@ final class UcxConnection implements KVConnection {
 		ByteBuffer packed = ByteBuffer.allocateDirect(key.length);
 		packed.put(key).flip();
 		peerRegions.add(new Remote(base, length, endpoint().unpackRemoteKey(packed)));
+		node.remoteKeys.increment();
 	}
 
 	private void track(long seq, SendListener listener) {
@@ -461,28 +463,54 @@ final class UcxConnection implements KVConnection {
 			fields.write(header);
 		}
 		lastWrite = System.nanoTime();
-		ep.sendAmNonBlocking(Wire.AM_ID, header.memoryAddress(), header.readableBytes(), data, length, flags,
-				new UcxCallback() {
-					@Override
-					public void onSuccess(UcpRequest request) {
-						header.release();
-						if (body != null) {
-							body.release();
-						}
-					}
+		SendDone done = new SendDone(type, header, body);
+		try {
+			ep.sendAmNonBlocking(Wire.AM_ID, header.memoryAddress(), header.readableBytes(), data, length, flags, done);
+		}
+		catch (RuntimeException e) {
+			// UCX refused the send at once (an endpoint already in error: JUCX throws, and its callback may not run).
+			done.onError(UcsConstants.STATUS.UCS_ERR_IO_ERROR, String.valueOf(e.getMessage()));
+		}
+	}
 
-					@Override
-					public void onError(int status, String message) {
-						header.release();
-						if (body != null) {
-							body.release();
-						}
-						if (status != UcsConstants.STATUS.UCS_ERR_CANCELED) {
-							closeWith(new CloseReason(CloseReason.Kind.IO, "UCX send of " + Wire.name(type) + " to "
-									+ remote + " failed: " + message), false);
-						}
-					}
-				});
+	/** Releases a sent message's buffers once, and closes the connection when the send failed. */
+	private final class SendDone extends UcxCallback {
+		private final int type;
+		private final ByteBuf header;
+		private final @Nullable ByteBuf body;
+		private boolean settled;
+
+		SendDone(int type, ByteBuf header, @Nullable ByteBuf body) {
+			this.type = type;
+			this.header = header;
+			this.body = body;
+		}
+
+		@Override
+		public void onSuccess(UcpRequest request) {
+			release();
+		}
+
+		@Override
+		public void onError(int status, String message) {
+			if (release() && status != UcsConstants.STATUS.UCS_ERR_CANCELED) {
+				closeWith(new CloseReason(CloseReason.Kind.IO, "UCX send of " + Wire.name(type) + " to " + remote
+						+ " failed: " + message), false);
+			}
+		}
+
+		/** @return whether this call released the buffers (false when an earlier one did) */
+		private boolean release() {
+			if (settled) {
+				return false;
+			}
+			settled = true;
+			header.release();
+			if (body != null) {
+				body.release();
+			}
+			return true;
+		}
 	}
 
 	/**
@@ -733,7 +761,11 @@ final class UcxConnection implements KVConnection {
 		}
 	}
 
-	/** Heartbeats and silence, every half interval. */
+	/**
+	 * Heartbeats and silence, every quarter of this side's interval: a heartbeat once nothing was sent for three
+	 * quarters of it (so the peer hears something at least once per interval), and a close once nothing was heard
+	 * for two of the peer's own intervals, as it announced them in the handshake.
+	 */
 	void tick(long now, long intervalNanos) {
 		if (state == State.CONNECTING && accepted && now - lastRead > node.settings.handshakeTimeout().toNanos()) {
 			closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, "decode " + remote + " did not complete the UCX "
@@ -743,14 +775,14 @@ final class UcxConnection implements KVConnection {
 		if (state != State.OPEN) {
 			return;
 		}
-		if (now - lastRead > 2 * intervalNanos) {
+		if (now - lastRead > 2 * peerIntervalNanos) {
 			log.debug("{} silent: sent up to {}, expected {}, unacked {}, inbound {}", id(), nextSeq, expectedSeq,
 					unacked.size(), inbound);
 			closeWith(new CloseReason(CloseReason.Kind.SILENT_PEER, "no heartbeat from " + remote + " for 2 "
-					+ "intervals (" + node.settings.heartbeatInterval() + " each)"), false);
+					+ "intervals (" + Duration.ofNanos(2 * peerIntervalNanos).toMillis() + " ms)"), false);
 			return;
 		}
-		if (now - lastWrite >= intervalNanos) {
+		if (now - lastWrite >= intervalNanos - intervalNanos / UcxNode.TICKS) {
 			sendControl(Wire.HEARTBEAT, 0, null);
 		}
 	}

@@ -3,6 +3,7 @@ package io.kvferry.transport.ucx.internal;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
@@ -16,12 +17,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -38,6 +41,7 @@ import io.kvferry.MemoryRegion;
 import io.kvferry.ProtocolException;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.HandshakeSecret;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.NativeMemory;
@@ -45,6 +49,7 @@ import io.kvferry.transport.ucx.UcxDataPath;
 import io.kvferry.transport.ucx.UcxStats;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.util.NetUtil;
 import org.openucx.jucx.ucp.UcpAmData;
 import org.openucx.jucx.ucp.UcpConstants;
 import org.openucx.jucx.ucp.UcpContext;
@@ -68,6 +73,8 @@ public final class UcxNode {
 	private static final Logger log = LoggerFactory.getLogger(UcxNode.class);
 	private static final AtomicInteger NODES = new AtomicInteger();
 	private static final SecureRandom IDS = new SecureRandom();
+	/** Heartbeats and silence are looked at this many times per heartbeat interval. */
+	static final int TICKS = 4;
 
 	final UcxSettings settings;
 	final UcxLoop loop;
@@ -91,6 +98,7 @@ public final class UcxNode {
 	final LongAdder reads = new LongAdder();
 	final LongAdder bytesInMessages = new LongAdder();
 	final LongAdder messages = new LongAdder();
+	final LongAdder remoteKeys = new LongAdder();
 
 	public UcxNode(UcxSettings settings) {
 		this.settings = settings;
@@ -119,8 +127,8 @@ public final class UcxNode {
 		this.timer = Executors.newSingleThreadScheduledExecutor(daemon("kvferry-ucx-timer-" + n));
 		this.handshakes = Executors.newCachedThreadPool(daemon("kvferry-ucx-handshake-" + n));
 		loop.start();
-		long half = Math.max(1, settings.heartbeatInterval().toNanos() / 2);
-		timer.scheduleAtFixedRate(() -> loop.execute(this::tick), half, half, TimeUnit.NANOSECONDS);
+		long quarter = settings.heartbeatInterval().toNanos() / TICKS;
+		timer.scheduleAtFixedRate(() -> loop.execute(this::tick), quarter, quarter, TimeUnit.NANOSECONDS);
 	}
 
 	/** @return the UCX transports this node allows, for messages */
@@ -253,8 +261,14 @@ public final class UcxNode {
 			InputStream in = socket.getInputStream();
 			OutputStream out = socket.getOutputStream();
 			Handshake theirs;
+			byte[] challenge;
 			try {
-				theirs = Handshake.read(in, peer.toString());
+				if (!(Handshake.read(in, peer.toString()) instanceof Handshake hello)) {
+					throw new ProtocolException("UCX handshake with " + peer + " failed: it did not start with its "
+							+ "hello");
+				}
+				theirs = hello;
+				challenge = verifyPeer(theirs, socket, in, out, peer);
 			}
 			catch (ProtocolException e) {
 				log.warn("UCX listener {} refused {}: {}", listener.address, peer, e.getMessage());
@@ -266,12 +280,10 @@ public final class UcxNode {
 					throw new KVFerryException("listener " + listener.address + " closed");
 				}
 				UcxConnection c = new UcxConnection(this, newId(), peer, true, null);
-				Registrations.Entry[] offered = registrations.all();
-				Handshake mine = hello(c.id, UcxDataPath.AUTO, offered);
+				Handshake mine = hello(c.id, UcxDataPath.AUTO, new byte[0], "");
 				DataPaths.Choice choice = DataPaths.choose(mine, theirs, settings.dataPath());
-				mine = new Handshake(mine.connection(), mine.workerAddress(), mine.tls(), mine.host(),
-						mine.rdmaDevice(), choice.path(), mine.regions());
-				c.open(theirs, mine, choice.path(), DataPaths.peerErrorHandling(mine, theirs), offered);
+				mine = mine.withDataPath(choice.path());
+				c.open(theirs, mine, choice.path(), DataPaths.peerErrorHandling(mine, theirs));
 				connections.put(c.id, c);
 				listener.accepted.add(c);
 				c.onClose().subscribe(null, null, () -> listener.accepted.remove(c));
@@ -280,11 +292,53 @@ public final class UcxNode {
 						choice.path(), choice.why(), describeTls());
 				return mine;
 			}));
+			HandshakeSecret secret = settings.secret();
+			if (secret != null) {
+				own = own.withProof(secret.proof(Handshake.LABEL, Handshake.ACCEPTING, theirs.nonce(), challenge,
+						theirs.body(), own.body()));
+			}
 			own.write(out);
 		}
 		catch (IOException | RuntimeException e) {
 			log.warn("UCX handshake with {} on {} failed: {}", peer, listener.address, e.toString());
 		}
+	}
+
+	/**
+	 * With a shared secret: challenges the peer and checks its proof, before anything of this side is told to it. The
+	 * peer's socket must have reached this socket's own address: a relay that forwards a real decode's handshake
+	 * reached itself.
+	 *
+	 * @return the challenge's nonce (empty without a secret)
+	 * @throws ProtocolException naming why the peer is refused
+	 */
+	private byte[] verifyPeer(Handshake theirs, Socket socket, InputStream in, OutputStream out, HostPort peer)
+			throws IOException {
+		HandshakeSecret secret = settings.secret();
+		if (secret == null) {
+			if (theirs.nonce().length > 0) {
+				throw new ProtocolException("the peer proves a shared secret and this listener has none: configure the "
+						+ "same secret on both sides");
+			}
+			return new byte[0];
+		}
+		if (theirs.nonce().length == 0) {
+			throw new ProtocolException("peer did not prove the shared secret: this listener requires one and the "
+					+ "peer has none");
+		}
+		if (!reachedThis(theirs.reached(), socket)) {
+			throw new ProtocolException("dialled endpoint mismatch: the peer's socket reached " + theirs.reached()
+					+ ", this listener's is " + new HostPort(socket.getLocalAddress().getHostAddress(),
+							socket.getLocalPort()) + " (a relay between them?)");
+		}
+		byte[] nonce = secret.newNonce();
+		Handshake.challenge(out, nonce);
+		if (!(Handshake.read(in, peer.toString()) instanceof HandshakeStep.Proof answer)
+				|| !secret.verify(answer.proof(), Handshake.LABEL, Handshake.CONNECTING, nonce, theirs.nonce(),
+						theirs.body())) {
+			throw new ProtocolException("shared secret mismatch: the peer's proof does not verify");
+		}
+		return nonce;
 	}
 
 	// ---- connecting
@@ -300,6 +354,7 @@ public final class UcxNode {
 		UcxConnection c = new UcxConnection(this, newId(), remote, false, handler);
 		try {
 			await(onLoop(() -> connections.put(c.id, c)));
+			Handshake mine;
 			Handshake theirs;
 			try (Socket socket = new Socket()) {
 				int timeout = (int) Math.max(1, settings.handshakeTimeout().toMillis());
@@ -312,9 +367,12 @@ public final class UcxNode {
 				}
 				socket.setSoTimeout(timeout);
 				socket.setTcpNoDelay(true);
-				hello(c.id, settings.dataPath(), new Registrations.Entry[0]).write(socket.getOutputStream());
+				HandshakeSecret secret = settings.secret();
+				mine = hello(c.id, settings.dataPath(), secret == null ? new byte[0] : secret.newNonce(),
+						new HostPort(socket.getInetAddress().getHostAddress(), socket.getPort()).toString());
 				try {
-					theirs = Handshake.read(socket.getInputStream(), remote.toString());
+					mine.write(socket.getOutputStream());
+					theirs = listenerHello(socket, remote, mine);
 				}
 				catch (SocketTimeoutException e) {
 					throw new ProtocolException("UCX handshake with " + remote + " failed: no answer within "
@@ -322,10 +380,9 @@ public final class UcxNode {
 				}
 			}
 			Handshake answer = theirs;
+			Handshake own = mine;
 			await(onLoop(() -> {
-				Handshake mine = hello(c.id, settings.dataPath(), new Registrations.Entry[0]);
-				c.open(answer, mine, answer.dataPath(), DataPaths.peerErrorHandling(mine, answer),
-						new Registrations.Entry[0]);
+				c.open(answer, own, answer.dataPath(), DataPaths.peerErrorHandling(own, answer));
 				log.info("UCX connection {} to {} open: {} (UCX transports {})", c.id(), remote, answer.dataPath(),
 						describeTls());
 				return c;
@@ -340,12 +397,53 @@ public final class UcxNode {
 		}
 	}
 
-	private Handshake hello(long id, UcxDataPath path, Registrations.Entry[] offered) {
-		List<Handshake.Region> regions = new ArrayList<>();
-		for (Registrations.Entry e : offered) {
-			regions.add(new Handshake.Region(e.base(), e.length(), e.key()));
+	/**
+	 * Decode's side after its hello: answers the listener's challenge where it sends one, and accepts the listener's
+	 * hello only once it proved the secret this side has (over both hellos).
+	 */
+	private Handshake listenerHello(Socket socket, HostPort remote, Handshake mine) throws IOException {
+		HandshakeSecret secret = settings.secret();
+		HandshakeStep step = Handshake.read(socket.getInputStream(), remote.toString());
+		byte[] challenge = null;
+		if (step instanceof HandshakeStep.Challenge c) {
+			if (secret == null) {
+				throw new ProtocolException("UCX handshake with " + remote + " failed: the listener requires a shared "
+						+ "secret and this side has none (UcxKVTransport.sharedSecret)");
+			}
+			challenge = c.nonce();
+			Handshake.prove(socket.getOutputStream(), secret.proof(Handshake.LABEL, Handshake.CONNECTING, challenge,
+					mine.nonce(), mine.body()));
+			step = Handshake.read(socket.getInputStream(), remote.toString());
 		}
-		return new Handshake(id, workerAddress, settings.tls(), host, rdmaDevice, path, regions);
+		if (!(step instanceof Handshake theirs)) {
+			throw new ProtocolException("UCX handshake with " + remote + " failed: the listener answered with a "
+					+ step.getClass().getSimpleName().toLowerCase(Locale.ROOT) + " (expected: its hello)");
+		}
+		if (secret != null && (challenge == null || !secret.verify(theirs.proof(), Handshake.LABEL,
+				Handshake.ACCEPTING, mine.nonce(), challenge, mine.body(), theirs.body()))) {
+			throw new ProtocolException("UCX handshake with " + remote + " failed: "
+					+ (challenge == null ? "peer did not prove the shared secret" : "shared secret mismatch: the "
+							+ "listener's proof does not verify"));
+		}
+		return theirs;
+	}
+
+	/** @return whether {@code reached} ({@code ip:port}) is the accepted socket's own local address */
+	private static boolean reachedThis(String reached, Socket socket) {
+		HostPort parsed;
+		try {
+			parsed = HostPort.parse(reached);
+		}
+		catch (IllegalArgumentException e) {
+			return false;
+		}
+		InetAddress address = NetUtil.createInetAddressFromIpAddressString(parsed.host());
+		return address != null && address.equals(socket.getLocalAddress()) && parsed.port() == socket.getLocalPort();
+	}
+
+	private Handshake hello(long id, UcxDataPath path, byte[] nonce, String reached) {
+		return new Handshake(id, workerAddress, settings.tls(), host, rdmaDevice, path,
+				(int) settings.heartbeatInterval().toMillis(), nonce, reached, new byte[0]);
 	}
 
 	// ---- the loop's side
@@ -397,10 +495,17 @@ public final class UcxNode {
 		return closing.isEmpty();
 	}
 
-	/** Runs {@code task} on the loop after {@code delay}. */
+	/**
+	 * Runs {@code task} on the loop after {@code delay}. Also while the transport is being disposed: a close it asked
+	 * its peers for ends there when a peer does not answer, and the disposal waits for those closes.
+	 */
 	void after(Duration delay, Runnable task) {
-		if (!disposed.get()) {
+		try {
 			timer.schedule(() -> loop.execute(task), delay.toNanos(), TimeUnit.NANOSECONDS);
+		}
+		catch (RejectedExecutionException e) {
+			// The transport stopped: its loop runs no task any more, and nothing waits for this one.
+			log.debug("UCX timer stopped before a task after {}", delay);
 		}
 	}
 
@@ -465,7 +570,7 @@ public final class UcxNode {
 
 	/** @return what the connections received so far, by path */
 	public UcxStats stats() {
-		return new UcxStats(bytesRead.sum(), reads.sum(), bytesInMessages.sum(), messages.sum());
+		return new UcxStats(bytesRead.sum(), reads.sum(), bytesInMessages.sum(), messages.sum(), remoteKeys.sum());
 	}
 
 	/** @return bytes of live buffers the transport allocated */
