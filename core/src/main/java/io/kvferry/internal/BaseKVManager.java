@@ -273,12 +273,6 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		}
 	}
 
-	/** @return the reason recorded for a local abort: it always says it was an abort */
-	static String abortReason(String reason) {
-		String r = reason == null || reason.isBlank() ? "no reason given" : reason;
-		return r.startsWith("Aborted") ? r : "Aborted: " + r;
-	}
-
 	/** @return the reason text of a failure, for a room's record */
 	static String describe(Throwable t) {
 		if (t instanceof KVTransferException k) {

@@ -84,7 +84,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	List<DecodeSession> countedOn;
 
 	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
-		super(id, true);
+		super(id, manager.table, true);
 		this.manager = manager;
 		this.bootstrap = bootstrap;
 		this.callbacks = manager.config.callbackScheduler();
@@ -93,31 +93,10 @@ final class DecodeRoom extends Room implements KVReceiver {
 	}
 
 	@Override
-	public long room() {
-		return id;
-	}
-
-	@Override
-	public KVPoll poll() {
-		return state();
-	}
-
-	@Override
-	public Flux<KVPoll> states() {
-		return states(callbacks);
-	}
-
-	@Override
-	public Mono<Void> completion() {
+	Mono<Void> released() {
 		// A failed room errors only once its pages are released, so that freeing them on the error is safe; the
-		// exception is made then too, so that its landed pages count every byte that could still land.
-		return terminal(callbacks).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
-				: released.asMono().then(Mono.<Void>error(this::failure)).publishOn(callbacks));
-	}
-
-	@Override
-	public void abort(String reason) {
-		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+		// exception is made then, so that its landed pages count every byte that could still land.
+		return released.asMono();
 	}
 
 	@Override

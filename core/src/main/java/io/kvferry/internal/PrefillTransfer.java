@@ -21,7 +21,6 @@ import io.kvferry.spi.SendGate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -76,7 +75,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	};
 
 	PrefillTransfer(DefaultPrefillKVManager manager, long id) {
-		super(id);
+		super(id, manager.table);
 		this.manager = manager;
 		this.config = manager.config;
 		this.table = manager.table;
@@ -236,26 +235,10 @@ final class PrefillTransfer extends Room implements KVSender {
 	}
 
 	@Override
-	public long room() {
-		return id;
-	}
-
-	@Override
-	public KVPoll poll() {
-		return state();
-	}
-
-	@Override
-	public Flux<KVPoll> states() {
-		return states(config.callbackScheduler());
-	}
-
-	@Override
-	public Mono<Void> completion() {
+	Mono<Void> released() {
 		// A failed room errors only once the failure was handed to every decode rank, so that an engine freeing the
 		// room's memory on the error frees nothing a queued block still reads.
-		return terminal(config.callbackScheduler()).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
-				: handedOff.asMono().then(Mono.<Void>error(failure())).publishOn(config.callbackScheduler()));
+		return handedOff.asMono();
 	}
 
 	@Override
@@ -333,11 +316,6 @@ final class PrefillTransfer extends Room implements KVSender {
 			}
 			dispatchOrHold(c);
 		}
-	}
-
-	@Override
-	public void abort(String reason) {
-		table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
 	}
 
 	private void dispatchOrHold(PrefillChunk c) {

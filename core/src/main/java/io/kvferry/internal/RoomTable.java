@@ -259,6 +259,22 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
+	 * Fails a room here for its engine's abort, as {@link #fail} does.
+	 *
+	 * @param room a room of this table (made for it, so that the cast holds)
+	 * @param reason names the abort
+	 */
+	@SuppressWarnings("unchecked")
+	void abort(Room room, String reason) {
+		fail((R) room, FailureCause.ABORTED, reason, false);
+	}
+
+	/** @return where the rooms' subscribers are called */
+	Scheduler callbacks() {
+		return callbacks;
+	}
+
+	/**
 	 * Fails a room (ignored for a room that is unknown or already ended), publishes it and forgets the room.
 	 *
 	 * @param cause the category
