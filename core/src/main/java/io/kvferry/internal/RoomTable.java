@@ -334,7 +334,9 @@ final class RoomTable<R extends Room> {
 			long duration = Math.max(0, now - room.firstStateNanos());
 			RoomPath path = room.path();
 			RoomPhases phases = room.phases();
-			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration, path, phases));
+			KVMetricsRecorder.RoomEnded ended = new KVMetricsRecorder.RoomEnded(name, mode, next, cause, duration, path,
+					phases);
+			callbacks.schedule(() -> r.roomEnded(ended));
 		}
 	}
 
