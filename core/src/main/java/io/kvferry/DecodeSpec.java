@@ -2,6 +2,7 @@ package io.kvferry;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 import io.kvferry.internal.KVManagers;
 import reactor.core.publisher.Mono;
@@ -25,13 +26,23 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	/** Default pause before each probe of a prefill rank whose circuit breaker is open. */
 	public static final Duration DEFAULT_BREAKER_PROBE_INTERVAL = Duration.ofSeconds(1);
 
-	DecodeSpec(KVManagerConfig config) {
+	DecodeSpec(DecodeConfig config) {
 		super(config);
 	}
 
 	@Override
 	DecodeSpec with(KVManagerConfig config) {
-		return new DecodeSpec(config);
+		return new DecodeSpec((DecodeConfig) config);
+	}
+
+	/** @return a spec over a copy of the configuration with the changes {@code edit} makes to this role's part */
+	private DecodeSpec role(Consumer<DecodeConfig> edit) {
+		return edit(c -> edit.accept((DecodeConfig) c));
+	}
+
+	@Override
+	public DecodeConfig config() {
+		return (DecodeConfig) super.config();
 	}
 
 	/**
@@ -43,7 +54,7 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	 * @return a new spec
 	 */
 	public DecodeSpec checksums(boolean checksums) {
-		return edit(d -> d.checksums = checksums);
+		return role(c -> c.checksums = checksums);
 	}
 
 	/**
@@ -61,7 +72,7 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 			throw new IllegalArgumentException("stripes : " + stripes + " (expected: 1.." + MAX_STRIPES
 					+ " connections per prefill rank)");
 		}
-		return edit(d -> d.stripes = stripes);
+		return role(c -> c.stripes = stripes);
 	}
 
 	/**
@@ -80,9 +91,9 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 			throw new IllegalArgumentException("maxRooms : " + perPeer + " per prefill rank, " + total
 					+ " in all (expected: 1 <= perPeer <= total)");
 		}
-		return edit(d -> {
-			d.maxRoomsPerPeer = perPeer;
-			d.maxRooms = total;
+		return role(c -> {
+			c.maxRoomsPerPeer = perPeer;
+			c.maxRooms = total;
 		});
 	}
 
@@ -110,9 +121,9 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 			throw new IllegalArgumentException("peerBreaker : " + failures + " failures, probe every " + probeInterval
 					+ " (expected: failures >= 0, 0 turning breakers off, and a probe interval of at least 1 ms)");
 		}
-		return edit(d -> {
-			d.breakerFailures = failures;
-			d.breakerProbeInterval = probeInterval;
+		return role(c -> {
+			c.breakerFailures = failures;
+			c.breakerProbeInterval = probeInterval;
 		});
 	}
 
@@ -128,6 +139,6 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 
 	@Override
 	Mono<DecodeKVManager> start(KVManagerConfig config) {
-		return KVManagers.decode(config);
+		return KVManagers.decode((DecodeConfig) config);
 	}
 }

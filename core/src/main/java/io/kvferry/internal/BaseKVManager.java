@@ -27,11 +27,11 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /** What prefill and decode managers share: the configuration, the room table, counters and disposal. */
-abstract class BaseKVManager<R extends Room> implements KVManager {
+abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implements KVManager {
 
 	private static final Logger log = LoggerFactory.getLogger(BaseKVManager.class);
 
-	final KVManagerConfig config;
+	final C config;
 	final String name;
 	final RoomTable<R> table;
 	// The tracing integration, deferred to the callback scheduler; null without tracing.
@@ -48,11 +48,11 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	private final LongAdder succeeded = new LongAdder();
 	private final Map<FailureCause, LongAdder> failures = new EnumMap<>(FailureCause.class);
 
-	BaseKVManager(KVManagerConfig config) {
+	/** @param ownLayout this rank's layout as its peers see it in the handshake */
+	BaseKVManager(C config, PeerLayout ownLayout) {
 		this.config = config;
 		this.name = config.name();
-		this.ownLayout = PeerLayout.of(config.kvArgs(), config.layout(), config.allCpRanksTransfer(),
-				config.dsaCacheLayerSplit());
+		this.ownLayout = ownLayout;
 		for (FailureCause c : FailureCause.values()) {
 			failures.put(c, new LongAdder());
 		}

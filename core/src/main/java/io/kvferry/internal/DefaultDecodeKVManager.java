@@ -9,12 +9,12 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.kvferry.DecodeConfig;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
-import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.RoomTrace;
@@ -40,7 +40,7 @@ import reactor.util.retry.Retry;
  * room's receiver: it asks its prefill ranks, checks and counts every write in its ledger, and judges itself. The
  * manager sees a room again only when it ended.
  */
-final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements DecodeKVManager {
+final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfig> implements DecodeKVManager {
 
 	private static final Logger log = LoggerFactory.getLogger(DefaultDecodeKVManager.class);
 	// SGLang retries the parallel-info fetch at least 1 s apart, 15 times.
@@ -69,8 +69,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	// The hint this rank's overload refusals carry.
 	private final RetryAfter retryAfter;
 
-	DefaultDecodeKVManager(KVManagerConfig config) {
-		super(config);
+	DefaultDecodeKVManager(DecodeConfig config) {
+		super(config, PeerLayout.of(config.kvArgs(), config.layout(), false, false));
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		this.breakers = new PeerBreakers(name, config.breakerFailures(), config.breakerProbeInterval(), config.timer());
 		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),

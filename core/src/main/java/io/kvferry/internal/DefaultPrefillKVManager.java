@@ -10,7 +10,7 @@ import java.util.function.LongSupplier;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
@@ -24,6 +24,7 @@ import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -39,7 +40,7 @@ import reactor.core.publisher.Sinks;
  * then state, aux and Success. How a decode rank's connections are accepted and joined is {@link AcceptedStripes}'s
  * business.
  */
-final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> implements PrefillKVManager {
+final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, PrefillConfig> implements PrefillKVManager {
 
 	private static final Logger log = LoggerFactory.getLogger(DefaultPrefillKVManager.class);
 
@@ -62,8 +63,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	private volatile PrefillRegistration registration;
 	private volatile Mono<Void> withdrawn = Mono.empty();
 
-	private DefaultPrefillKVManager(KVManagerConfig config) {
-		super(config);
+	private DefaultPrefillKVManager(PrefillConfig config) {
+		super(config, PeerLayout.of(config.kvArgs(), config.layout(), config.allCpRanksTransfer(),
+				config.dsaCacheLayerSplit()));
 		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
 				dropped -> config.timer().schedule(() -> requestDropped(dropped)), true);
@@ -86,7 +88,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		}, this::connectionClosed);
 	}
 
-	static Mono<PrefillKVManager> start(KVManagerConfig config) {
+	static Mono<PrefillKVManager> start(PrefillConfig config) {
 		DefaultPrefillKVManager m = new DefaultPrefillKVManager(config);
 		return config.transport().listen(config.bindAddress(), m.accepted::accept).flatMap(l -> {
 			m.listener = l;

@@ -4,7 +4,7 @@ import java.util.Arrays;
 import java.util.function.Consumer;
 
 import io.kvferry.FailureCause;
-import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.internal.stripe.StripedFlow;
 import io.kvferry.spi.DataBlock;
@@ -50,7 +50,7 @@ final class PrefillDestination implements TransferPlan.Outlet {
 	 * @return whether the chunk was refused (the room then failed)
 	 */
 	boolean refuses(PrefillTransfer r, PrefillChunk c) {
-		KVManagerConfig config = session.manager.config;
+		PrefillConfig config = session.manager.config;
 		int[] dstAll = request.dstPages();
 		TransferPlan plan = session.plan;
 		if (!plan.wholePages(request.decodePrefixLen())) {
@@ -93,7 +93,7 @@ final class PrefillDestination implements TransferPlan.Outlet {
 	}
 
 	/** @return nothing when both sides' pages hold as many tokens, else both page sizes, for a message */
-	private String pageSizes(KVManagerConfig config) {
+	private String pageSizes(PrefillConfig config) {
 		int own = config.kvArgs().pageSize();
 		int dst = session.plan.dstPageSize();
 		return own == dst ? "" : " (prefill pages of " + own + " tokens, decode pages of " + dst + ": the page counts "
@@ -110,7 +110,7 @@ final class PrefillDestination implements TransferPlan.Outlet {
 	 */
 	void send(PrefillTransfer r, PrefillChunk c) {
 		DefaultPrefillKVManager m = session.manager;
-		KVManagerConfig config = m.config;
+		PrefillConfig config = m.config;
 		ChunkWindow w = ChunkWindow.of(c.offset(), c.pages().length, r.feed.numPages,
 				request.decodePrefixLen() / config.kvArgs().pageSize(), config.layout(), config.allCpRanksTransfer());
 		int[] srcPages = Arrays.copyOfRange(c.pages(), w.from(), w.to());

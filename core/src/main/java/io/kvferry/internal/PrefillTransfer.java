@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
-import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.RoomPath;
@@ -38,7 +38,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	private static final Logger log = LoggerFactory.getLogger(PrefillTransfer.class);
 
 	private final DefaultPrefillKVManager manager;
-	private final KVManagerConfig config;
+	private final PrefillConfig config;
 	private final RoomTable<PrefillTransfer> table;
 	// Guarded by this.
 	private final List<PrefillDestination> destinations = new ArrayList<>(2);
