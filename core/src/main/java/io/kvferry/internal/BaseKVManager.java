@@ -15,7 +15,6 @@ import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStats;
 import io.kvferry.KVStatusEvent;
-import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.RoomTrace;
 import io.kvferry.spi.CloseReason;
@@ -109,7 +108,7 @@ abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implemen
 		}
 		table.complete();
 		closeResources().subscribe(null, e -> {
-			log.warn("[{}] closing did not finish cleanly: {}", name, describe(e));
+			log.warn("[{}] closing did not finish cleanly: {}", name, Failures.describe(e));
 			released.tryEmitEmpty();
 		}, released::tryEmitEmpty);
 	}
@@ -215,12 +214,6 @@ abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implemen
 		}
 	}
 
-	/** @return the cause of a room lost with its connection */
-	static FailureCause lostWith(CloseReason reason) {
-		return reason.kind() == CloseReason.Kind.LOCAL || reason.kind() == CloseReason.Kind.DISPOSED
-				? FailureCause.CLOSED : FailureCause.CONNECTION_LOST;
-	}
-
 	private void ended(R room) {
 		RoomTrace trace = traceAtEnd(room);
 		if (trace != RoomTrace.NONE) {
@@ -253,11 +246,6 @@ abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implemen
 		return tracing == null ? RoomTrace.NONE : tracing.startLater(side, name, room, parentContext, startEpochNanos);
 	}
 
-	/** @return now, in nanoseconds since the epoch, for a trace's start (millisecond precision, no allocation) */
-	static long epochNanos() {
-		return System.currentTimeMillis() * 1_000_000L;
-	}
-
 	/** @return open peer connections */
 	abstract int connectionCount();
 
@@ -271,15 +259,6 @@ abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implemen
 		if (disposed.get()) {
 			throw new IllegalStateException("KV manager " + name + " is closed");
 		}
-	}
-
-	/** @return the reason text of a failure, for a room's record */
-	static String describe(Throwable t) {
-		if (t instanceof KVTransferException k) {
-			return k.reason();
-		}
-		String m = t.getMessage();
-		return m == null ? t.getClass().getSimpleName() : m;
 	}
 
 	@Override

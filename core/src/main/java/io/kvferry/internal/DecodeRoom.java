@@ -215,7 +215,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 		}
 		catch (RuntimeException e) {
 			// The handshakes passed, so the ranks can pair; should the plan still not add up, no byte may be asked for.
-			manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + ": " + BaseKVManager.describe(e), false);
+			manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + ": " + Failures.describe(e), false);
 			return;
 		}
 		layers.expect(l);
@@ -238,11 +238,11 @@ final class DecodeRoom extends Room implements KVReceiver {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
 				if (!s.connection.isActive()) {
 					s.lost(this, "Lost connection with prefill rank " + s.endpoint + " while sending room " + id + ": "
-							+ BaseKVManager.describe(e), FailureCause.CONNECTION_LOST);
+							+ Failures.describe(e), FailureCause.CONNECTION_LOST);
 					return;
 				}
 				manager.table.fail(this, FailureCause.OTHER, "Failed to send room " + id + " to prefill rank "
-						+ s.endpoint + ": " + BaseKVManager.describe(e), false);
+						+ s.endpoint + ": " + Failures.describe(e), false);
 			}));
 		}
 		trace.event(RoomTrace.Event.REQUEST_SENT, pages.length);
@@ -295,19 +295,19 @@ final class DecodeRoom extends Room implements KVReceiver {
 		long destination;
 		try {
 			if (l == null || tally == null || !writers.contains(from)) {
-				throw new GrantLedger.Refused("the room asked this prefill rank for nothing");
+				throw new WriteRefused("the room asked this prefill rank for nothing");
 			}
 			destination = l.destination(h);
 			try {
 				l.reserve(h);
 			}
-			catch (GrantLedger.Refused refused) {
+			catch (WriteRefused refused) {
 				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
 						+ " more than its ledger allows: " + refused.getMessage(), false);
 				return null;
 			}
 		}
-		catch (GrantLedger.Refused refused) {
+		catch (WriteRefused refused) {
 			manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room "
 					+ id + ": " + refused.getMessage(), false);
 			return null;

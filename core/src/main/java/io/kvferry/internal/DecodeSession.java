@@ -14,7 +14,6 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
-import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.stripe.DialledConnection;
 import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
@@ -92,20 +91,20 @@ final class DecodeSession implements DialledConnection.Peer {
 				.then(Mono.defer(() -> {
 					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, manager.ownLayout,
 							manager.config.checksums(), connection.width(), manager.incarnation), Sends.ifFailed(e -> connection.close(
-									"could not send the handshake: " + BaseKVManager.describe(e))));
+									"could not send the handshake: " + Failures.describe(e))));
 					return handshake.asMono().then(Mono.defer(() -> connection.join(token)));
 				}))
 				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + stalledAt()
 						+ " within " + limit)), manager.config.timer())
-				.doOnError(e -> close(BaseKVManager.describe(e)))
+				.doOnError(e -> close(Failures.describe(e)))
 				.thenReturn(this);
 	}
 
 	/** A rank that said it drains and then went away is not an unexplained connection failure. */
 	private Throwable refused(Throwable e) {
 		String reason = manager.drained.get(endpoint);
-		return reason == null ? e : new DefaultDecodeKVManager.DrainedRankException("prefill rank " + endpoint
-				+ " drained (" + reason + ") and is gone: " + BaseKVManager.describe(e), e);
+		return reason == null ? e : new DrainedRankException("prefill rank " + endpoint
+				+ " drained (" + reason + ") and is gone: " + Failures.describe(e), e);
 	}
 
 	@Override
@@ -166,13 +165,13 @@ final class DecodeSession implements DialledConnection.Peer {
 				Overload.millis(how.retryAfter()));
 		// Not sent: the connection is going, and its closing answers the abort.
 		connection.send(abort, Sends.ifFailed(e -> close("could not send the abort of room " + room + ": "
-				+ BaseKVManager.describe(e))));
+				+ Failures.describe(e))));
 	}
 
 	@Override
 	public boolean onMessage(KVMessage message) {
 		if (message instanceof KVMessage.HelloAck ack) {
-			DefaultDecodeKVManager.PeerRefusedException retired = manager.refuseRetired(key, ack.incarnation(),
+			PeerRefusedException retired = manager.refuseRetired(key, ack.incarnation(),
 					"its handshake from " + endpoint);
 			if (retired != null) {
 				handshake.tryEmitError(retired);
@@ -368,7 +367,7 @@ final class DecodeSession implements DialledConnection.Peer {
 						+ "breaking the protocol: " + brokeWith, false);
 			}
 			else {
-				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, BaseKVManager.lostWith(cause));
+				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, Failures.lostWith(cause));
 			}
 		}
 		rooms.clear();

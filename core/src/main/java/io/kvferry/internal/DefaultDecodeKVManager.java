@@ -14,7 +14,6 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.RoomTrace;
@@ -23,7 +22,6 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.RegistryChange;
 import io.kvferry.internal.DecodeRoutes.Resolved;
-import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
@@ -77,7 +75,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 				config.kvArgs().isMla());
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
-						+ "until a handshake shows them stale", name, describe(e)));
+						+ "until a handshake shows them stale", name, Failures.describe(e)));
 	}
 
 	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
@@ -147,7 +145,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
 			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
-			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
+			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 			table.advance(fresh, KVPoll.BOOTSTRAPPING);
 			table.fail(fresh, FailureCause.DRAINING, draining, false);
 			return fresh;
@@ -156,7 +154,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
-		r.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
+		r.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		Resolved known = routes.current(r.bootstrap, room, prefillDpRank);
 		// Counted in the table before the check: rooms opened at the same time may all be refused at the bound, but
@@ -177,7 +175,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
 						: e instanceof DrainedRankException ? FailureCause.DRAINING
 						: e instanceof PeerRefusedException p ? p.cause : FailureCause.BOOTSTRAP,
-						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
+						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + Failures.describe(e),
 						e instanceof BootstrapException || e instanceof DrainedRankException
 								|| e instanceof PeerRefusedException q && q.cause == FailureCause.PEER_RESTARTED));
 		return r;
@@ -239,7 +237,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 			return;
 		}
 		resolve(r, dpHint).subscribe(resolved -> tell(resolved, r.id, refused), e -> log.debug("[{}] could not tell "
-				+ "the prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, describe(e)));
+				+ "the prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, Failures.describe(e)));
 	}
 
 	private static void tell(Resolved resolved, long room, RoomTable.Ended refused) {
@@ -304,7 +302,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 						// Rooms wait meanwhile: say why, and keep it for the reason of a room that times out waiting.
 						.doBeforeRetry(signal -> {
 							String failure = "attempt " + (signal.totalRetries() + 1) + "/" + PARALLEL_INFO_ATTEMPTS
-									+ " failed: " + describe(signal.failure());
+									+ " failed: " + Failures.describe(signal.failure());
 							lookUpFailures.put(b, failure);
 							log.warn("[{}] parallel info of {}: {}, retrying in {} ms", name, b, failure,
 									PARALLEL_INFO_DELAY.toMillis());
@@ -404,7 +402,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 									// A refused or drained rank is not failing: only connections and handshakes count.
 									if (!(e instanceof PeerRefusedException) && !(e instanceof DrainedRankException)) {
 										peerFailed(k, info, "could not connect or shake hands with " + route.endpoint()
-												+ ": " + describe(e));
+												+ ": " + Failures.describe(e));
 									}
 								});
 					})
@@ -453,31 +451,5 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
 		}
 		r.ended();
-	}
-
-	/**
-	 * Decode refused a prefill rank before asking it for the room: it showed an incarnation that another one replaced
-	 * ({@link FailureCause#PEER_RESTARTED}), or its circuit breaker is open ({@link FailureCause#PEER_UNAVAILABLE}).
-	 */
-	static final class PeerRefusedException extends KVFerryException {
-
-		private static final long serialVersionUID = 1L;
-
-		final FailureCause cause;
-
-		PeerRefusedException(FailureCause cause, String message) {
-			super(message);
-			this.cause = cause;
-		}
-	}
-
-	/** A room could not reach a prefill rank that announced a drain before it went away. */
-	static final class DrainedRankException extends KVFerryException {
-
-		private static final long serialVersionUID = 1L;
-
-		DrainedRankException(String message, Throwable cause) {
-			super(message, cause);
-		}
 	}
 }

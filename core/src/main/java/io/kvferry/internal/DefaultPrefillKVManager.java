@@ -127,7 +127,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 				.concatMap(i -> config.bootstrapClient().register(config.bootstrapAddress(), registration)
 						.onErrorResume(e -> {
 							log.warn("[{}] re-registration with {} failed: {}", name, config.bootstrapAddress(),
-									describe(e));
+									Failures.describe(e));
 							return Mono.empty();
 						}), 1)
 				.subscribe();
@@ -235,7 +235,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 		return config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
 				.onErrorResume(e -> {
 					log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
-							describe(e));
+							Failures.describe(e));
 					return Mono.empty();
 				});
 	}

@@ -15,7 +15,7 @@ import io.kvferry.spi.SendGate;
  * One decode rank that asked for a prefill room: its request, and the room's data path to it. Fed under the room's
  * monitor, so the room's blocks reach the peer in the order they were made.
  */
-final class PrefillDestination implements TransferPlan.Outlet {
+final class PrefillDestination implements BlockOutlet {
 
 	final PrefillSession session;
 	final KVMessage.TransferRequest request;

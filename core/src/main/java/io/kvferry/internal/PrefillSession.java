@@ -67,7 +67,7 @@ final class PrefillSession implements StripedConnection.Handler {
 				// A request this rank cannot serve fails its room, not the connection the other rooms share.
 				PrefillTransfer r = manager.table.get(req.room());
 				String why = "bad transfer request for room " + req.room() + " from decode "
-						+ connection.remoteAddress() + ": " + BaseKVManager.describe(e);
+						+ connection.remoteAddress() + ": " + Failures.describe(e);
 				log.warn("[{}] {}", manager.name, why, e);
 				if (r != null) {
 					r.fail(FailureCause.PROTOCOL, why);
@@ -271,7 +271,7 @@ final class PrefillSession implements StripedConnection.Handler {
 		manager.sessionClosed(this, counted);
 		leases.clear();
 		for (PrefillTransfer r : rooms) {
-			r.fail(BaseKVManager.lostWith(first), "Lost connection with decode " + connection.remoteAddress()
+			r.fail(Failures.lostWith(first), "Lost connection with decode " + connection.remoteAddress()
 					+ " (incarnation " + Incarnation.text(decodeIncarnation) + "): " + first);
 		}
 		rooms.clear();

@@ -55,7 +55,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	private Disposable earlyTimer;
 	final PrefillFeed feed;
 	private boolean traced;
-	private final long openedEpochNanos = BaseKVManager.epochNanos();
+	private final long openedEpochNanos = DeferredRoomTracer.epochNanos();
 	private volatile PrefillSession abortedBy;
 	// Completes once the room ended and every destination was told (or its connection was gone).
 	private final Sinks.Empty<Void> handedOff = Sinks.empty();
@@ -408,7 +408,7 @@ final class PrefillTransfer extends Room implements KVSender {
 					table.advance(this, KVPoll.SUCCESS);
 				}
 			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
-					+ d.session.connection.remoteAddress() + ": " + BaseKVManager.describe(e)));
+					+ d.session.connection.remoteAddress() + ": " + Failures.describe(e)));
 		}
 	}
 

@@ -165,7 +165,7 @@ final class StatePlan {
 	 * @param warn told once per component whose SWA/DSA lists differ in length
 	 * @return payload bytes queued
 	 */
-	long send(TransferPlan.Outlet conn, long room, int[][] srcLists, int[][] dstLists, Consumer<String> warn) {
+	long send(BlockOutlet conn, long room, int[][] srcLists, int[][] dstLists, Consumer<String> warn) {
 		long bytes = 0;
 		boolean[] warned = new boolean[srcLists.length];
 		for (int i = 0; i < src.size(); i++) {

@@ -22,7 +22,6 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
-import io.kvferry.spi.SendGate;
 
 /**
  * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which
@@ -251,20 +250,12 @@ final class TransferPlan {
 		return state.checkDestinations(stateLists);
 	}
 
-	/** Where a plan's blocks go: one destination's connection, in order, behind the room's gate. */
-	interface Outlet {
-		void send(DataBlock block);
-
-		/** @return the gate the room's blocks are sent behind */
-		SendGate gate();
-	}
-
 	/**
 	 * Queues the KV blocks of one chunk for one destination.
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages) {
+	long sendKv(BlockOutlet conn, long room, int[] srcPages, int[] dstPages) {
 		return sendKv(conn, room, srcPages, dstPages, null);
 	}
 
@@ -275,7 +266,7 @@ final class TransferPlan {
 	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
 	 * @return payload bytes queued
 	 */
-	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
+	long sendKv(BlockOutlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
 		if (srcPages.length != dstPages.length && pageSize == dstPageSize && dcpSize == 1) {
 			throw new IllegalArgumentException("page lists : " + srcPages.length + " source pages, " + dstPages.length
 					+ " destination pages (expected: the same length)");
@@ -293,7 +284,7 @@ final class TransferPlan {
 	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
 	 * @return payload bytes queued
 	 */
-	long sendKv(Outlet conn, long room, int[] srcPages, int first, int[] dstAll, boolean last, int[] srcRegions) {
+	long sendKv(BlockOutlet conn, long room, int[] srcPages, int first, int[] dstAll, boolean last, int[] srcRegions) {
 		List<SlotRun> runs = dcpSize > 1 ? DcpRelayout.runs(srcPages, first, pageSize, dstAll, dcpSize, dcpRank, last)
 				: Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
 		long bytes = 0;
@@ -348,7 +339,7 @@ final class TransferPlan {
 		return false;
 	}
 
-	private long sendRun(Outlet conn, long room, int pair, SlotRun run) {
+	private long sendRun(BlockOutlet conn, long room, int pair, SlotRun run) {
 		MemoryRegion s = src[pair];
 		int srcToken = s.itemLen() / pageSize;
 		int dstToken = dstItemLen[pair] / dstPageSize;
@@ -389,7 +380,7 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendState(Outlet conn, long room, int[][] srcLists, int[][] dstLists, java.util.function.Consumer<String> warn) {
+	long sendState(BlockOutlet conn, long room, int[][] srcLists, int[][] dstLists, java.util.function.Consumer<String> warn) {
 		return state.send(conn, room, srcLists, dstLists, warn);
 	}
 
@@ -403,7 +394,7 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendAux(Outlet conn, long room, int srcRow, int dstRow) {
+	long sendAux(BlockOutlet conn, long room, int srcRow, int dstRow) {
 		if (srcRow < 0 || dstRow < 0) {
 			return 0;
 		}

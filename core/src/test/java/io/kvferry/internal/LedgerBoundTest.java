@@ -91,13 +91,13 @@ class LedgerBoundTest {
 	}
 
 	/** @return the refusal, with {@code bytes[0]} the bytes allocated until it; null when every header was recorded */
-	private static GrantLedger.Refused refused(GrantLedger l, List<DataHeader> headers, long[] bytes) {
+	private static WriteRefused refused(GrantLedger l, List<DataHeader> headers, long[] bytes) {
 		long before = allocated();
 		try {
 			write(l, headers);
 			return null;
 		}
-		catch (GrantLedger.Refused e) {
+		catch (WriteRefused e) {
 			return e;
 		}
 		finally {
@@ -138,7 +138,7 @@ class LedgerBoundTest {
 		long[] bytes = new long[1];
 		refused(ledger(), everyOtherByte(ITEM / 2, 0), bytes);
 		// The worst chunking a header allows: 1-byte chunks, stride 2, every byte granted and written once.
-		GrantLedger.Refused e = refused(ledger(), everyOtherByte(ITEM / 2, 0), bytes);
+		WriteRefused e = refused(ledger(), everyOtherByte(ITEM / 2, 0), bytes);
 		assertThat(e).isNotNull();
 		assertThat(e.getMessage()).isEqualTo("KV item 0 of region 0 was written in pieces that leave it cut into more "
 				+ "than " + MAX_RUNS + " runs (this decode rank keeps at most " + MAX_RUNS + " per item: the most its "
