@@ -34,7 +34,7 @@ abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implemen
 	final String name;
 	final RoomTable<R> table;
 	// The tracing integration, deferred to the callback scheduler; null without tracing.
-	private final DeferredRoomTracer tracing;
+	final DeferredRoomTracer tracing;
 	final PeerLayout ownLayout;
 	// Drawn once per manager: the peers' caches tell this process from an earlier one on the same host and port.
 	final long incarnation = Incarnation.draw();

@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.LongSupplier;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
@@ -44,15 +43,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 
 	private static final Logger log = LoggerFactory.getLogger(DefaultPrefillKVManager.class);
 
-	final int uniqueRank;
-	// A CP rank decode never asks (only CP rank 0 transfers): its senders end on the last chunk, moving nothing.
-	final boolean cpDummy;
-	final HotStream<RoomRequest> requests;
-	final UnclaimedRooms unclaimed;
-	// Rooms whose sender holds chunks the engine sent before every decode rank asked for them.
-	final AtomicInteger optimistic = new AtomicInteger();
-	// The hint this rank's overload refusals carry.
-	final RetryAfter retryAfter;
+	// What the sessions, rooms and destinations need of this manager, handed to each once.
+	private final PrefillSupport support;
+	private final HotStream<RoomRequest> requests;
 	private final Set<PrefillSession> sessions = ConcurrentHashMap.newKeySet();
 	private final AcceptedStripes accepted;
 	// Counts the lease ticks and expires the leases decode ranks let run out; null without leases.
@@ -69,20 +62,20 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
 				dropped -> config.timer().schedule(() -> requestDropped(dropped)), true);
-		this.unclaimed = new UnclaimedRooms(config.unclaimedRoomsPerPeer(), config.unclaimedRooms());
-		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		ParallelLayout l = config.layout();
-		this.uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
+		int uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
 				l.attnCpRank());
-		this.cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
+		boolean cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
 		Duration lease = config.leasePeriod();
 		this.leases = lease.isZero() ? null : new RoomLeases.Sweeper(config.timer(), lease.toNanos(), () -> {
 			for (PrefillSession s : sessions) {
 				s.expireLeases();
 			}
 		});
+		this.support = new PrefillSupport(config, name, ownLayout, incarnation, uniqueRank, cpDummy, bytesSent,
+				pagesSent, requests, leases, tracing);
 		this.accepted = new AcceptedStripes(name, table::drainReason, c -> {
-			PrefillSession s = new PrefillSession(this, c);
+			PrefillSession s = new PrefillSession(support, table, c, this::sessionClosed);
 			sessions.add(s);
 			return s;
 		}, this::connectionClosed);
@@ -146,7 +139,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 	private void requestDropped(RoomRequest dropped) {
 		PrefillTransfer r = table.get(dropped.room());
 		if (r != null) {
-			r.retryAfter(retryAfter.hint());
+			r.retryAfter(support.retryAfter.hint());
 			r.failUnclaimed(FailureCause.OVERLOAD, "the request for room " + r.id + " was dropped: a roomRequests() "
 					+ "subscriber fell more than " + config.eventBufferSize() + " requests behind");
 		}
@@ -160,7 +153,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 	@Override
 	public KVSender sender(long room) {
 		checkOpen();
-		PrefillTransfer r = table.getOrCreate(room, id -> new PrefillTransfer(this, id));
+		PrefillTransfer r = table.getOrCreate(room, id -> new PrefillTransfer(support, table, id));
 		if (r == null) {
 			RoomTable.Ended early = table.endedBeforeKnown(room);
 			String draining = table.drainReason();
@@ -169,7 +162,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 			}
 			// The room ended before the engine got here (decode gave up, a refusal, an expired lease), or this rank
 			// drains: the sender is born failed, so the engine frees its pages now rather than after a timeout.
-			return PrefillTransfer.bornFailed(this, room, early != null ? early
+			return PrefillTransfer.bornFailed(support, table, room, early != null ? early
 					: new RoomTable.Ended(FailureCause.DRAINING, draining, false));
 		}
 		r.claim();
@@ -201,7 +194,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 		withdrawn = done.asMono();
 		List<PrefillSession> handshaken = new ArrayList<>();
 		for (PrefillSession s : sessions) {
-			if (s.isHandshaken()) {
+			if (s.peer.isHandshaken()) {
 				handshaken.add(s);
 			}
 		}
@@ -214,7 +207,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 		// On every connection of each decode rank: whichever one decode sees close first, it read the notice before,
 		// so the rooms it fails then fail because this rank drains.
 		for (PrefillSession s : handshaken) {
-			s.connection.broadcast(new KVMessage.Draining(reason), told);
+			s.peer.connection.broadcast(new KVMessage.Draining(reason), told);
 		}
 		told.run();
 	}
@@ -238,21 +231,6 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 							Failures.describe(e));
 					return Mono.empty();
 				});
-	}
-
-	/** @return whether rooms are held on leases that decode ranks renew */
-	boolean leasing() {
-		return leases != null;
-	}
-
-	/** @return the lease ticks so far (always 0 without leases) */
-	LongSupplier leaseTicks() {
-		return leases != null ? leases : () -> 0;
-	}
-
-	/** @return the milliseconds {@code ticks} lease ticks take at least */
-	long leaseMillis(long ticks) {
-		return leases != null ? leases.millis(ticks) : 0;
 	}
 
 	@Override
@@ -281,19 +259,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 	@Override
 	void onTerminal(PrefillTransfer r) {
 		if (r.state() == KVPoll.SUCCESS) {
-			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
+			support.retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
 		}
 		r.ended();
 	}
 
 	/** A decode rank's every connection closed: it is counted (a heartbeat loss, if any) and forgotten. */
-	void sessionClosed(PrefillSession s, CloseReason counted) {
+	private void sessionClosed(PrefillSession s, CloseReason counted) {
 		connectionClosed(counted);
 		sessions.remove(s);
-	}
-
-	/** Logs a warning the data path raises (a state slot it cannot move in full). */
-	void warn(String warning) {
-		log.warn("[{}] {}", name, warning);
 	}
 }

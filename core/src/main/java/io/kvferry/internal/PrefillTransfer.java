@@ -7,7 +7,6 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
@@ -37,9 +36,8 @@ final class PrefillTransfer extends Room implements KVSender {
 
 	private static final Logger log = LoggerFactory.getLogger(PrefillTransfer.class);
 
-	private final DefaultPrefillKVManager manager;
+	private final PrefillSupport support;
 	private final PrefillConfig config;
-	private final RoomTable<PrefillTransfer> table;
 	// Guarded by this.
 	private final List<PrefillDestination> destinations = new ArrayList<>(2);
 	private final List<PrefillChunk> pending = new ArrayList<>(1);
@@ -56,7 +54,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	final PrefillFeed feed;
 	private boolean traced;
 	private final long openedEpochNanos = DeferredRoomTracer.epochNanos();
-	private volatile PrefillSession abortedBy;
+	private volatile PrefillPeer abortedBy;
 	// Completes once the room ended and every destination was told (or its connection was gone).
 	private final Sinks.Empty<Void> handedOff = Sinks.empty();
 	// Fixed before init, so that every block and message of the room queues alike.
@@ -74,55 +72,49 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 	};
 
-	PrefillTransfer(DefaultPrefillKVManager manager, long id) {
-		super(id, manager.table);
-		this.manager = manager;
-		this.config = manager.config;
-		this.table = manager.table;
+	PrefillTransfer(PrefillSupport support, RoomTable<?> table, long id) {
+		super(id, table);
+		this.support = support;
+		this.config = support.config;
 		this.feed = new PrefillFeed(id);
-		this.held = manager.unclaimed.hold();
+		this.held = support.unclaimed.hold();
 	}
 
 	/**
 	 * @return a sender for a room that ended before the engine claimed it (decode gave up, or the rank drains): born
 	 *         failed, so the engine frees its pages now rather than after the bootstrap timeout
 	 */
-	static PrefillTransfer bornFailed(DefaultPrefillKVManager manager, long id, RoomTable.Ended how) {
-		PrefillTransfer ended = new PrefillTransfer(manager, id);
+	static PrefillTransfer bornFailed(PrefillSupport support, RoomTable<?> table, long id, RoomTable.Ended how) {
+		PrefillTransfer ended = new PrefillTransfer(support, table, id);
 		ended.hasSender = true;
 		ended.retryAfter(how.retryAfter());
-		manager.table.advance(ended, KVPoll.BOOTSTRAPPING);
-		manager.table.fail(ended, how.cause(), how.reason(), how.remote());
+		ended.advance(KVPoll.BOOTSTRAPPING);
+		ended.fail(how.cause(), how.reason(), how.remote());
 		return ended;
 	}
 
 	/** The engine claims the room: from now on it feeds the room's chunks. */
 	synchronized void claim() {
 		if (hasSender) {
-			throw new IllegalStateException("room " + id + " already has a live sender on " + manager.name);
+			throw new IllegalStateException("room " + id + " already has a live sender on " + support.name);
 		}
 		hasSender = true;
 		held.release();
 		if (state() == null) {
-			table.advance(this, KVPoll.BOOTSTRAPPING);
+			advance(KVPoll.BOOTSTRAPPING);
 		}
-		if (manager.cpDummy) {
+		if (support.cpDummy) {
 			// No decode rank asks a CP rank that moves nothing: it waits for the engine alone.
 			clock.asked(RoomPath.UNKNOWN, true);
-			table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			advance(KVPoll.WAITING_FOR_INPUT);
 		}
 	}
 
 	/** Fails the room unless the engine claimed it meanwhile. */
 	synchronized void failUnclaimed(FailureCause cause, String reason) {
 		if (!hasSender) {
-			table.fail(this, cause, reason, false);
+			fail(cause, reason);
 		}
-	}
-
-	/** The decode rank that asked for the room stopped renewing its lease: the room fails. */
-	void leaseExpired(String reason) {
-		fail(FailureCause.LEASE_EXPIRED, reason);
 	}
 
 	// A room whose request the engine may hold but has not claimed yet: its later sender(room) is born failed with
@@ -132,22 +124,17 @@ final class PrefillTransfer extends Room implements KVSender {
 		return !hasSender && terminal == KVPoll.FAILED ? endedAs() : null;
 	}
 
-	/** Fails the room for a reason found here. */
-	void fail(FailureCause cause, String reason) {
-		table.fail(this, cause, reason, false);
-	}
-
 	/**
 	 * Adds a decode rank's request; once every rank the requests announce asked, the room waits for input and the
 	 * chunks that waited go.
 	 */
-	synchronized void admit(PrefillSession s, KVMessage.TransferRequest req) {
+	synchronized void admit(PrefillPeer s, KVMessage.TransferRequest req) {
 		if (isTerminal()) {
 			s.refuse(id, failure());
 			return;
 		}
 		if (state() == null) {
-			table.advance(this, KVPoll.BOOTSTRAPPING);
+			advance(KVPoll.BOOTSTRAPPING);
 		}
 		String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(),
 				StateLists.split(req.stateIndices(), req.stateCounts()));
@@ -159,7 +146,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (!hasSender) {
 			String over = hold(s, req);
 			if (over != null) {
-				Duration hint = manager.retryAfter.hint();
+				Duration hint = support.retryAfter.hint();
 				retryAfter(hint);
 				fail(FailureCause.OVERLOAD, Overload.reason(hint, "room " + id + " refused: " + over));
 				s.refuse(id, failure());
@@ -170,7 +157,7 @@ final class PrefillTransfer extends Room implements KVSender {
 			required = req.requiredDstInfoNum();
 		}
 		for (PrefillDestination d : destinations) {
-			if (d.session == s) {
+			if (d.peer == s) {
 				// One decode rank is one destination: a second request would take another rank's place and send the
 				// room's bytes to this rank twice.
 				fail(FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress() + " asked for room " + id
@@ -187,19 +174,19 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (!traced) {
 			// The first request names decode's trace: the room's trace here is its child.
 			traced = true;
-			trace = manager.traceLater(DisaggregationMode.PREFILL, id, req.traceContext(), openedEpochNanos);
+			trace = support.traceLater(id, req.traceContext(), openedEpochNanos);
 		}
 		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
-		destinations.add(new PrefillDestination(this, s, req));
+		destinations.add(new PrefillDestination(support, s, req, id, gate));
 		s.rooms.add(this);
 		clock.asked(s.path(), destinations.size() == required);
-		if (manager.leasing()) {
+		if (support.leasing()) {
 			s.leases.hold(id, this);
 		}
 		if (destinations.size() == required) {
 			ready = true;
 			endEarly();
-			table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			advance(KVPoll.WAITING_FOR_INPUT);
 			publish();
 			List<PrefillChunk> queued = new ArrayList<>(pending);
 			pending.clear();
@@ -215,7 +202,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	 *
 	 * @return why the request is refused, or null
 	 */
-	private String hold(PrefillSession s, KVMessage.TransferRequest req) {
+	private String hold(PrefillPeer s, KVMessage.TransferRequest req) {
 		boolean first = held.isEmpty();
 		String over = held.add(s.unclaimed, UnclaimedRooms.bytesOf(req));
 		if (over == null && first) {
@@ -229,9 +216,9 @@ final class PrefillTransfer extends Room implements KVSender {
 
 	private void publish() {
 		PrefillDestination first = destinations.stream().filter(d -> !d.isDummy()).findFirst().orElse(null);
-		manager.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
+		support.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
 				: new RoomRequest(id, first.request.dstPages().length, first.request.auxIndex(), false,
-						first.request.decodePrefixLen(), first.session.plan.dstPageSize()));
+						first.request.decodePrefixLen(), first.peer.plan.dstPageSize()));
 	}
 
 	@Override
@@ -276,13 +263,13 @@ final class PrefillTransfer extends Room implements KVSender {
 		synchronized (this) {
 			feed.checkWhole(pages);
 			if (isTerminal()) {
-				log.debug("[{}] room {} already {}, chunk dropped", manager.name, id, state());
+				log.debug("[{}] room {} already {}, chunk dropped", support.name, id, state());
 				return;
 			}
 			PrefillChunk c = feed.whole(pages, states);
-			if (manager.cpDummy) {
+			if (support.cpDummy) {
 				if (feed.isComplete()) {
-					table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 				return;
 			}
@@ -305,12 +292,12 @@ final class PrefillTransfer extends Room implements KVSender {
 		synchronized (this) {
 			PrefillChunk c = feed.layer(layer, pages, states, layers, regions);
 			if (isTerminal()) {
-				log.debug("[{}] room {} already {}, layer {} dropped", manager.name, id, state(), layer);
+				log.debug("[{}] room {} already {}, layer {} dropped", support.name, id, state(), layer);
 				return;
 			}
-			if (manager.cpDummy) {
+			if (support.cpDummy) {
 				if (c.closes() && feed.isComplete()) {
-					table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 				return;
 			}
@@ -337,10 +324,10 @@ final class PrefillTransfer extends Room implements KVSender {
 	 */
 	private boolean holdEarly() {
 		int limit = config.optimisticRooms();
-		if (manager.optimistic.incrementAndGet() > limit) {
-			manager.optimistic.decrementAndGet();
+		if (support.optimistic.incrementAndGet() > limit) {
+			support.optimistic.decrementAndGet();
 			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + limit
-					+ " rooms already hold such chunks on " + manager.name + ": release its pages and queue it again");
+					+ " rooms already hold such chunks on " + support.name + ": release its pages and queue it again");
 			return false;
 		}
 		early = true;
@@ -361,7 +348,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	private void endEarly() {
 		if (early) {
 			early = false;
-			manager.optimistic.decrementAndGet();
+			support.optimistic.decrementAndGet();
 			earlyTimer.dispose();
 		}
 	}
@@ -371,19 +358,19 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (isTerminal()) {
 			return;
 		}
-		table.advance(this, KVPoll.TRANSFERRING);
+		advance(KVPoll.TRANSFERRING);
 		if (c.offset() == 0 && c.opens()) {
 			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
 		for (PrefillDestination d : destinations) {
-			if (!d.isDummy() && d.refuses(this, c)) {
+			if (!d.isDummy() && d.refuses(this, feed, c)) {
 				return;
 			}
 		}
 		for (PrefillDestination d : destinations) {
 			if (!d.isDummy()) {
-				d.send(this, c);
+				d.send(feed, c);
 			}
 		}
 		if (c.closes()) {
@@ -398,32 +385,32 @@ final class PrefillTransfer extends Room implements KVSender {
 	private void finish() {
 		List<PrefillDestination> real = destinations.stream().filter(d -> !d.isDummy()).toList();
 		if (real.isEmpty()) {
-			table.advance(this, KVPoll.SUCCESS);
+			advance(KVPoll.SUCCESS);
 			return;
 		}
 		AtomicInteger remaining = new AtomicInteger(real.size());
 		for (PrefillDestination d : real) {
-			d.finish(id, () -> {
+			d.finish(() -> {
 				if (remaining.decrementAndGet() == 0) {
-					table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
-					+ d.session.connection.remoteAddress() + ": " + Failures.describe(e)));
+					+ d.peer.connection.remoteAddress() + ": " + Failures.describe(e)));
 		}
 	}
 
 	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */
-	synchronized void abortedBy(PrefillSession s, RoomTable.Ended how) {
+	synchronized void abortedBy(PrefillPeer s, RoomTable.Ended how) {
 		abortedBy = s;
 		retryAfter(how.retryAfter());
-		table.fail(this, how.cause(), how.reason(), true);
+		fail(how.cause(), how.reason(), true);
 	}
 
 	/** @return the trace to end: a room no decode rank asked for still gets one, without a parent */
 	synchronized RoomTrace traceAtEnd() {
 		if (!traced) {
 			traced = true;
-			trace = manager.traceLater(DisaggregationMode.PREFILL, id, "", openedEpochNanos);
+			trace = support.traceLater(id, "", openedEpochNanos);
 		}
 		return trace;
 	}
@@ -451,12 +438,12 @@ final class PrefillTransfer extends Room implements KVSender {
 			}
 		};
 		for (PrefillDestination d : all) {
-			d.session.rooms.remove(this);
-			d.session.leases.release(id, this);
+			d.peer.rooms.remove(this);
+			d.peer.leases.release(id, this);
 		}
 		for (PrefillDestination d : told) {
 			KVMessage ack = new KVMessage.AbortAck(id);
-			d.session.connection.sendBehind(d.session == abortedBy ? ack : d.session.refusal(id, failure()), ack, one);
+			d.peer.connection.sendBehind(d.peer == abortedBy ? ack : d.peer.refusal(id, failure()), ack, one);
 		}
 		one.run();
 	}

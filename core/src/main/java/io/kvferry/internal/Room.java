@@ -94,7 +94,35 @@ class Room implements KVRoom {
 
 	@Override
 	public final void abort(String reason) {
-		table.abort(this, abortReason(reason));
+		fail(FailureCause.ABORTED, abortReason(reason));
+	}
+
+	/**
+	 * Moves the room forward in its table ({@link RoomTable#advance}): never to Failed.
+	 *
+	 * @return whether the state changed
+	 */
+	final boolean advance(KVPoll next) {
+		return table.advanceRoom(this, next);
+	}
+
+	/**
+	 * Fails the room for a reason found on this rank ({@link RoomTable#fail}); nothing once it ended.
+	 *
+	 * @return whether the state changed
+	 */
+	final boolean fail(FailureCause cause, String reason) {
+		return fail(cause, reason, false);
+	}
+
+	/**
+	 * Fails the room ({@link RoomTable#fail}); nothing once it ended.
+	 *
+	 * @param remote whether another rank reported it
+	 * @return whether the state changed
+	 */
+	final boolean fail(FailureCause cause, String reason, boolean remote) {
+		return table.failRoom(this, cause, reason, remote);
 	}
 
 	/**

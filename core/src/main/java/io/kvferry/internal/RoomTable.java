@@ -259,14 +259,26 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
-	 * Fails a room here for its engine's abort, as {@link #fail} does.
+	 * {@link #advance} for a room that moves itself: it knows its table but not the table's room type.
 	 *
-	 * @param room a room of this table (made for it, so that the cast holds)
-	 * @param reason names the abort
+	 * @param room a room made for this table, so that it is one of its {@code R}
 	 */
+	boolean advanceRoom(Room room, KVPoll state) {
+		return advance(own(room), state);
+	}
+
+	/**
+	 * {@link #fail} for a room that fails itself: it knows its table but not the table's room type.
+	 *
+	 * @param room a room made for this table, so that it is one of its {@code R}
+	 */
+	boolean failRoom(Room room, FailureCause cause, String reason, boolean remote) {
+		return fail(own(room), cause, reason, remote);
+	}
+
 	@SuppressWarnings("unchecked")
-	void abort(Room room, String reason) {
-		fail((R) room, FailureCause.ABORTED, reason, false);
+	private R own(Room room) {
+		return (R) room;
 	}
 
 	/** @return where the rooms' subscribers are called */
