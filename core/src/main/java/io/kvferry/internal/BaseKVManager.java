@@ -237,15 +237,6 @@ abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implemen
 		return tracing == null ? RoomTrace.NONE : tracing.startNow(side, name, room, parentContext, startEpochNanos);
 	}
 
-	/**
-	 * Opens a room's trace on the callback scheduler: any thread, any lock held.
-	 *
-	 * @return {@link RoomTrace#NONE} without tracing
-	 */
-	RoomTrace traceLater(DisaggregationMode side, long room, String parentContext, long startEpochNanos) {
-		return tracing == null ? RoomTrace.NONE : tracing.startLater(side, name, room, parentContext, startEpochNanos);
-	}
-
 	/** @return open peer connections */
 	abstract int connectionCount();
 

@@ -48,7 +48,7 @@ import reactor.core.scheduler.Scheduler;
  * {@code flags} word, both volatile, and the ledger records writes under its own. The monitor guards what the room
  * asked and the ranks' reports; no user code runs under it.
  */
-final class DecodeRoom extends Room implements KVReceiver {
+final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 
 	private static final Logger log = LoggerFactory.getLogger(DecodeRoom.class);
 	private static final int FIRST_BYTE = 1;
@@ -57,7 +57,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private static final AtomicIntegerFieldUpdater<DecodeRoom> FLAGS = AtomicIntegerFieldUpdater
 			.newUpdater(DecodeRoom.class, "flags");
 
-	final DefaultDecodeKVManager manager;
+	private final DecodeSupport support;
 	final HostPort bootstrap;
 	private final Scheduler callbacks;
 	// Completes once no byte can land in the room's pages any more.
@@ -83,13 +83,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 	// The sessions whose bound of rooms in flight counts this room, until it ends; guarded by this.
 	List<DecodeSession> countedOn;
 
-	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
-		super(id, manager.table, true);
-		this.manager = manager;
+	DecodeRoom(DecodeSupport support, RoomTable<?> table, long id, HostPort bootstrap) {
+		super(id, table, true);
+		this.support = support;
 		this.bootstrap = bootstrap;
-		this.callbacks = manager.config.callbackScheduler();
+		this.callbacks = support.config.callbackScheduler();
+		this.ownLayers = support.ownLayers;
 		this.layers = new LayerLanding(ownLayers, live);
-		this.ownLayers = ownLayers;
 	}
 
 	@Override
@@ -111,9 +111,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	@Override
 	public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
-		KVArgs args = manager.config.kvArgs();
+		KVArgs args = support.config.kvArgs();
 		// With decode context parallelism each rank holds every DCP-th token: the prefix is whole virtual pages.
-		int pageSize = args.pageSize() * manager.config.layout().attnCpSize();
+		int pageSize = args.pageSize() * support.config.layout().attnCpSize();
 		if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
 			throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
 					+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
@@ -165,24 +165,23 @@ final class DecodeRoom extends Room implements KVReceiver {
 					// A session can outlive its connection by a moment; a rank that said it drains went on purpose.
 					String drainedReason = s.draining;
 					if (drainedReason != null) {
-						manager.table.fail(this, FailureCause.DRAINING, "prefill rank " + s.endpoint + " drained ("
-								+ drainedReason + ") and is gone: its connection closed", true);
+						fail(FailureCause.DRAINING, "prefill rank " + s.endpoint + " drained (" + drainedReason
+								+ ") and is gone: its connection closed", true);
 					}
 					else {
-						manager.table.fail(this, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank "
-								+ s.endpoint, false);
+						fail(FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint);
 					}
 					return;
 				}
 				String draining = s.draining;
 				if (draining != null) {
 					// Asking would only get the refusal back: the rank admits no new rooms.
-					manager.table.fail(this, FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + id
-							+ ": " + draining, true);
+					fail(FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + id + ": " + draining,
+							true);
 					return;
 				}
 			}
-			RoomPath.Requirement required = manager.config.requiredPath();
+			RoomPath.Requirement required = support.config.requiredPath();
 			RoomPath travelled = RoomPath.UNKNOWN;
 			for (DecodeSession s : sessions) {
 				travelled = travelled.and(s.connection.path());
@@ -192,12 +191,12 @@ final class DecodeRoom extends Room implements KVReceiver {
 				if (refused != null) {
 					// The room's path is the one it was refused for, not unknown.
 					clock.refused(travelled);
-					manager.table.fail(this, FailureCause.INCOMPATIBLE, refused, false);
+					fail(FailureCause.INCOMPATIBLE, refused);
 					return;
 				}
 			}
 			clock.connected(travelled);
-			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			advance(KVPoll.WAITING_FOR_INPUT);
 			if (pages != null) {
 				sendRequests(traceContext);
 			}
@@ -206,16 +205,16 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	/** Opens the room's grant and ledger, then sends the room's destinations to every target; under the monitor. */
 	private void sendRequests(String traceContext) {
-		KVArgs args = manager.config.kvArgs();
+		KVArgs args = support.config.kvArgs();
 		List<RankTarget> targets = mapping.targets();
 		GrantLedger l;
 		try {
-			l = RoomPlan.ledger(args, manager.ownLayout, pages, auxIndex, StateLists.perRegion(args.stateKinds(),
+			l = RoomPlan.ledger(args, support.ownLayout, pages, auxIndex, StateLists.perRegion(args.stateKinds(),
 					args.stateRegions().size(), stateSlots), sources());
 		}
 		catch (RuntimeException e) {
 			// The handshakes passed, so the ranks can pair; should the plan still not add up, no byte may be asked for.
-			manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + ": " + Failures.describe(e), false);
+			fail(FailureCause.INCOMPATIBLE, "room " + id + ": " + Failures.describe(e));
 			return;
 		}
 		layers.expect(l);
@@ -241,8 +240,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 							+ Failures.describe(e), FailureCause.CONNECTION_LOST);
 					return;
 				}
-				manager.table.fail(this, FailureCause.OTHER, "Failed to send room " + id + " to prefill rank "
-						+ s.endpoint + ": " + Failures.describe(e), false);
+				fail(FailureCause.OTHER, "Failed to send room " + id + " to prefill rank " + s.endpoint + ": "
+						+ Failures.describe(e));
 			}));
 		}
 		trace.event(RoomTrace.Event.REQUEST_SENT, pages.length);
@@ -264,15 +263,26 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @return whether the room asked {@code s} to write its pages (not only to report, as MLA's dummy ranks are asked):
 	 *         only then may a data header or a fence from it name the room; lock-free
 	 */
-	boolean writtenBy(DecodeSession s) {
+	@Override
+	public boolean writtenBy(DecodeSession s) {
 		return writers.contains(s);
 	}
 
 	/** While Bootstrapping: the last failure of the prefill instance's look-up, which is retried meanwhile. */
 	@Override
 	String stalledBy() {
-		String failure = state() == KVPoll.BOOTSTRAPPING ? manager.lookUpFailure(bootstrap) : null;
+		String failure = state() == KVPoll.BOOTSTRAPPING ? support.lookUpFailures.get(bootstrap) : null;
 		return failure == null ? null : "the look-up of prefill instance " + bootstrap + " keeps failing: " + failure;
+	}
+
+	@Override
+	public boolean hasEnded() {
+		return isTerminal();
+	}
+
+	@Override
+	public void brokenFrame(FailureCause cause, String reason) {
+		fail(cause, reason);
 	}
 
 	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */
@@ -287,7 +297,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @param tally what landed of the room on the header's path, or null when the rank was not asked for the room
 	 * @return where the payload lands, or null to drop it (the room ended, or failed here)
 	 */
-	PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
+	@Override
+	public PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
 		if (!acceptsBytes()) {
 			return null;
 		}
@@ -302,23 +313,23 @@ final class DecodeRoom extends Room implements KVReceiver {
 				l.reserve(h);
 			}
 			catch (WriteRefused refused) {
-				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
-						+ " more than its ledger allows: " + refused.getMessage(), false);
+				fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
+						+ " more than its ledger allows: " + refused.getMessage());
 				return null;
 			}
 		}
 		catch (WriteRefused refused) {
-			manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room "
-					+ id + ": " + refused.getMessage(), false);
+			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room " + id + ": "
+					+ refused.getMessage());
 			return null;
 		}
 		if (firstByte()) {
 			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
-			manager.table.advance(this, KVPoll.TRANSFERRING);
+			advance(KVPoll.TRANSFERRING);
 		}
 		return new PayloadWriter(destination, h, live, tally, n -> {
-			manager.bytesReceived.add(n);
+			support.bytesReceived.add(n);
 			clock.landed();
 			boolean bufferComplete = l.landed(h.kind(), h.region(), n);
 			l.landedWrite(h);
@@ -346,7 +357,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @return false when the room is live and did not ask the rank (the rank's fault, not the room's: the room ignores
 	 *         the report)
 	 */
-	boolean reported(DecodeSession s, KVMessage.Status status) {
+	@Override
+	public boolean reported(DecodeSession s, KVMessage.Status status) {
 		synchronized (this) {
 			if (sessions == null || !sessions.contains(s)) {
 				return isTerminal();
@@ -363,8 +375,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 					if (cause == FailureCause.OVERLOAD) {
 						retryAfter(Duration.ofMillis(status.retryAfterMillis()));
 					}
-					manager.table.fail(this, cause, "Prefill rank " + s.endpoint + " failed room " + id + ": "
-							+ status.reason(), true);
+					fail(cause, "Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
 				}
 				return true;
 			}
@@ -373,8 +384,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 				return true;
 			}
 			if (!succeeded.add(s)) {
-				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for "
-						+ "room " + id + " twice", false);
+				fail(FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for room " + id
+						+ " twice");
 				return true;
 			}
 			s.connection.settle(id, status, mismatch -> rankDone(s, status, mismatch));
@@ -391,7 +402,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 			// The rank sends nothing more for the room.
 			finished.add(s);
 			if (mismatch != null) {
-				manager.table.fail(this, FailureCause.INCOMPLETE, mismatch, false);
+				fail(FailureCause.INCOMPLETE, mismatch);
 				return;
 			}
 			trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
@@ -401,11 +412,11 @@ final class DecodeRoom extends Room implements KVReceiver {
 				GrantLedger l = ledger;
 				String missing = l == null ? "decode had not asked for any page" : l.incomplete();
 				if (missing != null) {
-					manager.table.fail(this, FailureCause.INCOMPLETE, "room " + id + " is incomplete although its "
-							+ "prefill ranks reported Success: " + missing, false);
+					fail(FailureCause.INCOMPLETE, "room " + id + " is incomplete although its prefill ranks reported "
+							+ "Success: " + missing);
 					return;
 				}
-				manager.table.advance(this, KVPoll.SUCCESS);
+				advance(KVPoll.SUCCESS);
 			}
 		}
 	}
@@ -420,7 +431,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 		Set<DecodeSession> all;
 		Set<DecodeSession> targets;
 		Set<DecodeSession> pending = new HashSet<>();
+		RoomTable.Ended how;
 		synchronized (this) {
+			how = endedAs();
 			FLAGS.accumulateAndGet(this, CLOSED, (f, closed) -> f | closed);
 			all = sessions == null ? Set.of() : new LinkedHashSet<>(sessions);
 			targets = new LinkedHashSet<>(all);
@@ -441,7 +454,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 			released.tryEmitEmpty();
 			return;
 		}
-		new AbortWait(this, pending, released).start(targets);
+		new AbortWait(support, id, pending, released).start(targets, how);
 	}
 
 	/** A failed room's exception carries the pages that landed whole, read once no byte can land any more. */

@@ -23,6 +23,7 @@ import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.RegistryChange;
 import io.kvferry.internal.DecodeRoutes.Resolved;
 import io.kvferry.internal.topology.RankMapping;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,32 +39,28 @@ import reactor.util.retry.Retry;
  * room's receiver: it asks its prefill ranks, checks and counts every write in its ledger, and judges itself. The
  * manager sees a room again only when it ended.
  */
-final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfig> implements DecodeKVManager {
+final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfig>
+		implements DecodeKVManager, DecodeSession.Owner {
 
 	private static final Logger log = LoggerFactory.getLogger(DefaultDecodeKVManager.class);
 	// SGLang retries the parallel-info fetch at least 1 s apart, 15 times.
 	private static final int PARALLEL_INFO_ATTEMPTS = 15;
 	private static final Duration PARALLEL_INFO_DELAY = Duration.ofSeconds(1);
 
+	// What the sessions and rooms need of this manager, handed to each once.
+	private final DecodeSupport support;
 	private final ConcurrentHashMap<HostPort, Mono<PrefillParallelInfo>> instances = new ConcurrentHashMap<>();
-	// The last failure of each instance's look-up while it is retried: rooms that time out waiting for it name it.
-	private final ConcurrentHashMap<HostPort, String> lookUpFailures = new ConcurrentHashMap<>();
-	final ConcurrentHashMap<SessionKey, Mono<DecodeSession>> sessions = new ConcurrentHashMap<>();
+	private final ConcurrentHashMap<SessionKey, Mono<DecodeSession>> sessions = new ConcurrentHashMap<>();
 	// Sessions whose connection has not closed yet.
-	final Set<DecodeSession> open = ConcurrentHashMap.newKeySet();
+	private final Set<DecodeSession> open = ConcurrentHashMap.newKeySet();
 	// The last resolution of each prefill instance, per DP group.
 	private final DecodeRoutes routes = new DecodeRoutes(instances, sessions, open);
-	// Prefill ranks that announced a drain, with the reason: once such a rank is gone, a room that cannot reach it
-	// fails because it drained, not with a bare "connection refused". One entry per rank endpoint, replaced by its next
-	// drain; entries are small and ranks few.
-	final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 	// The incarnation each prefill rank was last seen with: a rank seen with another one restarted.
 	private final PeerIncarnations<SessionKey> incarnations = new PeerIncarnations<>();
 	// Prefill ranks that failed again and again: their new rooms fail at once until a probe reaches them.
-	final PeerBreakers breakers;
+	private final PeerBreakers breakers;
 
 	private final Disposable registryWatch;
-	private final LayerRegions ownLayers;
 	// The hint this rank's overload refusals carry.
 	private final RetryAfter retryAfter;
 
@@ -71,8 +68,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 		super(config, PeerLayout.of(config.kvArgs(), config.layout(), false, false));
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		this.breakers = new PeerBreakers(name, config.breakerFailures(), config.breakerProbeInterval(), config.timer());
-		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
-				config.kvArgs().isMla());
+		this.support = new DecodeSupport(config, name, ownLayout, incarnation, bytesReceived);
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
 						+ "until a handshake shows them stale", name, Failures.describe(e)));
@@ -140,7 +136,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(this, room, bootstrapAddr, ownLayers);
+		DecodeRoom fresh = new DecodeRoom(support, table, room, bootstrapAddr);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
@@ -303,20 +299,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 						.doBeforeRetry(signal -> {
 							String failure = "attempt " + (signal.totalRetries() + 1) + "/" + PARALLEL_INFO_ATTEMPTS
 									+ " failed: " + Failures.describe(signal.failure());
-							lookUpFailures.put(b, failure);
+							support.lookUpFailures.put(b, failure);
 							log.warn("[{}] parallel info of {}: {}, retrying in {} ms", name, b, failure,
 									PARALLEL_INFO_DELAY.toMillis());
 						})
 						.onRetryExhaustedThrow((spec, signal) -> signal.failure()))
 				// Its rooms have their answer, or fail with its error: the failure of the retries is no longer news.
-				.doFinally(signal -> lookUpFailures.remove(b))
+				.doFinally(signal -> support.lookUpFailures.remove(b))
 				.doOnError(e -> instances.remove(b))
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
-	}
-
-	/** @return the last failure of the prefill instance's look-up while it is retried, or null */
-	String lookUpFailure(HostPort bootstrap) {
-		return lookUpFailures.get(bootstrap);
 	}
 
 	/**
@@ -326,7 +317,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	 *
 	 * @param how where the incarnation came from, for the reason
 	 */
-	void observeIncarnation(SessionKey key, long incarnation, String how) {
+	@Override
+	public void observeIncarnation(SessionKey key, long incarnation, String how) {
 		long old = incarnations.observe(key, incarnation);
 		if (old == Incarnation.UNKNOWN) {
 			return;
@@ -352,7 +344,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	 * @param how where the incarnation came from, for the reason
 	 * @return the refusal, naming both incarnations; null when {@code incarnation} is not retired
 	 */
-	PeerRefusedException refuseRetired(SessionKey key, long incarnation, String how) {
+	@Override
+	public PeerRefusedException refuseRetired(SessionKey key, long incarnation, String how) {
 		if (!incarnations.isRetired(key, incarnation)) {
 			return null;
 		}
@@ -374,7 +367,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	}
 
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
-	void forgetInstance(HostPort bootstrap) {
+	@Override
+	public void forgetInstance(HostPort bootstrap) {
 		instances.remove(bootstrap);
 		routes.forget(bootstrap);
 	}
@@ -395,7 +389,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 							return Mono.error(retired);
 						}
 						observeIncarnation(k, route.incarnation(), "its registration");
-						return new DecodeSession(this, k, route.endpoint(), route.incarnation(), info, entry.get())
+						return new DecodeSession(support, this, table::get, k, route.endpoint(), route.incarnation(),
+								info, entry.get())
 								.open()
 								.doOnNext(s -> breakers.succeeded(k))
 								.doOnError(e -> {
@@ -411,6 +406,27 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 			entry.set(mono);
 			return mono;
 		});
+	}
+
+	@Override
+	public void connected(DecodeSession s) {
+		open.add(s);
+	}
+
+	@Override
+	public void gone(DecodeSession s) {
+		open.remove(s);
+	}
+
+	@Override
+	public void closing(DecodeSession s) {
+		sessions.remove(s.key, s.entry);
+	}
+
+	@Override
+	public void closed(DecodeSession s, CloseReason counted) {
+		connectionClosed(counted);
+		open.remove(s);
 	}
 
 	@Override
