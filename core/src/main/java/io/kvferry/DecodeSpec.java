@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.function.Consumer;
 
 import io.kvferry.internal.KVManagers;
+import io.kvferry.internal.stripe.StripedConnection;
 import reactor.core.publisher.Mono;
 
 /**
@@ -16,7 +17,7 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	/** Default connections per prefill rank: two keep a loopback or LAN link busier than one (see {@link #stripes}). */
 	public static final int DEFAULT_STRIPES = 2;
 	/** Most connections per prefill rank that a prefill rank admits. */
-	public static final int MAX_STRIPES = 8;
+	public static final int MAX_STRIPES = StripedConnection.MAX_WIDTH;
 	/** Default bound of the rooms in flight with one prefill rank. */
 	public static final int DEFAULT_MAX_ROOMS_PER_PEER = 4096;
 	/** Default bound of the rooms in flight on the manager. */

@@ -22,12 +22,14 @@ import io.kvferry.LandedPages;
 import io.kvferry.MemoryRegion;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -233,7 +235,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 				s.connection.expect(id);
 				writers.add(s);
 			}
-			s.send(req, Sends.ifFailed(e -> {
+			s.send(req, SendListener.ifFailed(e -> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
 				if (!s.connection.isActive()) {
 					s.lost(this, "Lost connection with prefill rank " + s.endpoint + " while sending room " + id + ": "

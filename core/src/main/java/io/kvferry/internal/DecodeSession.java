@@ -15,6 +15,7 @@ import io.kvferry.ProtocolException;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.internal.stripe.DialledConnection;
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.CloseReason;
@@ -150,7 +151,7 @@ final class DecodeSession implements DialledConnection.Peer {
 				.doOnError(e -> owner.gone(this))
 				.then(Mono.defer(() -> {
 					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, support.ownLayout,
-							support.config.checksums(), connection.width(), support.incarnation), Sends.ifFailed(e -> connection.close(
+							support.config.checksums(), connection.width(), support.incarnation), SendListener.ifFailed(e -> connection.close(
 									"could not send the handshake: " + Failures.describe(e))));
 					return handshake.asMono().then(Mono.defer(() -> connection.join(token)));
 				}))
@@ -224,7 +225,7 @@ final class DecodeSession implements DialledConnection.Peer {
 		KVMessage.Abort abort = new KVMessage.Abort(room, how.reason(), FailureCodes.code(how.cause()),
 				Overload.millis(how.retryAfter()));
 		// Not sent: the connection is going, and its closing answers the abort.
-		connection.send(abort, Sends.ifFailed(e -> close("could not send the abort of room " + room + ": "
+		connection.send(abort, SendListener.ifFailed(e -> close("could not send the abort of room " + room + ": "
 				+ Failures.describe(e))));
 	}
 

@@ -9,6 +9,7 @@ import io.kvferry.internal.stripe.StripedConnection;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -110,7 +111,7 @@ final class PrefillSession implements StripedConnection.Handler {
 			String why = "prefill rank " + support.name + " rejected decode " + connection.remoteAddress() + ": "
 					+ reason;
 			log.warn("[{}] {}", support.name, why);
-			connection.send(new KVMessage.Reject(why), SendGate.OPEN, Sends.either(() -> connection.close(why)));
+			connection.send(new KVMessage.Reject(why), SendGate.OPEN, SendListener.either(() -> connection.close(why)));
 			return;
 		}
 		long token = connection.expect(hello.stripes(), hello.checksums());

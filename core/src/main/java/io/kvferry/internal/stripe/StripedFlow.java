@@ -6,10 +6,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
-import io.kvferry.internal.ScatterGather;
-import io.kvferry.internal.Sends;
-import io.kvferry.internal.Stripes;
-import io.kvferry.internal.Tally;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
@@ -132,7 +128,7 @@ public final class StripedFlow {
 			}
 		}
 		AtomicInteger remaining = new AtomicInteger(1 + Integer.bitCount(fences));
-		SendListener listener = Sends.of(() -> {
+		SendListener listener = SendListener.of(() -> {
 			if (remaining.decrementAndGet() == 0) {
 				written.run();
 			}

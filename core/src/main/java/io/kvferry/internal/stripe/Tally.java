@@ -1,4 +1,4 @@
-package io.kvferry.internal;
+package io.kvferry.internal.stripe;
 
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
@@ -11,8 +11,9 @@ import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.ScatterHeader;
 
 /**
- * What one room moved on one connection (one stripe): payload bytes and, when asked for, a CRC32C of them in stream order. Prefill
- * tallies what it hands to the transport, decode what landed; a Success carries prefill's tally and decode compares.
+ * What one room moved on one connection (one stripe): payload bytes and, when asked for, a CRC32C of them in stream
+ * order. Prefill tallies what it hands to the transport, decode what landed (its payload writer feeds the tally a
+ * {@link DialledConnection} hands out with each data header); a Success carries prefill's tally and decode compares.
  * Bytes are read from native memory through one reusable view, never copied.
  *
  * <p>Not thread-safe: one connection's thread (or the room's monitor) feeds it.
@@ -29,7 +30,7 @@ public final class Tally {
 	}
 
 	/** Adds {@code length} bytes at {@code address} to the checksum (in stream order); counts nothing. */
-	void checksum(long address, int length) {
+	public void checksum(long address, int length) {
 		if (crc != null && length > 0) {
 			view = NativeMemory.retarget(view, address, length);
 			crc.update(view);
@@ -62,7 +63,7 @@ public final class Tally {
 	}
 
 	/** Counts bytes whose checksum was taken. */
-	void count(long n) {
+	public void count(long n) {
 		bytes += n;
 	}
 
