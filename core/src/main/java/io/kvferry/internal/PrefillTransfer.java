@@ -19,7 +19,6 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -40,17 +39,13 @@ final class PrefillTransfer extends Room implements KVSender {
 	private final PrefillConfig config;
 	// Guarded by this.
 	private final List<PrefillDestination> destinations = new ArrayList<>(2);
-	private final List<PrefillChunk> pending = new ArrayList<>(1);
 	private int required = -1;
 	private boolean ready;
-	// Holds chunks sent before every destination asked, counted in the manager's optimistic rooms.
-	private boolean early;
+	// The chunks sent before every destination asked.
+	private final EarlyChunks early;
 	private boolean hasSender;
 	// While no sender claimed the room: what its requests hold of the rank's bounds.
 	private final UnclaimedRooms.Hold held;
-	// The early hold's timer, cancelled when the hold ends (as the unclaimed hold's is): a timer left to fire would
-	// keep the ended room and all it references reachable until its timeout. Guarded by this.
-	private Disposable earlyTimer;
 	final PrefillFeed feed;
 	private boolean traced;
 	private final long openedEpochNanos = DeferredRoomTracer.epochNanos();
@@ -78,6 +73,8 @@ final class PrefillTransfer extends Room implements KVSender {
 		this.config = support.config;
 		this.feed = new PrefillFeed(id);
 		this.held = support.unclaimed.hold();
+		this.early = new EarlyChunks(support.optimistic, config.optimisticRooms(), config.optimisticWait(),
+				config.timer());
 	}
 
 	/**
@@ -185,11 +182,9 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 		if (destinations.size() == required) {
 			ready = true;
-			endEarly();
+			List<PrefillChunk> queued = early.release();
 			advance(KVPoll.WAITING_FOR_INPUT);
 			publish();
-			List<PrefillChunk> queued = new ArrayList<>(pending);
-			pending.clear();
 			for (PrefillChunk c : queued) {
 				dispatch(c);
 			}
@@ -310,46 +305,19 @@ final class PrefillTransfer extends Room implements KVSender {
 			dispatch(c);
 			return;
 		}
-		if (!early && !holdEarly()) {
-			return;
-		}
-		pending.add(c);
-	}
-
-	/**
-	 * The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such rooms,
-	 * for a bounded wait. The caller holds the room's monitor.
-	 *
-	 * @return false when the room failed instead
-	 */
-	private boolean holdEarly() {
-		int limit = config.optimisticRooms();
-		if (support.optimistic.incrementAndGet() > limit) {
-			support.optimistic.decrementAndGet();
-			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + limit
+		// The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such
+		// rooms, for a bounded wait.
+		if (!early.hold(c, this::expireEarly)) {
+			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + early.limit()
 					+ " rooms already hold such chunks on " + support.name + ": release its pages and queue it again");
-			return false;
 		}
-		early = true;
-		Duration wait = config.optimisticWait();
-		earlyTimer = config.timer().schedule(() -> expireEarly(wait), wait.toNanos(), TimeUnit.NANOSECONDS);
-		return true;
 	}
 
-	private synchronized void expireEarly(Duration wait) {
-		if (early && !ready) {
+	private synchronized void expireEarly() {
+		if (early.isHolding() && !ready) {
 			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and "
 					+ (required < 0 ? "no decode rank" : destinations.size() + " of " + required + " decode ranks")
-					+ " asked within " + wait.toMillis() + " ms: release its pages and queue it again");
-		}
-	}
-
-	/** The room no longer holds early chunks: every destination asked, or it ended. Caller holds the monitor. */
-	private void endEarly() {
-		if (early) {
-			early = false;
-			support.optimistic.decrementAndGet();
-			earlyTimer.dispose();
+					+ " asked within " + early.waitLimit().toMillis() + " ms: release its pages and queue it again");
 		}
 	}
 
@@ -425,8 +393,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		List<PrefillDestination> all;
 		synchronized (this) {
 			all = new ArrayList<>(destinations);
-			pending.clear();
-			endEarly();
+			early.release();
 			held.release();
 		}
 		List<PrefillDestination> told = failed ? all : List.of();
