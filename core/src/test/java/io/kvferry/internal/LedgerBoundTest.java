@@ -197,7 +197,7 @@ class LedgerBoundTest {
 			for (int shift = 0; shift < 2; shift++) {
 				for (int b = 0; b < 2; b++) {
 					for (int page : req.dstPages()) {
-						c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b, (long) page * len + shift,
+						c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b, (long) page * len + shift,
 								1, 2, len / 2), prefillMem.kvArgs().kvRegions().get(b).address(), 2));
 					}
 				}
