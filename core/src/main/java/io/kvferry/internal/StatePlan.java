@@ -128,7 +128,7 @@ final class StatePlan {
 							+ " of state[" + i + "]";
 				}
 			}
-			Integer twice = TransferPlan.repeated(perRegion[i]);
+			Integer twice = StateLists.repeated(perRegion[i]);
 			if (twice != null) {
 				return "destination state slot " + twice + " listed twice in state[" + i + "] (expected: distinct "
 						+ "slots)";
