@@ -2,8 +2,10 @@ package io.kvferry;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 import io.kvferry.internal.KVManagers;
+import io.kvferry.internal.stripe.StripedConnection;
 import reactor.core.publisher.Mono;
 
 /**
@@ -15,7 +17,7 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	/** Default connections per prefill rank: two keep a loopback or LAN link busier than one (see {@link #stripes}). */
 	public static final int DEFAULT_STRIPES = 2;
 	/** Most connections per prefill rank that a prefill rank admits. */
-	public static final int MAX_STRIPES = 8;
+	public static final int MAX_STRIPES = StripedConnection.MAX_WIDTH;
 	/** Default bound of the rooms in flight with one prefill rank. */
 	public static final int DEFAULT_MAX_ROOMS_PER_PEER = 4096;
 	/** Default bound of the rooms in flight on the manager. */
@@ -25,13 +27,23 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	/** Default pause before each probe of a prefill rank whose circuit breaker is open. */
 	public static final Duration DEFAULT_BREAKER_PROBE_INTERVAL = Duration.ofSeconds(1);
 
-	DecodeSpec(KVManagerConfig config) {
+	DecodeSpec(DecodeConfig config) {
 		super(config);
 	}
 
 	@Override
 	DecodeSpec with(KVManagerConfig config) {
-		return new DecodeSpec(config);
+		return new DecodeSpec((DecodeConfig) config);
+	}
+
+	/** @return a spec over a copy of the configuration with the changes {@code edit} makes to this role's part */
+	private DecodeSpec role(Consumer<DecodeConfig> edit) {
+		return edit(c -> edit.accept((DecodeConfig) c));
+	}
+
+	@Override
+	public DecodeConfig config() {
+		return (DecodeConfig) super.config();
 	}
 
 	/**
@@ -43,7 +55,7 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	 * @return a new spec
 	 */
 	public DecodeSpec checksums(boolean checksums) {
-		return edit(d -> d.checksums = checksums);
+		return role(c -> c.checksums = checksums);
 	}
 
 	/**
@@ -61,7 +73,7 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 			throw new IllegalArgumentException("stripes : " + stripes + " (expected: 1.." + MAX_STRIPES
 					+ " connections per prefill rank)");
 		}
-		return edit(d -> d.stripes = stripes);
+		return role(c -> c.stripes = stripes);
 	}
 
 	/**
@@ -80,9 +92,9 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 			throw new IllegalArgumentException("maxRooms : " + perPeer + " per prefill rank, " + total
 					+ " in all (expected: 1 <= perPeer <= total)");
 		}
-		return edit(d -> {
-			d.maxRoomsPerPeer = perPeer;
-			d.maxRooms = total;
+		return role(c -> {
+			c.maxRoomsPerPeer = perPeer;
+			c.maxRooms = total;
 		});
 	}
 
@@ -110,9 +122,9 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 			throw new IllegalArgumentException("peerBreaker : " + failures + " failures, probe every " + probeInterval
 					+ " (expected: failures >= 0, 0 turning breakers off, and a probe interval of at least 1 ms)");
 		}
-		return edit(d -> {
-			d.breakerFailures = failures;
-			d.breakerProbeInterval = probeInterval;
+		return role(c -> {
+			c.breakerFailures = failures;
+			c.breakerProbeInterval = probeInterval;
 		});
 	}
 
@@ -128,6 +140,6 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 
 	@Override
 	Mono<DecodeKVManager> start(KVManagerConfig config) {
-		return KVManagers.decode(config);
+		return KVManagers.decode((DecodeConfig) config);
 	}
 }

@@ -1,7 +1,6 @@
 package io.kvferry;
 
 import java.time.Duration;
-import java.util.function.Consumer;
 
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
@@ -10,184 +9,151 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The read-only configuration of one manager, as {@link KVManagerSpec} assembled it: what an implementation reads,
- * with every default already applied. Role-specific settings hold their defaults on the other role.
- *
- * @param mode the role
- * @param kvArgs the rank's registered memory
- * @param layout the rank's parallel layout
- * @param transport moves messages and bytes (shared; not disposed with the manager)
- * @param bootstrapClient talks to bootstrap servers or a registry (shared; not disposed with the manager)
- * @param bootstrapTimeout limit of Bootstrapping (zero: none)
- * @param waitingTimeout limit of WaitingForInput (zero: none)
- * @param transferTimeout limit of Transferring (zero: none)
- * @param handshakeTimeout bound of one handshake with a prefill rank, and of an abort's acknowledgement
- * @param timer runs timeouts and retries (virtual time in tests); null: {@link Schedulers#parallel()} as it is when
- *        read, so that a spec made before the schedulers are replaced uses the ones of its start
- * @param callbackScheduler where subscribers of states, completions, events and room requests are called; null:
- *        {@link Schedulers#boundedElastic()} as it is when read
- * @param eventBufferSize per-subscriber buffer of the hot streams
- * @param name the name log lines and metrics carry
- * @param checksums decode: ask prefill for a CRC32C of each room's bytes and compare
- * @param bootstrapAddress prefill: where the rank registers (null on decode)
- * @param bindAddress prefill: where it listens
- * @param advertiseHost prefill: the host decode ranks dial, or null for the bind host (or the detected address)
- * @param reregisterInterval prefill: how often it registers again (zero: never)
- * @param tracer opens a trace of each room ({@link RoomTracer#NONE}: none)
- * @param allCpRanksTransfer prefill with CP: every CP rank sends its share of a room's pages (else CP rank 0 sends
- *        all and the others only take part)
- * @param dsaCacheLayerSplit prefill with CP: KV layers are split across CP ranks, each sending its own layers
- * @param stripes decode: connections to each prefill rank, over which a room's bytes are dealt (1: one connection)
- * @param unclaimedRoomsPerPeer prefill: rooms one decode rank may have asked for that no sender claimed yet
- * @param unclaimedRooms prefill: such rooms from all decode ranks together
- * @param unclaimedRoomTimeout prefill: how long a room asked for waits for its sender before it fails
- * @param metricsRecorder told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing)
- * @param optimisticRooms prefill: rooms whose sender may hold chunks sent before every decode rank asked
- * @param optimisticWait prefill: how long such a room waits for decode's requests after its first early chunk
- * @param requiredPath the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any)
- * @param maxRoomsPerPeer decode: rooms in flight with one prefill rank before further ones are refused as overloaded
- * @param maxRooms decode: rooms in flight in all before further ones are refused as overloaded
- * @param overloadRetryAfter the retry hint of an overload refusal before any room succeeded, and its ceiling
- * @param leasePeriod prefill: how long it holds a room a decode rank asked for without that rank renewing the room's
- *        lease; decode renews every third of it (zero: no leases)
- * @param firstStripeBytes prefill: how many of a room's first bytes to a striped decode rank go on stripe 0 alone
- *        before the rest is dealt over every stripe
- * @param breakerFailures decode: failures in a row with one prefill rank that open its circuit breaker (0: never)
- * @param breakerProbeInterval decode: how often a rank whose breaker is open is probed
+ * The read-only configuration of one manager, as its spec assembled it: what an implementation reads, with every
+ * default already applied. This class holds what both roles read; {@link PrefillConfig} and {@link DecodeConfig} add
+ * each role's own. Only the spec writes a configuration, on a copy of its own before anyone else sees it: a setting is
+ * one field with its default, one getter and one line of the copy constructor.
  */
-public record KVManagerConfig(DisaggregationMode mode, @Nullable KVArgs kvArgs, ParallelLayout layout, @Nullable KVTransport transport,
-		@Nullable BootstrapClient bootstrapClient, Duration bootstrapTimeout, Duration waitingTimeout, Duration transferTimeout,
-		Duration handshakeTimeout, @Nullable Scheduler timer, @Nullable Scheduler callbackScheduler, int eventBufferSize, @Nullable String name,
-		boolean checksums, @Nullable HostPort bootstrapAddress, HostPort bindAddress, @Nullable String advertiseHost,
-		Duration reregisterInterval, RoomTracer tracer, boolean allCpRanksTransfer, boolean dsaCacheLayerSplit,
-		int stripes, int unclaimedRoomsPerPeer, int unclaimedRooms, Duration unclaimedRoomTimeout,
-		KVMetricsRecorder metricsRecorder, int optimisticRooms, Duration optimisticWait,
-		RoomPath.Requirement requiredPath, int maxRoomsPerPeer, int maxRooms, Duration overloadRetryAfter,
-		Duration leasePeriod, long firstStripeBytes, int breakerFailures, Duration breakerProbeInterval) {
+public abstract sealed class KVManagerConfig permits PrefillConfig, DecodeConfig {
+
+	@Nullable KVArgs kvArgs;
+	ParallelLayout layout = ParallelLayout.SINGLE;
+	@Nullable KVTransport transport;
+	@Nullable BootstrapClient bootstrapClient;
+	Duration bootstrapTimeout = KVManagerSpec.DEFAULT_STATE_TIMEOUT;
+	Duration waitingTimeout = KVManagerSpec.DEFAULT_STATE_TIMEOUT;
+	Duration transferTimeout = KVManagerSpec.DEFAULT_STATE_TIMEOUT;
+	Duration handshakeTimeout = KVManagerSpec.DEFAULT_HANDSHAKE_TIMEOUT;
+	@Nullable Scheduler timer;
+	@Nullable Scheduler callbackScheduler;
+	int eventBufferSize = KVManagerSpec.DEFAULT_EVENT_BUFFER;
+	@Nullable String name;
+	RoomTracer tracer = RoomTracer.NONE;
+	KVMetricsRecorder metricsRecorder = KVMetricsRecorder.NONE;
+	RoomPath.Requirement requiredPath = RoomPath.Requirement.ANY;
+	Duration overloadRetryAfter = KVManagerSpec.DEFAULT_OVERLOAD_RETRY_AFTER;
+
+	/** The defaults. */
+	KVManagerConfig() {
+	}
+
+	/** A copy of {@code from}, for a spec to change before it hands it out. */
+	KVManagerConfig(KVManagerConfig from) {
+		kvArgs = from.kvArgs;
+		layout = from.layout;
+		transport = from.transport;
+		bootstrapClient = from.bootstrapClient;
+		bootstrapTimeout = from.bootstrapTimeout;
+		waitingTimeout = from.waitingTimeout;
+		transferTimeout = from.transferTimeout;
+		handshakeTimeout = from.handshakeTimeout;
+		timer = from.timer;
+		callbackScheduler = from.callbackScheduler;
+		eventBufferSize = from.eventBufferSize;
+		name = from.name;
+		tracer = from.tracer;
+		metricsRecorder = from.metricsRecorder;
+		requiredPath = from.requiredPath;
+		overloadRetryAfter = from.overloadRetryAfter;
+	}
+
+	/** @return a copy of this configuration, of the same role */
+	abstract KVManagerConfig copy();
+
+	/** @return the role */
+	public abstract DisaggregationMode mode();
+
+	/** @return the rank's registered memory (a started manager always has it) */
+	public final @Nullable KVArgs kvArgs() {
+		return kvArgs;
+	}
+
+	/** @return the rank's parallel layout */
+	public final ParallelLayout layout() {
+		return layout;
+	}
+
+	/** @return what moves messages and bytes (shared; not disposed with the manager) */
+	public final @Nullable KVTransport transport() {
+		return transport;
+	}
+
+	/** @return what talks to bootstrap servers or a registry (shared; not disposed with the manager) */
+	public final @Nullable BootstrapClient bootstrapClient() {
+		return bootstrapClient;
+	}
+
+	/** @return the limit of Bootstrapping (zero: none) */
+	public final Duration bootstrapTimeout() {
+		return bootstrapTimeout;
+	}
+
+	/** @return the limit of WaitingForInput (zero: none) */
+	public final Duration waitingTimeout() {
+		return waitingTimeout;
+	}
+
+	/** @return the limit of Transferring (zero: none) */
+	public final Duration transferTimeout() {
+		return transferTimeout;
+	}
+
+	/** @return the bound of one handshake with a prefill rank, and of an abort's acknowledgement */
+	public final Duration handshakeTimeout() {
+		return handshakeTimeout;
+	}
 
 	/**
-	 * @return the timer set, else {@link Schedulers#parallel()} now: a default is looked up when used, not when the
-	 *         spec was made, as {@code Schedulers.setFactory} and virtual time in tests replace it
+	 * @return what runs timeouts and retries: the timer set, else {@link Schedulers#parallel()} now (a default is
+	 *         looked up when used, not when the spec was made, as {@code Schedulers.setFactory} and virtual time in
+	 *         tests replace it)
 	 */
-	@Override
-	public Scheduler timer() {
+	public final Scheduler timer() {
 		Scheduler t = timer;
 		return t != null ? t : Schedulers.parallel();
 	}
 
-	/** @return the callback scheduler set, else {@link Schedulers#boundedElastic()} now (looked up when used) */
-	@Override
-	public Scheduler callbackScheduler() {
+	/**
+	 * @return where subscribers of states, completions, events and room requests are called: the scheduler set, else
+	 *         {@link Schedulers#boundedElastic()} now (looked up when used)
+	 */
+	public final Scheduler callbackScheduler() {
 		Scheduler s = callbackScheduler;
 		return s != null ? s : Schedulers.boundedElastic();
 	}
 
-	/** @return a copy whose unset schedulers are the defaults of this moment, so that the manager keeps them */
-	KVManagerConfig withSchedulersResolved() {
-		if (timer != null && callbackScheduler != null) {
-			return this;
-		}
-		Scheduler t = timer();
-		Scheduler s = callbackScheduler();
-		return with(d -> {
-			d.timer = t;
-			d.callbackScheduler = s;
-		});
+	/** @return the per-subscriber buffer of the hot streams */
+	public final int eventBufferSize() {
+		return eventBufferSize;
 	}
 
-	/** @return a copy with the changes {@code edit} makes to a draft of this configuration */
-	KVManagerConfig with(Consumer<Draft> edit) {
-		Draft d = new Draft(this);
-		edit.accept(d);
-		return d.build();
+	/** @return the name log lines and metrics carry (a started manager always has one) */
+	public final @Nullable String name() {
+		return name;
 	}
 
-	/** A mutable copy, for {@link #with} only. */
-	static final class Draft {
-		DisaggregationMode mode;
-		KVArgs kvArgs;
-		ParallelLayout layout;
-		KVTransport transport;
-		BootstrapClient bootstrapClient;
-		Duration bootstrapTimeout;
-		Duration waitingTimeout;
-		Duration transferTimeout;
-		Duration handshakeTimeout;
-		Scheduler timer;
-		Scheduler callbackScheduler;
-		int eventBufferSize;
-		String name;
-		boolean checksums;
-		HostPort bootstrapAddress;
-		HostPort bindAddress;
-		String advertiseHost;
-		Duration reregisterInterval;
-		RoomTracer tracer;
-		boolean allCpRanksTransfer;
-		boolean dsaCacheLayerSplit;
-		int stripes;
-		int unclaimedRoomsPerPeer;
-		int unclaimedRooms;
-		Duration unclaimedRoomTimeout;
-		KVMetricsRecorder metricsRecorder;
-		int optimisticRooms;
-		Duration optimisticWait;
-		RoomPath.Requirement requiredPath;
-		int maxRoomsPerPeer;
-		int maxRooms;
-		Duration overloadRetryAfter;
-		Duration leasePeriod;
-		long firstStripeBytes;
-		int breakerFailures;
-		Duration breakerProbeInterval;
+	/** @return what opens a trace of each room ({@link RoomTracer#NONE}: none) */
+	public final RoomTracer tracer() {
+		return tracer;
+	}
 
-		private Draft(KVManagerConfig c) {
-			mode = c.mode;
-			kvArgs = c.kvArgs;
-			layout = c.layout;
-			transport = c.transport;
-			bootstrapClient = c.bootstrapClient;
-			bootstrapTimeout = c.bootstrapTimeout;
-			waitingTimeout = c.waitingTimeout;
-			transferTimeout = c.transferTimeout;
-			handshakeTimeout = c.handshakeTimeout;
-			timer = c.timer;
-			callbackScheduler = c.callbackScheduler;
-			eventBufferSize = c.eventBufferSize;
-			name = c.name;
-			checksums = c.checksums;
-			bootstrapAddress = c.bootstrapAddress;
-			bindAddress = c.bindAddress;
-			advertiseHost = c.advertiseHost;
-			reregisterInterval = c.reregisterInterval;
-			tracer = c.tracer;
-			allCpRanksTransfer = c.allCpRanksTransfer;
-			dsaCacheLayerSplit = c.dsaCacheLayerSplit;
-			stripes = c.stripes;
-			unclaimedRoomsPerPeer = c.unclaimedRoomsPerPeer;
-			unclaimedRooms = c.unclaimedRooms;
-			unclaimedRoomTimeout = c.unclaimedRoomTimeout;
-			metricsRecorder = c.metricsRecorder;
-			optimisticRooms = c.optimisticRooms;
-			optimisticWait = c.optimisticWait;
-			requiredPath = c.requiredPath;
-			maxRoomsPerPeer = c.maxRoomsPerPeer;
-			maxRooms = c.maxRooms;
-			overloadRetryAfter = c.overloadRetryAfter;
-			leasePeriod = c.leasePeriod;
-			firstStripeBytes = c.firstStripeBytes;
-			breakerFailures = c.breakerFailures;
-			breakerProbeInterval = c.breakerProbeInterval;
-		}
+	/** @return what is told as each room opens and ends ({@link KVMetricsRecorder#NONE}: nothing) */
+	public final KVMetricsRecorder metricsRecorder() {
+		return metricsRecorder;
+	}
 
-		private KVManagerConfig build() {
-			return new KVManagerConfig(mode, kvArgs, layout, transport, bootstrapClient, bootstrapTimeout,
-					waitingTimeout, transferTimeout, handshakeTimeout, timer, callbackScheduler, eventBufferSize, name,
-					checksums, bootstrapAddress, bindAddress, advertiseHost, reregisterInterval, tracer,
-					allCpRanksTransfer, dsaCacheLayerSplit, stripes, unclaimedRoomsPerPeer, unclaimedRooms,
-					unclaimedRoomTimeout, metricsRecorder, optimisticRooms, optimisticWait, requiredPath,
-					maxRoomsPerPeer, maxRooms, overloadRetryAfter, leasePeriod, firstStripeBytes, breakerFailures,
-					breakerProbeInterval);
-		}
+	/** @return the path a room must travel by, else it fails ({@link RoomPath.Requirement#ANY}: any) */
+	public final RoomPath.Requirement requiredPath() {
+		return requiredPath;
+	}
+
+	/** @return the retry hint of an overload refusal before any room succeeded, and its ceiling */
+	public final Duration overloadRetryAfter() {
+		return overloadRetryAfter;
+	}
+
+	@Override
+	public String toString() {
+		return getClass().getSimpleName() + "{name=" + name + ", layout=" + layout + ", transport=" + transport + '}';
 	}
 }

@@ -54,74 +54,64 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 
 	/** @return a prefill spec with defaults: single rank, 300 s timeouts, listening on any free port */
 	public static PrefillSpec prefill() {
-		return new PrefillSpec(defaults(DisaggregationMode.PREFILL));
+		return new PrefillSpec(new PrefillConfig());
 	}
 
 	/** @return a decode spec with defaults: single rank, 300 s timeouts */
 	public static DecodeSpec decode() {
-		return new DecodeSpec(defaults(DisaggregationMode.DECODE));
-	}
-
-	private static KVManagerConfig defaults(DisaggregationMode mode) {
-		return new KVManagerConfig(mode, null, ParallelLayout.SINGLE, null, null, DEFAULT_STATE_TIMEOUT,
-				DEFAULT_STATE_TIMEOUT, DEFAULT_STATE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, null, null,
-				DEFAULT_EVENT_BUFFER, null, false, null, new HostPort("0.0.0.0", 0), null,
-				DEFAULT_REREGISTER_INTERVAL, RoomTracer.NONE, false, false, DecodeSpec.DEFAULT_STRIPES,
-				PrefillSpec.DEFAULT_UNCLAIMED_PER_PEER, PrefillSpec.DEFAULT_UNCLAIMED, PrefillSpec.DEFAULT_UNCLAIMED_TIMEOUT,
-				KVMetricsRecorder.NONE, PrefillSpec.DEFAULT_OPTIMISTIC_ROOMS, PrefillSpec.DEFAULT_OPTIMISTIC_WAIT,
-				RoomPath.Requirement.ANY, DecodeSpec.DEFAULT_MAX_ROOMS_PER_PEER, DecodeSpec.DEFAULT_MAX_ROOMS,
-				DEFAULT_OVERLOAD_RETRY_AFTER, PrefillSpec.DEFAULT_LEASE_PERIOD,
-				PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES, DecodeSpec.DEFAULT_BREAKER_FAILURES,
-				DecodeSpec.DEFAULT_BREAKER_PROBE_INTERVAL);
+		return new DecodeSpec(new DecodeConfig());
 	}
 
 	/** @return a spec of this role over {@code config} */
 	abstract S with(KVManagerConfig config);
 
-	final S edit(Consumer<KVManagerConfig.Draft> edit) {
-		return with(config.with(edit));
+	/** @return a spec over a copy of the configuration with the changes {@code edit} makes to it */
+	final S edit(Consumer<KVManagerConfig> edit) {
+		KVManagerConfig copy = config.copy();
+		edit.accept(copy);
+		return with(copy);
 	}
 
 	/** @return a new spec with the rank's registered memory */
 	public S kvArgs(KVArgs kvArgs) {
 		Objects.requireNonNull(kvArgs, "kvArgs");
-		return edit(d -> d.kvArgs = kvArgs);
+		return edit(c -> c.kvArgs = kvArgs);
 	}
 
 	/** @return a new spec with the rank's parallel layout (default {@link ParallelLayout#SINGLE}) */
 	public S layout(ParallelLayout layout) {
 		Objects.requireNonNull(layout, "layout");
-		return edit(d -> d.layout = layout);
+		return edit(c -> c.layout = layout);
 	}
 
 	/** @return a new spec using that transport (shared by managers; not disposed with them) */
 	public S transport(KVTransport transport) {
 		Objects.requireNonNull(transport, "transport");
-		return edit(d -> d.transport = transport);
+		return edit(c -> c.transport = transport);
 	}
 
 	/** @return a new spec using that bootstrap client or registry (shared; not disposed with the manager) */
 	public S bootstrapClient(BootstrapClient client) {
 		Objects.requireNonNull(client, "client");
-		return edit(d -> d.bootstrapClient = client);
+		return edit(c -> c.bootstrapClient = client);
 	}
 
 	/** @return a new spec with that Bootstrapping timeout (zero disables; default 300 s) */
 	public S bootstrapTimeout(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return edit(d -> d.bootstrapTimeout = timeout);
+		return edit(c -> c.bootstrapTimeout = timeout);
 	}
 
 	/** @return a new spec with that WaitingForInput timeout (zero disables; default 300 s) */
 	public S waitingTimeout(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return edit(d -> d.waitingTimeout = timeout);
+		return edit(c -> c.waitingTimeout = timeout);
 	}
 
 	/** @return a new spec with that Transferring timeout (zero disables; default 300 s) */
 	public S transferTimeout(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return edit(d -> d.transferTimeout = timeout);
+		return edit(c -> c.transferTimeout = timeout);
 	}
 
 	/**
@@ -132,7 +122,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public S handshakeTimeout(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return edit(d -> d.handshakeTimeout = timeout);
+		return edit(c -> c.handshakeTimeout = timeout);
 	}
 
 	/**
@@ -142,7 +132,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public S timer(Scheduler timer) {
 		Objects.requireNonNull(timer, "timer");
-		return edit(d -> d.timer = timer);
+		return edit(c -> c.timer = timer);
 	}
 
 	/**
@@ -156,7 +146,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public S callbackScheduler(Scheduler scheduler) {
 		Objects.requireNonNull(scheduler, "scheduler");
-		return edit(d -> d.callbackScheduler = scheduler);
+		return edit(c -> c.callbackScheduler = scheduler);
 	}
 
 	/**
@@ -172,7 +162,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public S requirePath(RoomPath.Requirement requirement) {
 		Objects.requireNonNull(requirement, "requirement");
-		return edit(d -> d.requiredPath = requirement);
+		return edit(c -> c.requiredPath = requirement);
 	}
 
 	/**
@@ -189,7 +179,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		if (retryAfter.isNegative() || retryAfter.isZero() || retryAfter.compareTo(Duration.ofMinutes(5)) > 0) {
 			throw new IllegalArgumentException("overloadRetryAfter : " + retryAfter + " (expected: > 0 and <= 5 min)");
 		}
-		return edit(d -> d.overloadRetryAfter = retryAfter);
+		return edit(c -> c.overloadRetryAfter = retryAfter);
 	}
 
 	/** @return a new spec with that per-subscriber buffer of the hot streams (default 65,536) */
@@ -197,7 +187,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 		if (size < 1) {
 			throw new IllegalArgumentException("eventBufferSize : " + size + " (expected: >= 1)");
 		}
-		return edit(d -> d.eventBufferSize = size);
+		return edit(c -> c.eventBufferSize = size);
 	}
 
 	/**
@@ -207,7 +197,7 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public S tracer(RoomTracer tracer) {
 		Objects.requireNonNull(tracer, "tracer");
-		return edit(d -> d.tracer = tracer);
+		return edit(c -> c.tracer = tracer);
 	}
 
 	/**
@@ -217,13 +207,13 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public S metricsRecorder(KVMetricsRecorder recorder) {
 		Objects.requireNonNull(recorder, "recorder");
-		return edit(d -> d.metricsRecorder = recorder);
+		return edit(c -> c.metricsRecorder = recorder);
 	}
 
 	/** @return a new spec whose log lines carry that name (default: role and ranks, e.g. {@code prefill-dp0-tp1-pp0}) */
 	public S name(String name) {
 		Objects.requireNonNull(name, "name");
-		return edit(d -> d.name = name);
+		return edit(c -> c.name = name);
 	}
 
 	/**
@@ -231,14 +221,16 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 *         {@link Schedulers} defaults, so {@link #start()} resolves them when it is subscribed
 	 */
 	public KVManagerConfig config() {
-		KVManagerConfig c = config.withSchedulersResolved();
-		if (c.name() != null) {
-			return c;
+		KVManagerConfig c = config.copy();
+		c.timer = c.timer();
+		c.callbackScheduler = c.callbackScheduler();
+		if (c.name == null) {
+			ParallelLayout l = c.layout();
+			String role = c.mode() == DisaggregationMode.PREFILL ? "prefill" : "decode";
+			c.name = role + "-dp" + l.dpGroup() + "-tp" + l.attnTpRank() + "-pp" + l.ppRank()
+					+ (l.attnCpSize() > 1 ? "-cp" + l.attnCpRank() : "");
 		}
-		ParallelLayout l = c.layout();
-		String role = c.mode() == DisaggregationMode.PREFILL ? "prefill" : "decode";
-		return c.with(d -> d.name = role + "-dp" + l.dpGroup() + "-tp" + l.attnTpRank() + "-pp" + l.ppRank()
-				+ (l.attnCpSize() > 1 ? "-cp" + l.attnCpRank() : ""));
+		return c;
 	}
 
 	/**

@@ -26,47 +26,32 @@ public interface KVMetricsRecorder {
 	/**
 	 * A room ended on this manager.
 	 *
-	 * @param manager the manager's name
-	 * @param mode its role
-	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
-	 * @param cause why it failed, or null on success
-	 * @param durationNanos from the room's first state to its last
+	 * <pre>{@code
+	 * public void roomEnded(RoomEnded ended) {
+	 *     log.info("{} room {} after {} ms by {}: {}", ended.mode(), ended.outcome(), ended.durationNanos() / 1_000_000,
+	 *             ended.path(), ended.phases());
+	 * }
+	 * }</pre>
+	 *
+	 * @param ended what the room's end tells
 	 */
-	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
-			long durationNanos) {
+	default void roomEnded(RoomEnded ended) {
 	}
 
 	/**
-	 * A room ended on this manager, with the path its bytes took. The manager calls this form; the default passes
-	 * on to the one without the path.
+	 * How a room ended on one manager: one value, so that what a recorder is told can grow without changing its
+	 * signature.
 	 *
 	 * @param manager the manager's name
 	 * @param mode its role
 	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
 	 * @param cause why it failed, or null on success
 	 * @param durationNanos from the room's first state to its last
-	 * @param path how the room travelled ({@link KVReceiver#path()}, {@link KVSender#path()}); {@link RoomPath#UNKNOWN}
-	 *        for a room that ended before its peers were connected
-	 */
-	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
-			long durationNanos, RoomPath path) {
-		roomEnded(manager, mode, outcome, cause, durationNanos);
-	}
-
-	/**
-	 * A room ended on this manager, with its path and where its time went. The manager calls this form; the default
-	 * passes on to the one without the phases.
-	 *
-	 * @param manager the manager's name
-	 * @param mode its role
-	 * @param outcome {@link KVPoll#SUCCESS} or {@link KVPoll#FAILED}
-	 * @param cause why it failed, or null on success
-	 * @param durationNanos from the room's first state to its last
-	 * @param path how the room travelled, {@link RoomPath#UNKNOWN} when it ended before its peers were connected
+	 * @param path how the room travelled ({@link KVRoom#path()}); {@link RoomPath#UNKNOWN} for a room that ended before
+	 *        its peers were connected
 	 * @param phases the room's phases on this manager, which add up to {@code durationNanos}
 	 */
-	default void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
+	record RoomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
 			long durationNanos, RoomPath path, RoomPhases phases) {
-		roomEnded(manager, mode, outcome, cause, durationNanos, path);
 	}
 }

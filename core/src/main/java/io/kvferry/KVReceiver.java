@@ -4,7 +4,6 @@ import java.util.function.Supplier;
 
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * The decode side of one room on one rank. Made by {@link DecodeKVManager#receiver}; resolves the prefill instance through
@@ -15,10 +14,11 @@ import reactor.core.publisher.Mono;
  * receiver.sendMetadata(destPages, auxRow, new int[0]);
  * receiver.completion().subscribe(ok -> {}, err -> log.warn("room failed", err));
  * }</pre>
+ *
+ * <p>Its state, outcome, path, phases and abort are every room's ({@link KVRoom}): its completion errors once its pages
+ * are safe to reuse, and its path is known once its prefill ranks are connected.
  */
-public interface KVReceiver {
-
-	long room();
+public interface KVReceiver extends KVRoom {
 
 	/**
 	 * Tells the prefill ranks where this room's KV goes. May be called while still bootstrapping.
@@ -65,42 +65,6 @@ public interface KVReceiver {
 	void verify(Supplier<@Nullable String> check);
 
 	/**
-	 * How the room's bytes travel: the path to its prefill ranks (TCP with its stripes, shared memory, TLS), known once
-	 * they are connected and kept after the room ended. Where ranks differ, the path all of them share
-	 * ({@link RoomPath#and}).
-	 *
-	 * <pre>{@code
-	 * receiver.completion().subscribe(ok -> log.info("room {} came by {}", room, receiver.path()));
-	 * }</pre>
-	 *
-	 * @return the room's path, or {@link RoomPath#UNKNOWN} before its prefill ranks are connected
-	 */
-	default RoomPath path() {
-		return RoomPath.UNKNOWN;
-	}
-
-	/**
-	 * Where the room's time went on this rank: bootstrap until its prefill ranks were connected, waiting until the first
-	 * byte landed, on the wire until the last, then landing until Success. Fixed when the room ends (before
-	 * {@link #completion()} signals).
-	 *
-	 * <pre>{@code
-	 * receiver.completion().subscribe(ok -> log.info("room {}: {}", room, receiver.phases()));
-	 * }</pre>
-	 *
-	 * @return the room's phases, or {@link RoomPhases#NONE} before it ended
-	 */
-	default RoomPhases phases() {
-		return RoomPhases.NONE;
-	}
-
-	/** @return the room's current state (latched once terminal) */
-	KVPoll poll();
-
-	/** @return the room's states: the current one first, then each change; completes after the terminal one */
-	Flux<KVPoll> states();
-
-	/**
 	 * The room's landed layers, so that a decode engine can start on early layers and a scheduler can watch progress.
 	 * A layer (counted in this rank's KV buffers: main-model layers, then draft layers that prefill fills) is emitted
 	 * once, when every byte of it is in place from every prefill rank that writes it (MHA: its K and V buffer), in
@@ -117,27 +81,4 @@ public interface KVReceiver {
 	 * @return each landed layer's index, once; completes once the room ended
 	 */
 	Flux<Integer> layers();
-
-	/**
-	 * The room's outcome. A failed or aborted room errors only once its pages are safe to reuse: every prefill rank
-	 * that may write them acknowledged, or its connection is gone, so no byte can land in them any more.
-	 *
-	 * @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure
-	 */
-	Mono<Void> completion();
-
-	/**
-	 * Fails the room and tells every prefill rank. The call is the action: the room fails before this method
-	 * returns, and nobody has to subscribe to anything, so an engine that gives up on a request just calls it. Never
-	 * blocks; idempotent (a second call, or one on a room that already ended, does nothing and keeps the first
-	 * reason). The pages may be reused once {@link #completion()} errors.
-	 *
-	 * <pre>{@code
-	 * receiver.abort("request cancelled by the client");
-	 * receiver.completion().subscribe(null, err -> engine.free(destPages));
-	 * }</pre>
-	 *
-	 * @param reason why; every prefill rank sees it in the room's failure
-	 */
-	void abort(String reason);
 }

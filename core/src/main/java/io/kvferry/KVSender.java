@@ -1,8 +1,5 @@
 package io.kvferry;
 
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
-
 /**
  * The prefill side of one room on one rank. Made by {@link PrefillKVManager#sender(long)}. Every method returns at once; the
  * work happens on the transport's threads.
@@ -14,10 +11,11 @@ import reactor.core.publisher.Mono;
  * sender.send(lastChunkPages, stateSlots);   // cursor reaches numPages: last chunk, then aux, then Success
  * sender.completion().block(Duration.ofSeconds(30));
  * }</pre>
+ *
+ * <p>Its state, outcome, path, phases and abort are every room's ({@link KVRoom}): its completion errors once the
+ * failure was handed to every decode rank's connection, and its path is known once a decode rank asked for the room.
  */
-public interface KVSender {
-
-	long room();
+public interface KVSender extends KVRoom {
 
 	/**
 	 * Sets how the room's bytes queue on connections shared with other rooms (default {@link RoomPriority#NORMAL}).
@@ -108,59 +106,4 @@ public interface KVSender {
 	default void sendLayer(int layer, int[] pageIndices) {
 		sendLayer(layer, pageIndices, new int[0]);
 	}
-
-	/**
-	 * How the room's bytes travel: the path to the decode ranks that asked for it (TCP with its stripes, shared memory,
-	 * TLS), known once a decode rank's request arrived and kept after the room ended. Where decode ranks differ, the
-	 * path all of them share ({@link RoomPath#and}).
-	 *
-	 * <pre>{@code
-	 * sender.completion().subscribe(ok -> log.info("room {} went by {}: {}", room, sender.path(), sender.phases()));
-	 * }</pre>
-	 *
-	 * @return the room's path, or {@link RoomPath#UNKNOWN} before any decode rank asked for it
-	 */
-	default RoomPath path() {
-		return RoomPath.UNKNOWN;
-	}
-
-	/**
-	 * Where the room's time went on this rank: waiting for decode's requests, for the engine's first chunk, then on
-	 * the wire until every Success was written. Fixed when the room ends (before {@link #completion()} signals).
-	 *
-	 * @return the room's phases, or {@link RoomPhases#NONE} before it ended
-	 */
-	default RoomPhases phases() {
-		return RoomPhases.NONE;
-	}
-
-	/** @return the room's current state (latched once terminal) */
-	KVPoll poll();
-
-	/** @return the room's states: the current one first, then each change; completes after the terminal one */
-	Flux<KVPoll> states();
-
-	/**
-	 * The room's outcome. A failed or aborted room errors only once the failure was handed to every decode rank's
-	 * connection (written behind the room's last block, or that connection is gone): then no queued block reads the
-	 * room's source pages any more, and the engine may reuse them.
-	 *
-	 * @return completes on {@link KVPoll#SUCCESS}, errors with {@link KVTransferException} on failure
-	 */
-	Mono<Void> completion();
-
-	/**
-	 * Fails the room here and tells decode. The call is the action: the room fails before this method returns, and
-	 * nobody has to subscribe to anything. Never blocks; idempotent (a second call, or one on a room that already
-	 * ended, does nothing and keeps the first reason). To know when the source pages may be reused, wait for
-	 * {@link #completion()} to error.
-	 *
-	 * <pre>{@code
-	 * sender.abort("prefill ran out of memory");
-	 * sender.completion().subscribe(null, err -> engine.free(room));
-	 * }</pre>
-	 *
-	 * @param reason why; decode sees it in the room's failure
-	 */
-	void abort(String reason);
 }

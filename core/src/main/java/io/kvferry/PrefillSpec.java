@@ -2,6 +2,7 @@ package io.kvferry;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 import io.kvferry.internal.KVManagers;
 import io.kvferry.spi.KVMessage;
@@ -27,25 +28,35 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	/** Default bytes of a room that go on stripe 0 alone before the rest is dealt over the stripes: 256 KiB. */
 	public static final long DEFAULT_FIRST_STRIPE_BYTES = 256 << 10;
 
-	PrefillSpec(KVManagerConfig config) {
+	PrefillSpec(PrefillConfig config) {
 		super(config);
 	}
 
 	@Override
 	PrefillSpec with(KVManagerConfig config) {
-		return new PrefillSpec(config);
+		return new PrefillSpec((PrefillConfig) config);
+	}
+
+	/** @return a spec over a copy of the configuration with the changes {@code edit} makes to this role's part */
+	private PrefillSpec role(Consumer<PrefillConfig> edit) {
+		return edit(c -> edit.accept((PrefillConfig) c));
+	}
+
+	@Override
+	public PrefillConfig config() {
+		return (PrefillConfig) super.config();
 	}
 
 	/** @return a new spec whose manager registers with that bootstrap server (required) */
 	public PrefillSpec bootstrapAddress(HostPort address) {
 		Objects.requireNonNull(address, "address");
-		return edit(d -> d.bootstrapAddress = address);
+		return role(c -> c.bootstrapAddress = address);
 	}
 
 	/** @return a new spec listening there (default 0.0.0.0:0, any free port) */
 	public PrefillSpec bindAddress(HostPort address) {
 		Objects.requireNonNull(address, "address");
-		return edit(d -> d.bindAddress = address);
+		return role(c -> c.bindAddress = address);
 	}
 
 	/**
@@ -55,7 +66,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 */
 	public PrefillSpec advertiseHost(String host) {
 		Objects.requireNonNull(host, "host");
-		return edit(d -> d.advertiseHost = host);
+		return role(c -> c.advertiseHost = host);
 	}
 
 	/**
@@ -72,9 +83,9 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 			throw new IllegalArgumentException("unclaimedRooms : " + perPeer + " per peer, " + total
 					+ " in all (expected: 1 <= perPeer <= total)");
 		}
-		return edit(d -> {
-			d.unclaimedRoomsPerPeer = perPeer;
-			d.unclaimedRooms = total;
+		return role(c -> {
+			c.unclaimedRoomsPerPeer = perPeer;
+			c.unclaimedRooms = total;
 		});
 	}
 
@@ -88,7 +99,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 		if (timeout.isNegative() || timeout.isZero()) {
 			throw new IllegalArgumentException("unclaimedRoomTimeout : " + timeout + " (expected: > 0)");
 		}
-		return edit(d -> d.unclaimedRoomTimeout = timeout);
+		return role(c -> c.unclaimedRoomTimeout = timeout);
 	}
 
 	/**
@@ -109,9 +120,9 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 			throw new IllegalArgumentException("optimisticSends : " + rooms + " rooms, wait " + wait
 					+ " (expected: rooms >= 1, wait > 0)");
 		}
-		return edit(d -> {
-			d.optimisticRooms = rooms;
-			d.optimisticWait = wait;
+		return role(c -> {
+			c.optimisticRooms = rooms;
+			c.optimisticWait = wait;
 		});
 	}
 
@@ -133,7 +144,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 			throw new IllegalArgumentException("leasePeriod : " + period + " (expected: zero, or "
 					+ KVMessage.HelloAck.MIN_LEASE_MILLIS + ".." + KVMessage.HelloAck.MAX_LEASE_MILLIS + " ms)");
 		}
-		return edit(d -> d.leasePeriod = period);
+		return role(c -> c.leasePeriod = period);
 	}
 
 	/**
@@ -151,7 +162,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 		if (bytes < 0) {
 			throw new IllegalArgumentException("firstStripeBytes : " + bytes + " (expected: >= 0)");
 		}
-		return edit(d -> d.firstStripeBytes = bytes);
+		return role(c -> c.firstStripeBytes = bytes);
 	}
 
 	/**
@@ -161,7 +172,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 */
 	public PrefillSpec reregisterInterval(Duration interval) {
 		Objects.requireNonNull(interval, "interval");
-		return edit(d -> d.reregisterInterval = interval);
+		return role(c -> c.reregisterInterval = interval);
 	}
 
 	/**
@@ -175,7 +186,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 * @return a new spec
 	 */
 	public PrefillSpec allCpRanksTransfer(boolean on) {
-		return edit(d -> d.allCpRanksTransfer = on);
+		return role(c -> c.allCpRanksTransfer = on);
 	}
 
 	/**
@@ -188,22 +199,24 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 * @return a new spec
 	 */
 	public PrefillSpec dsaCacheLayerSplit(boolean on) {
-		return edit(d -> d.dsaCacheLayerSplit = on);
+		return role(c -> c.dsaCacheLayerSplit = on);
 	}
 
 	@Override
 	Mono<PrefillKVManager> start(KVManagerConfig config) {
-		return KVManagers.prefill(config);
+		return KVManagers.prefill((PrefillConfig) config);
 	}
 
 	@Override
 	String startingPart() {
-		return ": registration with the bootstrap server " + config.bootstrapAddress() + " did not complete";
+		return ": registration with the bootstrap server " + ((PrefillConfig) config).bootstrapAddress()
+				+ " did not complete";
 	}
 
 	@Override
-	void validate(KVManagerConfig c) {
-		super.validate(c);
+	void validate(KVManagerConfig config) {
+		super.validate(config);
+		PrefillConfig c = (PrefillConfig) config;
 		if (c.bootstrapAddress() == null) {
 			throw new IllegalStateException("bootstrapAddress : missing (expected: where the prefill rank registers)");
 		}

@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import java.util.concurrent.TimeUnit;
 
 import io.kvferry.MemoryRegion;
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;
 import io.netty.buffer.ByteBuf;

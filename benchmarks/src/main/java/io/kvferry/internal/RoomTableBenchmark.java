@@ -46,7 +46,7 @@ public class RoomTableBenchmark {
 		table = new RoomTable<>("bench", timer, Schedulers.immediate(), Duration.ofSeconds(300),
 				Duration.ofSeconds(300), Duration.ofSeconds(300), 1024, (r, s) -> { }, r -> { });
 		for (int i = 0; i < liveRooms; i++) {
-			table.advance(table.getOrCreate(-1 - i, Room::new), KVPoll.TRANSFERRING);
+			table.advance(table.getOrCreate(-1 - i, n -> new Room(n, table)), KVPoll.TRANSFERRING);
 		}
 	}
 
@@ -57,7 +57,7 @@ public class RoomTableBenchmark {
 
 	@Benchmark
 	public KVPoll roomLifecycle() {
-		Room room = table.getOrCreate(next++, Room::new);
+		Room room = table.getOrCreate(next++, n -> new Room(n, table));
 		table.advance(room, KVPoll.BOOTSTRAPPING);
 		table.advance(room, KVPoll.WAITING_FOR_INPUT);
 		table.advance(room, KVPoll.TRANSFERRING);

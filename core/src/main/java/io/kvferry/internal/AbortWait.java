@@ -16,7 +16,8 @@ import reactor.core.publisher.Sinks;
  */
 final class AbortWait {
 
-	private final DecodeRoom room;
+	private final DecodeSupport support;
+	private final long room;
 	private final Set<DecodeSession> pending;
 	private final Sinks.Empty<Void> released;
 	// The ranks still owing, plus one for start() itself, so that no early answer releases the room mid-way.
@@ -24,28 +25,29 @@ final class AbortWait {
 	// Cancelled once every rank went quiet: left to fire, it would keep the ended room reachable until the timeout.
 	private volatile Disposable timeout = Disposables.disposed();
 
-	AbortWait(DecodeRoom room, Set<DecodeSession> pending, Sinks.Empty<Void> released) {
+	AbortWait(DecodeSupport support, long room, Set<DecodeSession> pending, Sinks.Empty<Void> released) {
+		this.support = support;
 		this.room = room;
 		this.pending = pending;
 		this.released = released;
 		this.owed = new AtomicInteger(pending.size() + 1);
 	}
 
-	/** Waits for the pending ranks, then tells {@code targets} (every rank not known to be done) of the abort. */
-	void start(Set<DecodeSession> targets) {
+	/**
+	 * Waits for the pending ranks, then tells {@code targets} (every rank not known to be done) of the abort.
+	 *
+	 * @param how how the room ended, which the ranks are told
+	 */
+	void start(Set<DecodeSession> targets, RoomTable.Ended how) {
 		for (DecodeSession s : pending) {
-			s.connection.awaitQuiet(room.id, this::quiet);
+			s.connection.awaitQuiet(room, this::quiet);
 		}
 		if (!pending.isEmpty()) {
-			timeout = room.manager.config.timer().schedule(this::expire,
-					room.manager.config.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
-		}
-		RoomTable.Ended how;
-		synchronized (room) {
-			how = room.endedAs();
+			timeout = support.config.timer().schedule(this::expire, support.config.handshakeTimeout().toNanos(),
+					TimeUnit.NANOSECONDS);
 		}
 		for (DecodeSession s : targets) {
-			s.abort(room.id, how);
+			s.abort(room, how);
 		}
 		quiet();
 	}
@@ -60,10 +62,10 @@ final class AbortWait {
 
 	private void expire() {
 		for (DecodeSession s : pending) {
-			String owing = s.connection.owing(room.id);
+			String owing = s.connection.owing(room);
 			if (owing != null) {
-				s.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room.id + owing
-						+ " within " + room.manager.config.handshakeTimeout() + "; closing so that no byte of the room "
+				s.close("prefill rank " + s.endpoint + " did not acknowledge the abort of room " + room + owing
+						+ " within " + support.config.handshakeTimeout() + "; closing so that no byte of the room "
 						+ "can land");
 			}
 		}

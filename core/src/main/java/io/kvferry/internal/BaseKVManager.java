@@ -15,7 +15,6 @@ import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStats;
 import io.kvferry.KVStatusEvent;
-import io.kvferry.KVTransferException;
 import io.kvferry.ParallelLayout;
 import io.kvferry.RoomTrace;
 import io.kvferry.spi.CloseReason;
@@ -27,15 +26,15 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /** What prefill and decode managers share: the configuration, the room table, counters and disposal. */
-abstract class BaseKVManager<R extends Room> implements KVManager {
+abstract class BaseKVManager<R extends Room, C extends KVManagerConfig> implements KVManager {
 
 	private static final Logger log = LoggerFactory.getLogger(BaseKVManager.class);
 
-	final KVManagerConfig config;
+	final C config;
 	final String name;
 	final RoomTable<R> table;
 	// The tracing integration, deferred to the callback scheduler; null without tracing.
-	private final DeferredRoomTracer tracing;
+	final DeferredRoomTracer tracing;
 	final PeerLayout ownLayout;
 	// Drawn once per manager: the peers' caches tell this process from an earlier one on the same host and port.
 	final long incarnation = Incarnation.draw();
@@ -48,11 +47,11 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 	private final LongAdder succeeded = new LongAdder();
 	private final Map<FailureCause, LongAdder> failures = new EnumMap<>(FailureCause.class);
 
-	BaseKVManager(KVManagerConfig config) {
+	/** @param ownLayout this rank's layout as its peers see it in the handshake */
+	BaseKVManager(C config, PeerLayout ownLayout) {
 		this.config = config;
 		this.name = config.name();
-		this.ownLayout = PeerLayout.of(config.kvArgs(), config.layout(), config.allCpRanksTransfer(),
-				config.dsaCacheLayerSplit());
+		this.ownLayout = ownLayout;
 		for (FailureCause c : FailureCause.values()) {
 			failures.put(c, new LongAdder());
 		}
@@ -109,7 +108,7 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		}
 		table.complete();
 		closeResources().subscribe(null, e -> {
-			log.warn("[{}] closing did not finish cleanly: {}", name, describe(e));
+			log.warn("[{}] closing did not finish cleanly: {}", name, Failures.describe(e));
 			released.tryEmitEmpty();
 		}, released::tryEmitEmpty);
 	}
@@ -215,12 +214,6 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		}
 	}
 
-	/** @return the cause of a room lost with its connection */
-	static FailureCause lostWith(CloseReason reason) {
-		return reason.kind() == CloseReason.Kind.LOCAL || reason.kind() == CloseReason.Kind.DISPOSED
-				? FailureCause.CLOSED : FailureCause.CONNECTION_LOST;
-	}
-
 	private void ended(R room) {
 		RoomTrace trace = traceAtEnd(room);
 		if (trace != RoomTrace.NONE) {
@@ -244,20 +237,6 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		return tracing == null ? RoomTrace.NONE : tracing.startNow(side, name, room, parentContext, startEpochNanos);
 	}
 
-	/**
-	 * Opens a room's trace on the callback scheduler: any thread, any lock held.
-	 *
-	 * @return {@link RoomTrace#NONE} without tracing
-	 */
-	RoomTrace traceLater(DisaggregationMode side, long room, String parentContext, long startEpochNanos) {
-		return tracing == null ? RoomTrace.NONE : tracing.startLater(side, name, room, parentContext, startEpochNanos);
-	}
-
-	/** @return now, in nanoseconds since the epoch, for a trace's start (millisecond precision, no allocation) */
-	static long epochNanos() {
-		return System.currentTimeMillis() * 1_000_000L;
-	}
-
 	/** @return open peer connections */
 	abstract int connectionCount();
 
@@ -271,21 +250,6 @@ abstract class BaseKVManager<R extends Room> implements KVManager {
 		if (disposed.get()) {
 			throw new IllegalStateException("KV manager " + name + " is closed");
 		}
-	}
-
-	/** @return the reason recorded for a local abort: it always says it was an abort */
-	static String abortReason(String reason) {
-		String r = reason == null || reason.isBlank() ? "no reason given" : reason;
-		return r.startsWith("Aborted") ? r : "Aborted: " + r;
-	}
-
-	/** @return the reason text of a failure, for a room's record */
-	static String describe(Throwable t) {
-		if (t instanceof KVTransferException k) {
-			return k.reason();
-		}
-		String m = t.getMessage();
-		return m == null ? t.getClass().getSimpleName() : m;
 	}
 
 	@Override

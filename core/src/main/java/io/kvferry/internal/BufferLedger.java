@@ -105,22 +105,22 @@ final class BufferLedger {
 	 * Records a write the grant accepted: {@code count} chunks of {@code chunkLen} bytes, {@code stride} apart, from
 	 * byte {@code offset} of the region, all inside granted items.
 	 *
-	 * @throws GrantLedger.Refused when a byte would be written more often than the plan allows, or an item would be
+	 * @throws WriteRefused when a byte would be written more often than the plan allows, or an item would be
 	 *         cut into more than {@code maxRuns} runs; chunks before the refused one stay recorded, which does not
 	 *         matter: a refusal fails the room
 	 */
 	synchronized void reserve(long offset, int chunkLen, long stride, int count) {
 		if (refused != null) {
-			throw new GrantLedger.Refused(refused);
+			throw new WriteRefused(refused);
 		}
 		if (times == 0) {
-			throw new GrantLedger.Refused(kind + " buffer " + region + " receives nothing for this room (no prefill "
+			throw new WriteRefused(kind + " buffer " + region + " receives nothing for this room (no prefill "
 					+ "rank the room asked fills it)");
 		}
 		try {
 			walk(offset, chunkLen, stride, count, false);
 		}
-		catch (GrantLedger.Refused e) {
+		catch (WriteRefused e) {
 			// A refused write may leave an item cut into more runs than its bound: a write of the room that another
 			// connection's thread records before the refusal failed the room must not build on that.
 			refused = e.getMessage();
@@ -140,7 +140,7 @@ final class BufferLedger {
 			for (long item = start / itemLen; item * itemLen < end; item++) {
 				at = position(at, item);
 				if (at < 0) {
-					throw new GrantLedger.Refused(kind + " item " + item + " of region " + region + " was not asked for");
+					throw new WriteRefused(kind + " item " + item + " of region " + region + " was not asked for");
 				}
 				long base = item * itemLen;
 				int from = (int) (Math.max(start, base) - base);
@@ -194,7 +194,7 @@ final class BufferLedger {
 		}
 		runs.add(from, to);
 		if (runs.runs() > maxRuns) {
-			throw new GrantLedger.Refused(kind + " item " + item + " of region " + region + " was written in pieces "
+			throw new WriteRefused(kind + " item " + item + " of region " + region + " was written in pieces "
 					+ "that leave it cut into more than " + maxRuns + " runs (this decode rank keeps at most " + maxRuns
 					+ " per item: the most its layout lets honest writers make)");
 		}
@@ -218,8 +218,8 @@ final class BufferLedger {
 		}
 	}
 
-	private GrantLedger.Refused twice(long item, long from, long to) {
-		return new GrantLedger.Refused(kind + " item " + item + " of region " + region + ": bytes [" + from + ", " + to
+	private WriteRefused twice(long item, long from, long to) {
+		return new WriteRefused(kind + " item " + item + " of region " + region + ": bytes [" + from + ", " + to
 				+ ") written " + (times == 1 ? "twice" : "more than " + times + " times") + " (each granted byte is "
 				+ "written " + (times == 1 ? "once" : times + " times") + ")");
 	}

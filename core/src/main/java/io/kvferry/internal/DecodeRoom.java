@@ -2,7 +2,6 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -20,16 +19,16 @@ import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
-import io.kvferry.LandedPages;
-import io.kvferry.MemoryRegion;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.internal.topology.RankTarget;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -50,7 +49,7 @@ import reactor.core.scheduler.Scheduler;
  * {@code flags} word, both volatile, and the ledger records writes under its own. The monitor guards what the room
  * asked and the ranks' reports; no user code runs under it.
  */
-final class DecodeRoom extends Room implements KVReceiver {
+final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 
 	private static final Logger log = LoggerFactory.getLogger(DecodeRoom.class);
 	private static final int FIRST_BYTE = 1;
@@ -59,7 +58,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private static final AtomicIntegerFieldUpdater<DecodeRoom> FLAGS = AtomicIntegerFieldUpdater
 			.newUpdater(DecodeRoom.class, "flags");
 
-	final DefaultDecodeKVManager manager;
+	private final DecodeSupport support;
 	final HostPort bootstrap;
 	private final Scheduler callbacks;
 	// Completes once no byte can land in the room's pages any more.
@@ -87,41 +86,20 @@ final class DecodeRoom extends Room implements KVReceiver {
 	// The sessions whose bound of rooms in flight counts this room, until it ends; guarded by this.
 	List<DecodeSession> countedOn;
 
-	DecodeRoom(DefaultDecodeKVManager manager, long id, HostPort bootstrap, LayerRegions ownLayers) {
-		super(id, true);
-		this.manager = manager;
+	DecodeRoom(DecodeSupport support, RoomTable<?> table, long id, HostPort bootstrap) {
+		super(id, table, true);
+		this.support = support;
 		this.bootstrap = bootstrap;
-		this.callbacks = manager.config.callbackScheduler();
+		this.callbacks = support.config.callbackScheduler();
+		this.ownLayers = support.ownLayers;
 		this.layers = new LayerLanding(ownLayers, live);
-		this.ownLayers = ownLayers;
 	}
 
 	@Override
-	public long room() {
-		return id;
-	}
-
-	@Override
-	public KVPoll poll() {
-		return state();
-	}
-
-	@Override
-	public Flux<KVPoll> states() {
-		return states(callbacks);
-	}
-
-	@Override
-	public Mono<Void> completion() {
+	Mono<Void> released() {
 		// A failed room errors only once its pages are released, so that freeing them on the error is safe; the
-		// exception is made then too, so that its landed pages count every byte that could still land.
-		return terminal(callbacks).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
-				: released.asMono().then(Mono.<Void>error(this::failure)).publishOn(callbacks));
-	}
-
-	@Override
-	public void abort(String reason) {
-		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+		// exception is made then, so that its landed pages count every byte that could still land.
+		return released.asMono();
 	}
 
 	@Override
@@ -141,24 +119,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	@Override
 	public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
-		KVArgs args = manager.config.kvArgs();
-		// With decode context parallelism each rank holds every DCP-th token: the prefix is whole virtual pages.
-		int pageSize = args.pageSize() * manager.config.layout().attnCpSize();
-		if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
-			throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
-					+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
-		}
 		int[] given = pageIndices.clone();
-		List<MemoryRegion> stateRegions = args.stateRegions();
-		int[][] states = StateLists.check(args.stateKinds(), stateRegions.size(), stateIndices);
-		int[][] perRegion = StateLists.perRegion(args.stateKinds(), stateRegions.size(), states);
-		RoomPlan.checkIndices("page index", given, args.kvRegions());
-		for (int i = 0; i < perRegion.length; i++) {
-			RoomPlan.checkIndices("state index", perRegion[i], List.of(stateRegions.get(i)));
-		}
-		if (auxIndex != -1) {
-			RoomPlan.checkIndices("auxIndex", new int[] { auxIndex }, args.auxRegions());
-		}
+		int[][] states = RoomPlan.checkMetadata(support.config.kvArgs(), support.config.layout().attnCpSize(),
+				decodePrefixLen, given, auxIndex, stateIndices);
 		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
 		synchronized (this) {
@@ -195,24 +158,23 @@ final class DecodeRoom extends Room implements KVReceiver {
 					// A session can outlive its connection by a moment; a rank that said it drains went on purpose.
 					String drainedReason = s.draining;
 					if (drainedReason != null) {
-						manager.table.fail(this, FailureCause.DRAINING, "prefill rank " + s.endpoint + " drained ("
-								+ drainedReason + ") and is gone: its connection closed", true);
+						fail(FailureCause.DRAINING, "prefill rank " + s.endpoint + " drained (" + drainedReason
+								+ ") and is gone: its connection closed", true);
 					}
 					else {
-						manager.table.fail(this, FailureCause.CONNECTION_LOST, "Lost connection with prefill rank "
-								+ s.endpoint, false);
+						fail(FailureCause.CONNECTION_LOST, "Lost connection with prefill rank " + s.endpoint);
 					}
 					return;
 				}
 				String draining = s.draining;
 				if (draining != null) {
 					// Asking would only get the refusal back: the rank admits no new rooms.
-					manager.table.fail(this, FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + id
-							+ ": " + draining, true);
+					fail(FailureCause.DRAINING, "Prefill rank " + s.endpoint + " refused room " + id + ": " + draining,
+							true);
 					return;
 				}
 			}
-			RoomPath.Requirement required = manager.config.requiredPath();
+			RoomPath.Requirement required = support.config.requiredPath();
 			RoomPath travelled = RoomPath.UNKNOWN;
 			for (DecodeSession s : sessions) {
 				travelled = travelled.and(s.connection.path());
@@ -222,12 +184,12 @@ final class DecodeRoom extends Room implements KVReceiver {
 				if (refused != null) {
 					// The room's path is the one it was refused for, not unknown.
 					clock.refused(travelled);
-					manager.table.fail(this, FailureCause.INCOMPATIBLE, refused, false);
+					fail(FailureCause.INCOMPATIBLE, refused);
 					return;
 				}
 			}
 			clock.connected(travelled);
-			manager.table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			advance(KVPoll.WAITING_FOR_INPUT);
 			if (pages != null) {
 				sendRequests(traceContext);
 			}
@@ -236,16 +198,16 @@ final class DecodeRoom extends Room implements KVReceiver {
 
 	/** Opens the room's grant and ledger, then sends the room's destinations to every target; under the monitor. */
 	private void sendRequests(String traceContext) {
-		KVArgs args = manager.config.kvArgs();
+		KVArgs args = support.config.kvArgs();
 		List<RankTarget> targets = mapping.targets();
 		GrantLedger l;
 		try {
-			l = RoomPlan.ledger(args, manager.ownLayout, pages, auxIndex, StateLists.perRegion(args.stateKinds(),
+			l = RoomPlan.ledger(args, support.ownLayout, pages, auxIndex, StateLists.perRegion(args.stateKinds(),
 					args.stateRegions().size(), stateSlots), sources());
 		}
 		catch (RuntimeException e) {
 			// The handshakes passed, so the ranks can pair; should the plan still not add up, no byte may be asked for.
-			manager.table.fail(this, FailureCause.INCOMPATIBLE, "room " + id + ": " + BaseKVManager.describe(e), false);
+			fail(FailureCause.INCOMPATIBLE, "room " + id + ": " + Failures.describe(e));
 			return;
 		}
 		layers.expect(l);
@@ -264,15 +226,15 @@ final class DecodeRoom extends Room implements KVReceiver {
 				s.connection.expect(id);
 				writers.add(s);
 			}
-			s.send(req, Sends.ifFailed(e -> {
+			s.send(req, SendListener.ifFailed(e -> {
 				// A send fails mostly because the connection went: say so as the connection's own loss does.
 				if (!s.connection.isActive()) {
 					s.lost(this, "Lost connection with prefill rank " + s.endpoint + " while sending room " + id + ": "
-							+ BaseKVManager.describe(e), FailureCause.CONNECTION_LOST);
+							+ Failures.describe(e), FailureCause.CONNECTION_LOST);
 					return;
 				}
-				manager.table.fail(this, FailureCause.OTHER, "Failed to send room " + id + " to prefill rank "
-						+ s.endpoint + ": " + BaseKVManager.describe(e), false);
+				fail(FailureCause.OTHER, "Failed to send room " + id + " to prefill rank " + s.endpoint + ": "
+						+ Failures.describe(e));
 			}));
 		}
 		trace.event(RoomTrace.Event.REQUEST_SENT, pages.length);
@@ -294,7 +256,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @return whether the room asked {@code s} to write its pages (not only to report, as MLA's dummy ranks are asked):
 	 *         only then may a data header or a fence from it name the room; lock-free
 	 */
-	boolean writtenBy(DecodeSession s) {
+	@Override
+	public boolean writtenBy(DecodeSession s) {
 		return writers.contains(s);
 	}
 
@@ -307,8 +270,18 @@ final class DecodeRoom extends Room implements KVReceiver {
 	/** While Bootstrapping: the last failure of the prefill instance's look-up, which is retried meanwhile. */
 	@Override
 	String stalledBy() {
-		String failure = state() == KVPoll.BOOTSTRAPPING ? manager.lookUpFailure(bootstrap) : null;
+		String failure = state() == KVPoll.BOOTSTRAPPING ? support.lookUpFailures.get(bootstrap) : null;
 		return failure == null ? null : "the look-up of prefill instance " + bootstrap + " keeps failing: " + failure;
+	}
+
+	@Override
+	public boolean hasEnded() {
+		return isTerminal();
+	}
+
+	@Override
+	public void brokenFrame(FailureCause cause, String reason) {
+		fail(cause, reason);
 	}
 
 	/** @return whether a byte may still land: the room is live and not closed; two volatile reads, no lock */
@@ -323,7 +296,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @param tally what landed of the room on the header's path, or null when the rank was not asked for the room
 	 * @return where the payload lands, or null to drop it (the room ended, or failed here)
 	 */
-	PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
+	@Override
+	public PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
 		if (!acceptsBytes()) {
 			return null;
 		}
@@ -331,30 +305,30 @@ final class DecodeRoom extends Room implements KVReceiver {
 		long destination;
 		try {
 			if (l == null || tally == null || !writers.contains(from)) {
-				throw new GrantLedger.Refused("the room asked this prefill rank for nothing");
+				throw new WriteRefused("the room asked this prefill rank for nothing");
 			}
 			destination = l.destination(h);
 			try {
 				l.reserve(h);
 			}
-			catch (GrantLedger.Refused refused) {
-				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
-						+ " more than its ledger allows: " + refused.getMessage(), false);
+			catch (WriteRefused refused) {
+				fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
+						+ " more than its ledger allows: " + refused.getMessage());
 				return null;
 			}
 		}
-		catch (GrantLedger.Refused refused) {
-			manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room "
-					+ id + ": " + refused.getMessage(), false);
+		catch (WriteRefused refused) {
+			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room " + id + ": "
+					+ refused.getMessage());
 			return null;
 		}
 		if (firstByte()) {
 			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
-			manager.table.advance(this, KVPoll.TRANSFERRING);
+			advance(KVPoll.TRANSFERRING);
 		}
 		return new PayloadWriter(destination, h, live, tally, n -> {
-			manager.bytesReceived.add(n);
+			support.bytesReceived.add(n);
 			clock.landed();
 			boolean bufferComplete = l.landed(h.kind(), h.region(), n);
 			l.landedWrite(h);
@@ -382,7 +356,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	 * @return false when the room is live and did not ask the rank (the rank's fault, not the room's: the room ignores
 	 *         the report)
 	 */
-	boolean reported(DecodeSession s, KVMessage.Status status) {
+	@Override
+	public boolean reported(DecodeSession s, KVMessage.Status status) {
 		synchronized (this) {
 			if (sessions == null || !sessions.contains(s)) {
 				return isTerminal();
@@ -399,8 +374,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 					if (cause == FailureCause.OVERLOAD) {
 						retryAfter(Duration.ofMillis(status.retryAfterMillis()));
 					}
-					manager.table.fail(this, cause, "Prefill rank " + s.endpoint + " failed room " + id + ": "
-							+ status.reason(), true);
+					fail(cause, "Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
 				}
 				return true;
 			}
@@ -409,8 +383,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 				return true;
 			}
 			if (!succeeded.add(s)) {
-				manager.table.fail(this, FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for "
-						+ "room " + id + " twice", false);
+				fail(FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for room " + id
+						+ " twice");
 				return true;
 			}
 			s.connection.settle(id, status, mismatch -> rankDone(s, status, mismatch));
@@ -427,7 +401,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 			// The rank sends nothing more for the room.
 			finished.add(s);
 			if (mismatch != null) {
-				manager.table.fail(this, FailureCause.INCOMPLETE, mismatch, false);
+				fail(FailureCause.INCOMPLETE, mismatch);
 				return;
 			}
 			trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
@@ -437,13 +411,13 @@ final class DecodeRoom extends Room implements KVReceiver {
 				GrantLedger l = ledger;
 				String missing = l == null ? "decode had not asked for any page" : l.incomplete();
 				if (missing != null) {
-					manager.table.fail(this, FailureCause.INCOMPLETE, "room " + id + " is incomplete although its "
-							+ "prefill ranks reported Success: " + missing, false);
+					fail(FailureCause.INCOMPLETE, "room " + id + " is incomplete although its prefill ranks reported "
+							+ "Success: " + missing);
 					return;
 				}
 				Supplier<String> c = check;
 				if (c == null) {
-					manager.table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 				else {
 					// The engine's code runs on its own scheduler, never under this monitor.
@@ -463,10 +437,10 @@ final class DecodeRoom extends Room implements KVReceiver {
 			mismatch = "the engine's check threw " + e;
 		}
 		if (mismatch == null) {
-			manager.table.advance(this, KVPoll.SUCCESS);
+			advance(KVPoll.SUCCESS);
 		}
 		else {
-			manager.table.fail(this, FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine "
+			fail(FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine "
 					+ "expected: " + mismatch, false);
 		}
 	}
@@ -481,7 +455,9 @@ final class DecodeRoom extends Room implements KVReceiver {
 		Set<DecodeSession> all;
 		Set<DecodeSession> targets;
 		Set<DecodeSession> pending = new HashSet<>();
+		RoomTable.Ended how;
 		synchronized (this) {
+			how = endedAs();
 			FLAGS.accumulateAndGet(this, CLOSED, (f, closed) -> f | closed);
 			all = sessions == null ? Set.of() : new LinkedHashSet<>(sessions);
 			targets = new LinkedHashSet<>(all);
@@ -502,7 +478,7 @@ final class DecodeRoom extends Room implements KVReceiver {
 			released.tryEmitEmpty();
 			return;
 		}
-		new AbortWait(this, pending, released).start(targets);
+		new AbortWait(support, id, pending, released).start(targets, how);
 	}
 
 	/** A failed room's exception carries the pages that landed whole, read once no byte can land any more. */
@@ -513,37 +489,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 			// Turned away before any page was asked for: nothing landed, and the retry hint must stay.
 			return f;
 		}
-		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(), landedPages());
-	}
-
-	/**
-	 * @return the requested pages that landed whole, per layer the room fills, from the ledger alone; under the
-	 *         monitor. A decode-only draft model's layers, which no prefill rank writes, come last and are left out:
-	 *         nothing landed there, and nothing was to.
-	 */
-	private LandedPages landedPages() {
-		int[] requested = pages == null ? new int[0] : pages;
-		GrantLedger l = ledger;
-		int filled = ownLayers.layers();
-		while (l != null && filled > 0 && l.times(RegionKind.KV, ownLayers.regions(filled - 1)[0]) == 0) {
-			filled--;
-		}
-		BitSet[] perLayer = new BitSet[filled];
-		for (int layer = 0; layer < perLayer.length; layer++) {
-			BitSet landed = new BitSet(requested.length);
-			if (l != null) {
-				int[] regions = ownLayers.regions(layer);
-				for (int i = 0; i < requested.length; i++) {
-					boolean whole = true;
-					for (int r = 0; r < regions.length && whole; r++) {
-						whole = l.landedItem(regions[r], requested[i]);
-					}
-					landed.set(i, whole);
-				}
-			}
-			perLayer[layer] = landed;
-		}
-		return LandedPages.of(requested, perLayer);
+		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(),
+				RoomPlan.landedPages(pages == null ? new int[0] : pages, ledger, ownLayers));
 	}
 
 	@Override

@@ -19,15 +19,6 @@ import reactor.core.publisher.Mono;
  */
 final class DecodeRoutes {
 
-	/** One prefill rank of one instance: the key of its session. */
-	record SessionKey(HostPort bootstrap, int dp, int cp, int tp, int pp) {
-
-		/** A registry names ranks without their CP rank: a change to a rank concerns each of its CP ranks. */
-		boolean sameRankAs(SessionKey other) {
-			return bootstrap.equals(other.bootstrap) && dp == other.dp && tp == other.tp && pp == other.pp;
-		}
-	}
-
 	/** A room's prefill ranks: the plan, and one session per target in the plan's order. */
 	record Resolved(RankMapping mapping, List<DecodeSession> sessions) {
 	}

@@ -1,21 +1,19 @@
 package io.kvferry.internal;
 
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongFunction;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVPoll;
 import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
-import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.stripe.DialledConnection;
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.CloseReason;
@@ -27,27 +25,79 @@ import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /**
  * Decode's session with one prefill rank: the handshake (checked against the layout the bootstrap server described),
- * the rooms asked of the rank, its reports and its drain notice. The rank's bytes go straight to their room; how many
- * transport connections reach the rank is the {@link DialledConnection}'s business.
+ * the rooms asked of the rank, its reports and its drain notice. The rank's bytes go straight to their room (an
+ * {@link Inbox}); how many transport connections reach the rank is the {@link DialledConnection}'s business. What it
+ * needs of its manager is the {@link DecodeSupport}, and what it tells the manager goes through its {@link Owner}.
  */
 final class DecodeSession implements DialledConnection.Peer {
 
 	private static final Logger log = LoggerFactory.getLogger(DecodeSession.class);
 
-	private final DefaultDecodeKVManager manager;
+	/** What a session tells the manager that keeps it: its table of sessions, and the ranks' incarnations. */
+	interface Owner {
+
+		/** The session's first connection is up: it counts as open. */
+		void connected(DecodeSession s);
+
+		/** The session never opened, or its connection closed: it is no longer open. */
+		void gone(DecodeSession s);
+
+		/** The session's connection started closing: it is no longer the one to ask. */
+		void closing(DecodeSession s);
+
+		/** Every connection of the session closed; {@code counted} is what the rank is counted lost to. */
+		void closed(DecodeSession s, CloseReason counted);
+
+		/**
+		 * @param how where the incarnation came from, for the reason
+		 * @return the refusal of a rank that shows an incarnation another one replaced, else null
+		 */
+		PeerRefusedException refuseRetired(SessionKey key, long incarnation, String how);
+
+		/** Records the incarnation a rank showed: another one than the known means it restarted. */
+		void observeIncarnation(SessionKey key, long incarnation, String how);
+
+		/** Forgets an instance's sizes and routes: they no longer match its ranks. */
+		void forgetInstance(HostPort bootstrap);
+	}
+
+	/** A room as its session hands it what the rank sends for it: the decode room. */
+	interface Inbox {
+
+		/** @return whether the room asked {@code s} to write its pages; lock-free */
+		boolean writtenBy(DecodeSession s);
+
+		/**
+		 * @param tally what landed of the room on the header's path
+		 * @return where the payload lands, or null to drop it
+		 */
+		PayloadSink accept(DecodeSession from, DataHeader h, Tally tally);
+
+		/** @return false when the room is live and did not ask the rank */
+		boolean reported(DecodeSession s, KVMessage.Status status);
+
+		/** @return whether the room ended: a late frame for it is let pass */
+		boolean hasEnded();
+
+		/** A frame for the room broke the rules of its stripes: the room fails. */
+		void brokenFrame(FailureCause cause, String reason);
+	}
+
+	private final DecodeSupport support;
+	private final Owner owner;
+	// The rooms of the manager, by id.
+	private final LongFunction<? extends Inbox> inboxes;
 	final SessionKey key;
 	final HostPort endpoint;
 	private final PrefillParallelInfo info;
 	// The session table's entry this session was made for: only it may be removed by this session's end.
 	final Mono<DecodeSession> entry;
-	final Set<DecodeRoom> rooms = ConcurrentHashMap.newKeySet();
+	final Set<Room> rooms = ConcurrentHashMap.newKeySet();
 	// Rooms in flight with this rank, against the manager's bound per prefill rank.
 	final AtomicInteger admitted = new AtomicInteger();
 	private final Sinks.Empty<Void> handshake = Sinks.empty();
@@ -66,18 +116,25 @@ final class DecodeSession implements DialledConnection.Peer {
 	// Why the rank was cut off for breaking the protocol: its rooms fail as protocol errors.
 	private volatile String broke;
 	// Renews the leases of this session's rooms while the rank holds them on leases.
-	private volatile Disposable renewals = Disposables.disposed();
+	private final LeaseRenewals renewals;
 
-	DecodeSession(DefaultDecodeKVManager manager, SessionKey key, HostPort endpoint, long incarnation,
-			PrefillParallelInfo info, Mono<DecodeSession> entry) {
-		this.manager = manager;
+	/**
+	 * @param inboxes the manager's rooms by id (null when unknown or ended)
+	 * @param entry the session table's entry this session is made for
+	 */
+	DecodeSession(DecodeSupport support, Owner owner, LongFunction<? extends Inbox> inboxes, SessionKey key,
+			HostPort endpoint, long incarnation, PrefillParallelInfo info, Mono<DecodeSession> entry) {
+		this.support = support;
+		this.owner = owner;
+		this.inboxes = inboxes;
 		this.key = key;
 		this.endpoint = endpoint;
 		this.incarnation = incarnation;
 		this.info = info;
 		this.entry = entry;
-		this.connection = new DialledConnection(manager.config.transport(), endpoint, manager.config.stripes(),
-				manager.config.checksums(), this);
+		this.connection = new DialledConnection(support.config.transport(), endpoint, support.config.stripes(),
+				support.config.checksums(), this);
+		this.renewals = new LeaseRenewals(connection, rooms, support.config.timer());
 	}
 
 	/**
@@ -86,32 +143,32 @@ final class DecodeSession implements DialledConnection.Peer {
 	 * never gets to it would hold the session, and every room waiting on it, until the rooms' timeout.
 	 */
 	Mono<DecodeSession> open() {
-		Duration limit = manager.config.handshakeTimeout();
+		Duration limit = support.config.handshakeTimeout();
 		return connection.open(this::refused)
-				.doOnError(e -> manager.open.remove(this))
+				.doOnError(e -> owner.gone(this))
 				.then(Mono.defer(() -> {
-					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, manager.ownLayout,
-							manager.config.checksums(), connection.width(), manager.incarnation), Sends.ifFailed(e -> connection.close(
-									"could not send the handshake: " + BaseKVManager.describe(e))));
+					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, support.ownLayout,
+							support.config.checksums(), connection.width(), support.incarnation), SendListener.ifFailed(e -> connection.close(
+									"could not send the handshake: " + Failures.describe(e))));
 					return handshake.asMono().then(Mono.defer(() -> connection.join(token)));
 				}))
 				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + stalledAt()
-						+ " within " + limit)), manager.config.timer())
-				.doOnError(e -> close(BaseKVManager.describe(e)))
+						+ " within " + limit)), support.config.timer())
+				.doOnError(e -> close(Failures.describe(e)))
 				.thenReturn(this);
 	}
 
 	/** A rank that said it drains and then went away is not an unexplained connection failure. */
 	private Throwable refused(Throwable e) {
-		String reason = manager.drained.get(endpoint);
-		return reason == null ? e : new DefaultDecodeKVManager.DrainedRankException("prefill rank " + endpoint
-				+ " drained (" + reason + ") and is gone: " + BaseKVManager.describe(e), e);
+		String reason = support.drained.get(endpoint);
+		return reason == null ? e : new DrainedRankException("prefill rank " + endpoint
+				+ " drained (" + reason + ") and is gone: " + Failures.describe(e), e);
 	}
 
 	@Override
 	public void onConnected() {
-		manager.drained.remove(endpoint);
-		manager.open.add(this);
+		support.drained.remove(endpoint);
+		owner.connected(this);
 	}
 
 	/** @return the step of the session's setup that has not finished, for the reason of its timeout */
@@ -144,13 +201,13 @@ final class DecodeSession implements DialledConnection.Peer {
 	 * Fails a room whose connection went. A rank that said it drains closes once it served what it held: a room it
 	 * had not taken yet fails because the rank drained, and says so.
 	 */
-	void lost(DecodeRoom r, String what, FailureCause cause) {
+	void lost(Room r, String what, FailureCause cause) {
 		String reason = draining;
 		if (reason == null) {
-			manager.table.fail(r, cause, what, false);
+			r.fail(cause, what, false);
 		}
 		else {
-			manager.table.fail(r, FailureCause.DRAINING, what + " (" + reason + ")", true);
+			r.fail(FailureCause.DRAINING, what + " (" + reason + ")", true);
 		}
 	}
 
@@ -165,14 +222,14 @@ final class DecodeSession implements DialledConnection.Peer {
 		KVMessage.Abort abort = new KVMessage.Abort(room, how.reason(), FailureCodes.code(how.cause()),
 				Overload.millis(how.retryAfter()));
 		// Not sent: the connection is going, and its closing answers the abort.
-		connection.send(abort, Sends.ifFailed(e -> close("could not send the abort of room " + room + ": "
-				+ BaseKVManager.describe(e))));
+		connection.send(abort, SendListener.ifFailed(e -> close("could not send the abort of room " + room + ": "
+				+ Failures.describe(e))));
 	}
 
 	@Override
 	public boolean onMessage(KVMessage message) {
 		if (message instanceof KVMessage.HelloAck ack) {
-			DefaultDecodeKVManager.PeerRefusedException retired = manager.refuseRetired(key, ack.incarnation(),
+			PeerRefusedException retired = owner.refuseRetired(key, ack.incarnation(),
 					"its handshake from " + endpoint);
 			if (retired != null) {
 				handshake.tryEmitError(retired);
@@ -182,10 +239,10 @@ final class DecodeSession implements DialledConnection.Peer {
 			if (ack.incarnation() != Incarnation.UNKNOWN) {
 				incarnation = ack.incarnation();
 			}
-			manager.observeIncarnation(key, ack.incarnation(), "its handshake from " + endpoint);
+			owner.observeIncarnation(key, ack.incarnation(), "its handshake from " + endpoint);
 			onHelloAck(ack.layout());
 			if (prefill != null && ack.leaseMillis() != KVMessage.NO_LEASE) {
-				renewEvery(Math.max(1, ack.leaseMillis() / 3));
+				renewals.every(Math.max(1, ack.leaseMillis() / 3));
 			}
 		}
 		else if (message instanceof KVMessage.Reject reject) {
@@ -193,7 +250,7 @@ final class DecodeSession implements DialledConnection.Peer {
 			handshake.tryEmitError(new TopologyException(reject.reason()));
 		}
 		else if (message instanceof KVMessage.Status status) {
-			DecodeRoom r = manager.table.get(status.room());
+			Inbox r = inboxes.apply(status.room());
 			if (r != null && !r.reported(this, status)) {
 				unasked(status.room(), "a report on room " + status.room());
 			}
@@ -205,9 +262,9 @@ final class DecodeSession implements DialledConnection.Peer {
 				before = draining;
 				draining = d.reason();
 			}
-			manager.drained.put(endpoint, d.reason());
+			support.drained.put(endpoint, d.reason());
 			if (before == null) {
-				log.info("[{}] prefill rank {} drains: {}", manager.name, endpoint, d.reason());
+				log.info("[{}] prefill rank {} drains: {}", support.name, endpoint, d.reason());
 			}
 		}
 		else {
@@ -240,22 +297,23 @@ final class DecodeSession implements DialledConnection.Peer {
 					+ " named it for dp " + key.dp() + " cp " + key.cp() + " tp " + key.tp() + " pp " + key.pp();
 		}
 		if (mismatch != null) {
-			manager.forgetInstance(key.bootstrap());
+			owner.forgetInstance(key.bootstrap());
 			handshake.tryEmitError(new TopologyException(mismatch));
 			return;
 		}
 		// Prefill compared the fingerprints before it answered; decode judges by its own comparison all the same.
-		String model = ModelFingerprint.mismatch(ModelFingerprint.of(layout), ModelFingerprint.of(manager.ownLayout));
+		PeerLayout own = support.ownLayout;
+		String model = ModelFingerprint.mismatch(ModelFingerprint.of(layout), ModelFingerprint.of(own));
 		if (model != null) {
 			handshake.tryEmitError(new TopologyException("prefill rank " + endpoint + ": " + model));
 			return;
 		}
-		if (p.ppSize() == manager.ownLayout.parallel().ppSize()) {
+		if (p.ppSize() == own.parallel().ppSize()) {
 			// The rank alone fills this rank's layers: one it lacks would be waited for, or never written.
 			try {
 				LayerPairing.checkSameLayers(new LayerSpan(layout.kv().size(), layout.startLayer(),
-						layout.draftLayers()), new LayerSpan(manager.ownLayout.kv().size(),
-								manager.ownLayout.startLayer(), manager.ownLayout.draftLayers()), manager.ownLayout.mla());
+						layout.draftLayers()), new LayerSpan(own.kv().size(), own.startLayer(), own.draftLayers()),
+						own.mla());
 			}
 			catch (TopologyException e) {
 				handshake.tryEmitError(new TopologyException("prefill rank " + endpoint + ": " + e.getMessage()));
@@ -266,45 +324,9 @@ final class DecodeSession implements DialledConnection.Peer {
 		handshake.tryEmitEmpty();
 	}
 
-	/**
-	 * Renews the leases of the rooms asked of the rank, every {@code millis}: one message for all of them (one per
-	 * {@link KVMessage.Renew#MAX_ROOMS}), never one per room. A room not asked yet is listed too; the rank ignores it.
-	 */
-	private void renewEvery(long millis) {
-		renewals.dispose();
-		Disposable d = manager.config.timer().schedulePeriodically(this::renew, millis, millis, TimeUnit.MILLISECONDS);
-		renewals = d;
-		if (connection.isClosed()) {
-			d.dispose();
-		}
-	}
-
-	private void renew() {
-		if (rooms.isEmpty()) {
-			return;
-		}
-		long[] ids = new long[KVMessage.Renew.MAX_ROOMS];
-		int n = 0;
-		for (DecodeRoom r : rooms) {
-			ids[n++] = r.id;
-			if (n == ids.length) {
-				sendRenewal(ids, n);
-				n = 0;
-			}
-		}
-		if (n > 0) {
-			sendRenewal(ids, n);
-		}
-	}
-
-	private void sendRenewal(long[] ids, int n) {
-		// Lost only with the connection, whose closing fails the rooms anyway.
-		connection.send(new KVMessage.Renew(Arrays.copyOf(ids, n)), SendListener.NONE);
-	}
-
 	@Override
 	public PayloadSink onData(DataHeader header, Tally tally) {
-		DecodeRoom r = manager.table.get(header.room());
+		Inbox r = inboxes.apply(header.room());
 		if (r != null && !r.writtenBy(this)) {
 			unasked(header.room(), "data for room " + header.room());
 			return null;
@@ -314,12 +336,12 @@ final class DecodeSession implements DialledConnection.Peer {
 
 	@Override
 	public void onRoomError(long room, FailureCause cause, String reason) {
-		DecodeRoom r = manager.table.get(room);
+		Inbox r = inboxes.apply(room);
 		if (r != null && !r.writtenBy(this)) {
 			unasked(room, "a frame for room " + room + " that breaks its rules (" + reason + ")");
 		}
 		else if (r != null) {
-			manager.table.fail(r, cause, reason, false);
+			r.brokenFrame(cause, reason);
 		}
 	}
 
@@ -334,41 +356,40 @@ final class DecodeSession implements DialledConnection.Peer {
 	 * means the rank broke the protocol, and the rank's connection is closed (its own rooms fail with it).
 	 */
 	private void unasked(long room, String what) {
-		DecodeRoom r = manager.table.get(room);
-		if (r == null || r.isTerminal()) {
+		Inbox r = inboxes.apply(room);
+		if (r == null || r.hasEnded()) {
 			return;
 		}
 		String why = "prefill rank " + endpoint + " sent " + what + ", which decode did not ask it for";
-		log.warn("[{}] {}: closing its connection", manager.name, why);
+		log.warn("[{}] {}: closing its connection", support.name, why);
 		broke = why;
 		connection.close(why);
 	}
 
 	@Override
 	public void onClosing(CloseReason reason) {
-		renewals.dispose();
-		manager.sessions.remove(key, entry);
+		renewals.stop();
+		owner.closing(this);
 		handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: " + reason));
 	}
 
 	@Override
 	public void onClosed(CloseReason cause, CloseReason counted) {
-		renewals.dispose();
-		manager.connectionClosed(counted);
-		manager.open.remove(this);
+		renewals.stop();
+		owner.closed(this, counted);
 		String replacedBy = restarted;
 		String brokeWith = broke;
-		for (DecodeRoom r : rooms) {
+		for (Room r : rooms) {
 			if (replacedBy != null) {
 				lost(r, "Room " + r.id + " was asked of a process that is gone: " + replacedBy,
 						FailureCause.PEER_RESTARTED);
 			}
 			else if (brokeWith != null) {
-				manager.table.fail(r, FailureCause.PROTOCOL, "Room " + r.id + " was asked of a rank cut off for "
-						+ "breaking the protocol: " + brokeWith, false);
+				r.fail(FailureCause.PROTOCOL, "Room " + r.id + " was asked of a rank cut off for breaking the "
+						+ "protocol: " + brokeWith);
 			}
 			else {
-				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, BaseKVManager.lostWith(cause));
+				lost(r, "Lost connection with prefill rank " + endpoint + ": " + cause, Failures.lostWith(cause));
 			}
 		}
 		rooms.clear();

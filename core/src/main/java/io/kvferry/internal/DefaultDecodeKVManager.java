@@ -9,12 +9,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.kvferry.DecodeConfig;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVFerryException;
-import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.RoomTrace;
@@ -23,8 +22,8 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.RegistryChange;
 import io.kvferry.internal.DecodeRoutes.Resolved;
-import io.kvferry.internal.DecodeRoutes.SessionKey;
 import io.kvferry.internal.topology.RankMapping;
+import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,44 +39,39 @@ import reactor.util.retry.Retry;
  * room's receiver: it asks its prefill ranks, checks and counts every write in its ledger, and judges itself. The
  * manager sees a room again only when it ended.
  */
-final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements DecodeKVManager {
+final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfig>
+		implements DecodeKVManager, DecodeSession.Owner {
 
 	private static final Logger log = LoggerFactory.getLogger(DefaultDecodeKVManager.class);
 	// SGLang retries the parallel-info fetch at least 1 s apart, 15 times.
 	private static final int PARALLEL_INFO_ATTEMPTS = 15;
 	private static final Duration PARALLEL_INFO_DELAY = Duration.ofSeconds(1);
 
+	// What the sessions and rooms need of this manager, handed to each once.
+	private final DecodeSupport support;
 	private final ConcurrentHashMap<HostPort, Mono<PrefillParallelInfo>> instances = new ConcurrentHashMap<>();
-	// The last failure of each instance's look-up while it is retried: rooms that time out waiting for it name it.
-	private final ConcurrentHashMap<HostPort, String> lookUpFailures = new ConcurrentHashMap<>();
-	final ConcurrentHashMap<SessionKey, Mono<DecodeSession>> sessions = new ConcurrentHashMap<>();
+	private final ConcurrentHashMap<SessionKey, Mono<DecodeSession>> sessions = new ConcurrentHashMap<>();
 	// Sessions whose connection has not closed yet.
-	final Set<DecodeSession> open = ConcurrentHashMap.newKeySet();
+	private final Set<DecodeSession> open = ConcurrentHashMap.newKeySet();
 	// The last resolution of each prefill instance, per DP group.
 	private final DecodeRoutes routes = new DecodeRoutes(instances, sessions, open);
-	// Prefill ranks that announced a drain, with the reason: once such a rank is gone, a room that cannot reach it
-	// fails because it drained, not with a bare "connection refused". One entry per rank endpoint, replaced by its next
-	// drain; entries are small and ranks few.
-	final ConcurrentHashMap<HostPort, String> drained = new ConcurrentHashMap<>();
 	// The incarnation each prefill rank was last seen with: a rank seen with another one restarted.
 	private final PeerIncarnations<SessionKey> incarnations = new PeerIncarnations<>();
 	// Prefill ranks that failed again and again: their new rooms fail at once until a probe reaches them.
-	final PeerBreakers breakers;
+	private final PeerBreakers breakers;
 
 	private final Disposable registryWatch;
-	private final LayerRegions ownLayers;
 	// The hint this rank's overload refusals carry.
 	private final RetryAfter retryAfter;
 
-	DefaultDecodeKVManager(KVManagerConfig config) {
-		super(config);
+	DefaultDecodeKVManager(DecodeConfig config) {
+		super(config, PeerLayout.of(config.kvArgs(), config.layout(), false, false));
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		this.breakers = new PeerBreakers(name, config.breakerFailures(), config.breakerProbeInterval(), config.timer());
-		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
-				config.kvArgs().isMla());
+		this.support = new DecodeSupport(config, name, ownLayout, incarnation, bytesReceived);
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
-						+ "until a handshake shows them stale", name, describe(e)));
+						+ "until a handshake shows them stale", name, Failures.describe(e)));
 	}
 
 	/** What a registry reports stale is forgotten at once; connections to a rank that left or moved are closed. */
@@ -142,12 +136,12 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(this, room, bootstrapAddr, ownLayers);
+		DecodeRoom fresh = new DecodeRoom(support, table, room, bootstrapAddr);
 		DecodeRoom r = table.getOrCreate(room, id -> fresh);
 		String draining = table.drainReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
 			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
-			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
+			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 			table.advance(fresh, KVPoll.BOOTSTRAPPING);
 			table.fail(fresh, FailureCause.DRAINING, draining, false);
 			return fresh;
@@ -156,7 +150,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
-		r.trace = traceNow(DisaggregationMode.DECODE, room, "", epochNanos());
+		r.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		Resolved known = routes.current(r.bootstrap, room, prefillDpRank);
 		// Counted in the table before the check: rooms opened at the same time may all be refused at the bound, but
@@ -177,7 +171,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 				e -> table.fail(r, e instanceof TopologyException ? FailureCause.INCOMPATIBLE
 						: e instanceof DrainedRankException ? FailureCause.DRAINING
 						: e instanceof PeerRefusedException p ? p.cause : FailureCause.BOOTSTRAP,
-						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + describe(e),
+						"Could not bootstrap room " + room + " from " + bootstrapAddr + ": " + Failures.describe(e),
 						e instanceof BootstrapException || e instanceof DrainedRankException
 								|| e instanceof PeerRefusedException q && q.cause == FailureCause.PEER_RESTARTED));
 		return r;
@@ -239,7 +233,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			return;
 		}
 		resolve(r, dpHint).subscribe(resolved -> tell(resolved, r.id, refused), e -> log.debug("[{}] could not tell "
-				+ "the prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, describe(e)));
+				+ "the prefill ranks of {} that room {} was refused: {}", name, r.bootstrap, r.id, Failures.describe(e)));
 	}
 
 	private static void tell(Resolved resolved, long room, RoomTable.Ended refused) {
@@ -304,21 +298,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 						// Rooms wait meanwhile: say why, and keep it for the reason of a room that times out waiting.
 						.doBeforeRetry(signal -> {
 							String failure = "attempt " + (signal.totalRetries() + 1) + "/" + PARALLEL_INFO_ATTEMPTS
-									+ " failed: " + describe(signal.failure());
-							lookUpFailures.put(b, failure);
+									+ " failed: " + Failures.describe(signal.failure());
+							support.lookUpFailures.put(b, failure);
 							log.warn("[{}] parallel info of {}: {}, retrying in {} ms", name, b, failure,
 									PARALLEL_INFO_DELAY.toMillis());
 						})
 						.onRetryExhaustedThrow((spec, signal) -> signal.failure()))
 				// Its rooms have their answer, or fail with its error: the failure of the retries is no longer news.
-				.doFinally(signal -> lookUpFailures.remove(b))
+				.doFinally(signal -> support.lookUpFailures.remove(b))
 				.doOnError(e -> instances.remove(b))
 				.cache(v -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO));
-	}
-
-	/** @return the last failure of the prefill instance's look-up while it is retried, or null */
-	String lookUpFailure(HostPort bootstrap) {
-		return lookUpFailures.get(bootstrap);
 	}
 
 	/**
@@ -328,7 +317,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	 *
 	 * @param how where the incarnation came from, for the reason
 	 */
-	void observeIncarnation(SessionKey key, long incarnation, String how) {
+	@Override
+	public void observeIncarnation(SessionKey key, long incarnation, String how) {
 		long old = incarnations.observe(key, incarnation);
 		if (old == Incarnation.UNKNOWN) {
 			return;
@@ -354,7 +344,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	 * @param how where the incarnation came from, for the reason
 	 * @return the refusal, naming both incarnations; null when {@code incarnation} is not retired
 	 */
-	PeerRefusedException refuseRetired(SessionKey key, long incarnation, String how) {
+	@Override
+	public PeerRefusedException refuseRetired(SessionKey key, long incarnation, String how) {
 		if (!incarnations.isRetired(key, incarnation)) {
 			return null;
 		}
@@ -376,7 +367,8 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 	}
 
 	/** Forgets an instance's sizes (they no longer match its ranks), so that the next room fetches them again. */
-	void forgetInstance(HostPort bootstrap) {
+	@Override
+	public void forgetInstance(HostPort bootstrap) {
 		instances.remove(bootstrap);
 		routes.forget(bootstrap);
 	}
@@ -397,14 +389,15 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 							return Mono.error(retired);
 						}
 						observeIncarnation(k, route.incarnation(), "its registration");
-						return new DecodeSession(this, k, route.endpoint(), route.incarnation(), info, entry.get())
+						return new DecodeSession(support, this, table::get, k, route.endpoint(), route.incarnation(),
+								info, entry.get())
 								.open()
 								.doOnNext(s -> breakers.succeeded(k))
 								.doOnError(e -> {
 									// A refused or drained rank is not failing: only connections and handshakes count.
 									if (!(e instanceof PeerRefusedException) && !(e instanceof DrainedRankException)) {
 										peerFailed(k, info, "could not connect or shake hands with " + route.endpoint()
-												+ ": " + describe(e));
+												+ ": " + Failures.describe(e));
 									}
 								});
 					})
@@ -413,6 +406,27 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			entry.set(mono);
 			return mono;
 		});
+	}
+
+	@Override
+	public void connected(DecodeSession s) {
+		open.add(s);
+	}
+
+	@Override
+	public void gone(DecodeSession s) {
+		open.remove(s);
+	}
+
+	@Override
+	public void closing(DecodeSession s) {
+		sessions.remove(s.key, s.entry);
+	}
+
+	@Override
+	public void closed(DecodeSession s, CloseReason counted) {
+		connectionClosed(counted);
+		open.remove(s);
 	}
 
 	@Override
@@ -453,31 +467,5 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom> implements 
 			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
 		}
 		r.ended();
-	}
-
-	/**
-	 * Decode refused a prefill rank before asking it for the room: it showed an incarnation that another one replaced
-	 * ({@link FailureCause#PEER_RESTARTED}), or its circuit breaker is open ({@link FailureCause#PEER_UNAVAILABLE}).
-	 */
-	static final class PeerRefusedException extends KVFerryException {
-
-		private static final long serialVersionUID = 1L;
-
-		final FailureCause cause;
-
-		PeerRefusedException(FailureCause cause, String message) {
-			super(message);
-			this.cause = cause;
-		}
-	}
-
-	/** A room could not reach a prefill rank that announced a drain before it went away. */
-	static final class DrainedRankException extends KVFerryException {
-
-		private static final long serialVersionUID = 1L;
-
-		DrainedRankException(String message, Throwable cause) {
-			super(message, cause);
-		}
 	}
 }

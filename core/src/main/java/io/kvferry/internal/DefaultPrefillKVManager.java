@@ -6,11 +6,10 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.LongSupplier;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
-import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.ParallelLayout;
@@ -24,6 +23,7 @@ import io.kvferry.internal.topology.RankMapping;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -39,19 +39,13 @@ import reactor.core.publisher.Sinks;
  * then state, aux and Success. How a decode rank's connections are accepted and joined is {@link AcceptedStripes}'s
  * business.
  */
-final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> implements PrefillKVManager {
+final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, PrefillConfig> implements PrefillKVManager {
 
 	private static final Logger log = LoggerFactory.getLogger(DefaultPrefillKVManager.class);
 
-	final int uniqueRank;
-	// A CP rank decode never asks (only CP rank 0 transfers): its senders end on the last chunk, moving nothing.
-	final boolean cpDummy;
-	final HotStream<RoomRequest> requests;
-	final UnclaimedRooms unclaimed;
-	// Rooms whose sender holds chunks the engine sent before every decode rank asked for them.
-	final AtomicInteger optimistic = new AtomicInteger();
-	// The hint this rank's overload refusals carry.
-	final RetryAfter retryAfter;
+	// What the sessions, rooms and destinations need of this manager, handed to each once.
+	private final PrefillSupport support;
+	private final HotStream<RoomRequest> requests;
 	private final Set<PrefillSession> sessions = ConcurrentHashMap.newKeySet();
 	private final AcceptedStripes accepted;
 	// Counts the lease ticks and expires the leases decode ranks let run out; null without leases.
@@ -62,31 +56,32 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	private volatile PrefillRegistration registration;
 	private volatile Mono<Void> withdrawn = Mono.empty();
 
-	private DefaultPrefillKVManager(KVManagerConfig config) {
-		super(config);
+	private DefaultPrefillKVManager(PrefillConfig config) {
+		super(config, PeerLayout.of(config.kvArgs(), config.layout(), config.allCpRanksTransfer(),
+				config.dsaCacheLayerSplit()));
 		this.requests = new HotStream<>(config.callbackScheduler(), config.eventBufferSize(),
 				// Later, on the timer: the emitter may hold another room's monitor.
 				dropped -> config.timer().schedule(() -> requestDropped(dropped)), true);
-		this.unclaimed = new UnclaimedRooms(config.unclaimedRoomsPerPeer(), config.unclaimedRooms());
-		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		ParallelLayout l = config.layout();
-		this.uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
+		int uniqueRank = RankMapping.prefillUniqueRank(l.attnTpRank(), l.ppSize(), l.ppRank(), l.attnCpSize(),
 				l.attnCpRank());
-		this.cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
+		boolean cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
 		Duration lease = config.leasePeriod();
 		this.leases = lease.isZero() ? null : new RoomLeases.Sweeper(config.timer(), lease.toNanos(), () -> {
 			for (PrefillSession s : sessions) {
 				s.expireLeases();
 			}
 		});
+		this.support = new PrefillSupport(config, name, ownLayout, incarnation, uniqueRank, cpDummy, bytesSent,
+				pagesSent, requests, leases, tracing);
 		this.accepted = new AcceptedStripes(name, table::drainReason, c -> {
-			PrefillSession s = new PrefillSession(this, c);
+			PrefillSession s = new PrefillSession(support, table, c, this::sessionClosed);
 			sessions.add(s);
 			return s;
 		}, this::connectionClosed);
 	}
 
-	static Mono<PrefillKVManager> start(KVManagerConfig config) {
+	static Mono<PrefillKVManager> start(PrefillConfig config) {
 		DefaultPrefillKVManager m = new DefaultPrefillKVManager(config);
 		return config.transport().listen(config.bindAddress(), m.accepted::accept).flatMap(l -> {
 			m.listener = l;
@@ -125,7 +120,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 				.concatMap(i -> config.bootstrapClient().register(config.bootstrapAddress(), registration)
 						.onErrorResume(e -> {
 							log.warn("[{}] re-registration with {} failed: {}", name, config.bootstrapAddress(),
-									describe(e));
+									Failures.describe(e));
 							return Mono.empty();
 						}), 1)
 				.subscribe();
@@ -144,7 +139,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	private void requestDropped(RoomRequest dropped) {
 		PrefillTransfer r = table.get(dropped.room());
 		if (r != null) {
-			r.retryAfter(retryAfter.hint());
+			r.retryAfter(support.retryAfter.hint());
 			r.failUnclaimed(FailureCause.OVERLOAD, "the request for room " + r.id + " was dropped: a roomRequests() "
 					+ "subscriber fell more than " + config.eventBufferSize() + " requests behind");
 		}
@@ -158,7 +153,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	@Override
 	public KVSender sender(long room) {
 		checkOpen();
-		PrefillTransfer r = table.getOrCreate(room, id -> new PrefillTransfer(this, id));
+		PrefillTransfer r = table.getOrCreate(room, id -> new PrefillTransfer(support, table, id));
 		if (r == null) {
 			RoomTable.Ended early = table.endedBeforeKnown(room);
 			String draining = table.drainReason();
@@ -167,7 +162,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 			}
 			// The room ended before the engine got here (decode gave up, a refusal, an expired lease), or this rank
 			// drains: the sender is born failed, so the engine frees its pages now rather than after a timeout.
-			return PrefillTransfer.bornFailed(this, room, early != null ? early
+			return PrefillTransfer.bornFailed(support, table, room, early != null ? early
 					: new RoomTable.Ended(FailureCause.DRAINING, draining, false));
 		}
 		r.claim();
@@ -199,7 +194,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		withdrawn = done.asMono();
 		List<PrefillSession> handshaken = new ArrayList<>();
 		for (PrefillSession s : sessions) {
-			if (s.isHandshaken()) {
+			if (s.peer.isHandshaken()) {
 				handshaken.add(s);
 			}
 		}
@@ -212,7 +207,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		// On every connection of each decode rank: whichever one decode sees close first, it read the notice before,
 		// so the rooms it fails then fail because this rank drains.
 		for (PrefillSession s : handshaken) {
-			s.connection.broadcast(new KVMessage.Draining(reason), told);
+			s.peer.connection.broadcast(new KVMessage.Draining(reason), told);
 		}
 		told.run();
 	}
@@ -233,24 +228,9 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 		return config.bootstrapClient().deregister(config.bootstrapAddress(), registered)
 				.onErrorResume(e -> {
 					log.warn("[{}] withdrawing the registration from {} failed: {}", name, config.bootstrapAddress(),
-							describe(e));
+							Failures.describe(e));
 					return Mono.empty();
 				});
-	}
-
-	/** @return whether rooms are held on leases that decode ranks renew */
-	boolean leasing() {
-		return leases != null;
-	}
-
-	/** @return the lease ticks so far (always 0 without leases) */
-	LongSupplier leaseTicks() {
-		return leases != null ? leases : () -> 0;
-	}
-
-	/** @return the milliseconds {@code ticks} lease ticks take at least */
-	long leaseMillis(long ticks) {
-		return leases != null ? leases.millis(ticks) : 0;
 	}
 
 	@Override
@@ -279,19 +259,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer> imple
 	@Override
 	void onTerminal(PrefillTransfer r) {
 		if (r.state() == KVPoll.SUCCESS) {
-			retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
+			support.retryAfter.succeeded(System.nanoTime() - r.firstStateNanos());
 		}
 		r.ended();
 	}
 
 	/** A decode rank's every connection closed: it is counted (a heartbeat loss, if any) and forgotten. */
-	void sessionClosed(PrefillSession s, CloseReason counted) {
+	private void sessionClosed(PrefillSession s, CloseReason counted) {
 		connectionClosed(counted);
 		sessions.remove(s);
-	}
-
-	/** Logs a warning the data path raises (a state slot it cannot move in full). */
-	void warn(String warning) {
-		log.warn("[{}] {}", name, warning);
 	}
 }

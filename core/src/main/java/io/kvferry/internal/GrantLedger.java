@@ -5,7 +5,6 @@ import java.util.List;
 
 import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
-import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;
 
@@ -133,25 +132,25 @@ final class GrantLedger {
 	 *
 	 * @param h the header as the peer sent it
 	 * @return the address of the header's first destination byte
-	 * @throws Refused naming the first field or item that is not allowed
+	 * @throws WriteRefused naming the first field or item that is not allowed
 	 */
 	long destination(DataHeader h) {
 		Section s = sections[h.kind().ordinal()];
 		if (h.region() < 0 || h.region() >= s.regions.size()) {
-			throw new Refused("no " + h.kind() + " region " + h.region() + " (this rank registered " + s.regions.size()
+			throw new WriteRefused("no " + h.kind() + " region " + h.region() + " (this rank registered " + s.regions.size()
 					+ ")");
 		}
 		MemoryRegion region = s.regions.get(h.region());
 		if (h.chunkLen() < 1 || h.count() < 1) {
-			throw new Refused("malformed block " + h + " (expected: chunkLen and count >= 1)");
+			throw new WriteRefused("malformed block " + h + " (expected: chunkLen and count >= 1)");
 		}
 		if (h.count() > 1 && h.dstStride() < h.chunkLen()) {
-			throw new Refused("malformed block " + h + " (expected: dstStride >= chunkLen, chunks must not overlap)");
+			throw new WriteRefused("malformed block " + h + " (expected: dstStride >= chunkLen, chunks must not overlap)");
 		}
 		long offset = h.dstOffset();
 		long end = end(h);
 		if (offset < 0 || end < 0 || end > region.length()) {
-			throw new Refused("bytes [" + offset + ", " + (end < 0 ? "beyond 2^63" : end) + ") outside " + h.kind()
+			throw new WriteRefused("bytes [" + offset + ", " + (end < 0 ? "beyond 2^63" : end) + ") outside " + h.kind()
 					+ " region " + h.region() + " of " + region.length() + " bytes");
 		}
 		int[] granted = s.items[h.region()];
@@ -195,14 +194,14 @@ final class GrantLedger {
 				missing++;
 			}
 		}
-		throw new Refused(h.kind() + " item " + missing + " of region " + h.region() + " was not asked for");
+		throw new WriteRefused(h.kind() + " item " + missing + " of region " + h.region() + " was not asked for");
 	}
 
 	/**
 	 * Records a write that {@link #destination} accepted (its bytes lie in the room's items), under its buffer's
 	 * monitor only.
 	 *
-	 * @throws Refused when it would write a byte more often than the plan allows, or cut an item into more runs than
+	 * @throws WriteRefused when it would write a byte more often than the plan allows, or cut an item into more runs than
 	 *         the ledger keeps; pieces of the header before the refused one stay recorded, which does not matter: a
 	 *         refusal fails the room
 	 */
@@ -322,18 +321,4 @@ final class GrantLedger {
 		}
 	}
 
-	/** A write the grant or the ledger does not allow; its message names the field or item. Stackless. */
-	static final class Refused extends ProtocolException {
-
-		private static final long serialVersionUID = 1L;
-
-		Refused(String reason) {
-			super(reason);
-		}
-
-		@Override
-		public synchronized Throwable fillInStackTrace() {
-			return this;
-		}
-	}
 }

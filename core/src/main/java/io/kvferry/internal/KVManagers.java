@@ -4,11 +4,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
 
+import io.kvferry.DecodeConfig;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.MemoryRegion;
+import io.kvferry.PrefillConfig;
 import io.kvferry.PrefillKVManager;
 import reactor.core.publisher.Mono;
 
@@ -22,17 +24,17 @@ public final class KVManagers {
 	}
 
 	/** @return the started prefill manager: listening, then registered */
-	public static Mono<PrefillKVManager> prefill(KVManagerConfig config) {
+	public static Mono<PrefillKVManager> prefill(PrefillConfig config) {
 		return registered(config, c -> DefaultPrefillKVManager.start(c));
 	}
 
 	/** @return the decode manager, ready once its regions are registered */
-	public static Mono<DecodeKVManager> decode(KVManagerConfig config) {
+	public static Mono<DecodeKVManager> decode(DecodeConfig config) {
 		return registered(config, c -> Mono.fromSupplier(() -> new DefaultDecodeKVManager(c)));
 	}
 
-	private static <M extends KVManager> Mono<M> registered(KVManagerConfig config,
-			Function<KVManagerConfig, Mono<M>> start) {
+	private static <C extends KVManagerConfig, M extends KVManager> Mono<M> registered(C config,
+			Function<C, Mono<M>> start) {
 		return config.transport().register(regions(config.kvArgs())).flatMap(registration -> start.apply(config)
 				.doOnNext(m -> m.onDispose().subscribe(null, e -> registration.dispose(), registration::dispose))
 				.doOnError(e -> registration.dispose())

@@ -3,6 +3,7 @@ package io.kvferry.internal;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongConsumer;
 
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;

@@ -10,7 +10,6 @@ import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 import io.kvferry.bootstrap.BootstrapException;
-import io.kvferry.internal.DecodeRoutes.SessionKey;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -159,17 +158,17 @@ final class PeerBreakers {
 			if (e instanceof BootstrapException be && be.kind() == BootstrapException.Kind.NOT_FOUND) {
 				// The registry no longer knows the rank: nothing to probe; its rooms fail as unresolved.
 				log.info("[{}] stopped probing prefill rank dp {} cp {} tp {} pp {} of {}: {}", name, key.dp(),
-						key.cp(), key.tp(), key.pp(), key.bootstrap(), BaseKVManager.describe(e));
+						key.cp(), key.tp(), key.pp(), key.bootstrap(), Failures.describe(e));
 				forget(key::equals);
 				return;
 			}
 			synchronized (b) {
-				b.last = "probe: " + BaseKVManager.describe(e);
+				b.last = "probe: " + Failures.describe(e);
 				if (b.open && !disposed && byPeer.get(key) == b) {
 					b.nextProbe = timer.schedule(() -> probe(key, b), probeInterval.toNanos(), TimeUnit.NANOSECONDS);
 				}
 			}
-			log.debug("[{}] probe of prefill rank {} failed: {}", name, key, BaseKVManager.describe(e));
+			log.debug("[{}] probe of prefill rank {} failed: {}", name, key, Failures.describe(e));
 		});
 	}
 

@@ -7,9 +7,8 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
-import io.kvferry.KVManagerConfig;
+import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
 import io.kvferry.KVTransferException;
@@ -21,8 +20,6 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -39,26 +36,21 @@ final class PrefillTransfer extends Room implements KVSender {
 
 	private static final Logger log = LoggerFactory.getLogger(PrefillTransfer.class);
 
-	private final DefaultPrefillKVManager manager;
-	private final KVManagerConfig config;
-	private final RoomTable<PrefillTransfer> table;
+	private final PrefillSupport support;
+	private final PrefillConfig config;
 	// Guarded by this.
 	private final List<PrefillDestination> destinations = new ArrayList<>(2);
-	private final List<PrefillChunk> pending = new ArrayList<>(1);
 	private int required = -1;
 	private boolean ready;
-	// Holds chunks sent before every destination asked, counted in the manager's optimistic rooms.
-	private boolean early;
+	// The chunks sent before every destination asked.
+	private final EarlyChunks early;
 	private boolean hasSender;
 	// While no sender claimed the room: what its requests hold of the rank's bounds.
 	private final UnclaimedRooms.Hold held;
-	// The early hold's timer, cancelled when the hold ends (as the unclaimed hold's is): a timer left to fire would
-	// keep the ended room and all it references reachable until its timeout. Guarded by this.
-	private Disposable earlyTimer;
 	final PrefillFeed feed;
 	private boolean traced;
-	private final long openedEpochNanos = BaseKVManager.epochNanos();
-	private volatile PrefillSession abortedBy;
+	private final long openedEpochNanos = DeferredRoomTracer.epochNanos();
+	private volatile PrefillPeer abortedBy;
 	// Completes once the room ended and every destination was told (or its connection was gone).
 	private final Sinks.Empty<Void> handedOff = Sinks.empty();
 	// Fixed before init, so that every block and message of the room queues alike.
@@ -76,55 +68,51 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 	};
 
-	PrefillTransfer(DefaultPrefillKVManager manager, long id) {
-		super(id);
-		this.manager = manager;
-		this.config = manager.config;
-		this.table = manager.table;
+	PrefillTransfer(PrefillSupport support, RoomTable<?> table, long id) {
+		super(id, table);
+		this.support = support;
+		this.config = support.config;
 		this.feed = new PrefillFeed(id);
-		this.held = manager.unclaimed.hold();
+		this.held = support.unclaimed.hold();
+		this.early = new EarlyChunks(support.optimistic, config.optimisticRooms(), config.optimisticWait(),
+				config.timer());
 	}
 
 	/**
 	 * @return a sender for a room that ended before the engine claimed it (decode gave up, or the rank drains): born
 	 *         failed, so the engine frees its pages now rather than after the bootstrap timeout
 	 */
-	static PrefillTransfer bornFailed(DefaultPrefillKVManager manager, long id, RoomTable.Ended how) {
-		PrefillTransfer ended = new PrefillTransfer(manager, id);
+	static PrefillTransfer bornFailed(PrefillSupport support, RoomTable<?> table, long id, RoomTable.Ended how) {
+		PrefillTransfer ended = new PrefillTransfer(support, table, id);
 		ended.hasSender = true;
 		ended.retryAfter(how.retryAfter());
-		manager.table.advance(ended, KVPoll.BOOTSTRAPPING);
-		manager.table.fail(ended, how.cause(), how.reason(), how.remote());
+		ended.advance(KVPoll.BOOTSTRAPPING);
+		ended.fail(how.cause(), how.reason(), how.remote());
 		return ended;
 	}
 
 	/** The engine claims the room: from now on it feeds the room's chunks. */
 	synchronized void claim() {
 		if (hasSender) {
-			throw new IllegalStateException("room " + id + " already has a live sender on " + manager.name);
+			throw new IllegalStateException("room " + id + " already has a live sender on " + support.name);
 		}
 		hasSender = true;
 		held.release();
 		if (state() == null) {
-			table.advance(this, KVPoll.BOOTSTRAPPING);
+			advance(KVPoll.BOOTSTRAPPING);
 		}
-		if (manager.cpDummy) {
+		if (support.cpDummy) {
 			// No decode rank asks a CP rank that moves nothing: it waits for the engine alone.
 			clock.asked(RoomPath.UNKNOWN, true);
-			table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			advance(KVPoll.WAITING_FOR_INPUT);
 		}
 	}
 
 	/** Fails the room unless the engine claimed it meanwhile. */
 	synchronized void failUnclaimed(FailureCause cause, String reason) {
 		if (!hasSender) {
-			table.fail(this, cause, reason, false);
+			fail(cause, reason);
 		}
-	}
-
-	/** The decode rank that asked for the room stopped renewing its lease: the room fails. */
-	void leaseExpired(String reason) {
-		fail(FailureCause.LEASE_EXPIRED, reason);
 	}
 
 	// A room whose request the engine may hold but has not claimed yet: its later sender(room) is born failed with
@@ -134,16 +122,11 @@ final class PrefillTransfer extends Room implements KVSender {
 		return !hasSender && terminal == KVPoll.FAILED ? endedAs() : null;
 	}
 
-	/** Fails the room for a reason found here. */
-	void fail(FailureCause cause, String reason) {
-		table.fail(this, cause, reason, false);
-	}
-
 	/**
 	 * Adds a decode rank's request; once every rank the requests announce asked, the room waits for input and the
 	 * chunks that waited go.
 	 */
-	synchronized void admit(PrefillSession s, KVMessage.TransferRequest req) {
+	synchronized void admit(PrefillPeer s, KVMessage.TransferRequest req) {
 		if (isTerminal()) {
 			s.refuse(id, failure());
 			return;
@@ -157,7 +140,7 @@ final class PrefillTransfer extends Room implements KVSender {
 			return;
 		}
 		if (state() == null) {
-			table.advance(this, KVPoll.BOOTSTRAPPING);
+			advance(KVPoll.BOOTSTRAPPING);
 		}
 		String bad = req.dummy() ? null : s.plan.check(req.dstPages(), req.auxIndex(),
 				StateLists.split(req.stateIndices(), req.stateCounts()));
@@ -169,7 +152,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (!hasSender) {
 			String over = hold(s, req);
 			if (over != null) {
-				Duration hint = manager.retryAfter.hint();
+				Duration hint = support.retryAfter.hint();
 				retryAfter(hint);
 				fail(FailureCause.OVERLOAD, Overload.reason(hint, "room " + id + " refused: " + over));
 				s.refuse(id, failure());
@@ -180,7 +163,7 @@ final class PrefillTransfer extends Room implements KVSender {
 			required = req.requiredDstInfoNum();
 		}
 		for (PrefillDestination d : destinations) {
-			if (d.session == s) {
+			if (d.peer == s) {
 				// One decode rank is one destination: a second request would take another rank's place and send the
 				// room's bytes to this rank twice.
 				fail(FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress() + " asked for room " + id
@@ -197,22 +180,20 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (!traced) {
 			// The first request names decode's trace: the room's trace here is its child.
 			traced = true;
-			trace = manager.traceLater(DisaggregationMode.PREFILL, id, req.traceContext(), openedEpochNanos);
+			trace = support.traceLater(id, req.traceContext(), openedEpochNanos);
 		}
 		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
-		destinations.add(new PrefillDestination(this, s, req));
+		destinations.add(new PrefillDestination(support, s, req, id, gate));
 		s.rooms.add(this);
 		clock.asked(s.path(), destinations.size() == required);
-		if (manager.leasing()) {
+		if (support.leasing()) {
 			s.leases.hold(id, this);
 		}
 		if (destinations.size() == required) {
 			ready = true;
-			endEarly();
-			table.advance(this, KVPoll.WAITING_FOR_INPUT);
+			List<PrefillChunk> queued = early.release();
+			advance(KVPoll.WAITING_FOR_INPUT);
 			publish();
-			List<PrefillChunk> queued = new ArrayList<>(pending);
-			pending.clear();
 			for (PrefillChunk c : queued) {
 				dispatch(c);
 			}
@@ -223,9 +204,9 @@ final class PrefillTransfer extends Room implements KVSender {
 	 * @return whether other decode ranks asked for the room and {@code s} did not: the room is theirs, and what
 	 *         {@code s} says about it cannot end it
 	 */
-	synchronized boolean askedByOthers(PrefillSession s) {
+	synchronized boolean askedByOthers(PrefillPeer s) {
 		for (PrefillDestination d : destinations) {
-			if (d.session == s) {
+			if (d.peer == s) {
 				return false;
 			}
 		}
@@ -238,7 +219,7 @@ final class PrefillTransfer extends Room implements KVSender {
 	 *
 	 * @return why the request is refused, or null
 	 */
-	private String hold(PrefillSession s, KVMessage.TransferRequest req) {
+	private String hold(PrefillPeer s, KVMessage.TransferRequest req) {
 		boolean first = held.isEmpty();
 		String over = held.add(s.unclaimed, UnclaimedRooms.bytesOf(req));
 		if (over == null && first) {
@@ -252,32 +233,16 @@ final class PrefillTransfer extends Room implements KVSender {
 
 	private void publish() {
 		PrefillDestination first = destinations.stream().filter(d -> !d.isDummy()).findFirst().orElse(null);
-		manager.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
+		support.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
 				: new RoomRequest(id, first.request.dstPages().length, first.request.auxIndex(), false,
-						first.request.decodePrefixLen(), first.session.plan.dstPageSize()));
+						first.request.decodePrefixLen(), first.peer.plan.dstPageSize()));
 	}
 
 	@Override
-	public long room() {
-		return id;
-	}
-
-	@Override
-	public KVPoll poll() {
-		return state();
-	}
-
-	@Override
-	public Flux<KVPoll> states() {
-		return states(config.callbackScheduler());
-	}
-
-	@Override
-	public Mono<Void> completion() {
+	Mono<Void> released() {
 		// A failed room errors only once the failure was handed to every decode rank, so that an engine freeing the
 		// room's memory on the error frees nothing a queued block still reads.
-		return terminal(config.callbackScheduler()).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
-				: handedOff.asMono().then(Mono.<Void>error(failure())).publishOn(config.callbackScheduler()));
+		return handedOff.asMono();
 	}
 
 	@Override
@@ -315,13 +280,13 @@ final class PrefillTransfer extends Room implements KVSender {
 		synchronized (this) {
 			feed.checkWhole(pages);
 			if (isTerminal()) {
-				log.debug("[{}] room {} already {}, chunk dropped", manager.name, id, state());
+				log.debug("[{}] room {} already {}, chunk dropped", support.name, id, state());
 				return;
 			}
 			PrefillChunk c = feed.whole(pages, states);
-			if (manager.cpDummy) {
+			if (support.cpDummy) {
 				if (feed.isComplete()) {
-					table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 				return;
 			}
@@ -344,12 +309,12 @@ final class PrefillTransfer extends Room implements KVSender {
 		synchronized (this) {
 			PrefillChunk c = feed.layer(layer, pages, states, layers, regions);
 			if (isTerminal()) {
-				log.debug("[{}] room {} already {}, layer {} dropped", manager.name, id, state(), layer);
+				log.debug("[{}] room {} already {}, layer {} dropped", support.name, id, state(), layer);
 				return;
 			}
-			if (manager.cpDummy) {
+			if (support.cpDummy) {
 				if (c.closes() && feed.isComplete()) {
-					table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 				return;
 			}
@@ -357,56 +322,24 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 	}
 
-	@Override
-	public void abort(String reason) {
-		table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
-	}
-
 	private void dispatchOrHold(PrefillChunk c) {
 		if (ready) {
 			dispatch(c);
 			return;
 		}
-		if (!early && !holdEarly()) {
-			return;
+		// The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such
+		// rooms, for a bounded wait.
+		if (!early.hold(c, this::expireEarly)) {
+			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + early.limit()
+					+ " rooms already hold such chunks on " + support.name + ": release its pages and queue it again");
 		}
-		pending.add(c);
 	}
 
-	/**
-	 * The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such rooms,
-	 * for a bounded wait. The caller holds the room's monitor.
-	 *
-	 * @return false when the room failed instead
-	 */
-	private boolean holdEarly() {
-		int limit = config.optimisticRooms();
-		if (manager.optimistic.incrementAndGet() > limit) {
-			manager.optimistic.decrementAndGet();
-			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + limit
-					+ " rooms already hold such chunks on " + manager.name + ": release its pages and queue it again");
-			return false;
-		}
-		early = true;
-		Duration wait = config.optimisticWait();
-		earlyTimer = config.timer().schedule(() -> expireEarly(wait), wait.toNanos(), TimeUnit.NANOSECONDS);
-		return true;
-	}
-
-	private synchronized void expireEarly(Duration wait) {
-		if (early && !ready) {
+	private synchronized void expireEarly() {
+		if (early.isHolding() && !ready) {
 			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and "
 					+ (required < 0 ? "no decode rank" : destinations.size() + " of " + required + " decode ranks")
-					+ " asked within " + wait.toMillis() + " ms: release its pages and queue it again");
-		}
-	}
-
-	/** The room no longer holds early chunks: every destination asked, or it ended. Caller holds the monitor. */
-	private void endEarly() {
-		if (early) {
-			early = false;
-			manager.optimistic.decrementAndGet();
-			earlyTimer.dispose();
+					+ " asked within " + early.waitLimit().toMillis() + " ms: release its pages and queue it again");
 		}
 	}
 
@@ -415,19 +348,19 @@ final class PrefillTransfer extends Room implements KVSender {
 		if (isTerminal()) {
 			return;
 		}
-		table.advance(this, KVPoll.TRANSFERRING);
+		advance(KVPoll.TRANSFERRING);
 		if (c.offset() == 0 && c.opens()) {
 			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
 		for (PrefillDestination d : destinations) {
-			if (!d.isDummy() && d.refuses(this, c)) {
+			if (!d.isDummy() && d.refuses(this, feed, c)) {
 				return;
 			}
 		}
 		for (PrefillDestination d : destinations) {
 			if (!d.isDummy()) {
-				d.send(this, c);
+				d.send(feed, c);
 			}
 		}
 		if (c.closes()) {
@@ -442,32 +375,32 @@ final class PrefillTransfer extends Room implements KVSender {
 	private void finish() {
 		List<PrefillDestination> real = destinations.stream().filter(d -> !d.isDummy()).toList();
 		if (real.isEmpty()) {
-			table.advance(this, KVPoll.SUCCESS);
+			advance(KVPoll.SUCCESS);
 			return;
 		}
 		AtomicInteger remaining = new AtomicInteger(real.size());
 		for (PrefillDestination d : real) {
-			d.finish(id, () -> {
+			d.finish(() -> {
 				if (remaining.decrementAndGet() == 0) {
-					table.advance(this, KVPoll.SUCCESS);
+					advance(KVPoll.SUCCESS);
 				}
 			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
-					+ d.session.connection.remoteAddress() + ": " + BaseKVManager.describe(e)));
+					+ d.peer.connection.remoteAddress() + ": " + Failures.describe(e)));
 		}
 	}
 
 	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */
-	synchronized void abortedBy(PrefillSession s, RoomTable.Ended how) {
+	synchronized void abortedBy(PrefillPeer s, RoomTable.Ended how) {
 		abortedBy = s;
 		retryAfter(how.retryAfter());
-		table.fail(this, how.cause(), how.reason(), true);
+		fail(how.cause(), how.reason(), true);
 	}
 
 	/** @return the trace to end: a room no decode rank asked for still gets one, without a parent */
 	synchronized RoomTrace traceAtEnd() {
 		if (!traced) {
 			traced = true;
-			trace = manager.traceLater(DisaggregationMode.PREFILL, id, "", openedEpochNanos);
+			trace = support.traceLater(id, "", openedEpochNanos);
 		}
 		return trace;
 	}
@@ -482,8 +415,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		List<PrefillDestination> all;
 		synchronized (this) {
 			all = new ArrayList<>(destinations);
-			pending.clear();
-			endEarly();
+			early.release();
 			held.release();
 		}
 		List<PrefillDestination> told = failed ? all : List.of();
@@ -495,12 +427,12 @@ final class PrefillTransfer extends Room implements KVSender {
 			}
 		};
 		for (PrefillDestination d : all) {
-			d.session.rooms.remove(this);
-			d.session.leases.release(id, this);
+			d.peer.rooms.remove(this);
+			d.peer.leases.release(id, this);
 		}
 		for (PrefillDestination d : told) {
 			KVMessage ack = new KVMessage.AbortAck(id);
-			d.session.connection.sendBehind(d.session == abortedBy ? ack : d.session.refusal(id, failure()), ack, one);
+			d.peer.connection.sendBehind(d.peer == abortedBy ? ack : d.peer.refusal(id, failure()), ack, one);
 		}
 		one.run();
 	}

@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 import io.kvferry.FailureCause;
 import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
+import io.kvferry.KVRoom;
 import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomPhases;
@@ -18,14 +19,17 @@ import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * One room's state on one manager. State changes go through {@link RoomTable#update}, which applies SGLang's rules
- * under this object's monitor. The room latches its first terminal state: its sender or receiver reports that one,
- * whatever comes after. Its states replay the latest one to late subscribers; since states only move forward a room
- * emits at most five values, so a slow subscriber holds at most five.
+ * One room's state on one manager, and what its sender or receiver offers whatever the role ({@link KVRoom}). State
+ * changes go through {@link RoomTable#update}, which applies SGLang's rules under this object's monitor. The room
+ * latches its first terminal state: its sender or receiver reports that one, whatever comes after. Its states replay
+ * the latest one to late subscribers; since states only move forward a room emits at most five values, so a slow
+ * subscriber holds at most five.
  */
-class Room {
+class Room implements KVRoom {
 
 	final long id;
+	// The table the room's states change in; its callback scheduler calls the room's subscribers.
+	private final RoomTable<?> table;
 	// When the room passed each mark of its phases (its first state among them), and its path.
 	final RoomClock clock;
 	// Set once, when the table admitted the room: only such rooms count towards a drain.
@@ -53,14 +57,86 @@ class Room {
 	private static final AtomicReferenceFieldUpdater<Room, Timeout> TIMEOUT =
 			AtomicReferenceFieldUpdater.newUpdater(Room.class, Timeout.class, "timeout");
 
-	Room(long id) {
-		this(id, false);
+	Room(long id, RoomTable<?> table) {
+		this(id, table, false);
 	}
 
 	/** @param decode whether this is a receiver's room (its phases are decode's) */
-	Room(long id, boolean decode) {
+	Room(long id, RoomTable<?> table, boolean decode) {
 		this.id = id;
+		this.table = table;
 		this.clock = new RoomClock(decode);
+	}
+
+	@Override
+	public final long room() {
+		return id;
+	}
+
+	@Override
+	public final KVPoll poll() {
+		return state;
+	}
+
+	@Override
+	public final Flux<KVPoll> states() {
+		return states(table.callbacks());
+	}
+
+	@Override
+	public final Mono<Void> completion() {
+		// A failed room errors only once its memory may be reused (released()); the exception is made then too, so
+		// that it tells what the room's memory holds by then.
+		Scheduler callbacks = table.callbacks();
+		return terminal(callbacks).flatMap(s -> s == KVPoll.SUCCESS ? Mono.<Void>empty()
+				: released().then(Mono.<Void>error(this::failure)).publishOn(callbacks));
+	}
+
+	@Override
+	public final void abort(String reason) {
+		fail(FailureCause.ABORTED, abortReason(reason));
+	}
+
+	/**
+	 * Moves the room forward in its table ({@link RoomTable#advance}): never to Failed.
+	 *
+	 * @return whether the state changed
+	 */
+	final boolean advance(KVPoll next) {
+		return table.advanceRoom(this, next);
+	}
+
+	/**
+	 * Fails the room for a reason found on this rank ({@link RoomTable#fail}); nothing once it ended.
+	 *
+	 * @return whether the state changed
+	 */
+	final boolean fail(FailureCause cause, String reason) {
+		return fail(cause, reason, false);
+	}
+
+	/**
+	 * Fails the room ({@link RoomTable#fail}); nothing once it ended.
+	 *
+	 * @param remote whether another rank reported it
+	 * @return whether the state changed
+	 */
+	final boolean fail(FailureCause cause, String reason, boolean remote) {
+		return table.failRoom(this, cause, reason, remote);
+	}
+
+	/**
+	 * @return completes once a failed room's memory may be reused: nothing of it is read or written any more; at once
+	 *         unless the role waits for its peers
+	 */
+	Mono<Void> released() {
+		return Mono.empty();
+	}
+
+	/** @return the reason recorded for a local abort: it always says it was an abort */
+	static String abortReason(String reason) {
+		String r = reason == null || reason.isBlank() ? "no reason given" : reason;
+		return r.startsWith("Aborted") ? r : "Aborted: " + r;
 	}
 
 	/** @return the current state, or null before the first update */
@@ -83,12 +159,14 @@ class Room {
 	}
 
 	/** @return how the room's bytes travel, without the room's monitor; unknown until its peers are connected */
-	public RoomPath path() {
+	@Override
+	public final RoomPath path() {
 		return clock.path();
 	}
 
 	/** @return where the room's time went, without the room's monitor; {@link RoomPhases#NONE} until it ended */
-	public RoomPhases phases() {
+	@Override
+	public final RoomPhases phases() {
 		return clock.phases();
 	}
 

@@ -259,6 +259,34 @@ final class RoomTable<R extends Room> {
 	}
 
 	/**
+	 * {@link #advance} for a room that moves itself: it knows its table but not the table's room type.
+	 *
+	 * @param room a room made for this table, so that it is one of its {@code R}
+	 */
+	boolean advanceRoom(Room room, KVPoll state) {
+		return advance(own(room), state);
+	}
+
+	/**
+	 * {@link #fail} for a room that fails itself: it knows its table but not the table's room type.
+	 *
+	 * @param room a room made for this table, so that it is one of its {@code R}
+	 */
+	boolean failRoom(Room room, FailureCause cause, String reason, boolean remote) {
+		return fail(own(room), cause, reason, remote);
+	}
+
+	@SuppressWarnings("unchecked")
+	private R own(Room room) {
+		return (R) room;
+	}
+
+	/** @return where the rooms' subscribers are called */
+	Scheduler callbacks() {
+		return callbacks;
+	}
+
+	/**
 	 * Fails a room (ignored for a room that is unknown or already ended), publishes it and forgets the room.
 	 *
 	 * @param cause the category
@@ -318,7 +346,9 @@ final class RoomTable<R extends Room> {
 			long duration = Math.max(0, now - room.firstStateNanos());
 			RoomPath path = room.path();
 			RoomPhases phases = room.phases();
-			callbacks.schedule(() -> r.roomEnded(name, mode, next, cause, duration, path, phases));
+			KVMetricsRecorder.RoomEnded ended = new KVMetricsRecorder.RoomEnded(name, mode, next, cause, duration, path,
+					phases);
+			callbacks.schedule(() -> r.roomEnded(ended));
 		}
 	}
 

@@ -7,7 +7,8 @@ import io.kvferry.StateKind;
 
 /**
  * A room's state indices as one list per state component: the distinct declared kinds in the order they first
- * appear among the state regions, or a single list for every region when no kinds are declared. Stateless.
+ * appear among the state regions, or a single list for every region when no kinds are declared; and the check that an
+ * index list names each value once. Stateless.
  */
 final class StateLists {
 
@@ -109,5 +110,20 @@ final class StateLists {
 			out[i] = c < lists.length ? lists[c] : new int[0];
 		}
 		return out;
+	}
+
+	/**
+	 * @return a value an index list (pages, or one region's state slots) names more than once, or null when they are
+	 *         distinct; sorts a copy
+	 */
+	static Integer repeated(int[] values) {
+		int[] sorted = values.clone();
+		Arrays.sort(sorted);
+		for (int i = 1; i < sorted.length; i++) {
+			if (sorted[i] == sorted[i - 1]) {
+				return sorted[i];
+			}
+		}
+		return null;
 	}
 }

@@ -128,7 +128,7 @@ final class StatePlan {
 							+ " of state[" + i + "]";
 				}
 			}
-			Integer twice = TransferPlan.repeated(perRegion[i]);
+			Integer twice = StateLists.repeated(perRegion[i]);
 			if (twice != null) {
 				return "destination state slot " + twice + " listed twice in state[" + i + "] (expected: distinct "
 						+ "slots)";
@@ -170,7 +170,7 @@ final class StatePlan {
 	 * @param warn told once per component whose SWA/DSA lists differ in length
 	 * @return payload bytes queued
 	 */
-	long send(TransferPlan.Outlet conn, long room, int[][] srcLists, int[][] dstLists, Consumer<String> warn) {
+	long send(BlockOutlet conn, long room, int[][] srcLists, int[][] dstLists, Consumer<String> warn) {
 		long bytes = 0;
 		boolean[] warned = new boolean[srcLists.length];
 		for (int i = 0; i < src.size(); i++) {

@@ -22,7 +22,6 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.RegionLayout;
-import io.kvferry.spi.SendGate;
 
 /**
  * How one prefill rank's regions map onto one decode rank's, decided once per connection at the handshake: which
@@ -241,7 +240,7 @@ final class TransferPlan {
 				return "destination page " + p + " outside decode's 0.." + (dstPages - 1);
 			}
 		}
-		Integer twice = repeated(pages);
+		Integer twice = StateLists.repeated(pages);
 		if (twice != null) {
 			// Each position lands whole in its page: a page listed twice would be written twice.
 			return "destination page " + twice + " listed twice (expected: distinct pages)";
@@ -256,32 +255,12 @@ final class TransferPlan {
 		return state.checkDestinations(stateLists);
 	}
 
-	/** @return a value {@code values} lists more than once, or null when they are distinct; sorts a copy */
-	static Integer repeated(int[] values) {
-		int[] sorted = values.clone();
-		Arrays.sort(sorted);
-		for (int i = 1; i < sorted.length; i++) {
-			if (sorted[i] == sorted[i - 1]) {
-				return sorted[i];
-			}
-		}
-		return null;
-	}
-
-	/** Where a plan's blocks go: one destination's connection, in order, behind the room's gate. */
-	interface Outlet {
-		void send(DataBlock block);
-
-		/** @return the gate the room's blocks are sent behind */
-		SendGate gate();
-	}
-
 	/**
 	 * Queues the KV blocks of one chunk for one destination.
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages) {
+	long sendKv(BlockOutlet conn, long room, int[] srcPages, int[] dstPages) {
 		return sendKv(conn, room, srcPages, dstPages, null);
 	}
 
@@ -292,7 +271,7 @@ final class TransferPlan {
 	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
 	 * @return payload bytes queued
 	 */
-	long sendKv(Outlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
+	long sendKv(BlockOutlet conn, long room, int[] srcPages, int[] dstPages, int[] srcRegions) {
 		if (srcPages.length != dstPages.length && pageSize == dstPageSize && dcpSize == 1) {
 			throw new IllegalArgumentException("page lists : " + srcPages.length + " source pages, " + dstPages.length
 					+ " destination pages (expected: the same length)");
@@ -310,7 +289,7 @@ final class TransferPlan {
 	 * @param srcRegions positions in this rank's KV buffer list, or null for all of them
 	 * @return payload bytes queued
 	 */
-	long sendKv(Outlet conn, long room, int[] srcPages, int first, int[] dstAll, boolean last, int[] srcRegions) {
+	long sendKv(BlockOutlet conn, long room, int[] srcPages, int first, int[] dstAll, boolean last, int[] srcRegions) {
 		List<SlotRun> runs = dcpSize > 1 ? DcpRelayout.runs(srcPages, first, pageSize, dstAll, dcpSize, dcpRank, last)
 				: Repaging.runs(srcPages, first, pageSize, dstAll, dstPageSize, last);
 		long bytes = 0;
@@ -365,7 +344,7 @@ final class TransferPlan {
 		return false;
 	}
 
-	private long sendRun(Outlet conn, long room, int pair, SlotRun run) {
+	private long sendRun(BlockOutlet conn, long room, int pair, SlotRun run) {
 		MemoryRegion s = src[pair];
 		int srcToken = s.itemLen() / pageSize;
 		int dstToken = dstItemLen[pair] / dstPageSize;
@@ -406,7 +385,7 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendState(Outlet conn, long room, int[][] srcLists, int[][] dstLists, java.util.function.Consumer<String> warn) {
+	long sendState(BlockOutlet conn, long room, int[][] srcLists, int[][] dstLists, java.util.function.Consumer<String> warn) {
 		return state.send(conn, room, srcLists, dstLists, warn);
 	}
 
@@ -420,7 +399,7 @@ final class TransferPlan {
 	 *
 	 * @return payload bytes queued
 	 */
-	long sendAux(Outlet conn, long room, int srcRow, int dstRow) {
+	long sendAux(BlockOutlet conn, long room, int srcRow, int dstRow) {
 		if (srcRow < 0 || dstRow < 0) {
 			return 0;
 		}

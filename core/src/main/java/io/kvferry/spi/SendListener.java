@@ -1,6 +1,7 @@
 package io.kvferry.spi;
 
 import java.util.Objects;
+import java.util.function.Consumer;
 
 import reactor.core.publisher.MonoSink;
 
@@ -45,5 +46,33 @@ public interface SendListener {
 				sink.error(cause);
 			}
 		};
+	}
+
+	/** @return a listener that calls {@code written} or {@code failed} */
+	static SendListener of(Runnable written, Consumer<Throwable> failed) {
+		Objects.requireNonNull(written, "written");
+		Objects.requireNonNull(failed, "failed");
+		return new SendListener() {
+			@Override
+			public void written() {
+				written.run();
+			}
+
+			@Override
+			public void failed(Throwable cause) {
+				failed.accept(cause);
+			}
+		};
+	}
+
+	/** @return a listener that only hears of failures */
+	static SendListener ifFailed(Consumer<Throwable> failed) {
+		return of(() -> { }, failed);
+	}
+
+	/** @return a listener that hears either outcome the same way */
+	static SendListener either(Runnable done) {
+		Objects.requireNonNull(done, "done");
+		return of(done, e -> done.run());
 	}
 }

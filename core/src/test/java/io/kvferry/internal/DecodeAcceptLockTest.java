@@ -69,7 +69,7 @@ class DecodeAcceptLockTest {
 		sender.send(new int[] { src[0] }, new int[0]);
 		StepVerifier.create(receiver.states().filter(s -> s == KVPoll.TRANSFERRING).next())
 				.expectNext(KVPoll.TRANSFERRING).expectComplete().verify(T);
-		Object monitor = ((BaseKVManager<?>) decode).table.get(room);
+		Object monitor = ((BaseKVManager<?, ?>) decode).table.get(room);
 		assertThat(monitor).isNotNull();
 		List<Integer> layers;
 		synchronized (monitor) {

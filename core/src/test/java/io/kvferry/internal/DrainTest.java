@@ -109,7 +109,7 @@ class DrainTest {
 		failsWith(refused.completion(), FailureCause.DRAINING, name);
 		// The registration is withdrawn: no decode rank can find this rank any more. It goes once the notice was
 		// written on every connection, which may be after decode read it and refused room 3.
-		StepVerifier.create(((BaseKVManager<?>) prefill).drainResources()).expectComplete().verify(T);
+		StepVerifier.create(((BaseKVManager<?, ?>) prefill).drainResources()).expectComplete().verify(T);
 		StepVerifier.create(bootstrap.rankEndpoint(BOOTSTRAP, 0, 0, 0))
 				.expectError(BootstrapException.class).verify(T);
 

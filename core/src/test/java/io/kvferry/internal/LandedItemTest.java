@@ -57,7 +57,7 @@ class LandedItemTest {
 		assertThat(ledger.landedItem(0, 2)).as("one of the two ranks that write it").isFalse();
 		land(ledger, page);
 		assertThat(ledger.landedItem(0, 2)).isTrue();
-		assertThatThrownBy(() -> ledger.reserve(page)).isInstanceOf(GrantLedger.Refused.class);
+		assertThatThrownBy(() -> ledger.reserve(page)).isInstanceOf(WriteRefused.class);
 		assertThat(ledger.landedItem(1, 2)).as("a buffer the room fills nothing in received no byte").isFalse();
 	}
 

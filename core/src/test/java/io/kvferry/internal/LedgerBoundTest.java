@@ -92,13 +92,13 @@ class LedgerBoundTest {
 	}
 
 	/** @return the refusal, with {@code bytes[0]} the bytes allocated until it; null when every header was recorded */
-	private static GrantLedger.Refused refused(GrantLedger l, List<DataHeader> headers, long[] bytes) {
+	private static WriteRefused refused(GrantLedger l, List<DataHeader> headers, long[] bytes) {
 		long before = allocated();
 		try {
 			write(l, headers);
 			return null;
 		}
-		catch (GrantLedger.Refused e) {
+		catch (WriteRefused e) {
 			return e;
 		}
 		finally {
@@ -139,7 +139,7 @@ class LedgerBoundTest {
 		long[] bytes = new long[1];
 		refused(ledger(), everyOtherByte(ITEM / 2, 0), bytes);
 		// The worst chunking a header allows: 1-byte chunks, stride 2, every byte granted and written once.
-		GrantLedger.Refused e = refused(ledger(), everyOtherByte(ITEM / 2, 0), bytes);
+		WriteRefused e = refused(ledger(), everyOtherByte(ITEM / 2, 0), bytes);
 		assertThat(e).isNotNull();
 		assertThat(e.getMessage()).isEqualTo("KV item 0 of region 0 was written in pieces that leave it cut into more "
 				+ "than " + MAX_RUNS + " runs (this decode rank keeps at most " + MAX_RUNS + " per item: the most its "
@@ -155,11 +155,11 @@ class LedgerBoundTest {
 		GrantLedger l = ledger();
 		DataHeader crossing = new DataHeader(1, RegionKind.KV, 0, 1, 1, 2, MAX_RUNS / 2 + 1);
 		l.destination(crossing);
-		assertThatThrownBy(() -> l.reserve(crossing)).isInstanceOf(GrantLedger.Refused.class)
+		assertThatThrownBy(() -> l.reserve(crossing)).isInstanceOf(WriteRefused.class)
 				.hasMessageContaining("cut into more than " + MAX_RUNS + " runs");
 		DataHeader next = new DataHeader(1, RegionKind.KV, 0, ITEM / 2, 1, 0, 1);
 		l.destination(next);
-		assertThatThrownBy(() -> l.reserve(next)).isInstanceOf(GrantLedger.Refused.class);
+		assertThatThrownBy(() -> l.reserve(next)).isInstanceOf(WriteRefused.class);
 	}
 
 	@Test
@@ -212,7 +212,7 @@ class LedgerBoundTest {
 			for (int shift = 0; shift < 2; shift++) {
 				for (int b = 0; b < 2; b++) {
 					for (int page : req.dstPages()) {
-						c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b, (long) page * len + shift,
+						c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b, (long) page * len + shift,
 								1, 2, len / 2), prefillMem.kvArgs().kvRegions().get(b).address(), 2));
 					}
 				}

@@ -10,16 +10,13 @@ import java.util.concurrent.TimeUnit;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DisaggregationMode;
-import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVMetricsRecorder;
-import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.test.InMemoryPair;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.scheduler.Scheduler;
@@ -46,10 +43,10 @@ class MetricsRecorderTest {
 		}
 
 		@Override
-		public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
-				long durationNanos) {
-			assertThat(durationNanos).isNotNegative();
-			calls.add(mode + " " + outcome + " " + cause + " on " + Thread.currentThread().getName());
+		public void roomEnded(RoomEnded ended) {
+			assertThat(ended.durationNanos()).isNotNegative();
+			calls.add(ended.mode() + " " + ended.outcome() + " " + ended.cause() + " on "
+					+ Thread.currentThread().getName());
 		}
 	};
 	private InMemoryPair pair;

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
 import io.kvferry.MemoryRegion;
+import io.kvferry.internal.stripe.Tally;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;

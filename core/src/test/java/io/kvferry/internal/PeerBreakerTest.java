@@ -187,8 +187,8 @@ class PeerBreakerTest {
 		breakers.dispose();
 	}
 
-	private static DecodeRoutes.SessionKey rank(int i) {
-		return new DecodeRoutes.SessionKey(new HostPort("10.0.0.1", 1000 + i), 0, 0, 0, 0);
+	private static SessionKey rank(int i) {
+		return new SessionKey(new HostPort("10.0.0.1", 1000 + i), 0, 0, 0, 0);
 	}
 
 	@Test

@@ -79,7 +79,7 @@ class RoomLedgerModelTest {
 				ledger.destination(h);
 				ledger.reserve(h);
 			}
-			catch (GrantLedger.Refused refused) {
+			catch (WriteRefused refused) {
 				return i;
 			}
 			ledger.landed(h.kind(), h.region(), h.payloadLength());

@@ -81,7 +81,7 @@ class RoomPlanTest {
 				new int[] { 0 });
 		l.reserve(new DataHeader(1, RegionKind.KV, 0, 64, 64, 0, 1));
 		assertThatThrownBy(() -> l.reserve(new DataHeader(1, RegionKind.KV, 1, 64, 64, 0, 1)))
-				.isInstanceOf(GrantLedger.Refused.class)
+				.isInstanceOf(WriteRefused.class)
 				.hasMessage("KV buffer 1 receives nothing for this room (no prefill rank the room asked fills it)");
 		l.landed(RegionKind.KV, 0, 64);
 		assertThat(l.incomplete()).isNull();

@@ -32,8 +32,7 @@ class RoomTableTest {
 	}
 
 	private static reactor.core.publisher.Mono<Void> completion(Room r) {
-		return new RoomHandle<Room>(r, Schedulers.immediate()) {
-		}.completion();
+		return r.completion();
 	}
 
 	@Test
@@ -53,7 +52,7 @@ class RoomTableTest {
 	@Test
 	void aRoomLatchesItsFirstTerminalState() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room r = t.getOrCreate(8, Room::new);
+		Room r = t.getOrCreate(8, n -> new Room(n, t));
 		t.advance(r, KVPoll.TRANSFERRING);
 		assertThat(t.advance(r, KVPoll.SUCCESS)).isTrue();
 		assertThat(t.fail(r, FailureCause.OTHER, "late", true)).as("the sender already reported Success").isFalse();
@@ -63,16 +62,16 @@ class RoomTableTest {
 
 	@Test
 	void completionHandsOffToTheCallbacksOncePerRoomNotOncePerState() {
-		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room r = t.getOrCreate(9, Room::new);
 		java.util.concurrent.atomic.AtomicInteger handoffs = new java.util.concurrent.atomic.AtomicInteger();
 		// Each hand-off to a callback worker is a thread wake-up: the room's cost outside its bytes.
 		reactor.core.scheduler.Scheduler counting = Schedulers.fromExecutor(task -> {
 			handoffs.incrementAndGet();
 			task.run();
 		});
-		StepVerifier.create(new RoomHandle<Room>(r, counting) {
-		}.completion())
+		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), counting, Duration.ofSeconds(300),
+				Duration.ofSeconds(200), Duration.ofSeconds(100), 16, (r, s) -> { }, ended::add);
+		Room r = t.getOrCreate(9, n -> new Room(n, t));
+		StepVerifier.create(r.completion())
 				.then(() -> {
 					t.advance(r, KVPoll.BOOTSTRAPPING);
 					t.advance(r, KVPoll.WAITING_FOR_INPUT);
@@ -101,7 +100,7 @@ class RoomTableTest {
 		List<Long> counted = new ArrayList<>();
 		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(), Duration.ofSeconds(300),
 				Duration.ofSeconds(200), Duration.ofSeconds(100), 16, (r, s) -> counted.add(r.id), ended::add);
-		Room r = t.getOrCreate(4, Room::new);
+		Room r = t.getOrCreate(4, n -> new Room(n, t));
 		List<String> seen = new ArrayList<>();
 		StepVerifier.create(states(r).doOnNext(s -> seen.add(s + " counted=" + counted + " known="
 				+ (t.get(4) != null) + " cleaned=" + ended.size())))
@@ -123,10 +122,10 @@ class RoomTableTest {
 		RoomTable<Room> t = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(),
 				Duration.ofSeconds(300), Duration.ofSeconds(200), Duration.ofSeconds(100), 16,
 				(r, outcome) -> atCount.add(outcome + " while the room read " + r.state()), ended::add);
-		Room ok = t.getOrCreate(1, Room::new);
+		Room ok = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(ok, KVPoll.TRANSFERRING);
 		t.advance(ok, KVPoll.SUCCESS);
-		Room failed = t.getOrCreate(2, Room::new);
+		Room failed = t.getOrCreate(2, n -> new Room(n, t));
 		t.advance(failed, KVPoll.BOOTSTRAPPING);
 		t.fail(failed, FailureCause.OTHER, "gone", false);
 		assertThat(atCount).containsExactly("SUCCESS while the room read TRANSFERRING", "FAILED while the room read BOOTSTRAPPING");
@@ -137,7 +136,7 @@ class RoomTableTest {
 	@Test
 	void failedUpdateForUnknownRoomIsIgnoredAndPublishesNothing() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room r = new Room(1);
+		Room r = new Room(1, t);
 		StepVerifier.create(t.events())
 				.then(() -> assertThat(t.fail(r, FailureCause.OTHER, "late", true)).isFalse())
 				.then(t::complete)
@@ -148,7 +147,7 @@ class RoomTableTest {
 	@Test
 	void publishesEveryChangeWithPreviousStateAndReason() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room r = t.getOrCreate(9, Room::new);
+		Room r = t.getOrCreate(9, n -> new Room(n, t));
 		StepVerifier.create(t.events().map(e -> e.previous() + ">" + e.current() + ":" + e.reason()))
 				.then(() -> {
 					t.advance(r, KVPoll.BOOTSTRAPPING);
@@ -162,14 +161,14 @@ class RoomTableTest {
 				.verifyComplete();
 		assertThat(t.get(9)).as("terminal rooms are forgotten").isNull();
 		assertThat(t.isTombstoned(9)).isTrue();
-		assertThat(t.getOrCreate(9, Room::new)).as("an ended room never comes back").isNull();
+		assertThat(t.getOrCreate(9, n -> new Room(n, t))).as("an ended room never comes back").isNull();
 		assertThat(ended).containsExactly(r);
 	}
 
 	@Test
 	void roomStatesStartWithCurrentStateForLateSubscribersAndCompleteAfterTerminal() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room r = t.getOrCreate(3, Room::new);
+		Room r = t.getOrCreate(3, n -> new Room(n, t));
 		t.advance(r, KVPoll.BOOTSTRAPPING);
 		t.advance(r, KVPoll.WAITING_FOR_INPUT);
 		StepVerifier.create(states(r))
@@ -184,7 +183,7 @@ class RoomTableTest {
 	@Test
 	void slowRoomSubscriberNeverBlocksEmittersAndStillGetsTheTerminalState() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room r = t.getOrCreate(4, Room::new);
+		Room r = t.getOrCreate(4, n -> new Room(n, t));
 		t.advance(r, KVPoll.BOOTSTRAPPING);
 		StepVerifier.create(states(r), 0)
 				.then(() -> {
@@ -209,7 +208,7 @@ class RoomTableTest {
 		StepVerifier.create(t.events(), 0)
 				.then(() -> {
 					for (long id = 1; id <= 100; id++) {
-						Room r = t.getOrCreate(id, Room::new);
+						Room r = t.getOrCreate(id, n -> new Room(n, t));
 						t.advance(r, KVPoll.BOOTSTRAPPING);
 						t.advance(r, KVPoll.SUCCESS);
 					}
@@ -225,12 +224,12 @@ class RoomTableTest {
 	@Test
 	void eventsAreHot() {
 		RoomTable<Room> t = table(VirtualTimeScheduler.create(), 16);
-		Room a = t.getOrCreate(1, Room::new);
+		Room a = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(a, KVPoll.BOOTSTRAPPING);
 		Flux<KVStatusEvent> events = t.events();
 		StepVerifier.create(events.map(KVStatusEvent::room))
 				.then(() -> {
-					t.advance(t.getOrCreate(2, Room::new), KVPoll.BOOTSTRAPPING);
+					t.advance(t.getOrCreate(2, n -> new Room(n, t)), KVPoll.BOOTSTRAPPING);
 					t.complete();
 				})
 				.expectNext(2L)
@@ -241,9 +240,9 @@ class RoomTableTest {
 	void everyLiveStateTimesOutOnItsOwnLimit() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		RoomTable<Room> t = table(vts, 16);
-		Room boot = t.getOrCreate(1, Room::new);
-		Room wait = t.getOrCreate(2, Room::new);
-		Room xfer = t.getOrCreate(3, Room::new);
+		Room boot = t.getOrCreate(1, n -> new Room(n, t));
+		Room wait = t.getOrCreate(2, n -> new Room(n, t));
+		Room xfer = t.getOrCreate(3, n -> new Room(n, t));
 		t.advance(boot, KVPoll.BOOTSTRAPPING);
 		t.advance(wait, KVPoll.WAITING_FOR_INPUT);
 		t.advance(xfer, KVPoll.TRANSFERRING);
@@ -263,7 +262,7 @@ class RoomTableTest {
 	void movingToTheNextStateRestartsTheClockAndTerminalStatesCancelIt() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		RoomTable<Room> t = table(vts, 16);
-		Room r = t.getOrCreate(1, Room::new);
+		Room r = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(r, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(299));
 		t.advance(r, KVPoll.WAITING_FOR_INPUT);
@@ -281,14 +280,14 @@ class RoomTableTest {
 		Duration limit = Duration.ofSeconds(100);
 		RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), limit, limit, limit, 16,
 				(r, s) -> { }, ended::add);
-		Room ok = t.getOrCreate(1, Room::new);
+		Room ok = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(ok, KVPoll.BOOTSTRAPPING);
 		t.advance(ok, KVPoll.WAITING_FOR_INPUT);
 		t.advance(ok, KVPoll.TRANSFERRING);
 		t.advance(ok, KVPoll.SUCCESS);
 		assertThat(timer.scheduled).as("one timer for a room's four states").isEqualTo(1);
 
-		Room slow = t.getOrCreate(2, Room::new);
+		Room slow = t.getOrCreate(2, n -> new Room(n, t));
 		t.advance(slow, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(60));
 		t.advance(slow, KVPoll.WAITING_FOR_INPUT);
@@ -306,7 +305,7 @@ class RoomTableTest {
 	void aLaterStateWithAShorterLimitTimesOutOnItsOwnDeadline() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		RoomTable<Room> t = table(vts, 16);
-		Room r = t.getOrCreate(1, Room::new);
+		Room r = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(r, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(10));
 		t.advance(r, KVPoll.TRANSFERRING);
@@ -335,7 +334,7 @@ class RoomTableTest {
 		Duration limit = Duration.ofSeconds(100);
 		RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), limit, limit, limit, 16,
 				(r, s) -> { }, ended::add);
-		Room r = t.getOrCreate(1, Room::new);
+		Room r = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(r, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(100));
 		assertThat(r.state()).isEqualTo(KVPoll.FAILED);
@@ -356,7 +355,7 @@ class RoomTableTest {
 		Duration limit = Duration.ofSeconds(300);
 		RoomTable<Room> t = new RoomTable<>("test", wallClock, Schedulers.immediate(), limit, limit, limit, 16,
 				(r, s) -> { }, ended::add);
-		Room r = t.getOrCreate(1, Room::new);
+		Room r = t.getOrCreate(1, n -> new Room(n, t));
 		t.advance(r, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(299));
 		t.advance(r, KVPoll.WAITING_FOR_INPUT);

@@ -151,7 +151,7 @@ class ScatterGrantFuzzTest {
 					world.ledger.reserve(piece);
 				}
 			}
-			catch (GrantLedger.Refused refused) {
+			catch (WriteRefused refused) {
 				system = false;
 			}
 			// Pieces before a refused one stay reserved.

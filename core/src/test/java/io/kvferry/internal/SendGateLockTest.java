@@ -25,7 +25,7 @@ class SendGateLockTest {
 	void theGateAnswersWhileTheEngineHoldsTheRoomsMonitor() throws Exception {
 		RoomTable<Room> table = new RoomTable<>("test", VirtualTimeScheduler.create(), Schedulers.immediate(),
 				Duration.ofSeconds(300), Duration.ofSeconds(200), Duration.ofSeconds(100), 16, (r, s) -> { }, r -> { });
-		Room room = table.getOrCreate(7, Room::new);
+		Room room = table.getOrCreate(7, n -> new Room(n, table));
 		assertThat(room.isLive()).as("an unknown state is no live room").isFalse();
 		table.advance(room, KVPoll.TRANSFERRING);
 		CountDownLatch held = new CountDownLatch(1);

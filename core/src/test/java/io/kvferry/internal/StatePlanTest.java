@@ -124,8 +124,8 @@ class StatePlanTest {
 		assertThatThrownBy(() -> StateKind.swaWindowPages(10, 0, 16)).hasMessageContaining("window=0");
 	}
 
-	private static TransferPlan.Outlet outlet(List<DataBlock> sent) {
-		return new TransferPlan.Outlet() {
+	private static BlockOutlet outlet(List<DataBlock> sent) {
+		return new BlockOutlet() {
 			@Override
 			public void send(DataBlock block) {
 				sent.add(block);

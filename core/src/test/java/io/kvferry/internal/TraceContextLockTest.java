@@ -66,7 +66,7 @@ class TraceContextLockTest {
 
 			@Override
 			public String context() {
-				Object r = ((BaseKVManager<?>) decode).table.get(room);
+				Object r = ((BaseKVManager<?, ?>) decode).table.get(room);
 				underLock.add(r != null && Thread.holdsLock(r));
 				callers.add(Thread.currentThread());
 				return "ctx-" + room;

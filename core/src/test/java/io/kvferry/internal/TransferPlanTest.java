@@ -126,7 +126,7 @@ class TransferPlanTest {
 			src[i] = 10 + i;
 			dst[i] = 200 + i;
 		}
-		long bytes = plan.sendKv(new TransferPlan.Outlet() {
+		long bytes = plan.sendKv(new BlockOutlet() {
 			@Override
 			public void send(DataBlock block) {
 				blocks.add(block);

@@ -78,7 +78,7 @@ class WriteGrantFuzzTest {
 		try {
 			address = world.grant().destination(h);
 		}
-		catch (GrantLedger.Refused refused) {
+		catch (WriteRefused refused) {
 			address = null;
 		}
 		assertThat(address != null).as("grant vs model for %s", h).isEqualTo(model);

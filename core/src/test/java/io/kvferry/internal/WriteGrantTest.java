@@ -48,7 +48,7 @@ class WriteGrantTest {
 				.isEqualTo((BASE << 4) + 4 * 64);
 		// Slot 4 is an SWA page of this room, not its Mamba slot; slot 1 is its Mamba slot, not an SWA page.
 		assertThatThrownBy(() -> grant.destination(new DataHeader(7, RegionKind.STATE, 0, 4 * 256, 256, 0, 1)))
-				.isInstanceOf(GrantLedger.Refused.class).hasMessage("STATE item 4 of region 0 was not asked for");
+				.isInstanceOf(WriteRefused.class).hasMessage("STATE item 4 of region 0 was not asked for");
 		assertThatThrownBy(() -> grant.destination(new DataHeader(7, RegionKind.STATE, 1, 64, 64, 0, 1)))
 				.hasMessage("STATE item 1 of region 1 was not asked for");
 	}
@@ -56,7 +56,7 @@ class WriteGrantTest {
 	@Test
 	void oneByteIntoAPageNotGrantedIsRefused() {
 		assertThatThrownBy(() -> GRANT.destination(kv(0, 3L * ITEM, 3 * ITEM + 1, 0, 1)))
-				.isInstanceOf(GrantLedger.Refused.class).hasMessage("KV item 6 of region 0 was not asked for");
+				.isInstanceOf(WriteRefused.class).hasMessage("KV item 6 of region 0 was not asked for");
 		assertThatThrownBy(() -> GRANT.destination(kv(0, 3L * ITEM - 1, 2, 0, 1)))
 				.hasMessage("KV item 2 of region 0 was not asked for");
 	}
@@ -76,7 +76,7 @@ class WriteGrantTest {
 	void strideArithmeticThatOverflowsIsRefusedNotWrapped() {
 		// (count - 1) × stride wraps to a small span in 64-bit two's complement if computed naively.
 		DataHeader wrap = kv(0, 3L * ITEM, 1, 1L << 44, (1 << 20) + 1);
-		assertThatThrownBy(() -> GRANT.destination(wrap)).isInstanceOf(GrantLedger.Refused.class)
+		assertThatThrownBy(() -> GRANT.destination(wrap)).isInstanceOf(WriteRefused.class)
 				.hasMessageContaining("outside KV region 0");
 		assertThatThrownBy(() -> GRANT.destination(kv(0, Long.MAX_VALUE - 10, 100, 0, 1)))
 				.hasMessageContaining("beyond 2^63");

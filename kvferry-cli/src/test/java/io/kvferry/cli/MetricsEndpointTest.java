@@ -13,12 +13,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import io.kvferry.DisaggregationMode;
-import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVMetricsRecorder;
-import io.kvferry.KVPoll;
-import io.kvferry.RoomPath;
-import io.kvferry.RoomPhases;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.kvferry.test.InMemoryBootstrap;
 import io.kvferry.harness.KVCluster;
@@ -40,9 +36,8 @@ class MetricsEndpointTest {
 			}
 
 			@Override
-			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, FailureCause cause,
-					long durationNanos, RoomPath path, RoomPhases phases) {
-				inner.roomEnded(manager, mode, outcome, cause, durationNanos, path, phases);
+			public void roomEnded(RoomEnded ended) {
+				inner.roomEnded(ended);
 				recorded.countDown();
 			}
 		};

@@ -1,7 +1,6 @@
 package io.kvferry.internal.stripe;
 
 import io.kvferry.ProtocolException;
-import io.kvferry.internal.Sends;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataHeader;
@@ -9,6 +8,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,7 +63,7 @@ final class AcceptedStripe implements ConnectionHandler {
 			String why = "prefill rank " + registry.name() + " refused stripe " + j.stripe() + " from decode "
 					+ conn.remoteAddress() + ": " + refused;
 			log.warn("[{}] {}", registry.name(), why);
-			conn.send(new KVMessage.Reject(why), SendGate.OPEN, Sends.either(() -> conn.close(why)));
+			conn.send(new KVMessage.Reject(why), SendGate.OPEN, SendListener.either(() -> conn.close(why)));
 			return;
 		}
 		joined = s;

@@ -10,7 +10,6 @@ import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomPath;
-import io.kvferry.internal.Tally;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
@@ -160,7 +159,7 @@ public final class DialledConnection {
 						return Mono.error(new ProtocolException("connection to prefill rank " + endpoint
 								+ " closed while its stripes joined"));
 					}
-					conn.send(new KVMessage.Join(token, i), SendGate.OPEN, listener(e -> conn.close(
+					conn.send(new KVMessage.Join(token, i), SendGate.OPEN, SendListener.ifFailed(e -> conn.close(
 							"could not send the join of stripe " + i + ": " + describe(e))));
 					return stripes[i].joined.asMono();
 				}))
@@ -423,19 +422,6 @@ public final class DialledConnection {
 	private static String describe(Throwable t) {
 		String m = t.getMessage();
 		return m == null ? t.getClass().getSimpleName() : m;
-	}
-
-	private static SendListener listener(Consumer<Throwable> failed) {
-		return new SendListener() {
-			@Override
-			public void written() {
-			}
-
-			@Override
-			public void failed(Throwable cause) {
-				failed.accept(cause);
-			}
-		};
 	}
 
 	@Override

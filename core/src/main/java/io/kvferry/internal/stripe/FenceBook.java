@@ -4,7 +4,6 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
 
 import io.kvferry.FailureCause;
-import io.kvferry.internal.Tally;
 import io.kvferry.spi.KVMessage;
 
 /**

@@ -4,11 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
 import io.kvferry.RoomPath;
-import io.kvferry.internal.Sends;
-import io.kvferry.internal.Stripes;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
@@ -25,6 +22,9 @@ import io.kvferry.spi.SendListener;
  * <p>Written for the accepting side, but nothing in it depends on who opened the stripes but the token registry.
  */
 public final class StripedConnection {
+
+	/** Most connections one peer may open to a rank: the engine's bound on a decode rank's stripes. */
+	public static final int MAX_WIDTH = 8;
 
 	/** What a role engine hears from its peer. */
 	public interface Handler {
@@ -72,8 +72,8 @@ public final class StripedConnection {
 
 	/** @return why a peer may not open {@code count} connections to this rank, or null when it may */
 	public static String refusesWidth(int count) {
-		if (count < 1 || count > DecodeSpec.MAX_STRIPES) {
-			return "stripes : " + count + " (expected: 1.." + DecodeSpec.MAX_STRIPES + " connections per prefill rank)";
+		if (count < 1 || count > MAX_WIDTH) {
+			return "stripes : " + count + " (expected: 1.." + MAX_WIDTH + " connections per prefill rank)";
 		}
 		return null;
 	}
@@ -189,7 +189,7 @@ public final class StripedConnection {
 			}
 		};
 		for (KVConnection c : all) {
-			c.send(message, SendGate.OPEN, Sends.either(one));
+			c.send(message, SendGate.OPEN, SendListener.either(one));
 		}
 		one.run();
 	}
@@ -216,7 +216,7 @@ public final class StripedConnection {
 			}
 		};
 		for (KVConnection c : open) {
-			c.send(c == control ? onControl : onOthers, SendGate.OPEN, Sends.either(one));
+			c.send(c == control ? onControl : onOthers, SendGate.OPEN, SendListener.either(one));
 		}
 		one.run();
 	}

@@ -12,9 +12,9 @@ import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.MemoryRegion;
 import io.kvferry.RoomPath;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
@@ -114,10 +114,11 @@ final class Lane implements KVConnection {
 	}
 
 	@Override
-	public void sendData(DataBlock block) {
+	public void send(Block block, SendListener listener) {
 		// Decode sends no KV to prefill: a block here is a broken engine, and the connection goes as a peer's would.
-		closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, "synthetic prefill rank " + remote + " takes no data "
-				+ "blocks, got one for room " + block.header().room()));
+		String reason = "synthetic prefill rank " + remote + " takes no data blocks, got one for room " + block.room();
+		closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, reason));
+		listener.failed(new KVFerryException(reason));
 	}
 
 	@Override

@@ -3,7 +3,6 @@ package io.kvferry.metrics.micrometer;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
-import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.KVManager;
 import io.kvferry.KVMetricsRecorder;
@@ -15,7 +14,6 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
-import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 
 /**
@@ -112,27 +110,14 @@ public final class KVManagerMetrics implements Disposable {
 		Objects.requireNonNull(registry, "registry");
 		return new KVMetricsRecorder() {
 			@Override
-			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
-					long durationNanos) {
-				roomEnded(manager, mode, outcome, cause, durationNanos, RoomPath.UNKNOWN);
-			}
-
-			@Override
-			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
-					long durationNanos, RoomPath path) {
-				roomEnded(manager, mode, outcome, cause, durationNanos, path, RoomPhases.NONE);
-			}
-
-			@Override
-			public void roomEnded(String manager, DisaggregationMode mode, KVPoll outcome, @Nullable FailureCause cause,
-					long durationNanos, RoomPath path, RoomPhases phases) {
-				Tags tags = Tags.of("manager", manager, "mode", mode.name().toLowerCase(), "outcome",
-						outcome == KVPoll.SUCCESS ? "success" : "failure", "path", path.tag());
+			public void roomEnded(RoomEnded ended) {
+				Tags tags = Tags.of("manager", ended.manager(), "mode", ended.mode().name().toLowerCase(), "outcome",
+						ended.outcome() == KVPoll.SUCCESS ? "success" : "failure", "path", ended.path().tag());
 				Timer.builder("kvferry.room.duration").description("from a room's first state to its last")
 						.tags(tags).publishPercentiles(0.5, 0.99).register(registry)
-						.record(durationNanos, TimeUnit.NANOSECONDS);
+						.record(ended.durationNanos(), TimeUnit.NANOSECONDS);
 				for (RoomPhases.Phase phase : PHASES) {
-					long nanos = phases.nanos(phase);
+					long nanos = ended.phases().nanos(phase);
 					if (nanos >= 0) {
 						Timer.builder("kvferry.room.phase").description("a room's time in one phase on this manager")
 								.tags(tags.and("phase", phase.tag())).publishPercentiles(0.5, 0.99).register(registry)

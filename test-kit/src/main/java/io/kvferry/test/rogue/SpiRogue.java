@@ -110,12 +110,12 @@ public final class SpiRogue {
 
 		@Override
 		public void data(DataHeader header, long srcAddress, long srcStride) {
-			conn.sendData(new DataBlock(header, srcAddress, srcStride));
+			conn.send(new DataBlock(header, srcAddress, srcStride));
 		}
 
 		@Override
 		public void scatter(ScatterHeader header, long[] srcAddresses) {
-			conn.sendScatter(new ScatterBlock(header, srcAddresses, SendGate.OPEN));
+			conn.send(new ScatterBlock(header, srcAddresses, SendGate.OPEN));
 		}
 
 		@Override

@@ -61,7 +61,7 @@ class UcxRemoteKeysTest {
 			decode.connect(listener.address(), handler).block(T);
 
 			DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 64 << 10, 64 << 10, 2);
-			accepted.get().sendData(new DataBlock(h, regions.get(1).address() + 4096, 64 << 10));
+			accepted.get().send(new DataBlock(h, regions.get(1).address() + 4096, 64 << 10));
 			assertThat(landed.await(T.toMillis(), TimeUnit.MILLISECONDS)).as("the block landed").isTrue();
 			assertThat(Samples.read(target, 0, 128 << 10)).isEqualTo(Samples.read(regions.get(1), 4096, 128 << 10));
 

@@ -1,7 +1,8 @@
-package io.kvferry.internal;
+package io.kvferry.internal.stripe;
 
 import java.util.Arrays;
 
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;
@@ -25,19 +26,16 @@ import io.kvferry.spi.SendGate;
  *
  * <p>The receiver wants a frame's pieces in ascending order of region, then offset: a group is closed when the plan
  * moves to a lower region, and sorted by offset within each region when it closes. One per stripe of a room's
- * {@link io.kvferry.internal.stripe.StripedFlow}, after the blocks were dealt, so that a room spreads over its stripes
+ * {@link StripedFlow}, after the blocks were dealt, so that a room spreads over its stripes
  * as it did block by block. Not thread-safe: fed under the room's monitor.
  */
-public final class ScatterGather {
+final class ScatterGather {
 
 	/** Where gathered groups and the blocks left alone go, in order. */
-	public interface Out {
+	interface Out {
 
-		/** Sends a block as it is. */
-		void send(DataBlock block);
-
-		/** Sends a group of pieces. */
-		void send(ScatterBlock block);
+		/** Sends a block left alone as it is, or a group of pieces as one scatter block. */
+		void send(Block block);
 	}
 
 	/** Most pieces in one scatter block (at most 256: the sort keeps a piece's position in the low 8 bits). */
@@ -68,13 +66,13 @@ public final class ScatterGather {
 	 * @param out where groups and the other blocks go
 	 * @param gate the room's gate: the groups are sent behind it, and only blocks behind it are grouped
 	 */
-	public ScatterGather(Out out, SendGate gate) {
+	ScatterGather(Out out, SendGate gate) {
 		this.out = out;
 		this.gate = gate;
 	}
 
 	/** Takes the next block: grouped when small, else sent after the group gathered so far. */
-	public void send(DataBlock block) {
+	void send(DataBlock block) {
 		DataHeader h = block.header();
 		int len = h.chunkLen();
 		long payload = h.payloadLength();
@@ -122,7 +120,7 @@ public final class ScatterGather {
 	}
 
 	/** Sends the group gathered so far: one piece as its own block, several as a scatter block. */
-	public void flush() {
+	void flush() {
 		if (n == 0) {
 			return;
 		}

@@ -1,8 +1,9 @@
-package io.kvferry.internal;
+package io.kvferry.internal.stripe;
 
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -11,8 +12,9 @@ import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.ScatterHeader;
 
 /**
- * What one room moved on one connection (one stripe): payload bytes and, when asked for, a CRC32C of them in stream order. Prefill
- * tallies what it hands to the transport, decode what landed; a Success carries prefill's tally and decode compares.
+ * What one room moved on one connection (one stripe): payload bytes and, when asked for, a CRC32C of them in stream
+ * order. Prefill tallies what it hands to the transport, decode what landed (its payload writer feeds the tally a
+ * {@link DialledConnection} hands out with each data header); a Success carries prefill's tally and decode compares.
  * Bytes are read from native memory through one reusable view, never copied.
  *
  * <p>Not thread-safe: one connection's thread (or the room's monitor) feeds it.
@@ -29,7 +31,7 @@ public final class Tally {
 	}
 
 	/** Adds {@code length} bytes at {@code address} to the checksum (in stream order); counts nothing. */
-	void checksum(long address, int length) {
+	public void checksum(long address, int length) {
 		if (crc != null && length > 0) {
 			view = NativeMemory.retarget(view, address, length);
 			crc.update(view);
@@ -37,7 +39,16 @@ public final class Tally {
 	}
 
 	/** Takes a block about to be sent: its source bytes in the order the receiver gets them, and their count. */
-	public void add(DataBlock block) {
+	public void add(Block block) {
+		if (block instanceof ScatterBlock s) {
+			add(s);
+		}
+		else {
+			add((DataBlock) block);
+		}
+	}
+
+	private void add(DataBlock block) {
 		DataHeader h = block.header();
 		if (block.isContiguous()) {
 			checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));
@@ -50,8 +61,8 @@ public final class Tally {
 		count(h.payloadLength());
 	}
 
-	/** Takes a scatter block about to be sent: each piece's source bytes in piece order, and their count. */
-	public void add(ScatterBlock block) {
+	/** A scatter block's pieces go in piece order. */
+	private void add(ScatterBlock block) {
 		ScatterHeader h = block.header();
 		long total = 0;
 		for (int i = 0; i < h.count(); i++) {
@@ -62,7 +73,7 @@ public final class Tally {
 	}
 
 	/** Counts bytes whose checksum was taken. */
-	void count(long n) {
+	public void count(long n) {
 		bytes += n;
 	}
 

@@ -1,4 +1,4 @@
-package io.kvferry.internal;
+package io.kvferry.internal.stripe;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

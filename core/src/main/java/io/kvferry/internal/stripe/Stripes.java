@@ -1,4 +1,4 @@
-package io.kvferry.internal;
+package io.kvferry.internal.stripe;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -13,10 +13,10 @@ import io.kvferry.spi.KVConnection;
  * block (or, for a block of one chunk, a run of its bytes), so it writes a subset of the bytes its block writes and
  * passes the receiver's write check wherever its block does.
  */
-public final class Stripes {
+final class Stripes {
 
 	/** Largest piece dealt to one stripe: big enough for few frames, small enough to spread a room evenly. */
-	public static final int PIECE = 4 << 20;
+	static final int PIECE = 4 << 20;
 
 	private Stripes() {
 	}
@@ -25,7 +25,7 @@ public final class Stripes {
 	 * Hands {@code block} to {@code out} in pieces of at most {@code max} payload bytes (a single chunk longer than
 	 * that of a block of many chunks stays whole), in order.
 	 */
-	public static void cut(DataBlock block, int max, Consumer<DataBlock> out) {
+	static void cut(DataBlock block, int max, Consumer<DataBlock> out) {
 		DataHeader h = block.header();
 		if (h.payloadLength() <= max) {
 			out.accept(block);
@@ -49,7 +49,7 @@ public final class Stripes {
 	}
 
 	/** @return the stripes of a session that are attached so far (null slots have not joined yet), in index order */
-	public static List<KVConnection> attached(KVConnection[] stripes) {
+	static List<KVConnection> attached(KVConnection[] stripes) {
 		List<KVConnection> list = new ArrayList<>(stripes.length);
 		for (KVConnection c : stripes) {
 			if (c != null) {
