@@ -289,6 +289,12 @@ final class DecodeRoom extends Room implements KVReceiver {
 		return writers.contains(s);
 	}
 
+	/** @return the heap the room's ledger holds ({@link GrantLedger#retainedBytes}), or -1 before it asked its ranks */
+	long ledgerBytes() {
+		GrantLedger l = ledger;
+		return l == null ? -1 : l.retainedBytes();
+	}
+
 	/** While Bootstrapping: the last failure of the prefill instance's look-up, which is retried meanwhile. */
 	@Override
 	String stalledBy() {

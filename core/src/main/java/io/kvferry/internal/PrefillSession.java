@@ -219,11 +219,18 @@ final class PrefillSession implements StripedConnection.Handler {
 		RoomTable.Ended how = overloaded ? new RoomTable.Ended(FailureCause.OVERLOAD, reason, true,
 				Duration.ofMillis(abort.retryAfterMillis())) : new RoomTable.Ended(FailureCause.ABORTED, reason, true);
 		PrefillTransfer r = manager.table.get(abort.room());
-		if (r == null) {
-			r = manager.table.endBeforeKnown(abort.room(), how);
+		if (r != null && r.askedByOthers(this)) {
+			// Another decode rank's room: this one cannot end it. Its abort is still answered, so it waits for nothing.
+			log.debug("[{}] decode {} aborted room {}, which other decode ranks asked for: ignored", manager.name,
+					connection.remoteAddress(), abort.room());
 		}
-		if (r != null) {
-			r.abortedBy(this, how);
+		else {
+			if (r == null) {
+				r = manager.table.endBeforeKnown(abort.room(), how);
+			}
+			if (r != null) {
+				r.abortedBy(this, how);
+			}
 		}
 		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
 		// connection that may have carried the room's bytes.

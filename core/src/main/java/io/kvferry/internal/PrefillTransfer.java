@@ -12,6 +12,7 @@ import io.kvferry.FailureCause;
 import io.kvferry.KVManagerConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomPriority;
 import io.kvferry.RoomRequest;
@@ -147,6 +148,14 @@ final class PrefillTransfer extends Room implements KVSender {
 			s.refuse(id, failure());
 			return;
 		}
+		if (askedByOthers(s) && (destinations.size() >= required || req.requiredDstInfoNum() != required)) {
+			// Other decode ranks asked for the room, all it takes or with another count: it is theirs, and a request
+			// that does not fit it is this rank's fault alone.
+			s.refuse(id, new KVTransferException(id, FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress()
+					+ " asked for room " + id + ", which " + destinations.size() + " other decode rank(s) asked for "
+					+ "already (" + required + " in all)", false));
+			return;
+		}
 		if (state() == null) {
 			table.advance(this, KVPoll.BOOTSTRAPPING);
 		}
@@ -208,6 +217,19 @@ final class PrefillTransfer extends Room implements KVSender {
 				dispatch(c);
 			}
 		}
+	}
+
+	/**
+	 * @return whether other decode ranks asked for the room and {@code s} did not: the room is theirs, and what
+	 *         {@code s} says about it cannot end it
+	 */
+	synchronized boolean askedByOthers(PrefillSession s) {
+		for (PrefillDestination d : destinations) {
+			if (d.session == s) {
+				return false;
+			}
+		}
+		return !destinations.isEmpty();
 	}
 
 	/**

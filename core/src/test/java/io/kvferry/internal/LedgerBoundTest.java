@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -145,6 +146,20 @@ class LedgerBoundTest {
 				+ "layout lets honest writers make)");
 		// The refusal's message included.
 		assertThat(bytes[0]).as("allocated until the refusal").isLessThanOrEqualTo(PER_ITEM + 4096);
+	}
+
+	@Test
+	void aWriteAfterTheOneThatCrossedTheBoundIsRefusedToo() {
+		// Another stripe's thread can record a write of the room after the one that crossed the bound and before the
+		// refusal failed the room: it must be refused as well, whatever the item's runs look like by then.
+		GrantLedger l = ledger();
+		DataHeader crossing = new DataHeader(1, RegionKind.KV, 0, 1, 1, 2, MAX_RUNS / 2 + 1);
+		l.destination(crossing);
+		assertThatThrownBy(() -> l.reserve(crossing)).isInstanceOf(GrantLedger.Refused.class)
+				.hasMessageContaining("cut into more than " + MAX_RUNS + " runs");
+		DataHeader next = new DataHeader(1, RegionKind.KV, 0, ITEM / 2, 1, 0, 1);
+		l.destination(next);
+		assertThatThrownBy(() -> l.reserve(next)).isInstanceOf(GrantLedger.Refused.class);
 	}
 
 	@Test
