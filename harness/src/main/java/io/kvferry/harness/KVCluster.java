@@ -5,6 +5,7 @@ import java.util.Random;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
+import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.RoomPriority;
@@ -129,6 +130,22 @@ public final class KVCluster {
 				.map(t -> t.getMessage() == null ? t.toString() : t.getMessage())
 				.distinct()
 				.collect(java.util.stream.Collectors.joining("; "));
+	}
+
+	/**
+	 * Adds each side's completion to {@code done}, so that when one side gives up the other side's ranks abort too, as
+	 * a router would, instead of waiting for their timeouts (a prefill rank whose decode never asked would otherwise
+	 * wait 300 s).
+	 */
+	static void abortTogether(List<KVReceiver> receivers, List<KVSender> senders, List<Mono<Void>> done) {
+		for (KVReceiver receiver : receivers) {
+			done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
+					+ describe(e)))));
+		}
+		for (KVSender sender : senders) {
+			done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
+					+ describe(e)))));
+		}
 	}
 
 	/** Closes every manager (not the transport nor the bootstrap client); completes when they are released. */

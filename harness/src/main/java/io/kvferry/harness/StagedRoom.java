@@ -237,16 +237,7 @@ public final class StagedRoom {
 				}
 				senders.add(sender);
 			}
-			// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
-			// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
-			for (KVReceiver receiver : receivers) {
-				done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
-						+ KVCluster.describe(e)))));
-			}
-			for (KVSender sender : senders) {
-				done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
-						+ KVCluster.describe(e)))));
-			}
+			KVCluster.abortTogether(receivers, senders, done);
 			// Stamped where the last completion arrives, before any hop to verification, which is not the room's.
 			return Mono.whenDelayError(done)
 					.doOnTerminate(() -> latency = System.nanoTime() - start)
