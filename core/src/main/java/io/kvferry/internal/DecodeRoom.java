@@ -6,10 +6,12 @@ import java.util.BitSet;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
@@ -68,6 +70,8 @@ final class DecodeRoom extends Room implements KVReceiver {
 	private volatile int flags;
 	// Set with the requests, before any byte can land.
 	private volatile GrantLedger ledger;
+	// The engine's own check of the landed bytes, run before Success; null for none.
+	private volatile Supplier<String> check;
 	// The ranks asked to write the room's pages: a failure waits for them before release.
 	private final Set<DecodeSession> writers = ConcurrentHashMap.newKeySet();
 	// Guarded by this.
@@ -118,6 +122,11 @@ final class DecodeRoom extends Room implements KVReceiver {
 	@Override
 	public void abort(String reason) {
 		manager.table.fail(this, FailureCause.ABORTED, BaseKVManager.abortReason(reason), false);
+	}
+
+	@Override
+	public void verify(Supplier<String> check) {
+		this.check = Objects.requireNonNull(check, "check");
 	}
 
 	@Override
@@ -432,8 +441,33 @@ final class DecodeRoom extends Room implements KVReceiver {
 							+ "prefill ranks reported Success: " + missing, false);
 					return;
 				}
-				manager.table.advance(this, KVPoll.SUCCESS);
+				Supplier<String> c = check;
+				if (c == null) {
+					manager.table.advance(this, KVPoll.SUCCESS);
+				}
+				else {
+					// The engine's code runs on its own scheduler, never under this monitor.
+					callbacks.schedule(() -> verdict(c));
+				}
 			}
+		}
+	}
+
+	/** The engine's check of a room whose every byte landed: Success, or a mismatch naming what differs. */
+	private void verdict(Supplier<String> c) {
+		String mismatch;
+		try {
+			mismatch = c.get();
+		}
+		catch (RuntimeException e) {
+			mismatch = "the engine's check threw " + e;
+		}
+		if (mismatch == null) {
+			manager.table.advance(this, KVPoll.SUCCESS);
+		}
+		else {
+			manager.table.fail(this, FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine "
+					+ "expected: " + mismatch, false);
 		}
 	}
 
