@@ -1,26 +1,22 @@
 package io.kvferry.harness;
 
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Objects;
 import java.util.Random;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
-import io.kvferry.KVArgs;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.RoomPriority;
-import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
  * A prefill instance and a decode instance of any parallel layout, each rank with its own managed memory, that runs
  * whole rooms: pattern fill on every prefill rank of the room's DP group, receivers on every decode rank, chunked
- * sends, and a byte-exact check of every decode rank's pages, aux row and state slots.
+ * sends, and a byte-exact check of every decode rank's pages, aux row and state slots. The cluster holds the ranks
+ * ({@code ClusterRanks}) and the page pools ({@code ClusterPages}); each room's own work is a {@link StagedRoom}'s.
  *
  * <pre>{@code
  * KVCluster cluster = KVCluster.builder().shape(ModelShape.llama3_8b()).prefill(2, 1, 1).decode(2, 1)
@@ -32,16 +28,12 @@ public final class KVCluster {
 
 	private final KVClusterBuilder config;
 	private final ClusterRanks ranks;
-	private final List<PageAllocator> prefillPages = new ArrayList<>();
-	private final List<PageAllocator> prefillRows = new ArrayList<>();
-	private final PageAllocator decodePages;
-	private final PageAllocator decodeRows;
+	private final ClusterPages pages;
 
 	KVCluster(KVClusterBuilder b) {
 		this.config = b;
 		this.ranks = new ClusterRanks(b);
-		this.decodePages = new PageAllocator(b.pagesOf(b.decodeShape()));
-		this.decodeRows = new PageAllocator(b.rows);
+		this.pages = new ClusterPages(b);
 	}
 
 	public static KVClusterBuilder builder() {
@@ -78,14 +70,10 @@ public final class KVCluster {
 
 	/** @return pages free on decode (all pages come back after successful rooms) */
 	public int freeDecodePages() {
-		return decodePages.free();
+		return pages.freeDecodePages();
 	}
 
 	Mono<KVCluster> startAll() {
-		for (int g = 0; g < config.prefillDp; g++) {
-			prefillPages.add(new PageAllocator(config.pagesOf(config.prefillShape())));
-			prefillRows.add(new PageAllocator(config.rows));
-		}
 		return ranks.start().then(Mono.just(this));
 	}
 
@@ -133,297 +121,7 @@ public final class KVCluster {
 	 * @return the staged room; when the cluster is out of pages it transfers nothing and verifies as that failure
 	 */
 	public StagedRoom stage(long room, int tokens, int chunks, Random random) {
-		return new StagedRoom(room, tokens, chunks, random);
-	}
-
-	/**
-	 * A room whose pages are allocated and whose source bytes are written: {@link #transfer()} it once, then
-	 * {@link #verify()} it once.
-	 */
-	public final class StagedRoom {
-		private final long room;
-		private final Random random;
-		private RoomPriority priority = RoomPriority.NORMAL;
-		private final int pageSize = config.prefillShape().pageSize();
-		private final int dstPageSize = config.decodeShape().pageSize();
-		private final int numPages;
-		// Pages decode already holds (its prefix cache): it asks only for the rest. Counted in prefill pages, and in
-		// decode's when the page sizes differ.
-		private final int prefixPages;
-		private final int dstPrefixPages;
-		private final int dcp = config.decodeDcp;
-		// Pages each decode DCP rank asks for: the first ones of dst.
-		private final int[] dstCounts;
-		private final long prefixTokens;
-		private final int g;
-		private final int @Nullable [] src;
-		private final int @Nullable [] dst;
-		private final int @Nullable [] srcRow;
-		private final int @Nullable [] dstRow;
-		private final int @Nullable [] srcState;
-		private final int @Nullable [] dstState;
-		// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
-		private final int @Nullable [][] parts;
-		private final int @Nullable [][][] partStates;
-		private final long[] outside = new long[ranks.decodeMemory().size()];
-		private final List<List<Integer>> landedLayers = new ArrayList<>();
-		// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
-		private @Nullable String failure;
-		private long latency;
-		private boolean transferred;
-
-		private StagedRoom(long room, int tokens, int chunks, Random random) {
-			this.room = room;
-			this.random = random;
-			this.numPages = (tokens + pageSize - 1) / pageSize;
-			int dstPagesAll = (tokens + dstPageSize - 1) / dstPageSize;
-			// The prefix is whole pages on both sides, and no more than either side holds; with decode DCP, whole
-			// virtual pages of page size × DCP size.
-			int lcm = Math.max(pageSize, dstPageSize) * dcp;
-			long prefixTokens = (long) Math.floor(numPages * config.decodePrefix) * pageSize;
-			prefixTokens = Math.min(prefixTokens, (long) dstPagesAll * dstPageSize) / lcm * lcm;
-			this.prefixPages = (int) (prefixTokens / pageSize);
-			this.dstPrefixPages = (int) (prefixTokens / dstPageSize);
-			this.g = dpGroup(room);
-			boolean contiguous = config.scatterRuns == 0 && (config.contiguous || random.nextInt(4) == 0);
-			int[] s = allocate(prefillPages.get(g), numPages, random, contiguous);
-			// Each DCP rank asks for its share of the tokens after the prefix; rank 0's is the largest.
-			this.dstCounts = new int[dcp];
-			for (int r = 0; r < dcp; r++) {
-				long rest = tokens - prefixTokens;
-				long share = rest <= r ? 0 : (rest - r + dcp - 1) / dcp;
-				dstCounts[r] = dcp == 1 ? dstPagesAll - dstPrefixPages : (int) ((share + dstPageSize - 1) / dstPageSize);
-			}
-			this.prefixTokens = prefixTokens;
-			int[] d = allocate(decodePages, dstCounts[0], random, contiguous);
-			int[] sr = prefillRows.get(g).allocate(1, random, false);
-			int[] dr = decodeRows.allocate(1, random, false);
-			if (s == null || d == null || sr == null || dr == null) {
-				release(g, s, d, sr, dr);
-				this.failure = "out of pages for " + numPages + " pages";
-				this.src = this.dst = this.srcRow = this.dstRow = this.srcState = this.dstState = null;
-				this.parts = null;
-				this.partStates = null;
-				return;
-			}
-			this.src = s;
-			this.dst = d;
-			this.srcRow = sr;
-			this.dstRow = dr;
-			this.srcState = config.shape.stateItemLen() == 0 ? new int[0] : srcRow;
-			this.dstState = config.shape.stateItemLen() == 0 ? new int[0] : dstRow;
-			int[] cuts = cuts(numPages, chunks, random);
-			this.parts = new int[cuts.length - 1][];
-			this.partStates = new int[cuts.length - 1][][];
-			for (int c = 0; c + 1 < cuts.length; c++) {
-				parts[c] = Arrays.copyOfRange(src, cuts[c], cuts[c + 1]);
-				partStates[c] = new int[][] { cuts[c + 1] == numPages ? srcState : new int[0] };
-			}
-			for (RankMemory mem : ranks.prefillMemory().get(g)) {
-				mem.fill(room, src, srcRow[0], srcState);
-			}
-			if (config.checkUntouched) {
-				for (int i = 0; i < outside.length; i++) {
-					outside[i] = ranks.decodeMemory().get(i).checksumOutside(dstOf(i), dstRow[0], dstState);
-				}
-			}
-		}
-
-		public long room() {
-			return room;
-		}
-
-		/** @return the room's source pages on its prefill ranks, in token order (empty when it could not be staged) */
-		public int[] sourcePages() {
-			return src == null ? new int[0] : src.clone();
-		}
-
-		/**
-		 * @return the pages decode asks for, in token order after the prefix it holds (empty when the room could not be
-		 *         staged)
-		 */
-		public int[] destinationPages() {
-			return dst == null ? new int[0] : dst.clone();
-		}
-
-		/** @return the first page of {@link #sourcePages()} that decode asks for (pages before it are its prefix) */
-		public int prefixPages() {
-			return prefixPages;
-		}
-
-		/** @return the pages decode rank {@code i} asks for: its DCP share of the room's pages */
-		private int[] dstOf(int i) {
-			return dcp == 1 ? dst : Arrays.copyOf(dst, dstCounts[ranks.decodeMemory().get(i).layout().attnCpRank()]);
-		}
-
-		/**
-		 * @return the lengths of the runs of pages decode asks for whose source and destination pages are both
-		 *         adjacent, in order (each run is one data block per layer buffer and rank pair); empty when the room
-		 *         could not be staged
-		 */
-		public int[] pageRuns() {
-			if (dst == null) {
-				return new int[0];
-			}
-			List<Integer> runs = new ArrayList<>();
-			int length = 0;
-			for (int k = 0; k < dst.length; k++) {
-				// With different page sizes only decode's side is looked at: its pages, not prefill's, are counted.
-				boolean adjacent = k > 0 && (pageSize != dstPageSize
-						|| src[prefixPages + k] == src[prefixPages + k - 1] + 1) && dst[k] == dst[k - 1] + 1;
-				if (k > 0 && !adjacent) {
-					runs.add(length);
-					length = 0;
-				}
-				length++;
-			}
-			if (length > 0) {
-				runs.add(length);
-			}
-			return runs.stream().mapToInt(Integer::intValue).toArray();
-		}
-
-		/**
-		 * @param priority how the room's bytes queue behind other rooms' on the prefill ranks' connections
-		 * @return this room, to transfer with that priority
-		 */
-		public StagedRoom priority(RoomPriority priority) {
-			this.priority = Objects.requireNonNull(priority, "priority");
-			return this;
-		}
-
-		/**
-		 * Moves the room: receivers and their destinations on every decode rank, sends on every prefill rank of its DP
-		 * group. Completes when every rank's completion arrived (a failed room completes too: its failure is what
-		 * {@link #verify()} returns), or at once when the room could not be staged; the latency is stamped there.
-		 */
-		public Mono<Void> transfer() {
-			return Mono.defer(() -> {
-				if (transferred) {
-					throw new IllegalStateException("room " + room + " was already transferred");
-				}
-				transferred = true;
-				if (src == null) {
-					return Mono.empty();
-				}
-				long start = System.nanoTime();
-				List<Mono<Void>> done = new ArrayList<>();
-				List<KVSender> senders = new ArrayList<>();
-				List<KVReceiver> receivers = new ArrayList<>();
-				for (int i = 0; i < ranks.decode().size(); i++) {
-					KVReceiver receiver = ranks.decode().get(i).receiver(config.bootstrap, room);
-					receiver.sendMetadata(prefixPages * pageSize, dstOf(i), dstRow[0], new int[][] { dstState });
-					receivers.add(receiver);
-					if (config.layerwise) {
-						List<Integer> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
-						landedLayers.add(landed);
-						done.add(receiver.layers().doOnNext(landed::add).then());
-					}
-				}
-				for (PrefillKVManager p : ranks.prefill().get(g)) {
-					KVSender sender = p.sender(room);
-					sender.priority(priority);
-					sender.init(numPages, srcRow[0]);
-					for (int c = 0; c < parts.length; c++) {
-						int[] part = parts[c];
-						int[][] state = partStates[c];
-						if (config.layerwise && random.nextBoolean()) {
-							for (int layer : shuffledLayers(p.kvArgs(), random)) {
-								sender.sendLayer(layer, part, state);
-							}
-						}
-						else {
-							sender.send(part, state);
-						}
-					}
-					senders.add(sender);
-				}
-				// As a router would: when one side gives up, the other side's ranks abort too instead of waiting for
-				// their timeouts (a prefill rank whose decode never asked would otherwise wait 300 s).
-				for (KVReceiver receiver : receivers) {
-					done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
-							+ describe(e)))));
-				}
-				for (KVSender sender : senders) {
-					done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
-							+ describe(e)))));
-				}
-				// Stamped where the last completion arrives, before any hop to verification, which is not the room's.
-				return Mono.whenDelayError(done)
-						.doOnTerminate(() -> latency = System.nanoTime() - start)
-						.onErrorResume(e -> {
-							failure = describe(e);
-							return Mono.empty();
-						});
-			});
-		}
-
-		/**
-		 * Checks every byte of every decode rank's share of the room (and, when the cluster checks it, that nothing
-		 * outside the room's pages changed), then frees the room's pages if it succeeded. Call it once, after
-		 * {@link #transfer()} completed.
-		 *
-		 * @return the room's result: a transfer failure, the first wrong byte, or success with the bytes that landed
-		 */
-		public RoomResult verify() {
-			if (src != null && !transferred) {
-				throw new IllegalStateException("room " + room + " was not transferred");
-			}
-			if (failure != null) {
-				return new RoomResult(room, numPages, 0, latency, failure);
-			}
-			long bytes = 0;
-			for (int i = 0; i < landedLayers.size(); i++) {
-				String wrong = checkLayers(ranks.decodeMemory().get(i).kvArgs(), landedLayers.get(i));
-				if (wrong != null) {
-					return new RoomResult(room, numPages, bytes, latency, wrong);
-				}
-			}
-			for (int i = 0; i < ranks.decodeMemory().size(); i++) {
-				RankMemory mem = ranks.decodeMemory().get(i);
-				// Past prefill's last page (decode's pages may be larger), decode's last page repeats that page.
-				int[] own = dstOf(i);
-				String mismatch = dcp > 1
-						? mem.verifyDcp(room, own, prefixTokens, dstRow[0], dstState,
-								(long) (numPages - prefixPages) * pageSize)
-						: mem.verify(room, dst, dstPrefixPages, dstRow[0], dstState, (long) numPages * pageSize,
-								pageSize);
-				if (mismatch == null && config.checkUntouched
-						&& mem.checksumOutside(own, dstRow[0], dstState) != outside[i]) {
-					mismatch = "room " + room + ": decode rank " + i + " changed bytes outside the room's"
-							+ " pages, aux row and state slots";
-				}
-				if (mismatch != null) {
-					return new RoomResult(room, numPages, bytes, latency, mismatch);
-				}
-				bytes += mem.kvBytes(own.length);
-			}
-			// No zeroing before reuse: patterns depend on the room, so stale pages never verify.
-			release(g, src, dst, srcRow, dstRow);
-			return new RoomResult(room, numPages, bytes, latency, null);
-		}
-	}
-
-	/** @return a prefill rank's layers (main, then draft) in a random order */
-	private static List<Integer> shuffledLayers(KVArgs args, Random random) {
-		List<Integer> layers = new ArrayList<>();
-		for (int l = 0; l < args.kvLayerCount() + args.draftLayers(); l++) {
-			layers.add(l);
-		}
-		java.util.Collections.shuffle(layers, random);
-		return layers;
-	}
-
-	/** @return why a decode rank's landed layers are not each of its main layers once, or null */
-	private static @Nullable String checkLayers(KVArgs decode, List<Integer> landed) {
-		List<Integer> sorted = new ArrayList<>(landed);
-		sorted.sort(null);
-		List<Integer> expected = new ArrayList<>();
-		// Prefill ranks here hold no draft layers: decode's draft buffers stay unfilled and are not layers of the room.
-		for (int l = 0; l < decode.kvLayerCount(); l++) {
-			expected.add(l);
-		}
-		return sorted.equals(expected) ? null : "layers() emitted " + landed + ", expected each of " + expected + " once";
+		return new StagedRoom(config, ranks, pages, dpGroup(room), room, tokens, chunks, random);
 	}
 
 	/** Every distinct reason of a (possibly composite) failure. */
@@ -434,35 +132,19 @@ public final class KVCluster {
 				.collect(java.util.stream.Collectors.joining("; "));
 	}
 
-	private static int[] cuts(int numPages, int chunks, Random random) {
-		int n = Math.max(1, Math.min(chunks, Math.max(1, numPages)));
-		java.util.TreeSet<Integer> points = new java.util.TreeSet<>();
-		points.add(0);
-		points.add(numPages);
-		while (points.size() < n + 1 && numPages > 1) {
-			points.add(1 + random.nextInt(numPages - 1));
+	/**
+	 * Adds each side's completion to {@code done}, so that when one side gives up the other side's ranks abort too, as
+	 * a router would, instead of waiting for their timeouts (a prefill rank whose decode never asked would otherwise
+	 * wait 300 s).
+	 */
+	static void abortTogether(List<KVReceiver> receivers, List<KVSender> senders, List<Mono<Void>> done) {
+		for (KVReceiver receiver : receivers) {
+			done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
+					+ describe(e)))));
 		}
-		return points.stream().mapToInt(Integer::intValue).toArray();
-	}
-
-	private int @Nullable [] allocate(PageAllocator pool, int n, Random random, boolean contiguous) {
-		return config.scatterRuns > 0 ? pool.allocateRuns(n, random, config.scatterRuns)
-				: pool.allocate(n, random, contiguous);
-	}
-
-	private void release(int g, int @Nullable [] src, int @Nullable [] dst, int @Nullable [] srcRow,
-			int @Nullable [] dstRow) {
-		if (src != null) {
-			prefillPages.get(g).release(src);
-		}
-		if (dst != null) {
-			decodePages.release(dst);
-		}
-		if (srcRow != null) {
-			prefillRows.get(g).release(srcRow);
-		}
-		if (dstRow != null) {
-			decodeRows.release(dstRow);
+		for (KVSender sender : senders) {
+			done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
+					+ describe(e)))));
 		}
 	}
 

@@ -150,15 +150,7 @@ public final class KVFleet {
 				sender.send(src, new int[][] { srcState });
 				senders.add(sender);
 			}
-			// As a router would: when one side gives up, the other side aborts instead of waiting for its timeout.
-			for (KVReceiver receiver : receivers) {
-				done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
-						+ KVCluster.describe(e)))));
-			}
-			for (KVSender sender : senders) {
-				done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "
-						+ KVCluster.describe(e)))));
-			}
+			KVCluster.abortTogether(receivers, senders, done);
 			long[] latency = new long[1];
 			return Mono.whenDelayError(done)
 					.doOnTerminate(() -> latency[0] = System.nanoTime() - start)

@@ -6,7 +6,7 @@ import java.util.concurrent.Callable;
 
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
-import io.kvferry.bootstrap.server.internal.StopSignal;
+import io.kvferry.bootstrap.server.StopSignal;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;

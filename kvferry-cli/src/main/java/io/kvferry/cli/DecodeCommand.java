@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapClient;
-import io.kvferry.bootstrap.server.internal.StopSignal;
+import io.kvferry.bootstrap.server.StopSignal;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
 import io.kvferry.spi.KVTransport;

@@ -16,6 +16,7 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import io.kvferry.spi.KVTransport;
 import io.netty.util.internal.CleanableDirectBuffer;
 import io.netty.util.internal.PlatformDependent;
@@ -187,11 +188,11 @@ final class ManyBench {
 	 *
 	 * @return per connection, (offset, length) pairs laid out one after another
 	 */
-	private static int[][] frames(ModelShape shape, List<KVCluster.StagedRoom> rooms) {
+	private static int[][] frames(ModelShape shape, List<StagedRoom> rooms) {
 		int chunk = shape.itemLen(2);
 		int buffers = buffers(shape);
 		List<List<Integer>> lengths = List.of(new ArrayList<>(), new ArrayList<>());
-		for (KVCluster.StagedRoom room : rooms) {
+		for (StagedRoom room : rooms) {
 			int[] runs = room.pageRuns();
 			for (List<Integer> stream : lengths) {
 				for (int b = 0; b < buffers; b++) {
@@ -220,7 +221,7 @@ final class ManyBench {
 	 * stops: the window holds the transfers only (the pattern's fill and check cost more CPU than the rooms' moves).
 	 */
 	private ManyBatch batch(KVCluster cluster, ModelShape shape, int[] pages, long firstRoom) {
-		List<KVCluster.StagedRoom> staged = new ArrayList<>(rooms);
+		List<StagedRoom> staged = new ArrayList<>(rooms);
 		for (int i = 0; i < rooms; i++) {
 			staged.add(cluster.stage(firstRoom + i, pages[i] * shape.pageSize(), 1, new Random(i)));
 		}
@@ -233,7 +234,7 @@ final class ManyBench {
 		long nanos = System.nanoTime() - start;
 		long cpu = ProcessCpu.nanos() - cpu0;
 		List<RoomResult> results = new ArrayList<>(rooms);
-		for (KVCluster.StagedRoom room : staged) {
+		for (StagedRoom room : staged) {
 			results.add(room.verify());
 		}
 		return new ManyBatch(staged, results, nanos, cpu);
@@ -243,6 +244,6 @@ final class ManyBench {
 	 * The rooms of a batch as staged and as verified; the nanoseconds from the first room's start to the last room's
 	 * end, and the process's CPU time over the same window.
 	 */
-	private record ManyBatch(List<KVCluster.StagedRoom> staged, List<RoomResult> results, long nanos, long cpuNanos) {
+	private record ManyBatch(List<StagedRoom> staged, List<RoomResult> results, long nanos, long cpuNanos) {
 	}
 }

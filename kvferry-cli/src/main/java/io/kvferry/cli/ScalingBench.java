@@ -25,6 +25,7 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import io.kvferry.spi.KVTransport;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.internal.PlatformDependent;
@@ -293,7 +294,7 @@ final class ScalingBench {
 			boolean stageFirst) {
 		long first = nextRoom;
 		nextRoom += rooms;
-		List<KVCluster.StagedRoom> staged = new ArrayList<>();
+		List<StagedRoom> staged = new ArrayList<>();
 		for (int i = 0; stageFirst && i < rooms; i++) {
 			staged.add(cluster.stage(first + i, pages.applyAsInt(i) * s.pageSize(), 1, new Random(first + i)));
 		}
@@ -336,7 +337,7 @@ final class ScalingBench {
 		sampler.dispose();
 		timer.dispose();
 		if (stageFirst) {
-			results = staged.stream().map(KVCluster.StagedRoom::verify).toList();
+			results = staged.stream().map(StagedRoom::verify).toList();
 		}
 		long bytes = 0;
 		long[] latencies = new long[results.size()];

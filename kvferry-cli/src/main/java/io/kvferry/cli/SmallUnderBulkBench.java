@@ -16,6 +16,7 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import io.kvferry.transport.netty.NettyKVTransport;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -66,7 +67,7 @@ final class SmallUnderBulkBench {
 						alone.add(r.latencyNanos());
 					}
 				}
-				KVCluster.StagedRoom bulk = pair.stage(room++, bulkPages * shape.pageSize(), 1, random);
+				StagedRoom bulk = pair.stage(room++, bulkPages * shape.pageSize(), 1, random);
 				long start = System.nanoTime();
 				var inFlight = bulk.transfer().subscribeOn(Schedulers.parallel()).toFuture();
 				int timed = 0;

@@ -16,6 +16,7 @@ import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import io.kvferry.spi.KVTransport;
 import picocli.CommandLine;
 import reactor.core.publisher.Flux;
@@ -157,8 +158,8 @@ final class TinyPagesBench {
 	}
 
 	/** Tells in the failures when the pump's first run left a destination byte unlike the room's pattern. */
-	private void checkPump(KVCluster cluster, List<KVCluster.StagedRoom> rooms) {
-		for (KVCluster.StagedRoom room : rooms) {
+	private void checkPump(KVCluster cluster, List<StagedRoom> rooms) {
+		for (StagedRoom room : rooms) {
 			for (RankMemory mem : cluster.decodeMemory()) {
 				String wrong = mem.verify(room.room(), room.destinationPages(), room.prefixPages(), -1, new int[0]);
 				if (wrong != null) {
@@ -174,7 +175,7 @@ final class TinyPagesBench {
 	 * stops: the window holds the transfers only.
 	 */
 	private Batch batch(KVCluster cluster, int[] tokens, long firstRoom) {
-		List<KVCluster.StagedRoom> staged = new ArrayList<>(tokens.length);
+		List<StagedRoom> staged = new ArrayList<>(tokens.length);
 		for (int i = 0; i < tokens.length; i++) {
 			staged.add(cluster.stage(firstRoom + i, tokens[i], 1, new Random(firstRoom + i)));
 		}
@@ -186,7 +187,7 @@ final class TinyPagesBench {
 		long nanos = System.nanoTime() - start;
 		long bytes = 0;
 		int failed = 0;
-		for (KVCluster.StagedRoom room : staged) {
+		for (StagedRoom room : staged) {
 			RoomResult r = room.verify();
 			if (r.ok()) {
 				bytes += r.bytes();
@@ -200,6 +201,6 @@ final class TinyPagesBench {
 	}
 
 	/** A batch's rooms as staged, the nanoseconds its transfers took, the bytes that landed and its failed rooms. */
-	private record Batch(List<KVCluster.StagedRoom> staged, long nanos, long bytes, int failed) {
+	private record Batch(List<StagedRoom> staged, long nanos, long bytes, int failed) {
 	}
 }

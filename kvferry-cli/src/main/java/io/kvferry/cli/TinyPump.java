@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import io.kvferry.MemoryRegion;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.RankMemory;
+import io.kvferry.harness.StagedRoom;
 import io.kvferry.spi.NativeMemory;
 import io.netty.util.internal.PlatformDependent;
 
@@ -40,7 +41,7 @@ final class TinyPump {
 	 * The pieces of staged rooms, between prefill rank {@code r} of the rooms' DP group and decode rank {@code r}
 	 * (equal TP sizes: each pair holds the same heads).
 	 */
-	static TinyPump of(KVCluster cluster, List<KVCluster.StagedRoom> rooms) {
+	static TinyPump of(KVCluster cluster, List<StagedRoom> rooms) {
 		List<RankMemory> decode = cluster.decodeMemory();
 		int pairs = decode.size();
 		ByteBuffer[][] sources = new ByteBuffer[pairs][];
@@ -49,7 +50,7 @@ final class TinyPump {
 		for (int r = 0; r < pairs; r++) {
 			List<ByteBuffer> in = new ArrayList<>();
 			List<ByteBuffer> out = new ArrayList<>();
-			for (KVCluster.StagedRoom room : rooms) {
+			for (StagedRoom room : rooms) {
 				List<MemoryRegion> from = cluster.prefillMemory().get(cluster.dpGroup(room.room())).get(r).kvArgs()
 						.kvRegions();
 				List<MemoryRegion> to = decode.get(r).kvArgs().kvRegions();

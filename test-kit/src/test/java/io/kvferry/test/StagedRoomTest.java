@@ -12,6 +12,7 @@ import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.Patterns;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.netty.util.internal.PlatformDependent;
 import org.junit.jupiter.api.AfterEach;
@@ -43,7 +44,7 @@ class StagedRoomTest {
 
 	@Test
 	void aStagedRoomTransfersThenVerifiesEveryByte() {
-		KVCluster.StagedRoom staged = cluster.stage(1, 3 * SHAPE.pageSize(), 2, new Random(1));
+		StagedRoom staged = cluster.stage(1, 3 * SHAPE.pageSize(), 2, new Random(1));
 		StepVerifier.create(staged.transfer()).expectComplete().verify(T);
 		RoomResult r = staged.verify();
 		assertThat(r.failure()).isNull();
@@ -55,7 +56,7 @@ class StagedRoomTest {
 	@Test
 	void pageRunsCoverTheRoomsPagesAndContiguousPagesAreOneRun() {
 		for (int seed = 0; seed < 8; seed++) {
-			KVCluster.StagedRoom staged = cluster.stage(10 + seed, 3 * SHAPE.pageSize(), 1, new Random(seed));
+			StagedRoom staged = cluster.stage(10 + seed, 3 * SHAPE.pageSize(), 1, new Random(seed));
 			assertThat(java.util.Arrays.stream(staged.pageRuns()).sum()).isEqualTo(3);
 			StepVerifier.create(staged.transfer()).expectComplete().verify(T);
 			assertThat(staged.verify().failure()).isNull();
@@ -73,7 +74,7 @@ class StagedRoomTest {
 
 	@Test
 	void aByteChangedAfterTheTransferFailsTheRoom() {
-		KVCluster.StagedRoom staged = cluster.stage(2, 2 * SHAPE.pageSize(), 1, new Random(2));
+		StagedRoom staged = cluster.stage(2, 2 * SHAPE.pageSize(), 1, new Random(2));
 		StepVerifier.create(staged.transfer()).expectComplete().verify(T);
 		// Whatever pages the room got on decode rank 1, one of them is now wrong.
 		MemoryRegion region = cluster.decodeMemory().get(1).kvArgs().kvRegions().get(0);
@@ -87,7 +88,7 @@ class StagedRoomTest {
 
 	@Test
 	void verifyingBeforeTheTransferOrTransferringTwiceIsRefused() {
-		KVCluster.StagedRoom staged = cluster.stage(3, SHAPE.pageSize(), 1, new Random(3));
+		StagedRoom staged = cluster.stage(3, SHAPE.pageSize(), 1, new Random(3));
 		assertThatThrownBy(staged::verify).isInstanceOf(IllegalStateException.class)
 				.hasMessage("room 3 was not transferred");
 		StepVerifier.create(staged.transfer()).expectComplete().verify(T);
@@ -97,7 +98,7 @@ class StagedRoomTest {
 
 	@Test
 	void aRoomThatFindsNoPagesFailsWithoutTransferring() {
-		KVCluster.StagedRoom staged = cluster.stage(4, 17 * SHAPE.pageSize(), 1, new Random(4));
+		StagedRoom staged = cluster.stage(4, 17 * SHAPE.pageSize(), 1, new Random(4));
 		StepVerifier.create(staged.transfer()).expectComplete().verify(T);
 		assertThat(staged.verify().failure()).isEqualTo("out of pages for 17 pages");
 	}

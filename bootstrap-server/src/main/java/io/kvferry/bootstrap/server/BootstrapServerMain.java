@@ -10,7 +10,6 @@ import java.util.concurrent.Callable;
 import java.util.function.Function;
 
 import io.kvferry.HostPort;
-import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;

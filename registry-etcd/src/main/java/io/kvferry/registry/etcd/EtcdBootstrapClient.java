@@ -5,14 +5,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
-import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import io.etcd.jetcd.options.GetOption;
 import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.BootstrapException;
@@ -105,6 +102,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	private final EtcdConnection connection;
 	private final RankLeases leases;
 	private final RankRegistrations registrations;
+	private final RegistryLookups lookups;
 	private final Flux<RegistryChange> changes;
 
 	private EtcdBootstrapClient(EtcdClientSettings settings) {
@@ -114,6 +112,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 				keys.prefix(), settings.client);
 		this.leases = new RankLeases(settings.leaseTtl, connection::isDisposed, this::register);
 		this.registrations = new RankRegistrations(connection, keys, leases);
+		this.lookups = new RegistryLookups(connection, keys, settings.endpoints);
 		this.changes = RegistryWatch.changes(connection, keys, settings.leaseTtl).share();
 	}
 
@@ -350,9 +349,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	@Override
 	public Mono<PrefillParallelInfo> parallelInfo(HostPort bootstrap) {
 		Objects.requireNonNull(bootstrap, "bootstrap");
-		String call = "parallel info of " + bootstrap;
-		return connection.bounded(call, client -> InstanceInfo.parallelInfo(client, keys, bootstrap, call,
-				settings.endpoints));
+		return lookups.parallelInfo(bootstrap);
 	}
 
 	@Override
@@ -375,17 +372,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		checkRank("dpGroup", dpGroup);
 		checkRank("tpRank", tpRank);
 		checkRank("ppRank", ppRank);
-		String call = "rank dp=" + dpGroup + " tp=" + tpRank + " pp=" + ppRank + " of " + bootstrap;
-		String rankKey = keys.rank(bootstrap, dpGroup, 0, tpRank, ppRank);
-		return connection.bounded(call, client -> future(() -> client.getKVClient().get(bytes(rankKey)))
-				.handle((get, sink) -> {
-					if (get.getKvs().isEmpty()) {
-						sink.error(new BootstrapException(BootstrapException.Kind.NOT_FOUND, 404, call
-								+ ": not registered in etcd " + settings.endpoints + " (no key " + rankKey + ")"));
-						return;
-					}
-					sink.next(RegistryCodec.readRoute(call, get.getKvs().get(0)));
-				}));
+		return lookups.rankRoute(bootstrap, dpGroup, tpRank, ppRank);
 	}
 
 	/**
@@ -395,8 +382,7 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	 */
 	@Override
 	public Mono<Void> health(HostPort bootstrap) {
-		return connection.bounded("health", client -> future(() -> client.getKVClient().get(bytes(keys.instances()),
-				GetOption.builder().withCountOnly(true).build())).then());
+		return lookups.health();
 	}
 
 	@Override
@@ -446,14 +432,6 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 		EtcdClientSettings copy = settings.copy();
 		edit.accept(copy);
 		return new EtcdBootstrapClient(copy);
-	}
-
-	private static <T> Mono<T> future(Supplier<CompletableFuture<T>> call) {
-		return Mono.fromFuture(call);
-	}
-
-	private static ByteSequence bytes(String text) {
-		return RegistryKeys.bytes(text);
 	}
 
 	private static void checkRank(String name, int rank) {

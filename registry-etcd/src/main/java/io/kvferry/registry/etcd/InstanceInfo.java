@@ -5,7 +5,6 @@ import java.util.List;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
-import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
@@ -14,7 +13,6 @@ import io.etcd.jetcd.options.PutOption;
 import io.kvferry.HostPort;
 import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
-import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillSizes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -111,33 +109,5 @@ final class InstanceInfo {
 		if (misfit != null) {
 			throw new BootstrapException(BootstrapException.Kind.BAD_REQUEST, 400, call + ": " + misfit);
 		}
-	}
-
-	/**
-	 * Reads the instance's {@code info} key and counts its rank keys in one consistent read.
-	 *
-	 * @return the instance's parallel info; {@code NOT_READY} while not every rank is registered
-	 */
-	static Mono<PrefillParallelInfo> parallelInfo(Client client, RegistryKeys keys, HostPort bootstrap, String call,
-			List<HostPort> endpoints) {
-		return Mono.fromFuture(() -> client.getKVClient().txn()
-				.Then(Op.get(RegistryKeys.bytes(keys.info(bootstrap)), GetOption.DEFAULT),
-						Op.get(RegistryKeys.bytes(keys.ranks(bootstrap)), GetOption.builder().isPrefix(true)
-								.withCountOnly(true).build()))
-				.commit())
-				.handle((txn, sink) -> {
-					GetResponse info = txn.getGetResponses().get(0);
-					long registered = txn.getGetResponses().get(1).getCount();
-					PrefillSizes sizes = info.getKvs().isEmpty() ? null
-							: RegistryCodec.readSizes(call, info.getKvs().get(0));
-					if (sizes == null || !sizes.isComplete(registered)) {
-						sink.error(new BootstrapException(BootstrapException.Kind.NOT_READY, 503, call
-								+ ": prefill instance not fully registered yet (" + registered + " of "
-								+ (sizes == null ? "?" : sizes.totalRanks()) + " ranks registered in etcd "
-								+ endpoints + ")"));
-						return;
-					}
-					sink.next(sizes.toParallelInfo());
-				});
 	}
 }

@@ -3,47 +3,29 @@ package io.kvferry.test.tck;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Queue;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
-import java.util.function.Function;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.KVPoll;
 import io.kvferry.MemoryRegion;
 import io.kvferry.spi.CloseReason;
-import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
-import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.test.FakeDeviceMemory;
 import io.kvferry.test.RecordingHandler;
-import io.kvferry.test.RegionSink;
 import io.kvferry.test.Samples;
 import io.kvferry.test.Sent;
-import io.netty.buffer.ByteBuf;
-import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
@@ -57,173 +39,15 @@ import reactor.test.StepVerifier;
  * reason; what is sent after a close fails rather than vanishing; a closed {@link SendGate} drops its block and its
  * message; sending much data holds bounded memory. Each test ends by checking that the transport released every
  * landing zone the receiver offered and that the allocator it takes buffers from holds no more live bytes than before
- * the test (Netty's paranoid leak detector and {@code LeakGuard} watch the rest).
+ * the test (Netty's paranoid leak detector and {@code LeakGuard} watch the rest). Those checks, the transports and the
+ * helpers the tests share are {@link TransportFixture}'s.
  *
  * <p>Every test makes one server (listening, prefill) transport and one client (connecting, decode) transport, which
  * may be the same object for a transport whose listeners live in memory.
  */
-public abstract class TransportTck {
-
-	/** Bound of every wait in these tests. */
-	protected static final Duration TIMEOUT = Duration.ofSeconds(10);
+public abstract class TransportTck extends TransportFixture {
 
 	private static final int MIB = 1 << 20;
-	/** Pause between two looks at a polled condition: short, and leaves the two-core CI machine to the event loops. */
-	private static final long POLL_NANOS = 1_000_000;
-
-	private final List<KVTransport> transports = new ArrayList<>();
-	private final List<KVTransport.Listener> listeners = new ArrayList<>();
-	private final List<Disposable> registrations = new ArrayList<>();
-	private final Queue<ByteBuf> landingZones = new ConcurrentLinkedQueue<>();
-	private long allocatedBefore;
-
-	/** The listening side of the current test. */
-	protected KVTransport server;
-	/** The connecting side of the current test. */
-	protected KVTransport client;
-
-	/** @return a new transport for the listening (prefill) side of one test */
-	protected abstract KVTransport createServer();
-
-	/**
-	 * @param server the test's listening transport
-	 * @return a new transport for the connecting (decode) side that can reach {@code server}'s listeners (the same
-	 *         object when listeners live in that object)
-	 */
-	protected abstract KVTransport createClient(KVTransport server);
-
-	/** Releases what a transport of this test holds (threads, sockets); called once per transport after each test. */
-	protected abstract void dispose(KVTransport transport);
-
-	/**
-	 * @return bytes currently held by live buffers of the allocator the transport takes its buffers from (0 for a
-	 *         transport that allocates none)
-	 */
-	protected abstract long allocatedBytes();
-
-	/**
-	 * @return most allocator bytes the transport may hold beyond its idle state while it sends a stream of data
-	 *         blocks much larger than this bound (its outbound queue holds descriptors, not copies)
-	 */
-	protected abstract long inFlightBound();
-
-	/**
-	 * @return whether the transport moves device memory here (a UCX built with CUDA support on a GPU host); a transport
-	 *         that does not must refuse a device region when it is registered
-	 */
-	protected boolean reachesDeviceMemory() {
-		return false;
-	}
-
-	/** @return an address nothing listens on, for the transports of this test */
-	protected HostPort unusedAddress() throws IOException {
-		try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-			return new HostPort("127.0.0.1", probe.getLocalPort());
-		}
-	}
-
-	@BeforeEach
-	final void createTransports() {
-		allocatedBefore = allocatedBytes();
-		server = track(createServer());
-		client = createClient(server);
-		if (client != server) {
-			track(client);
-		}
-	}
-
-	@AfterEach
-	final void disposeTransportsAndCheckForLeaks() {
-		listeners.forEach(KVTransport.Listener::dispose);
-		registrations.forEach(Disposable::dispose);
-		transports.forEach(this::dispose);
-		assertThat(landingZones).as("landing zones the transport did not release")
-				.allSatisfy(zone -> assertThat(zone.refCnt()).isZero());
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		long allocated = allocatedBytes();
-		// Event loops may release their last buffers just after the close they reported: poll, with a deadline.
-		while (allocated > allocatedBefore && System.nanoTime() < deadline) {
-			LockSupport.parkNanos(POLL_NANOS);
-			allocated = allocatedBytes();
-		}
-		assertThat(allocated).as("allocator bytes held after the test (before it: %d)", allocatedBefore)
-				.isLessThanOrEqualTo(allocatedBefore);
-	}
-
-	private KVTransport track(KVTransport transport) {
-		transports.add(transport);
-		return transport;
-	}
-
-	/**
-	 * Registers a source region with the sending (server) transport, as a manager registers its rank's regions when it
-	 * starts: a transport that reads blocks one-sided reads them from registered memory only.
-	 *
-	 * @return the region
-	 */
-	protected MemoryRegion registered(MemoryRegion region) {
-		registrations.add(server.register(List.of(region)).block(TIMEOUT));
-		return region;
-	}
-
-	/** A client connection to a server listener, with both sides' handlers. */
-	protected record Link(KVTransport.Listener listener, KVConnection accepted, RecordingHandler acceptedHandler,
-			KVConnection connected, RecordingHandler connectedHandler) {
-	}
-
-	/** @return a listener of {@code server} with one connection from {@code client} */
-	protected Link link() throws Exception {
-		RecordingHandler acceptedHandler = new RecordingHandler();
-		CompletableFuture<KVConnection> accepted = new CompletableFuture<>();
-		KVTransport.Listener listener = listen(new HostPort("127.0.0.1", 0), c -> {
-			accepted.complete(c);
-			return acceptedHandler;
-		});
-		RecordingHandler connectedHandler = new RecordingHandler();
-		KVConnection connected = client.connect(listener.address(), connectedHandler).block(TIMEOUT);
-		return new Link(listener, accepted.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS), acceptedHandler, connected,
-				connectedHandler);
-	}
-
-	private KVTransport.Listener listen(HostPort address,
-			Function<KVConnection, ConnectionHandler> acceptor) {
-		KVTransport.Listener listener = server.listen(address, acceptor).block(TIMEOUT);
-		listeners.add(listener);
-		return listener;
-	}
-
-	/**
-	 * @return a sink writing into {@code region} that offers landing zones (the test checks each was released) and
-	 *         runs {@code onComplete} after the payload's last byte
-	 */
-	protected PayloadSink sink(MemoryRegion region, DataHeader header, AtomicLong received, Runnable onComplete) {
-		RegionSink target = new RegionSink(region, header, received, new AtomicLong(), onComplete);
-		return new PayloadSink() {
-			@Override
-			public void write(ByteBuf segment) {
-				target.write(segment);
-			}
-
-			@Override
-			public void complete() {
-				target.complete();
-			}
-
-			@Override
-			public @Nullable ByteBuf landingZone(int minBytes, int maxBytes) {
-				ByteBuf zone = target.landingZone(minBytes, maxBytes);
-				if (zone != null) {
-					landingZones.add(zone);
-				}
-				return zone;
-			}
-
-			@Override
-			public void landed(int n) {
-				target.landed(n);
-			}
-		};
-	}
 
 	@Test
 	void listenBindsNothingUntilSubscribedAndThenTheAddressAsked() throws Exception {
@@ -237,7 +61,7 @@ public abstract class TransportTck {
 		StepVerifier.create(client.connect(address, new RecordingHandler())).expectError().verify(TIMEOUT);
 
 		KVTransport.Listener listener = listen.block(TIMEOUT);
-		listeners.add(listener);
+		closeAfterTest(listener);
 		assertThat(listener.address()).isEqualTo(address);
 		KVConnection connection = client.connect(address, new RecordingHandler()).block(TIMEOUT);
 		assertThat(connection.isActive()).isTrue();
@@ -271,15 +95,6 @@ public abstract class TransportTck {
 
 		StepVerifier.create(later).assertNext(c -> assertThat(c.isActive()).isTrue()).verifyComplete();
 		awaitCount(accepted, 2);
-	}
-
-	/** Waits, with a deadline, until {@code count} reaches {@code expected}, then checks it went no further. */
-	private static void awaitCount(AtomicInteger count, int expected) {
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		while (count.get() < expected && System.nanoTime() < deadline) {
-			LockSupport.parkNanos(POLL_NANOS);
-		}
-		assertThat(count).hasValue(expected);
 	}
 
 	@Test
@@ -479,7 +294,7 @@ public abstract class TransportTck {
 		AtomicLong peak = new AtomicLong();
 		// Sampled as each block lands: by then the sender has queued all blocks and Netty holds what it will hold.
 		link.connectedHandler().sinks = h -> sink(dst, h, received,
-				() -> peak.accumulateAndGet(allocatedBytes() - allocatedBefore, Math::max));
+				() -> peak.accumulateAndGet(allocatedBytes() - allocatedBefore(), Math::max));
 		for (int i = 0; i < blocks; i++) {
 			link.accepted().send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
 					MIB));
@@ -500,7 +315,7 @@ public abstract class TransportTck {
 		MemoryRegion host = Samples.randomRegion(4096, 13);
 		if (reachesDeviceMemory()) {
 			StepVerifier.create(server.register(List.of(host, device)))
-					.assertNext(registrations::add)
+					.assertNext(this::releaseAfterTest)
 					.verifyComplete();
 			return;
 		}
@@ -511,31 +326,7 @@ public abstract class TransportTck {
 				.verify(TIMEOUT);
 		// Host memory alone is fine.
 		StepVerifier.create(server.register(List.of(host)))
-				.assertNext(registrations::add)
+				.assertNext(this::releaseAfterTest)
 				.verifyComplete();
-	}
-
-	/**
-	 * Waits until both sides reported their close and their {@code onClose()} completed, then gives a late second
-	 * report the time to show: a bounded wait instead of a sleep, one message round trip on a fresh connection.
-	 */
-	private void awaitBothClosed(Link link) throws Exception {
-		link.connectedHandler().awaitClose(TIMEOUT);
-		link.acceptedHandler().awaitClose(TIMEOUT);
-		StepVerifier.create(link.connected().onClose()).expectComplete().verify(TIMEOUT);
-		StepVerifier.create(link.accepted().onClose()).expectComplete().verify(TIMEOUT);
-		assertThat(link.connected().isActive()).isFalse();
-		assertThat(link.accepted().isActive()).isFalse();
-		roundTrip();
-	}
-
-	/** Connects once more and exchanges one message each way. */
-	private void roundTrip() throws Exception {
-		Link probe = link();
-		probe.connected().send(new KVMessage.AbortAck(99));
-		assertThat(probe.acceptedHandler().nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(99));
-		probe.accepted().send(new KVMessage.AbortAck(98));
-		assertThat(probe.connectedHandler().nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(98));
-		probe.connected().close("probe done");
 	}
 }

@@ -9,6 +9,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
+import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.UnsynchronizedAppenderBase;
@@ -16,11 +17,14 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Records the formatted log lines of one logger so a test can wait for a line. Lock-free on the logging side (event
- * loops log; BlockHound watches them); the test thread waits with a bound. Close to detach.
+ * loops log; BlockHound watches them); the test thread waits with a bound. Close to detach (and to give the logger back
+ * its level, when the recorder set one).
  */
 public final class LogRecorder implements AutoCloseable {
 
 	private final Logger logger;
+	private final Level level;
+	private final boolean additive;
 	private final Queue<String> lines = new ConcurrentLinkedQueue<>();
 	private final Semaphore arrivals = new Semaphore(0);
 	private final UnsynchronizedAppenderBase<ILoggingEvent> appender = new UnsynchronizedAppenderBase<>() {
@@ -31,8 +35,10 @@ public final class LogRecorder implements AutoCloseable {
 		}
 	};
 
-	private LogRecorder(Class<?> type) {
-		logger = (Logger) LoggerFactory.getLogger(type);
+	private LogRecorder(Logger logger) {
+		this.logger = logger;
+		this.level = logger.getLevel();
+		this.additive = logger.isAdditive();
 		appender.setContext(logger.getLoggerContext());
 		appender.setName("kvferry-test-recorder");
 		appender.start();
@@ -41,7 +47,19 @@ public final class LogRecorder implements AutoCloseable {
 
 	/** @return a recorder of the lines {@code type}'s logger writes from now on */
 	public static LogRecorder of(Class<?> type) {
-		return new LogRecorder(type);
+		return new LogRecorder((Logger) LoggerFactory.getLogger(type));
+	}
+
+	/**
+	 * @param category a logger's name
+	 * @param level the level the logger gets until the recorder is closed
+	 * @return a recorder of the lines that logger writes from now on, which reach no other appender meanwhile
+	 */
+	public static LogRecorder at(String category, Level level) {
+		LogRecorder recorder = new LogRecorder((Logger) LoggerFactory.getLogger(category));
+		recorder.logger.setLevel(level);
+		recorder.logger.setAdditive(false);
+		return recorder;
 	}
 
 	/**
@@ -74,5 +92,7 @@ public final class LogRecorder implements AutoCloseable {
 	public void close() {
 		logger.detachAppender(appender);
 		appender.stop();
+		logger.setLevel(level);
+		logger.setAdditive(additive);
 	}
 }

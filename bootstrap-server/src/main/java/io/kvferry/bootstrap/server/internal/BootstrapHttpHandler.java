@@ -2,17 +2,10 @@ package io.kvferry.bootstrap.server.internal;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.function.BiFunction;
 import java.util.function.Predicate;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import io.kvferry.bootstrap.BootstrapException;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.QueryStringDecoder;
@@ -33,8 +26,10 @@ import reactor.netty.http.server.HttpServerResponse;
  * <li>{@code PUT /route}: a prefill rank registers ({@link Registration}); 200 {@code OK}.</li>
  * <li>{@code GET /route?engine_rank=&target_dp_group=&target_pp_rank=} (SGLang's older protocol) and
  * {@code GET /route?prefill_dp_rank=&prefill_cp_rank=&target_tp_rank=&target_pp_rank=} (today's): all −1 asks for the
- * instance's sizes (503 until every rank registered), otherwise for one rank's endpoint (404 when unknown).</li>
- * <li>{@code POST /register_dp_rank} and {@code POST /query_dp_ranks}: the room → DP rank table.</li>
+ * instance's sizes (503 until every rank registered), otherwise for one rank's endpoint (404 when unknown). Both are
+ * {@code RankRouteRequests}'.</li>
+ * <li>{@code POST /register_dp_rank} and {@code POST /query_dp_ranks}: the room → DP rank table
+ * ({@code DpRankRequests}).</li>
  * <li>{@code POST /register_encoder_url}, {@code DELETE /unregister_encoder_url} and {@code GET /list_encoder_urls}:
  * the encoder role of SGLang's encoder bootstrap server ({@link EncoderUrls}).</li>
  * <li>{@code GET /health}: 200 {@code OK}.</li>
@@ -50,22 +45,13 @@ import reactor.netty.http.server.HttpServerResponse;
  * metrics scrape, which may take the registry's locks, runs on {@link Schedulers#boundedElastic()}. Inbound buffers are
  * copied and released by Reactor Netty as soon as they are read; no buffer outlives a call.
  * <p>
- * A room → DP rank registration that finds the table full is answered 503 naming the cap: the table is shared by all
- * clients and frees itself as entries expire, a condition of the server rather than of one client's rate (which 429
- * would say). Refusals are counted in the metrics and logged at most once per {@link #REFUSAL_WARNING_INTERVAL}.
+ * This class routes by path and method, reads bodies, checks the token and turns failures into answers; the routes'
+ * own work is in the request classes above, and every answer is written by {@code HttpAnswers}.
  */
 public final class BootstrapHttpHandler
 		implements BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> {
 
 	private static final Logger log = LoggerFactory.getLogger(BootstrapHttpHandler.class);
-
-	private static final String TEXT = "text/plain; charset=utf-8";
-	private static final String JSON = "application/json; charset=utf-8";
-	private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
-
-	private static final String[] LEGACY_PARAMS = { "engine_rank", "target_dp_group", "target_pp_rank" };
-	private static final String[] CURRENT_PARAMS = { "prefill_dp_rank", "prefill_cp_rank", "target_tp_rank",
-			"target_pp_rank" };
 
 	private static final int MAX_SHOWN_PATH = 100;
 
@@ -73,20 +59,12 @@ public final class BootstrapHttpHandler
 	private static final String[] BOOTSTRAP_PATHS = { "/route", "/register_dp_rank", "/query_dp_ranks",
 			"/register_encoder_url", "/unregister_encoder_url", "/list_encoder_urls" };
 
-	/** Shortest time between two warnings about a full room table. */
-	static final Duration REFUSAL_WARNING_INTERVAL = Duration.ofSeconds(10);
-
-	private final RouteStore routes;
-	private final RoomDpRankTable rooms;
+	private final RankRouteRequests ranks;
+	private final DpRankRequests dpRanks;
 	private final int maxBodyBytes;
 	private final BearerToken bearer;
 	private final ServerMetrics metrics;
 	private final EncoderUrls encoders;
-	private final Throttle refusalWarnings = new Throttle(REFUSAL_WARNING_INTERVAL, System::nanoTime);
-	private final AnswerCache<RankEndpoint> endpointAnswers = new AnswerCache<>(RankEndpoint::toJson);
-	private final AnswerCache<PrefillTopology> parallelInfoAnswers = new AnswerCache<>(PrefillTopology::toJson);
-	private final AnswerCache<PrefillTopology> legacyParallelInfoAnswers =
-			new AnswerCache<>(PrefillTopology::toLegacyJson);
 
 	/**
 	 * @param routes the rank table (in memory, or shared in etcd)
@@ -99,14 +77,16 @@ public final class BootstrapHttpHandler
 	 */
 	public BootstrapHttpHandler(RouteStore routes, RoomDpRankTable rooms, int maxBodyBytes, String authToken,
 			ServerMetrics metrics, EncoderUrls encoders) {
-		this.routes = Objects.requireNonNull(routes, "routes");
-		this.rooms = Objects.requireNonNull(rooms, "rooms");
+		Objects.requireNonNull(routes, "routes");
+		Objects.requireNonNull(rooms, "rooms");
 		if (maxBodyBytes < 1) {
 			throw new IllegalArgumentException("maxBodyBytes : " + maxBodyBytes + " (expected: > 0)");
 		}
 		this.maxBodyBytes = maxBodyBytes;
 		this.bearer = new BearerToken(authToken);
 		this.metrics = Objects.requireNonNull(metrics, "metrics");
+		this.ranks = new RankRouteRequests(routes, metrics);
+		this.dpRanks = new DpRankRequests(rooms, metrics);
 		this.encoders = Objects.requireNonNull(encoders, "encoders");
 		// Before any event loop serves a request: the JSON readers and writers are built now, on this thread.
 		Json.warmUp();
@@ -203,26 +183,26 @@ public final class BootstrapHttpHandler
 			case "/route":
 				if (HttpMethod.PUT.equals(method)) {
 					bearer.check(request);
-					return readBody(request).flatMap(body -> register(response, body));
+					return readBody(request).flatMap(body -> ranks.register(response, body));
 				}
 				if (HttpMethod.GET.equals(method)) {
-					return getRoute(response, uri.parameters());
+					return ranks.get(response, uri.parameters());
 				}
 				return methodNotAllowed(request, response, "GET, PUT");
 			case "/health":
 				if (HttpMethod.GET.equals(method) || HttpMethod.HEAD.equals(method)) {
-					return sendText(response, 200, "OK");
+					return HttpAnswers.text(response, 200, "OK");
 				}
 				return methodNotAllowed(request, response, "GET, HEAD");
 			case "/register_dp_rank":
 				if (HttpMethod.POST.equals(method)) {
 					bearer.check(request);
-					return readBody(request).flatMap(body -> registerDpRank(response, body));
+					return readBody(request).flatMap(body -> dpRanks.register(response, body));
 				}
 				return methodNotAllowed(request, response, "POST");
 			case "/query_dp_ranks":
 				if (HttpMethod.POST.equals(method)) {
-					return readBody(request).flatMap(body -> queryDpRanks(response, body));
+					return readBody(request).flatMap(body -> dpRanks.query(response, body));
 				}
 				return methodNotAllowed(request, response, "POST");
 			case "/register_encoder_url":
@@ -239,7 +219,7 @@ public final class BootstrapHttpHandler
 				return methodNotAllowed(request, response, "DELETE");
 			case "/list_encoder_urls":
 				if (HttpMethod.GET.equals(method)) {
-					return send(response, 200, JSON, encoders.listAnswer());
+					return HttpAnswers.send(response, 200, HttpAnswers.JSON, encoders.listAnswer());
 				}
 				return methodNotAllowed(request, response, "GET");
 			case "/metrics":
@@ -259,10 +239,10 @@ public final class BootstrapHttpHandler
 	private static Mono<Void> encoderUrl(HttpServerResponse response, byte[] body, Predicate<String> change) {
 		String url = EncoderUrls.url(Json.readObject(body));
 		if (url == null) {
-			return send(response, 400, JSON, EncoderUrls.MISSING_URL);
+			return HttpAnswers.send(response, 400, HttpAnswers.JSON, EncoderUrls.MISSING_URL);
 		}
 		change.test(url);
-		return sendText(response, 200, "OK");
+		return HttpAnswers.text(response, 200, "OK");
 	}
 
 	private static RequestException notFound(String path) {
@@ -270,151 +250,12 @@ public final class BootstrapHttpHandler
 				: path.substring(0, MAX_SHOWN_PATH) + "..."));
 	}
 
-	private Mono<Void> register(HttpServerResponse response, byte[] body) {
-		Registration registration = Registration.parse(Json.readObject(body));
-		return unavailableAsRegistryDown(routes.store(registration))
-				.flatMap(outcome -> {
-					metrics.registration(outcome);
-					return sendText(response, 200, "OK");
-				});
-	}
-
 	private Mono<Void> scrape(HttpServerResponse response) {
 		// The registry may take locks while it collects: kept off the event loop.
 		return Mono.fromCallable(metrics::scrape)
 				.subscribeOn(Schedulers.boundedElastic())
-				.flatMap(text -> send(response, 200, PROMETHEUS_TEXT, text.getBytes(StandardCharsets.UTF_8)));
-	}
-
-	private Mono<Void> getRoute(HttpServerResponse response, Map<String, List<String>> params) {
-		boolean current = params.containsKey("prefill_dp_rank") || params.containsKey("prefill_cp_rank")
-				|| params.containsKey("target_tp_rank");
-		String[] names = current ? CURRENT_PARAMS : LEGACY_PARAMS;
-		int[] values = new int[names.length];
-		for (int i = 0; i < names.length; i++) {
-			values[i] = queryInt(params, names[i]);
-		}
-		if (Arrays.stream(values).allMatch(v -> v == -1)) {
-			return unavailableAsRegistryDown(routes.read(null)).flatMap(instance -> {
-				if (!instance.isReady()) {
-					metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.NOT_READY);
-					return Mono.error(RequestException.notReady(instance.registered()));
-				}
-				metrics.lookup(ServerMetrics.PARALLEL_INFO, ServerMetrics.FOUND);
-				PrefillTopology topology = instance.topology();
-				return send(response, 200, JSON, current ? parallelInfoAnswers.body(topology)
-						: legacyParallelInfoAnswers.body(topology));
-			});
-		}
-		for (int i = 0; i < names.length; i++) {
-			if (values[i] == -1) {
-				throw RequestException.badRequest(names[i] + " : -1 (expected: a rank >= 0 unless all of "
-						+ String.join(", ", names) + " are -1)");
-			}
-		}
-		RankKey key;
-		String notFound;
-		if (current) {
-			key = new RankKey(values[0], values[1], values[2], values[3]);
-			notFound = "dp_rank=" + values[0] + " cp_rank=" + values[1] + " tp_rank=" + values[2] + " pp_rank="
-					+ values[3];
-		}
-		else {
-			key = new RankKey(values[1], 0, values[0], values[2]);
-			notFound = "dp_group=" + values[1] + " tp_rank=" + values[0] + " pp_rank=" + values[2];
-		}
-		return unavailableAsRegistryDown(routes.read(key)).flatMap(instance -> {
-			// Today's SGLang gates lookups on readiness too, so a decode never caches half an instance.
-			if (current && !instance.isReady()) {
-				metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_READY);
-				return Mono.error(RequestException.notReady(instance.registered()));
-			}
-			RankEndpoint endpoint = instance.endpoint();
-			if (endpoint == null) {
-				metrics.lookup(ServerMetrics.RANK, ServerMetrics.NOT_FOUND);
-				return Mono.error(RequestException.notFound("Bootstrap info not found for " + notFound));
-			}
-			metrics.lookup(ServerMetrics.RANK, ServerMetrics.FOUND);
-			return send(response, 200, JSON, endpointAnswers.body(endpoint));
-		});
-	}
-
-	/** A shared store that cannot be reached answers 503, naming the store's failure; clients try again later. */
-	private static <T> Mono<T> unavailableAsRegistryDown(Mono<T> call) {
-		return call.onErrorMap(BootstrapException.class, e -> RequestException.unavailable("registry unavailable: "
-				+ e.getMessage()));
-	}
-
-	private Mono<Void> registerDpRank(HttpServerResponse response, byte[] body) {
-		JsonNode object = Json.readObject(body);
-		long room = Json.requiredNonNegativeLong(object, "bootstrap_room");
-		int dpRank = Json.requiredInt(object, "dp_rank");
-		if (dpRank < 0) {
-			throw RequestException.badRequest("dp_rank : " + dpRank + " (expected: >= 0)");
-		}
-		boolean stored = rooms.put(room, dpRank);
-		metrics.dpRankRegistration(stored);
-		if (!stored) {
-			if (refusalWarnings.tryPass()) {
-				log.warn("Room to DP rank table full ({} entries, maxDpRankEntries {}): refusing new rooms with 503; "
-						+ "{} refused so far", rooms.size(), rooms.maxEntries(), rooms.refusedCount());
-			}
-			throw RequestException.unavailable(tableFull(room));
-		}
-		log.debug("Room {} served by prefill DP rank {}", room, dpRank);
-		return sendText(response, 200, "OK");
-	}
-
-	private String tableFull(long room) {
-		return "Room to DP rank table full: bootstrap_room " + room + " not stored, " + rooms.maxEntries()
-				+ " rooms held (the cap; entries expire " + rooms.lifetime().toSeconds()
-				+ " s after they are written). Raise it with --max-dp-rank-entries (BootstrapServer.maxDpRankEntries).";
-	}
-
-	private Mono<Void> queryDpRanks(HttpServerResponse response, byte[] body) {
-		JsonNode list = Json.readObject(body).get("bootstrap_rooms");
-		if (list == null || list.isNull()) {
-			throw RequestException.badRequest("bootstrap_rooms : missing (expected: a list of integers)");
-		}
-		if (!list.isArray()) {
-			throw RequestException.badRequest("bootstrap_rooms : " + Json.shown(list)
-					+ " (expected: a list of integers)");
-		}
-		Map<String, Object> known = new LinkedHashMap<>();
-		int found = 0;
-		for (int i = 0; i < list.size(); i++) {
-			long room = Json.nonNegativeLong("bootstrap_rooms[" + i + "]", list.get(i));
-			Integer dpRank = rooms.get(room);
-			if (dpRank != null) {
-				known.put(Long.toString(room), dpRank);
-				found++;
-			}
-		}
-		metrics.dpRankLookups(list.size(), found);
-		return sendJson(response, known);
-	}
-
-	private static int queryInt(Map<String, List<String>> params, String name) {
-		List<String> values = params.get(name);
-		if (values == null || values.isEmpty()) {
-			throw RequestException.badRequest(name + " : missing (expected: an integer query parameter)");
-		}
-		String text = values.get(0);
-		if (text.isEmpty()) {
-			throw RequestException.badRequest(name + " : empty (expected: an integer query parameter)");
-		}
-		int value;
-		try {
-			value = Integer.parseInt(text);
-		}
-		catch (NumberFormatException e) {
-			throw RequestException.badRequest(name + " : '" + (text.length() <= 40 ? text : text.substring(0, 40)
-					+ "...") + "' (expected: an integer query parameter)");
-		}
-		if (value < -1) {
-			throw RequestException.badRequest(name + " : " + value + " (expected: -1 or a rank >= 0)");
-		}
-		return value;
+				.flatMap(text -> HttpAnswers.send(response, 200, HttpAnswers.PROMETHEUS_TEXT,
+						text.getBytes(StandardCharsets.UTF_8)));
 	}
 
 	/**
@@ -442,7 +283,7 @@ public final class BootstrapHttpHandler
 	private static Mono<Void> methodNotAllowed(HttpServerRequest request, HttpServerResponse response, String allow) {
 		log.debug("{} {}: 405, allowed {}", request.method(), request.uri(), allow);
 		response.header(HttpHeaderNames.ALLOW, allow);
-		return sendText(response, 405, "Method not allowed");
+		return HttpAnswers.text(response, 405, "Method not allowed");
 	}
 
 	private static Mono<Void> sendError(HttpServerRequest request, HttpServerResponse response, RequestException e) {
@@ -457,7 +298,7 @@ public final class BootstrapHttpHandler
 		if (e.status() == 401) {
 			response.header(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
 		}
-		return sendText(response, e.status(), e.getMessage());
+		return HttpAnswers.text(response, e.status(), e.getMessage());
 	}
 
 	/** The client closed or reset the connection: nobody is left to answer. */
@@ -475,22 +316,6 @@ public final class BootstrapHttpHandler
 		if (response.hasSentHeaders()) {
 			return Mono.error(e);
 		}
-		return sendText(response, 500, "Internal server error");
-	}
-
-	private static Mono<Void> sendText(HttpServerResponse response, int status, String text) {
-		return send(response, status, TEXT, text.getBytes(StandardCharsets.UTF_8));
-	}
-
-	private static Mono<Void> sendJson(HttpServerResponse response, Object value) {
-		return send(response, 200, JSON, Json.write(value));
-	}
-
-	private static Mono<Void> send(HttpServerResponse response, int status, String contentType, byte[] body) {
-		return response.status(status)
-				.header(HttpHeaderNames.CONTENT_TYPE, contentType)
-				.header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length))
-				.sendByteArray(Mono.just(body))
-				.then();
+		return HttpAnswers.text(response, 500, "Internal server error");
 	}
 }

@@ -11,9 +11,9 @@ import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateHandler;
 
 /**
- * The handlers of a kvferry channel, in order: {@link SslHandler} when TLS is on, {@link IdleStateHandler} (reader
- * idleness only), {@link KVFrameDecoder}, and the {@link NettyKVConnection} last. Without TLS the channel's reads of
- * large payloads land straight in registered memory.
+ * The handlers of a kvferry channel, in order: {@link SslHandler} when TLS is on, {@link FrameLogger} when frame
+ * logging is on, {@link IdleStateHandler} (reader idleness only), {@link KVFrameDecoder}, and the
+ * {@link NettyKVConnection} last. Without TLS the channel's reads of large payloads land straight in registered memory.
  */
 final class ConnectionPipeline {
 
@@ -49,6 +49,7 @@ final class ConnectionPipeline {
 			ssl.setHandshakeTimeoutMillis(settings.handshakeTimeout().toMillis());
 			channel.pipeline().addLast("kvferry.tls", ssl);
 		}
+		FrameLogger.install(channel, connection.id());
 		KVFrameDecoder decoder = new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, settings.maxFrameLength(), inbound);
 		channel.pipeline()
 				// Reader idle only: a writer idle time makes the handler swap every write's void promise for a new

@@ -17,6 +17,7 @@ import io.kvferry.RoomPriority;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -65,13 +66,13 @@ class HighPriorityRoomIT {
 	private static long aheadOfASmallRoom(KVCluster cluster, long firstRoom, RoomPriority priority) {
 		DecodeKVManager decode = cluster.decodeManagers().get(0);
 		PrefillKVManager prefill = cluster.prefillManagers().get(0).get(0);
-		List<KVCluster.StagedRoom> bulk = new ArrayList<>();
+		List<StagedRoom> bulk = new ArrayList<>();
 		for (int i = 0; i < BULK_ROOMS; i++) {
 			bulk.add(cluster.stage(firstRoom + i, BULK_PAGES * SHAPE.pageSize(), 1, new Random(firstRoom + i)));
 		}
 		long small = firstRoom + BULK_ROOMS;
-		KVCluster.StagedRoom one = cluster.stage(small, SHAPE.pageSize(), 1, new Random(small)).priority(priority);
-		Mono<Void> moved = Flux.fromIterable(bulk).flatMap(KVCluster.StagedRoom::transfer).then().cache();
+		StagedRoom one = cluster.stage(small, SHAPE.pageSize(), 1, new Random(small)).priority(priority);
+		Mono<Void> moved = Flux.fromIterable(bulk).flatMap(StagedRoom::transfer).then().cache();
 		moved.subscribe();
 		// Every bulk room's first bytes landed: each has its window queued on prefill's side of the connections.
 		Flux.interval(Duration.ofMillis(1)).filter(x -> LongStream.range(firstRoom, small)
@@ -85,7 +86,7 @@ class HighPriorityRoomIT {
 		stamp.dispose();
 		RoomResult result = one.verify();
 		assertThat(result.failure()).as("the %s room", priority).isNull();
-		for (KVCluster.StagedRoom b : bulk) {
+		for (StagedRoom b : bulk) {
 			assertThat(b.verify().failure()).as("a bulk room").isNull();
 		}
 		assertThat(landedAtQueued.get()).as("prefill queued the %s room", priority).isNotNegative();

@@ -15,6 +15,7 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.harness.StagedRoom;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -54,8 +55,8 @@ class SmallRoomBehindBulkIT {
 			long aloneMedian = alone.get(alone.size() / 2);
 			long warmBytes = decode.stats().bytesReceived();
 
-			KVCluster.StagedRoom bulk = cluster.stage(1, BULK_PAGES * SHAPE.pageSize(), 1, new Random(1));
-			KVCluster.StagedRoom small = cluster.stage(2, SHAPE.pageSize(), 1, new Random(2));
+			StagedRoom bulk = cluster.stage(1, BULK_PAGES * SHAPE.pageSize(), 1, new Random(1));
+			StagedRoom small = cluster.stage(2, SHAPE.pageSize(), 1, new Random(2));
 			AtomicLong bulkDone = new AtomicLong();
 			AtomicLong smallDone = new AtomicLong();
 			long start = System.nanoTime();

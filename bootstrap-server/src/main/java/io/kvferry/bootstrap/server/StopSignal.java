@@ -1,4 +1,4 @@
-package io.kvferry.bootstrap.server.internal;
+package io.kvferry.bootstrap.server;
 
 import java.util.List;
 
@@ -9,9 +9,17 @@ import reactor.core.publisher.Sinks;
 import sun.misc.Signal;
 
 /**
- * SIGTERM and SIGINT as a value: the standalone bootstrap server and the {@code kvferry} commands drain on them and
- * then return their own exit status, instead of the JVM exiting with 143 while shutdown hooks race the work in flight.
- * A second signal while the first one is handled is ignored: the drain deadline bounds the shutdown.
+ * SIGTERM and SIGINT as a value, for a process that serves until it is asked to stop: the standalone bootstrap server
+ * ({@link BootstrapServerMain}) and the {@code kvferry} commands drain on them and then return their own exit status,
+ * instead of the JVM exiting with 143 while shutdown hooks race the work in flight. A second signal while the first one
+ * is handled is ignored: the drain deadline bounds the shutdown.
+ *
+ * <pre>{@code
+ * Mono<String> stop = StopSignal.install();
+ * DisposableBootstrapServer server = BootstrapServer.create().port(8998).bindNow();
+ * String signal = Mono.firstWithSignal(stop, server.onDispose().thenReturn("")).block();
+ * server.disposeNow(Duration.ofSeconds(30));
+ * }</pre>
  */
 public final class StopSignal {
 
