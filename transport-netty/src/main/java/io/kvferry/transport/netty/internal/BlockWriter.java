@@ -33,7 +33,7 @@ final class BlockWriter {
 	// Payload bytes queued but not handed to Netty, shared with the queue that counts them in.
 	private final AtomicLong queuedBytes;
 	// Closes the connection at once, with the reason: the peer broke the same-host ring.
-	private final Consumer<ProtocolException> failNow;
+	private final Consumer<KVFerryException> failNow;
 	private String prefix;
 	// Written on the event loop, read by the connection's stats on any thread.
 	private volatile long blocksDropped;
@@ -51,10 +51,11 @@ final class BlockWriter {
 
 	/**
 	 * @param queuedBytes the queue's count of payload bytes not yet handed to Netty: written and dropped bytes leave it
-	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring)
+	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring, or a frame
+	 *        could not be built whole)
 	 * @param prefix the connection's log prefix
 	 */
-	BlockWriter(AtomicLong queuedBytes, Consumer<ProtocolException> failNow, String prefix) {
+	BlockWriter(AtomicLong queuedBytes, Consumer<KVFerryException> failNow, String prefix) {
 		this.queuedBytes = queuedBytes;
 		this.failNow = failNow;
 		this.prefix = prefix;
@@ -144,22 +145,34 @@ final class BlockWriter {
 			}
 			catch (ProtocolException e) {
 				// The ring cannot carry anything any more, so no room of this connection can finish: close now.
-				queuedBytes.addAndGet(-frame.payloadLength());
-				if (current != null) {
-					dropCurrent(true);
-				}
-				else if (done != null) {
-					tell(done, e, prefix);
-				}
-				failNow.accept(e);
-				return -1;
+				return abandon(frame, done, e);
 			}
 			// Flushed at once: decode copies this slot out while the next one is filled.
 			ctx.writeAndFlush(slotFrame, ctx.voidPromise());
 		}
 		else {
-			ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), frame), ctx.voidPromise());
-			ByteBuf payload = cursor.payload(ctx.alloc());
+			// The payload before the header: a header on the wire without its payload would make the peer read the
+			// next frame's bytes as this one's.
+			ByteBuf payload;
+			try {
+				payload = cursor.payload(ctx.alloc());
+			}
+			catch (RuntimeException | OutOfMemoryError e) {
+				return abandon(frame, done, new KVFerryException("could not gather the " + frame.payloadLength()
+						+ " bytes of a data frame of room " + frame.room() + ": " + e, e));
+			}
+			ByteBuf header;
+			try {
+				header = KVFrameCodec.encodeDataHeader(ctx.alloc(), frame);
+			}
+			catch (RuntimeException | OutOfMemoryError e) {
+				if (payload != null) {
+					payload.release();
+				}
+				return abandon(frame, done, new KVFerryException("could not encode a data frame's header of room "
+						+ frame.room() + ": " + e, e));
+			}
+			ctx.write(header, ctx.voidPromise());
 			if (payload != null) {
 				ctx.write(payload, ctx.voidPromise());
 			}
@@ -169,6 +182,24 @@ final class BlockWriter {
 			tell(done, null, prefix);
 		}
 		return frame.payloadLength();
+	}
+
+	/**
+	 * Gives up on a data frame that cannot be written whole, and with it on the connection: the block's remaining
+	 * frames are dropped and its listener told, so that no room waits for bytes that will never come.
+	 *
+	 * @return -1: no frame written
+	 */
+	private long abandon(DataHeader frame, SendListener done, KVFerryException e) {
+		queuedBytes.addAndGet(-frame.payloadLength());
+		if (current != null) {
+			dropCurrent(true);
+		}
+		else if (done != null) {
+			tell(done, e, prefix);
+		}
+		failNow.accept(e);
+		return -1;
 	}
 
 	/** Writes the scatter block's next frame, or hands its next piece to a data-frame cursor when it goes alone. */

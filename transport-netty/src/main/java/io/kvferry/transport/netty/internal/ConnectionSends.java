@@ -6,7 +6,6 @@ import java.util.function.Supplier;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
-import io.kvferry.ProtocolException;
 import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
@@ -39,10 +38,11 @@ final class ConnectionSends {
 	 * @param id the connection's id
 	 * @param remote the peer's address
 	 * @param closeReason why the connection closed or is closing, or {@code null} while it is open
-	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring)
+	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring, or a frame
+	 *        could not be built whole)
 	 */
 	ConnectionSends(Channel channel, TransportSettings settings, String id, Supplier<HostPort> remote,
-			Supplier<String> closeReason, Consumer<ProtocolException> failNow) {
+			Supplier<String> closeReason, Consumer<KVFerryException> failNow) {
 		this.channel = channel;
 		this.id = id;
 		this.remote = remote;

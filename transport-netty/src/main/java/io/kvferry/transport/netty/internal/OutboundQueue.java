@@ -10,7 +10,6 @@ import java.util.function.BiFunction;
 import java.util.function.Consumer;
 
 import io.kvferry.KVFerryException;
-import io.kvferry.ProtocolException;
 import io.kvferry.RoomPriority;
 import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
@@ -103,10 +102,11 @@ final class OutboundQueue {
 	 * @param maxFrameLength payload bytes per data frame until the peer says otherwise
 	 * @param closeGrace how long a close waits for the peer to take the last bytes
 	 * @param closedError the error of a message the connection could not write, given when and the Netty cause
-	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring)
+	 * @param failNow closes the connection at once with the reason (the peer broke the same-host ring, or a frame
+	 *        could not be built whole)
 	 */
 	OutboundQueue(Channel channel, int maxFrameLength, Duration closeGrace,
-			BiFunction<String, Throwable, KVFerryException> closedError, Consumer<ProtocolException> failNow) {
+			BiFunction<String, Throwable, KVFerryException> closedError, Consumer<KVFerryException> failNow) {
 		this.channel = channel;
 		this.maxFrameLength = maxFrameLength;
 		this.closeGrace = closeGrace;
