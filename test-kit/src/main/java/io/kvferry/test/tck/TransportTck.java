@@ -9,6 +9,7 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -181,6 +182,7 @@ public abstract class TransportTck {
 		});
 		RecordingHandler connectedHandler = new RecordingHandler();
 		KVConnection connected = client.connect(listener.address(), connectedHandler).block(TIMEOUT);
+		Objects.requireNonNull(connected, "connected");
 		return new Link(listener, accepted.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS), acceptedHandler, connected,
 				connectedHandler);
 	}
@@ -188,6 +190,7 @@ public abstract class TransportTck {
 	private KVTransport.Listener listen(HostPort address,
 			Function<KVConnection, ConnectionHandler> acceptor) {
 		KVTransport.Listener listener = server.listen(address, acceptor).block(TIMEOUT);
+		Objects.requireNonNull(listener, "listener");
 		listeners.add(listener);
 		return listener;
 	}
@@ -237,9 +240,11 @@ public abstract class TransportTck {
 		StepVerifier.create(client.connect(address, new RecordingHandler())).expectError().verify(TIMEOUT);
 
 		KVTransport.Listener listener = listen.block(TIMEOUT);
+		Objects.requireNonNull(listener, "listener");
 		listeners.add(listener);
 		assertThat(listener.address()).isEqualTo(address);
 		KVConnection connection = client.connect(address, new RecordingHandler()).block(TIMEOUT);
+		Objects.requireNonNull(connection, "connection");
 		assertThat(connection.isActive()).isTrue();
 		assertThat(connection.remoteAddress()).isEqualTo(address);
 		connection.close("test over");
@@ -265,6 +270,7 @@ public abstract class TransportTck {
 
 		// A whole round trip on another connection: a connect that had started would have been accepted by then.
 		KVConnection first = client.connect(listener.address(), new RecordingHandler()).block(TIMEOUT);
+		Objects.requireNonNull(first, "first");
 		first.send(new KVMessage.AbortAck(1));
 		assertThat(acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
 		assertThat(accepted).hasValue(1);

@@ -1,6 +1,7 @@
 package io.kvferry.transport.netty;
 
 import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -69,7 +70,8 @@ final class TransportLoops {
 		EventLoopResources created = external != null ? external.get() : EventLoopResources.create(settings);
 		if (!resources.compareAndSet(null, created)) {
 			created.shutdown(Duration.ZERO);
-			return resources.get();
+			// The loops of the call that won the race: once set, never unset.
+			return Objects.requireNonNull(resources.get(), "resources");
 		}
 		if (disposed) {
 			created.shutdown(Duration.ofSeconds(2));
