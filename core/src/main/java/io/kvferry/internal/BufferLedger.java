@@ -51,6 +51,8 @@ final class BufferLedger {
 	private final int[] wholeCounts;
 	// Guarded by this: per granted item, its runs while it is written in part; made on the buffer's first such write.
 	private ItemRuns[] parts;
+	// Guarded by this: why a write was refused; every later one is refused too, as the room fails.
+	private String refused;
 	// Bytes landed in the buffer.
 	private volatile long landed;
 	// Lock-free, KV buffers only (what a failed room reports as landed): per granted item, whether a write that covered
@@ -108,11 +110,22 @@ final class BufferLedger {
 	 *         matter: a refusal fails the room
 	 */
 	synchronized void reserve(long offset, int chunkLen, long stride, int count) {
+		if (refused != null) {
+			throw new WriteRefused(refused);
+		}
 		if (times == 0) {
 			throw new WriteRefused(kind + " buffer " + region + " receives nothing for this room (no prefill "
 					+ "rank the room asked fills it)");
 		}
-		walk(offset, chunkLen, stride, count, false);
+		try {
+			walk(offset, chunkLen, stride, count, false);
+		}
+		catch (WriteRefused e) {
+			// A refused write may leave an item cut into more runs than its bound: a write of the room that another
+			// connection's thread records before the refusal failed the room must not build on that.
+			refused = e.getMessage();
+			throw e;
+		}
 	}
 
 	/**

@@ -2,7 +2,6 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -18,8 +17,6 @@ import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
-import io.kvferry.LandedPages;
-import io.kvferry.MemoryRegion;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
 import io.kvferry.internal.stripe.Tally;
@@ -113,24 +110,9 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 
 	@Override
 	public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
-		KVArgs args = support.config.kvArgs();
-		// With decode context parallelism each rank holds every DCP-th token: the prefix is whole virtual pages.
-		int pageSize = args.pageSize() * support.config.layout().attnCpSize();
-		if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
-			throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
-					+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
-		}
 		int[] given = pageIndices.clone();
-		List<MemoryRegion> stateRegions = args.stateRegions();
-		int[][] states = StateLists.check(args.stateKinds(), stateRegions.size(), stateIndices);
-		int[][] perRegion = StateLists.perRegion(args.stateKinds(), stateRegions.size(), states);
-		RoomPlan.checkIndices("page index", given, args.kvRegions());
-		for (int i = 0; i < perRegion.length; i++) {
-			RoomPlan.checkIndices("state index", perRegion[i], List.of(stateRegions.get(i)));
-		}
-		if (auxIndex != -1) {
-			RoomPlan.checkIndices("auxIndex", new int[] { auxIndex }, args.auxRegions());
-		}
+		int[][] states = RoomPlan.checkMetadata(support.config.kvArgs(), support.config.layout().attnCpSize(),
+				decodePrefixLen, given, auxIndex, stateIndices);
 		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
 		synchronized (this) {
@@ -268,6 +250,12 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	@Override
 	public boolean writtenBy(DecodeSession s) {
 		return writers.contains(s);
+	}
+
+	/** @return the heap the room's ledger holds ({@link GrantLedger#retainedBytes}), or -1 before it asked its ranks */
+	long ledgerBytes() {
+		GrantLedger l = ledger;
+		return l == null ? -1 : l.retainedBytes();
 	}
 
 	/** While Bootstrapping: the last failure of the prefill instance's look-up, which is retried meanwhile. */
@@ -467,37 +455,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 			// Turned away before any page was asked for: nothing landed, and the retry hint must stay.
 			return f;
 		}
-		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(), landedPages());
-	}
-
-	/**
-	 * @return the requested pages that landed whole, per layer the room fills, from the ledger alone; under the
-	 *         monitor. A decode-only draft model's layers, which no prefill rank writes, come last and are left out:
-	 *         nothing landed there, and nothing was to.
-	 */
-	private LandedPages landedPages() {
-		int[] requested = pages == null ? new int[0] : pages;
-		GrantLedger l = ledger;
-		int filled = ownLayers.layers();
-		while (l != null && filled > 0 && l.times(RegionKind.KV, ownLayers.regions(filled - 1)[0]) == 0) {
-			filled--;
-		}
-		BitSet[] perLayer = new BitSet[filled];
-		for (int layer = 0; layer < perLayer.length; layer++) {
-			BitSet landed = new BitSet(requested.length);
-			if (l != null) {
-				int[] regions = ownLayers.regions(layer);
-				for (int i = 0; i < requested.length; i++) {
-					boolean whole = true;
-					for (int r = 0; r < regions.length && whole; r++) {
-						whole = l.landedItem(regions[r], requested[i]);
-					}
-					landed.set(i, whole);
-				}
-			}
-			perLayer[layer] = landed;
-		}
-		return LandedPages.of(requested, perLayer);
+		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(),
+				RoomPlan.landedPages(pages == null ? new int[0] : pages, ledger, ownLayers));
 	}
 
 	@Override

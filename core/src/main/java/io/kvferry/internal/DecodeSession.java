@@ -1,10 +1,8 @@
 package io.kvferry.internal;
 
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 
@@ -27,8 +25,6 @@ import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -120,7 +116,7 @@ final class DecodeSession implements DialledConnection.Peer {
 	// Why the rank was cut off for breaking the protocol: its rooms fail as protocol errors.
 	private volatile String broke;
 	// Renews the leases of this session's rooms while the rank holds them on leases.
-	private volatile Disposable renewals = Disposables.disposed();
+	private final LeaseRenewals renewals;
 
 	/**
 	 * @param inboxes the manager's rooms by id (null when unknown or ended)
@@ -138,6 +134,7 @@ final class DecodeSession implements DialledConnection.Peer {
 		this.entry = entry;
 		this.connection = new DialledConnection(support.config.transport(), endpoint, support.config.stripes(),
 				support.config.checksums(), this);
+		this.renewals = new LeaseRenewals(connection, rooms, support.config.timer());
 	}
 
 	/**
@@ -245,7 +242,7 @@ final class DecodeSession implements DialledConnection.Peer {
 			owner.observeIncarnation(key, ack.incarnation(), "its handshake from " + endpoint);
 			onHelloAck(ack.layout());
 			if (prefill != null && ack.leaseMillis() != KVMessage.NO_LEASE) {
-				renewEvery(Math.max(1, ack.leaseMillis() / 3));
+				renewals.every(Math.max(1, ack.leaseMillis() / 3));
 			}
 		}
 		else if (message instanceof KVMessage.Reject reject) {
@@ -327,42 +324,6 @@ final class DecodeSession implements DialledConnection.Peer {
 		handshake.tryEmitEmpty();
 	}
 
-	/**
-	 * Renews the leases of the rooms asked of the rank, every {@code millis}: one message for all of them (one per
-	 * {@link KVMessage.Renew#MAX_ROOMS}), never one per room. A room not asked yet is listed too; the rank ignores it.
-	 */
-	private void renewEvery(long millis) {
-		renewals.dispose();
-		Disposable d = support.config.timer().schedulePeriodically(this::renew, millis, millis, TimeUnit.MILLISECONDS);
-		renewals = d;
-		if (connection.isClosed()) {
-			d.dispose();
-		}
-	}
-
-	private void renew() {
-		if (rooms.isEmpty()) {
-			return;
-		}
-		long[] ids = new long[KVMessage.Renew.MAX_ROOMS];
-		int n = 0;
-		for (Room r : rooms) {
-			ids[n++] = r.id;
-			if (n == ids.length) {
-				sendRenewal(ids, n);
-				n = 0;
-			}
-		}
-		if (n > 0) {
-			sendRenewal(ids, n);
-		}
-	}
-
-	private void sendRenewal(long[] ids, int n) {
-		// Lost only with the connection, whose closing fails the rooms anyway.
-		connection.send(new KVMessage.Renew(Arrays.copyOf(ids, n)), SendListener.NONE);
-	}
-
 	@Override
 	public PayloadSink onData(DataHeader header, Tally tally) {
 		Inbox r = inboxes.apply(header.room());
@@ -407,14 +368,14 @@ final class DecodeSession implements DialledConnection.Peer {
 
 	@Override
 	public void onClosing(CloseReason reason) {
-		renewals.dispose();
+		renewals.stop();
 		owner.closing(this);
 		handshake.tryEmitError(new ProtocolException("connection to prefill rank " + endpoint + " closed: " + reason));
 	}
 
 	@Override
 	public void onClosed(CloseReason cause, CloseReason counted) {
-		renewals.dispose();
+		renewals.stop();
 		owner.closed(this, counted);
 		String replacedBy = restarted;
 		String brokeWith = broke;

@@ -196,11 +196,18 @@ final class PrefillSession implements StripedConnection.Handler {
 		RoomTable.Ended how = overloaded ? new RoomTable.Ended(FailureCause.OVERLOAD, reason, true,
 				Duration.ofMillis(abort.retryAfterMillis())) : new RoomTable.Ended(FailureCause.ABORTED, reason, true);
 		PrefillTransfer r = table.get(abort.room());
-		if (r == null) {
-			r = table.endBeforeKnown(abort.room(), how);
+		if (r != null && r.askedByOthers(peer)) {
+			// Another decode rank's room: this one cannot end it. Its abort is still answered, so it waits for nothing.
+			log.debug("[{}] decode {} aborted room {}, which other decode ranks asked for: ignored", support.name,
+					connection.remoteAddress(), abort.room());
 		}
-		if (r != null) {
-			r.abortedBy(peer, how);
+		else {
+			if (r == null) {
+				r = table.endBeforeKnown(abort.room(), how);
+			}
+			if (r != null) {
+				r.abortedBy(peer, how);
+			}
 		}
 		// Everything queued for the room before this point is now dropped by its gate; the ack goes after it, on every
 		// connection that may have carried the room's bytes.

@@ -11,6 +11,7 @@ import io.kvferry.FailureCause;
 import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
 import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomPriority;
 import io.kvferry.RoomRequest;
@@ -19,7 +20,6 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.SendGate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -40,17 +40,13 @@ final class PrefillTransfer extends Room implements KVSender {
 	private final PrefillConfig config;
 	// Guarded by this.
 	private final List<PrefillDestination> destinations = new ArrayList<>(2);
-	private final List<PrefillChunk> pending = new ArrayList<>(1);
 	private int required = -1;
 	private boolean ready;
-	// Holds chunks sent before every destination asked, counted in the manager's optimistic rooms.
-	private boolean early;
+	// The chunks sent before every destination asked.
+	private final EarlyChunks early;
 	private boolean hasSender;
 	// While no sender claimed the room: what its requests hold of the rank's bounds.
 	private final UnclaimedRooms.Hold held;
-	// The early hold's timer, cancelled when the hold ends (as the unclaimed hold's is): a timer left to fire would
-	// keep the ended room and all it references reachable until its timeout. Guarded by this.
-	private Disposable earlyTimer;
 	final PrefillFeed feed;
 	private boolean traced;
 	private final long openedEpochNanos = DeferredRoomTracer.epochNanos();
@@ -78,6 +74,8 @@ final class PrefillTransfer extends Room implements KVSender {
 		this.config = support.config;
 		this.feed = new PrefillFeed(id);
 		this.held = support.unclaimed.hold();
+		this.early = new EarlyChunks(support.optimistic, config.optimisticRooms(), config.optimisticWait(),
+				config.timer());
 	}
 
 	/**
@@ -133,6 +131,14 @@ final class PrefillTransfer extends Room implements KVSender {
 			s.refuse(id, failure());
 			return;
 		}
+		if (askedByOthers(s) && (destinations.size() >= required || req.requiredDstInfoNum() != required)) {
+			// Other decode ranks asked for the room, all it takes or with another count: it is theirs, and a request
+			// that does not fit it is this rank's fault alone.
+			s.refuse(id, new KVTransferException(id, FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress()
+					+ " asked for room " + id + ", which " + destinations.size() + " other decode rank(s) asked for "
+					+ "already (" + required + " in all)", false));
+			return;
+		}
 		if (state() == null) {
 			advance(KVPoll.BOOTSTRAPPING);
 		}
@@ -185,15 +191,26 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 		if (destinations.size() == required) {
 			ready = true;
-			endEarly();
+			List<PrefillChunk> queued = early.release();
 			advance(KVPoll.WAITING_FOR_INPUT);
 			publish();
-			List<PrefillChunk> queued = new ArrayList<>(pending);
-			pending.clear();
 			for (PrefillChunk c : queued) {
 				dispatch(c);
 			}
 		}
+	}
+
+	/**
+	 * @return whether other decode ranks asked for the room and {@code s} did not: the room is theirs, and what
+	 *         {@code s} says about it cannot end it
+	 */
+	synchronized boolean askedByOthers(PrefillPeer s) {
+		for (PrefillDestination d : destinations) {
+			if (d.peer == s) {
+				return false;
+			}
+		}
+		return !destinations.isEmpty();
 	}
 
 	/**
@@ -310,46 +327,19 @@ final class PrefillTransfer extends Room implements KVSender {
 			dispatch(c);
 			return;
 		}
-		if (!early && !holdEarly()) {
-			return;
-		}
-		pending.add(c);
-	}
-
-	/**
-	 * The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such rooms,
-	 * for a bounded wait. The caller holds the room's monitor.
-	 *
-	 * @return false when the room failed instead
-	 */
-	private boolean holdEarly() {
-		int limit = config.optimisticRooms();
-		if (support.optimistic.incrementAndGet() > limit) {
-			support.optimistic.decrementAndGet();
-			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + limit
+		// The engine sent before every decode rank asked: the room holds the chunk within the rank's bound on such
+		// rooms, for a bounded wait.
+		if (!early.hold(c, this::expireEarly)) {
+			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and " + early.limit()
 					+ " rooms already hold such chunks on " + support.name + ": release its pages and queue it again");
-			return false;
 		}
-		early = true;
-		Duration wait = config.optimisticWait();
-		earlyTimer = config.timer().schedule(() -> expireEarly(wait), wait.toNanos(), TimeUnit.NANOSECONDS);
-		return true;
 	}
 
-	private synchronized void expireEarly(Duration wait) {
-		if (early && !ready) {
+	private synchronized void expireEarly() {
+		if (early.isHolding() && !ready) {
 			fail(FailureCause.REQUEUE, "room " + id + " was sent before decode asked for it, and "
 					+ (required < 0 ? "no decode rank" : destinations.size() + " of " + required + " decode ranks")
-					+ " asked within " + wait.toMillis() + " ms: release its pages and queue it again");
-		}
-	}
-
-	/** The room no longer holds early chunks: every destination asked, or it ended. Caller holds the monitor. */
-	private void endEarly() {
-		if (early) {
-			early = false;
-			support.optimistic.decrementAndGet();
-			earlyTimer.dispose();
+					+ " asked within " + early.waitLimit().toMillis() + " ms: release its pages and queue it again");
 		}
 	}
 
@@ -425,8 +415,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		List<PrefillDestination> all;
 		synchronized (this) {
 			all = new ArrayList<>(destinations);
-			pending.clear();
-			endEarly();
+			early.release();
 			held.release();
 		}
 		List<PrefillDestination> told = failed ? all : List.of();

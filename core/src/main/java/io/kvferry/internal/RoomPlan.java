@@ -2,9 +2,11 @@ package io.kvferry.internal;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.List;
 
 import io.kvferry.KVArgs;
+import io.kvferry.LandedPages;
 import io.kvferry.MemoryRegion;
 import io.kvferry.StateKind;
 import io.kvferry.TopologyException;
@@ -12,10 +14,12 @@ import io.kvferry.internal.topology.HeadSlicing;
 import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.RegionKind;
 
 /**
  * What a decode room expects from the prefill ranks it asks, worked out from their handshake layouts the way each of
- * them plans its sends: how many times every granted byte of each KV, aux and state buffer is written. Stateless.
+ * them plans its sends: how many times every granted byte of each KV, aux and state buffer is written; what the engine
+ * may ask for; and what landed of it, from the ledger. Stateless.
  */
 final class RoomPlan {
 
@@ -184,5 +188,64 @@ final class RoomPlan {
 				throw new IllegalArgumentException(what + " " + sorted[i] + " listed twice (expected: distinct)");
 			}
 		}
+	}
+
+	/**
+	 * Checks what the engine asks a room for against this rank's buffers, before anything is asked of prefill.
+	 *
+	 * @param args this decode rank's registered memory
+	 * @param dcpSize the decode CP size: each rank holds every DCP-th token, so a prefix is whole virtual pages
+	 * @return the state lists, one per component
+	 * @throws IllegalArgumentException naming the first index or length that does not fit
+	 */
+	static int[][] checkMetadata(KVArgs args, int dcpSize, int decodePrefixLen, int[] pages, int auxIndex,
+			int[][] stateIndices) {
+		int pageSize = args.pageSize() * dcpSize;
+		if (decodePrefixLen < 0 || decodePrefixLen % pageSize != 0) {
+			throw new IllegalArgumentException("decodePrefixLen : " + decodePrefixLen + " (expected: >= 0 and a "
+					+ "multiple of page_size " + pageSize + ": decode holds whole pages of the prefix)");
+		}
+		List<MemoryRegion> stateRegions = args.stateRegions();
+		int[][] states = StateLists.check(args.stateKinds(), stateRegions.size(), stateIndices);
+		int[][] perRegion = StateLists.perRegion(args.stateKinds(), stateRegions.size(), states);
+		checkIndices("page index", pages, args.kvRegions());
+		for (int i = 0; i < perRegion.length; i++) {
+			checkIndices("state index", perRegion[i], List.of(stateRegions.get(i)));
+		}
+		if (auxIndex != -1) {
+			checkIndices("auxIndex", new int[] { auxIndex }, args.auxRegions());
+		}
+		return states;
+	}
+
+	/**
+	 * @param requested the room's destination pages
+	 * @param ledger the room's ledger, or null when nothing was asked
+	 * @param layers this rank's KV layers
+	 * @return the requested pages that landed whole, per layer the room fills, from the ledger alone. A decode-only
+	 *         draft model's layers, which no prefill rank writes, come last and are left out: nothing landed there, and
+	 *         nothing was to.
+	 */
+	static LandedPages landedPages(int[] requested, GrantLedger ledger, LayerRegions layers) {
+		int filled = layers.layers();
+		while (ledger != null && filled > 0 && ledger.times(RegionKind.KV, layers.regions(filled - 1)[0]) == 0) {
+			filled--;
+		}
+		BitSet[] perLayer = new BitSet[filled];
+		for (int layer = 0; layer < perLayer.length; layer++) {
+			BitSet landed = new BitSet(requested.length);
+			if (ledger != null) {
+				int[] regions = layers.regions(layer);
+				for (int i = 0; i < requested.length; i++) {
+					boolean whole = true;
+					for (int r = 0; r < regions.length && whole; r++) {
+						whole = ledger.landedItem(regions[r], requested[i]);
+					}
+					landed.set(i, whole);
+				}
+			}
+			perLayer[layer] = landed;
+		}
+		return LandedPages.of(requested, perLayer);
 	}
 }

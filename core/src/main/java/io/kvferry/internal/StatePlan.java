@@ -128,6 +128,11 @@ final class StatePlan {
 							+ " of state[" + i + "]";
 				}
 			}
+			Integer twice = TransferPlan.repeated(perRegion[i]);
+			if (twice != null) {
+				return "destination state slot " + twice + " listed twice in state[" + i + "] (expected: distinct "
+						+ "slots)";
+			}
 		}
 		return null;
 	}

@@ -240,6 +240,11 @@ final class TransferPlan {
 				return "destination page " + p + " outside decode's 0.." + (dstPages - 1);
 			}
 		}
+		Integer twice = repeated(pages);
+		if (twice != null) {
+			// Each position lands whole in its page: a page listed twice would be written twice.
+			return "destination page " + twice + " listed twice (expected: distinct pages)";
+		}
 		if (auxRow >= 0) {
 			for (RegionLayout a : dstAux) {
 				if (auxRow >= a.itemCount()) {
@@ -248,6 +253,18 @@ final class TransferPlan {
 			}
 		}
 		return state.checkDestinations(stateLists);
+	}
+
+	/** @return a value {@code values} lists more than once, or null when they are distinct; sorts a copy */
+	static Integer repeated(int[] values) {
+		int[] sorted = values.clone();
+		Arrays.sort(sorted);
+		for (int i = 1; i < sorted.length; i++) {
+			if (sorted[i] == sorted[i - 1]) {
+				return sorted[i];
+			}
+		}
+		return null;
 	}
 
 	/**

@@ -11,7 +11,7 @@ import java.util.Objects;
  * @param srcStride bytes between source chunk starts (ignored when one chunk)
  * @param gate asked before each frame: once closed, the rest of the block is dropped
  */
-public record DataBlock(DataHeader header, long srcAddress, long srcStride, SendGate gate) {
+public record DataBlock(DataHeader header, long srcAddress, long srcStride, SendGate gate) implements Block {
 
 	public DataBlock {
 		Objects.requireNonNull(header, "header");
@@ -21,6 +21,16 @@ public record DataBlock(DataHeader header, long srcAddress, long srcStride, Send
 	/** A block that is always sent (tests, tools). */
 	public DataBlock(DataHeader header, long srcAddress, long srcStride) {
 		this(header, srcAddress, srcStride, SendGate.OPEN);
+	}
+
+	@Override
+	public long room() {
+		return header.room();
+	}
+
+	@Override
+	public long payloadLength() {
+		return header.payloadLength();
 	}
 
 	/** @return whether the source bytes are one contiguous run */

@@ -5,7 +5,7 @@ import io.kvferry.RoomPath;
 import reactor.core.publisher.Mono;
 
 /**
- * One connection between a decode rank and a prefill rank. Messages and data blocks are written in the order they are
+ * One connection between a decode rank and a prefill rank. Messages and blocks are written in the order they are
  * handed over, whatever thread hands them over. No method blocks; sending is fire-and-forget, and what is lost shows
  * through the connection's close (or through a {@link SendListener} where a result matters).
  */
@@ -42,22 +42,27 @@ public interface KVConnection {
 		return Mono.create(sink -> send(message, SendGate.OPEN, SendListener.of(sink)));
 	}
 
-	/**
-	 * Queues a data block. Before writing each of its frames the transport asks the block's gate and drops the rest
-	 * of the block when it closed. The source memory must stay valid until the room ends.
-	 */
-	void sendData(DataBlock block);
+	/** Queues a block of a room's bytes, as {@link #send(Block, SendListener)} with no one to tell. */
+	default void send(Block block) {
+		send(block, SendListener.NONE);
+	}
 
 	/**
-	 * Queues many small pieces of one room, in order after everything queued before. A transport that carries
-	 * scatter frames sends them as few frames, gathered from the source memory in place; by default each piece goes
-	 * as its own {@link #sendData data block}, which the receiver places and checks the same way.
+	 * Queues a block of a room's bytes, in order after everything queued before. Before writing each of its frames the
+	 * transport asks the block's gate and drops the rest of the block when it closed. The source memory must stay
+	 * valid until the room ends. A {@link ScatterBlock}'s pieces go as few frames, gathered from the source memory in
+	 * place, on a transport that carries scatter frames; one that does not sends each as its own {@link DataBlock}
+	 * ({@link ScatterBlock#piece}), which the receiver places and checks the same way.
+	 *
+	 * <p>{@code listener} hears {@link SendListener#written()} once the block's last frame left the transport's queue
+	 * (every frame of it was handed to the network), or {@link SendListener#failed} when the block was dropped (its
+	 * gate closed, the connection closed). A sender uses it to keep only a little of each room queued at a time, so
+	 * that the rooms sharing a connection take turns instead of a small room waiting behind a large one. A transport
+	 * without a queue of its own answers {@code written} once it took the block.
+	 *
+	 * @throws IllegalArgumentException when the block's header does not describe its payload
 	 */
-	default void sendScatter(ScatterBlock block) {
-		for (int i = 0; i < block.header().count(); i++) {
-			sendData(block.piece(i));
-		}
-	}
+	void send(Block block, SendListener listener);
 
 	/**
 	 * How this connection moves KV bytes, so that a room can say how it travelled and a rank can insist on a path.
@@ -67,30 +72,6 @@ public interface KVConnection {
 	 */
 	default RoomPath path() {
 		return RoomPath.UNKNOWN;
-	}
-
-	/**
-	 * Queues a data block, and says when the transport is done with it: {@code listener} hears {@link
-	 * SendListener#written()} once the block's last frame left the transport's queue (every frame of it was handed to
-	 * the network), or {@link SendListener#failed} when the block was dropped (its gate closed, the connection closed).
-	 * A sender uses it to keep only a little of each room queued at a time, so that the rooms sharing a connection
-	 * take turns instead of a small room waiting behind a large one.
-	 *
-	 * <p>The default queues the block and answers {@code written} at once: a transport without a queue of its own
-	 * (or one that does not tell) just gets every block at once, as from {@link #sendData(DataBlock)}.
-	 */
-	default void sendData(DataBlock block, SendListener listener) {
-		sendData(block);
-		listener.written();
-	}
-
-	/**
-	 * Queues many small pieces of one room, as {@link #sendScatter(ScatterBlock)}, and tells {@code listener} once the
-	 * last of them was written (or that they were dropped), as {@link #sendData(DataBlock, SendListener)} does.
-	 */
-	default void sendScatter(ScatterBlock block, SendListener listener) {
-		sendScatter(block);
-		listener.written();
 	}
 
 	/** @return whether the connection is open */

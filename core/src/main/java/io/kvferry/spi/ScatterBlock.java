@@ -12,7 +12,7 @@ import java.util.Objects;
  * @param srcAddresses per piece, the address of its first source byte
  * @param gate asked before each frame: once closed, the rest of the block is dropped
  */
-public record ScatterBlock(ScatterHeader header, long[] srcAddresses, SendGate gate) {
+public record ScatterBlock(ScatterHeader header, long[] srcAddresses, SendGate gate) implements Block {
 
 	public ScatterBlock {
 		Objects.requireNonNull(header, "header");
@@ -34,7 +34,13 @@ public record ScatterBlock(ScatterHeader header, long[] srcAddresses, SendGate g
 		return new DataBlock(header.piece(i), srcAddress(i), 0, gate);
 	}
 
+	@Override
+	public long room() {
+		return header.room();
+	}
+
 	/** @return payload bytes of all pieces */
+	@Override
 	public long payloadLength() {
 		return header.payloadLength();
 	}

@@ -467,7 +467,7 @@ class KVManagerBehaviourTest {
 				}
 				else if (m instanceof KVMessage.TransferRequest req) {
 					int itemLen = prefillMem.kvArgs().kvRegions().get(0).itemLen();
-					c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, 0, 40L * itemLen, itemLen, 0, 1),
+					c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, 0, 40L * itemLen, itemLen, 0, 1),
 							prefillMem.kvArgs().kvRegions().get(0).address(), 0));
 				}
 			}

@@ -1,6 +1,7 @@
 package io.kvferry.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -148,6 +149,20 @@ class LedgerBoundTest {
 	}
 
 	@Test
+	void aWriteAfterTheOneThatCrossedTheBoundIsRefusedToo() {
+		// Another stripe's thread can record a write of the room after the one that crossed the bound and before the
+		// refusal failed the room: it must be refused as well, whatever the item's runs look like by then.
+		GrantLedger l = ledger();
+		DataHeader crossing = new DataHeader(1, RegionKind.KV, 0, 1, 1, 2, MAX_RUNS / 2 + 1);
+		l.destination(crossing);
+		assertThatThrownBy(() -> l.reserve(crossing)).isInstanceOf(WriteRefused.class)
+				.hasMessageContaining("cut into more than " + MAX_RUNS + " runs");
+		DataHeader next = new DataHeader(1, RegionKind.KV, 0, ITEM / 2, 1, 0, 1);
+		l.destination(next);
+		assertThatThrownBy(() -> l.reserve(next)).isInstanceOf(WriteRefused.class);
+	}
+
+	@Test
 	void aBulkRoomsLedgerTakesAFewBytesPerMegabyteMoved() {
 		// The bench's bulk room: 128 pages of 32 KiB in each of 64 buffers (256 MiB), one whole run per buffer.
 		int item = 32 << 10;
@@ -197,7 +212,7 @@ class LedgerBoundTest {
 			for (int shift = 0; shift < 2; shift++) {
 				for (int b = 0; b < 2; b++) {
 					for (int page : req.dstPages()) {
-						c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b, (long) page * len + shift,
+						c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b, (long) page * len + shift,
 								1, 2, len / 2), prefillMem.kvArgs().kvRegions().get(b).address(), 2));
 					}
 				}

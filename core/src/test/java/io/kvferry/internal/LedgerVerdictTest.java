@@ -179,8 +179,8 @@ class LedgerVerdictTest {
 	void anOverlappingPartialWriteIsRefused() {
 		// Half of page 20, then a write that starts inside that half: one byte range twice.
 		startRogue((c, req) -> {
-			c.sendData(block(req.room(), 0, 20L * itemLen, itemLen / 2));
-			c.sendData(block(req.room(), 0, 20L * itemLen + itemLen / 2 - 8, itemLen / 2));
+			c.send(block(req.room(), 0, 20L * itemLen, itemLen / 2));
+			c.send(block(req.room(), 0, 20L * itemLen + itemLen / 2 - 8, itemLen / 2));
 		});
 		KVReceiver r = decode.receiver(ROGUE_BOOTSTRAP, 7);
 		r.sendMetadata(new int[] { 20 }, -1, new int[0]);
@@ -195,11 +195,11 @@ class LedgerVerdictTest {
 			for (int p = 0; p < req.dstPages().length; p++) {
 				for (int b = 0; b < buffers; b++) {
 					long at = (long) req.dstPages()[p] * itemLen;
-					c.sendData(block(req.room(), b, at + itemLen / 2, itemLen / 2));
-					c.sendData(block(req.room(), b, at, itemLen / 2));
+					c.send(block(req.room(), b, at + itemLen / 2, itemLen / 2));
+					c.send(block(req.room(), b, at, itemLen / 2));
 				}
 			}
-			c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.AUX, 0, 5L * 64, 64, 0, 1),
+			c.send(new DataBlock(new DataHeader(req.room(), RegionKind.AUX, 0, 5L * 64, 64, 0, 1),
 					prefillMem.kvArgs().auxRegions().get(0).address(), 0));
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", 2L * buffers * itemLen + 64,
 					KVMessage.NO_CHECKSUM));
@@ -222,7 +222,7 @@ class LedgerVerdictTest {
 
 	private void writePage(KVConnection c, KVMessage.TransferRequest req, int srcPage, int dstPosition) {
 		for (int b = 0; b < buffers; b++) {
-			c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b,
+			c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, b,
 					(long) req.dstPages()[dstPosition] * itemLen, itemLen, 0, 1),
 					prefillMem.kvArgs().kvRegions().get(b).itemAddress(srcPage), 0));
 		}

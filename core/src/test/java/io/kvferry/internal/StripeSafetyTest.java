@@ -462,7 +462,8 @@ class StripeSafetyTest {
 		stripe0.hold();
 		KVReceiver r = room(16, new int[] { 1, 2, 3, 4 }, new int[] { 20, 21, 22, 23 }, 2)[0];
 		Tap stripe1 = transport.decodeStripe(1);
-		StepVerifier.create(Flux.interval(Duration.ofMillis(5)).filter(i -> stripe1.fences() > 0).next())
+		// This room's own fence (the warm-up fenced stripe 1 too), once decode took it.
+		StepVerifier.create(Flux.interval(Duration.ofMillis(5)).filter(i -> stripe1.fenced(16)).next())
 				.expectNextCount(1).expectComplete().verify(T);
 		stripe0.release();
 		StepVerifier.create(r.completion())
@@ -561,7 +562,8 @@ class StripeSafetyTest {
 		private final Queue<Runnable> held = new ArrayDeque<>();
 		private final List<KVMessage.Status> statuses = new CopyOnWriteArrayList<>();
 		private final AtomicInteger frames = new AtomicInteger();
-		private final AtomicInteger fences = new AtomicInteger();
+		// The rooms of the fences decode took from this stripe, in order: each added once decode returned from it.
+		private final List<Long> fenced = new CopyOnWriteArrayList<>();
 		private volatile Function<KVMessage, KVMessage> tamper = Function.identity();
 		private volatile KVConnection connection;
 		private volatile int index = -1;
@@ -592,8 +594,14 @@ class StripeSafetyTest {
 			return frames.get();
 		}
 
-		int fences() {
-			return fences.get();
+		/** @return fences decode took from this stripe; under the lock a delivery holds, so none is half taken */
+		synchronized int fences() {
+			return fenced.size();
+		}
+
+		/** @return whether decode took a fence of {@code room} from this stripe (and acted on it) */
+		synchronized boolean fenced(long room) {
+			return fenced.contains(room);
 		}
 
 		/** Hands decode a frame header as if the peer had sent it on this stripe, now, on the caller's thread. */
@@ -626,14 +634,14 @@ class StripeSafetyTest {
 			else if (message instanceof KVMessage.Joined j) {
 				index = j.stripe();
 			}
-			else if (message instanceof KVMessage.Fence) {
-				fences.incrementAndGet();
-			}
 			KVMessage m = tamper.apply(message);
 			Runnable deliver = () -> {
 				engine.onMessage(c, m);
 				if (m instanceof KVMessage.Status s) {
 					statuses.add(s);
+				}
+				else if (m instanceof KVMessage.Fence f) {
+					fenced.add(f.room());
 				}
 			};
 			if (holding || !held.isEmpty()) {

@@ -113,7 +113,7 @@ class SuccessAndReleaseTest {
 	void aSuccessReportingBytesThatNeverLandedFailsTheRoom() {
 		// One page sent, two reported: a lost block and a Success that still went out look exactly like this.
 		startRogue((c, req) -> {
-			c.sendData(onePage(req));
+			c.send(onePage(req));
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", 2L * itemLen, KVMessage.NO_CHECKSUM));
 		});
 		decode = decodeSpec().stripes(1).startNow();
@@ -129,7 +129,7 @@ class SuccessAndReleaseTest {
 	@Test
 	void aSuccessWhoseBytesDoNotMatchTheChecksumFailsTheRoomWhenChecksumsAreOn() {
 		startRogue((c, req) -> {
-			c.sendData(onePage(req));
+			c.send(onePage(req));
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", itemLen, 0x1234L));
 		});
 		decode = decodeSpec().checksums(true).stripes(1).startNow();
@@ -149,7 +149,7 @@ class SuccessAndReleaseTest {
 			c.send(new KVMessage.Status(10, KVPoll.SUCCESS, 0, "", 0, KVMessage.NO_CHECKSUM));
 			int buffers = prefillMem.kvArgs().kvRegions().size();
 			for (int r = 0; r < buffers; r++) {
-				c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, r, (long) req.dstPages()[0] * itemLen,
+				c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, r, (long) req.dstPages()[0] * itemLen,
 						itemLen, 0, 1), prefillMem.kvArgs().kvRegions().get(r).address(), 0));
 			}
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", (long) buffers * itemLen,
@@ -178,7 +178,7 @@ class SuccessAndReleaseTest {
 		startPrefill(decodeSpec().handshakeTimeout(Duration.ofSeconds(1)).stripes(1));
 		startRogue((c, req) -> {
 			// Into room 12's page 3, which only prefill A was asked for.
-			c.sendData(new DataBlock(new DataHeader(12, RegionKind.KV, 0, 3L * itemLen, itemLen, 0, 1),
+			c.send(new DataBlock(new DataHeader(12, RegionKind.KV, 0, 3L * itemLen, itemLen, 0, 1),
 					prefillMem.kvArgs().kvRegions().get(0).address(), 0));
 		});
 		KVReceiver victim = decode.receiver(BOOTSTRAP, 12);

@@ -105,6 +105,17 @@ class TransferPlanTest {
 	}
 
 	@Test
+	void aRequestMayNameEachDestinationOnce() {
+		// Two writes to one page would each land whole: decode's ledger refuses the second, and prefill's own scatter
+		// list, which never writes a byte twice, refuses to be built from them.
+		TransferPlan plan = plan(UnaryOperator.identity(), ParallelLayout.SINGLE);
+		assertThat(plan.check(new int[] { 3, 9, 3 }, -1, new int[][] { {} }))
+				.isEqualTo("destination page 3 listed twice (expected: distinct pages)");
+		assertThat(plan.check(new int[] { 3 }, -1, new int[][] { { 2, 1, 2 } }))
+				.isEqualTo("destination state slot 2 listed twice in state[0] (expected: distinct slots)");
+	}
+
+	@Test
 	void aRunLongerThanABlockMovesInBlocksThatTileItExactly() {
 		TransferPlan plan = plan(UnaryOperator.identity(), ParallelLayout.SINGLE);
 		List<DataBlock> blocks = new ArrayList<>();

@@ -15,10 +15,12 @@ import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
+import io.kvferry.RoomRequest;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.test.InMemoryPair;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 
 /**
@@ -58,16 +60,28 @@ class UnclaimedRoomsTest {
 
 	private static void waits(KVReceiver r) {
 		StepVerifier.create(r.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT).next()).expectNextCount(1)
-				.verifyComplete();
+				.expectComplete().verify(T);
+	}
+
+	/**
+	 * @return the rooms whose requests prefill holds, as they come, replayed to each subscriber: a request reaches the
+	 *         engine only once it was counted. Decode's own state does not say so: its room waits for input as soon as
+	 *         its prefill rank is connected, before it sends the request, and a room asked later may send first.
+	 */
+	private Flux<Long> heldRooms() {
+		return prefill.roomRequests().map(RoomRequest::room).replay().autoConnect(0);
 	}
 
 	@Test
 	void aRequestOverTheBoundFailsAtOnceAsOverloadAndAClaimMakesRoom() {
 		start(p -> p.unclaimedRooms(2, 2), d -> d);
+		Flux<Long> held = heldRooms();
 		KVReceiver a = ask(1);
 		KVReceiver b = ask(2);
-		waits(a);
-		waits(b);
+		StepVerifier.create(held.take(2).collectList())
+				.assertNext(rooms -> assertThat(rooms).containsExactlyInAnyOrder(1L, 2L))
+				.expectComplete()
+				.verify(T);
 		KVReceiver c = ask(3);
 		StepVerifier.create(c.completion()).expectErrorSatisfies(e -> {
 			KVTransferException k = (KVTransferException) e;
@@ -81,9 +95,10 @@ class UnclaimedRoomsTest {
 				.verify(T);
 		// The engine claims room 1: its place is free again.
 		prefill.sender(1);
-		KVReceiver d = ask(4);
-		waits(d);
+		ask(4);
+		StepVerifier.create(held.skip(2).next()).expectNext(4L).expectComplete().verify(T);
 		assertThat(a.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
+		assertThat(b.poll()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
 	}
 
 	@Test

@@ -105,7 +105,7 @@ class UnwrittenLayersTest {
 			long sent = 0;
 			for (int b = 0; b < 2; b++) {
 				for (int i = 0; i < req.dstPages().length; i++) {
-					c.sendData(new DataBlock(new DataHeader(req.room(), RegionKind.KV, 4 * b,
+					c.send(new DataBlock(new DataHeader(req.room(), RegionKind.KV, 4 * b,
 							(long) req.dstPages()[i] * itemLen, itemLen, 0, 1),
 							prefillMem.kvArgs().kvRegions().get(b).itemAddress(i), 0));
 					sent += itemLen;

@@ -125,7 +125,7 @@ public final class RankMemory {
 			}
 			return true;
 		};
-		forEachRun(room, pages, write, slot -> slot);
+		forEachRun(room, pages, -1, write, slot -> slot);
 		forEachAuxAndStateRun(room, auxRow, stateSlots, write);
 	}
 
@@ -159,7 +159,7 @@ public final class RankMemory {
 			long heldTokens, int srcPageSize) {
 		@Nullable String[] first = new String[1];
 		WordRun check = checker(room, first);
-		if (forEachRun(room, pages, check, slot -> {
+		if (forEachRun(room, pages, -1, check, slot -> {
 			long s = (long) firstPage * shape.pageSize() + slot;
 			return s < heldTokens ? s : heldTokens - srcPageSize + (s - heldTokens) % srcPageSize;
 		})) {
@@ -183,10 +183,27 @@ public final class RankMemory {
 		long share = heldTokens <= rank ? 0 : (heldTokens - rank + dcp - 1) / dcp;
 		@Nullable String[] first = new String[1];
 		WordRun check = checker(room, first);
-		if (forEachRun(room, pages, check, local -> prefixTokens + (local < share ? local * dcp + rank
+		if (forEachRun(room, pages, -1, check, local -> prefixTokens + (local < share ? local * dcp + rank
 				: heldTokens - shape.pageSize() + (local - share)))) {
 			forEachAuxAndStateRun(room, auxRow, stateSlots, check);
 		}
+		return first[0];
+	}
+
+	/**
+	 * Checks every byte of the room's pages in the buffers of one of this rank's layers (K and V, or MLA's one), as a
+	 * room's layer stream promises them once it emitted the layer.
+	 *
+	 * @param firstPage the room's page {@code pages[0]} holds ({@code pages[i]} holds page {@code firstPage + i})
+	 * @param layer the layer's position among this rank's layers (0 for its first), not a draft layer
+	 * @return null when all match, else a description of the first mismatch
+	 */
+	public @Nullable String verifyLayer(long room, int[] pages, int firstPage, int layer) {
+		if (layer < 0 || layer >= layerCount) {
+			throw new IllegalArgumentException("layer : " + layer + " (expected: 0.." + (layerCount - 1) + ")");
+		}
+		@Nullable String[] first = new String[1];
+		forEachRun(room, pages, layer, checker(room, first), slot -> (long) firstPage * shape.pageSize() + slot);
 		return first[0];
 	}
 
@@ -275,9 +292,10 @@ public final class RankMemory {
 	 * Visits every head of every token of the pages; {@code tokenOf} gives the room's token that slot
 	 * {@code i × page size + t} of the pages (page {@code pages[i]}, token t) holds.
 	 *
+	 * @param onlyLayer the one layer (position among this rank's) whose buffers to visit, or -1 for all of them
 	 * @return false when the visitor stopped early
 	 */
-	private boolean forEachRun(long room, int[] pages, WordRun v, LongUnaryOperator tokenOf) {
+	private boolean forEachRun(long room, int[] pages, int onlyLayer, WordRun v, LongUnaryOperator tokenOf) {
 		int tp = layout.attnTpSize();
 		int heads = shape.headsPerRank(tp);
 		int headWords = shape.headBytes() / 8;
@@ -290,6 +308,9 @@ public final class RankMemory {
 		}
 		for (int b = 0; b < buffers; b++) {
 			for (int l = 0; l < layerCount; l++) {
+				if (onlyLayer >= 0 && l != onlyLayer) {
+					continue;
+				}
 				MemoryRegion region = args.kvRegions().get(b * layerCount + l);
 				int layer = firstLayer + l;
 				for (int i = 0; i < pages.length; i++) {

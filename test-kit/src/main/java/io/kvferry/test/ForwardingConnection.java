@@ -2,10 +2,9 @@ package io.kvferry.test;
 
 import io.kvferry.HostPort;
 import io.kvferry.RoomPath;
-import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import reactor.core.publisher.Mono;
@@ -14,10 +13,9 @@ import reactor.core.publisher.Mono;
  * A connection that hands everything to another one, for tests that watch or change a little of what a manager sends:
  * override the one method concerned.
  *
- * <p>Data reaches the delegate only through {@link #sendData(DataBlock)} and {@link #sendScatter(ScatterBlock)}: the
- * variants with a listener keep the interface's defaults, which call those two and answer {@code written} at once. So
- * a subclass that watches or changes data sees all of it by overriding those two, and a sender over it queues each
- * room's blocks without waiting for the transport (no window between rooms).
+ * <p>Data reaches the delegate only through {@link #send(Block)}: the variant with a listener calls it and answers
+ * {@code written} at once. So a subclass that watches or changes data sees all of it by overriding that one, and a
+ * sender over it queues each room's blocks without waiting for the transport (no window between rooms).
  */
 public class ForwardingConnection implements KVConnection {
 
@@ -44,13 +42,14 @@ public class ForwardingConnection implements KVConnection {
 	}
 
 	@Override
-	public void sendData(DataBlock block) {
-		delegate.sendData(block);
+	public void send(Block block) {
+		delegate.send(block);
 	}
 
 	@Override
-	public void sendScatter(ScatterBlock block) {
-		delegate.sendScatter(block);
+	public void send(Block block, SendListener listener) {
+		send(block);
+		listener.written();
 	}
 
 	@Override

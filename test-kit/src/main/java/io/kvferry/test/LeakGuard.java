@@ -53,19 +53,33 @@ public final class LeakGuard implements BeforeAllCallback, AfterAllCallback {
 
 	@Override
 	public void beforeAll(ExtensionContext context) {
-		poll();
-		LEAKS.clear();
+		reset();
 	}
 
 	@Override
 	public void afterAll(ExtensionContext context) {
+		check(context.getDisplayName());
+	}
+
+	/** Forgets the leak reports so far, after making the detector report what it found until now. */
+	public static void reset() {
+		poll();
+		LEAKS.clear();
+	}
+
+	/**
+	 * Fails when Netty reported a leaked buffer since the last {@link #reset} (or check): for tests that JUnit
+	 * Jupiter's extensions do not reach, such as jqwik properties.
+	 *
+	 * @param during names what ran, for the message
+	 */
+	public static void check(String during) {
 		poll();
 		if (!LEAKS.isEmpty()) {
 			String first = LEAKS.get(0);
 			int count = LEAKS.size();
 			LEAKS.clear();
-			throw new AssertionError(count + " ByteBuf leak report(s) during " + context.getDisplayName() + ":\n"
-					+ first);
+			throw new AssertionError(count + " ByteBuf leak report(s) during " + during + ":\n" + first);
 		}
 	}
 

@@ -57,7 +57,7 @@ public final class LedgerScenario implements AutoCloseable {
 			for (DataHeader h : Objects.requireNonNull(plans.remove(req.room()), "plan of the room asked")) {
 				long src = (h.kind() == RegionKind.KV ? prefillMem.kvArgs().kvRegions()
 						: prefillMem.kvArgs().auxRegions()).get(h.region()).address();
-				c.sendData(new DataBlock(h, src, 0));
+				c.send(new DataBlock(h, src, 0));
 				sent += h.payloadLength();
 			}
 			c.send(new KVMessage.Status(req.room(), KVPoll.SUCCESS, 0, "", sent, KVMessage.NO_CHECKSUM));

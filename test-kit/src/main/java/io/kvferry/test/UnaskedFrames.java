@@ -88,7 +88,7 @@ public final class UnaskedFrames implements AutoCloseable {
 	private void rogueRequest(KVConnection c, KVMessage.TransferRequest req) {
 		int itemLen = rogueMem.kvArgs().kvRegions().get(0).itemLen();
 		switch (Objects.requireNonNull(frame, "frame")) {
-			case DATA -> c.sendData(new DataBlock(new DataHeader(5, RegionKind.KV, 0, (long) DST5[0] * itemLen,
+			case DATA -> c.send(new DataBlock(new DataHeader(5, RegionKind.KV, 0, (long) DST5[0] * itemLen,
 					itemLen, 0, 1), rogueMem.kvArgs().kvRegions().get(0).address(), 0));
 			case FENCE -> c.send(new KVMessage.Fence(7, itemLen, KVMessage.NO_CHECKSUM));
 			case STATUS -> c.send(new KVMessage.Status(5, KVPoll.SUCCESS, 0, "", 0, KVMessage.NO_CHECKSUM));

@@ -4,9 +4,9 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
 import io.kvferry.bootstrap.BootstrapException;
+import io.kvferry.spi.LazyResource;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -47,9 +47,6 @@ final class BootstrapHttp {
 	/** The context key of a call's flag that its connection opened. */
 	private static final String OPENED = "kvferry.bootstrap.opened";
 
-	/** {@link #transport} once disposed. */
-	private static final Object DISPOSED = new Object();
-
 	private final Duration timeout;
 	/** Null: no Authorization header. */
 	private final @Nullable String bearerToken;
@@ -58,8 +55,9 @@ final class BootstrapHttp {
 	private final @Nullable SslContext sslContext;
 	/** The caller's client, which keeps its pool and loops; null: this makes and owns a pool. */
 	private final @Nullable HttpClient given;
-	/** Null until the first call, then the {@link Pool}, then {@link #DISPOSED}. */
-	private final AtomicReference<@Nullable Object> transport = new AtomicReference<>();
+	/** The {@link Pool}, made on the first call. */
+	private final LazyResource<Pool> transport = new LazyResource<>(null,
+			() -> new IllegalStateException("bootstrap client disposed"));
 
 	BootstrapHttp(Duration timeout, @Nullable String bearerToken, int maxResponseBytes,
 			@Nullable SslContext sslContext, @Nullable HttpClient given) {
@@ -119,33 +117,20 @@ final class BootstrapHttp {
 	}
 
 	private Pool pool() {
-		for (;;) {
-			Object current = transport.get();
-			if (current instanceof Pool pool) {
-				return pool;
-			}
-			if (current == DISPOSED) {
-				throw new IllegalStateException("bootstrap client disposed");
-			}
-			Pool created = new Pool(given, timeout, sslContext);
-			if (transport.compareAndSet(null, created)) {
-				return created;
-			}
-			// Another call won the race; this pool never opened a connection.
-			created.dispose();
-		}
+		// A pool that lost the race never opened a connection.
+		return transport.get(() -> new Pool(given, timeout, sslContext), Pool::dispose);
 	}
 
 	/** Closes the pool, if one was created, without waiting; later calls fail. Idempotent, any thread. */
 	void dispose() {
-		Object previous = transport.getAndSet(DISPOSED);
-		if (previous instanceof Pool pool) {
+		Pool pool = transport.dispose() ? transport.peek() : null;
+		if (pool != null) {
 			pool.dispose();
 		}
 	}
 
 	boolean isDisposed() {
-		return transport.get() == DISPOSED;
+		return transport.isDisposed();
 	}
 
 	/** @return the method and URL, as failure messages start */

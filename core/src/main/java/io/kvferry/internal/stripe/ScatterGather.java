@@ -2,6 +2,7 @@ package io.kvferry.internal.stripe;
 
 import java.util.Arrays;
 
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.RegionKind;
@@ -33,11 +34,8 @@ final class ScatterGather {
 	/** Where gathered groups and the blocks left alone go, in order. */
 	interface Out {
 
-		/** Sends a block as it is. */
-		void send(DataBlock block);
-
-		/** Sends a group of pieces. */
-		void send(ScatterBlock block);
+		/** Sends a block left alone as it is, or a group of pieces as one scatter block. */
+		void send(Block block);
 	}
 
 	/** Most pieces in one scatter block (at most 256: the sort keeps a piece's position in the low 8 bits). */

@@ -6,10 +6,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 
@@ -174,14 +174,7 @@ public final class StripedFlow {
 		}
 
 		@Override
-		public void send(DataBlock block) {
-			tally.add(block);
-			waiting.offer(block);
-			pump();
-		}
-
-		@Override
-		public void send(ScatterBlock block) {
+		public void send(Block block) {
 			tally.add(block);
 			waiting.offer(block);
 			pump();
@@ -201,8 +194,8 @@ public final class StripedFlow {
 						connection.send(last.message, gate, last.listener);
 						continue;
 					}
-					long bytes = item instanceof ScatterBlock g ? g.payloadLength()
-							: ((DataBlock) item).header().payloadLength();
+					Block block = (Block) item;
+					long bytes = block.payloadLength();
 					if (!gate.isOpen() || !connection.isActive()) {
 						// Never read: the room stopped or the connection closed, and either fails the room.
 						waiting.poll();
@@ -215,12 +208,7 @@ public final class StripedFlow {
 					}
 					waiting.poll();
 					handed.addAndGet(bytes);
-					if (item instanceof ScatterBlock g) {
-						connection.sendScatter(g, new Handed(bytes));
-					}
-					else {
-						connection.sendData((DataBlock) item, new Handed(bytes));
-					}
+					connection.send(block, new Handed(bytes));
 				}
 				missed = wip.addAndGet(-missed);
 			}

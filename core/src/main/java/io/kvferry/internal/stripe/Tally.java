@@ -3,6 +3,7 @@ package io.kvferry.internal.stripe;
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -38,7 +39,16 @@ public final class Tally {
 	}
 
 	/** Takes a block about to be sent: its source bytes in the order the receiver gets them, and their count. */
-	public void add(DataBlock block) {
+	public void add(Block block) {
+		if (block instanceof ScatterBlock s) {
+			add(s);
+		}
+		else {
+			add((DataBlock) block);
+		}
+	}
+
+	private void add(DataBlock block) {
 		DataHeader h = block.header();
 		if (block.isContiguous()) {
 			checksum(block.srcAddress(), Math.toIntExact(h.payloadLength()));
@@ -51,8 +61,8 @@ public final class Tally {
 		count(h.payloadLength());
 	}
 
-	/** Takes a scatter block about to be sent: each piece's source bytes in piece order, and their count. */
-	public void add(ScatterBlock block) {
+	/** A scatter block's pieces go in piece order. */
+	private void add(ScatterBlock block) {
 		ScatterHeader h = block.header();
 		long total = 0;
 		for (int i = 0; i < h.count(); i++) {

@@ -15,6 +15,7 @@ import java.util.function.Function;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.RoomPath;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -24,6 +25,7 @@ import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.netty.buffer.ByteBuf;
@@ -226,9 +228,23 @@ public final class InMemoryKVTransport implements KVTransport {
 			});
 		}
 
+		/** Carries no scatter frames: each piece of a scatter block goes as its own data block. */
 		@Override
-		public void sendData(DataBlock block) {
+		public void send(Block block, SendListener listener) {
 			Objects.requireNonNull(block, "block");
+			Objects.requireNonNull(listener, "listener");
+			if (block instanceof ScatterBlock s) {
+				for (int i = 0; i < s.header().count(); i++) {
+					sendData(s.piece(i));
+				}
+			}
+			else {
+				sendData((DataBlock) block);
+			}
+			listener.written();
+		}
+
+		private void sendData(DataBlock block) {
 			End to = peer;
 			if (closed.get()) {
 				return;

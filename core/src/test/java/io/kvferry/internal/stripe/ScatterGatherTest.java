@@ -18,17 +18,7 @@ class ScatterGatherTest {
 
 	private final SendGate gate = () -> true;
 	private final List<Object> sent = new ArrayList<>();
-	private final ScatterGather gather = new ScatterGather(new ScatterGather.Out() {
-		@Override
-		public void send(DataBlock block) {
-			sent.add(block);
-		}
-
-		@Override
-		public void send(ScatterBlock block) {
-			sent.add(block);
-		}
-	}, gate);
+	private final ScatterGather gather = new ScatterGather(sent::add, gate);
 
 	private DataBlock piece(int region, long offset, int length, long src) {
 		return new DataBlock(new DataHeader(7, RegionKind.KV, region, offset, length, 0, 1), src, 0, gate);

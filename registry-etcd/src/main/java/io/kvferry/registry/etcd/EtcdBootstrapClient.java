@@ -405,6 +405,14 @@ public final class EtcdBootstrapClient implements BootstrapClient, Disposable {
 	}
 
 	/**
+	 * A watch of its own, as {@link #changes()} but not shared, telling {@code onWatching} each time etcd established
+	 * it: for callers that must know from when on a change is reported.
+	 */
+	Flux<RegistryChange> changes(Runnable onWatching) {
+		return RegistryWatch.changes(connection, keys, settings.leaseTtl, onWatching);
+	}
+
+	/**
 	 * Runs a call of its own on this client's etcd connection, with this client's timeout, its retries of what passes
 	 * by itself (so {@code body} must be idempotent) and its typed failures. For stores that share this registry's
 	 * keys, as the bootstrap server's etcd store does.

@@ -13,6 +13,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
 import io.kvferry.HostPort;
+import io.kvferry.spi.LazyResource;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,9 +38,6 @@ final class EtcdConnection {
 
 	private static final Logger LOG = LoggerFactory.getLogger(EtcdConnection.class);
 
-	/** {@link #state} once disposed. */
-	private static final Object DISPOSED = new Object();
-
 	/** An etcd user and its password; the password never appears in a message. */
 	record Credentials(String user, byte[] password) {
 	}
@@ -53,13 +51,13 @@ final class EtcdConnection {
 	private final String prefix;
 	/** The caller's client, which the caller closes; null: this builds and closes one of its own. */
 	private final @Nullable Client given;
-	/** Null until the first call, then the jetcd {@link Client} (at once the caller's), then {@link #DISPOSED}. */
-	private final AtomicReference<@Nullable Object> state;
+	/** The jetcd {@link Client}, built on the first call (at once the caller's). */
+	private final LazyResource<Client> state;
 
 	EtcdConnection(List<HostPort> endpoints, Duration timeout, @Nullable EtcdTls tls, @Nullable Credentials credentials,
 			String prefix, @Nullable Client given) {
 		this.given = given;
-		this.state = new AtomicReference<>(given);
+		this.state = new LazyResource<>(given, () -> new IllegalStateException("etcd registry client disposed"));
 		this.endpoints = endpoints;
 		this.timeout = timeout;
 		this.tls = tls;
@@ -103,51 +101,40 @@ final class EtcdConnection {
 	/** The etcd client, created on first use off the caller's thread (building it starts Vert.x). */
 	Mono<Client> connection() {
 		return Mono.defer(() -> {
-			Object current = state.get();
-			if (current instanceof Client client) {
-				return Mono.just(client);
-			}
-			if (current == DISPOSED) {
+			if (state.isDisposed()) {
 				return Mono.error(new IllegalStateException("etcd registry client disposed"));
 			}
-			return Mono.fromCallable(this::connect).subscribeOn(Schedulers.boundedElastic());
+			Client client = state.peek();
+			if (client != null) {
+				return Mono.just(client);
+			}
+			return Mono.fromCallable(() -> state.get(this::build, Client::close))
+					.subscribeOn(Schedulers.boundedElastic());
 		});
 	}
 
-	private Client connect() {
-		for (;;) {
-			Object current = state.get();
-			if (current instanceof Client client) {
-				return client;
-			}
-			if (current == DISPOSED) {
-				throw new IllegalStateException("etcd registry client disposed");
-			}
-			ClientBuilder builder = Client.builder()
-					.endpoints(endpoints.stream().map(e -> URI.create((tls == null ? "http://" : "https://") + e))
-							.toList())
-					.connectTimeout(timeout)
-					// Calls fail at once, with the reason, when no member can be connected to (refused, TLS
-					// handshake failed), instead of waiting for one until the attempt times out with no reason;
-					// bounded() tries again what passes by itself. jetcd retries nothing itself: its retries would
-					// hide a TLS failure behind the attempt timeout as well.
-					.waitForReady(false)
-					.retryMaxAttempts(0)
-					.retryMaxDuration(timeout);
-			if (tls != null) {
-				builder.sslContext(tls.context());
-			}
-			if (credentials != null) {
-				builder.user(ByteSequence.from(credentials.user(), StandardCharsets.UTF_8))
-						.password(ByteSequence.from(credentials.password()));
-			}
-			Client created = builder.build();
-			if (state.compareAndSet(null, created)) {
-				LOG.debug("Connected etcd registry client to {}", where());
-				return created;
-			}
-			created.close();
+	private Client build() {
+		ClientBuilder builder = Client.builder()
+				.endpoints(endpoints.stream().map(e -> URI.create((tls == null ? "http://" : "https://") + e))
+						.toList())
+				.connectTimeout(timeout)
+				// Calls fail at once, with the reason, when no member can be connected to (refused, TLS
+				// handshake failed), instead of waiting for one until the attempt times out with no reason;
+				// bounded() tries again what passes by itself. jetcd retries nothing itself: its retries would
+				// hide a TLS failure behind the attempt timeout as well.
+				.waitForReady(false)
+				.retryMaxAttempts(0)
+				.retryMaxDuration(timeout);
+		if (tls != null) {
+			builder.sslContext(tls.context());
 		}
+		if (credentials != null) {
+			builder.user(ByteSequence.from(credentials.user(), StandardCharsets.UTF_8))
+					.password(ByteSequence.from(credentials.password()));
+		}
+		Client created = builder.build();
+		LOG.debug("Built etcd registry client for {}", where());
+		return created;
 	}
 
 	/** How etcd is reached, for failure messages. */
@@ -166,14 +153,15 @@ final class EtcdConnection {
 	 * without waiting. Idempotent, any thread.
 	 */
 	void dispose(Runnable beforeClose) {
-		Object previous = state.getAndSet(DISPOSED);
+		boolean first = state.dispose();
 		beforeClose.run();
-		if (previous instanceof Client client && client != given) {
+		Client client = state.peek();
+		if (first && client != null && client != given) {
 			client.close();
 		}
 	}
 
 	boolean isDisposed() {
-		return state.get() == DISPOSED;
+		return state.isDisposed();
 	}
 }

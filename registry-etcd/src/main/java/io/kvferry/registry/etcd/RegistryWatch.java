@@ -64,6 +64,8 @@ final class RegistryWatch {
 	private final EtcdConnection connection;
 	private final RegistryKeys keys;
 	private final Duration grace;
+	// Told each time a watch is established: etcd confirmed it, and every later change reaches the subscriber.
+	private final Runnable onWatching;
 	// Guards what follows: a read and the events of a watch being closed may overlap at a switch.
 	private final Object lock = new Object();
 	// Every rank and info key under the prefix with its value, as of `revision`: what a new read is compared with.
@@ -71,10 +73,11 @@ final class RegistryWatch {
 	private long revision;
 	private Read read = Read.NOW;
 
-	private RegistryWatch(EtcdConnection connection, RegistryKeys keys, Duration grace) {
+	private RegistryWatch(EtcdConnection connection, RegistryKeys keys, Duration grace, Runnable onWatching) {
 		this.connection = connection;
 		this.keys = keys;
 		this.grace = grace;
+		this.onWatching = onWatching;
 	}
 
 	/**
@@ -85,7 +88,18 @@ final class RegistryWatch {
 	 * @return the changes; cold (each subscription reads and watches on its own)
 	 */
 	static Flux<RegistryChange> changes(EtcdConnection connection, RegistryKeys keys, Duration grace) {
-		return Flux.defer(() -> new RegistryWatch(connection, keys, grace).changes());
+		return changes(connection, keys, grace, () -> {
+		});
+	}
+
+	/**
+	 * @param onWatching told, on etcd's thread, each time a watch is established (at first and after every resume):
+	 *        a change made after it is reported. Subscribing alone promises nothing of the kind, since the first read
+	 *        and the watch start asynchronously
+	 */
+	static Flux<RegistryChange> changes(EtcdConnection connection, RegistryKeys keys, Duration grace,
+			Runnable onWatching) {
+		return Flux.defer(() -> new RegistryWatch(connection, keys, grace, onWatching).changes());
 	}
 
 	private Flux<RegistryChange> changes() {
@@ -201,6 +215,9 @@ final class RegistryWatch {
 						LOG.debug("Registry change: {}", c);
 						sink.next(c);
 					});
+					if (lost == null && response.isCreatedNotify()) {
+						onWatching.run();
+					}
 					if (lost != null) {
 						LOG.warn("{}: reading every key under {} again in {} ms, once the ranks still alive registered "
 								+ "again", lost.getMessage(), keys.instances(), grace.toMillis());

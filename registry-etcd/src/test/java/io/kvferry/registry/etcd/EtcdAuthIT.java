@@ -106,8 +106,8 @@ class EtcdAuthIT {
 		EtcdBootstrapClient client = client().credentials(USER, PASSWORD);
 		try {
 			StepVerifier.create(client.register(A, rank(1, 0, 17001))).expectComplete().verify(T);
-			StepVerifier.create(client.changes().next())
-					.then(() -> client.deregister(A, rank(1, 0, 17001)).subscribe(null, e -> { }))
+			StepVerifier.create(RegistryWatching.changesThen(client,
+					() -> client.deregister(A, rank(1, 0, 17001)).subscribe(null, e -> { })).next())
 					.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_REMOVED, 0, 0, 0))
 					.expectComplete().verify(T);
 		}

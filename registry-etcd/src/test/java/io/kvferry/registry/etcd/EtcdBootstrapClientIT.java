@@ -115,8 +115,7 @@ class EtcdBootstrapClientIT {
 		StepVerifier.create(client.register(A, rank(1, 0, 17000))).expectComplete().verify(T);
 		Mono<Void> restart = client.deregister(A, rank(1, 0, 17000)).then(client.register(A, rank(2, 0, 17000)))
 				.cache();
-		StepVerifier.create(client.changes().next())
-				.then(() -> restart.subscribe(null, e -> { }))
+		StepVerifier.create(RegistryWatching.changesThen(client, () -> restart.subscribe(null, e -> { })).next())
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_REMOVED, 0, 0, 0))
 				.expectComplete()
 				.verify(T);
@@ -133,8 +132,7 @@ class EtcdBootstrapClientIT {
 				.then(client.deregister(A, rank(1, 0, 17009)))
 				.then(client.register(A, rank(2, 0, 17000)))
 				.cache();
-		StepVerifier.create(client.changes().take(3))
-				.then(() -> steps.subscribe(null, e -> { }))
+		StepVerifier.create(RegistryWatching.changesThen(client, () -> steps.subscribe(null, e -> { })).take(3))
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_MOVED, 0, 0, 0))
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_REMOVED, 0, 0, 0))
 				.expectNext(RegistryChange.instance(A))
@@ -149,8 +147,7 @@ class EtcdBootstrapClientIT {
 		StepVerifier.create(client.rankRoute(A, 0, 0, 0, 0))
 				.expectNext(new RankRoute(new HostPort("10.0.0.1", 17000), 1)).expectComplete().verify(T);
 		Mono<Void> restart = client.register(A, rank(1, 0, 17000).withIncarnation(2)).cache();
-		StepVerifier.create(client.changes().next())
-				.then(() -> restart.subscribe(null, e -> { }))
+		StepVerifier.create(RegistryWatching.changesThen(client, () -> restart.subscribe(null, e -> { })).next())
 				.expectNext(new RegistryChange(A, RegistryChange.Kind.RANK_RESTARTED, 0, 0, 0, 2))
 				.expectComplete()
 				.verify(T);

@@ -60,8 +60,12 @@ class EtcdWatchHistoryIT {
 		return EtcdBootstrapClient.create(endpoints).leaseTtl(ttl).timeout(Duration.ofSeconds(15)).prefix(prefix);
 	}
 
+	/** Watches with {@code decode} and returns once etcd established the watch: every later change is reported. */
 	private void watch(EtcdBootstrapClient decode) {
-		watching = decode.changes().subscribe(c -> seen.emitNext(c, Sinks.EmitFailureHandler.busyLooping(T)));
+		Sinks.Empty<Void> established = Sinks.empty();
+		watching = decode.changes(established::tryEmitEmpty)
+				.subscribe(c -> seen.emitNext(c, Sinks.EmitFailureHandler.busyLooping(T)));
+		StepVerifier.create(established.asMono()).expectComplete().verify(T);
 	}
 
 	/** @return the next change about {@code instance} reported from now on, in order */

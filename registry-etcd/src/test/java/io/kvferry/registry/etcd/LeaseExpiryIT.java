@@ -47,11 +47,10 @@ class LeaseExpiryIT {
 
 				AtomicLong killedAt = new AtomicLong();
 				AtomicLong goneAfter = new AtomicLong();
-				StepVerifier.create(decode.changes().next())
-						.then(() -> {
-							killedAt.set(System.nanoTime());
-							rank.destroyForcibly();
-						})
+				StepVerifier.create(RegistryWatching.changesThen(decode, () -> {
+					killedAt.set(System.nanoTime());
+					rank.destroyForcibly();
+				}).next())
 						.assertNext(change -> {
 							goneAfter.set(System.nanoTime() - killedAt.get());
 							assertThat(change).isEqualTo(new RegistryChange(INSTANCE, RegistryChange.Kind.RANK_REMOVED,

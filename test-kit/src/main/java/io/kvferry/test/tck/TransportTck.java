@@ -344,7 +344,7 @@ public abstract class TransportTck {
 		List<Object> sent = new ArrayList<>();
 		for (int i = 0; i < blocks; i++) {
 			DataHeader header = new DataHeader(1, RegionKind.KV, 0, (long) i * blockLength, blockLength, blockLength, 1);
-			link.accepted().sendData(new DataBlock(header, src.address() + (long) i * blockLength, blockLength));
+			link.accepted().send(new DataBlock(header, src.address() + (long) i * blockLength, blockLength));
 			KVMessage status = new KVMessage.Status(1, KVPoll.TRANSFERRING, i, "");
 			link.accepted().send(status);
 			sent.add(header);
@@ -352,7 +352,7 @@ public abstract class TransportTck {
 		}
 		// A strided block: 64 chunks of 256 bytes gathered every 512 bytes, scattered every 1024.
 		DataHeader strided = new DataHeader(2, RegionKind.KV, 0, 0, 256, 1024, 64);
-		link.accepted().sendData(new DataBlock(strided, src.address(), 512));
+		link.accepted().send(new DataBlock(strided, src.address(), 512));
 		link.accepted().send(new KVMessage.AbortAck(2));
 		sent.add(strided);
 		sent.add(new KVMessage.AbortAck(2));
@@ -422,7 +422,7 @@ public abstract class TransportTck {
 				.verify(TIMEOUT);
 		MemoryRegion src = Samples.randomRegion(4096, 3);
 		assertThatCode(() -> link.connected()
-				.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 4096, 4096, 1), src.address(), 4096)))
+				.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 4096, 4096, 1), src.address(), 4096)))
 				.doesNotThrowAnyException();
 		link.acceptedHandler().awaitClose(TIMEOUT);
 		assertThat(link.acceptedHandler().events).isEmpty();
@@ -438,11 +438,11 @@ public abstract class TransportTck {
 		});
 		SendGate closed = () -> false;
 
-		link.accepted().sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
+		link.accepted().send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
 				MIB, closed));
 		Mono<Void> gated = Sent.now(link.accepted(), new KVMessage.Status(1, KVPoll.SUCCESS, 1, ""), closed);
 		DataHeader open = new DataHeader(2, RegionKind.KV, 0, 0, 4096, 4096, 1);
-		link.accepted().sendData(new DataBlock(open, src.address(), 4096, SendGate.OPEN));
+		link.accepted().send(new DataBlock(open, src.address(), 4096, SendGate.OPEN));
 		link.accepted().send(new KVMessage.AbortAck(2));
 
 		StepVerifier.create(gated).expectError(KVFerryException.class).verify(TIMEOUT);
@@ -487,7 +487,7 @@ public abstract class TransportTck {
 		link.connectedHandler().sinks = h -> sink(dst, h, received,
 				() -> peak.accumulateAndGet(allocatedBytes() - allocatedBefore, Math::max));
 		for (int i = 0; i < blocks; i++) {
-			link.accepted().sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
+			link.accepted().send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
 					MIB));
 		}
 		link.accepted().send(new KVMessage.AbortAck(1));

@@ -1,15 +1,14 @@
 package io.kvferry.transport.netty;
 
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 import io.kvferry.KVFerryException;
 import io.kvferry.spi.CloseReason;
+import io.kvferry.spi.LazyResource;
 import io.kvferry.transport.netty.internal.EventLoopResources;
 import io.kvferry.transport.netty.internal.TransportChannels;
 import io.kvferry.transport.netty.internal.TransportSettings;
@@ -29,8 +28,9 @@ final class TransportLoops {
 	// The caller's loops (runOn, loopResources), looked up on first use, or null: the transport makes and owns some.
 	private final @Nullable Supplier<EventLoopResources> external;
 	private final TransportChannels channels;
-	private final AtomicReference<EventLoopResources> resources = new AtomicReference<>();
-	private volatile boolean disposed;
+	// The loops in use, taken on the first listen or connect; kept once disposed, to stop them.
+	private final LazyResource<EventLoopResources> resources = new LazyResource<>(null,
+			() -> new KVFerryException("transport disposed"));
 	private final Sinks.Empty<Void> disposedSignal = Sinks.empty();
 
 	/**
@@ -48,7 +48,7 @@ final class TransportLoops {
 	/** @return the loops in use, or {@code null} before the first listen or connect */
 	@Nullable
 	EventLoopResources current() {
-		return resources.get();
+		return resources.peek();
 	}
 
 	/**
@@ -56,28 +56,14 @@ final class TransportLoops {
 	 * @throws KVFerryException when the transport is disposed, or the caller's loops are shut down
 	 */
 	EventLoopResources acquire() {
-		if (disposed) {
-			throw new KVFerryException("transport disposed");
+		// Loops taken in a race another call won, or after the disposal, never ran a channel.
+		EventLoopResources res = resources.get(() -> external != null ? external.get()
+				: EventLoopResources.create(settings), lost -> lost.shutdown(Duration.ZERO));
+		if (!res.isOwned() && res.group().isShuttingDown()) {
+			// A channel registered on loops that are stopping is never bound nor connected: say so instead.
+			throw new KVFerryException("the event loops this transport was given are shut down: " + res.group());
 		}
-		EventLoopResources res = resources.get();
-		if (res != null) {
-			if (!res.isOwned() && res.group().isShuttingDown()) {
-				// A channel registered on loops that are stopping is never bound nor connected: say so instead.
-				throw new KVFerryException("the event loops this transport was given are shut down: " + res.group());
-			}
-			return res;
-		}
-		EventLoopResources created = external != null ? external.get() : EventLoopResources.create(settings);
-		if (!resources.compareAndSet(null, created)) {
-			created.shutdown(Duration.ZERO);
-			// The loops of the call that won the race: once set, never unset.
-			return Objects.requireNonNull(resources.get(), "resources");
-		}
-		if (disposed) {
-			created.shutdown(Duration.ofSeconds(2));
-			throw new KVFerryException("transport disposed");
-		}
-		return created;
+		return res;
 	}
 
 	/**
@@ -85,14 +71,13 @@ final class TransportLoops {
 	 * shuts its own loops down (the caller's are only left). Idempotent.
 	 */
 	void dispose() {
-		if (disposed) {
+		if (!resources.dispose()) {
 			return;
 		}
-		disposed = true;
 		disposedSignal.tryEmitEmpty();
 		CompletableFuture<Void> closed = channels.closeAll(new CloseReason(CloseReason.Kind.DISPOSED,
 				"transport disposed"));
-		EventLoopResources res = resources.get();
+		EventLoopResources res = resources.peek();
 		if (res != null) {
 			// The loops stop once the connections closed: a loop that stops while a half-closed connection waits for
 			// its peer's end closes the channel without channelInactive, and its handler and same-host rings would
@@ -123,10 +108,10 @@ final class TransportLoops {
 	 */
 	Mono<Void> onDispose() {
 		return Mono.defer(() -> {
-			if (!disposed) {
+			if (!resources.isDisposed()) {
 				return disposedSignal.asMono().then(onDispose());
 			}
-			EventLoopResources res = resources.get();
+			EventLoopResources res = resources.peek();
 			if (res == null || !res.isOwned()) {
 				return Mono.empty();
 			}
@@ -135,6 +120,6 @@ final class TransportLoops {
 	}
 
 	boolean isDisposed() {
-		return disposed;
+		return resources.isDisposed();
 	}
 }

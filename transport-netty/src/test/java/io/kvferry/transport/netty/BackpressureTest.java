@@ -131,13 +131,13 @@ class BackpressureTest {
 			});
 
 			for (int i = 0; i < 256; i++) {
-				sender.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(), MIB));
+				sender.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(), MIB));
 			}
 			CompletableFuture<Void> last = Sent.now(sender, new KVMessage.AbortAck(1)).toFuture();
 
 			assertThat(unwritable.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).as("sender became unwritable")
 					.isTrue();
-			// Runs after the drain that the last sendData scheduled: what Netty holds is now as large as it gets.
+			// Runs after the drain that the last send scheduled: what Netty holds is now as large as it gets.
 			long inNetty = sender.channel().eventLoop().submit(sender::pendingOutboundBytes)
 					.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
 			// Bounded by the high watermark plus one frame (and the frames' bookkeeping), whatever the kernel took.
@@ -173,7 +173,7 @@ class BackpressureTest {
 				sender = accept(accepted);
 				MemoryRegion src = Samples.randomRegion(MIB, 22);
 				for (int i = 0; i < 64; i++) {
-					sender.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
+					sender.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, MIB, MIB, 1), src.address(),
 							MIB));
 				}
 				pending = Sent.now(sender, new KVMessage.Status(1, KVPoll.FAILED, 0, "late"));

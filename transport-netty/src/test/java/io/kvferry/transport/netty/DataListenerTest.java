@@ -23,7 +23,7 @@ import reactor.test.StepVerifier;
 class DataListenerTest {
 
 	private static Mono<Void> sendData(io.kvferry.spi.KVConnection c, DataBlock block) {
-		return Mono.create(sink -> c.sendData(block, SendListener.of(sink)));
+		return Mono.create(sink -> c.send(block, SendListener.of(sink)));
 	}
 
 	@Test

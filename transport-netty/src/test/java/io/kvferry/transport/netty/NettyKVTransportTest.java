@@ -173,7 +173,7 @@ class NettyKVTransportTest {
 				lo.accepted.send(status);
 				expected.add(status);
 				DataHeader header = new DataHeader(i, RegionKind.KV, 0, i * 4096L, 4096, 4096, 1);
-				lo.accepted.sendData(new DataBlock(header, src.address() + i * 4096L, 4096));
+				lo.accepted.send(new DataBlock(header, src.address() + i * 4096L, 4096));
 				expected.add(header);
 			}
 			KVMessage.AbortAck last = new KVMessage.AbortAck(99);
@@ -292,7 +292,7 @@ class NettyKVTransportTest {
 			lo.connectedHandler.sinks = transfer::sink;
 			DataHeader header = new DataHeader(5, RegionKind.KV, 0, 0, 256, 256 + 0, tokens);
 			// Receiver stride 256 is contiguous there; also send a second block scattered with stride 512 over half.
-			lo.accepted.sendData(new DataBlock(header, src.address() + 512, 1024));
+			lo.accepted.send(new DataBlock(header, src.address() + 512, 1024));
 			transfer.await();
 			for (int t = 0; t < tokens; t++) {
 				assertThat(Samples.read(dst, t * 256L, 256)).isEqualTo(Samples.read(src, t * 1024L + 512, 256));
@@ -301,7 +301,7 @@ class NettyKVTransportTest {
 			MemoryRegion scattered = MemoryRegion.allocate(tokens * 512L, 1);
 			Transfer second = new Transfer(scattered, tokens / 2 * 256L);
 			lo.connectedHandler.sinks = second::sink;
-			lo.accepted.sendData(new DataBlock(new DataHeader(6, RegionKind.KV, 0, 128, 256, 512, tokens / 2),
+			lo.accepted.send(new DataBlock(new DataHeader(6, RegionKind.KV, 0, 128, 256, 512, tokens / 2),
 					src.address(), 2048));
 			second.await();
 			for (int t = 0; t < tokens / 2; t++) {
@@ -316,8 +316,8 @@ class NettyKVTransportTest {
 			MemoryRegion src = Samples.randomRegion(1024, 17);
 			DataHeader dropped = new DataHeader(7, RegionKind.KV, 0, 0, 1024, 1024, 1);
 			DataHeader kept = new DataHeader(8, RegionKind.KV, 0, 0, 1024, 1024, 1);
-			lo.accepted.sendData(new DataBlock(dropped, src.address(), 1024, () -> false));
-			lo.accepted.sendData(new DataBlock(kept, src.address(), 1024, () -> true));
+			lo.accepted.send(new DataBlock(dropped, src.address(), 1024, () -> false));
+			lo.accepted.send(new DataBlock(kept, src.address(), 1024, () -> true));
 			lo.accepted.send(new KVMessage.AbortAck(7));
 			lo.connectedHandler.nextMessage(TIMEOUT);
 			assertThat(lo.connectedHandler.events).containsExactly(kept, new KVMessage.AbortAck(7));
@@ -480,7 +480,7 @@ class NettyKVTransportTest {
 
 	private static void send(KVConnection connection, MemoryRegion src, long offset, int length) {
 		DataHeader header = new DataHeader(1, RegionKind.KV, 0, offset, length, length, 1);
-		connection.sendData(new DataBlock(header, src.address() + offset, length));
+		connection.send(new DataBlock(header, src.address() + offset, length));
 	}
 
 	/** Scatters frames into {@code dst} and signals when {@code total} payload bytes arrived. */

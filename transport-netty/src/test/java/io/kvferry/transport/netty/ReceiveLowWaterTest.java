@@ -75,7 +75,7 @@ class ReceiveLowWaterTest {
 				lo.connectedHandler.sinks = h -> markRecording(lo,
 						new RegionSink(dst, h, received, new AtomicLong(), () -> { }), highestMark);
 				int room = size;
-				lo.accepted.sendData(new DataBlock(new DataHeader(room, RegionKind.KV, 0, 0, size, size, 1),
+				lo.accepted.send(new DataBlock(new DataHeader(room, RegionKind.KV, 0, 0, size, size, 1),
 						src.address(), size));
 				lo.accepted.send(new KVMessage.AbortAck(room));
 				StepVerifier.create(Mono.fromCallable(() -> lo.connectedHandler.nextMessage(TIMEOUT)))

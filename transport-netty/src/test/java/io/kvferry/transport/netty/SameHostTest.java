@@ -77,12 +77,12 @@ class SameHostTest {
 			link.connectedHandler.sinks = h -> h.room() == 2 ? new RegionSink(stridedDst, h, stridedReceived, () -> {
 			}) : new RegionSink(dst, h, received, completed::incrementAndGet);
 
-			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+			link.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
 					src.address(), length));
 			link.accepted.send(new Status(1, KVPoll.SUCCESS, 0, "", length, -1));
 			// Strided on both sides: 512 chunks of 200 bytes read every 300, written every 500 (several per slot).
 			DataHeader strided = new DataHeader(2, RegionKind.KV, 0, 0, 200, 500, 512);
-			link.accepted.sendData(new DataBlock(strided, src.address(), 300));
+			link.accepted.send(new DataBlock(strided, src.address(), 300));
 			link.accepted.send(new KVMessage.AbortAck(2));
 
 			assertThat(link.connectedHandler.nextMessages(2, TIMEOUT)).containsExactly(
@@ -112,7 +112,7 @@ class SameHostTest {
 			// The room is aborted after its third slot was written: asked before each frame, the gate says so.
 			AtomicInteger asked = new AtomicInteger();
 			SendGate gate = () -> asked.incrementAndGet() <= 3;
-			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+			link.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
 					src.address(), length, gate));
 			Mono<Void> success = Sent.now(link.accepted, new Status(1, KVPoll.SUCCESS, 0, "", length, -1), gate);
 			link.accepted.send(new KVMessage.AbortAck(1));
@@ -139,7 +139,7 @@ class SameHostTest {
 			AtomicLong received = new AtomicLong();
 			link.connectedHandler.sinks = h -> new RegionSink(dst, h, received, () -> {
 			});
-			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+			link.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
 					src.address(), length));
 			link.accepted.send(new KVMessage.AbortAck(1));
 			assertThat(link.connectedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
@@ -224,7 +224,7 @@ class SameHostTest {
 					link.accepted.close("prefill goes away mid-block");
 				}
 			});
-			link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+			link.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
 					src.address(), length));
 			// Closed by peer, or reset or a broken pipe when a credit met the closed socket: decode learns either way.
 			assertThat(link.connectedHandler.awaitClose(TIMEOUT)).containsAnyOf("connection closed by peer", "Broken pipe",
@@ -260,7 +260,7 @@ class SameHostTest {
 						link.accepted.close("drained");
 					}
 				});
-				link.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
+				link.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, length, length, 1),
 						src.address(), length));
 				assertThat(link.connectedHandler.nextMessage(TIMEOUT)).as("round %d", round).isEqualTo(notice);
 				assertThat(link.connectedHandler.awaitClose(TIMEOUT)).as("round %d", round)

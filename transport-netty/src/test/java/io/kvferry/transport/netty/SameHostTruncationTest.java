@@ -84,7 +84,7 @@ class SameHostTruncationTest {
 
 			MemoryRegion src = Samples.randomRegion(4 * SLOT, 11);
 			DataHeader block = new DataHeader(1, RegionKind.KV, 0, 0, 4 * SLOT, 4 * SLOT, 1);
-			hostile.sendData(new DataBlock(block, src.address(), 4 * SLOT));
+			hostile.send(new DataBlock(block, src.address(), 4 * SLOT));
 			InetSocketAddress peer = (InetSocketAddress) hostile.channel().remoteAddress();
 			assertThat(hostileHandler.awaitClose(TIMEOUT)).isEqualTo("the shared-memory ring of "
 					+ peer.getHostString() + ":" + peer.getPort() + " was truncated (its file has 0 bytes, expected: "
@@ -92,7 +92,7 @@ class SameHostTruncationTest {
 			assertThat(hostileHandler.closes.peek().kind()).isEqualTo(CloseReason.Kind.PROTOCOL);
 			assertThat(hostileDecode.awaitClose(TIMEOUT)).as("decode's side closes too").isNotNull();
 
-			other.sendData(new DataBlock(block, src.address(), 4 * SLOT));
+			other.send(new DataBlock(block, src.address(), 4 * SLOT));
 			other.send(new KVMessage.AbortAck(1));
 			assertThat(otherDecode.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
 			assertThat(Samples.read(dst, 0, 4 * SLOT)).isEqualTo(Samples.read(src, 0, 4 * SLOT));

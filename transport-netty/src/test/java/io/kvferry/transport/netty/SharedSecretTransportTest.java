@@ -34,7 +34,7 @@ class SharedSecretTransportTest {
 			MemoryRegion dst = MemoryRegion.allocate(1 << 20, 1);
 			NettyKVTransportTest.Transfer transfer = new NettyKVTransportTest.Transfer(dst, 1 << 20);
 			lo.connectedHandler.sinks = transfer::sink;
-			lo.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 1 << 20, 1 << 20, 1),
+			lo.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 1 << 20, 1 << 20, 1),
 					src.address(), 1 << 20));
 			transfer.await();
 			assertThat(Samples.read(dst, 0, 1 << 20)).isEqualTo(Samples.read(src, 0, 1 << 20));

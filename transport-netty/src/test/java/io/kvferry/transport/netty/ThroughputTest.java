@@ -43,7 +43,7 @@ class ThroughputTest {
 		long start = System.nanoTime();
 		for (long sent = 0; sent < total; sent += BLOCK) {
 			long offset = sent % REGION;
-			lo.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, offset, BLOCK, BLOCK, 1),
+			lo.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, offset, BLOCK, BLOCK, 1),
 					src.address() + offset, BLOCK));
 		}
 		transfer.await();

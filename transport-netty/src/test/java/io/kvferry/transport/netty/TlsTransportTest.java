@@ -66,7 +66,7 @@ class TlsTransportTest {
 		int block = 3 * MIB + 17;
 		for (int offset = 0; offset < size; offset += block) {
 			int length = Math.min(block, size - offset);
-			lo.accepted.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, offset, length, length, 1),
+			lo.accepted.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, offset, length, length, 1),
 					src.address() + offset, length));
 		}
 		transfer.await();
@@ -81,7 +81,7 @@ class TlsTransportTest {
 			MemoryRegion dst = MemoryRegion.allocate(tokens * 512L, 1);
 			NettyKVTransportTest.Transfer transfer = new NettyKVTransportTest.Transfer(dst, tokens * 256L);
 			lo.connectedHandler.sinks = transfer::sink;
-			lo.accepted.sendData(new DataBlock(new DataHeader(2, RegionKind.KV, 0, 0, 256, 512, tokens),
+			lo.accepted.send(new DataBlock(new DataHeader(2, RegionKind.KV, 0, 0, 256, 512, tokens),
 					src.address() + 256, 1024));
 			transfer.await();
 			for (int t = 0; t < tokens; t++) {

@@ -5,6 +5,7 @@ import java.util.function.Consumer;
 
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.ScatterBlock;
@@ -92,7 +93,7 @@ final class BlockWriter {
 	 */
 	void start(Object item, int maxFrameLength) {
 		SendListener listener = item instanceof Listened l ? l.listener() : SendListener.NONE;
-		Object block = item instanceof Listened l ? l.block() : item;
+		Block block = item instanceof Listened l ? l.block() : (Block) item;
 		viaRing = ring != null;
 		int frameLength = viaRing ? Math.min(maxFrameLength, ring.slotSize()) : maxFrameLength;
 		if (block instanceof DataBlock b) {
@@ -274,11 +275,10 @@ final class BlockWriter {
 
 	/** @return the payload bytes of a queued {@link DataBlock}, {@link ScatterBlock} or {@link Listened} either */
 	static long payloadLength(Object item) {
-		Object block = item instanceof Listened l ? l.block() : item;
-		return block instanceof DataBlock d ? d.header().payloadLength() : ((ScatterBlock) block).payloadLength();
+		return item instanceof Listened l ? l.block().payloadLength() : ((Block) item).payloadLength();
 	}
 
 	/** A queued data or scatter block whose sender wants to hear when it was written or dropped. */
-	record Listened(Object block, SendListener listener) {
+	record Listened(Block block, SendListener listener) {
 	}
 }

@@ -7,6 +7,7 @@ import java.util.function.Supplier;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
@@ -74,31 +75,29 @@ final class ConnectionSends {
 	}
 
 	/**
-	 * Queues a data block.
+	 * Queues a data or scatter block.
 	 *
-	 * @throws IllegalArgumentException when a field of its header is negative
+	 * @throws IllegalArgumentException when its header does not describe its payload (a negative field of a data
+	 *         header)
 	 */
-	void data(DataBlock block, SendListener listener) {
+	void block(Block block, SendListener listener) {
 		Objects.requireNonNull(listener, "listener");
-		Objects.requireNonNull(block, "block");
-		DataHeader h = block.header();
-		if (h.chunkLen() < 0 || h.count() < 0 || h.dstOffset() < 0 || h.dstStride() < 0 || h.region() < 0) {
-			throw new IllegalArgumentException("data header : " + h + " (expected: no negative field)");
+		String problem = problem(Objects.requireNonNull(block, "block"));
+		if (problem != null) {
+			throw new IllegalArgumentException(problem);
 		}
 		outbound.offer(block, listener);
 	}
 
-	/**
-	 * Queues a scatter block.
-	 *
-	 * @throws IllegalArgumentException when its header does not describe its payload
-	 */
-	void scatter(ScatterBlock block, SendListener listener) {
-		String problem = Objects.requireNonNull(block, "block").header().problem(block.payloadLength());
-		if (problem != null) {
-			throw new IllegalArgumentException(problem);
+	private static String problem(Block block) {
+		if (block instanceof ScatterBlock s) {
+			return s.header().problem(s.payloadLength());
 		}
-		outbound.offer(block, Objects.requireNonNull(listener, "listener"));
+		DataHeader h = ((DataBlock) block).header();
+		if (h.chunkLen() < 0 || h.count() < 0 || h.dstOffset() < 0 || h.dstStride() < 0 || h.region() < 0) {
+			return "data header : " + h + " (expected: no negative field)";
+		}
+		return null;
 	}
 
 	/** @return bytes handed to Netty and not yet written to the socket (0 once closed) */

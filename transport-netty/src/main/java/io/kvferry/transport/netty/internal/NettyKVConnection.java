@@ -11,14 +11,13 @@ import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomPath;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
@@ -170,25 +169,10 @@ public final class NettyKVConnection extends ChannelInboundHandlerAdapter implem
 		sends.message(message, gate, listener);
 	}
 
+	/** Sends a scatter block's pieces as scatter frames gathered in place (each piece alone on a same-host ring). */
 	@Override
-	public void sendData(DataBlock block) {
-		sends.data(block, SendListener.NONE);
-	}
-
-	@Override
-	public void sendData(DataBlock block, SendListener listener) {
-		sends.data(block, listener);
-	}
-
-	/** Sends the pieces as scatter frames gathered in place (each piece alone on a same-host ring). */
-	@Override
-	public void sendScatter(ScatterBlock block) {
-		sends.scatter(block, SendListener.NONE);
-	}
-
-	@Override
-	public void sendScatter(ScatterBlock block, SendListener listener) {
-		sends.scatter(block, listener);
+	public void send(Block block, SendListener listener) {
+		sends.block(block, listener);
 	}
 
 	@Override

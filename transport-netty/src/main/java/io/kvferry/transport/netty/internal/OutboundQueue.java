@@ -12,9 +12,9 @@ import java.util.function.Consumer;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomPriority;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.ScatterBlock;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.netty.internal.shm.RingSender;
@@ -154,31 +154,13 @@ final class OutboundQueue {
 	}
 
 	/**
-	 * Queues a data block; dropped (and logged at debug) once the connection is closing.
+	 * Queues a data or scatter block; dropped (and logged at debug) once the connection is closing.
 	 *
 	 * @param listener told once the block's last frame was written, or that it was dropped
 	 */
-	void offer(DataBlock block, SendListener listener) {
+	void offer(Block block, SendListener listener) {
 		if (isClosing()) {
-			log.debug("{} dropping {}: connection closing", prefix, block.header());
-			tell(listener, closedError.apply("before the block was queued", null));
-			return;
-		}
-		queuedBytes.addAndGet(block.header().payloadLength());
-		queueFor(block.gate()).offer(listener == SendListener.NONE ? block : new BlockWriter.Listened(block, listener));
-		if (!scheduleDrain()) {
-			tell(listener, closedError.apply("before the block was written", null));
-		}
-	}
-
-	/**
-	 * Queues a scatter block; dropped (and logged at debug) once the connection is closing.
-	 *
-	 * @param listener told once the block's last frame was written, or that it was dropped
-	 */
-	void offer(ScatterBlock block, SendListener listener) {
-		if (isClosing()) {
-			log.debug("{} dropping {}: connection closing", prefix, block);
+			log.debug("{} dropping {}: connection closing", prefix, block instanceof DataBlock d ? d.header() : block);
 			tell(listener, closedError.apply("before the block was queued", null));
 			return;
 		}

@@ -192,7 +192,7 @@ class ListenerUnderGarbageTest {
 				done.complete(null);
 			}
 		});
-		server.sendData(new DataBlock(new DataHeader(round, RegionKind.KV, 0, 0, 4 * MIB, 4 * MIB, 1), src.address(),
+		server.send(new DataBlock(new DataHeader(round, RegionKind.KV, 0, 0, 4 * MIB, 4 * MIB, 1), src.address(),
 				4 * MIB));
 		KVMessage.AbortAck ack = new KVMessage.AbortAck(round);
 		StepVerifier.create(Sent.now(server, ack)).expectComplete().verify(TIMEOUT);

@@ -356,11 +356,11 @@ class NettyKVConnectionTest {
 		open(false);
 		handshake();
 		MemoryRegion src = Samples.randomRegion(64, 1);
-		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64,
+		connection.send(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64,
 				() -> false));
 		var success = Sent.now(connection, new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 64, KVMessage.NO_CHECKSUM),
 				() -> false);
-		connection.sendData(new DataBlock(new DataHeader(8, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		connection.send(new DataBlock(new DataHeader(8, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
 		ByteBuf out = drainOutbound();
 		try {
 			assertThat(out.readableBytes()).isEqualTo(KVFrameCodec.FRAME_PREFIX_LENGTH + KVFrameCodec.DATA_HEADER_LENGTH
@@ -396,13 +396,13 @@ class NettyKVConnectionTest {
 			}
 		};
 		SendGate normal = () -> true;
-		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64, normal));
-		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 64, 64, 64, 1), src.address() + 64, 64,
+		connection.send(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64, normal));
+		connection.send(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 64, 64, 64, 1), src.address() + 64, 64,
 				normal));
 		Sent.now(connection, new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 128, KVMessage.NO_CHECKSUM), normal);
-		connection.sendData(new DataBlock(new DataHeader(9, RegionKind.KV, 0, 128, 64, 64, 1), src.address() + 128, 64,
+		connection.send(new DataBlock(new DataHeader(9, RegionKind.KV, 0, 128, 64, 64, 1), src.address() + 128, 64,
 				high));
-		connection.sendData(new DataBlock(new DataHeader(9, RegionKind.KV, 0, 192, 64, 64, 1), src.address() + 192, 64,
+		connection.send(new DataBlock(new DataHeader(9, RegionKind.KV, 0, 192, 64, 64, 1), src.address() + 192, 64,
 				high));
 		Sent.now(connection, new KVMessage.Status(9, KVPoll.SUCCESS, 0, "", 128, KVMessage.NO_CHECKSUM), high);
 		ByteBuf out = drainOutbound();
@@ -446,7 +446,7 @@ class NettyKVConnectionTest {
 		handshake();
 		MemoryRegion src = Samples.randomRegion(64, 2);
 		var before = Sent.now(connection, new KVMessage.Reject("incompatible page size"));
-		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		connection.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
 		connection.close("handshake rejected");
 		var after = Sent.now(connection, new KVMessage.AbortAck(1));
 		ByteBuf out = drainOutbound();
@@ -473,7 +473,7 @@ class NettyKVConnectionTest {
 		setWritable(false);
 		// A room's data and the Success that reports it, queued behind a slow socket when the connection closes.
 		MemoryRegion src = Samples.randomRegion(4096, 5);
-		connection.sendData(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 4096, 0, 1), src.address(), 0));
+		connection.send(new DataBlock(new DataHeader(7, RegionKind.KV, 0, 0, 4096, 0, 1), src.address(), 0));
 		// Behind the room's gate, as the engine sends a Success: still open, the room did not stop.
 		var success = Sent.now(connection, new KVMessage.Status(7, KVPoll.SUCCESS, 0, "", 4096, KVMessage.NO_CHECKSUM),
 				() -> true);
@@ -501,7 +501,7 @@ class NettyKVConnectionTest {
 		inbound(KVFrameCodec.encodeAuth(UnpooledByteBufAllocator.DEFAULT,
 				new KVFrameCodec.Auth(false, new byte[SharedSecret.NONCE_LENGTH], TransportSettings.MIN_FRAME_LENGTH)));
 		MemoryRegion src = Samples.randomRegion(3000, 9);
-		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 3000, 0, 1), src.address(), 0));
+		connection.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 3000, 0, 1), src.address(), 0));
 		var tooLarge = Sent.now(connection, new KVMessage.Reject("x".repeat(2000)));
 		ByteBuf out = drainOutbound();
 		List<Long> payloads = new ArrayList<>();
@@ -547,7 +547,7 @@ class NettyKVConnectionTest {
 		MemoryRegion src = Samples.randomRegion(64, 4);
 		setWritable(false);
 		var first = Sent.now(connection, new KVMessage.Abort(1, "a"));
-		connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
+		connection.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, 64, 64, 1), src.address(), 64));
 		var last = Sent.now(connection, new KVMessage.AbortAck(1));
 		channel.runPendingTasks();
 		assertThat(channel.<Object>readOutbound()).isNull();
@@ -580,7 +580,7 @@ class NettyKVConnectionTest {
 	void negativeHeaderFieldIsRefusedAtTheCaller() {
 		open(false);
 		handshake();
-		assertThatThrownBy(() -> connection.sendData(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, -1, 0, 1),
+		assertThatThrownBy(() -> connection.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 0, -1, 0, 1),
 				1, 0))).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no negative field");
 	}
 
@@ -625,7 +625,7 @@ class NettyKVConnectionTest {
 		// 10 chunks of 100 bytes every 256 bytes on the sender, every 300 bytes on the receiver; 4096-byte frames.
 		MemoryRegion src = Samples.randomRegion(2560, 3);
 		DataHeader header = new DataHeader(1, RegionKind.KV, 0, 50, 100, 300, 10);
-		connection.sendData(new DataBlock(header, src.address() + 7, 256));
+		connection.send(new DataBlock(header, src.address() + 7, 256));
 		ByteBuf out = drainOutbound();
 		MemoryRegion dst = MemoryRegion.allocate(4096, 1);
 		AtomicLong received = new AtomicLong();

@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import io.kvferry.HostPort;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -152,9 +153,20 @@ final class CuttingTransport implements KVTransport {
 		}
 
 		@Override
-		public void sendData(DataBlock block) {
+		public void send(Block block) {
+			if (block instanceof ScatterBlock s) {
+				// Piece by piece, so that each piece passes the cut.
+				for (int i = 0; i < s.header().count(); i++) {
+					send(s.piece(i));
+				}
+				return;
+			}
+			sendData((DataBlock) block);
+		}
+
+		private void sendData(DataBlock block) {
 			SendGate gate = block.gate();
-			c.sendData(new DataBlock(block.header(), block.srcAddress(), block.srcStride(), () -> {
+			c.send(new DataBlock(block.header(), block.srcAddress(), block.srcStride(), () -> {
 				if (!gate.isOpen() || cut) {
 					return false;
 				}
@@ -167,14 +179,6 @@ final class CuttingTransport implements KVTransport {
 				}
 				return true;
 			}));
-		}
-
-		@Override
-		public void sendScatter(ScatterBlock block) {
-			// Piece by piece, so that each piece passes the cut.
-			for (int i = 0; i < block.header().count(); i++) {
-				sendData(block.piece(i));
-			}
 		}
 	}
 }

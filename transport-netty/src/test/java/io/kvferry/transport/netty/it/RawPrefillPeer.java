@@ -2,6 +2,7 @@ package io.kvferry.transport.netty.it;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -64,10 +65,13 @@ final class RawPrefillPeer implements AutoCloseable {
 		/** @return the layout the peer announces */
 		PeerLayout layout();
 
-		/** Writes a control message. */
+		/** Writes a control message; not while a data frame still owes payload bytes. */
 		ChannelFuture send(KVMessage message);
 
-		/** Writes a data frame's prefix and header; exactly {@code header.payloadLength()} payload bytes must follow. */
+		/**
+		 * Writes a data frame's prefix and header; exactly {@code header.payloadLength()} payload bytes must follow,
+		 * before anything else the script writes. The peer's own answers to heartbeats wait for them too.
+		 */
 		void header(DataHeader header);
 
 		/**
@@ -143,6 +147,12 @@ final class RawPrefillPeer implements AutoCloseable {
 
 		private ChannelHandlerContext ctx;
 		private boolean prefaceRead;
+		// Payload bytes the data frame the script opened still owes. A frame is written whole or the stream loses its
+		// boundaries: a heartbeat answered in the middle of a payload would be read as payload, and the payload's last
+		// five bytes as the next frame's prefix.
+		private long owed;
+		// Heartbeats that came while a frame was open, answered once it is whole.
+		private int heartbeatsOwed;
 
 		@Override
 		public void channelActive(ChannelHandlerContext ctx) throws Exception {
@@ -181,7 +191,12 @@ final class RawPrefillPeer implements AutoCloseable {
 				ByteBuf body = in.readSlice(length - 1);
 				// Decode's AUTH needs no answer; a heartbeat one only if the script wants the peer to look alive.
 				if (type == KVFrameCodec.TYPE_HEARTBEAT && script.answersHeartbeats()) {
-					ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
+					if (owed > 0) {
+						heartbeatsOwed++;
+					}
+					else {
+						ctx.writeAndFlush(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
+					}
 				}
 				else if (KVFrameCodec.isControlType(type)) {
 					KVMessage message = KVFrameCodec.decode(type, body);
@@ -205,21 +220,41 @@ final class RawPrefillPeer implements AutoCloseable {
 
 		@Override
 		public ChannelFuture send(KVMessage message) {
+			requireWhole(message.getClass().getSimpleName());
 			return ctx.writeAndFlush(KVFrameCodec.encode(ctx.alloc(), message, 1 << 20));
 		}
 
 		@Override
 		public void header(DataHeader header) {
+			requireWhole("a data header");
 			ctx.write(KVFrameCodec.encodeDataHeader(ctx.alloc(), header));
+			owed = header.payloadLength();
 		}
 
 		@Override
 		public ChannelFuture payload(int n, byte fill) {
-			ByteBuf payload = ctx.alloc().buffer(n);
-			for (int i = 0; i < n; i++) {
-				payload.writeByte(fill);
+			if (n > owed) {
+				throw new IllegalStateException(n + " payload bytes, but the open frame owes " + owed);
 			}
-			return ctx.writeAndFlush(payload);
+			// One bulk write: byte by byte, paranoid leak detection records a stack trace per byte, which takes
+			// seconds per MiB on a busy machine and stretches every window a test means to be short.
+			byte[] bytes = new byte[n];
+			Arrays.fill(bytes, fill);
+			ChannelFuture written = ctx.writeAndFlush(ctx.alloc().buffer(n, n).writeBytes(bytes));
+			owed -= n;
+			if (owed == 0 && heartbeatsOwed > 0) {
+				for (; heartbeatsOwed > 0; heartbeatsOwed--) {
+					ctx.write(KVFrameCodec.encodeHeartbeat(ctx.alloc()));
+				}
+				ctx.flush();
+			}
+			return written;
+		}
+
+		private void requireWhole(String what) {
+			if (owed > 0) {
+				throw new IllegalStateException(what + " while the open data frame owes " + owed + " payload bytes");
+			}
 		}
 	}
 }

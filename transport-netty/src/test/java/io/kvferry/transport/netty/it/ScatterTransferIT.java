@@ -16,8 +16,8 @@ import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.ScatterBlock;
@@ -113,15 +113,14 @@ class ScatterTransferIT {
 			}
 
 			@Override
-			public void sendData(DataBlock block) {
-				singleBlocks.incrementAndGet();
-				delegate.sendData(block);
-			}
-
-			@Override
-			public void sendScatter(ScatterBlock block) {
-				scatterPieces.addAndGet(block.header().count());
-				delegate.sendScatter(block);
+			public void send(Block block) {
+				if (block instanceof ScatterBlock s) {
+					scatterPieces.addAndGet(s.header().count());
+				}
+				else {
+					singleBlocks.incrementAndGet();
+				}
+				delegate.send(block);
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.ProtocolException;
 import io.kvferry.RoomPath;
+import io.kvferry.spi.Block;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
 import io.kvferry.spi.DataBlock;
@@ -158,35 +159,21 @@ final class UcxConnection implements KVConnection {
 	}
 
 	@Override
-	public void sendData(DataBlock block) {
-		sendData(block, SendListener.NONE);
-	}
-
-	@Override
-	public void sendData(DataBlock block, SendListener listener) {
+	public void send(Block block, SendListener listener) {
 		Objects.requireNonNull(block, "block");
 		Objects.requireNonNull(listener, "listener");
 		if (!isActive()) {
 			listener.failed(closedError());
 			return;
 		}
-		node.loop.execute(() -> whenReady(() -> writeBlock(block, listener)));
-	}
-
-	@Override
-	public void sendScatter(ScatterBlock block) {
-		sendScatter(block, SendListener.NONE);
-	}
-
-	@Override
-	public void sendScatter(ScatterBlock block, SendListener listener) {
-		Objects.requireNonNull(block, "block");
-		Objects.requireNonNull(listener, "listener");
-		if (!isActive()) {
-			listener.failed(closedError());
-			return;
-		}
-		node.loop.execute(() -> whenReady(() -> writeScatter(block, listener)));
+		node.loop.execute(() -> whenReady(() -> {
+			if (block instanceof ScatterBlock s) {
+				writeScatter(s, listener);
+			}
+			else {
+				writeBlock((DataBlock) block, listener);
+			}
+		}));
 	}
 
 	@Override
