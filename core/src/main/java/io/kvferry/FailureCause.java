@@ -58,7 +58,13 @@ public enum FailureCause {
 	 * answers. The room was not sent; another rank may take it at once. The reason names the rank and its last
 	 * failure.
 	 */
-	PEER_UNAVAILABLE;
+	PEER_UNAVAILABLE,
+	/**
+	 * Every byte of the room landed, but they are not what the engine expected: a room of tensors whose manifest names
+	 * other tensors than the receiver placed (the reason names the first that differs), or another check the engine
+	 * gave the receiver ({@link KVReceiver#verify}). Decode's own.
+	 */
+	MISMATCH;
 
 	/** @return the lower-case name, for metric tags ({@code connection_lost}) */
 	public String tag() {

@@ -1,5 +1,8 @@
 package io.kvferry;
 
+import java.util.function.Supplier;
+
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 
 /**
@@ -43,6 +46,23 @@ public interface KVReceiver extends KVRoom {
 	 * @throws IllegalStateException when called twice
 	 */
 	void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices);
+
+	/**
+	 * Adds the engine's own check to the room's verdict: once decode's ledger found every promised byte landed, and
+	 * before Success, decode calls {@code check} on the callback scheduler (never under a library lock); an answer
+	 * other than null fails the room {@link FailureCause#MISMATCH}, its reason ending with that answer. For what only
+	 * the engine can judge: a room of tensors checks its manifest ({@link TensorPlacement#receive}), a benchmark the
+	 * pattern its synthetic source wrote. Call it before {@code sendMetadata}; a second call replaces the first.
+	 *
+	 * <pre>{@code
+	 * receiver.verify(() -> engine.looksRight(pages) ? null : "page 3 holds another request's tokens");
+	 * receiver.sendMetadata(pages, auxRow, new int[0]);
+	 * }</pre>
+	 *
+	 * @param check what differs from what the engine expected, or null when nothing does; it may read the room's
+	 *        pages, which hold every byte then and take no more. One that throws fails the room as a mismatch too.
+	 */
+	void verify(Supplier<@Nullable String> check);
 
 	/**
 	 * The room's landed layers, so that a decode engine can start on early layers and a scheduler can watch progress.

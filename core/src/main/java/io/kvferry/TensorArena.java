@@ -13,8 +13,8 @@ import java.util.Objects;
  *
  * <p>A second region holds one manifest row per room: the sender writes its tensors' names and sizes there
  * ({@link TensorPlacement#writeManifest}), the row travels as a KV room's aux row, and the receiver checks it against
- * its own placement ({@link TensorPlacement#manifestMatches}), so a room whose two sides disagree on the tensors is
- * caught even when their chunk counts agree.
+ * its own placement before Success ({@link TensorPlacement#receive}), so a room whose two sides disagree on the tensors
+ * fails {@link FailureCause#MISMATCH}, naming the first tensor that differs, even when their chunk counts agree.
  *
  * <pre>{@code
  * TensorArena arena = TensorArena.allocate(4096, 1 << 20, 64);       // 4 GiB of 1 MiB chunks, 64 manifest rows
@@ -30,8 +30,8 @@ public final class TensorArena {
 
 	/** The dtype both sides declare: the bytes are opaque to the transfer. */
 	public static final String DTYPE = "tensor";
-	/** Bytes of a manifest row: the tensor count and a 64-bit hash of the names and sizes. */
-	public static final int MANIFEST_BYTES = 16;
+	/** Most tensors a room of an arena made by {@link #allocate} may carry: its manifest rows hold that many. */
+	public static final int MAX_TENSORS = 64;
 
 	private final MemoryRegion chunks;
 	private final MemoryRegion manifests;
@@ -39,10 +39,22 @@ public final class TensorArena {
 	private TensorArena(MemoryRegion chunks, MemoryRegion manifests) {
 		this.chunks = Objects.requireNonNull(chunks, "chunks");
 		this.manifests = Objects.requireNonNull(manifests, "manifests");
-		if (manifests.itemLen() < MANIFEST_BYTES) {
+		if (manifests.itemLen() < manifestBytes(1)) {
 			throw new IllegalArgumentException("manifest row : " + manifests.itemLen() + " bytes (expected: >= "
-					+ MANIFEST_BYTES + ")");
+					+ manifestBytes(1) + ", room for one tensor)");
 		}
+	}
+
+	/**
+	 * @param tensors most tensors a room carries
+	 * @return bytes of a manifest row for them: the tensor count, then a 64-bit hash of each tensor's name and size
+	 */
+	public static int manifestBytes(int tensors) {
+		if (tensors < 1 || tensors > (Integer.MAX_VALUE - 8) / 8) {
+			throw new IllegalArgumentException("tensors : " + tensors + " (expected: 1.." + (Integer.MAX_VALUE - 8) / 8
+					+ ")");
+		}
+		return 8 + 8 * tensors;
 	}
 
 	/**
@@ -50,19 +62,19 @@ public final class TensorArena {
 	 *
 	 * @param chunkCount chunks of the pool
 	 * @param chunkBytes bytes of one chunk: the unit a room's tensors are placed in
-	 * @param rows manifest rows, one per room in flight
+	 * @param rows manifest rows, one per room in flight, each for up to {@value #MAX_TENSORS} tensors
 	 * @return an arena owning its memory
 	 */
 	public static TensorArena allocate(long chunkCount, int chunkBytes, int rows) {
 		return new TensorArena(MemoryRegion.allocate(chunkCount, chunkBytes),
-				MemoryRegion.allocate(rows, MANIFEST_BYTES));
+				MemoryRegion.allocate(rows, manifestBytes(MAX_TENSORS)));
 	}
 
 	/**
 	 * An arena over memory the engine owns.
 	 *
 	 * @param chunks the chunk pool; its item length is the chunk size
-	 * @param manifests manifest rows of at least {@value #MANIFEST_BYTES} bytes
+	 * @param manifests manifest rows of {@link #manifestBytes} for the most tensors a room carries
 	 * @return the arena
 	 */
 	public static TensorArena of(MemoryRegion chunks, MemoryRegion manifests) {
@@ -100,6 +112,11 @@ public final class TensorArena {
 		return manifests;
 	}
 
+	/** @return most tensors a room of this arena may carry: what its manifest rows hold */
+	public int maxTensors() {
+		return (manifests.itemLen() - 8) / 8;
+	}
+
 	/** @return how many chunks the tensors take: each starts on a chunk of its own */
 	public int chunksFor(List<Tensor> tensors) {
 		long n = 0;
@@ -120,8 +137,8 @@ public final class TensorArena {
 	 * @param chunkIndices exactly {@link #chunksFor} distinct chunks of this arena
 	 * @param row the room's manifest row
 	 * @return the placement
-	 * @throws IllegalArgumentException for another chunk count, a chunk out of range or twice, a duplicate name, or a
-	 *         row out of range
+	 * @throws IllegalArgumentException for another chunk count, a chunk out of range or twice, a duplicate name, more
+	 *         tensors than a manifest row holds, or a row out of range
 	 */
 	public TensorPlacement place(List<Tensor> tensors, int[] chunkIndices, int row) {
 		return new TensorPlacement(this, tensors, chunkIndices, row);

@@ -10,6 +10,7 @@ import java.util.Objects;
 
 import io.kvferry.spi.NativeMemory;
 import io.netty.buffer.ByteBuf;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A room's named tensors placed on chunks of a {@link TensorArena}: which chunks hold which tensor, the room's
@@ -44,6 +45,10 @@ public final class TensorPlacement {
 						+ (arena.chunkCount() - 1) + ")");
 			}
 			seen.set(c);
+		}
+		if (this.tensors.size() > arena.maxTensors()) {
+			throw new IllegalArgumentException("tensors : " + this.tensors.size() + " (expected: at most "
+					+ arena.maxTensors() + ", what a manifest row of " + arena.manifests().itemLen() + " bytes holds)");
 		}
 		if (row < 0 || row >= arena.manifests().itemCount()) {
 			throw new IllegalArgumentException("row : " + row + " (expected: 0.." + (arena.manifests().itemCount() - 1)
@@ -101,12 +106,17 @@ public final class TensorPlacement {
 		copy(name, dst, false);
 	}
 
-	/** Writes this room's manifest (tensor count and a hash of names and sizes) into its row, on the sender. */
+	/**
+	 * Writes this room's manifest into its row, on the sender: the tensor count, then a hash of each tensor's name and
+	 * size.
+	 */
 	public void writeManifest() {
-		ByteBuf b = arena.manifests().wrap((long) row * arena.manifests().itemLen(), TensorArena.MANIFEST_BYTES);
+		ByteBuf b = manifestRow();
 		try {
 			b.setLong(0, tensors.size());
-			b.setLong(8, hash());
+			for (int i = 0; i < tensors.size(); i++) {
+				b.setLong(8 + 8 * i, hash(tensors.get(i)));
+			}
 		}
 		finally {
 			b.release();
@@ -114,13 +124,52 @@ public final class TensorPlacement {
 	}
 
 	/**
+	 * Asks for this room on the receiver ({@code sendMetadata} with its chunks and manifest row) and has decode check
+	 * the manifest before Success: a room whose sender meant other tensors fails {@link FailureCause#MISMATCH}, its
+	 * reason naming the first tensor that differs ({@link #manifestMismatch}).
+	 *
+	 * @param receiver the room's receiver, not asked yet
+	 */
+	public void receive(KVReceiver receiver) {
+		receiver.verify(this::manifestMismatch);
+		receiver.sendMetadata(chunks.clone(), row, new int[0]);
+	}
+
+	/**
 	 * @return whether the manifest in this room's row, as the sender wrote it and the room carried it, names the same
-	 *         tensors of the same sizes as this placement: checked by the receiver once the room succeeded
+	 *         tensors of the same sizes as this placement
 	 */
 	public boolean manifestMatches() {
-		ByteBuf b = arena.manifests().wrap((long) row * arena.manifests().itemLen(), TensorArena.MANIFEST_BYTES);
+		return manifestMismatch() == null;
+	}
+
+	/**
+	 * Compares the manifest in this room's row, as the sender wrote it and the room carried it, with this placement,
+	 * tensor by tensor in order. The row is the sender's: its count is read within this arena's bounds.
+	 *
+	 * @return null when both name the same tensors of the same sizes; else the first tensor that differs, by its
+	 *         position, name and size here
+	 */
+	public @Nullable String manifestMismatch() {
+		ByteBuf b = manifestRow();
 		try {
-			return b.getLong(0) == tensors.size() && b.getLong(8) == hash();
+			long count = b.getLong(0);
+			int n = tensors.size();
+			long common = Math.min(n, Math.max(0, Math.min(count, arena.maxTensors())));
+			for (int i = 0; i < common; i++) {
+				if (b.getLong(8 + 8 * i) != hash(tensors.get(i))) {
+					return describe(i) + " differs from the sender's tensor " + i + " (another name or size)";
+				}
+			}
+			if (count == n) {
+				return null;
+			}
+			if (count >= 0 && count < n) {
+				return describe((int) count) + " is missing: the sender's manifest names " + count + " tensors "
+						+ "(expected: " + n + ")";
+			}
+			return "the sender's manifest names " + Long.toUnsignedString(count) + " tensors (expected: " + n
+					+ "): tensor " + n + " is one this room does not have";
 		}
 		finally {
 			b.release();
@@ -170,16 +219,24 @@ public final class TensorPlacement {
 		return (int) ((t.bytes() + arena.chunkBytes() - 1) / arena.chunkBytes());
 	}
 
-	private long hash() {
+	private String describe(int i) {
+		TensorArena.Tensor t = tensors.get(i);
+		return "tensor " + i + " '" + t.name() + "' (" + t.bytes() + " bytes)";
+	}
+
+	private ByteBuf manifestRow() {
+		MemoryRegion rows = arena.manifests();
+		return rows.wrap((long) row * rows.itemLen(), rows.itemLen());
+	}
+
+	private static long hash(TensorArena.Tensor t) {
 		long h = FNV_OFFSET;
-		for (TensorArena.Tensor t : tensors) {
-			for (byte b : t.name().getBytes(StandardCharsets.UTF_8)) {
-				h = (h ^ (b & 0xff)) * FNV_PRIME;
-			}
-			h = (h ^ 0) * FNV_PRIME;
-			for (int s = 0; s < 64; s += 8) {
-				h = (h ^ ((t.bytes() >>> s) & 0xff)) * FNV_PRIME;
-			}
+		for (byte b : t.name().getBytes(StandardCharsets.UTF_8)) {
+			h = (h ^ (b & 0xff)) * FNV_PRIME;
+		}
+		h = (h ^ 0) * FNV_PRIME;
+		for (int s = 0; s < 64; s += 8) {
+			h = (h ^ ((t.bytes() >>> s) & 0xff)) * FNV_PRIME;
 		}
 		return h;
 	}

@@ -66,6 +66,47 @@ class TensorArenaTest {
 	}
 
 	@Test
+	void theMismatchNamesTheFirstTensorThatDiffers() {
+		arena.place(TENSORS, new int[] { 0, 1, 2, 3, 4, 5 }, 0).writeManifest();
+
+		assertThat(arena.place(TENSORS, new int[] { 0, 1, 2, 3, 4, 5 }, 0).manifestMismatch()).isNull();
+		List<Tensor> renamed = List.of(new Tensor("a", 100), new Tensor("empty", 0), new Tensor("c", 64));
+		assertThat(arena.place(renamed, new int[] { 0, 1, 2, 3, 4, 5 }, 0).manifestMismatch())
+				.isEqualTo("tensor 2 'c' (64 bytes) differs from the sender's tensor 2 (another name or size)");
+		List<Tensor> resized = List.of(new Tensor("a", 99), new Tensor("empty", 0), new Tensor("b", 64));
+		assertThat(arena.place(resized, new int[] { 0, 1, 2, 3, 4, 5 }, 0).manifestMismatch())
+				.isEqualTo("tensor 0 'a' (99 bytes) differs from the sender's tensor 0 (another name or size)");
+		List<Tensor> longer = List.of(new Tensor("a", 100), new Tensor("empty", 0), new Tensor("b", 64),
+				new Tensor("d", 1));
+		assertThat(arena.place(longer, new int[] { 0, 1, 2, 3, 4, 5, 6 }, 0).manifestMismatch())
+				.isEqualTo("tensor 3 'd' (1 bytes) is missing: the sender's manifest names 3 tensors (expected: 4)");
+		List<Tensor> shorter = List.of(new Tensor("a", 100), new Tensor("empty", 0));
+		assertThat(arena.place(shorter, new int[] { 0, 1, 2, 3 }, 0).manifestMismatch())
+				.isEqualTo("the sender's manifest names 3 tensors (expected: 2): tensor 2 is one this room does not have");
+	}
+
+	@Test
+	void aSendersCountBeyondTheRowIsReadAsAMismatchNotAnIndex() {
+		TensorPlacement p = arena.place(TENSORS, new int[] { 0, 1, 2, 3, 4, 5 }, 0);
+		p.writeManifest();
+		for (long count : new long[] { -1, Long.MIN_VALUE, TensorArena.MAX_TENSORS + 1, Long.MAX_VALUE }) {
+			ByteBuf row = NativeMemory.wrap(manifestRowAddress(0), 8);
+			try {
+				row.setLong(0, count);
+			}
+			finally {
+				row.release();
+			}
+			assertThat(p.manifestMismatch()).as("count %s", count).startsWith("the sender's manifest names ")
+					.endsWith("(expected: 3): tensor 3 is one this room does not have");
+		}
+	}
+
+	private long manifestRowAddress(int row) {
+		return arena.manifests().itemAddress(row);
+	}
+
+	@Test
 	void theArenaIsOneChunkBufferWithPageSizeOneAndTheManifestRowsAsAux() {
 		KVArgs args = arena.kvArgs();
 		assertThat(args.kvRegions()).hasSize(1);
@@ -94,6 +135,10 @@ class TensorArenaTest {
 		assertThatThrownBy(() -> p.chunksOf("z")).hasMessage("tensor 'z' : not in this room (expected one of [a, empty, b])");
 		assertThatThrownBy(() -> new Tensor("", 1)).hasMessage("tensor '' : 1 bytes (expected: a name and >= 0 bytes)");
 		assertThatThrownBy(() -> TensorArena.of(MemoryRegion.allocate(1, 8), MemoryRegion.allocate(1, 8)))
-				.hasMessage("manifest row : 8 bytes (expected: >= 16)");
+				.hasMessage("manifest row : 8 bytes (expected: >= 16, room for one tensor)");
+		TensorArena one = TensorArena.of(MemoryRegion.allocate(8, 32), MemoryRegion.allocate(1, 16));
+		assertThat(one.maxTensors()).isEqualTo(1);
+		assertThatThrownBy(() -> one.place(TENSORS, new int[] { 0, 1, 2, 3, 4, 5 }, 0))
+				.hasMessage("tensors : 3 (expected: at most 1, what a manifest row of 16 bytes holds)");
 	}
 }

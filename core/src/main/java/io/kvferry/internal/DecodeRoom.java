@@ -5,10 +5,12 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
@@ -67,6 +69,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	private volatile int flags;
 	// Set with the requests, before any byte can land.
 	private volatile GrantLedger ledger;
+	// The engine's own check of the landed bytes, run before Success; null for none.
+	private volatile Supplier<String> check;
 	// The ranks asked to write the room's pages: a failure waits for them before release.
 	private final Set<DecodeSession> writers = ConcurrentHashMap.newKeySet();
 	// Guarded by this.
@@ -96,6 +100,11 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 		// A failed room errors only once its pages are released, so that freeing them on the error is safe; the
 		// exception is made then, so that its landed pages count every byte that could still land.
 		return released.asMono();
+	}
+
+	@Override
+	public void verify(Supplier<String> check) {
+		this.check = Objects.requireNonNull(check, "check");
 	}
 
 	@Override
@@ -406,8 +415,32 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 							+ "Success: " + missing);
 					return;
 				}
-				advance(KVPoll.SUCCESS);
+				Supplier<String> c = check;
+				if (c == null) {
+					advance(KVPoll.SUCCESS);
+				}
+				else {
+					// The engine's code runs on its own scheduler, never under this monitor.
+					callbacks.schedule(() -> verdict(c));
+				}
 			}
+		}
+	}
+
+	/** The engine's check of a room whose every byte landed: Success, or a mismatch naming what differs. */
+	private void verdict(Supplier<String> c) {
+		String mismatch;
+		try {
+			mismatch = c.get();
+		}
+		catch (RuntimeException e) {
+			mismatch = "the engine's check threw " + e;
+		}
+		if (mismatch == null) {
+			advance(KVPoll.SUCCESS);
+		}
+		else {
+			fail(FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine expected: " + mismatch);
 		}
 	}
 

@@ -51,6 +51,7 @@ public final class FailureCodes {
 			case LEASE_EXPIRED -> 14;
 			case OTHER -> 15;
 			case PEER_UNAVAILABLE -> 16;
+			case MISMATCH -> 17;
 		};
 	}
 

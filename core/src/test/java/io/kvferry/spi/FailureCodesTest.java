@@ -36,7 +36,7 @@ class FailureCodesTest {
 
 	@Test
 	void aCodeWithoutACategoryOrFromALaterReleaseIsThePeersFailure() {
-		for (int code : new int[] { FailureCodes.NONE, 17, 200, FailureCodes.MAX, -1, 256, Integer.MAX_VALUE }) {
+		for (int code : new int[] { FailureCodes.NONE, 100, 200, FailureCodes.MAX, -1, 256, Integer.MAX_VALUE }) {
 			assertThat(FailureCodes.peerCause(code)).as("code %d", code).isEqualTo(FailureCause.PEER_FAILED);
 		}
 		assertThat(new KVMessage.Status(1, KVPoll.FAILED, 0, "x", 0, -1, 0, 200, 0).cause())

@@ -9,6 +9,9 @@ import io.kvferry.KVArgs;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.transport.synthetic.SyntheticPattern;
+import io.kvferry.transport.synthetic.SyntheticPrefill;
 import io.netty.util.internal.PlatformDependent;
 import org.jspecify.annotations.Nullable;
 
@@ -120,13 +123,83 @@ public final class RankMemory {
 	/** Writes the room's pattern into its pages, aux row and state slots. */
 	public void fill(long room, int[] pages, int auxRow, int[] stateSlots) {
 		WordRun write = (address, seed, words) -> {
-			for (int w = 0; w < words; w++) {
-				PlatformDependent.putLong(address + 8L * w, Patterns.word(seed, w));
-			}
+			write(address, seed, words);
 			return true;
 		};
 		forEachRun(room, pages, -1, write, slot -> slot);
 		forEachAuxAndStateRun(room, auxRow, stateSlots, write);
+	}
+
+	/**
+	 * Writes one item of a room at {@code address} with the words {@link #fill} writes there on a rank of this layout:
+	 * what a synthetic prefill rank that mirrors this decode rank sends, so that {@link #verify} checks it byte for byte.
+	 *
+	 * @param room the room
+	 * @param kind which region list
+	 * @param region index in the list (KV: main-model buffers, K then V)
+	 * @param ordinal KV: the room's page (counting a prefix decode held); aux: 0; state: the slot's position in the room's
+	 *        list
+	 * @param address where the item's bytes go: one item length of the region
+	 */
+	public void fillItem(long room, RegionKind kind, int region, long ordinal, long address) {
+		switch (kind) {
+			case KV -> {
+				int tp = layout.attnTpSize();
+				int heads = shape.headsPerRank(tp);
+				int tokenBytes = heads * shape.headBytes();
+				int layer = firstLayer + region % layerCount;
+				for (int t = 0; t < shape.pageSize(); t++) {
+					long token = ordinal * shape.pageSize() + t;
+					for (int h = 0; h < heads; h++) {
+						long seed = Patterns.seed(room, layer, region / layerCount, token,
+								shape.modelHead(tp, layout.attnTpRank(), h));
+						write(address + (long) t * tokenBytes + (long) h * shape.headBytes(), seed,
+								shape.headBytes() / 8);
+					}
+				}
+			}
+			case AUX -> write(address, Patterns.seed(room, Patterns.AUX, region, 0, 0),
+					args.auxRegions().get(region).itemLen() / 8);
+			case STATE -> {
+				if (shape.mambaUnits() > 0) {
+					int units = shape.mambaUnitsPerRank(layout.attnTpSize());
+					for (int u = 0; u < units; u++) {
+						write(address + (long) u * shape.stateItemLen(), Patterns.seed(room, Patterns.STATE, region,
+								ordinal, layout.attnTpRank() * units + u), shape.stateItemLen() / 8);
+					}
+				}
+				else {
+					write(address, Patterns.seed(room, Patterns.STATE, region, ordinal, 0),
+							args.stateRegions().get(region).itemLen() / 8);
+				}
+			}
+		}
+	}
+
+	/**
+	 * @param decodeRanks the decode instance's ranks
+	 * @return the pattern a {@link SyntheticPrefill} writes for them: each item as the decode rank of the synthetic
+	 *         rank's TP and PP rank verifies it
+	 */
+	public static SyntheticPattern synthetic(List<RankMemory> decodeRanks) {
+		List<RankMemory> ranks = List.copyOf(decodeRanks);
+		return (rank, room, kind, region, ordinal, address, length) -> {
+			for (RankMemory m : ranks) {
+				ParallelLayout at = rank.parallel();
+				if (m.layout.attnTpRank() == at.attnTpRank() && m.layout.ppRank() == at.ppRank()) {
+					m.fillItem(room, kind, region, ordinal, address);
+					return;
+				}
+			}
+			throw new IllegalArgumentException("synthetic rank tp " + rank.parallel().attnTpRank() + " pp "
+					+ rank.parallel().ppRank() + " : no such decode rank");
+		};
+	}
+
+	private static void write(long address, long seed, int words) {
+		for (int w = 0; w < words; w++) {
+			PlatformDependent.putLong(address + 8L * w, Patterns.word(seed, w));
+		}
 	}
 
 	/**

@@ -270,6 +270,11 @@ final class DecodeClient {
 				.collect(Collectors.joining("; "));
 	}
 
+	/** @return each rank's registered memory, in the order of {@link #managers} */
+	List<RankMemory> memory() {
+		return memory;
+	}
+
 	/** @return the managers, one per rank */
 	List<DecodeKVManager> managers() {
 		return managers;

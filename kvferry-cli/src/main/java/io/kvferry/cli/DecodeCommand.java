@@ -12,6 +12,7 @@ import io.kvferry.bootstrap.server.internal.StopSignal;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
 import io.kvferry.transport.netty.NettyKVTransport;
+import io.kvferry.transport.synthetic.SyntheticPrefill;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -44,10 +45,13 @@ final class DecodeCommand implements Callable<Integer> {
 	@Spec
 	CommandSpec spec;
 
-	@Option(names = "--bootstrap", required = true, paramLabel = "HOST:PORT",
+	@Option(names = "--bootstrap", paramLabel = "HOST:PORT",
 			description = "The prefill instance's bootstrap server; with --registry, the name the prefill "
-					+ "instance registered under in etcd.")
+					+ "instance registered under in etcd. Required unless --synthetic.")
 	HostPort bootstrap;
+
+	@Mixin
+	SyntheticOptions synthetic;
 
 	@Mixin
 	WorkloadOptions workload;
@@ -98,6 +102,16 @@ final class DecodeCommand implements Callable<Integer> {
 	@Override
 	public Integer call() {
 		CommandLine cl = spec.commandLine();
+		synthetic.validate(cl);
+		if ((bootstrap == null) == !synthetic.enabled || synthetic.enabled && registry.isEtcd()) {
+			throw new CommandLine.ParameterException(cl, synthetic.enabled ? "--synthetic : with --bootstrap or "
+					+ "--registry (expected: no prefill instance to find)" : "Missing required option: "
+					+ "'--bootstrap=HOST:PORT' (or --synthetic)");
+		}
+		if (synthetic.enabled) {
+			// Where the synthetic instance's bootstrap client answers: no server listens there.
+			bootstrap = SyntheticPrefill.BOOTSTRAP;
+		}
 		workload.validate(cl);
 		ModelShape shape = model.shape(cl);
 		decode.validate(cl, shape);
@@ -128,12 +142,17 @@ final class DecodeCommand implements Callable<Integer> {
 		}
 		Mono<String> stop = StopSignal.install();
 		AtomicReference<String> stoppedBy = new AtomicReference<>();
-		BootstrapClient client = registry.client(cl, System::getenv);
-		NettyKVTransport transport = transportOptions.apply(timeouts.transport());
+		SyntheticPrefill source = synthetic.enabled ? synthetic.source(shape, decode.tp, decode.pp) : null;
+		BootstrapClient client = source != null ? source.bootstrapClient() : registry.client(cl, System::getenv);
+		NettyKVTransport transport = source != null ? null : transportOptions.apply(timeouts.transport());
 		try {
 			// One aux row (and state slot) per room in flight: rooms free theirs before the runner starts another.
 			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, workload.concurrency,
-					transport, client, spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
+					source != null ? source.transport() : transport, client,
+					spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
+			if (source != null) {
+				synthetic.checkedBy(decoder.memory());
+			}
 			try {
 				String warmupFailure = warmUp(decoder, shape.pageSize());
 				if (warmupFailure != null) {
@@ -177,7 +196,7 @@ final class DecodeCommand implements Callable<Integer> {
 					progress.stop();
 				}
 				Summary summary = Summary.of(title, batch.requests().size(), outcome)
-						.transport(TransportOptions.describe(transport));
+						.transport(source != null ? synthetic.describe() : TransportOptions.describe(transport));
 				if (stoppedBy.get() != null) {
 					// Rooms a signal kept from starting are skipped, no failure: every room that ran must have matched.
 					summary.stoppedBy(stoppedBy.get());
@@ -198,8 +217,13 @@ final class DecodeCommand implements Callable<Integer> {
 			}
 		}
 		finally {
-			transport.dispose();
-			RegistryOptions.dispose(client);
+			if (source != null) {
+				source.dispose();
+			}
+			else {
+				transport.dispose();
+				RegistryOptions.dispose(client);
+			}
 		}
 	}
 

@@ -10,11 +10,13 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import io.kvferry.DecodeKVManager;
+import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
+import io.kvferry.KVTransferException;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.TensorArena;
 import io.kvferry.TensorArena.Tensor;
@@ -47,7 +49,8 @@ public final class EncoderToPrefill {
 	 * What arrived on prefill.
 	 *
 	 * @param intact every tensor's bytes equal the encoder's
-	 * @param manifestMatches the manifest the room carried names the tensors prefill expected
+	 * @param manifestMatches the manifest the room carried names the tensors prefill expected (else the room failed
+	 *        {@link FailureCause#MISMATCH})
 	 * @param outsideUntouched prefill's chunks outside the room are still zero
 	 * @param sharedMemory the room went through the same-host ring
 	 */
@@ -82,7 +85,7 @@ public final class EncoderToPrefill {
 			// Prefill knows the request's tensors and sizes; its allocator picks chunks, scattered over the pool.
 			TensorPlacement in = prefillArena.place(expected, new int[] { 9, 2, 14, 5, 11, 0, 7, 3 }, 1);
 			KVReceiver receiver = prefill.receiver(bootstrap.address(), 42);
-			receiver.sendMetadata(in.chunks(), in.row(), new int[0]);
+			in.receive(receiver);      // asks for the chunks and the manifest row; the manifest is checked before Success
 
 			// The encoder writes the embeddings into its own chunks, with the room's manifest, and sends them.
 			TensorPlacement out = encoderArena.place(EMBEDDINGS, new int[] { 0, 1, 2, 3, 4, 5, 6, 7 }, 0);
@@ -96,9 +99,18 @@ public final class EncoderToPrefill {
 			sender.send(Arrays.copyOfRange(chunks, 0, 6), new int[0]);    // as the encoder finishes them
 			sender.send(Arrays.copyOfRange(chunks, 6, 8), new int[0]);
 
-			receiver.completion().block(TIMEOUT);      // every granted byte landed once, by prefill's own ledger
-			boolean manifestMatches = in.manifestMatches();
+			FailureCause failed = null;
+			try {
+				receiver.completion().block(TIMEOUT);  // every granted byte landed once, and the tensors are prefill's
+			}
+			catch (KVTransferException e) {
+				failed = e.failureCause();             // MISMATCH: the reason names the first tensor that differs
+			}
 			// end::encoder-to-prefill[]
+			if (failed != null && failed != FailureCause.MISMATCH) {
+				throw new IllegalStateException("room 42 failed " + failed);
+			}
+			boolean manifestMatches = failed == null;
 			sender.completion().block(TIMEOUT);
 			boolean intact = manifestMatches;
 			for (Tensor t : EMBEDDINGS) {

@@ -44,7 +44,7 @@ class ExamplesTest {
 
 	@Test
 	void aReceiverExpectingOtherTensorSizesSeesTheManifestDiffer() {
-		// Same chunk count, another size: the room succeeds byte for byte, the manifest says the tensors differ.
+		// Same chunk count, another size: every byte lands, but the manifest says the tensors differ: the room fails.
 		List<Tensor> other = new ArrayList<>(EncoderToPrefill.embeddings());
 		Tensor first = other.get(0);
 		other.set(0, new Tensor(first.name(), first.bytes() - 1));
