@@ -131,7 +131,8 @@ public final class DecodeSpec extends KVManagerSpec<DecodeSpec, DecodeKVManager>
 	@Override
 	void validate(KVManagerConfig c) {
 		super.validate(c);
-		if (c.layout().attnCpSize() != 1 && !c.kvArgs().isMla()) {
+		// super.validate refused a config without KVArgs.
+		if (c.layout().attnCpSize() != 1 && !Objects.requireNonNull(c.kvArgs(), "kvArgs").isMla()) {
 			// Decode's CP is decode context parallelism (DCP): only MLA KV is spread token by token over its ranks.
 			throw new IllegalStateException("layout : attn_cp_size=" + c.layout().attnCpSize()
 					+ " on decode without MLA (expected: 1; PD decode DCP requires an MLA or hybrid-MLA KV pool)");

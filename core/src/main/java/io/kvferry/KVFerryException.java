@@ -1,5 +1,7 @@
 package io.kvferry;
 
+import org.jspecify.annotations.Nullable;
+
 /** Root of every exception kvferry throws or signals. Unchecked, as Reactor errors are. */
 public class KVFerryException extends RuntimeException {
 
@@ -9,7 +11,7 @@ public class KVFerryException extends RuntimeException {
 		super(message);
 	}
 
-	public KVFerryException(String message, Throwable cause) {
+	public KVFerryException(String message, @Nullable Throwable cause) {
 		super(message, cause);
 	}
 }

@@ -261,9 +261,10 @@ public abstract class KVManagerSpec<S extends KVManagerSpec<S, M>, M extends KVM
 	 */
 	public final M startNow(Duration timeout) {
 		Objects.requireNonNull(timeout, "timeout");
-		return start().timeout(timeout, Mono.error(() -> new KVFerryException(config().name()
+		// A start emits its manager or fails: it never completes empty.
+		return Objects.requireNonNull(start().timeout(timeout, Mono.error(() -> new KVFerryException(config().name()
 				+ " did not start within " + timeout + startingPart())))
-				.block();
+				.block(), "started manager");
 	}
 
 	/** @return what a start that timed out was waiting for, for its message (", registration with ...") */

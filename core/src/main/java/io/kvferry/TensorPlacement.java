@@ -6,6 +6,7 @@ import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 import io.kvferry.spi.NativeMemory;
 import io.netty.buffer.ByteBuf;
@@ -79,7 +80,7 @@ public final class TensorPlacement {
 	/** @return the chunks holding one tensor, in order */
 	public int[] chunksOf(String name) {
 		TensorArena.Tensor t = tensor(name);
-		int first = firstChunk.get(name);
+		int first = Objects.requireNonNull(firstChunk.get(name), name);
 		int[] out = new int[chunkCount(t)];
 		System.arraycopy(chunks, first, out, 0, out.length);
 		return out;
@@ -182,7 +183,7 @@ public final class TensorPlacement {
 					+ "(expected: " + t.bytes() + ")");
 		}
 		int chunkBytes = arena.chunkBytes();
-		int first = firstChunk.get(name);
+		int first = Objects.requireNonNull(firstChunk.get(name), name);
 		long done = 0;
 		for (int i = 0; done < t.bytes(); i++) {
 			int n = (int) Math.min(chunkBytes, t.bytes() - done);

@@ -1,6 +1,7 @@
 package io.kvferry.bootstrap;
 
 import io.kvferry.KVFerryException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A bootstrap server call failed. {@link #kind()} tells why; {@link #status()} is the HTTP status, or 0 when no answer
@@ -37,7 +38,7 @@ public class BootstrapException extends KVFerryException {
 		this.status = status;
 	}
 
-	public BootstrapException(Kind kind, int status, String message, Throwable cause) {
+	public BootstrapException(Kind kind, int status, String message, @Nullable Throwable cause) {
 		super(message, cause);
 		this.kind = kind;
 		this.status = status;

@@ -1,6 +1,7 @@
 package io.kvferry.bootstrap;
 
 import io.kvferry.ParallelLayout;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A prefill instance's sizes and the rule every registry keeps them by: <b>the first registration fixes them</b>. A
@@ -33,7 +34,7 @@ public record PrefillSizes(int attnTpSize, int attnCpSize, int dpSize, int ppSiz
 	 * @param declared what the registration declares
 	 * @return {@code fixed}, or {@code declared} when this is the first registration
 	 */
-	public static PrefillSizes fix(PrefillSizes fixed, PrefillSizes declared) {
+	public static PrefillSizes fix(@Nullable PrefillSizes fixed, PrefillSizes declared) {
 		return fixed != null ? fixed : declared;
 	}
 
@@ -70,7 +71,7 @@ public record PrefillSizes(int attnTpSize, int attnCpSize, int dpSize, int ppSiz
 	 * @param ppRank its PP rank
 	 * @return {@code null} when it fits, else why not, naming the field
 	 */
-	public String misfit(String dpGroupField, int dpGroup, int cpRank, int tpRank, int ppRank) {
+	public @Nullable String misfit(String dpGroupField, int dpGroup, int cpRank, int tpRank, int ppRank) {
 		String why = misfit(dpGroupField, dpGroup, dpSize, "dp size");
 		if (why == null) {
 			why = misfit(BootstrapFields.ATTN_CP_RANK, cpRank, attnCpSize, BootstrapFields.ATTN_CP_SIZE);
@@ -88,7 +89,7 @@ public record PrefillSizes(int attnTpSize, int attnCpSize, int dpSize, int ppSiz
 	 * @param layout a rank's layout
 	 * @return {@code null} when the rank fits these sizes, else why not, naming the field
 	 */
-	public String misfit(ParallelLayout layout) {
+	public @Nullable String misfit(ParallelLayout layout) {
 		return misfit(dpGroupField(layout), layout.dpGroup(), layout.attnCpRank(), layout.attnTpRank(),
 				layout.ppRank());
 	}
@@ -115,7 +116,7 @@ public record PrefillSizes(int attnTpSize, int attnCpSize, int dpSize, int ppSiz
 		return new PrefillParallelInfo(attnTpSize, dpSize, ppSize, pageSize);
 	}
 
-	private static String misfit(String field, int rank, int size, String sizeName) {
+	private static @Nullable String misfit(String field, int rank, int size, String sizeName) {
 		return rank < size ? null : field + " : " + rank + " (expected: 0.." + (size - 1) + " for the " + sizeName
 				+ " " + size + " fixed by the instance's first registration)";
 	}

@@ -440,8 +440,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 			advance(KVPoll.SUCCESS);
 		}
 		else {
-			fail(FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine "
-					+ "expected: " + mismatch, false);
+			fail(FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine expected: " + mismatch);
 		}
 	}
 

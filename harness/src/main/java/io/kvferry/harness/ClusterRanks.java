@@ -2,6 +2,7 @@ package io.kvferry.harness;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DecodeSpec;
@@ -11,6 +12,8 @@ import io.kvferry.KVManagerSpec;
 import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
+import io.kvferry.bootstrap.BootstrapClient;
+import io.kvferry.spi.KVTransport;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -58,6 +61,10 @@ final class ClusterRanks {
 	 * @throws IllegalArgumentException when decode's DCP size does not divide its TP size
 	 */
 	Mono<Void> start() {
+		// The builder's start refused a builder without these.
+		KVTransport transport = Objects.requireNonNull(config.transport, "transport");
+		BootstrapClient client = Objects.requireNonNull(config.client, "bootstrapClient");
+		HostPort bootstrap = Objects.requireNonNull(config.bootstrap, "bootstrapAddress");
 		List<Mono<? extends KVManager>> starts = new ArrayList<>();
 		for (int g = 0; g < config.prefillDp; g++) {
 			List<RankMemory> mems = new ArrayList<>();
@@ -76,8 +83,8 @@ final class ClusterRanks {
 						mgrs.add(null);
 						int slot = mgrs.size() - 1;
 						PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
-								.transport(config.transport).bootstrapClient(config.client)
-								.bootstrapAddress(config.bootstrap).bindAddress(new HostPort(config.host, 0))
+								.transport(transport).bootstrapClient(client)
+								.bootstrapAddress(bootstrap).bindAddress(new HostPort(config.host, 0))
 								.allCpRanksTransfer(config.allCpRanks).dsaCacheLayerSplit(config.dsaLayerSplit));
 						starts.add(spec.start().doOnNext(m -> mgrs.set(slot, m)));
 					}
@@ -98,8 +105,8 @@ final class ClusterRanks {
 				decode.add(null);
 				int slot = decode.size() - 1;
 				DecodeSpec spec = custom(KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
-						.transport(config.decodeTransport != null ? config.decodeTransport : config.transport)
-						.bootstrapClient(config.client));
+						.transport(config.decodeTransport != null ? config.decodeTransport : transport)
+						.bootstrapClient(client));
 				starts.add(spec.start().doOnNext(m -> decode.set(slot, m)));
 			}
 		}

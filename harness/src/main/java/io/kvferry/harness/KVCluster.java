@@ -1,6 +1,7 @@
 package io.kvferry.harness;
 
 import java.util.List;
+import java.util.Objects;
 import java.util.Random;
 
 import io.kvferry.DecodeKVManager;
@@ -56,7 +57,8 @@ public final class KVCluster {
 
 	/** @return the bootstrap server's address */
 	public HostPort bootstrapAddress() {
-		return config.bootstrap;
+		// The builder's start refused a builder without one.
+		return Objects.requireNonNull(config.bootstrap, "bootstrapAddress");
 	}
 
 	public List<RankMemory> decodeMemory() {

@@ -215,6 +215,7 @@ public final class KVClusterBuilder {
 
 	/** Blocking {@link #start()} bounded by {@code timeout}. */
 	public KVCluster startNow(Duration timeout) {
-		return start().block(timeout);
+		// A start emits its cluster or fails: it never completes empty.
+		return Objects.requireNonNull(start().block(timeout), "started cluster");
 	}
 }

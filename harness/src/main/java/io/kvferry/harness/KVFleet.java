@@ -68,6 +68,9 @@ public final class KVFleet {
 	}
 
 	private Mono<KVFleet> startAll() {
+		// The builder's start refused a builder without these.
+		KVTransport transport = Objects.requireNonNull(config.transport, "transport");
+		BootstrapClient client = Objects.requireNonNull(config.client, "bootstrapClient");
 		List<Mono<? extends KVManager>> starts = new ArrayList<>();
 		for (int i = 0; i < config.prefillInstances; i++) {
 			Instance<PrefillKVManager> instance = new Instance<>(config.pages, config.rows);
@@ -77,7 +80,7 @@ public final class KVFleet {
 				ParallelLayout layout = new ParallelLayout(config.tp, tp, 1, 0, 1, 0, 1, 0);
 				RankMemory mem = RankMemory.prefill(config.shape, layout, config.pages, config.rows, config.rows);
 				PrefillSpec spec = custom(KVManagerSpec.prefill().kvArgs(mem.kvArgs()).layout(layout)
-						.transport(config.transport).bootstrapClient(config.client).bootstrapAddress(bootstrap)
+						.transport(transport).bootstrapClient(client).bootstrapAddress(bootstrap)
 						.bindAddress(new HostPort(config.host, 0)).name("prefill-" + i + "-tp" + tp));
 				starts.add(instance.add(mem, spec.start()));
 			}
@@ -89,7 +92,7 @@ public final class KVFleet {
 				ParallelLayout layout = new ParallelLayout(config.tp, tp, 1, 0, 1, 0, 1, 0);
 				RankMemory mem = RankMemory.decode(config.shape, layout, config.pages, config.rows, config.rows);
 				DecodeSpec spec = custom(KVManagerSpec.decode().kvArgs(mem.kvArgs()).layout(layout)
-						.transport(config.transport).bootstrapClient(config.client).name("decode-" + i + "-tp" + tp));
+						.transport(transport).bootstrapClient(client).name("decode-" + i + "-tp" + tp));
 				starts.add(instance.add(mem, spec.start()));
 			}
 		}

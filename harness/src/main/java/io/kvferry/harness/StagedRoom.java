@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Random;
 
+import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVSender;
@@ -25,6 +26,7 @@ import reactor.core.publisher.Mono;
  */
 public final class StagedRoom {
 	private final KVClusterBuilder config;
+	private final HostPort bootstrap;
 	private final ClusterRanks ranks;
 	private final ClusterPages pages;
 	private final long room;
@@ -42,15 +44,17 @@ public final class StagedRoom {
 	private final int[] dstCounts;
 	private final long prefixTokens;
 	private final int g;
-	private final int @Nullable [] src;
-	private final int @Nullable [] dst;
-	private final int @Nullable [] srcRow;
-	private final int @Nullable [] dstRow;
-	private final int @Nullable [] srcState;
-	private final int @Nullable [] dstState;
+	// Whether the room got its pages; one that did not has none (empty arrays below) and its failure says why.
+	private final boolean staged;
+	private final int[] src;
+	private final int[] dst;
+	private final int[] srcRow;
+	private final int[] dstRow;
+	private final int[] srcState;
+	private final int[] dstState;
 	// Each send call's pages and state slots, cut here so that the transfer only calls the managers.
-	private final int @Nullable [][] parts;
-	private final int @Nullable [][][] partStates;
+	private final int[][] parts;
+	private final int[][][] partStates;
 	private final long[] outside;
 	private final List<List<Integer>> landedLayers = new ArrayList<>();
 	// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
@@ -66,6 +70,8 @@ public final class StagedRoom {
 	StagedRoom(KVClusterBuilder config, ClusterRanks ranks, ClusterPages pages, int g, long room, int tokens,
 			int chunks, Random random) {
 		this.config = config;
+		// The builder's start refused a builder without one.
+		this.bootstrap = Objects.requireNonNull(config.bootstrap, "bootstrapAddress");
 		this.ranks = ranks;
 		this.pages = pages;
 		this.room = room;
@@ -100,11 +106,13 @@ public final class StagedRoom {
 		if (s == null || d == null || sr == null || dr == null) {
 			pages.release(g, s, d, sr, dr);
 			this.failure = "out of pages for " + numPages + " pages";
-			this.src = this.dst = this.srcRow = this.dstRow = this.srcState = this.dstState = null;
-			this.parts = null;
-			this.partStates = null;
+			this.staged = false;
+			this.src = this.dst = this.srcRow = this.dstRow = this.srcState = this.dstState = new int[0];
+			this.parts = new int[0][];
+			this.partStates = new int[0][][];
 			return;
 		}
+		this.staged = true;
 		this.src = s;
 		this.dst = d;
 		this.srcRow = sr;
@@ -134,7 +142,7 @@ public final class StagedRoom {
 
 	/** @return the room's source pages on its prefill ranks, in token order (empty when it could not be staged) */
 	public int[] sourcePages() {
-		return src == null ? new int[0] : src.clone();
+		return src.clone();
 	}
 
 	/**
@@ -142,7 +150,7 @@ public final class StagedRoom {
 	 *         staged)
 	 */
 	public int[] destinationPages() {
-		return dst == null ? new int[0] : dst.clone();
+		return dst.clone();
 	}
 
 	/** @return the first page of {@link #sourcePages()} that decode asks for (pages before it are its prefix) */
@@ -161,9 +169,6 @@ public final class StagedRoom {
 	 *         could not be staged
 	 */
 	public int[] pageRuns() {
-		if (dst == null) {
-			return new int[0];
-		}
 		List<Integer> runs = new ArrayList<>();
 		int length = 0;
 		for (int k = 0; k < dst.length; k++) {
@@ -202,7 +207,7 @@ public final class StagedRoom {
 				throw new IllegalStateException("room " + room + " was already transferred");
 			}
 			transferred = true;
-			if (src == null) {
+			if (!staged) {
 				return Mono.empty();
 			}
 			long start = System.nanoTime();
@@ -210,7 +215,7 @@ public final class StagedRoom {
 			List<KVSender> senders = new ArrayList<>();
 			List<KVReceiver> receivers = new ArrayList<>();
 			for (int i = 0; i < ranks.decode().size(); i++) {
-				KVReceiver receiver = ranks.decode().get(i).receiver(config.bootstrap, room);
+				KVReceiver receiver = ranks.decode().get(i).receiver(bootstrap, room);
 				receiver.sendMetadata(prefixPages * pageSize, dstOf(i), dstRow[0], new int[][] { dstState });
 				receivers.add(receiver);
 				if (config.layerwise) {
@@ -256,7 +261,7 @@ public final class StagedRoom {
 	 * @return the room's result: a transfer failure, the first wrong byte, or success with the bytes that landed
 	 */
 	public RoomResult verify() {
-		if (src != null && !transferred) {
+		if (staged && !transferred) {
 			throw new IllegalStateException("room " + room + " was not transferred");
 		}
 		if (failure != null) {

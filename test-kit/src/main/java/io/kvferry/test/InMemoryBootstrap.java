@@ -101,11 +101,10 @@ public final class InMemoryBootstrap implements BootstrapClient {
 			checkUp(bootstrap);
 			Instance i = instances.get(bootstrap);
 			PrefillParallelInfo s = i == null ? null : i.sizes;
-			int expected = s == null ? -1 : s.attnTpSize() * s.dpSize() * s.ppSize() * i.cpSize;
-			if (s == null || i.ranks.size() < expected) {
+			int registered = i == null ? 0 : i.ranks.size();
+			if (i == null || s == null || registered < s.attnTpSize() * s.dpSize() * s.ppSize() * i.cpSize) {
 				throw new BootstrapException(BootstrapException.Kind.NOT_READY, 503,
-						"Prefill server not fully registered yet (" + (i == null ? 0 : i.ranks.size())
-								+ " workers registered).");
+						"Prefill server not fully registered yet (" + registered + " workers registered).");
 			}
 			return s;
 		});

@@ -20,6 +20,7 @@ import io.kvferry.harness.KVClusterBuilder;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
 import io.netty.util.internal.PlatformDependent;
+import org.jspecify.annotations.Nullable;
 import reactor.test.StepVerifier;
 
 /**
@@ -193,7 +194,7 @@ public final class LayerwiseScenarios {
 			sender.init(src.length, 0);
 		}
 
-		String verify() {
+		@Nullable String verify() {
 			return decodeMemory.verify(id, dst, 0, new int[0]);
 		}
 

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
@@ -53,7 +54,7 @@ public final class LedgerScenario implements AutoCloseable {
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
 		this.peer = RoguePrefill.start(peerTransport, bootstrap, BOOTSTRAP, prefillMem.kvArgs(), (c, req) -> {
 			long sent = 0;
-			for (DataHeader h : plans.remove(req.room())) {
+			for (DataHeader h : Objects.requireNonNull(plans.remove(req.room()), "plan of the room asked")) {
 				long src = (h.kind() == RegionKind.KV ? prefillMem.kvArgs().kvRegions()
 						: prefillMem.kvArgs().auxRegions()).get(h.region()).address();
 				c.send(new DataBlock(h, src, 0));
@@ -89,8 +90,8 @@ public final class LedgerScenario implements AutoCloseable {
 			plans.put(room, writes);
 			KVReceiver r = decode.receiver(BOOTSTRAP, room);
 			r.sendMetadata(pages, aux, new int[0]);
-			String failure = r.completion().then(Mono.just("")).onErrorResume(e -> Mono.just(String.valueOf(e)))
-					.block(T);
+			String failure = Objects.requireNonNull(r.completion().then(Mono.just(""))
+					.onErrorResume(e -> Mono.just(String.valueOf(e))).block(T), "room's end");
 			boolean succeeded = failure.isEmpty();
 			if (succeeded) {
 				ok++;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.DecodeKVManager;
@@ -156,7 +157,8 @@ public final class OverloadScenarios {
 
 	/** Opens the receiver on a thread Reactor marks non-blocking: under BlockHound any blocking call there fails. */
 	private static KVReceiver admitOnNonBlockingThread(Managers m, long room) {
-		return Mono.fromCallable(() -> receiver(m, room)).subscribeOn(Schedulers.parallel()).block(T);
+		return Objects.requireNonNull(Mono.fromCallable(() -> receiver(m, room)).subscribeOn(Schedulers.parallel()).block(T),
+				"receiver");
 	}
 
 	/** Sends each room's page and checks both sides succeed and every byte landed. */

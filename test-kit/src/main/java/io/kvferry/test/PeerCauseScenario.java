@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
@@ -45,7 +46,7 @@ public final class PeerCauseScenario implements AutoCloseable {
 		RankMemory decodeMem = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 4, 0, 0);
 		InMemoryBootstrap bootstrap = new InMemoryBootstrap();
 		this.peer = RoguePrefill.start(transports.get(), bootstrap, BOOTSTRAP, prefillMem.kvArgs(),
-				(c, req) -> c.send(answers.remove(req.room())));
+				(c, req) -> c.send(Objects.requireNonNull(answers.remove(req.room()), "answer of the room asked")));
 		this.decode = KVManagerSpec.decode().kvArgs(decodeMem.kvArgs()).transport(transports.get())
 				.bootstrapClient(bootstrap).stripes(1).startNow();
 	}

@@ -1,6 +1,7 @@
 package io.kvferry.test;
 
 import java.time.Duration;
+import java.util.Objects;
 import java.util.function.BiConsumer;
 
 import io.kvferry.HostPort;
@@ -51,6 +52,7 @@ public final class RoguePrefill implements AutoCloseable {
 				}
 			}
 		}).block(T);
+		Objects.requireNonNull(listener, "listener");
 		bootstrap.register(bootstrapAddress, PrefillRegistration.prefill(ParallelLayout.SINGLE, "127.0.0.1",
 				listener.address().port(), args.pageSize())).block(T);
 		return new RoguePrefill(listener);

@@ -1,6 +1,7 @@
 package io.kvferry.test;
 
 import java.time.Duration;
+import java.util.Objects;
 import java.util.function.Supplier;
 
 import io.kvferry.DecodeKVManager;
@@ -20,6 +21,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -68,7 +70,7 @@ public final class UnaskedFrames implements AutoCloseable {
 	private final PrefillKVManager prefill;
 	private final DecodeKVManager decode;
 	private final RoguePrefill rogue;
-	private volatile Frame frame;
+	private volatile @Nullable Frame frame;
 
 	/** @param transports makes the three ranks' transports: prefill A's, prefill B's, decode's */
 	public UnaskedFrames(Supplier<KVTransport> transports) {
@@ -85,7 +87,7 @@ public final class UnaskedFrames implements AutoCloseable {
 	 */
 	private void rogueRequest(KVConnection c, KVMessage.TransferRequest req) {
 		int itemLen = rogueMem.kvArgs().kvRegions().get(0).itemLen();
-		switch (frame) {
+		switch (Objects.requireNonNull(frame, "frame")) {
 			case DATA -> c.send(new DataBlock(new DataHeader(5, RegionKind.KV, 0, (long) DST5[0] * itemLen,
 					itemLen, 0, 1), rogueMem.kvArgs().kvRegions().get(0).address(), 0));
 			case FENCE -> c.send(new KVMessage.Fence(7, itemLen, KVMessage.NO_CHECKSUM));
@@ -115,9 +117,10 @@ public final class UnaskedFrames implements AutoCloseable {
 		}
 		KVReceiver r6 = receiver(B, 6, new int[] { 30 });
 		// Room 6 ends once decode read B's frame: B's fault closes B, and B's report follows a frame let pass.
-		String room6 = r6.completion().then(Mono.just("SUCCESS"))
+		String room6 = Objects.requireNonNull(r6.completion().then(Mono.just("SUCCESS"))
 				.onErrorResume(KVTransferException.class, e -> Mono.just(e.failureCause() + ": " + e.reason()))
-				.timeout(ROOM6, Mono.just("room 6 still live after " + ROOM6.toSeconds() + " s")).block(T);
+				.timeout(ROOM6, Mono.just("room 6 still live after " + ROOM6.toSeconds() + " s")).block(T),
+				"room 6's end");
 		s5.send(SRC5, new int[0]);
 		s7.send(SRC7, new int[0]);
 		return new Outcome(result(r5, 5, DST5), result(r7, 7, DST7), room6);
@@ -137,9 +140,9 @@ public final class UnaskedFrames implements AutoCloseable {
 	}
 
 	private String result(KVReceiver r, long room, int[] dst) {
-		String end = r.completion().then(Mono.just("SUCCESS"))
+		String end = Objects.requireNonNull(r.completion().then(Mono.just("SUCCESS"))
 				.onErrorResume(KVTransferException.class, e -> Mono.just(e.failureCause() + ": " + e.reason()))
-				.block(T);
+				.block(T), "room's end");
 		if (!"SUCCESS".equals(end)) {
 			return end;
 		}

@@ -142,20 +142,28 @@ final class BootstrapHttp {
 	private static final class Pool {
 
 		/** Null when the caller's client brought its own pool. */
-		final ConnectionProvider provider;
+		final @Nullable ConnectionProvider provider;
 		final HttpClient http;
 
 		Pool(@Nullable HttpClient given, Duration timeout, @Nullable SslContext sslContext) {
-			this.provider = given != null ? null : ConnectionProvider.builder("kvferry-bootstrap")
-					.maxConnections(MAX_CONNECTIONS)
-					.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
-					.pendingAcquireTimeout(timeout)
-					.maxIdleTime(MAX_IDLE_TIME)
-					.build();
+			HttpClient base;
+			if (given != null) {
+				this.provider = null;
+				base = given;
+			}
+			else {
+				ConnectionProvider own = ConnectionProvider.builder("kvferry-bootstrap")
+						.maxConnections(MAX_CONNECTIONS)
+						.pendingAcquireMaxCount(MAX_PENDING_ACQUIRES)
+						.pendingAcquireTimeout(timeout)
+						.maxIdleTime(MAX_IDLE_TIME)
+						.build();
+				this.provider = own;
+				base = HttpClient.create(own).runOn(Loops.GROUP);
+			}
 			int connectMillis = (int) Math.max(1, Math.min(RegisterRetry.saturatedNanos(timeout) / 1_000_000, Integer.MAX_VALUE));
 			// Configuring a Reactor Netty client makes a new one: the caller's stays as it was.
-			HttpClient client = (given != null ? given : HttpClient.create(provider).runOn(Loops.GROUP))
-					.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
+			HttpClient client = base.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectMillis);
 			// The handshake is part of the call, so the call's timeout bounds it too.
 			client = client.doOnRequest((request, connection) -> request.currentContextView()
 					.<AtomicBoolean>getOrEmpty(OPENED).ifPresent(opened -> opened.set(true)));

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
@@ -275,8 +276,9 @@ public final class BootstrapServerMain implements Callable<Integer> {
 		}
 		Log.LOG.info("kvferry bootstrap server listening on {}{}", server.baseUrl(),
 				notes.isEmpty() ? "" : " (" + String.join("; ", notes) + ")");
-		// Serve until a stop signal, or until anything else closes the server.
-		String signal = Mono.firstWithSignal(stop, server.onDispose().thenReturn("")).block();
+		// Serve until a stop signal, or until anything else closes the server (both emit a value: never null).
+		String signal = Objects.requireNonNull(Mono.firstWithSignal(stop, server.onDispose().thenReturn("")).block(),
+				"signal");
 		shutdown(server, signal);
 		return 0;
 	}

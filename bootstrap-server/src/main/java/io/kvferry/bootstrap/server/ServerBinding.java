@@ -13,6 +13,7 @@ import io.kvferry.bootstrap.server.internal.HttpLoops;
 import io.kvferry.bootstrap.server.internal.RequestReadTimeout;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -77,11 +78,12 @@ final class ServerBinding {
 				// The same routes as on an engine's server; the handler also answers every other path, as the
 				// standalone server always has.
 				.route(routes.andThen(r -> r.route(request -> true, routes.handler())));
-		if (settings.sslContext != null) {
+		SslContext sslContext = settings.sslContext;
+		if (sslContext != null) {
 			Duration maxHandshake = BootstrapServer.MAX_TLS_HANDSHAKE_TIMEOUT;
 			Duration handshakeTimeout = settings.requestTimeout.compareTo(maxHandshake) < 0 ? settings.requestTimeout
 					: maxHandshake;
-			http = http.secure(spec -> spec.sslContext(settings.sslContext).handshakeTimeout(handshakeTimeout));
+			http = http.secure(spec -> spec.sslContext(sslContext).handshakeTimeout(handshakeTimeout));
 		}
 		return http.bind()
 				.doOnError(e -> routes.dispose())

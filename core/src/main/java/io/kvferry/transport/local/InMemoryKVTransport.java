@@ -175,7 +175,11 @@ public final class InMemoryKVTransport implements KVTransport {
 		private final Scheduler.Worker worker = (scheduler != null ? scheduler : Schedulers.single()).createWorker();
 		private final AtomicBoolean closed = new AtomicBoolean();
 		private final Sinks.Empty<Void> onClose = Sinks.empty();
+		// Set by connect, which makes the two ends of a pair before either can be known to a handler; a pair is
+		// cyclic, so the ends cannot take each other in their constructors.
+		@SuppressWarnings("NullAway.Init")
 		volatile End peer;
+		@SuppressWarnings("NullAway.Init")
 		volatile ConnectionHandler handler;
 
 		End(String id, HostPort remote, HostPort listenAddress, boolean accepted) {

@@ -3,6 +3,7 @@ package io.kvferry.registry.etcd;
 import java.security.cert.CertificateException;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -59,8 +60,9 @@ final class EtcdErrors {
 		Throwable e = unwrap(error);
 		String where = call + " on etcd " + access.where() + ": ";
 		if (e instanceof BootstrapException b) {
-			return b.getMessage().startsWith(call) ? b
-					: new BootstrapException(b.kind(), b.status(), where + b.getMessage(), b.getCause());
+			String message = Objects.requireNonNullElse(b.getMessage(), "");
+			return message.startsWith(call) ? b
+					: new BootstrapException(b.kind(), b.status(), where + message, b.getCause());
 		}
 		Throwable tls = tlsFailure(e);
 		if (tls != null) {

@@ -207,7 +207,7 @@ public final class RogueDecodePeer {
 						+ "register" : outside(h, region, req);
 			}
 		}
-		if (wrong != null) {
+		if (wrong != null || region == null) {
 			violations.add("prefill wrote " + h + " " + wrong);
 			return null;
 		}

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -309,7 +310,7 @@ public final class RogueDecodeWorld implements AutoCloseable {
 		}
 		step("prefill's engine aborts " + r);
 		r.abortedByEngine = true;
-		r.sender.abort("the engine gives up");
+		Objects.requireNonNull(r.sender, "sender").abort("the engine gives up");
 		settle();
 		check();
 	}
@@ -355,7 +356,7 @@ public final class RogueDecodeWorld implements AutoCloseable {
 	public void connect(int width, Hello kind, boolean checksums) {
 		int w = kind == Hello.TOO_MANY_STRIPES ? 9 : width;
 		RogueDecodePeer.Session s = rogue.open(this::dial, w);
-		RogueLink l = rogue.link(s, 0);
+		RogueLink l = control(s);
 		step("the rogue opens " + s + " with hello " + kind);
 		PeerLayout layout = PeerLayout.of(rogueMem.kvArgs(), ParallelLayout.SINGLE);
 		KVMessage.Hello honest = new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, layout, checksums, w, 7);
@@ -409,10 +410,11 @@ public final class RogueDecodeWorld implements AutoCloseable {
 		};
 		step("the rogue joins " + s + " as stripe " + index + " (" + kind + ")");
 		if (kind == Join.ON_CONTROL_STRIPE) {
-			rogue.link(s, 0).send(new KVMessage.Join(token, index));
+			control(s).send(new KVMessage.Join(token, index));
 		}
 		else {
-			RogueLink l = rogue.dialStripe(this::dial, s, kind == Join.NEXT ? index : -1);
+			RogueLink l = Objects.requireNonNull(rogue.dialStripe(this::dial, s, kind == Join.NEXT ? index : -1),
+					"dialled stripe");
 			l.send(new KVMessage.Join(kind == Join.WRONG_TOKEN ? token + 1 : token, index));
 		}
 		settle();
@@ -542,7 +544,7 @@ public final class RogueDecodeWorld implements AutoCloseable {
 		int c = Math.floorMod(code, FailureCodes.MAX + 1);
 		step("the rogue aborts room " + room + " (" + target + ", code " + c + ") on " + s);
 		rogue.aborting(s, room);
-		rogue.link(s, 0).send(new KVMessage.Abort(room, "the rogue aborts", c, Math.floorMod(code, 1 << 20)));
+		control(s).send(new KVMessage.Abort(room, "the rogue aborts", c, Math.floorMod(code, 1 << 20)));
 		settle();
 		check();
 	}
@@ -560,7 +562,7 @@ public final class RogueDecodeWorld implements AutoCloseable {
 			ids[i] = room < 0 ? i : room;
 		}
 		step("the rogue renews " + n + " rooms (" + target + ") on " + s);
-		rogue.link(s, 0).send(new KVMessage.Renew(ids));
+		control(s).send(new KVMessage.Renew(ids));
 		settle();
 		check();
 	}
@@ -695,8 +697,10 @@ public final class RogueDecodeWorld implements AutoCloseable {
 
 	/** @return whether every stripe the rogue's Success names fenced the room (so that all its bytes landed) */
 	private boolean fencedAll(Room r) {
-		KVMessage.Status st = rogue.report(r.honestly, r.id);
-		return st != null && rogue.fenced(r.honestly, r.id, st.fences());
+		// Asked only of rooms with an honest session.
+		RogueDecodePeer.Session honestly = Objects.requireNonNull(r.honestly, "honestly");
+		KVMessage.Status st = rogue.report(honestly, r.id);
+		return st != null && rogue.fenced(honestly, r.id, st.fences());
 	}
 
 	private static int live(PrefillKVManager m) {
@@ -733,7 +737,7 @@ public final class RogueDecodeWorld implements AutoCloseable {
 			violations.add("the good decode's rooms did not all end: " + e);
 		}
 		for (Room r : goodRooms) {
-			if (r.receiver.poll() != KVPoll.SUCCESS && !r.abortedByEngine && !(r.error instanceof KVTransferException k
+			if (Objects.requireNonNull(r.receiver, "receiver").poll() != KVPoll.SUCCESS && !r.abortedByEngine && !(r.error instanceof KVTransferException k
 					&& k.failureCause() == FailureCause.TIMEOUT && !r.servedLive)) {
 				violations.add(r + ", of the well-behaved decode rank, ended " + r.receiver.poll() + ": " + r.error);
 			}
@@ -752,8 +756,9 @@ public final class RogueDecodeWorld implements AutoCloseable {
 			settle();
 			try {
 				last.done.block(T);
-				if (last.receiver.poll() != KVPoll.SUCCESS) {
-					violations.add("a fresh room of the good decode ended " + last.receiver.poll() + " after the run: "
+				KVReceiver receiver = Objects.requireNonNull(last.receiver, "receiver");
+				if (receiver.poll() != KVPoll.SUCCESS) {
+					violations.add("a fresh room of the good decode ended " + receiver.poll() + " after the run: "
 							+ last.error);
 				}
 			}
@@ -783,6 +788,11 @@ public final class RogueDecodeWorld implements AutoCloseable {
 			pages[i] = free.poll();
 		}
 		return pages;
+	}
+
+	/** @return a session's control stripe, which it has from its opening */
+	private RogueLink control(RogueDecodePeer.Session s) {
+		return Objects.requireNonNull(rogue.link(s, 0), "control stripe");
 	}
 
 	private @Nullable Room pick(int pick, Predicate<Room> filter) {

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -311,7 +312,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		}
 		m.sent = true;
 		step("send " + m);
-		m.sender.send(m.pages, new int[0]);
+		Objects.requireNonNull(m.sender, "sender").send(m.pages, new int[0]);
 		settle();
 		check();
 	}
@@ -355,7 +356,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	public void closeStripe(int stripe) {
 		RoguePrefillPeer.Session s = rogue.current();
 		RogueLink l = s == null ? null : rogue.link(s, stripe % s.width());
-		if (l == null) {
+		if (s == null || l == null) {
 			return;
 		}
 		step("close " + l);
@@ -369,7 +370,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	public void silence(int stripe) {
 		RoguePrefillPeer.Session s = rogue.current();
 		RogueLink l = s == null ? null : rogue.link(s, stripe % s.width());
-		if (l != null && l.silence()) {
+		if (s != null && l != null && l.silence()) {
 			step("silence " + l);
 			doom(s);
 		}
@@ -382,10 +383,10 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		return pick(pick, r -> r.rogue && rogue.asked(r.id) != null);
 	}
 
-	/** The rogue's source pages for the room's positions, filled with the room's pattern on first use. */
-	private void source(RoomModel m) {
+	/** @return the rogue's source pages for the room's positions, filled with the room's pattern on first use */
+	private int[] source(RoomModel m) {
 		if (m.srcPages != null) {
-			return;
+			return m.srcPages;
 		}
 		if (nextSrcPage + m.pages.length > SRC_PAGES) {
 			throw new IllegalStateException("the rogue's memory is used up: " + nextSrcPage + " pages");
@@ -397,6 +398,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		m.srcPages = src;
 		m.srcAux = m.aux >= 0 ? nextSrcAux++ : -1;
 		rogueMem.fill(m.id, src, m.srcAux, new int[0]);
+		return src;
 	}
 
 	private MemoryRegion kv(int buffer) {
@@ -414,12 +416,13 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (m == null) {
 			return;
 		}
-		RoguePrefillPeer.Asked asked = rogue.asked(m.id);
+		// Picked among the rooms the rogue was asked.
+		RoguePrefillPeer.Asked asked = Objects.requireNonNull(rogue.asked(m.id), "asked");
 		RogueLink link = rogue.link(asked.session(), stripe % asked.session().width());
 		if (link == null) {
 			return;
 		}
-		source(m);
+		int[] srcPages = source(m);
 		int s = stripe % asked.session().width();
 		int buf = Math.floorMod(buffer, kvBuffers);
 		int pos = Math.floorMod(position, m.pages.length);
@@ -428,7 +431,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		int from = Math.min(x, y);
 		int to = Math.max(x, y) + 1;
 		long dstItem = (long) m.pages[pos] * itemLen;
-		long srcItem = kv(buf).itemAddress(m.srcPages[pos]);
+		long srcItem = kv(buf).itemAddress(srcPages[pos]);
 		RoomModel.Write w = null;
 		String bad = null;
 		switch (kind) {
@@ -536,7 +539,8 @@ public final class RoguePrefillWorld implements AutoCloseable {
 				w = new RoomModel.Write(s, new DataHeader(m.id, RegionKind.STATE, 0, 0, 8, 0, 1), srcItem, 0);
 			}
 		}
-		send(m, w, bad, link);
+		// Every kind of write sets it.
+		send(m, Objects.requireNonNull(w, "write"), bad, link);
 	}
 
 	/**
@@ -545,6 +549,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	 */
 	private void scatter(RoomModel m, RogueLink link, int stripe, boolean overlapping, int buffer, int position, int a,
 			int b) {
+		int[] srcPages = source(m);
 		int n = 1 + Math.floorMod(a, 6);
 		List<long[]> pieces = new ArrayList<>();
 		for (int i = 0; i < n; i++) {
@@ -553,7 +558,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 			int from = Math.floorMod(a * (i + 1), itemLen);
 			int len = 1 + Math.floorMod(b * (i + 1), itemLen - from);
 			pieces.add(new long[] { buf, (long) m.pages[pos] * itemLen + from, len,
-					kv(buf).itemAddress(m.srcPages[pos]) + from });
+					kv(buf).itemAddress(srcPages[pos]) + from });
 		}
 		pieces.sort((x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
 		List<long[]> kept = new ArrayList<>();
@@ -595,7 +600,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (wrong != null) {
 			m.clean = false;
 			judged(m, stripe, wrong);
-			doom(rogue.asked(m.id).session());
+			doom(Objects.requireNonNull(rogue.asked(m.id), "asked").session());
 		}
 		link.scatter(header, src);
 		settle();
@@ -620,7 +625,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 			m.clean = false;
 			judged(m, w.stripe(), wrong);
 			if (bad != null) {
-				doom(rogue.asked(m.id).session());
+				doom(Objects.requireNonNull(rogue.asked(m.id), "asked").session());
 			}
 		}
 		if ((m.fenced & 1 << w.stripe()) != 0 || m.reported) {
@@ -693,7 +698,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (m == null) {
 			return;
 		}
-		RoguePrefillPeer.Session session = rogue.asked(m.id).session();
+		RoguePrefillPeer.Session session = Objects.requireNonNull(rogue.asked(m.id), "asked").session();
 		int s = Math.floorMod(stripe, session.width());
 		RogueLink control = rogue.link(session, 0);
 		RogueLink data = rogue.link(session, s == 0 ? Math.min(1, session.width() - 1) : s);
@@ -877,14 +882,14 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (m == null) {
 			return;
 		}
-		RoguePrefillPeer.Session session = rogue.asked(m.id).session();
+		RoguePrefillPeer.Session session = Objects.requireNonNull(rogue.asked(m.id), "asked").session();
 		int s = Math.floorMod(stripe, session.width());
 		RogueLink link = rogue.link(session, s);
 		RogueLink control = rogue.link(session, 0);
 		if (link == null || control == null) {
 			return;
 		}
-		source(m);
+		int[] srcPages = source(m);
 		step("rogue finishes " + m + " on stripe " + s);
 		touched(m);
 		for (int buf = 0; buf < kvBuffers; buf++) {
@@ -897,7 +902,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 					}
 					else if (!missing && from >= 0) {
 						long dst = (long) m.pages[pos] * itemLen + from;
-						sendQuiet(m, kvWrite(s, m, buf, dst, kv(buf).itemAddress(m.srcPages[pos]) + from, b - from),
+						sendQuiet(m, kvWrite(s, m, buf, dst, kv(buf).itemAddress(srcPages[pos]) + from, b - from),
 								link);
 						from = -1;
 					}
@@ -948,7 +953,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	public void foreign(Foreign kind, int pick, boolean known, int stripe) {
 		RoguePrefillPeer.Session s = rogue.current();
 		RogueLink l = s == null ? null : rogue.link(s, Math.floorMod(stripe, s.width()));
-		if (l == null) {
+		if (s == null || l == null) {
 			return;
 		}
 		RoomModel target = known ? pick(pick, r -> !r.rogue) : null;
@@ -981,7 +986,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	public void stray(Stray kind, int pick, int stripe) {
 		RoguePrefillPeer.Session s = rogue.current();
 		RogueLink l = s == null ? null : rogue.link(s, Math.floorMod(stripe, s.width()));
-		if (l == null) {
+		if (s == null || l == null) {
 			return;
 		}
 		RoomModel m = asked(pick);
@@ -1024,7 +1029,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 	public void forge(Forgery forgery, int pick, int stripe) {
 		RoguePrefillPeer.Session s = rogue.current();
 		RogueLink l = s == null ? null : rogue.link(s, Math.floorMod(stripe, s.width()));
-		if (l == null) {
+		if (s == null || l == null) {
 			return;
 		}
 		RoomModel m = asked(pick);
@@ -1168,7 +1173,7 @@ public final class RoguePrefillWorld implements AutoCloseable {
 		if (rooms.size() > before) {
 			RoomModel last = rooms.get(before);
 			last.sent = true;
-			last.sender.send(last.pages, new int[0]);
+			Objects.requireNonNull(last.sender, "sender").send(last.pages, new int[0]);
 			settle();
 			try {
 				last.receiver.completion().block(T);

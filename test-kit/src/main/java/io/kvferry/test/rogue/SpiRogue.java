@@ -1,6 +1,7 @@
 package io.kvferry.test.rogue;
 
 import java.time.Duration;
+import java.util.Objects;
 
 import io.kvferry.HostPort;
 import io.kvferry.spi.CloseReason;
@@ -35,7 +36,7 @@ public final class SpiRogue {
 	 * @return the listener; dispose it to stop
 	 */
 	public static KVTransport.Listener listen(KVTransport transport, RoguePrefillPeer peer) {
-		return transport.listen(new HostPort("127.0.0.1", 0), conn -> {
+		KVTransport.Listener listener = transport.listen(new HostPort("127.0.0.1", 0), conn -> {
 			Link link = new Link(conn);
 			peer.accepted(link);
 			return new ConnectionHandler() {
@@ -55,6 +56,7 @@ public final class SpiRogue {
 				}
 			};
 		}).block(T);
+		return Objects.requireNonNull(listener, "listener");
 	}
 
 	/**
@@ -81,7 +83,7 @@ public final class SpiRogue {
 				landing.closed(link(made, c));
 			}
 		}).block(T);
-		return link(made, conn);
+		return link(made, Objects.requireNonNull(conn, "connection"));
 	}
 
 	private static synchronized Link link(Link[] made, KVConnection c) {

@@ -2,6 +2,7 @@ package io.kvferry.test.tck;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.HostPort;
@@ -38,6 +39,7 @@ public abstract class HandshakeTransportTck extends TransportTck {
 				accepted.incrementAndGet();
 				return acceptedHandler;
 			}).block(TIMEOUT);
+			Objects.requireNonNull(listener, "listener");
 			try {
 				RecordingHandler refusedHandler = new RecordingHandler();
 				StepVerifier.create(refused.connect(listener.address(), refusedHandler))
@@ -48,6 +50,7 @@ public abstract class HandshakeTransportTck extends TransportTck {
 
 				// A peer that passes is served, and is the only one the acceptor ever saw.
 				KVConnection good = client.connect(listener.address(), new RecordingHandler()).block(TIMEOUT);
+				Objects.requireNonNull(good, "good");
 				good.send(new KVMessage.AbortAck(7));
 				assertThat(acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(7));
 				assertThat(accepted).hasValue(1);

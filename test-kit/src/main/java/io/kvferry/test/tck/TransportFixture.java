@@ -8,6 +8,7 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -173,6 +174,7 @@ public abstract class TransportFixture {
 		});
 		RecordingHandler connectedHandler = new RecordingHandler();
 		KVConnection connected = client.connect(listener.address(), connectedHandler).block(TIMEOUT);
+		Objects.requireNonNull(connected, "connected");
 		return new Link(listener, accepted.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS), acceptedHandler, connected,
 				connectedHandler);
 	}
@@ -181,6 +183,7 @@ public abstract class TransportFixture {
 	KVTransport.Listener listen(HostPort address,
 			Function<KVConnection, ConnectionHandler> acceptor) {
 		KVTransport.Listener listener = server.listen(address, acceptor).block(TIMEOUT);
+		Objects.requireNonNull(listener, "listener");
 		listeners.add(listener);
 		return listener;
 	}

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -61,9 +62,11 @@ public abstract class TransportTck extends TransportFixture {
 		StepVerifier.create(client.connect(address, new RecordingHandler())).expectError().verify(TIMEOUT);
 
 		KVTransport.Listener listener = listen.block(TIMEOUT);
+		Objects.requireNonNull(listener, "listener");
 		closeAfterTest(listener);
 		assertThat(listener.address()).isEqualTo(address);
 		KVConnection connection = client.connect(address, new RecordingHandler()).block(TIMEOUT);
+		Objects.requireNonNull(connection, "connection");
 		assertThat(connection.isActive()).isTrue();
 		assertThat(connection.remoteAddress()).isEqualTo(address);
 		connection.close("test over");
@@ -89,6 +92,7 @@ public abstract class TransportTck extends TransportFixture {
 
 		// A whole round trip on another connection: a connect that had started would have been accepted by then.
 		KVConnection first = client.connect(listener.address(), new RecordingHandler()).block(TIMEOUT);
+		Objects.requireNonNull(first, "first");
 		first.send(new KVMessage.AbortAck(1));
 		assertThat(acceptedHandler.nextMessage(TIMEOUT)).isEqualTo(new KVMessage.AbortAck(1));
 		assertThat(accepted).hasValue(1);
