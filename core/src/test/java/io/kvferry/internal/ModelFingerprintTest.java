@@ -81,6 +81,21 @@ class ModelFingerprintTest {
 	}
 
 	@Test
+	void decodeRefusesAPrefillThatDeclaresTheModelsLayersButRegistersFewer() {
+		// Both declare 4 layers, so the fingerprints agree: decode's own count of the layers each side holds refuses it.
+		KVArgs oneOfFour = memory(ONE_LAYER, true).kvArgs().mutate().modelLayers(4).build();
+		decode = KVManagerSpec.decode().kvArgs(memory(FOUR_LAYERS, false).kvArgs().mutate().modelLayers(4).build())
+				.transport(transport).bootstrapClient(bootstrap).stripes(1).startNow();
+		rogue = RoguePrefill.start(transport, bootstrap, BOOTSTRAP, oneOfFour, (c, req) -> {
+			throw new AssertionError("no room may be asked of a rank that lacks decode's layers: " + req);
+		});
+		KVTransferException e = failed(4);
+		assertThat(e.failureCause()).isEqualTo(FailureCause.INCOMPATIBLE);
+		assertThat(e.reason()).contains("prefill rank ")
+				.contains("prefill holds layers 0..0 (1 layers), decode 0..3 (4 layers)");
+	}
+
+	@Test
 	void anotherModelIdIsRefusedAndAnEmptyOneIsComparedWithNone() {
 		KVArgs p = memory(FOUR_LAYERS, true).kvArgs().mutate().modelId("meta-llama/Llama-3.1-8B@5206a32").build();
 		KVArgs d = memory(FOUR_LAYERS, false).kvArgs().mutate().modelId("meta-llama/Llama-3.1-8B@0e9e39f").build();
