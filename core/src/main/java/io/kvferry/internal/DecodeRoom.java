@@ -1,11 +1,9 @@
 package io.kvferry.internal;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -38,8 +36,8 @@ import reactor.core.scheduler.Scheduler;
 
 /**
  * One room on a decode rank, and its {@link KVReceiver}: what it asked of which prefill ranks, the grant and ledger
- * that check and count every write, its layers, and its verdict, which comes from the ledger alone once every rank
- * that writes the room reported Success with exactly the bytes that landed.
+ * that check and count every write, its layers, and its verdict ({@link RoomVerdict}), which comes from the ledger
+ * alone once every rank that writes the room reported Success with exactly the bytes that landed.
  *
  * <p>The room's pages are released (safe to reuse) once no byte can land in them any more: at Success, or after a
  * failure once every prefill rank that was asked to write the room acknowledged the abort, reported the room ended,
@@ -69,8 +67,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	private volatile int flags;
 	// Set with the requests, before any byte can land.
 	private volatile GrantLedger ledger;
-	// The engine's own check of the landed bytes, run before Success; null for none.
-	private volatile Supplier<String> check;
+	// What each prefill rank reported, and when the room is done: its state is guarded by this room's monitor.
+	private final RoomVerdict verdict;
 	// The ranks asked to write the room's pages: a failure waits for them before release.
 	private final Set<DecodeSession> writers = ConcurrentHashMap.newKeySet();
 	// Guarded by this.
@@ -80,9 +78,6 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
-	private final Set<DecodeSession> finished = new HashSet<>();
-	private final Set<DecodeSession> succeeded = new HashSet<>();
-	private final Set<Integer> responders = new HashSet<>();
 	// The sessions whose bound of rooms in flight counts this room, until it ends; guarded by this.
 	List<DecodeSession> countedOn;
 
@@ -93,6 +88,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 		this.callbacks = support.config.callbackScheduler();
 		this.ownLayers = support.ownLayers;
 		this.layers = new LayerLanding(ownLayers, live);
+		this.verdict = new RoomVerdict(this, callbacks, () -> ledger);
 	}
 
 	@Override
@@ -104,7 +100,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 
 	@Override
 	public void verify(Supplier<String> check) {
-		this.check = Objects.requireNonNull(check, "check");
+		verdict.verify(check);
 	}
 
 	@Override
@@ -351,7 +347,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	}
 
 	/**
-	 * A prefill rank's report on the room.
+	 * A prefill rank's report on the room, judged by its verdict.
 	 *
 	 * @return false when the room is live and did not ask the rank (the rank's fault, not the room's: the room ignores
 	 *         the report)
@@ -362,86 +358,9 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 			if (sessions == null || !sessions.contains(s)) {
 				return isTerminal();
 			}
-			if (status.status() != KVPoll.SUCCESS) {
-				if (s.connection.reportsFollowBytes()) {
-					// The report follows everything the rank sent for the room.
-					finished.add(s);
-				}
-				if (status.status() == KVPoll.FAILED) {
-					// The rank says why in its code, never in words: overload with its hint, a drain, a lease that
-					// expired, a requeue; a code without a category is the rank's failure.
-					FailureCause cause = status.cause();
-					if (cause == FailureCause.OVERLOAD) {
-						retryAfter(Duration.ofMillis(status.retryAfterMillis()));
-					}
-					fail(cause, "Prefill rank " + s.endpoint + " failed room " + id + ": " + status.reason(), true);
-				}
-				return true;
-			}
-			if (isTerminal()) {
-				// Nothing to judge, and no book of the room's bytes to open on the connection after the room forgot it.
-				return true;
-			}
-			if (!succeeded.add(s)) {
-				fail(FailureCause.PROTOCOL, "prefill rank " + s.endpoint + " reported Success for room " + id
-						+ " twice");
-				return true;
-			}
-			s.connection.settle(id, status, mismatch -> rankDone(s, status, mismatch));
+			verdict.reported(s, status, mapping.requiredPrefillResponseNum());
 		}
 		return true;
-	}
-
-	/** A rank's Success, once every byte it sent landed: {@code mismatch} says whether they are what it reported. */
-	private void rankDone(DecodeSession s, KVMessage.Status status, String mismatch) {
-		synchronized (this) {
-			if (isTerminal()) {
-				return;
-			}
-			// The rank sends nothing more for the room.
-			finished.add(s);
-			if (mismatch != null) {
-				fail(FailureCause.INCOMPLETE, mismatch);
-				return;
-			}
-			trace.event(RoomTrace.Event.RANK_DONE, status.bytes());
-			responders.add(status.prefillRank());
-			if (responders.size() >= mapping.requiredPrefillResponseNum()) {
-				// Every rank says it is done; decode's own ledger decides whether the room is.
-				GrantLedger l = ledger;
-				String missing = l == null ? "decode had not asked for any page" : l.incomplete();
-				if (missing != null) {
-					fail(FailureCause.INCOMPLETE, "room " + id + " is incomplete although its prefill ranks reported "
-							+ "Success: " + missing);
-					return;
-				}
-				Supplier<String> c = check;
-				if (c == null) {
-					advance(KVPoll.SUCCESS);
-				}
-				else {
-					// The engine's code runs on its own scheduler, never under this monitor.
-					callbacks.schedule(() -> verdict(c));
-				}
-			}
-		}
-	}
-
-	/** The engine's check of a room whose every byte landed: Success, or a mismatch naming what differs. */
-	private void verdict(Supplier<String> c) {
-		String mismatch;
-		try {
-			mismatch = c.get();
-		}
-		catch (RuntimeException e) {
-			mismatch = "the engine's check threw " + e;
-		}
-		if (mismatch == null) {
-			advance(KVPoll.SUCCESS);
-		}
-		else {
-			fail(FailureCause.MISMATCH, "room " + id + " landed whole but is not what the engine expected: " + mismatch);
-		}
 	}
 
 	/**
@@ -461,9 +380,9 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 			all = sessions == null ? Set.of() : new LinkedHashSet<>(sessions);
 			targets = new LinkedHashSet<>(all);
 			if (failed) {
-				targets.removeAll(finished);
+				targets.removeIf(verdict::finished);
 				for (DecodeSession s : writers) {
-					if (!finished.contains(s)) {
+					if (!verdict.finished(s)) {
 						pending.add(s);
 					}
 				}

@@ -43,6 +43,9 @@ final class Wire {
 	/** Most bytes a header may take: the fixed part, a data header and a get's source. */
 	static final int MAX_HEADER = FIXED + 64;
 
+	/** Most registered regions one side announces to the other. */
+	static final int MAX_REGIONS = 1 << 16;
+
 	private Wire() {
 	}
 
