@@ -1,15 +1,9 @@
 package io.kvferry.transport.ucx.internal;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -17,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -38,10 +31,8 @@ import java.util.function.Supplier;
 import io.kvferry.HostPort;
 import io.kvferry.KVFerryException;
 import io.kvferry.MemoryRegion;
-import io.kvferry.ProtocolException;
 import io.kvferry.spi.CloseReason;
 import io.kvferry.spi.ConnectionHandler;
-import io.kvferry.spi.HandshakeSecret;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.NativeMemory;
@@ -49,7 +40,6 @@ import io.kvferry.transport.ucx.UcxDataPath;
 import io.kvferry.transport.ucx.UcxStats;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledByteBufAllocator;
-import io.netty.util.NetUtil;
 import org.openucx.jucx.ucp.UcpAmData;
 import org.openucx.jucx.ucp.UcpConstants;
 import org.openucx.jucx.ucp.UcpContext;
@@ -60,7 +50,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.Sinks;
 
 /**
@@ -85,9 +74,11 @@ public final class UcxNode {
 	private final Map<Long, UcxConnection> connections = new HashMap<>();
 	// Endpoint closes not completed yet (loop only).
 	private final List<UcpRequest> closing = new ArrayList<>();
-	private final Set<UcxListener> listeners = ConcurrentHashMap.newKeySet();
+	final Set<UcxListener> listeners = ConcurrentHashMap.newKeySet();
 	private final ScheduledExecutorService timer;
-	private final ExecutorService handshakes;
+	/** Where handshakes run: they block on their sockets, never on the loop. */
+	final ExecutorService handshakes;
+	private final Dialler dialler = new Dialler(this);
 	private final byte[] workerAddress;
 	private final String host;
 	private final boolean rdmaDevice;
@@ -180,165 +171,11 @@ public final class UcxNode {
 				throw new KVFerryException("cannot listen on " + bind + ": " + e.getMessage(), e);
 			}
 			int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-			UcxListener l = new UcxListener(new HostPort(bind.host(), port), server, acceptor);
+			UcxListener l = new UcxListener(this, new HostPort(bind.host(), port), server, acceptor);
 			listeners.add(l);
 			l.start();
 			return l;
 		});
-	}
-
-	/** A listener: accepts handshake connections on its own thread and hands each to the handshake threads. */
-	private final class UcxListener implements KVTransport.Listener, Runnable {
-		private final HostPort address;
-		private final ServerSocketChannel server;
-		private final Function<KVConnection, ConnectionHandler> acceptor;
-		private final Set<UcxConnection> accepted = ConcurrentHashMap.newKeySet();
-		private final AtomicBoolean closed = new AtomicBoolean();
-
-		UcxListener(HostPort address, ServerSocketChannel server, Function<KVConnection, ConnectionHandler> acceptor) {
-			this.address = address;
-			this.server = server;
-			this.acceptor = acceptor;
-		}
-
-		void start() {
-			Thread t = new Thread(this, "kvferry-ucx-accept-" + address.port());
-			t.setDaemon(true);
-			t.start();
-		}
-
-		@Override
-		public void run() {
-			while (!closed.get()) {
-				SocketChannel s;
-				try {
-					s = server.accept();
-				}
-				catch (IOException e) {
-					if (!closed.get()) {
-						log.warn("UCX listener {} stopped accepting: {}", address, e.toString());
-					}
-					return;
-				}
-				handshakes.execute(() -> accept(this, s.socket()));
-			}
-		}
-
-		@Override
-		public HostPort address() {
-			return address;
-		}
-
-		@Override
-		public void dispose() {
-			if (closed.compareAndSet(false, true)) {
-				listeners.remove(this);
-				try {
-					server.close();
-				}
-				catch (IOException e) {
-					log.debug("closing listener {}: {}", address, e.toString());
-				}
-				for (UcxConnection c : accepted) {
-					loop.execute(() -> c.closeWith(new CloseReason(CloseReason.Kind.DISPOSED, "listener " + address
-							+ " closed"), true));
-				}
-			}
-		}
-
-		@Override
-		public boolean isDisposed() {
-			return closed.get();
-		}
-	}
-
-	/** Prefill's side of a handshake, on a handshake thread. */
-	private void accept(UcxListener listener, Socket socket) {
-		HostPort peer = new HostPort(socket.getInetAddress().getHostAddress(), socket.getPort());
-		try (socket) {
-			socket.setSoTimeout((int) Math.max(1, settings.handshakeTimeout().toMillis()));
-			socket.setTcpNoDelay(true);
-			InputStream in = socket.getInputStream();
-			OutputStream out = socket.getOutputStream();
-			Handshake theirs;
-			byte[] challenge;
-			try {
-				if (!(Handshake.read(in, peer.toString()) instanceof Handshake hello)) {
-					throw new ProtocolException("UCX handshake with " + peer + " failed: it did not start with its "
-							+ "hello");
-				}
-				theirs = hello;
-				challenge = verifyPeer(theirs, socket, in, out, peer);
-			}
-			catch (ProtocolException e) {
-				log.warn("UCX listener {} refused {}: {}", listener.address, peer, e.getMessage());
-				Handshake.refuse(out, e.getMessage());
-				return;
-			}
-			Handshake own = await(onLoop(() -> {
-				if (listener.closed.get()) {
-					throw new KVFerryException("listener " + listener.address + " closed");
-				}
-				UcxConnection c = new UcxConnection(this, newId(), peer, true, null);
-				Handshake mine = hello(c.id, UcxDataPath.AUTO, new byte[0], "");
-				DataPaths.Choice choice = DataPaths.choose(mine, theirs, settings.dataPath());
-				mine = mine.withDataPath(choice.path());
-				c.open(theirs, mine, choice.path(), DataPaths.peerErrorHandling(mine, theirs));
-				connections.put(c.id, c);
-				listener.accepted.add(c);
-				c.onClose().subscribe(null, null, () -> listener.accepted.remove(c));
-				c.handler(listener.acceptor.apply(c));
-				log.info("UCX connection {} from {} accepted: {} ({}; UCX transports {})", c.id(), peer,
-						choice.path(), choice.why(), describeTls());
-				return mine;
-			}));
-			HandshakeSecret secret = settings.secret();
-			if (secret != null) {
-				own = own.withProof(secret.proof(Handshake.LABEL, Handshake.ACCEPTING, theirs.nonce(), challenge,
-						theirs.body(), own.body()));
-			}
-			own.write(out);
-		}
-		catch (IOException | RuntimeException e) {
-			log.warn("UCX handshake with {} on {} failed: {}", peer, listener.address, e.toString());
-		}
-	}
-
-	/**
-	 * With a shared secret: challenges the peer and checks its proof, before anything of this side is told to it. The
-	 * peer's socket must have reached this socket's own address: a relay that forwards a real decode's handshake
-	 * reached itself.
-	 *
-	 * @return the challenge's nonce (empty without a secret)
-	 * @throws ProtocolException naming why the peer is refused
-	 */
-	private byte[] verifyPeer(Handshake theirs, Socket socket, InputStream in, OutputStream out, HostPort peer)
-			throws IOException {
-		HandshakeSecret secret = settings.secret();
-		if (secret == null) {
-			if (theirs.nonce().length > 0) {
-				throw new ProtocolException("the peer proves a shared secret and this listener has none: configure the "
-						+ "same secret on both sides");
-			}
-			return new byte[0];
-		}
-		if (theirs.nonce().length == 0) {
-			throw new ProtocolException("peer did not prove the shared secret: this listener requires one and the "
-					+ "peer has none");
-		}
-		if (!reachedThis(theirs.reached(), socket)) {
-			throw new ProtocolException("dialled endpoint mismatch: the peer's socket reached " + theirs.reached()
-					+ ", this listener's is " + new HostPort(socket.getLocalAddress().getHostAddress(),
-							socket.getLocalPort()) + " (a relay between them?)");
-		}
-		byte[] nonce = secret.newNonce();
-		Handshake.challenge(out, nonce);
-		if (!(Handshake.read(in, peer.toString()) instanceof HandshakeStep.Proof answer)
-				|| !secret.verify(answer.proof(), Handshake.LABEL, Handshake.CONNECTING, nonce, theirs.nonce(),
-						theirs.body())) {
-			throw new ProtocolException("shared secret mismatch: the peer's proof does not verify");
-		}
-		return nonce;
 	}
 
 	// ---- connecting
@@ -346,102 +183,11 @@ public final class UcxNode {
 	public Mono<KVConnection> connect(HostPort remote, ConnectionHandler handler) {
 		return Mono.create(sink -> {
 			checkOpen();
-			handshakes.execute(() -> dial(remote, handler, sink));
+			handshakes.execute(() -> dialler.dial(remote, handler, sink));
 		});
 	}
 
-	private void dial(HostPort remote, ConnectionHandler handler, MonoSink<KVConnection> sink) {
-		UcxConnection c = new UcxConnection(this, newId(), remote, false, handler);
-		try {
-			await(onLoop(() -> connections.put(c.id, c)));
-			Handshake mine;
-			Handshake theirs;
-			try (Socket socket = new Socket()) {
-				int timeout = (int) Math.max(1, settings.handshakeTimeout().toMillis());
-				try {
-					socket.connect(new InetSocketAddress(remote.host(), remote.port()), timeout);
-				}
-				catch (IOException e) {
-					throw new KVFerryException("connection refused: nothing listens at " + remote + " (" + e.getMessage()
-							+ ")", e);
-				}
-				socket.setSoTimeout(timeout);
-				socket.setTcpNoDelay(true);
-				HandshakeSecret secret = settings.secret();
-				mine = hello(c.id, settings.dataPath(), secret == null ? new byte[0] : secret.newNonce(),
-						new HostPort(socket.getInetAddress().getHostAddress(), socket.getPort()).toString());
-				try {
-					mine.write(socket.getOutputStream());
-					theirs = listenerHello(socket, remote, mine);
-				}
-				catch (SocketTimeoutException e) {
-					throw new ProtocolException("UCX handshake with " + remote + " failed: no answer within "
-							+ settings.handshakeTimeout());
-				}
-			}
-			Handshake answer = theirs;
-			Handshake own = mine;
-			await(onLoop(() -> {
-				c.open(answer, own, answer.dataPath(), DataPaths.peerErrorHandling(own, answer));
-				log.info("UCX connection {} to {} open: {} (UCX transports {})", c.id(), remote, answer.dataPath(),
-						describeTls());
-				return c;
-			}));
-			sink.onCancel(() -> c.close("connect cancelled"));
-			sink.success(c);
-		}
-		catch (IOException | RuntimeException e) {
-			loop.execute(() -> connections.remove(c.id));
-			sink.error(e instanceof IOException ? new KVFerryException("UCX handshake with " + remote + " failed: "
-					+ e.getMessage(), e) : e);
-		}
-	}
-
-	/**
-	 * Decode's side after its hello: answers the listener's challenge where it sends one, and accepts the listener's
-	 * hello only once it proved the secret this side has (over both hellos).
-	 */
-	private Handshake listenerHello(Socket socket, HostPort remote, Handshake mine) throws IOException {
-		HandshakeSecret secret = settings.secret();
-		HandshakeStep step = Handshake.read(socket.getInputStream(), remote.toString());
-		byte[] challenge = null;
-		if (step instanceof HandshakeStep.Challenge c) {
-			if (secret == null) {
-				throw new ProtocolException("UCX handshake with " + remote + " failed: the listener requires a shared "
-						+ "secret and this side has none (UcxKVTransport.sharedSecret)");
-			}
-			challenge = c.nonce();
-			Handshake.prove(socket.getOutputStream(), secret.proof(Handshake.LABEL, Handshake.CONNECTING, challenge,
-					mine.nonce(), mine.body()));
-			step = Handshake.read(socket.getInputStream(), remote.toString());
-		}
-		if (!(step instanceof Handshake theirs)) {
-			throw new ProtocolException("UCX handshake with " + remote + " failed: the listener answered with a "
-					+ step.getClass().getSimpleName().toLowerCase(Locale.ROOT) + " (expected: its hello)");
-		}
-		if (secret != null && (challenge == null || !secret.verify(theirs.proof(), Handshake.LABEL,
-				Handshake.ACCEPTING, mine.nonce(), challenge, mine.body(), theirs.body()))) {
-			throw new ProtocolException("UCX handshake with " + remote + " failed: "
-					+ (challenge == null ? "peer did not prove the shared secret" : "shared secret mismatch: the "
-							+ "listener's proof does not verify"));
-		}
-		return theirs;
-	}
-
-	/** @return whether {@code reached} ({@code ip:port}) is the accepted socket's own local address */
-	private static boolean reachedThis(String reached, Socket socket) {
-		HostPort parsed;
-		try {
-			parsed = HostPort.parse(reached);
-		}
-		catch (IllegalArgumentException e) {
-			return false;
-		}
-		InetAddress address = NetUtil.createInetAddressFromIpAddressString(parsed.host());
-		return address != null && address.equals(socket.getLocalAddress()) && parsed.port() == socket.getLocalPort();
-	}
-
-	private Handshake hello(long id, UcxDataPath path, byte[] nonce, String reached) {
+	Handshake hello(long id, UcxDataPath path, byte[] nonce, String reached) {
 		return new Handshake(id, workerAddress, settings.tls(), host, rdmaDevice, path,
 				(int) settings.heartbeatInterval().toMillis(), nonce, reached, new byte[0]);
 	}
@@ -478,6 +224,11 @@ public final class UcxNode {
 		for (UcxConnection c : new ArrayList<>(connections.values())) {
 			c.tick(now, interval);
 		}
+	}
+
+	/** A connection opened on the loop: its active messages reach it from now on. */
+	void added(UcxConnection c) {
+		connections.put(c.id, c);
 	}
 
 	void removed(UcxConnection c) {
@@ -584,7 +335,7 @@ public final class UcxNode {
 		}
 	}
 
-	private <T> Mono<T> onLoop(Supplier<T> task) {
+	<T> Mono<T> onLoop(Supplier<T> task) {
 		return Mono.create(sink -> loop.execute(() -> {
 			try {
 				sink.success(task.get());
@@ -595,7 +346,7 @@ public final class UcxNode {
 		}));
 	}
 
-	private <T> T await(Mono<T> work) {
+	<T> T await(Mono<T> work) {
 		CompletableFuture<T> f = work.toFuture();
 		try {
 			return f.get(settings.handshakeTimeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -613,7 +364,7 @@ public final class UcxNode {
 		}
 	}
 
-	private static long newId() {
+	static long newId() {
 		long id;
 		do {
 			id = IDS.nextLong();
