@@ -380,6 +380,8 @@ final class BenchCommand implements Callable<Integer> {
 			result.put("ucx_missing", ucxMissing);
 		}
 		result.put("verified", failures.isEmpty());
+		List<String> noisy = RoundSpread.noisy(result);
+		noisy.forEach(result.putArray("noisy")::add);
 		PrintWriter out = cl.getOut();
 		out.println(json ? result.toString() : BenchTable.render(result, shape, failures.isEmpty()));
 		out.flush();

@@ -1,5 +1,7 @@
 package io.kvferry.cli;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -66,6 +68,13 @@ final class BenchTable {
 		if (r.has("ucx_missing")) {
 			sb.append("  UCX rows not measured: ").append(r.get("ucx_missing").asText()).append(String.format("%n"));
 		}
+		if (r.has("noisy") && !r.get("noisy").isEmpty()) {
+			List<String> noisy = new ArrayList<>();
+			r.get("noisy").forEach(n -> noisy.add(n.asText()));
+			sb.append(String.format(Locale.ROOT, "  noisy: %s (a baseline's rounds spread over %.2f of their median: "
+					+ "the machine moved under the comparison; do not quote it, run again on a quieter machine)%n",
+					String.join(", ", noisy), RoundSpread.NOISY));
+		}
 		sb.append("  result: ").append(ok ? "OK, every byte matched" : "FAILED");
 		return sb.toString();
 	}
@@ -82,6 +91,7 @@ final class BenchTable {
 						"small " + s.get("pages").asInt() + " page(s) p50 (" + Sizes.bytes(s.get("bytes").asLong())
 								+ ")", s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(),
 						s.get("ratio").asDouble()));
+				spreadLine(sb, s.get("ratio_spread"));
 			}
 		}
 		if (r.has("many")) {
@@ -92,18 +102,31 @@ final class BenchTable {
 		}
 	}
 
+	/** The line under a comparison that says how its rounds agreed (nothing for a result without the spread). */
+	private static void spreadLine(StringBuilder sb, JsonNode spread) {
+		if (spread == null || spread.isNull()) {
+			return;
+		}
+		sb.append(String.format(Locale.ROOT, "  %-28s ratio per round %.2f (%.2f-%.2f over %d); spread kvferry %.2f, "
+				+ "baseline %.2f%s%n", "", spread.get("ratio_median").asDouble(), spread.get("ratio_min").asDouble(),
+				spread.get("ratio_max").asDouble(), spread.get("rounds").asInt(), spread.get("kvferry_spread").asDouble(),
+				spread.get("baseline_spread").asDouble(), spread.get("noisy").asBoolean() ? "  NOISY" : ""));
+	}
+
 	private static void bulkLines(StringBuilder sb, JsonNode bulk) {
 		String bulkName = "bulk " + Sizes.bytes(bulk.get("bytes").asLong()) + " 1<->1 x" + bulk.get("stripes").asInt();
 		sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (TCP pump, medians of %d; "
 				+ "best %.2f vs %.2f)%n", bulkName, bulk.get("gbps").asDouble(), bulk.get("baseline_gbps").asDouble(),
 				bulk.get("ratio").asDouble(), bulk.get("rounds").asInt(), bulk.get("best_gbps").asDouble(),
 				bulk.get("baseline_best_gbps").asDouble()));
+		spreadLine(sb, bulk.get("ratio_spread"));
 		if (bulk.get("baseline2_gbps").isNull()) {
 			sb.append(String.format(Locale.ROOT, "  %-28s %s%n", "", bulk.get("baseline2_missing").asText()));
 		}
 		else {
 			sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (2 connections + SO_RCVLOWAT)%n",
 					"", "", bulk.get("baseline2_gbps").asDouble(), bulk.get("ratio2").asDouble()));
+			spreadLine(sb, bulk.get("ratio2_spread"));
 		}
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %9.2f GB/s %8.2f   (cache-hot 1 MiB ring: the wire)%n",
 				"", "", bulk.get("wire_gbps").asDouble(), bulk.get("wire_ratio").asDouble()));
@@ -121,6 +144,7 @@ final class BenchTable {
 					t.get("gbps_min").asDouble(), t.get("gbps_max").asDouble(), t.get("pump_gbps_min").asDouble(),
 					t.get("pump_gbps_max").asDouble(), t.get("rounds").asInt(), t.get("ratio_to_bulk").isNull() ? ""
 							: String.format(Locale.ROOT, "; %.2f of bulk", t.get("ratio_to_bulk").asDouble())));
+			spreadLine(sb, t.get("ratio_to_pump_spread"));
 		}
 		sb.append(String.format(Locale.ROOT, "  %-28s %d failures%n", "", tiny.get("failures").asInt()));
 	}
@@ -132,5 +156,6 @@ final class BenchTable {
 		sb.append(String.format(Locale.ROOT, "  %-28s %d rooms/s, %d frames, %d failures, %.2f s, %.1f cores busy%n", "",
 				many.get("rooms_per_second").asLong(), many.get("frames").asInt(), many.get("failures").asInt(),
 				many.get("seconds").asDouble(), many.get("cpu_cores").asDouble()));
+		spreadLine(sb, many.get("ratio_spread"));
 	}
 }

@@ -146,11 +146,13 @@ final class BulkBench implements BenchScenario {
 		bulk.put("baseline_gbps", BenchCommand.round(baseline));
 		bulk.put("baseline_best_gbps", BenchCommand.round(gbps(bytes, min(pump))));
 		bulk.put("ratio", BenchCommand.round(gbps / baseline));
+		bulk.set("ratio_spread", RoundSpread.ofRatesTimed(kvferry, pump));
 		if (lowatMissing == null) {
 			double baseline2 = gbps(bytes, TcpBaseline.median(pump2.clone()));
 			bulk.put("baseline2_gbps", BenchCommand.round(baseline2));
 			bulk.put("baseline2_best_gbps", BenchCommand.round(gbps(bytes, min(pump2))));
 			bulk.put("ratio2", BenchCommand.round(gbps / baseline2));
+			bulk.set("ratio2_spread", RoundSpread.ofRatesTimed(kvferry, pump2));
 		}
 		else {
 			bulk.putNull("baseline2_gbps");

@@ -119,6 +119,7 @@ final class ManyBench {
 			long[] nanos = new long[rounds];
 			long[] cores = new long[rounds];
 			double[] gbps = new double[rounds];
+			double[] pumpGbps = new double[rounds];
 			ArrayNode seconds = BenchCommand.JSON.createArrayNode();
 			long bytes = 0;
 			int failed = 0;
@@ -140,7 +141,9 @@ final class ManyBench {
 				gbps[i] = bytes / (double) batch.nanos();
 				seconds.add(BenchCommand.round(batch.nanos() / 1e9));
 				pump[i] = framePump(pair, src, dst, frames);
+				pumpGbps[i] = frameBytes / (double) pump[i];
 			}
+			ObjectNode spread = RoundSpread.ofRates(gbps, pumpGbps);
 			Arrays.sort(gbps);
 			ObjectNode o = BenchCommand.JSON.createObjectNode();
 			o.put("rooms", rooms);
@@ -153,9 +156,10 @@ final class ManyBench {
 			o.put("best_gbps", BenchCommand.round(gbps[rounds - 1]));
 			o.put("rooms_per_second", Math.round(rooms / (elapsed / 1e9)));
 			o.put("failures", failed);
-			double pumpGbps = frameBytes / (double) TcpBaseline.median(pump);
-			o.put("baseline_gbps", BenchCommand.round(pumpGbps));
-			o.put("ratio", BenchCommand.round(gbps[rounds / 2] / pumpGbps));
+			double pumpMedian = frameBytes / (double) TcpBaseline.median(pump);
+			o.put("baseline_gbps", BenchCommand.round(pumpMedian));
+			o.put("ratio", BenchCommand.round(gbps[rounds / 2] / pumpMedian));
+			o.set("ratio_spread", spread);
 			o.put("frames", frames[0].length / 2 + frames[1].length / 2);
 			o.set("batch_seconds", seconds);
 			// Cores busy while the rooms moved (the process's CPU time over the window): at the machine's core count

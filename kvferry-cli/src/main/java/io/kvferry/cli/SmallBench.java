@@ -20,6 +20,8 @@ final class SmallBench {
 
 	private static final int WARMUP_ROOMS = 20;
 	private static final Duration WARMUP = Duration.ofSeconds(5);
+	// The iterations are cut into this many consecutive blocks to see whether the machine drifted under them.
+	private static final int SPREAD_BLOCKS = 5;
 
 	private SmallBench() {
 	}
@@ -59,6 +61,7 @@ final class SmallBench {
 			src.clean();
 			dst.clean();
 		}
+		ObjectNode spread = RoundSpread.ofLatencies(latencies, baselines, SPREAD_BLOCKS);
 		double p50 = TcpBaseline.median(latencies) / 1e3;
 		double baseline = TcpBaseline.median(baselines) / 1e3;
 		ObjectNode o = BenchCommand.JSON.createObjectNode();
@@ -67,6 +70,7 @@ final class SmallBench {
 		o.put("p50_us", BenchCommand.round(p50));
 		o.put("baseline_p50_us", BenchCommand.round(baseline));
 		o.put("ratio", BenchCommand.round(p50 / baseline));
+		o.set("ratio_spread", spread);
 		return o;
 	}
 }

@@ -124,6 +124,7 @@ final class TinyPagesBench {
 				gbps[i] = b.bytes() / (double) b.nanos();
 				pumpGbps[i] = pump.bytes() / (double) pump.run(streams);
 			}
+			ObjectNode spread = RoundSpread.ofRates(gbps, pumpGbps);
 			Arrays.sort(gbps);
 			Arrays.sort(pumpGbps);
 			double median = gbps[gbps.length / 2];
@@ -143,6 +144,7 @@ final class TinyPagesBench {
 			o.put("pump_gbps_min", BenchCommand.round(pumpGbps[0]));
 			o.put("pump_gbps_max", BenchCommand.round(pumpGbps[pumpGbps.length - 1]));
 			o.put("ratio_to_pump", BenchCommand.round(median / pumpMedian));
+			o.set("ratio_to_pump_spread", spread);
 			o.put("failures", failed);
 			return o;
 		}

@@ -70,6 +70,14 @@ class BenchCommandTest {
 			assertThat(tiny.get(key).isNumber()).as(key).isTrue();
 			assertThat(tiny.get("tp2").get(key).isNumber()).as(key).isTrue();
 		}
+		// Every comparison says how its interleaved rounds agreed, and the run lists those it cannot vouch for.
+		assertSpread(bulk.get("ratio_spread"), 3);
+		assertSpread(bulk.get("ratio2_spread"), 3);
+		assertSpread(many.get("ratio_spread"), 3);
+		assertSpread(tiny.get("ratio_to_pump_spread"), 1);
+		assertSpread(tiny.get("tp2").get("ratio_to_pump_spread"), 1);
+		assertSpread(j.get("small").get("ratio_spread"), 3);
+		assertThat(j.get("noisy").isArray()).isTrue();
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
 		assertThat(j.get("verified").asBoolean()).isTrue();
@@ -93,6 +101,16 @@ class BenchCommandTest {
 		assertThat(ucx.get("tiny_pages").get("failures").asInt()).isZero();
 		assertThat(ucx.get("tiny_pages").get("tp2").get("gbps").asDouble()).isPositive();
 		assertThat(ucx.has("same_host")).isFalse();
+	}
+
+	private static void assertSpread(JsonNode spread, int rounds) {
+		assertThat(spread.get("rounds").asInt()).as(spread.toString()).isEqualTo(rounds);
+		assertThat(spread.get("ratio_min").asDouble()).as(spread.toString()).isPositive()
+				.isLessThanOrEqualTo(spread.get("ratio_median").asDouble());
+		assertThat(spread.get("ratio_max").asDouble()).as(spread.toString())
+				.isGreaterThanOrEqualTo(spread.get("ratio_median").asDouble());
+		assertThat(spread.get("baseline_spread").asDouble()).as(spread.toString()).isNotNegative();
+		assertThat(spread.get("noisy").isBoolean()).as(spread.toString()).isTrue();
 	}
 
 	@Test
