@@ -176,7 +176,9 @@ final class BenchCommand implements Callable<Integer> {
 			+ "ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
 			+ "pieces, failures, ..., tp2 {...}}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, scaling [...] "
 			+ "(with --scaling), ucx [{tls, transport, bulk, small, many, tiny_pages, alloc_bytes_per_mb}] (ucx_missing "
-			+ "where UCX is not installed), verified.")
+			+ "where UCX is not installed), noisy [paths], verified. Every ratio R has R_spread {rounds, ratio_median, "
+			+ "ratio_min, ratio_max, kvferry_spread, baseline_spread, noisy}: its interleaved rounds' own ratios; "
+			+ "noisy lists the comparisons whose baseline moved by over 0.25 of its median.")
 	boolean json;
 
 	@Mixin
