@@ -232,7 +232,13 @@ final class PrefillTransfer extends Room implements KVSender {
 	}
 
 	private void publish() {
-		PrefillDestination first = destinations.stream().filter(d -> !d.isDummy()).findFirst().orElse(null);
+		PrefillDestination first = null;
+		for (PrefillDestination d : destinations) {
+			if (!d.isDummy()) {
+				first = d;
+				break;
+			}
+		}
 		support.requests.emit(first == null ? new RoomRequest(id, 0, -1, true)
 				: new RoomRequest(id, first.request.dstPages().length, first.request.auxIndex(), false,
 						first.request.decodePrefixLen(), first.peer.plan.dstPageSize()));

@@ -90,6 +90,11 @@ public final class Repaging {
 		long to = Math.min(sent, capacity);
 		long end = last && srcPages.length > 0 ? capacity : to;
 		List<SlotRun> runs = new ArrayList<>();
+		// The run being extended, made an object only once the next slot breaks it: a contiguous chunk is one run
+		// however many pages it spans, and costs one object.
+		long runSrc = -1;
+		long runDst = -1;
+		long runTokens = 0;
 		long t = from;
 		while (t < end) {
 			// Past the chunk's pages only the padding of decode's last page: the same prefill page again.
@@ -101,16 +106,22 @@ public final class Repaging {
 			long n = Math.min(Math.min(p - inSrc, d - inDst), (t < sent ? Math.min(sent, end) : end) - t);
 			long srcSlot = page * p + inSrc;
 			long dstSlot = dstPage * d + inDst;
-			int k = runs.size() - 1;
-			SlotRun prev = k < 0 ? null : runs.get(k);
-			if (prev != null && prev.srcSlot() + prev.tokens() == srcSlot && prev.dstSlot() + prev.tokens() == dstSlot
-					&& prev.tokens() + n <= Integer.MAX_VALUE) {
-				runs.set(k, new SlotRun(prev.srcSlot(), prev.dstSlot(), prev.tokens() + (int) n));
+			if (runTokens > 0 && runSrc + runTokens == srcSlot && runDst + runTokens == dstSlot
+					&& runTokens + n <= Integer.MAX_VALUE) {
+				runTokens += n;
 			}
 			else {
-				runs.add(new SlotRun(srcSlot, dstSlot, (int) n));
+				if (runTokens > 0) {
+					runs.add(new SlotRun(runSrc, runDst, (int) runTokens));
+				}
+				runSrc = srcSlot;
+				runDst = dstSlot;
+				runTokens = n;
 			}
 			t += n;
+		}
+		if (runTokens > 0) {
+			runs.add(new SlotRun(runSrc, runDst, (int) runTokens));
 		}
 		return runs;
 	}

@@ -48,8 +48,10 @@ public final class DataHeaderCodec {
 
 	/** @return the header read from {@code buf}, whose reader index advances past it */
 	public static DataHeader read(ByteBuf buf) {
-		FrameReader r = new FrameReader(buf, "DATA");
-		r.need(KVFrameCodec.DATA_HEADER_LENGTH, "header");
+		// A header per data frame: the reader that words a failure is made only for one.
+		if (buf.readableBytes() < KVFrameCodec.DATA_HEADER_LENGTH) {
+			new FrameReader(buf, "DATA").need(KVFrameCodec.DATA_HEADER_LENGTH, "header");
+		}
 		long room = buf.readLong();
 		int kind = buf.readUnsignedByte();
 		int region = buf.readInt();
@@ -58,11 +60,12 @@ public final class DataHeaderCodec {
 		long dstStride = buf.readLong();
 		int count = buf.readInt();
 		if (kind > RegionKind.STATE.ordinal()) {
-			throw r.malformed("kind : " + kind + " (expected: 0.." + RegionKind.STATE.ordinal() + ")");
+			throw new FrameReader(buf, "DATA").malformed("kind : " + kind + " (expected: 0.."
+					+ RegionKind.STATE.ordinal() + ")");
 		}
 		if (region < 0 || dstOffset < 0 || chunkLen < 0 || dstStride < 0 || count < 0) {
-			throw r.malformed("region=" + region + " dstOffset=" + dstOffset + " chunkLen=" + chunkLen + " dstStride="
-					+ dstStride + " count=" + count + " (expected: all >= 0)");
+			throw new FrameReader(buf, "DATA").malformed("region=" + region + " dstOffset=" + dstOffset + " chunkLen="
+					+ chunkLen + " dstStride=" + dstStride + " count=" + count + " (expected: all >= 0)");
 		}
 		return new DataHeader(room, RegionKind.fromOrdinal(kind), region, dstOffset, chunkLen, dstStride, count);
 	}
