@@ -29,8 +29,10 @@ import io.kvferry.spi.RegionLayout;
  * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
  * heads of each token. Turns a chunk's page lists into data blocks: one block per (run, layer buffer), a head slice
  * moving as one strided block rather than one write per token. Runs are counted in tokens, so prefill pages of one
- * size land in decode pages of another ({@link Repaging}). The connection groups small blocks into scatter blocks
- * ({@link ScatterGather}).
+ * size land in decode pages of another ({@link Repaging}). Where the two sides order a page differently (NHD and HND),
+ * or head-major pages are cut by token, each head moves as its own strided block, read where prefill's layout keeps it
+ * and written where decode's wants it ({@link LayoutTranslation}). The connection groups small blocks into scatter
+ * blocks ({@link ScatterGather}).
  */
 final class TransferPlan {
 

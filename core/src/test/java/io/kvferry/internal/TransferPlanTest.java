@@ -127,17 +127,7 @@ class TransferPlanTest {
 			src[i] = 10 + i;
 			dst[i] = 200 + i;
 		}
-		long bytes = plan.sendKv(new BlockOutlet() {
-			@Override
-			public void send(DataBlock block) {
-				blocks.add(block);
-			}
-
-			@Override
-			public io.kvferry.spi.SendGate gate() {
-				return io.kvferry.spi.SendGate.OPEN;
-			}
-		}, 1, src, dst);
+		long bytes = plan.sendKv(collecting(blocks), 1, src, dst);
 		int perBlock = (int) (TransferPlan.MAX_BLOCK_BYTES / ITEM);
 		assertThat(bytes).isEqualTo(4L * pages * ITEM);
 		// Per layer buffer: 128 + 128 + 44 pages, each block where the previous one stopped, on both sides.
@@ -166,17 +156,7 @@ class TransferPlanTest {
 				PeerLayout.of(args(2, 512).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
 						ParallelLayout.SINGLE));
 		List<DataBlock> blocks = new ArrayList<>();
-		long bytes = plan.sendKv(new BlockOutlet() {
-			@Override
-			public void send(DataBlock block) {
-				blocks.add(block);
-			}
-
-			@Override
-			public io.kvferry.spi.SendGate gate() {
-				return io.kvferry.spi.SendGate.OPEN;
-			}
-		}, 1, new int[] { 5 }, 0, new int[] { 7, 2 }, true, null);
+		long bytes = plan.sendKv(collecting(blocks), 1, new int[] { 5 }, 0, new int[] { 7, 2 }, true, null);
 		assertThat(bytes).isEqualTo(4L * ITEM);
 		// Per buffer two runs of 32 tokens (decode's pages 7 and 2), each 8 blocks of one head: 32 chunks of 256 bytes,
 		// adjacent in prefill's head-major page and a decode token (2,048 bytes) apart.
@@ -201,5 +181,20 @@ class TransferPlanTest {
 				.isInstanceOf(TopologyException.class)
 				.hasMessage("KV layout HND to NHD: prefill kv[0] holds 8 heads of 256 bytes per token, decode kv[0] 4 "
 						+ "heads of 512 bytes (expected: the same heads, so that each head of each token can be re-laid)");
+	}
+
+	/** @return an outlet that keeps every block it is sent */
+	private static BlockOutlet collecting(List<DataBlock> blocks) {
+		return new BlockOutlet() {
+			@Override
+			public void send(DataBlock block) {
+				blocks.add(block);
+			}
+
+			@Override
+			public io.kvferry.spi.SendGate gate() {
+				return io.kvferry.spi.SendGate.OPEN;
+			}
+		};
 	}
 }
