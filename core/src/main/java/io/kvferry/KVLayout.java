@@ -2,9 +2,11 @@ package io.kvferry;
 
 /**
  * How the bytes of one KV item (one page of one layer buffer) are ordered, as the attention backend lays out its
- * pool. Both sides of a session must declare the same layout (checked at the handshake). Re-paging between different
- * page sizes, head slicing between different TP sizes and decode context parallelism address a token's bytes inside a
- * page, which only {@link #NHD} allows; with {@link #HND} pages move whole, so those topologies are refused.
+ * pool. Each side declares its own layout in the handshake and the two may differ: prefill re-lays the bytes as it
+ * sends, reading each head of each token where its layout keeps it and writing it where decode's layout wants it, so
+ * decode's pages always hold decode's layout. The same holds for head-major pages on both sides cut by token
+ * (re-paging between page sizes, head slices between TP sizes). MLA's latent is one head per token, ordered alike in
+ * both layouts.
  */
 public enum KVLayout {
 

@@ -19,7 +19,7 @@ import io.kvferry.spi.RegionLayout;
  * @param vHeadBytes the same in a V buffer (0 with MLA, or when unknown)
  * @param dtype the KV cache dtype tag
  * @param mla whether the KV buffers are MLA latent buffers
- * @param kvLayout how a KV page's bytes are ordered
+ * @param kvLayout how a KV page's bytes are ordered (named, not compared)
  */
 record ModelFingerprint(String modelId, int layers, int totalKvHeads, int kHeadBytes, int vHeadBytes, String dtype,
 		boolean mla, KVLayout kvLayout) {
@@ -79,11 +79,6 @@ record ModelFingerprint(String modelId, int layers, int totalKvHeads, int kHeadB
 			field = "bytes per head and token (K/V)";
 			p = prefill.kHeadBytes + "/" + prefill.vHeadBytes;
 			d = decode.kHeadBytes + "/" + decode.vHeadBytes;
-		}
-		else if (prefill.kvLayout != decode.kvLayout) {
-			field = "KV layout";
-			p = prefill.kvLayout;
-			d = decode.kvLayout;
 		}
 		if (field == null) {
 			return null;

@@ -14,6 +14,7 @@ import io.kvferry.internal.topology.HeadSlice;
 import io.kvferry.internal.topology.HeadSlicing;
 import io.kvferry.internal.topology.LayerPairing;
 import io.kvferry.internal.topology.LayerSpan;
+import io.kvferry.internal.topology.LayoutTranslation;
 import io.kvferry.internal.topology.RegionPair;
 import io.kvferry.internal.topology.Repaging;
 import io.kvferry.internal.topology.SlotRun;
@@ -28,8 +29,10 @@ import io.kvferry.spi.RegionLayout;
  * decode KV buffer each prefill buffer fills (PP stages, draft layers) and, for MHA with different TP sizes, which
  * heads of each token. Turns a chunk's page lists into data blocks: one block per (run, layer buffer), a head slice
  * moving as one strided block rather than one write per token. Runs are counted in tokens, so prefill pages of one
- * size land in decode pages of another ({@link Repaging}). The connection groups small blocks into scatter blocks
- * ({@link ScatterGather}).
+ * size land in decode pages of another ({@link Repaging}). Where the two sides order a page differently (NHD and HND),
+ * or head-major pages are cut by token, each head moves as its own strided block, read where prefill's layout keeps it
+ * and written where decode's wants it ({@link LayoutTranslation}). The connection groups small blocks into scatter
+ * blocks ({@link ScatterGather}).
  */
 final class TransferPlan {
 
@@ -42,6 +45,8 @@ final class TransferPlan {
 	private final int[] dst;
 	private final int[] dstItemLen;
 	private final HeadSlice[] slices;
+	// Per pair, the two sides' page orders when they differ in effect (null: the bytes keep their order).
+	private final LayoutTranslation.Side[][] relayout;
 	private final int pageSize;
 	private final int dstPageSize;
 	// Decode's DCP size and this destination's DCP rank: above 1, each decode rank gets only its tokens.
@@ -53,13 +58,14 @@ final class TransferPlan {
 	private final StatePlan state;
 
 	private TransferPlan(MemoryRegion[] src, int[] srcBuffer, int[] dst, long[] dstItems, int[] dstItemLen,
-			HeadSlice[] slices, int pageSize, int dstPageSize, int dcpSize, int dcpRank, List<MemoryRegion> srcAux,
-			List<RegionLayout> dstAux, StatePlan state) {
+			HeadSlice[] slices, LayoutTranslation.Side[][] relayout, int pageSize, int dstPageSize, int dcpSize,
+			int dcpRank, List<MemoryRegion> srcAux, List<RegionLayout> dstAux, StatePlan state) {
 		this.src = src;
 		this.srcBuffer = srcBuffer;
 		this.dst = dst;
 		this.dstItemLen = dstItemLen;
 		this.slices = slices;
+		this.relayout = relayout;
 		this.pageSize = pageSize;
 		this.dstPageSize = dstPageSize;
 		this.dcpSize = dcpSize;
@@ -109,14 +115,6 @@ final class TransferPlan {
 		if (p % d != 0 && d % p != 0) {
 			throw new TopologyException("attention TP sizes do not divide each other: prefill " + p + ", decode " + d);
 		}
-		boolean cutByToken = srcPageSize != dstPageSize || dcpSize > 1 || (!args.isMla() && p != d);
-		if (args.kvLayout() == KVLayout.HND && cutByToken) {
-			// A head-major page cannot be cut by token: re-paging, decode CP and head slicing all do.
-			throw new TopologyException("KV layout HND with " + (srcPageSize != dstPageSize ? "page sizes prefill "
-					+ srcPageSize + ", decode " + dstPageSize : dcpSize > 1 ? "decode DCP " + dcpSize
-							: "attention TP sizes prefill " + p + ", decode " + d) + " (expected: NHD, or equal page "
-					+ "sizes, TP sizes and no decode DCP so that pages move whole)");
-		}
 		int decodePp = decode.parallel().ppSize();
 		if (decodePp != own.ppSize() && decodePp != 1) {
 			throw new TopologyException("decode PP size " + decodePp + " must equal prefill PP size " + own.ppSize()
@@ -139,6 +137,7 @@ final class TransferPlan {
 		int[] dst = new int[n];
 		int[] dstLen = new int[n];
 		HeadSlice[] slices = new HeadSlice[n];
+		LayoutTranslation.Side[][] relayout = new LayoutTranslation.Side[n][];
 		boolean sliced = !args.isMla() && p != d;
 		for (int i = 0; i < n; i++) {
 			RegionPair pair = pairs.get(i);
@@ -164,12 +163,50 @@ final class TransferPlan {
 						+ "] " + dstLen[i] + " bytes per page of " + dstPageSize + " tokens (expected: the same bytes "
 						+ "per token)");
 			}
+			relayout[i] = relayout(args, decode, pair, src[i].itemLen(), dstLen[i], slices[i]);
 		}
 		checkSame("aux", args.auxRegions(), decode.aux());
 		StatePlan state = StatePlan.of(args, own, decode);
 		long[] dstItems = decode.kv().stream().mapToLong(RegionLayout::itemCount).toArray();
-		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, srcPageSize, dstPageSize, dcpSize,
-				dcpRank, args.auxRegions(), decode.aux(), state);
+		return new TransferPlan(src, srcBuffer, dst, dstItems, dstLen, slices, relayout, srcPageSize, dstPageSize,
+				dcpSize, dcpRank, args.auxRegions(), decode.aux(), state);
+	}
+
+	/**
+	 * The two sides' page orders of one buffer pair when its bytes must be re-laid on the way: the layouts differ, or
+	 * both are head-major and the pages are cut by token (re-paging, head slices). MLA's latent is one head, ordered
+	 * alike in both layouts.
+	 *
+	 * @return the prefill and decode sides, or null when the bytes keep their order
+	 * @throws TopologyException naming the layouts when a page does not hold whole heads of its tokens
+	 */
+	private static LayoutTranslation.Side[] relayout(KVArgs args, PeerLayout decode, RegionPair pair, int srcLen,
+			int dstLen, HeadSlice slice) {
+		if (args.isMla() || args.kvLayout() == KVLayout.NHD && decode.kvLayout() == KVLayout.NHD) {
+			return null;
+		}
+		int srcPageSize = args.pageSize();
+		int dstPageSize = decode.pageSize();
+		LayoutTranslation.Side s;
+		LayoutTranslation.Side d;
+		if (slice != null) {
+			int headBytes = slice.headBytes();
+			s = new LayoutTranslation.Side(args.kvLayout(), srcPageSize, srcLen / srcPageSize / headBytes, headBytes);
+			d = new LayoutTranslation.Side(decode.kvLayout(), dstPageSize, dstLen / dstPageSize / headBytes, headBytes);
+		}
+		else {
+			s = LayoutTranslation.Side.of("prefill kv[" + pair.src() + "]", args.kvLayout(), srcLen, srcPageSize,
+					args.kvHeadNum());
+			d = LayoutTranslation.Side.of("decode kv[" + pair.dst() + "]", decode.kvLayout(), dstLen, dstPageSize,
+					decode.kvHeadNum());
+			if (s.headBytes() != d.headBytes() || s.heads() != d.heads()) {
+				throw new TopologyException("KV layout " + args.kvLayout() + " to " + decode.kvLayout() + ": prefill kv["
+						+ pair.src() + "] holds " + s.heads() + " heads of " + s.headBytes() + " bytes per token, "
+						+ "decode kv[" + pair.dst() + "] " + d.heads() + " heads of " + d.headBytes() + " bytes "
+						+ "(expected: the same heads, so that each head of each token can be re-laid)");
+			}
+		}
+		return LayoutTranslation.needed(s, d) ? new LayoutTranslation.Side[] { s, d } : null;
 	}
 
 	/**
@@ -349,6 +386,9 @@ final class TransferPlan {
 		int srcToken = s.itemLen() / pageSize;
 		int dstToken = dstItemLen[pair] / dstPageSize;
 		HeadSlice slice = slices[pair];
+		if (relayout[pair] != null) {
+			return sendRelaid(conn, room, pair, run, slice);
+		}
 		boolean wholeTokens = slice == null || slice.sliceBytes() == srcToken && slice.sliceBytes() == dstToken;
 		long tokenBytes = wholeTokens ? srcToken : slice.sliceBytes();
 		long maxTokens = Math.max(1, MAX_BLOCK_BYTES / tokenBytes);
@@ -378,6 +418,23 @@ final class TransferPlan {
 			bytes += block.header().payloadLength();
 		}
 		return bytes;
+	}
+
+	/** Queues one run of a pair whose bytes are re-laid: one strided block per head and page stretch. */
+	private long sendRelaid(BlockOutlet conn, long room, int pair, SlotRun run, HeadSlice slice) {
+		LayoutTranslation.Side s = relayout[pair][0];
+		LayoutTranslation.Side d = relayout[pair][1];
+		long base = src[pair].address();
+		long[] bytes = { 0 };
+		LayoutTranslation.plan(s, d, slice == null ? 0 : slice.srcHeadOffset(),
+				slice == null ? 0 : slice.dstHeadOffset(), slice == null ? s.heads() : slice.numHeads(), run.srcSlot(),
+				run.dstSlot(), run.tokens(), MAX_BLOCK_BYTES, (from, fromStride, to, toStride, chunkLen, count) -> {
+					DataBlock block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], to, chunkLen,
+							toStride, count), base + from, fromStride, conn.gate());
+					conn.send(block);
+					bytes[0] += block.header().payloadLength();
+				});
+		return bytes[0];
 	}
 
 	/**

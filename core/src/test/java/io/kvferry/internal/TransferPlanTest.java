@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.KVArgs;
+import io.kvferry.KVLayout;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
@@ -126,17 +127,7 @@ class TransferPlanTest {
 			src[i] = 10 + i;
 			dst[i] = 200 + i;
 		}
-		long bytes = plan.sendKv(new BlockOutlet() {
-			@Override
-			public void send(DataBlock block) {
-				blocks.add(block);
-			}
-
-			@Override
-			public io.kvferry.spi.SendGate gate() {
-				return io.kvferry.spi.SendGate.OPEN;
-			}
-		}, 1, src, dst);
+		long bytes = plan.sendKv(collecting(blocks), 1, src, dst);
 		int perBlock = (int) (TransferPlan.MAX_BLOCK_BYTES / ITEM);
 		assertThat(bytes).isEqualTo(4L * pages * ITEM);
 		// Per layer buffer: 128 + 128 + 44 pages, each block where the previous one stopped, on both sides.
@@ -156,5 +147,54 @@ class TransferPlanTest {
 			}
 			assertThat(done).isEqualTo(pages);
 		}
+	}
+
+	@Test
+	void mixedLayoutsArePlannedHeadByHeadAndUntranslatablePagesAreRefusedByName() {
+		// Prefill HND pages of 64 tokens, decode NHD pages of 32: re-paged and re-laid, one block per head and page.
+		TransferPlan plan = TransferPlan.of(args(2, 512).kvLayout(KVLayout.HND).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(args(2, 512).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
+						ParallelLayout.SINGLE));
+		List<DataBlock> blocks = new ArrayList<>();
+		long bytes = plan.sendKv(collecting(blocks), 1, new int[] { 5 }, 0, new int[] { 7, 2 }, true, null);
+		assertThat(bytes).isEqualTo(4L * ITEM);
+		// Per buffer two runs of 32 tokens (decode's pages 7 and 2), each 8 blocks of one head: 32 chunks of 256 bytes,
+		// adjacent in prefill's head-major page and a decode token (2,048 bytes) apart.
+		assertThat(blocks).hasSize(4 * 2 * 8);
+		DataBlock head3 = blocks.get(3);
+		assertThat(head3.srcAddress()).isEqualTo(args(2, 512).build().kvRegions().get(0).itemAddress(5) + 3 * 64 * 256);
+		assertThat(head3.header().dstOffset()).isEqualTo(7L * ITEM / 2 + 3 * 256);
+		assertThat(head3.header().chunkLen()).isEqualTo(256);
+		assertThat(head3.header().count()).isEqualTo(32);
+		assertThat(head3.srcStride()).isEqualTo(256);
+		assertThat(head3.header().dstStride()).isEqualTo(2048);
+
+		// Heads that a page does not hold whole cannot be re-laid.
+		assertThatThrownBy(() -> TransferPlan.of(args(2, 512).kvLayout(KVLayout.HND).kvHeads(6, 6).build(),
+				ParallelLayout.SINGLE, PeerLayout.of(args(2, 512).kvHeads(6, 6).build(), ParallelLayout.SINGLE)))
+				.isInstanceOf(TopologyException.class)
+				.hasMessage("KV layout HND on prefill kv[0]: a page of " + ITEM + " bytes does not hold 64 tokens of 6 "
+						+ "whole heads (expected: item length a multiple of page size × heads, so that each head of "
+						+ "each token can be re-laid)");
+		assertThatThrownBy(() -> TransferPlan.of(args(2, 512).kvLayout(KVLayout.HND).build(), ParallelLayout.SINGLE,
+				PeerLayout.of(args(2, 512).kvHeads(4, 4).build(), ParallelLayout.SINGLE)))
+				.isInstanceOf(TopologyException.class)
+				.hasMessage("KV layout HND to NHD: prefill kv[0] holds 8 heads of 256 bytes per token, decode kv[0] 4 "
+						+ "heads of 512 bytes (expected: the same heads, so that each head of each token can be re-laid)");
+	}
+
+	/** @return an outlet that keeps every block it is sent */
+	private static BlockOutlet collecting(List<DataBlock> blocks) {
+		return new BlockOutlet() {
+			@Override
+			public void send(DataBlock block) {
+				blocks.add(block);
+			}
+
+			@Override
+			public io.kvferry.spi.SendGate gate() {
+				return io.kvferry.spi.SendGate.OPEN;
+			}
+		};
 	}
 }

@@ -78,7 +78,8 @@ final class ClusterRanks {
 								config.prefillPp, pp, config.prefillCp, cp);
 						// Every CP rank holds the whole room's KV (after CP's gather), so each is filled alike.
 						RankMemory mem = RankMemory.prefill(config.prefillShape(), layout,
-								config.pagesOf(config.prefillShape()), config.rows, config.rows);
+								config.prefillKvLayout, config.pagesOf(config.prefillShape()), config.rows,
+								config.rows);
 						mems.add(mem);
 						mgrs.add(null);
 						int slot = mgrs.size() - 1;
@@ -99,8 +100,8 @@ final class ClusterRanks {
 				}
 				ParallelLayout layout = new ParallelLayout(config.decodeTp, tp, 1, 0, 1, 0, config.decodePp, pp,
 						config.decodeDcp, tp % config.decodeDcp);
-				RankMemory mem = RankMemory.decode(config.decodeShape(), layout, config.pagesOf(config.decodeShape()),
-						config.rows, config.rows);
+				RankMemory mem = RankMemory.decode(config.decodeShape(), layout, config.decodeKvLayout,
+						config.pagesOf(config.decodeShape()), config.rows, config.rows);
 				decodeMemory.add(mem);
 				decode.add(null);
 				int slot = decode.size() - 1;

@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.function.UnaryOperator;
 
 import io.kvferry.HostPort;
+import io.kvferry.KVLayout;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.spi.KVTransport;
@@ -30,6 +31,8 @@ public final class KVClusterBuilder {
 	// Tokens per page on each side; 0: the shape's.
 	int prefillPageSize;
 	int decodePageSize;
+	KVLayout prefillKvLayout = KVLayout.NHD;
+	KVLayout decodeKvLayout = KVLayout.NHD;
 	int rows = 64;
 	boolean contiguous;
 	int scatterRuns;
@@ -118,6 +121,13 @@ public final class KVClusterBuilder {
 		}
 		this.prefillPageSize = prefill;
 		this.decodePageSize = decode;
+		return this;
+	}
+
+	/** How each side orders its KV pages (NHD on both by default): prefill re-lays what it sends to decode's. */
+	public KVClusterBuilder kvLayouts(KVLayout prefill, KVLayout decode) {
+		this.prefillKvLayout = Objects.requireNonNull(prefill, "prefill");
+		this.decodeKvLayout = Objects.requireNonNull(decode, "decode");
 		return this;
 	}
 

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.function.LongUnaryOperator;
 
 import io.kvferry.KVArgs;
+import io.kvferry.KVLayout;
 import io.kvferry.MemoryRegion;
 import io.kvferry.ParallelLayout;
 import io.kvferry.StateKind;
@@ -17,7 +18,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's registered memory laid out as SGLang lays it out (K buffers of the rank's layers, then V buffers, then
- * draft K and V; MLA one buffer per layer), with pattern fill on prefill and byte-exact checks on decode.
+ * draft K and V; MLA one buffer per layer), with pattern fill on prefill and byte-exact checks on decode. Each page is
+ * ordered as the rank's {@link KVLayout} says, computed here independently of the library: fill writes each head of
+ * each token where the rank's own layout keeps it and the checks look for it there, so a check of a decode rank of
+ * another layout than its prefill ranks' is a byte-exact check against a reference re-layout.
  */
 public final class RankMemory {
 
@@ -26,11 +30,13 @@ public final class RankMemory {
 	private final int firstLayer;
 	private final int layerCount;
 	private final int draftLayers;
+	private final KVLayout kvLayout;
 	private final KVArgs args;
 
-	private RankMemory(ModelShape shape, ParallelLayout layout, int engineRank, int firstLayer, int layerCount,
-			int draftLayers, long pages, int auxRows, int stateSlots) {
+	private RankMemory(ModelShape shape, ParallelLayout layout, KVLayout kvLayout, int engineRank, int firstLayer,
+			int layerCount, int draftLayers, long pages, int auxRows, int stateSlots) {
 		this.shape = shape;
+		this.kvLayout = kvLayout;
 		this.layout = layout;
 		this.firstLayer = firstLayer;
 		this.layerCount = layerCount;
@@ -76,6 +82,7 @@ public final class RankMemory {
 				.draftLayers(draftLayers)
 				.kvHeads(shape.headsPerRank(layout.attnTpSize()), shape.mla() ? 1 : shape.kvHeads())
 				.mla(shape.mla())
+				.kvLayout(kvLayout)
 				.build();
 	}
 
@@ -87,16 +94,37 @@ public final class RankMemory {
 	 * @param stateSlots slots of the state buffer
 	 */
 	public static RankMemory prefill(ModelShape shape, ParallelLayout layout, long pages, int auxRows, int stateSlots) {
+		return prefill(shape, layout, KVLayout.NHD, pages, auxRows, stateSlots);
+	}
+
+	/** Memory of a prefill rank whose KV pages are ordered as {@code kvLayout} says. */
+	public static RankMemory prefill(ModelShape shape, ParallelLayout layout, KVLayout kvLayout, long pages,
+			int auxRows, int stateSlots) {
 		int per = stageLayers(shape, layout);
-		return new RankMemory(shape, layout, layout.attnTpRank(), layout.ppRank() * per, per, 0, pages, auxRows,
-				stateSlots);
+		return new RankMemory(shape, layout, kvLayout, layout.attnTpRank(), layout.ppRank() * per, per, 0, pages,
+				auxRows, stateSlots);
 	}
 
 	/** Memory of a decode rank: its PP stage's layers (all layers at PP 1), then the shape's draft layers. */
 	public static RankMemory decode(ModelShape shape, ParallelLayout layout, long pages, int auxRows, int stateSlots) {
+		return decode(shape, layout, KVLayout.NHD, pages, auxRows, stateSlots);
+	}
+
+	/** Memory of a decode rank whose KV pages are ordered as {@code kvLayout} says. */
+	public static RankMemory decode(ModelShape shape, ParallelLayout layout, KVLayout kvLayout, long pages,
+			int auxRows, int stateSlots) {
 		int per = stageLayers(shape, layout);
-		return new RankMemory(shape, layout, layout.attnTpRank(), layout.ppRank() * per, per, shape.draftLayers(),
-				pages, auxRows, stateSlots);
+		return new RankMemory(shape, layout, kvLayout, layout.attnTpRank(), layout.ppRank() * per, per,
+				shape.draftLayers(), pages, auxRows, stateSlots);
+	}
+
+	/**
+	 * @return byte offset in a page of head {@code h} (of this rank's {@code heads}) of token {@code t}: token-major
+	 *         (NHD) or head-major (HND) as this rank's layout says
+	 */
+	private long headOffset(int t, int h, int heads) {
+		return kvLayout == KVLayout.HND ? ((long) h * shape.pageSize() + t) * shape.headBytes()
+				: ((long) t * heads + h) * shape.headBytes();
 	}
 
 	private static int stageLayers(ModelShape shape, ParallelLayout layout) {
@@ -146,15 +174,13 @@ public final class RankMemory {
 			case KV -> {
 				int tp = layout.attnTpSize();
 				int heads = shape.headsPerRank(tp);
-				int tokenBytes = heads * shape.headBytes();
 				int layer = firstLayer + region % layerCount;
 				for (int t = 0; t < shape.pageSize(); t++) {
 					long token = ordinal * shape.pageSize() + t;
 					for (int h = 0; h < heads; h++) {
 						long seed = Patterns.seed(room, layer, region / layerCount, token,
 								shape.modelHead(tp, layout.attnTpRank(), h));
-						write(address + (long) t * tokenBytes + (long) h * shape.headBytes(), seed,
-								shape.headBytes() / 8);
+						write(address + headOffset(t, h, heads), seed, shape.headBytes() / 8);
 					}
 				}
 			}
@@ -372,7 +398,6 @@ public final class RankMemory {
 		int tp = layout.attnTpSize();
 		int heads = shape.headsPerRank(tp);
 		int headWords = shape.headBytes() / 8;
-		int tokenBytes = heads * shape.headBytes();
 		int itemLen = shape.itemLen(tp);
 		int buffers = shape.mla() ? 1 : 2;
 		int[] modelHeads = new int[heads];
@@ -390,10 +415,9 @@ public final class RankMemory {
 					long pageBase = region.address() + (long) pages[i] * itemLen;
 					for (int t = 0; t < shape.pageSize(); t++) {
 						long token = tokenOf.applyAsLong((long) i * shape.pageSize() + t);
-						long tokenBase = pageBase + (long) t * tokenBytes;
 						for (int h = 0; h < heads; h++) {
 							long seed = Patterns.seed(room, layer, b, token, modelHeads[h]);
-							if (!v.visit(tokenBase + (long) h * shape.headBytes(), seed, headWords)) {
+							if (!v.visit(pageBase + headOffset(t, h, heads), seed, headWords)) {
 								return false;
 							}
 						}

@@ -12,6 +12,7 @@ import io.kvferry.DisaggregationMode;
 import io.kvferry.HostPort;
 import io.kvferry.DecodeKVManager;
 import io.kvferry.DecodeSpec;
+import io.kvferry.KVLayout;
 import io.kvferry.KVManagerSpec;
 import io.kvferry.KVReceiver;
 import io.kvferry.ParallelLayout;
@@ -75,13 +76,22 @@ final class DecodeClient {
 	 */
 	static Mono<DecodeClient> start(ModelShape shape, int tp, int pp, int poolPages, int auxRows, KVTransport transport,
 			BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
+		return start(shape, tp, pp, KVLayout.NHD, poolPages, auxRows, transport, client, customizer);
+	}
+
+	/**
+	 * As {@link #start(ModelShape, int, int, int, int, KVTransport, BootstrapClient, UnaryOperator)}, every rank's KV
+	 * pages ordered as {@code kvLayout} says (and checked in that order).
+	 */
+	static Mono<DecodeClient> start(ModelShape shape, int tp, int pp, KVLayout kvLayout, int poolPages, int auxRows,
+			KVTransport transport, BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
 		return Mono.defer(() -> {
 			DecodeClient c = new DecodeClient(shape, poolPages, auxRows);
 			List<Mono<DecodeKVManager>> starts = new ArrayList<>();
 			for (int t = 0; t < tp; t++) {
 				for (int p = 0; p < pp; p++) {
 					ParallelLayout layout = new ParallelLayout(tp, t, 1, 0, 1, 0, pp, p);
-					RankMemory mem = RankMemory.decode(shape, layout, poolPages, auxRows, auxRows);
+					RankMemory mem = RankMemory.decode(shape, layout, kvLayout, poolPages, auxRows, auxRows);
 					c.memory.add(mem);
 					c.managers.add(null);
 					int slot = c.managers.size() - 1;

@@ -149,8 +149,8 @@ final class DecodeCommand implements Callable<Integer> {
 		KVTransport transport = source != null ? null : kind.create(timeouts.heartbeatInterval);
 		try {
 			// One aux row (and state slot) per room in flight: rooms free theirs before the runner starts another.
-			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, pool, workload.concurrency,
-					source != null ? source.transport() : transport, client,
+			DecodeClient decoder = DecodeClient.start(shape, decode.tp, decode.pp, decode.kvLayout, pool,
+					workload.concurrency, source != null ? source.transport() : transport, client,
 					spec -> stripes.apply(timeouts.apply(spec))).block(START_TIMEOUT).decodePrefix(workload.decodePrefix);
 			if (source != null) {
 				synthetic.checkedBy(decoder.memory());

@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.Callable;
 
+import io.kvferry.KVLayout;
 import io.kvferry.bootstrap.server.BootstrapServer;
 import io.kvferry.bootstrap.server.DisposableBootstrapServer;
 import io.kvferry.examples.engine.TinyEngineDemo;
@@ -121,11 +122,14 @@ final class DemoCommand implements Callable<Integer> {
 
 		PrintWriter out = cl.getOut();
 		PrintWriter err = cl.getErr();
+		// The KV layouts are named only where one side is not token-major, the default.
+		boolean nhd = prefill.kvLayout == KVLayout.NHD && decode.kvLayout == KVLayout.NHD;
 		String title = String.format(Locale.ROOT, "kvferry demo: %d requests (%d..%d tokens, %s), "
-				+ "prefill TP%d PP%d DP%d%s -> decode TP%d PP%d%s over loopback", batch.requests().size(),
+				+ "prefill TP%d PP%d DP%d%s%s -> decode TP%d PP%d%s%s over loopback", batch.requests().size(),
 				batch.minTokens(), batch.maxTokens(), Sizes.bytes(batch.totalPages() * decodePageBytes), prefill.tp,
 				prefill.pp, prefill.dp, prefill.cp > 1 ? " CP" + prefill.cp + (prefill.allCpRanks ? " (all CP ranks)" : "")
-						: "", decode.tp, decode.pp, workload.decodePrefix > 0 ? " (decode prefix " + workload.decodePrefix + ")" : "");
+						: "", nhd ? "" : " " + prefill.kvLayout, decode.tp, decode.pp, nhd ? "" : " " + decode.kvLayout,
+				workload.decodePrefix > 0 ? " (decode prefix " + workload.decodePrefix + ")" : "");
 		if (!json) {
 			err.println(title);
 			err.println("  model   " + ModelOptions.describe(shape));
@@ -147,6 +151,7 @@ final class DemoCommand implements Callable<Integer> {
 					.prefillCp(prefill.cp, prefill.allCpRanks, false)
 					.decodePrefix(workload.decodePrefix)
 					.decode(decode.tp, decode.pp)
+					.kvLayouts(prefill.kvLayout, decode.kvLayout)
 					.capacity(pool, batch.requests().size() + 1)
 					.transport(transport)
 					.decodeTransport(decodeTransport)

@@ -1,5 +1,6 @@
 package io.kvferry.cli;
 
+import io.kvferry.KVLayout;
 import io.kvferry.ParallelLayout;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
@@ -71,6 +72,11 @@ final class LayoutOptions {
 				+ "contiguous share of each room's pages (SGLang's SGLANG_DISAGGREGATION_ALL_CP_RANKS_TRANSFER).")
 		boolean allCpRanks;
 
+		@Option(names = "--prefill-kv-layout", defaultValue = "NHD", paramLabel = "NHD|HND",
+				description = "How prefill orders each KV page: NHD token-major, HND head-major; it re-lays what it "
+						+ "sends into decode's layout (default: ${DEFAULT-VALUE}).")
+		KVLayout kvLayout;
+
 		/** @throws CommandLine.ParameterException naming the bad option */
 		void validate(CommandLine cl, ModelShape shape) {
 			int layers = shape.layers();
@@ -103,6 +109,11 @@ final class LayoutOptions {
 		@Option(names = "--decode-pp", defaultValue = "1", paramLabel = "N",
 				description = "Decode PP size: 1, or equal to the prefill PP size (default: ${DEFAULT-VALUE}).")
 		int pp;
+
+		@Option(names = "--decode-kv-layout", defaultValue = "NHD", paramLabel = "NHD|HND",
+				description = "How decode orders each KV page: NHD token-major, HND head-major; prefill re-lays what "
+						+ "it sends into it, and decode checks every byte in it (default: ${DEFAULT-VALUE}).")
+		KVLayout kvLayout;
 
 		/** @throws CommandLine.ParameterException naming the bad option */
 		void validate(CommandLine cl, ModelShape shape) {

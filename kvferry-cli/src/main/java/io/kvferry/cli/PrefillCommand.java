@@ -126,7 +126,7 @@ final class PrefillCommand implements Callable<Integer> {
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
 				prefill.allCpRanks, poolPages, poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport,
 				client, s -> metrics == null ? timeouts.apply(s) : timeouts.apply(s).metricsRecorder(metrics.recorder()),
-				layers.layerCompute, layers.layerwise);
+				layers.layerCompute, layers.layerwise, prefill.kvLayout);
 		PrefillEngine engine;
 		try {
 			engine = PrefillEngine.start(config).block(START_TIMEOUT);
@@ -145,7 +145,7 @@ final class PrefillCommand implements Callable<Integer> {
 				+ "%s%n", engine.managers().size(), prefill.tp, prefill.pp, prefill.dp, registry.describe(bootstrap),
 				endpoints);
 		out.println("  model   " + ModelOptions.describe(shape));
-		out.println("  pools   " + poolPages + " pages per rank");
+		out.println("  pools   " + poolPages + " pages per rank, KV pages " + prefill.kvLayout);
 		out.println("  transport " + kind.banner());
 		if (metrics != null) {
 			metrics.bind(engine.managers());

@@ -19,6 +19,7 @@ import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
 import io.kvferry.KVArgs;
+import io.kvferry.KVLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.PrefillSpec;
 import io.kvferry.KVManagerSpec;
@@ -94,8 +95,8 @@ final class PrefillEngine {
 						for (int pp = 0; pp < config.pp(); pp++) {
 							ParallelLayout layout = new ParallelLayout(config.tp(), tp, config.dp(), g, 1, 0,
 									config.pp(), pp, config.cp(), cp);
-							RankMemory memory = RankMemory.prefill(config.shape(), layout, config.poolPages(), rows,
-									rows);
+							RankMemory memory = RankMemory.prefill(config.shape(), layout, config.kvLayout(),
+									config.poolPages(), rows, rows);
 							PrefillSpec spec = (PrefillSpec) config.customizer().apply(KVManagerSpec.prefill()
 									.kvArgs(memory.kvArgs()).layout(layout).transport(config.transport())
 									.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
@@ -380,11 +381,22 @@ final class PrefillEngine {
 	 * @param customizer adjusts every manager's spec (timeouts)
 	 * @param layerCompute compute time of one model layer, on a timer (zero: none)
 	 * @param layerwise send each layer of a chunk as soon as it is computed
+	 * @param kvLayout how every rank orders its KV pages
 	 */
 	record Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
 			int chunkTokens,
 			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
-			UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute, boolean layerwise) {
+			UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute, boolean layerwise,
+			KVLayout kvLayout) {
+
+		/** Token-major KV pages. */
+		Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
+				int chunkTokens, String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport,
+				BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute,
+				boolean layerwise) {
+			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHost,
+					bootstrap, transport, client, customizer, layerCompute, layerwise, KVLayout.NHD);
+		}
 
 		/** Without compute time, whole chunks. */
 		Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,

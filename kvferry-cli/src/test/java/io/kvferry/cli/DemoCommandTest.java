@@ -78,7 +78,10 @@ class DemoCommandTest {
 	@ValueSource(strings = { "--prefill-tp 2 --decode-tp 1", "--prefill-tp 1 --decode-tp 2",
 			"--prefill-pp 2 --decode-pp 1", "--prefill-dp 2", "--mla --prefill-tp 2 --decode-tp 1",
 			"--prefill-cp 2 --all-cp-ranks --prefill-tp 2 --decode-tp 1", "--prefill-cp 2 --decode-prefix 0.5",
-			"--mamba-state --prefill-tp 1 --decode-tp 2 --decode-prefix 1" })
+			"--mamba-state --prefill-tp 1 --decode-tp 2 --decode-prefix 1",
+			"--prefill-kv-layout NHD --decode-kv-layout HND --transport tcp",
+			"--prefill-kv-layout HND --decode-kv-layout NHD --prefill-tp 2 --decode-tp 1",
+			"--prefill-kv-layout HND --decode-kv-layout HND --prefill-tp 1 --decode-tp 2" })
 	void everyLayoutVerifiesEveryByte(String layout) throws Exception {
 		int status = demo((layout + " --json").split(" "));
 		assertThat(status).as(err.toString()).isZero();

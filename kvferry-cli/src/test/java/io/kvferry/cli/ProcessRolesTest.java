@@ -82,6 +82,27 @@ class ProcessRolesTest {
 	}
 
 	@Test
+	void prefillAndDecodeWithDifferentKvLayoutsVerifyEveryRoomInDecodesLayout() throws Exception {
+		// Prefill head-major, decode token-major: prefill re-lays as it sends, decode checks its own layout.
+		try (Child bootstrap = CliChild.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {
+			String address = startBootstrap(bootstrap);
+			try (Child prefill = CliChild.start("prefill", args("prefill", "--bootstrap", address, "--host",
+					"127.0.0.1", "--prefill-kv-layout", "HND"))) {
+				prefill.awaitLine("kvferry prefill: ready", START);
+				prefill.awaitLine("  pools   \\d+ pages per rank, KV pages HND", START);
+				try (Child decode = CliChild.start("decode", args("decode", "--bootstrap", address, "--requests", "6",
+						"--min-tokens", "17", "--max-tokens", "300", "--decode-kv-layout", "NHD", "--json"))) {
+					int status = decode.awaitExit(START);
+					assertThat(status).as(decode.output() + prefill.output()).isZero();
+					JsonNode j = JSON.readTree(decode.stdout());
+					assertThat(j.get("verified").asBoolean()).isTrue();
+					assertThat(j.get("completed").asInt()).isEqualTo(6);
+				}
+			}
+		}
+	}
+
+	@Test
 	void prefillAndDecodeWithDifferentPageSizesVerifyEveryRoom() throws Exception {
 		// As docs/rooms.md shows them: prefill pages of one token, decode pages of 16.
 		try (Child bootstrap = CliChild.start("bootstrap", "bootstrap", "--host", "127.0.0.1", "--port", "0")) {

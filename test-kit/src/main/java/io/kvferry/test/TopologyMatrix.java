@@ -9,6 +9,7 @@ import java.util.Random;
 
 import io.kvferry.DecodeSpec;
 import io.kvferry.HostPort;
+import io.kvferry.KVLayout;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
@@ -21,7 +22,8 @@ import io.kvferry.spi.KVTransport;
  * state slots; then a few cells of prefill context parallelism (CP {1,2} × all-CP-ranks transfer {off,on}, DSA layer
  * split), decode prefix (none, part, full hit) and a hybrid model with Mamba state across TP 1→2 and 2→1, a
  * layer-wise column on a few cells, cells whose prefill and decode page sizes differ (decode re-pages) and cells of
- * decode context parallelism (each decode DCP rank gets only its tokens). Each case moves rooms with scattered and contiguous pages in several chunks and
+ * decode context parallelism (each decode DCP rank gets only its tokens), and cells whose prefill and decode order
+ * their KV pages differently (NHD and HND: prefill re-lays as it sends). Each case moves rooms with scattered and contiguous pages in several chunks and
  * checks every byte (and, in the added cells, that no decode byte outside a room's pages, aux row and state slots
  * changed).
  */
@@ -40,10 +42,20 @@ public final class TopologyMatrix {
 	 * @param decodePage tokens per decode page (0: the shape's)
 	 * @param decodeDcp decode context-parallel size: decode TP rank t is DCP rank {@code t mod decodeDcp} and holds
 	 *        only its share of each room's tokens (MLA)
+	 * @param prefillLayout how prefill orders its KV pages
+	 * @param decodeLayout how decode orders its KV pages (checked byte by byte in that order)
 	 */
 	public record Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
 			int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise, int prefillPage,
-			int decodePage, int decodeDcp) {
+			int decodePage, int decodeDcp, KVLayout prefillLayout, KVLayout decodeLayout) {
+
+		/** A cell whose pages are token-major on both sides. */
+		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
+				int prefillCp, String cpTransfer, double decodePrefix, boolean layerwise, int prefillPage,
+				int decodePage, int decodeDcp) {
+			this(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer, decodePrefix,
+					layerwise, prefillPage, decodePage, decodeDcp, KVLayout.NHD, KVLayout.NHD);
+		}
 
 		/** A cell without decode context parallelism. */
 		public Case(int prefillTp, int decodeTp, String model, int prefillPp, int decodePp, int prefillDp,
@@ -56,7 +68,13 @@ public final class TopologyMatrix {
 		/** A cell whose decode spreads each room's tokens over {@code dcp} DCP ranks. */
 		public Case withDecodeDcp(int dcp) {
 			return new Case(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer,
-					decodePrefix, layerwise, prefillPage, decodePage, dcp);
+					decodePrefix, layerwise, prefillPage, decodePage, dcp, prefillLayout, decodeLayout);
+		}
+
+		/** A cell whose prefill orders its KV pages as {@code prefill} says and decode as {@code decode} says. */
+		public Case withLayouts(KVLayout prefill, KVLayout decode) {
+			return new Case(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer,
+					decodePrefix, layerwise, prefillPage, decodePage, decodeDcp, prefill, decode);
 		}
 
 		/** A cell with the shape's page size on both sides. */
@@ -69,7 +87,7 @@ public final class TopologyMatrix {
 		/** A cell whose prefill pages hold {@code prefillPage} tokens and decode pages {@code decodePage}. */
 		public Case withPages(int prefillPage, int decodePage) {
 			return new Case(prefillTp, decodeTp, model, prefillPp, decodePp, prefillDp, prefillCp, cpTransfer,
-					decodePrefix, layerwise, prefillPage, decodePage, decodeDcp);
+					decodePrefix, layerwise, prefillPage, decodePage, decodeDcp, prefillLayout, decodeLayout);
 		}
 
 		/** A cell without CP and without decode prefix, its chunks sent whole. */
@@ -95,7 +113,9 @@ public final class TopologyMatrix {
 					+ prefillDp + (prefillCp == 1 && cpTransfer.equals("rank0") ? "" : " cp" + prefillCp + " " + cpTransfer)
 					+ (decodePrefix == 0 ? "" : " prefix" + decodePrefix) + (layerwise ? " layerwise" : "")
 					+ (prefillPage == 0 && decodePage == 0 ? "" : " page" + prefillPage + "->" + decodePage)
-					+ (decodeDcp == 1 ? "" : " dcp1->" + decodeDcp);
+					+ (decodeDcp == 1 ? "" : " dcp1->" + decodeDcp)
+					+ (prefillLayout == KVLayout.NHD && decodeLayout == KVLayout.NHD ? ""
+							: " " + prefillLayout + "->" + decodeLayout);
 		}
 
 		/**
@@ -115,10 +135,11 @@ public final class TopologyMatrix {
 			}
 		}
 
-		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state, page sizes, DCP) */
+		/** @return whether this is one of the added cells (CP, decode prefix, hybrid state, page sizes, DCP, layouts) */
 		public boolean extended() {
 			return prefillCp > 1 || !cpTransfer.equals("rank0") || decodePrefix > 0 || model.equals("hybrid")
-					|| prefillPage != decodePage || decodeDcp > 1;
+					|| prefillPage != decodePage || decodeDcp > 1 || prefillLayout != KVLayout.NHD
+					|| decodeLayout != KVLayout.NHD;
 		}
 	}
 
@@ -171,6 +192,35 @@ public final class TopologyMatrix {
 		out.add(new Case(2, 1, "hybrid", 1, 1, 1, 1, "rank0", 0.5, true));
 		out.addAll(repagedCases());
 		out.addAll(decodeDcpCases());
+		out.addAll(layoutCases());
+		return out;
+	}
+
+	/**
+	 * @return the cells whose prefill and decode order their KV pages differently, each way (NHD to HND and back):
+	 *         equal and unequal page sizes, head slices from and to several ranks with heads above and below TP, MLA
+	 *         (one latent head: nothing to re-lay), PP, a decode prefix, CP shares and layer-wise sending; and
+	 *         head-major pages on both sides cut by token (re-paged, head-sliced), which move head by head as well
+	 */
+	public static List<Case> layoutCases() {
+		List<Case> out = new ArrayList<>();
+		KVLayout[][] mixed = { { KVLayout.NHD, KVLayout.HND }, { KVLayout.HND, KVLayout.NHD } };
+		for (KVLayout[] l : mixed) {
+			out.add(new Case(1, 1, "mha8", 1, 1, 1).withLayouts(l[0], l[1]));
+			out.add(new Case(1, 1, "mha8", 1, 1, 1).withPages(16, 4).withLayouts(l[0], l[1]));
+			out.add(new Case(1, 1, "mha8", 1, 1, 1).withPages(1, 16).withLayouts(l[0], l[1]));
+			out.add(new Case(2, 1, "mha8", 1, 1, 1).withLayouts(l[0], l[1]));
+			out.add(new Case(1, 4, "mha8", 2, 1, 1).withLayouts(l[0], l[1]));
+			out.add(new Case(1, 4, "mha2", 1, 1, 2).withLayouts(l[0], l[1]));
+			out.add(new Case(2, 4, "mha8", 2, 2, 1).withPages(8, 2).withLayouts(l[0], l[1]));
+			out.add(new Case(1, 2, "mla", 1, 1, 1).withPages(4, 16).withLayouts(l[0], l[1]));
+			out.add(new Case(1, 1, "mha8", 1, 1, 1, 1, "rank0", 0.5).withPages(4, 8).withLayouts(l[0], l[1]));
+			out.add(new Case(2, 1, "mha8", 1, 1, 1, 2, "all", 0.5).withLayouts(l[0], l[1]));
+			out.add(new Case(4, 1, "mha8", 2, 1, 1, true).withPages(2, 8).withLayouts(l[0], l[1]));
+		}
+		out.add(new Case(1, 1, "mha8", 1, 1, 1).withPages(16, 4).withLayouts(KVLayout.HND, KVLayout.HND));
+		out.add(new Case(2, 4, "mha8", 1, 1, 1).withLayouts(KVLayout.HND, KVLayout.HND));
+		out.add(new Case(4, 1, "mha2", 1, 1, 1, true).withPages(1, 8).withLayouts(KVLayout.HND, KVLayout.HND));
 		return out;
 	}
 
@@ -245,7 +295,8 @@ public final class TopologyMatrix {
 		KVCluster cluster = KVCluster.builder().shape(c.shape()).prefill(c.prefillTp(), c.prefillPp(), c.prefillDp())
 				.prefillCp(c.prefillCp(), c.cpTransfer().equals("all"), c.cpTransfer().equals("layers"))
 				.decodePrefix(c.decodePrefix()).checkUntouched(c.extended()).layerwise(c.layerwise())
-				.decode(c.decodeTp(), c.decodePp()).decodeDcp(c.decodeDcp()).capacity(96, 8).transport(transport).bootstrapClient(client)
+				.decode(c.decodeTp(), c.decodePp()).decodeDcp(c.decodeDcp())
+				.kvLayouts(c.prefillLayout(), c.decodeLayout()).capacity(96, 8).transport(transport).bootstrapClient(client)
 				.pageSizes(c.prefillPage() == 0 ? c.shape().pageSize() : c.prefillPage(),
 						c.decodePage() == 0 ? c.shape().pageSize() : c.decodePage())
 				.customize(spec -> spec instanceof DecodeSpec d ? d.stripes(stripes) : spec)
