@@ -1,6 +1,7 @@
 package io.kvferry;
 
 import java.time.Duration;
+import java.util.List;
 
 import org.jspecify.annotations.Nullable;
 
@@ -10,6 +11,7 @@ public final class PrefillConfig extends KVManagerConfig {
 	@Nullable HostPort bootstrapAddress;
 	HostPort bindAddress = new HostPort("0.0.0.0", 0);
 	@Nullable String advertiseHost;
+	List<String> moreAdvertiseHosts = List.of();
 	Duration reregisterInterval = KVManagerSpec.DEFAULT_REREGISTER_INTERVAL;
 	boolean allCpRanksTransfer;
 	boolean dsaCacheLayerSplit;
@@ -30,6 +32,7 @@ public final class PrefillConfig extends KVManagerConfig {
 		bootstrapAddress = from.bootstrapAddress;
 		bindAddress = from.bindAddress;
 		advertiseHost = from.advertiseHost;
+		moreAdvertiseHosts = from.moreAdvertiseHosts;
 		reregisterInterval = from.reregisterInterval;
 		allCpRanksTransfer = from.allCpRanksTransfer;
 		dsaCacheLayerSplit = from.dsaCacheLayerSplit;
@@ -65,6 +68,14 @@ public final class PrefillConfig extends KVManagerConfig {
 	/** @return the host decode ranks dial, or null for the bind host (or the detected address) */
 	public @Nullable String advertiseHost() {
 		return advertiseHost;
+	}
+
+	/**
+	 * @return the addresses of the rank's further network interfaces, registered with the listening port after
+	 *         {@link #advertiseHost}: decode deals a session's stripes over them all (none: one interface)
+	 */
+	public List<String> moreAdvertiseHosts() {
+		return moreAdvertiseHosts;
 	}
 
 	/** @return how often the rank registers again (zero: never) */

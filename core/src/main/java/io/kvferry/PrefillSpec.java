@@ -1,9 +1,12 @@
 package io.kvferry;
 
 import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
 
+import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.internal.KVManagers;
 import io.kvferry.spi.KVMessage;
 import reactor.core.publisher.Mono;
@@ -66,7 +69,38 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 */
 	public PrefillSpec advertiseHost(String host) {
 		Objects.requireNonNull(host, "host");
-		return role(c -> c.advertiseHost = host);
+		return role(c -> {
+			c.advertiseHost = host;
+			c.moreAdvertiseHosts = List.of();
+		});
+	}
+
+	/**
+	 * A rank on a host of several network interfaces: decode ranks dial the first address as with
+	 * {@link #advertiseHost} (SGLang's decode dials only that one), and kvferry's decode deals each session's stripes
+	 * over all of them, stripe {@code i} to address {@code i} modulo their number, so that a room's bytes spread over
+	 * the interfaces. The rank listens on one port for all of them: bind a wildcard address (the default) or one they
+	 * all reach.
+	 *
+	 * @param hosts 1 .. {@value BootstrapFields#MAX_ENDPOINTS} distinct addresses, one per interface
+	 * @return a new spec
+	 */
+	public PrefillSpec advertiseHosts(List<String> hosts) {
+		List<String> all = List.copyOf(hosts);
+		if (all.isEmpty() || all.size() > BootstrapFields.MAX_ENDPOINTS) {
+			throw new IllegalArgumentException("hosts : " + all.size() + " (expected: 1.." + BootstrapFields.MAX_ENDPOINTS
+					+ ")");
+		}
+		if (new HashSet<>(all).size() != all.size()) {
+			throw new IllegalArgumentException("hosts : " + all + " (expected: distinct addresses)");
+		}
+		for (String host : all) {
+			new HostPort(host, 1);
+		}
+		return role(c -> {
+			c.advertiseHost = all.get(0);
+			c.moreAdvertiseHosts = all.subList(1, all.size());
+		});
 	}
 
 	/**

@@ -1,10 +1,13 @@
 package io.kvferry.bootstrap;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.stream.Collectors;
 
+import io.kvferry.HostPort;
 import io.kvferry.ParallelLayout;
 import org.jspecify.annotations.Nullable;
 
@@ -56,11 +59,23 @@ public final class BootstrapFields {
 	 */
 	public static final String INCARNATION = "kvferry_incarnation";
 
+	/**
+	 * kvferry's own per-rank field: the rank's further endpoints, one per further network interface, as
+	 * {@code host:port} texts ({@code [v6]:port} for IPv6) joined by commas. {@code rank_ip:rank_port} stays the first
+	 * endpoint, the one SGLang's decode dials; kvferry's decode deals a session's stripes over all of them. A bootstrap
+	 * server that knows it keeps it with the rank's endpoint and returns it in the rank's {@code GET /route} answer;
+	 * SGLang's server and decode ignore it. Absent means none.
+	 */
+	public static final String MORE_ENDPOINTS = "kvferry_more_endpoints";
+
+	/** The most endpoints a rank may publish, its first included: more interfaces than any host carries. */
+	public static final int MAX_ENDPOINTS = 8;
+
 	/** Every registration field a bootstrap server reads, in SGLang's order; any other is passed through or ignored. */
 	public static final List<String> REGISTRATION = List.of(ROLE, ATTN_TP_SIZE, ATTN_TP_RANK, ATTN_CP_SIZE,
 			ATTN_CP_RANK, ATTN_DP_SIZE, ATTN_DP_RANK, PP_SIZE, PP_RANK, SYSTEM_DP_SIZE, SYSTEM_DP_RANK, RANK_IP,
 			RANK_PORT, PAGE_SIZE, KV_CACHE_DTYPE, LOAD_BALANCE_METHOD, ENABLE_DSA_CACHE_LAYER_SPLIT, PREFILL_HTTP_PORT,
-			INCARNATION);
+			INCARNATION, MORE_ENDPOINTS);
 
 	/** SGLang's role string for prefill ranks. */
 	public static final String PREFILL_ROLE = "Prefill";
@@ -103,6 +118,9 @@ public final class BootstrapFields {
 	/** The endpoint's fields, in SGLang's order. */
 	public static final List<String> ENDPOINT = List.of(RANK_IP, RANK_PORT);
 
+	// Room for the most further endpoints a rank may publish, each of a host of up to 255 characters, brackets and port.
+	private static final int MAX_ENDPOINTS_TEXT = (MAX_ENDPOINTS - 1) * (255 + 2 + 6 + 1);
+
 	private BootstrapFields() {
 	}
 
@@ -143,6 +161,9 @@ public final class BootstrapFields {
 		if (registration.incarnation() != PrefillRegistration.UNKNOWN_INCARNATION) {
 			body.put(INCARNATION, incarnationText(registration.incarnation()));
 		}
+		if (!registration.moreEndpoints().isEmpty()) {
+			body.put(MORE_ENDPOINTS, endpointsText(registration.moreEndpoints()));
+		}
 		return body;
 	}
 
@@ -160,6 +181,71 @@ public final class BootstrapFields {
 			json.put(INCARNATION, incarnationText(incarnation));
 		}
 		return json;
+	}
+
+	/**
+	 * An endpoint with the rank's incarnation and its further endpoints, as kvferry's bootstrap server and registry
+	 * answer it.
+	 *
+	 * @param more the rank's further endpoints; none leaves {@value #MORE_ENDPOINTS} out
+	 * @return {@link #endpoint(String, int, long)} plus {@value #MORE_ENDPOINTS} when there are any
+	 */
+	public static Map<String, Object> endpoint(String rankIp, int rankPort, long incarnation, List<HostPort> more) {
+		Map<String, Object> json = endpoint(rankIp, rankPort, incarnation);
+		if (!more.isEmpty()) {
+			json.put(MORE_ENDPOINTS, endpointsText(more));
+		}
+		return json;
+	}
+
+	/**
+	 * @param endpoints a rank's further endpoints
+	 * @return the value of {@value #MORE_ENDPOINTS}: their {@code host:port} texts joined by commas
+	 */
+	public static String endpointsText(List<HostPort> endpoints) {
+		return endpoints.stream().map(HostPort::toString).collect(Collectors.joining(","));
+	}
+
+	/**
+	 * Reads what a peer sent as {@value #MORE_ENDPOINTS}: a bootstrap server, a registry or a rank registering.
+	 *
+	 * @param text the value, or null when absent
+	 * @return the endpoints, in order; none for null
+	 * @throws IllegalArgumentException naming the problem when the text is longer than {@value #MAX_ENDPOINTS} - 1
+	 *         endpoints may be, names more of them, repeats one, or one is not {@code host:port} with a port 1..65535
+	 */
+	public static List<HostPort> parseEndpoints(@Nullable String text) {
+		if (text == null) {
+			return List.of();
+		}
+		if (text.length() > MAX_ENDPOINTS_TEXT) {
+			throw new IllegalArgumentException(MORE_ENDPOINTS + " : " + text.length() + " characters (expected: at most "
+					+ MAX_ENDPOINTS_TEXT + ")");
+		}
+		String[] parts = text.split(",", -1);
+		if (parts.length > MAX_ENDPOINTS - 1) {
+			throw new IllegalArgumentException(MORE_ENDPOINTS + " : " + parts.length + " endpoints (expected: at most "
+					+ (MAX_ENDPOINTS - 1) + ", the first being rank_ip:rank_port)");
+		}
+		List<HostPort> endpoints = new ArrayList<>(parts.length);
+		for (String part : parts) {
+			HostPort endpoint;
+			try {
+				endpoint = HostPort.parse(part);
+			}
+			catch (IllegalArgumentException e) {
+				throw new IllegalArgumentException(MORE_ENDPOINTS + " : " + e.getMessage(), e);
+			}
+			if (endpoint.port() < 1 || endpoint.host().chars().anyMatch(c -> c <= ' ' || c == 0x7f)) {
+				throw new IllegalArgumentException(MORE_ENDPOINTS + " : '" + part.strip()
+						+ "' (expected: host:port with a port 1..65535 and no whitespace or control character)");
+			}
+			if (endpoints.contains(endpoint)) {
+				throw new IllegalArgumentException(MORE_ENDPOINTS + " : " + endpoint + " twice");
+			}
+			endpoints.add(endpoint);
+		}
+		return List.copyOf(endpoints);
 	}
 
 	/**

@@ -1,7 +1,9 @@
 package io.kvferry.bootstrap;
 
+import java.util.List;
 import java.util.Objects;
 
+import io.kvferry.HostPort;
 import io.kvferry.ParallelLayout;
 
 /**
@@ -20,9 +22,12 @@ import io.kvferry.ParallelLayout;
  * @param incarnation the rank's incarnation ({@code KVManager.incarnation()}), sent as
  *        {@value BootstrapFields#INCARNATION} and returned with the rank's endpoint; {@link #UNKNOWN_INCARNATION} sends
  *        none
+ * @param moreEndpoints the endpoints of the rank's further network interfaces, sent as
+ *        {@value BootstrapFields#MORE_ENDPOINTS} (SGLang reads only {@code rank_ip:rank_port}); at most
+ *        {@link BootstrapFields#MAX_ENDPOINTS} - 1, none for a rank of one interface
  */
 public record PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize,
-		boolean dsaCacheLayerSplit, boolean allCpRanksTransfer, long incarnation) {
+		boolean dsaCacheLayerSplit, boolean allCpRanksTransfer, long incarnation, List<HostPort> moreEndpoints) {
 
 	/** An incarnation nobody told: registrations of SGLang's own ranks, and answers of servers that keep none. */
 	public static final long UNKNOWN_INCARNATION = 0;
@@ -43,6 +48,13 @@ public record PrefillRegistration(String role, ParallelLayout layout, String ran
 		if (pageSize < 1) {
 			throw new IllegalArgumentException("pageSize : " + pageSize + " (expected: >= 1)");
 		}
+		moreEndpoints = RankRoute.checkMore(moreEndpoints);
+	}
+
+	/** A registration of a rank with one network interface. */
+	public PrefillRegistration(String role, ParallelLayout layout, String rankIp, int rankPort, int pageSize,
+			boolean dsaCacheLayerSplit, boolean allCpRanksTransfer, long incarnation) {
+		this(role, layout, rankIp, rankPort, pageSize, dsaCacheLayerSplit, allCpRanksTransfer, incarnation, List.of());
 	}
 
 	/** A registration without an incarnation. */
@@ -64,6 +76,12 @@ public record PrefillRegistration(String role, ParallelLayout layout, String ran
 	/** @return this registration with {@code incarnation} */
 	public PrefillRegistration withIncarnation(long incarnation) {
 		return new PrefillRegistration(role, layout, rankIp, rankPort, pageSize, dsaCacheLayerSplit,
-				allCpRanksTransfer, incarnation);
+				allCpRanksTransfer, incarnation, moreEndpoints);
+	}
+
+	/** @return this registration with the endpoints of the rank's further network interfaces */
+	public PrefillRegistration withMoreEndpoints(List<HostPort> moreEndpoints) {
+		return new PrefillRegistration(role, layout, rankIp, rankPort, pageSize, dsaCacheLayerSplit,
+				allCpRanksTransfer, incarnation, moreEndpoints);
 	}
 }

@@ -12,6 +12,7 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.ProtocolException;
 import io.kvferry.TopologyException;
 import io.kvferry.bootstrap.PrefillParallelInfo;
+import io.kvferry.bootstrap.RankRoute;
 import io.kvferry.internal.stripe.DialledConnection;
 import io.kvferry.internal.stripe.Tally;
 import io.kvferry.internal.topology.LayerPairing;
@@ -120,19 +121,20 @@ final class DecodeSession implements DialledConnection.Peer {
 
 	/**
 	 * @param inboxes the manager's rooms by id (null when unknown or ended)
+	 * @param route where the rank listens: its stripes are dealt over the route's endpoints
 	 * @param entry the session table's entry this session is made for
 	 */
 	DecodeSession(DecodeSupport support, Owner owner, LongFunction<? extends Inbox> inboxes, SessionKey key,
-			HostPort endpoint, long incarnation, PrefillParallelInfo info, Mono<DecodeSession> entry) {
+			RankRoute route, PrefillParallelInfo info, Mono<DecodeSession> entry) {
 		this.support = support;
 		this.owner = owner;
 		this.inboxes = inboxes;
 		this.key = key;
-		this.endpoint = endpoint;
-		this.incarnation = incarnation;
+		this.endpoint = route.endpoint();
+		this.incarnation = route.incarnation();
 		this.info = info;
 		this.entry = entry;
-		this.connection = new DialledConnection(support.config.transport(), endpoint, support.config.stripes(),
+		this.connection = new DialledConnection(support.config.transport(), route.endpoints(), support.config.stripes(),
 				support.config.checksums(), this);
 		this.renewals = new LeaseRenewals(connection, rooms, support.config.timer());
 	}

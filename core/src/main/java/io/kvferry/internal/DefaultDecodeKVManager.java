@@ -389,8 +389,7 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 							return Mono.error(retired);
 						}
 						observeIncarnation(k, route.incarnation(), "its registration");
-						return new DecodeSession(support, this, table::get, k, route.endpoint(), route.incarnation(),
-								info, entry.get())
+						return new DecodeSession(support, this, table::get, k, route, info, entry.get())
 								.open()
 								.doOnNext(s -> breakers.succeeded(k))
 								.doOnError(e -> {

@@ -16,6 +16,7 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.PrefillKVManager;
 import io.kvferry.RoomRequest;
 import io.kvferry.RoomTrace;
+import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.internal.stripe.AcceptedStripes;
 import io.kvferry.internal.topology.LocalAddress;
@@ -91,9 +92,12 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 			m.endpoint = new HostPort(m.advertiseHost(l.address()), l.address().port());
 			PrefillRegistration registration = new PrefillRegistration(PrefillRegistration.PREFILL, config.layout(),
 					m.endpoint.host(), m.endpoint.port(), config.kvArgs().pageSize(), config.dsaCacheLayerSplit(),
-					config.allCpRanksTransfer(), m.incarnation);
-			log.info("[{}] listening on {} (advertised {}) as incarnation {}, registering with {}", m.name, l.address(),
-					m.endpoint, Incarnation.text(m.incarnation), config.bootstrapAddress());
+					config.allCpRanksTransfer(), m.incarnation, config.moreAdvertiseHosts().stream()
+							.map(h -> new HostPort(h, m.endpoint.port())).toList());
+			log.info("[{}] listening on {} (advertised {}{}) as incarnation {}, registering with {}", m.name,
+					l.address(), m.endpoint, registration.moreEndpoints().isEmpty() ? ""
+							: " and " + BootstrapFields.endpointsText(registration.moreEndpoints()),
+					Incarnation.text(m.incarnation), config.bootstrapAddress());
 			return config.bootstrapClient().register(config.bootstrapAddress(), registration)
 					.onErrorResume(e -> {
 						m.dispose();

@@ -2,11 +2,14 @@ package io.kvferry.cli;
 
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 import io.kvferry.HostPort;
+import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.BootstrapClient;
 import io.kvferry.bootstrap.server.StopSignal;
 import io.kvferry.PrefillKVManager;
@@ -57,10 +60,12 @@ final class PrefillCommand implements Callable<Integer> {
 			description = "Address the ranks listen on (default: ${DEFAULT-VALUE}, on a free port each).")
 	String host;
 
-	@Option(names = "--advertise-host", paramLabel = "HOST",
+	@Option(names = "--advertise-host", paramLabel = "HOST[,HOST...]", split = ",",
 			description = "Address decode should dial, when it differs from --host (containers, NAT); default: "
-					+ "--host, or the detected local address for a wildcard --host.")
-	String advertiseHost;
+					+ "--host, or the detected local address for a wildcard --host. Several, one per network "
+					+ "interface of this host: decode dials the first (as SGLang's does) and deals each session's "
+					+ "stripes over all of them (listen on a wildcard --host then).")
+	List<String> advertiseHosts;
 
 	@Mixin
 	LayoutOptions.Prefill prefill;
@@ -108,6 +113,11 @@ final class PrefillCommand implements Callable<Integer> {
 		timeouts.validate(cl);
 		transportOptions.validate(cl, TransportOptions.TCP, "");
 		drain.validate(cl);
+		if (advertiseHosts != null && (advertiseHosts.size() > BootstrapFields.MAX_ENDPOINTS
+				|| new HashSet<>(advertiseHosts).size() != advertiseHosts.size() || advertiseHosts.contains(""))) {
+			throw new CommandLine.ParameterException(cl, "--advertise-host : " + String.join(",", advertiseHosts)
+					+ " (expected: 1.." + BootstrapFields.MAX_ENDPOINTS + " distinct addresses, one per interface)");
+		}
 		ModelOptions.positive(cl, "--pool-tokens", poolTokens);
 		ModelOptions.positive(cl, "--chunk-tokens", chunkTokens);
 		int poolPages = (poolTokens + shape.pageSize() - 1) / shape.pageSize();
@@ -124,7 +134,7 @@ final class PrefillCommand implements Callable<Integer> {
 		MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(host, metricsPort);
 		// Rooms in flight are bounded by pages: one aux row per page is more than enough.
 		PrefillEngine.Config config = new PrefillEngine.Config(shape, prefill.tp, prefill.pp, prefill.dp, prefill.cp,
-				prefill.allCpRanks, poolPages, poolPages + 1, chunkTokens, host, advertiseHost, bootstrap, transport,
+				prefill.allCpRanks, poolPages, poolPages + 1, chunkTokens, host, advertiseHosts, bootstrap, transport,
 				client, s -> metrics == null ? timeouts.apply(s) : timeouts.apply(s).metricsRecorder(metrics.recorder()),
 				layers.layerCompute, layers.layerwise, prefill.kvLayout);
 		PrefillEngine engine;
@@ -146,6 +156,9 @@ final class PrefillCommand implements Callable<Integer> {
 				endpoints);
 		out.println("  model   " + ModelOptions.describe(shape));
 		out.println("  pools   " + poolPages + " pages per rank, KV pages " + prefill.kvLayout);
+		if (advertiseHosts != null && advertiseHosts.size() > 1) {
+			out.println("  interfaces " + String.join(", ", advertiseHosts) + ": decode deals its stripes over them");
+		}
 		out.println("  transport " + kind.banner());
 		if (metrics != null) {
 			metrics.bind(engine.managers());

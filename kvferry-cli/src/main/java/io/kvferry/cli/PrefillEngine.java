@@ -102,8 +102,8 @@ final class PrefillEngine {
 									.bootstrapClient(config.client()).bootstrapAddress(config.bootstrap())
 									.bindAddress(new HostPort(config.bindHost(), 0))
 									.allCpRanksTransfer(config.allCpRanks()));
-							if (config.advertiseHost() != null) {
-								spec = spec.advertiseHost(config.advertiseHost());
+							if (config.advertiseHosts() != null && !config.advertiseHosts().isEmpty()) {
+								spec = spec.advertiseHosts(config.advertiseHosts());
 							}
 							// Subscribe as soon as the rank is up, before decode can know it exists.
 							starts.add(spec.start().doOnNext(m -> engine.attach(group, new Rank(m, memory))));
@@ -374,7 +374,7 @@ final class PrefillEngine {
 	 * @param auxRows aux rows on every rank
 	 * @param chunkTokens tokens per {@code send} call
 	 * @param bindHost address every rank listens on (free port each)
-	 * @param advertiseHost address decode should dial, or null for the default
+	 * @param advertiseHosts addresses decode should dial, one per network interface, or null for the default
 	 * @param bootstrap the bootstrap server to register with
 	 * @param transport shared transport (not disposed by the engine)
 	 * @param client shared bootstrap client (not disposed by the engine)
@@ -385,24 +385,24 @@ final class PrefillEngine {
 	 */
 	record Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
 			int chunkTokens,
-			String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport, BootstrapClient client,
-			UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute, boolean layerwise,
-			KVLayout kvLayout) {
+			String bindHost, List<String> advertiseHosts, HostPort bootstrap, KVTransport transport,
+			BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute,
+			boolean layerwise, KVLayout kvLayout) {
 
 		/** Token-major KV pages. */
 		Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
-				int chunkTokens, String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport,
-				BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer, Duration layerCompute,
-				boolean layerwise) {
-			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHost,
+				int chunkTokens, String bindHost, List<String> advertiseHosts, HostPort bootstrap,
+				KVTransport transport, BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer,
+				Duration layerCompute, boolean layerwise) {
+			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHosts,
 					bootstrap, transport, client, customizer, layerCompute, layerwise, KVLayout.NHD);
 		}
 
 		/** Without compute time, whole chunks. */
 		Config(ModelShape shape, int tp, int pp, int dp, int cp, boolean allCpRanks, int poolPages, int auxRows,
-				int chunkTokens, String bindHost, String advertiseHost, HostPort bootstrap, KVTransport transport,
+				int chunkTokens, String bindHost, List<String> advertiseHosts, HostPort bootstrap, KVTransport transport,
 				BootstrapClient client, UnaryOperator<KVManagerSpec<?, ?>> customizer) {
-			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHost,
+			this(shape, tp, pp, dp, cp, allCpRanks, poolPages, auxRows, chunkTokens, bindHost, advertiseHosts,
 					bootstrap, transport, client, customizer, Duration.ZERO, false);
 		}
 	}

@@ -107,7 +107,10 @@ class KVFerryCliTest {
 				"--pool-tokens", "4096", "--chunk-tokens", "1024", "--layers", "4");
 		assertThat(prefill.bootstrap).isEqualTo(new HostPort("::1", 8998));
 		assertThat(prefill.host).isEqualTo("127.0.0.1");
-		assertThat(prefill.advertiseHost).isEqualTo("10.1.2.3");
+		assertThat(prefill.advertiseHosts).containsExactly("10.1.2.3");
+		assertThat(((PrefillCommand) parse("prefill", "--bootstrap", "10.0.0.5:8998", "--advertise-host",
+				"10.1.2.3,10.2.2.3")).advertiseHosts).as("one address per interface").containsExactly("10.1.2.3",
+						"10.2.2.3");
 		assertThat(prefill.prefill.ranks()).isEqualTo(8);
 		assertThat(prefill.poolTokens).isEqualTo(4096);
 		assertThat(prefill.chunkTokens).isEqualTo(1024);
@@ -172,6 +175,9 @@ class KVFerryCliTest {
 		assertThat(cli().execute("demo", "--prefill-tp", "3", "--decode-tp", "2", "--requests", "2")).isEqualTo(2);
 		assertThat(err.toString()).contains("--prefill-tp : 3 (expected: a divisor or a multiple of --kv-heads 8, "
 				+ "so that every rank holds whole KV heads)");
+		assertThat(cli().execute("prefill", "--bootstrap", "127.0.0.1:1", "--advertise-host", "10.0.0.1,10.0.0.1"))
+				.isEqualTo(2);
+		assertThat(err.toString()).contains("--advertise-host : 10.0.0.1,10.0.0.1 (expected: 1..8 distinct addresses");
 		assertThat(cli().execute("demo", "--min-tokens", "500", "--max-tokens", "100")).isEqualTo(2);
 		assertThat(err.toString()).contains("--max-tokens : 100 (expected: >= --min-tokens 500)");
 		assertThat(cli().execute("demo", "--heartbeat-interval", "0")).isEqualTo(2);

@@ -58,9 +58,10 @@ public final class InMemoryBootstrap implements BootstrapClient {
 					i.cpSize = l.attnCpSize();
 				}
 			}
-			RankRoute route = new RankRoute(new HostPort(r.rankIp(), r.rankPort()), r.incarnation());
+			RankRoute route = new RankRoute(new HostPort(r.rankIp(), r.rankPort()), r.incarnation(),
+					r.moreEndpoints());
 			RankRoute before = i.ranks.put(key(l.dpGroup(), l.attnCpRank(), l.attnTpRank(), l.ppRank()), route);
-			if (before != null && !before.endpoint().equals(route.endpoint())) {
+			if (before != null && !before.endpoints().equals(route.endpoints())) {
 				emit(new RegistryChange(bootstrap, RegistryChange.Kind.RANK_MOVED, l.dpGroup(), l.attnTpRank(),
 						l.ppRank(), r.incarnation()));
 			}

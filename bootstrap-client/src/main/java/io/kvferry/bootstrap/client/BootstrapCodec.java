@@ -15,6 +15,7 @@ import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillParallelInfo;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.RankRoute;
+import org.jspecify.annotations.Nullable;
 
 /**
  * SGLang's bootstrap JSON: the {@code PUT /route} body and the two {@code GET /route} answers, with the field names
@@ -98,25 +99,34 @@ final class BootstrapCodec {
 	/**
 	 * @param call method and URL, for messages
 	 * @param body a 200 answer to a rank look-up
-	 * @return {@code rank_ip:rank_port} and the rank's {@code kvferry_incarnation}, unknown when absent or null
+	 * @return {@code rank_ip:rank_port}, the rank's {@code kvferry_incarnation} (unknown when absent or null) and its
+	 *         {@code kvferry_more_endpoints} (none when absent or null)
 	 * @throws BootstrapException OTHER naming the field when one is missing, null, mistyped or out of range
 	 */
 	static RankRoute decodeRankRoute(String call, byte[] body) {
 		HostPort endpoint = decodeRankEndpoint(call, body);
-		JsonNode value = parseObject(call, body).get(BootstrapFields.INCARNATION);
-		if (value == null || value.isNull()) {
-			return RankRoute.of(endpoint);
-		}
-		if (!value.isTextual()) {
-			throw new BootstrapException(Kind.OTHER, 200, call + ": '" + BootstrapFields.INCARNATION
-					+ "' is not a text: " + abbreviate(value.toString()));
-		}
+		JsonNode root = parseObject(call, body);
 		try {
-			return new RankRoute(endpoint, BootstrapFields.parseIncarnation(value.textValue()));
+			return new RankRoute(endpoint,
+					BootstrapFields.parseIncarnation(optionalText(call, root, BootstrapFields.INCARNATION)),
+					BootstrapFields.parseEndpoints(optionalText(call, root, BootstrapFields.MORE_ENDPOINTS)));
 		}
 		catch (IllegalArgumentException e) {
 			throw new BootstrapException(Kind.OTHER, 200, call + ": invalid answer: " + e.getMessage(), e);
 		}
+	}
+
+	/** @return the field's text, or null when it is absent or null */
+	private static @Nullable String optionalText(String call, JsonNode root, String name) {
+		JsonNode value = root.get(name);
+		if (value == null || value.isNull()) {
+			return null;
+		}
+		if (!value.isTextual()) {
+			throw new BootstrapException(Kind.OTHER, 200, call + ": '" + name + "' is not a text: "
+					+ abbreviate(value.toString()));
+		}
+		return value.textValue();
 	}
 
 	private static JsonNode parseObject(String call, byte[] body) {

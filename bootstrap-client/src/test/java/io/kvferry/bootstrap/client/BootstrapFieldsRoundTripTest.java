@@ -31,7 +31,8 @@ class BootstrapFieldsRoundTripTest {
 
 	/** Every value distinct and none a default, so that a field read from the wrong key shows. */
 	private static final PrefillRegistration EVERY_OPTION = new PrefillRegistration(PrefillRegistration.PREFILL,
-			new ParallelLayout(4, 3, 1, 0, 2, 1, 3, 2, 2, 1), "10.0.0.7", 17001, 32, true, true, 0x0123456789abcdefL);
+			new ParallelLayout(4, 3, 1, 0, 2, 1, 3, 2, 2, 1), "10.0.0.7", 17001, 32, true, true, 0x0123456789abcdefL,
+			List.of(new HostPort("10.0.1.7", 17001), new HostPort("fd00::7", 17002)));
 
 	@Test
 	void everythingARegistrationHoldsReachesTheServer() throws Exception {
@@ -46,7 +47,7 @@ class BootstrapFieldsRoundTripTest {
 						layout.attnCpRank(), layout.attnDpSize(), layout.attnDpRank(), layout.ppSize(),
 						layout.ppRank(), layout.systemDpSize(), layout.systemDpRank());
 		assertThat(parsed.endpoint()).isEqualTo(new RankEndpoint(EVERY_OPTION.rankIp(), EVERY_OPTION.rankPort(),
-				EVERY_OPTION.incarnation()));
+				EVERY_OPTION.incarnation(), EVERY_OPTION.moreEndpoints()));
 		assertThat(parsed.pageSize()).isEqualTo(EVERY_OPTION.pageSize());
 		assertThat(parsed.enableDsaCacheLayerSplit()).isEqualTo(EVERY_OPTION.dsaCacheLayerSplit());
 		assertThat(parsed.dpGroup()).isEqualTo(layout.dpGroup());
@@ -59,7 +60,7 @@ class BootstrapFieldsRoundTripTest {
 	@Test
 	void theRoundTripAboveChecksEveryComponentOfARegistration() {
 		// A new component must be encoded by BootstrapFields.registration and checked by the test above.
-		assertThat(PrefillRegistration.class.getRecordComponents()).hasSize(8);
+		assertThat(PrefillRegistration.class.getRecordComponents()).hasSize(9);
 		assertThat(ParallelLayout.class.getRecordComponents()).hasSize(10);
 	}
 
@@ -104,9 +105,11 @@ class BootstrapFieldsRoundTripTest {
 	}
 
 	@Test
-	void theServersIncarnationIsReadWithTheEndpoint() {
-		byte[] answer = Json.write(new RankEndpoint("10.0.0.7", 17001, EVERY_OPTION.incarnation()).toJson());
+	void theServersIncarnationAndFurtherEndpointsAreReadWithTheEndpoint() {
+		byte[] answer = Json.write(new RankEndpoint("10.0.0.7", 17001, EVERY_OPTION.incarnation(),
+				EVERY_OPTION.moreEndpoints()).toJson());
 		assertThat(BootstrapCodec.decodeRankRoute("GET rank", answer))
-				.isEqualTo(new RankRoute(new HostPort("10.0.0.7", 17001), EVERY_OPTION.incarnation()));
+				.isEqualTo(new RankRoute(new HostPort("10.0.0.7", 17001), EVERY_OPTION.incarnation(),
+						EVERY_OPTION.moreEndpoints()));
 	}
 }

@@ -23,7 +23,9 @@ import reactor.core.publisher.Mono;
 
 /**
  * One prefill rank as decode dials it: {@code width} transport connections (stripes), each read on its own thread,
- * that the rank's session sees as one connection. Stripe 0 carries the handshake and the control messages; every
+ * that the rank's session sees as one connection. A rank that registered several endpoints (one per network
+ * interface) gets stripe {@code i} dialled at endpoint {@code i} modulo their number, so that a room's bytes, dealt
+ * evenly over the stripes, spread over the interfaces; the first endpoint carries stripe 0. Stripe 0 carries the handshake and the control messages; every
  * stripe carries bytes, and the fences and abort acknowledgements that say a room's bytes on it are over. Here lives
  * everything striping adds to a session: the joins, what landed per stripe, the fences, the Success held until every
  * stripe's bytes of the room landed, the abort answered only once every stripe answered it, and closing as one (one
@@ -82,7 +84,9 @@ public final class DialledConnection {
 	}
 
 	private final KVTransport transport;
+	// Stripe 0's endpoint: the rank's first, named in messages.
 	private final HostPort endpoint;
+	private final List<HostPort> endpoints;
 	final Peer peer;
 	final boolean checksums;
 	private final DialledStripe[] stripes;
@@ -103,12 +107,18 @@ public final class DialledConnection {
 	private CloseReason silentBy;
 
 	/**
+	 * @param endpoints where the rank listens, one per network interface, the first for stripe 0 (at least one)
 	 * @param width how many stripes reach the rank
 	 * @param checksums whether a CRC32C of what lands is kept and compared with the rank's reports
 	 */
-	public DialledConnection(KVTransport transport, HostPort endpoint, int width, boolean checksums, Peer peer) {
+	public DialledConnection(KVTransport transport, List<HostPort> endpoints, int width, boolean checksums,
+			Peer peer) {
+		if (endpoints.isEmpty()) {
+			throw new IllegalArgumentException("endpoints : none (expected: at least one)");
+		}
 		this.transport = transport;
-		this.endpoint = endpoint;
+		this.endpoints = List.copyOf(endpoints);
+		this.endpoint = this.endpoints.get(0);
 		this.checksums = checksums;
 		this.peer = peer;
 		this.stripes = new DialledStripe[width];
@@ -154,7 +164,7 @@ public final class DialledConnection {
 			return Mono.empty();
 		}
 		return Flux.range(1, stripes.length - 1)
-				.flatMap(i -> transport.connect(endpoint, stripes[i]).flatMap(conn -> {
+				.flatMap(i -> transport.connect(endpointOf(i), stripes[i]).flatMap(conn -> {
 					if (!attach(stripes[i], conn)) {
 						return Mono.error(new ProtocolException("connection to prefill rank " + endpoint
 								+ " closed while its stripes joined"));
@@ -164,6 +174,16 @@ public final class DialledConnection {
 					return stripes[i].joined.asMono();
 				}))
 				.then();
+	}
+
+	/** @return where stripe {@code i} is dialled: the rank's endpoints taken in turn */
+	HostPort endpointOf(int i) {
+		return endpoints.get(i % endpoints.size());
+	}
+
+	/** @return the stripe for messages, with the endpoint it was dialled at when the rank has several */
+	private String stripeName(int i) {
+		return "stripe " + i + " to prefill rank " + endpoint + (endpoints.size() == 1 ? "" : " at " + endpointOf(i));
 	}
 
 	/** Sends a control message on stripe 0. */
@@ -376,7 +396,7 @@ public final class DialledConnection {
 			if (firstClose) {
 				closedBy = reason;
 				if (closing == null) {
-					closing = "stripe " + stripe.index + " to prefill rank " + endpoint + " closed: " + reason;
+					closing = stripeName(stripe.index) + " closed: " + reason;
 				}
 			}
 			if (reason.kind() == CloseReason.Kind.SILENT_PEER) {
@@ -402,7 +422,7 @@ public final class DialledConnection {
 			}
 			for (KVConnection other : attached()) {
 				if (other != c) {
-					other.close("stripe " + stripe.index + " to prefill rank " + endpoint + " closed: " + reason);
+					other.close(stripeName(stripe.index) + " closed: " + reason);
 				}
 			}
 		}
@@ -426,6 +446,7 @@ public final class DialledConnection {
 
 	@Override
 	public String toString() {
-		return "prefill rank " + endpoint + " over " + stripes.length + " stripes";
+		return "prefill rank " + endpoint + " over " + stripes.length + " stripes" + (endpoints.size() == 1 ? ""
+				: " dealt over " + endpoints);
 	}
 }

@@ -32,7 +32,9 @@ import io.kvferry.test.Child;
 /**
  * Hosts made of Linux network namespaces: one namespace per host, each with its own loopback and one {@code eth0}
  * (a veth pair) plugged into a bridge in a further "switch" namespace, with an address on a private subnet. Nothing
- * is shared with the machine's own network: the roles started here reach each other only through the switch.
+ * is shared with the machine's own network: the roles started here reach each other only through the switch. Hosts of
+ * several interfaces ({@link #create(int, int, String...)}) have {@code eth0}, {@code eth1}, ... each plugged into a
+ * bridge of its own with a subnet of its own, as hosts with one back-end NIC per network rail are.
  *
  * <p>The harness can unplug a host's cable at the switch ({@link #cutLink}, {@link #restoreLink}), cap what a host
  * sends with a token bucket ({@link #capEgress}, the {@code tbf} qdisc) and silently drop chosen TCP flows of a host
@@ -53,7 +55,8 @@ final class NetnsHosts implements AutoCloseable {
 	private static final String IP = find("ip");
 	private static final String TC = find("tc");
 	private static final String SS = find("ss");
-	private static final String SUBNET = "10.203.0.";
+	// Interface k of every host is on 10.203.k.0/24.
+	private static final String SUBNET = "10.203.";
 	private static final int FIRST_HOST = 10;
 	private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(20);
 	private static final Duration LINK_TIMEOUT = Duration.ofSeconds(10);
@@ -65,6 +68,7 @@ final class NetnsHosts implements AutoCloseable {
 	private final String prefix;
 	private final String switchNs;
 	private final Map<String, Host> hosts = new LinkedHashMap<>();
+	private int nics = 1;
 	// Namespaces made so far, in order: what close removes.
 	private final List<String> made = Collections.synchronizedList(new ArrayList<>());
 	private final AtomicBoolean closed = new AtomicBoolean();
@@ -75,9 +79,10 @@ final class NetnsHosts implements AutoCloseable {
 	 *
 	 * @param name the test's name for it (also its switch port)
 	 * @param namespace its network namespace
-	 * @param address its IPv4 address on the subnet
+	 * @param address its IPv4 address on the subnet of {@code eth0}
+	 * @param index its place among the hosts: the last byte of each of its addresses follows from it
 	 */
-	record Host(String name, String namespace, String address) {
+	record Host(String name, String namespace, String address, int index) {
 	}
 
 	private NetnsHosts(String prefix) {
@@ -116,9 +121,20 @@ final class NetnsHosts implements AutoCloseable {
 	 * @param names the hosts (lower-case letters, at most 15 characters: they name the switch ports)
 	 */
 	static NetnsHosts create(int mtu, String... names) {
+		return create(mtu, 1, names);
+	}
+
+	/**
+	 * Makes one switch bridge per interface and one host per name, each with {@code nics} interfaces, every link up
+	 * with the given MTU.
+	 *
+	 * @param nics interfaces per host, 1..9: {@code eth0} .. on subnets {@code 10.203.0.0/24} ..
+	 * @param names the hosts (lower-case letters, at most 13 characters with several interfaces)
+	 */
+	static NetnsHosts create(int mtu, int nics, String... names) {
 		NetnsHosts net = new NetnsHosts(newPrefix());
 		try {
-			net.build(mtu, names);
+			net.build(mtu, nics, names);
 			return net;
 		}
 		catch (RuntimeException | Error e) {
@@ -132,29 +148,56 @@ final class NetnsHosts implements AutoCloseable {
 		}
 	}
 
-	private void build(int mtu, String... names) {
+	private void build(int mtu, int nics, String... names) {
+		if (nics < 1 || nics > 9) {
+			throw new IllegalArgumentException("nics : " + nics + " (expected: 1..9)");
+		}
+		this.nics = nics;
 		addNamespace(switchNs);
-		run(IP, "-n", switchNs, "link", "add", "br0", "type", "bridge");
-		run(IP, "-n", switchNs, "link", "set", "br0", "up");
+		for (int k = 0; k < nics; k++) {
+			run(IP, "-n", switchNs, "link", "add", "br" + k, "type", "bridge");
+			run(IP, "-n", switchNs, "link", "set", "br" + k, "up");
+		}
+		String longest = nics == 1 ? "14" : "12";
 		for (String name : names) {
-			if (!name.matches("[a-z][a-z0-9]{0,14}") || hosts.containsKey(name)) {
-				throw new IllegalArgumentException("host name : " + name
-						+ " (expected: unique, a lower-case letter then up to 14 letters or digits)");
+			if (!name.matches("[a-z][a-z0-9]{0," + longest + "}") || hosts.containsKey(name)) {
+				throw new IllegalArgumentException("host name : " + name + " (expected: unique, a lower-case letter "
+						+ "then up to " + longest + " letters or digits)");
 			}
-			Host host = new Host(name, prefix + "-" + name, SUBNET + (FIRST_HOST + hosts.size()));
+			Host host = new Host(name, prefix + "-" + name, SUBNET + "0." + (FIRST_HOST + hosts.size()), hosts.size());
 			addNamespace(host.namespace());
 			run(IP, "-n", host.namespace(), "link", "set", "lo", "up");
-			// Made in the switch: the port's name only has to be unique there, the host's end is eth0 in its own.
-			run(IP, "-n", switchNs, "link", "add", name, "mtu", String.valueOf(mtu), "type", "veth", "peer", "name",
-					NIC, "mtu", String.valueOf(mtu), "netns", host.namespace());
-			run(IP, "-n", switchNs, "link", "set", name, "master", "br0", "up");
-			run(IP, "-n", host.namespace(), "addr", "add", host.address() + "/24", "dev", NIC);
-			run(IP, "-n", host.namespace(), "link", "set", NIC, "up");
+			for (int k = 0; k < nics; k++) {
+				// Made in the switch: the port's name only has to be unique there, the host's end is ethK in its own.
+				String port = port(host, k);
+				String nic = nic(k);
+				run(IP, "-n", switchNs, "link", "add", port, "mtu", String.valueOf(mtu), "type", "veth", "peer",
+						"name", nic, "mtu", String.valueOf(mtu), "netns", host.namespace());
+				run(IP, "-n", switchNs, "link", "set", port, "master", "br" + k, "up");
+				run(IP, "-n", host.namespace(), "addr", "add", address(host, k) + "/24", "dev", nic);
+				run(IP, "-n", host.namespace(), "link", "set", nic, "up");
+			}
 			hosts.put(name, host);
 		}
 		for (Host host : hosts.values()) {
-			awaitOperstate(host, "UP");
+			for (int k = 0; k < nics; k++) {
+				awaitOperstate(host, k, "UP");
+			}
 		}
+	}
+
+	/** @return the host's interface {@code k}: {@code eth0}, {@code eth1}, ... */
+	static String nic(int k) {
+		return "eth" + k;
+	}
+
+	// The switch's end of the host's interface k: the host's name for eth0, as with one interface.
+	private static String port(Host host, int k) {
+		return k == 0 ? host.name() : host.name() + "-" + k;
+	}
+
+	private static String address(Host host, int k) {
+		return SUBNET + k + "." + (FIRST_HOST + host.index());
 	}
 
 	private void addNamespace(String namespace) {
@@ -162,9 +205,21 @@ final class NetnsHosts implements AutoCloseable {
 		run(IP, "netns", "add", namespace);
 	}
 
-	/** @return the host's address on the subnet */
+	/** @return the host's address on the subnet of {@code eth0} */
 	String address(String host) {
 		return host(host).address();
+	}
+
+	/** @return the host's address on the subnet of its interface {@code k} */
+	String address(String host, int k) {
+		return address(host(host), checked(host, k));
+	}
+
+	private int checked(String host, int k) {
+		if (k < 0 || k >= nics) {
+			throw new IllegalArgumentException("interface : " + k + " of " + host + " (expected: 0.." + (nics - 1) + ")");
+		}
+		return k;
 	}
 
 	/**
@@ -177,20 +232,30 @@ final class NetnsHosts implements AutoCloseable {
 
 	/** Unplugs the host's cable at the switch: its eth0 stays configured but loses its carrier (reports DOWN). */
 	void cutLink(String host) {
-		run(IP, "-n", switchNs, "link", "set", host(host).name(), "down");
-		awaitOperstate(host(host), "DOWN");
+		cutLink(host, 0);
+	}
+
+	/** Unplugs the cable of the host's interface {@code k} at the switch. */
+	void cutLink(String host, int k) {
+		run(IP, "-n", switchNs, "link", "set", port(host(host), checked(host, k)), "down");
+		awaitOperstate(host(host), k, "DOWN");
 	}
 
 	/** Plugs the host's cable back in. */
 	void restoreLink(String host) {
 		run(IP, "-n", switchNs, "link", "set", host(host).name(), "up");
-		awaitOperstate(host(host), "UP");
+		awaitOperstate(host(host), 0, "UP");
 	}
 
 	/** Caps what the host sends at {@code bitsPerSecond} (a token bucket on its eth0; what it receives is not capped). */
 	void capEgress(String host, long bitsPerSecond) {
-		run(IP, "netns", "exec", host(host).namespace(), TC, "qdisc", "replace", "dev", NIC, "root", "tbf", "rate",
-				bitsPerSecond + "bit", "burst", TBF_BURST, "latency", "100ms");
+		capEgress(host, 0, bitsPerSecond);
+	}
+
+	/** Caps what the host sends on its interface {@code k} at {@code bitsPerSecond}. */
+	void capEgress(String host, int k, long bitsPerSecond) {
+		run(IP, "netns", "exec", host(host).namespace(), TC, "qdisc", "replace", "dev", nic(checked(host, k)), "root",
+				"tbf", "rate", bitsPerSecond + "bit", "burst", TBF_BURST, "latency", "100ms");
 	}
 
 	/** @return the host's established TCP connections, as {@code ss -Htn} prints them */
@@ -253,12 +318,36 @@ final class NetnsHosts implements AutoCloseable {
 
 	/** @return bytes the host sent on its eth0 so far (as the interface counts them: frames with their headers) */
 	long txBytes(String host) {
-		JsonNode link = linkJson(host(host));
+		return txBytes(host, 0);
+	}
+
+	/** @return bytes the host sent on its interface {@code k} so far */
+	long txBytes(String host, int k) {
+		JsonNode link = linkJson(host(host), checked(host, k));
 		return link.path("stats64").path("tx").path("bytes").asLong();
 	}
 
-	private JsonNode linkJson(Host host) {
-		String out = run(IP, "-n", host.namespace(), "-j", "-s", "link", "show", "dev", NIC);
+	/**
+	 * Waits until the host has sent {@code bytes} on its interface {@code k} since {@code from} (a {@link #txBytes}
+	 * reading): a transfer is under way there. The kernel's counter has no signal to wait on, so it is read every
+	 * few milliseconds; it fails when {@code watched} ends first or nothing comes within {@code timeout}.
+	 */
+	void awaitSent(String host, int k, long from, long bytes, Child watched, Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (txBytes(host, k) - from < bytes) {
+			if (!watched.isAlive()) {
+				throw new AssertionError(watched + " ended before " + bytes + " bytes left " + host + "'s " + nic(k));
+			}
+			if (System.nanoTime() > deadline) {
+				throw new AssertionError("fewer than " + bytes + " bytes left " + host + "'s " + nic(k) + " within "
+						+ timeout);
+			}
+			pause(host);
+		}
+	}
+
+	private JsonNode linkJson(Host host, int k) {
+		String out = run(IP, "-n", host.namespace(), "-j", "-s", "link", "show", "dev", nic(k));
 		try {
 			return JSON.readTree(out).get(0);
 		}
@@ -268,21 +357,25 @@ final class NetnsHosts implements AutoCloseable {
 	}
 
 	// The host's end reports what the test did at the switch once the kernel applied it.
-	private void awaitOperstate(Host host, String state) {
+	private void awaitOperstate(Host host, int k, String state) {
 		long deadline = System.nanoTime() + LINK_TIMEOUT.toNanos();
 		String seen;
-		while (!(seen = linkJson(host).path("operstate").asText()).equals(state)) {
+		while (!(seen = linkJson(host, k).path("operstate").asText()).equals(state)) {
 			if (System.nanoTime() > deadline) {
-				throw new AssertionError(host.name() + ": " + NIC + " is " + seen + ", not " + state + " within "
+				throw new AssertionError(host.name() + ": " + nic(k) + " is " + seen + ", not " + state + " within "
 						+ LINK_TIMEOUT);
 			}
-			try {
-				TimeUnit.NANOSECONDS.sleep(POLL.toNanos());
-			}
-			catch (InterruptedException e) {
-				Thread.currentThread().interrupt();
-				throw new AssertionError("interrupted waiting for " + host.name() + " to be " + state, e);
-			}
+			pause(host.name());
+		}
+	}
+
+	private static void pause(String host) {
+		try {
+			TimeUnit.NANOSECONDS.sleep(POLL.toNanos());
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			throw new AssertionError("interrupted waiting on " + host, e);
 		}
 	}
 

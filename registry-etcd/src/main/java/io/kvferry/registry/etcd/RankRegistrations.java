@@ -95,9 +95,10 @@ final class RankRegistrations {
 		}));
 	}
 
-	/** @return what a rank key holds for {@code registration}: its endpoint and incarnation */
+	/** @return what a rank key holds for {@code registration}: its endpoints and incarnation */
 	private static byte[] endpointJson(PrefillRegistration registration) {
-		return RegistryCodec.endpointJson(registration.rankIp(), registration.rankPort(), registration.incarnation());
+		return RegistryCodec.endpointJson(registration.rankIp(), registration.rankPort(), registration.incarnation(),
+				registration.moreEndpoints());
 	}
 
 	private static ByteSequence bytes(String text) {

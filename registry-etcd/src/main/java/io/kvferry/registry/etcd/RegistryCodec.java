@@ -2,6 +2,7 @@ package io.kvferry.registry.etcd;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -85,10 +86,16 @@ final class RegistryCodec {
 		return write(BootstrapFields.endpoint(rankIp, rankPort, incarnation));
 	}
 
+	/** @return a rank's value with its incarnation and its further endpoints, each left out when there is none */
+	static byte[] endpointJson(String rankIp, int rankPort, long incarnation, List<HostPort> moreEndpoints) {
+		return write(BootstrapFields.endpoint(rankIp, rankPort, incarnation, moreEndpoints));
+	}
+
 	/**
 	 * @param call what was asked, for the message
 	 * @param kv a stored rank key
-	 * @return the rank's endpoint and incarnation (unknown when the value has none)
+	 * @return the rank's endpoint, incarnation (unknown when the value has none) and further endpoints (none when it has
+	 *         none)
 	 * @throws BootstrapException {@code OTHER} naming the key when its value is unreadable
 	 */
 	static RankRoute readRoute(String call, KeyValue kv) {
@@ -102,23 +109,34 @@ final class RegistryCodec {
 
 	/**
 	 * @param json a stored rank value
-	 * @return the rank's endpoint and incarnation (unknown when the value has none)
-	 * @throws IllegalArgumentException when the endpoint or the incarnation is malformed
+	 * @return the rank's endpoint, incarnation (unknown when the value has none) and further endpoints (none when it has
+	 *         none)
+	 * @throws IllegalArgumentException when the endpoint, the incarnation or the further endpoints are malformed
 	 */
 	static RankRoute readRoute(byte[] json) {
 		HostPort endpoint = readEndpoint(json);
-		JsonNode value;
+		JsonNode node;
 		try {
-			value = JSON.readTree(json).get(BootstrapFields.INCARNATION);
+			node = JSON.readTree(json);
 		}
 		catch (IOException e) {
 			throw new IllegalArgumentException(e.getMessage(), e);
 		}
-		if (value != null && !value.isNull() && !value.isTextual()) {
-			throw new IllegalArgumentException(BootstrapFields.INCARNATION + " : " + value + " (expected: text)");
+		return new RankRoute(endpoint,
+				BootstrapFields.parseIncarnation(optionalText(node, BootstrapFields.INCARNATION)),
+				BootstrapFields.parseEndpoints(optionalText(node, BootstrapFields.MORE_ENDPOINTS)));
+	}
+
+	/** @return the field's text, or null when it is absent or null */
+	private static @Nullable String optionalText(JsonNode node, String field) {
+		JsonNode value = node.get(field);
+		if (value == null || value.isNull()) {
+			return null;
 		}
-		return new RankRoute(endpoint, BootstrapFields.parseIncarnation(value == null || value.isNull() ? null
-				: value.textValue()));
+		if (!value.isTextual()) {
+			throw new IllegalArgumentException(field + " : " + value + " (expected: text)");
+		}
+		return value.textValue();
 	}
 
 	/**

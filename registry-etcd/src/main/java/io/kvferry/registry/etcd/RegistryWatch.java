@@ -297,7 +297,7 @@ final class RegistryWatch {
 	}
 
 	/**
-	 * A rank value rewritten with the same endpoint and another incarnation is the rank's restart; any other rewrite
+	 * A rank value rewritten with the same endpoints and another incarnation is the rank's restart; any other rewrite
 	 * moved it (an unreadable value counts as moved: what decode cached of it is stale either way).
 	 */
 	private static RegistryChange rankChanged(RegistryKeys.Parsed key, byte[] before, byte[] after) {
@@ -311,7 +311,7 @@ final class RegistryWatch {
 			return new RegistryChange(key.instance(), RegistryChange.Kind.RANK_MOVED, key.dpGroup(), key.tpRank(),
 					key.ppRank());
 		}
-		RegistryChange.Kind kind = old.endpoint().equals(now.endpoint()) ? RegistryChange.Kind.RANK_RESTARTED
+		RegistryChange.Kind kind = old.endpoints().equals(now.endpoints()) ? RegistryChange.Kind.RANK_RESTARTED
 				: RegistryChange.Kind.RANK_MOVED;
 		return new RegistryChange(key.instance(), kind, key.dpGroup(), key.tpRank(), key.ppRank(), now.incarnation());
 	}

@@ -97,4 +97,23 @@ class RegistryCodecTest {
 		assertThatThrownBy(() -> RegistryCodec.readRoute(JSON.writeValueAsBytes(bad)))
 				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining(BootstrapFields.INCARNATION);
 	}
+
+	@Test
+	void aRankValueKeepsTheEndpointsOfItsFurtherInterfaces() throws Exception {
+		List<HostPort> more = List.of(new HostPort("10.0.1.7", 17001), new HostPort("fd00::7", 17001));
+		byte[] stored = RegistryCodec.endpointJson("10.0.0.7", 17001, 5, more);
+		assertThat(JSON.readTree(stored).get(BootstrapFields.MORE_ENDPOINTS).textValue())
+				.isEqualTo("10.0.1.7:17001,[fd00::7]:17001");
+		assertThat(RegistryCodec.readRoute(stored)).isEqualTo(new RankRoute(new HostPort("10.0.0.7", 17001), 5, more));
+		// None are written as no field: the value of a rank of one interface is unchanged.
+		assertThat(RegistryCodec.endpointJson("10.0.0.7", 17001, 5, List.of()))
+				.isEqualTo(RegistryCodec.endpointJson("10.0.0.7", 17001, 5));
+		ObjectNode bad = (ObjectNode) JSON.readTree(stored);
+		bad.put(BootstrapFields.MORE_ENDPOINTS, 12);
+		assertThatThrownBy(() -> RegistryCodec.readRoute(JSON.writeValueAsBytes(bad)))
+				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining(BootstrapFields.MORE_ENDPOINTS);
+		bad.put(BootstrapFields.MORE_ENDPOINTS, "10.0.1.7:0");
+		assertThatThrownBy(() -> RegistryCodec.readRoute(JSON.writeValueAsBytes(bad)))
+				.isInstanceOf(IllegalArgumentException.class).hasMessageContaining(BootstrapFields.MORE_ENDPOINTS);
+	}
 }

@@ -136,7 +136,9 @@ public final class EtcdRouteStore implements RouteStore {
 								.getBytes());
 						endpoint = new RankEndpoint(Json.requiredString(value, BootstrapFields.RANK_IP),
 								Json.requiredInt(value, BootstrapFields.RANK_PORT), BootstrapFields.parseIncarnation(
-										Json.optionalString(value, BootstrapFields.INCARNATION)));
+										Json.optionalString(value, BootstrapFields.INCARNATION)),
+								BootstrapFields.parseEndpoints(Json.optionalString(value,
+										BootstrapFields.MORE_ENDPOINTS)));
 					}
 					lastTopology = topology;
 					lastRegistered = registered;

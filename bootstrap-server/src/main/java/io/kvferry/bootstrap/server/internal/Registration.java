@@ -3,11 +3,13 @@ package io.kvferry.bootstrap.server.internal;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvferry.HostPort;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillSizes;
 
@@ -43,11 +45,13 @@ import io.kvferry.bootstrap.PrefillSizes;
  * @param prefillHttpPort the prefill instance's HTTP API port; {@code null} when absent
  * @param instanceFields the fields this server does not know, in body order, as sent (never {@code null})
  * @param incarnation the rank's {@code kvferry_incarnation}, kept with its endpoint; 0 when absent
+ * @param moreEndpoints the rank's {@code kvferry_more_endpoints} (its further interfaces), kept with its endpoint; none
+ *        when absent
  */
 public record Registration(String role, int attnTpSize, int attnTpRank, int attnCpSize, int attnCpRank,
 		int attnDpSize, int attnDpRank, int ppSize, int ppRank, int systemDpSize, int systemDpRank, String rankIp,
 		int rankPort, int pageSize, String kvCacheDtype, boolean followBootstrapRoom, boolean enableDsaCacheLayerSplit,
-		Integer prefillHttpPort, Map<String, JsonNode> instanceFields, long incarnation) {
+		Integer prefillHttpPort, Map<String, JsonNode> instanceFields, long incarnation, List<HostPort> moreEndpoints) {
 
 	/** SGLang's role string for prefill ranks. */
 	public static final String PREFILL = BootstrapFields.PREFILL_ROLE;
@@ -67,6 +71,17 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		Objects.requireNonNull(role, "role");
 		Objects.requireNonNull(rankIp, "rankIp");
 		instanceFields = Collections.unmodifiableMap(new LinkedHashMap<>(instanceFields));
+		moreEndpoints = List.copyOf(moreEndpoints);
+	}
+
+	/** A registration of a rank with one interface. */
+	public Registration(String role, int attnTpSize, int attnTpRank, int attnCpSize, int attnCpRank, int attnDpSize,
+			int attnDpRank, int ppSize, int ppRank, int systemDpSize, int systemDpRank, String rankIp, int rankPort,
+			int pageSize, String kvCacheDtype, boolean followBootstrapRoom, boolean enableDsaCacheLayerSplit,
+			Integer prefillHttpPort, Map<String, JsonNode> instanceFields, long incarnation) {
+		this(role, attnTpSize, attnTpRank, attnCpSize, attnCpRank, attnDpSize, attnDpRank, ppSize, ppRank,
+				systemDpSize, systemDpRank, rankIp, rankPort, pageSize, kvCacheDtype, followBootstrapRoom,
+				enableDsaCacheLayerSplit, prefillHttpPort, instanceFields, incarnation, List.of());
 	}
 
 	/** A registration without an incarnation. */
@@ -127,8 +142,10 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 			throw RequestException.badRequest("prefill_http_port : " + prefillHttpPort + " (expected: 1..65535)");
 		}
 		long incarnation;
+		List<HostPort> moreEndpoints;
 		try {
 			incarnation = BootstrapFields.parseIncarnation(Json.optionalString(body, BootstrapFields.INCARNATION));
+			moreEndpoints = BootstrapFields.parseEndpoints(Json.optionalString(body, BootstrapFields.MORE_ENDPOINTS));
 		}
 		catch (IllegalArgumentException e) {
 			throw RequestException.badRequest(e.getMessage());
@@ -136,7 +153,7 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 		return new Registration(role == null ? PREFILL : role, attnTpSize, attnTpRank, attnCpSize, attnCpRank,
 				attnDpSize, attnDpRank, ppSize, ppRank, systemDpSize, systemDpRank, rankIp, rankPort, pageSize,
 				kvCacheDtype, followBootstrapRoom, enableDsaCacheLayerSplit, prefillHttpPort, instanceFields(body),
-				incarnation);
+				incarnation, moreEndpoints);
 	}
 
 	/** @return the body's fields that are neither read here, nor per-rank by name, nor computed for the answer */
@@ -180,7 +197,7 @@ public record Registration(String role, int attnTpSize, int attnTpRank, int attn
 
 	/** @return the endpoint decode ranks will be given */
 	public RankEndpoint endpoint() {
-		return new RankEndpoint(rankIp, rankPort, incarnation);
+		return new RankEndpoint(rankIp, rankPort, incarnation, moreEndpoints);
 	}
 
 	/** @return the instance-wide fields this registration declares */

@@ -40,7 +40,8 @@ class BootstrapFieldsServerTest {
 			BootstrapFields.LOAD_BALANCE_METHOD, "round_robin",
 			BootstrapFields.ENABLE_DSA_CACHE_LAYER_SPLIT, true,
 			BootstrapFields.PREFILL_HTTP_PORT, 30000,
-			BootstrapFields.INCARNATION, "00000000000000ab");
+			BootstrapFields.INCARNATION, "00000000000000ab",
+			BootstrapFields.MORE_ENDPOINTS, "10.0.1.7:17000,10.0.2.7:17000");
 
 	@Test
 	void theSampleCoversEveryRegistrationField() {
@@ -85,6 +86,12 @@ class BootstrapFieldsServerTest {
 		assertThat(new RankEndpoint("10.0.0.7", 17000, 0xabL).toJson()).containsExactly(
 				Map.entry(BootstrapFields.RANK_IP, "10.0.0.7"), Map.entry(BootstrapFields.RANK_PORT, 17000),
 				Map.entry(BootstrapFields.INCARNATION, "00000000000000ab"));
+		// Further interfaces' endpoints go last, read by kvferry's decode alone.
+		assertThat(Registration.parse(Json.MAPPER.valueToTree(REGISTRATION_SAMPLE)).endpoint().toJson())
+				.containsExactly(Map.entry(BootstrapFields.RANK_IP, "10.0.0.7"),
+						Map.entry(BootstrapFields.RANK_PORT, 17000),
+						Map.entry(BootstrapFields.INCARNATION, "00000000000000ab"),
+						Map.entry(BootstrapFields.MORE_ENDPOINTS, "10.0.1.7:17000,10.0.2.7:17000"));
 	}
 
 	/** Distinct values in every field, none a default, so a field read from the wrong key shows. */
