@@ -501,14 +501,21 @@ final class PrefillTransfer extends Room implements KVSender {
 				if (remaining.decrementAndGet() == 0) {
 					advance(KVPoll.SUCCESS);
 				}
-			}, e -> {
-				// A decode the room moved away from is not the room's loss: its replacement gets its own Success.
-				if (!d.isFenced()) {
-					fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
-							+ d.peer.connection.remoteAddress() + ": " + Failures.describe(e));
-				}
-			});
+			}, e -> successLost(d, e));
 		}
+	}
+
+	/**
+	 * A destination's Success was not written. A decode the room moved away from is not the room's loss, nor is one
+	 * whose room its owner may hand on: the close of its connection, which comes next, leaves the room to a
+	 * replacement, which gets a Success of its own.
+	 */
+	private synchronized void successLost(PrefillDestination d, Throwable e) {
+		if (d.isFenced() || (support.leasing() && retarget.handsOn())) {
+			return;
+		}
+		fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
+				+ d.peer.connection.remoteAddress() + ": " + Failures.describe(e));
 	}
 
 	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */

@@ -39,7 +39,10 @@ import reactor.test.StepVerifier;
 @Timeout(120)
 class RoomRetargetTest {
 
-	private static final ModelShape SHAPE = new ModelShape(2, 1, 16, 2, 4, false, 0, 0, 0);
+	/** 4 layers, 8 KV heads of 128 bf16, 16 tokens a page: 256 KiB a page over the 8 buffers. */
+	private static final ModelShape SHAPE = new ModelShape(4, 8, 128, 2, 16, false, 0, 0, 0);
+	/** Pages of a large room: 16 MiB, more than a stripe's window, so that pieces wait in the flow. */
+	private static final int LARGE = 64;
 	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
 	private static final Duration LEASE = Duration.ofSeconds(1);
 	private static final Duration T = Duration.ofSeconds(30);
@@ -62,7 +65,7 @@ class RoomRetargetTest {
 
 	@BeforeEach
 	void start() {
-		prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, 8, 0, 0);
+		prefillMem = RankMemory.prefill(SHAPE, ParallelLayout.SINGLE, LARGE, 0, 0);
 		prefillTransport = NettyKVTransport.create().eventLoopThreads(1);
 		prefill = KVManagerSpec.prefill().kvArgs(prefillMem.kvArgs()).transport(prefillTransport)
 				.bootstrapClient(bootstrap).bootstrapAddress(BOOTSTRAP).bindAddress(new HostPort("127.0.0.1", 0))
@@ -80,10 +83,10 @@ class RoomRetargetTest {
 	}
 
 	private Decode decode() {
-		RankMemory memory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 16, 0, 0);
+		RankMemory memory = RankMemory.decode(SHAPE, ParallelLayout.SINGLE, 2 * LARGE, 0, 0);
 		NettyKVTransport transport = NettyKVTransport.create().eventLoopThreads(1);
 		DecodeKVManager manager = KVManagerSpec.decode().kvArgs(memory.kvArgs()).transport(transport)
-				.bootstrapClient(bootstrap).stripes(1).startNow();
+				.bootstrapClient(bootstrap).stripes(2).startNow();
 		Decode d = new Decode(transport, manager, memory);
 		decodes.add(d);
 		return d;
@@ -98,11 +101,21 @@ class RoomRetargetTest {
 
 	/** @return the engine's sender of the room, once decode asked for it, with its pages filled */
 	private KVSender claimed(long room) {
+		return claimed(room, SRC);
+	}
+
+	private KVSender claimed(long room, int[] src) {
 		prefill.roomRequests().filter(q -> q.room() == room).next().block(T);
-		prefillMem.fill(room, SRC, -1, new int[0]);
+		prefillMem.fill(room, src, -1, new int[0]);
 		KVSender s = prefill.sender(room);
-		s.init(SRC.length, -1);
+		s.init(src.length, -1);
 		return s;
+	}
+
+	private static int[] pages(int from, int count) {
+		int[] p = new int[count];
+		java.util.Arrays.setAll(p, i -> from + i);
+		return p;
 	}
 
 	private static KVTransferException failure(KVReceiver r) {
@@ -120,26 +133,28 @@ class RoomRetargetTest {
 		long room = 7;
 		RoomHandoff owner = RoomHandoff.create();
 		Decode a = decode();
-		KVReceiver first = ask(a, room, owner.first(), new int[] { 0, 1, 2, 3 });
-		KVSender sender = claimed(room);
-		sender.send(new int[] { 0, 1 }, new int[0]);
+		int[] src = pages(0, LARGE);
+		KVReceiver first = ask(a, room, owner.first(), pages(0, LARGE));
+		KVSender sender = claimed(room, src);
+		sender.send(pages(0, LARGE / 2), new int[0]);
 		first.states().filter(s -> s == KVPoll.TRANSFERRING).next().block(T);
+		// The engine sends the rest while bytes still flow, and decode dies: some of the room landed there, some went
+		// nowhere, and all of it is the replacement's.
+		sender.send(pages(LARGE / 2, LARGE / 2), new int[0]);
 		a.die();
 		failure(first);
-		// The engine goes on: the pages it sends wait on prefill for the decode its owner hands the room to.
-		sender.send(new int[] { 2, 3 }, new int[0]);
 		assertThat(sender.poll()).isNotEqualTo(KVPoll.FAILED);
 
 		Decode b = decode();
 		long claimedAt = System.nanoTime();
-		int[] pagesOnB = { 9, 4, 12, 5 };
+		int[] pagesOnB = pages(LARGE, LARGE);
 		KVReceiver second = ask(b, room, owner.handOff(), pagesOnB);
 		StepVerifier.create(second.completion()).expectComplete().verify(T);
 		long took = System.nanoTime() - claimedAt;
 		StepVerifier.create(sender.completion()).expectComplete().verify(T);
 		assertThat(b.memory.verify(room, pagesOnB, -1, new int[0])).isNull();
 		System.out.printf(Locale.ROOT, "room %d re-targeted to a new decode in %.1f ms (claim to Success, %d KiB "
-				+ "replayed)%n", room, took / 1e6, b.memory.kvBytes(SRC.length) / 1024);
+				+ "replayed)%n", room, took / 1e6, b.memory.kvBytes(LARGE) / 1024);
 	}
 
 	@Test
