@@ -253,7 +253,9 @@ final class PrefillTransfer extends Room implements KVSender {
 				+ Incarnation.text(s.decodeIncarnation) + ") by its owner";
 		log.info("[{}] {}", support.name, why);
 		if (replaced != null) {
+			// A claimant still waiting for its first byte: it is told, as the decode it was to replace is.
 			letGo(replaced, why);
+			replaced.peer.refuse(id, new KVTransferException(id, FailureCause.ABORTED, why, false));
 		}
 		if (old == null) {
 			attach(next);
