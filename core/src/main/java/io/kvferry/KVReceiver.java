@@ -65,6 +65,18 @@ public interface KVReceiver extends KVRoom {
 	void verify(Supplier<@Nullable String> check);
 
 	/**
+	 * Presents the request owner's claim with the room's requests: the first decode's claim lets the owner move the
+	 * room to a replacement decode later, and a replacement's claim takes the room over from the decode that held it,
+	 * served from the pages prefill still holds under the room's lease ({@link RoomHandoff}). A replacement whose
+	 * claim prefill refuses fails {@link FailureCause#PROTOCOL}; one that comes after prefill let the room's pages go
+	 * (its lease ran out, or the room ended there) fails {@link FailureCause#LEASE_EXPIRED} at once, and the engine
+	 * recomputes the request. Call it before {@code sendMetadata}; without it the room never moves.
+	 *
+	 * @param claim what the owner handed this decode for the room
+	 */
+	void claim(RoomClaim claim);
+
+	/**
 	 * The room's landed layers, so that a decode engine can start on early layers and a scheduler can watch progress.
 	 * A layer (counted in this rank's KV buffers: main-model layers, then draft layers that prefill fills) is emitted
 	 * once, when every byte of it is in place from every prefill rank that writes it (MHA: its K and V buffer), in

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -17,6 +18,7 @@ import io.kvferry.KVOverloadException;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.KVTransferException;
+import io.kvferry.RoomClaim;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomTrace;
 import io.kvferry.internal.stripe.Tally;
@@ -78,6 +80,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	private int auxIndex = -1;
 	private int[][] stateSlots;
 	private int prefixLen;
+	// What the room's requests present to prefill: how the owner may move the room on, and its proof for a replacement.
+	private volatile RoomClaim claim = RoomClaim.NONE;
 	// The sessions whose bound of rooms in flight counts this room, until it ends; guarded by this.
 	List<DecodeSession> countedOn;
 
@@ -101,6 +105,11 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	@Override
 	public void verify(Supplier<String> check) {
 		verdict.verify(check);
+	}
+
+	@Override
+	public void claim(RoomClaim claim) {
+		this.claim = Objects.requireNonNull(claim, "claim");
 	}
 
 	@Override
@@ -216,7 +225,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 							traceContext)
 					: new KVMessage.TransferRequest(id, pages, auxIndex, StateLists.flatten(stateSlots),
 							mapping.requiredDstInfoNum(), false, traceContext, prefixLen,
-							StateLists.counts(args.stateKinds(), stateSlots));
+							StateLists.counts(args.stateKinds(), stateSlots), claim);
 			if (!dummy) {
 				// From here on this rank may write the room's pages: a failure must wait for it before release.
 				s.connection.expect(id);

@@ -68,11 +68,7 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 				l.attnCpRank());
 		boolean cpDummy = l.attnCpRank() != 0 && !config.allCpRanksTransfer() && !config.dsaCacheLayerSplit();
 		Duration lease = config.leasePeriod();
-		this.leases = lease.isZero() ? null : new RoomLeases.Sweeper(config.timer(), lease.toNanos(), () -> {
-			for (PrefillSession s : sessions) {
-				s.expireLeases();
-			}
-		});
+		this.leases = lease.isZero() ? null : new RoomLeases.Sweeper(config.timer(), lease.toNanos(), this::expireLeases);
 		this.support = new PrefillSupport(config, name, ownLayout, incarnation, uniqueRank, cpDummy, bytesSent,
 				pagesSent, requests, leases, tracing);
 		this.accepted = new AcceptedStripes(name, table::drainReason, c -> {
@@ -111,6 +107,14 @@ final class DefaultPrefillKVManager extends BaseKVManager<PrefillTransfer, Prefi
 		})
 				// Given up before it started (a start timeout, a cancelled subscriber): nobody else will close it.
 				.doOnCancel(m::dispose);
+	}
+
+	/** Fails the rooms whose leases ran out: those decode ranks stopped renewing, and those no replacement claimed. */
+	private void expireLeases() {
+		for (PrefillSession s : sessions) {
+			s.expireLeases();
+		}
+		PrefillSession.expireOrphans(support);
 	}
 
 	/** Registers again now and then: a restarted bootstrap server keeps no table, and overwriting is harmless. */

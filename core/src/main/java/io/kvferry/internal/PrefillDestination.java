@@ -6,6 +6,7 @@ import java.util.function.Consumer;
 import io.kvferry.FailureCause;
 import io.kvferry.PrefillConfig;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomPriority;
 import io.kvferry.internal.stripe.StripedFlow;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.KVMessage;
@@ -27,6 +28,9 @@ final class PrefillDestination implements BlockOutlet {
 	final int[][] stateLists;
 	private final long room;
 	private final StripedFlow flow;
+	// Set once another decode took the room over, or this one's connection went: none of the room's queued blocks
+	// goes to this rank any more.
+	private volatile boolean fenced;
 
 	/**
 	 * @param room the room's id
@@ -39,7 +43,28 @@ final class PrefillDestination implements BlockOutlet {
 		this.request = request;
 		this.room = room;
 		this.stateLists = StateLists.split(request.stateIndices(), request.stateCounts());
-		this.flow = peer.connection.flow(room, gate, support.config.firstStripeBytes());
+		SendGate own = new SendGate() {
+			@Override
+			public boolean isOpen() {
+				return !fenced && gate.isOpen();
+			}
+
+			@Override
+			public RoomPriority priority() {
+				return gate.priority();
+			}
+		};
+		this.flow = peer.connection.flow(room, own, support.config.firstStripeBytes());
+	}
+
+	/** Sends nothing more of the room to this rank: the room moved to another decode, or waits for one. */
+	void fence() {
+		fenced = true;
+	}
+
+	/** @return whether the room no longer goes to this rank */
+	boolean isFenced() {
+		return fenced;
 	}
 
 	/** @return whether the rank asked only to take part, for no bytes (a dummy CP or TP rank) */

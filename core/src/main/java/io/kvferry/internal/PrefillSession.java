@@ -160,6 +160,13 @@ final class PrefillSession implements StripedConnection.Handler {
 			// The room ended here before this request (its peers gave up, a lease expired): the request gets why.
 			RoomTable.Ended early = table.endedBeforeKnown(req.room());
 			String ended = "room " + req.room() + " already ended on prefill rank " + support.name;
+			if (req.claim().isRetarget()) {
+				// A replacement comes too late: the room's pages are gone, and its engine recomputes the request.
+				peer.refuse(req.room(), new RoomTable.Ended(FailureCause.LEASE_EXPIRED, ended + (early == null ? ""
+						: " (" + early.cause() + ": " + early.reason() + ")")
+						+ "; its pages are no longer held, so the replacement recomputes it", false));
+				return;
+			}
 			peer.refuse(req.room(), early == null ? new RoomTable.Ended(FailureCause.OTHER, ended, false)
 					: new RoomTable.Ended(early.cause(), ended + ": " + early.reason(), false, early.retryAfter()));
 			return;
@@ -214,6 +221,15 @@ final class PrefillSession implements StripedConnection.Handler {
 		connection.broadcast(new KVMessage.AbortAck(abort.room()), null);
 	}
 
+	/** Fails the rooms that lost their decode and that no replacement claimed within their lease. */
+	static void expireOrphans(PrefillSupport support) {
+		for (RoomLeases.Lease<Room> l : support.orphans.expire()) {
+			l.holder.fail(FailureCause.LEASE_EXPIRED, RoomLeases.expired(l.room, "its decode rank went, and no "
+					+ "replacement decode claimed the room within the lease (" + support.config.leasePeriod().toMillis()
+					+ " ms since the last renewal)"));
+		}
+	}
+
 	/** Fails the rooms whose lease this decode rank let run out; on the manager's lease timer. */
 	void expireLeases() {
 		for (RoomLeases.Lease<Room> l : peer.leases.expire()) {
@@ -238,12 +254,16 @@ final class PrefillSession implements StripedConnection.Handler {
 	@Override
 	public void onClose(CloseReason first, CloseReason counted) {
 		closed.accept(this, counted);
-		peer.leases.clear();
 		for (Room r : peer.rooms) {
+			if (r instanceof PrefillTransfer t && t.orphan(peer)) {
+				// Its owner may hand it to another decode: it waits for the claim, on what its lease has left.
+				continue;
+			}
 			r.fail(Failures.lostWith(first), "Lost connection with decode " + connection.remoteAddress()
 					+ " (incarnation " + Incarnation.text(peer.decodeIncarnation) + "): " + first);
 		}
 		peer.rooms.clear();
+		peer.leases.clear();
 	}
 
 	@Override

@@ -37,6 +37,8 @@ final class PrefillSupport {
 	final RetryAfter retryAfter;
 	// Counts the lease ticks; null without leases.
 	private final RoomLeases.Sweeper leases;
+	// The leases of rooms whose decode rank went and that wait for a replacement decode to claim them.
+	final RoomLeases<Room> orphans;
 	// The tracing integration, deferred to the callback scheduler; null without tracing.
 	private final DeferredRoomTracer tracing;
 
@@ -55,6 +57,7 @@ final class PrefillSupport {
 		this.unclaimed = new UnclaimedRooms(config.unclaimedRoomsPerPeer(), config.unclaimedRooms());
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		this.leases = leases;
+		this.orphans = new RoomLeases<>(leaseTicks());
 		this.tracing = tracing;
 	}
 

@@ -51,6 +51,8 @@ final class PrefillTransfer extends Room implements KVSender {
 	private boolean traced;
 	private final long openedEpochNanos = DeferredRoomTracer.epochNanos();
 	private volatile PrefillPeer abortedBy;
+	// How the room moves to a replacement decode; guarded by this.
+	private final Retarget retarget = new Retarget();
 	// Completes once the room ended and every destination was told (or its connection was gone).
 	private final Sinks.Empty<Void> handedOff = Sinks.empty();
 	// Fixed before init, so that every block and message of the room queues alike.
@@ -131,6 +133,11 @@ final class PrefillTransfer extends Room implements KVSender {
 			s.refuse(id, failure());
 			return;
 		}
+		if (required >= 0 && (req.claim().isRetarget() || retarget.isOpen())) {
+			// The room had its decode: only the claim its owner handed on takes it over.
+			claimedBy(s, req);
+			return;
+		}
 		if (askedByOthers(s) && (destinations.size() >= required || req.requiredDstInfoNum() != required)) {
 			// Other decode ranks asked for the room, all it takes or with another count: it is theirs, and a request
 			// that does not fit it is this rank's fault alone.
@@ -184,6 +191,7 @@ final class PrefillTransfer extends Room implements KVSender {
 		}
 		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
 		destinations.add(new PrefillDestination(support, s, req, id, gate));
+		retarget.handOn(req.claim());
 		s.rooms.add(this);
 		clock.asked(s.path(), destinations.size() == required);
 		if (support.leasing()) {
@@ -210,7 +218,114 @@ final class PrefillTransfer extends Room implements KVSender {
 				return false;
 			}
 		}
-		return !destinations.isEmpty();
+		// While the room waits for a replacement it is nobody's to end but its owner's, by a claim.
+		return !destinations.isEmpty() || retarget.isOpen();
+	}
+
+	/**
+	 * A decode rank claims the room another decode held: refused unless its proof is the hand-off the room's decode
+	 * brought; else the old decode is fenced, and once everything queued for it was written (or its connection is
+	 * gone) the new one gets every chunk the engine sent so far, then the rest as they come. The caller holds the
+	 * monitor.
+	 */
+	private void claimedBy(PrefillPeer s, KVMessage.TransferRequest req) {
+		String refused = retarget.refuses(req.claim(), required);
+		if (refused == null && !req.dummy()) {
+			refused = s.plan.check(req.dstPages(), req.auxIndex(), StateLists.split(req.stateIndices(),
+					req.stateCounts()));
+		}
+		if (refused != null) {
+			// The claimant's fault alone: the room and its decode go on.
+			s.refuse(id, new KVTransferException(id, FailureCause.PROTOCOL, "decode " + s.connection.remoteAddress()
+					+ " may not take room " + id + " over: " + refused, false));
+			return;
+		}
+		PrefillDestination next = new PrefillDestination(support, s, req, id, gate);
+		PrefillDestination old = destinations.isEmpty() ? null : destinations.get(0);
+		PrefillDestination replaced = retarget.claimed(req.claim(), next);
+		s.rooms.add(this);
+		if (support.leasing()) {
+			support.orphans.release(id, this);
+			s.leases.hold(id, this);
+		}
+		trace.event(RoomTrace.Event.REQUEST_RECEIVED, req.dstPages().length);
+		String why = "room " + id + " was re-targeted to decode " + s.connection.remoteAddress() + " (incarnation "
+				+ Incarnation.text(s.decodeIncarnation) + ") by its owner";
+		log.info("[{}] {}", support.name, why);
+		if (replaced != null) {
+			// A claimant still waiting for its first byte: it is told, as the decode it was to replace is.
+			letGo(replaced, why);
+			replaced.peer.refuse(id, new KVTransferException(id, FailureCause.ABORTED, why, false));
+		}
+		if (old == null) {
+			attach(next);
+			return;
+		}
+		destinations.clear();
+		letGo(old, why);
+		// Only once the old decode's last queued byte of the room was written (or its connection is gone) does the
+		// new one get any: never two at once.
+		old.peer.connection.sendBehind(old.peer.refusal(id, new KVTransferException(id, FailureCause.ABORTED, why,
+				false)), new KVMessage.AbortAck(id), () -> attach(next));
+	}
+
+	/** Fences a destination the room no longer serves: it gets none of the room's bytes, and holds no lease on it. */
+	private void letGo(PrefillDestination d, String why) {
+		d.fence();
+		d.peer.rooms.remove(this);
+		d.peer.leases.release(id, this);
+		log.debug("[{}] decode {} let go of room {}: {}", support.name, d.peer.connection.remoteAddress(), id, why);
+	}
+
+	/** The replacement takes the room: every chunk sent so far goes to it, and from now on each new one. */
+	private synchronized void attach(PrefillDestination next) {
+		if (!retarget.attach(next) || isTerminal()) {
+			// A later claim replaced it, or the room ended: ended() told it.
+			return;
+		}
+		destinations.add(next);
+		for (PrefillChunk c : retarget.sent()) {
+			if (!next.isDummy() && next.refuses(this, feed, c)) {
+				return;
+			}
+			if (!next.isDummy()) {
+				next.send(feed, c);
+			}
+			if (c.last()) {
+				finish();
+			}
+		}
+		retarget.replayed();
+	}
+
+	/**
+	 * The connection of a decode rank that asked for the room is gone: a room whose owner may hand it on keeps its
+	 * pages for a replacement, for what its lease has left.
+	 *
+	 * @return whether the room waits for a replacement; false: it fails with the connection
+	 */
+	synchronized boolean orphan(PrefillPeer s) {
+		if (isTerminal() || !support.leasing()) {
+			return false;
+		}
+		PrefillDestination gone = retarget.lost(s);
+		if (gone != null) {
+			// A replacement that was still waiting for the old decode's bytes: the room waits on, on that lease.
+			gone.fence();
+			support.orphans.hold(id, this, s.leases.renewed(id));
+			return true;
+		}
+		if (!retarget.handsOn() || destinations.size() != 1 || destinations.get(0).peer != s
+				|| destinations.get(0).isDummy()) {
+			return false;
+		}
+		PrefillDestination d = destinations.remove(0);
+		d.fence();
+		retarget.waitForClaim();
+		support.orphans.hold(id, this, s.leases.renewed(id));
+		log.info("[{}] room {} lost its decode {} (incarnation {}) and waits for a replacement its owner hands it to",
+				support.name, id, s.connection.remoteAddress(), Incarnation.text(s.decodeIncarnation));
+		return true;
 	}
 
 	/**
@@ -359,6 +474,10 @@ final class PrefillTransfer extends Room implements KVSender {
 			clock.firstByte();
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 		}
+		if (!retarget.record(c)) {
+			// No decode holds the room now: the chunk goes to the replacement when it attaches.
+			return;
+		}
 		for (PrefillDestination d : destinations) {
 			if (!d.isDummy() && d.refuses(this, feed, c)) {
 				return;
@@ -390,9 +509,21 @@ final class PrefillTransfer extends Room implements KVSender {
 				if (remaining.decrementAndGet() == 0) {
 					advance(KVPoll.SUCCESS);
 				}
-			}, e -> fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
-					+ d.peer.connection.remoteAddress() + ": " + Failures.describe(e)));
+			}, e -> successLost(d, e));
 		}
+	}
+
+	/**
+	 * A destination's Success was not written. A decode the room moved away from is not the room's loss, nor is one
+	 * whose room its owner may hand on: the close of its connection, which comes next, leaves the room to a
+	 * replacement, which gets a Success of its own.
+	 */
+	private synchronized void successLost(PrefillDestination d, Throwable e) {
+		if (d.isFenced() || (support.leasing() && retarget.handsOn())) {
+			return;
+		}
+		fail(FailureCause.CONNECTION_LOST, "Failed to send kv chunk of " + id + " to decode "
+				+ d.peer.connection.remoteAddress() + ": " + Failures.describe(e));
 	}
 
 	/** Decode aborted the room: it ends, and that decode rank's connection gets acks instead of a reason. */
@@ -419,10 +550,22 @@ final class PrefillTransfer extends Room implements KVSender {
 	void ended() {
 		boolean failed = state() == KVPoll.FAILED;
 		List<PrefillDestination> all;
+		PrefillDestination waiting;
 		synchronized (this) {
 			all = new ArrayList<>(destinations);
+			waiting = retarget.ended();
 			early.release();
 			held.release();
+		}
+		support.orphans.release(id, this);
+		if (waiting != null) {
+			// A replacement that claimed the room as it ended here: its pages are gone, so its engine recomputes.
+			waiting.fence();
+			waiting.peer.rooms.remove(this);
+			waiting.peer.leases.release(id, this);
+			waiting.peer.refuse(id, new RoomTable.Ended(FailureCause.LEASE_EXPIRED, "room " + id + " ended on prefill "
+					+ "rank " + support.name + " (" + state() + ") as decode " + waiting.peer.connection.remoteAddress()
+					+ " claimed it: its pages are no longer held; recompute it", false));
 		}
 		List<PrefillDestination> told = failed ? all : List.of();
 		AtomicInteger untold = new AtomicInteger(told.size() + 1);

@@ -62,6 +62,20 @@ final class RoomLeases<R> {
 		held.put(room, new Lease<>(room, holder, ticks.getAsLong()));
 	}
 
+	/**
+	 * Holds {@code room} as if last renewed at {@code tick}: a room whose decode rank went keeps the time its lease had
+	 * left, so that waiting for a replacement never extends it.
+	 */
+	void hold(long room, R holder, long tick) {
+		held.put(room, new Lease<>(room, holder, tick));
+	}
+
+	/** @return the tick {@code room}'s lease was last renewed at, or now when it has none */
+	long renewed(long room) {
+		Lease<R> l = held.get(room);
+		return l != null ? l.renewed : ticks.getAsLong();
+	}
+
 	/** Ends the lease of {@code room} held by {@code holder}: the room ended. */
 	void release(long room, R holder) {
 		Lease<R> l = held.get(room);

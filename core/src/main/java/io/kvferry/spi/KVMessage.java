@@ -5,6 +5,7 @@ import java.util.Objects;
 
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
+import io.kvferry.RoomClaim;
 
 /**
  * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link Join}, {@link TransferRequest},
@@ -25,9 +26,10 @@ public sealed interface KVMessage {
 	 * of a room ({@link ScatterHeader}). 9: a Success {@link Status} names the stripes that send a {@link Fence} for the
 	 * room ({@link Status#fences()}); a stripe that carried none of its bytes sends none. 10: {@link Status} and
 	 * {@link Abort} carry a failure code ({@link FailureCodes}) and a retry hint; a layout carries the model's id,
-	 * layer count and KV layout, which the handshake compares; every number a peer announces has bounds.
+	 * layer count and KV layout, which the handshake compares; every number a peer announces has bounds. 11: a
+	 * {@link TransferRequest} carries a {@link RoomClaim}, so that a replacement decode can take a room over.
 	 */
-	int PROTOCOL_VERSION = 10;
+	int PROTOCOL_VERSION = 11;
 
 	/** {@link HelloAck#leaseMillis()} of a prefill rank that keeps no leases: decode sends no {@link Renew}. */
 	long NO_LEASE = 0;
@@ -196,7 +198,8 @@ public sealed interface KVMessage {
 	 *        the state regions declare no kinds (one list for all)
 	 */
 	record TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
-			boolean dummy, String traceContext, int decodePrefixLen, int[] stateCounts) implements KVMessage {
+			boolean dummy, String traceContext, int decodePrefixLen, int[] stateCounts, RoomClaim claim)
+			implements KVMessage {
 		/** Longest trace context, in bytes of UTF-8 (a W3C {@code traceparent} is 55). */
 		public static final int MAX_TRACE_CONTEXT_BYTES = 1024;
 
@@ -205,6 +208,7 @@ public sealed interface KVMessage {
 			Objects.requireNonNull(stateIndices, "stateIndices");
 			Objects.requireNonNull(traceContext, "traceContext");
 			Objects.requireNonNull(stateCounts, "stateCounts");
+			Objects.requireNonNull(claim, "claim");
 			if (Texts.utf8Length(traceContext) > MAX_TRACE_CONTEXT_BYTES) {
 				traceContext = NO_TRACE_CONTEXT;
 			}
@@ -233,6 +237,13 @@ public sealed interface KVMessage {
 			}
 		}
 
+		/** A request without a hand-off: the room never moves to another decode. */
+		public TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
+				boolean dummy, String traceContext, int decodePrefixLen, int[] stateCounts) {
+			this(room, dstPages, auxIndex, stateIndices, requiredDstInfoNum, dummy, traceContext, decodePrefixLen,
+					stateCounts, RoomClaim.NONE);
+		}
+
 		/** A request without decode prefix and with one state index list for every state region. */
 		public TransferRequest(long room, int[] dstPages, int auxIndex, int[] stateIndices, int requiredDstInfoNum,
 				boolean dummy, String traceContext) {
@@ -251,7 +262,7 @@ public sealed interface KVMessage {
 					&& t.auxIndex == auxIndex && Arrays.equals(t.stateIndices, stateIndices)
 					&& t.requiredDstInfoNum == requiredDstInfoNum && t.dummy == dummy
 					&& t.traceContext.equals(traceContext) && t.decodePrefixLen == decodePrefixLen
-					&& Arrays.equals(t.stateCounts, stateCounts);
+					&& Arrays.equals(t.stateCounts, stateCounts) && t.claim.equals(claim);
 		}
 
 		@Override

@@ -87,7 +87,8 @@ import io.netty.buffer.ByteBufAllocator;
  * 0x03 REJECT            string reason
  * 0x04 TRANSFER_REQUEST  i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices, i32 requiredDstInfoNum,
  *                        bool dummy, string traceContext (empty: not traced; since version 3),
- *                        i32 decodePrefixLen, int[] stateCounts (since version 4)
+ *                        i32 decodePrefixLen, int[] stateCounts (since version 4), claim proof, claim handoff
+ *                        (each u8 count 0 or 32, then the bytes; since version 11)
  * 0x05 STATUS            i64 room, u8 status (KVPoll code), i32 prefillRank, string reason, i64 bytes,
  *                        i64 checksum (CRC32C, or -1 for none), u8 fences (since version 9),
  *                        u8 code (FailureCodes; 0 on Success), i32 retryAfterMillis (since version 10)

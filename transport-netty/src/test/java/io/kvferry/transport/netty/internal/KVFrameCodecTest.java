@@ -196,13 +196,13 @@ class KVFrameCodecTest {
 			String common = "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000" + "00000001"
 					+ "00";
 			// Since version 4 a request ends with decode's prefix (tokens) and its per-component state counts.
-			assertThat(ByteBufUtil.hexDump(traced)).isEqualTo("0000002f" + common + "00000005" + "30302d6162"
-					+ "00000000" + "00000000");
-			assertThat(ByteBufUtil.hexDump(untraced)).isEqualTo("0000002a" + common + "00000000" + "00000000"
-					+ "00000000");
-			assertThat(ByteBufUtil.hexDump(prefixed)).isEqualTo("0000003a" + "04" + "0000000000000001" + "00000001"
+			assertThat(ByteBufUtil.hexDump(traced)).isEqualTo("00000031" + common + "00000005" + "30302d6162"
+					+ "00000000" + "00000000" + "00" + "00");
+			assertThat(ByteBufUtil.hexDump(untraced)).isEqualTo("0000002c" + common + "00000000" + "00000000"
+					+ "00000000" + "00" + "00");
+			assertThat(ByteBufUtil.hexDump(prefixed)).isEqualTo("0000003c" + "04" + "0000000000000001" + "00000001"
 					+ "00000002" + "ffffffff" + "00000002" + "00000003" + "00000004" + "00000001" + "00" + "00000000"
-					+ "00000020" + "00000002" + "00000001" + "00000001");
+					+ "00000020" + "00000002" + "00000001" + "00000001" + "00" + "00");
 			assertThat(ByteBufUtil.hexDump(draining)).isEqualTo("00000006" + "08" + "00000001" + "78");
 			assertThat(KVFrameCodec.typeName(KVFrameCodec.TYPE_DRAINING)).isEqualTo("DRAINING");
 			assertThat(KVFrameCodec.isControlType(KVFrameCodec.TYPE_DRAINING)).isTrue();

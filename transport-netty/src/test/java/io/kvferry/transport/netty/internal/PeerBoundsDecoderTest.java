@@ -192,7 +192,7 @@ class PeerBoundsDecoderTest {
 	private static byte[] request(int traceBytes, int required, int stateCounts) {
 		ByteBuf body = Unpooled.buffer().writeLong(1).writeInt(0).writeInt(-1).writeInt(0).writeInt(required)
 				.writeByte(1).writeBytes(string("t".repeat(traceBytes))).writeInt(0).writeInt(stateCounts);
-		return frame(KVFrameCodec.TYPE_TRANSFER_REQUEST, body.writeZero(4 * stateCounts));
+		return frame(KVFrameCodec.TYPE_TRANSFER_REQUEST, body.writeZero(4 * stateCounts).writeByte(0).writeByte(0));
 	}
 
 	private static byte[] frame(int type, ByteBuf body) {

@@ -1,13 +1,15 @@
 package io.kvferry.transport.netty.internal.frame;
 
 import io.kvferry.transport.netty.internal.KVFrameCodec;
+import io.kvferry.RoomClaim;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PeerLayout;
 import io.netty.buffer.ByteBuf;
 
 /**
  * {@code TRANSFER_REQUEST}: {@code i64 room, int[] dstPages, i32 auxIndex, int[] stateIndices,
- * i32 requiredDstInfoNum, bool dummy, string traceContext, i32 decodePrefixLen, int[] stateCounts}.
+ * i32 requiredDstInfoNum, bool dummy, string traceContext, i32 decodePrefixLen, int[] stateCounts, claim proof,
+ * claim handoff}, each claim part a {@code u8} count of 0 or 32 and that many bytes.
  */
 final class TransferRequestCodec extends ControlCodec<KVMessage.TransferRequest> {
 
@@ -18,7 +20,8 @@ final class TransferRequestCodec extends ControlCodec<KVMessage.TransferRequest>
 	@Override
 	long length(KVMessage.TransferRequest t) {
 		return 8 + Fields.intsLength(t.dstPages().length) + 4 + Fields.intsLength(t.stateIndices().length) + 4 + 1
-				+ Fields.stringLength(t.traceContext()) + 4 + Fields.intsLength(t.stateCounts().length);
+				+ Fields.stringLength(t.traceContext()) + 4 + Fields.intsLength(t.stateCounts().length) + 1
+				+ t.claim().proof().length + 1 + t.claim().handoff().length;
 	}
 
 	@Override
@@ -32,6 +35,22 @@ final class TransferRequestCodec extends ControlCodec<KVMessage.TransferRequest>
 		Fields.writeString(buf, t.traceContext());
 		buf.writeInt(t.decodePrefixLen());
 		Fields.writeInts(buf, t.stateCounts());
+		writeClaimPart(buf, t.claim().proof());
+		writeClaimPart(buf, t.claim().handoff());
+	}
+
+	private static void writeClaimPart(ByteBuf buf, byte[] part) {
+		buf.writeByte(part.length);
+		buf.writeBytes(part);
+	}
+
+	/** @return one part of a claim: none, or exactly {@link RoomClaim#BYTES} bytes; any other count is malformed */
+	private static byte[] readClaimPart(FrameReader r, String field) {
+		int n = r.u8(field);
+		if (n != 0 && n != RoomClaim.BYTES) {
+			throw r.malformed(field + " : " + n + " bytes (expected: 0 or " + RoomClaim.BYTES + ")");
+		}
+		return r.bytes(field, n);
 	}
 
 	@Override
@@ -44,7 +63,9 @@ final class TransferRequestCodec extends ControlCodec<KVMessage.TransferRequest>
 		boolean dummy = r.bool("dummy");
 		String traceContext = r.string("traceContext", KVMessage.TransferRequest.MAX_TRACE_CONTEXT_BYTES);
 		int prefix = r.i32("decodePrefixLen");
+		int[] stateCounts = r.ints("stateCounts", PeerLayout.MAX_REGIONS);
+		RoomClaim claim = new RoomClaim(readClaimPart(r, "claimProof"), readClaimPart(r, "claimHandoff"));
 		return new KVMessage.TransferRequest(room, dstPages, auxIndex, stateIndices, required, dummy, traceContext,
-				prefix, r.ints("stateCounts", PeerLayout.MAX_REGIONS));
+				prefix, stateCounts, claim);
 	}
 }
