@@ -224,7 +224,7 @@ class KVFrameDecoderTest {
 	void version4TransferRequestAndDrainingArriveFedByteByByte() {
 		EmbeddedChannel v3 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "000a"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "000b"
 					+ "0000002f" + "04" + "0000000000000001" + "00000001" + "00000002" + "ffffffff" + "00000000"
 					+ "00000001" + "00" + "00000005" + "30302d6162" + "00000010" + "00000000"
 					+ "00000006" + "08" + "00000001" + "78");
@@ -233,7 +233,7 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v3.writeInbound(piece);
 			}
-			assertThat(recorder.events).containsExactly("PREFACE 10",
+			assertThat(recorder.events).containsExactly("PREFACE 11",
 					new KVMessage.TransferRequest(1, new int[] { 2 }, -1, new int[0], 1, false, "00-ab", 16,
 							new int[0]),
 					new KVMessage.Draining("x"));
@@ -248,7 +248,7 @@ class KVFrameDecoderTest {
 	void version5StripeMessagesArriveFedByteByByte() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "000a"
+			byte[] bytes = ByteBufUtil.decodeHexDump("4b564652" + "000b"
 					+ "0000000d" + "09" + "8000000000000001" + "00000002"
 					+ "00000005" + "0a" + "00000002"
 					+ "00000019" + "0b" + "0000000000000007" + "0000000000400000" + "00000000deadbeef"
@@ -258,8 +258,8 @@ class KVFrameDecoderTest {
 				fed.add(piece);
 				v5.writeInbound(piece);
 			}
-			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(10);
-			assertThat(recorder.events).containsExactly("PREFACE 10", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
+			assertThat(KVMessage.PROTOCOL_VERSION).isEqualTo(11);
+			assertThat(recorder.events).containsExactly("PREFACE 11", new KVMessage.Join(0x8000_0000_0000_0001L, 2),
 					new KVMessage.Joined(2), new KVMessage.Fence(7, 4 << 20, 0xdeadbeefL),
 					new KVMessage.Fence(8, 0, KVMessage.NO_CHECKSUM));
 			assertThat(v5.isOpen()).isTrue();
@@ -273,7 +273,7 @@ class KVFrameDecoderTest {
 	void aFenceWithANegativeByteCountIsMalformedNamingTheField() {
 		EmbeddedChannel v5 = new EmbeddedChannel(new KVFrameDecoder(KVMessage.PROTOCOL_VERSION, MAX, recorder));
 		try {
-			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "000a"
+			ByteBuf in = Unpooled.wrappedBuffer(ByteBufUtil.decodeHexDump("4b564652" + "000b"
 					+ "00000019" + "0b" + "0000000000000007" + "ffffffffffffffff" + "0000000000000000"));
 			fed.add(in);
 			v5.writeInbound(in);
@@ -296,7 +296,7 @@ class KVFrameDecoderTest {
 			v6.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 5 (expected: "
-					+ "10): the peer runs an older kvferry release; run the same release on both sides");
+					+ "11): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -315,7 +315,7 @@ class KVFrameDecoderTest {
 			v7.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 6 (expected: "
-					+ "10): the peer runs an older kvferry release; run the same release on both sides");
+					+ "11): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -335,7 +335,7 @@ class KVFrameDecoderTest {
 			v8.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 7 (expected: "
-					+ "10): the peer runs an older kvferry release; run the same release on both sides");
+					+ "11): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -354,7 +354,7 @@ class KVFrameDecoderTest {
 			v9.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 8 (expected: "
-					+ "10): the peer runs an older kvferry release; run the same release on both sides");
+					+ "11): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -373,7 +373,7 @@ class KVFrameDecoderTest {
 			v10.writeInbound(in);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage()).isEqualTo("incompatible kvferry protocol version : 9 (expected: "
-					+ "10): the peer runs an older kvferry release; run the same release on both sides");
+					+ "11): the peer runs an older kvferry release; run the same release on both sides");
 			assertThat(recorder.events).isEmpty();
 		}
 		finally {
@@ -390,7 +390,7 @@ class KVFrameDecoderTest {
 			v3.writeInbound(preface);
 			assertThat(recorder.failure).isNotNull();
 			assertThat(recorder.failure.getMessage())
-					.contains("incompatible kvferry protocol version : 3 (expected: 10): the peer runs an older "
+					.contains("incompatible kvferry protocol version : 3 (expected: 11): the peer runs an older "
 							+ "kvferry release");
 		}
 		finally {
