@@ -148,6 +148,8 @@ class ReregistrationTest {
 		StepVerifier.create(decode.reregister(next.kvArgs(), T))
 				.expectSubscription()
 				.then(() -> {
+					assertThat(decode.kvArgs()).as("swapped while room 1 could still land").isSameAs(
+							decodeMemory.kvArgs());
 					KVReceiver refused = decode.receiver(BOOTSTRAP, 2);
 					assertThat(refused.poll()).isEqualTo(KVPoll.FAILED);
 					StepVerifier.create(refused.completion())
