@@ -282,18 +282,20 @@ final class DecodeClient {
 	 * later rooms land in, and are checked in, the new pools. Only while no room runs.
 	 *
 	 * @param deadline how long a room still in flight may take before its rank aborts it
-	 * @return how long it took, once every rank's rooms land in its new pool
+	 * @return how long the re-registration took (not the allocation of the new pools, which is the engine's), once
+	 *         every rank's rooms land in its new pool
 	 */
 	Mono<Duration> reregister(Duration deadline) {
 		return Mono.defer(() -> {
 			List<RankMemory> next = new ArrayList<>();
-			List<Mono<Integer>> swaps = new ArrayList<>();
-			long start = System.nanoTime();
-			for (int i = 0; i < managers.size(); i++) {
-				RankMemory mem = RankMemory.decode(shape, memory.get(i).layout(), poolPages, auxRows, auxRows);
-				next.add(mem);
-				swaps.add(managers.get(i).reregister(mem.kvArgs(), deadline));
+			for (RankMemory old : memory) {
+				next.add(RankMemory.decode(shape, old.layout(), poolPages, auxRows, auxRows));
 			}
+			List<Mono<Integer>> swaps = new ArrayList<>();
+			for (int i = 0; i < managers.size(); i++) {
+				swaps.add(managers.get(i).reregister(next.get(i).kvArgs(), deadline));
+			}
+			long start = System.nanoTime();
 			return Mono.when(swaps).then(Mono.fromCallable(() -> {
 				Duration took = Duration.ofNanos(System.nanoTime() - start);
 				for (int i = 0; i < next.size(); i++) {
