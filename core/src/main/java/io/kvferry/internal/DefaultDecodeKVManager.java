@@ -159,17 +159,20 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(support, table, room, bootstrapAddr);
-		DecodeRoom r = table.getOrCreate(room, id -> fresh);
+		// Made under the table's monitor, as a re-registration pauses and resumes it: a room admitted before the pause
+		// is one the re-registration waits for, and one admitted after it lands in the new regions.
+		DecodeRoom[] made = new DecodeRoom[1];
+		DecodeRoom r = table.getOrCreate(room, id -> made[0] = new DecodeRoom(support, table, id, bootstrapAddr));
 		String draining = table.refusalReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
 			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
+			DecodeRoom fresh = new DecodeRoom(support, table, room, bootstrapAddr);
 			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 			table.advance(fresh, KVPoll.BOOTSTRAPPING);
 			table.fail(fresh, FailureCause.DRAINING, draining, false);
 			return fresh;
 		}
-		if (r != fresh) {
+		if (r == null || r != made[0]) {
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}

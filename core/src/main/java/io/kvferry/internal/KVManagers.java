@@ -1,15 +1,11 @@
 package io.kvferry.internal;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.function.BiFunction;
 
 import io.kvferry.DecodeConfig;
 import io.kvferry.DecodeKVManager;
-import io.kvferry.KVArgs;
 import io.kvferry.KVManager;
 import io.kvferry.KVManagerConfig;
-import io.kvferry.MemoryRegion;
 import io.kvferry.PrefillConfig;
 import io.kvferry.PrefillKVManager;
 import reactor.core.Disposable;
@@ -38,7 +34,7 @@ public final class KVManagers {
 
 	private static <C extends KVManagerConfig, M extends KVManager> Mono<M> registered(C config,
 			BiFunction<C, Disposable.Swap, Mono<M>> start) {
-		return config.transport().register(regions(config.kvArgs())).flatMap(registration -> {
+		return config.transport().register(Reregistration.regions(config.kvArgs())).flatMap(registration -> {
 			Disposable.Swap regions = Disposables.swap();
 			regions.update(registration);
 			return start.apply(config, regions)
@@ -48,11 +44,4 @@ public final class KVManagers {
 		});
 	}
 
-	/** @return every region of {@code args}, as a transport registers them */
-	static List<MemoryRegion> regions(KVArgs args) {
-		List<MemoryRegion> all = new ArrayList<>(args.kvRegions());
-		all.addAll(args.auxRegions());
-		all.addAll(args.stateRegions());
-		return all;
-	}
 }

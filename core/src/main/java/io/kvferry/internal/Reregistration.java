@@ -2,6 +2,7 @@ package io.kvferry.internal;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -10,6 +11,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.kvferry.FailureCause;
 import io.kvferry.KVArgs;
+import io.kvferry.MemoryRegion;
 import io.kvferry.spi.PeerLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,6 +44,14 @@ final class Reregistration {
 		this.table = table;
 		this.registration = registration;
 		this.open = open;
+	}
+
+	/** @return every region of {@code args}, as a transport registers them (at a manager's start, and here) */
+	static List<MemoryRegion> regions(KVArgs args) {
+		List<MemoryRegion> all = new ArrayList<>(args.kvRegions());
+		all.addAll(args.auxRegions());
+		all.addAll(args.stateRegions());
+		return all;
 	}
 
 	/** Counts an admitted room until no byte can land in its pages any more. */
@@ -90,8 +100,11 @@ final class Reregistration {
 			}
 			long started = System.nanoTime();
 			table.pause("KV manager " + support.name + " is re-registering its regions and admits no new rooms");
-			// Admissions stopped: no room joins this set any more until the swap.
-			List<DecodeRoom> held = new ArrayList<>(unreleased);
+			// Admissions stopped: no room joins the table any more until the swap. A room admitted just before may
+			// not be counted in unreleased yet, but it is in the table.
+			Set<DecodeRoom> rooms = new LinkedHashSet<>(unreleased);
+			rooms.addAll(table.all());
+			List<DecodeRoom> held = new ArrayList<>(rooms);
 			log.info("[{}] re-registering its regions: admitting no new rooms, {} in flight may take up to {}",
 					support.name, held.size(), deadline);
 			Mono<Void> quiet = Mono.when(held.stream().map(DecodeRoom::released).toList());
@@ -100,7 +113,7 @@ final class Reregistration {
 						abort(held, deadline);
 						return quiet;
 					}), support.config.timer())
-					.then(support.config.transport().register(KVManagers.regions(args)))
+					.then(support.config.transport().register(regions(args)))
 					.map(next -> swap(args, layout, next, started))
 					.doOnError(e -> {
 						log.warn("[{}] re-registration failed, the old regions stay in use: {}", support.name,
