@@ -36,7 +36,8 @@ public enum FailureCause {
 	OVERLOAD,
 	/**
 	 * A draining manager (this one, or the peer rank) admits no new rooms, or its drain deadline passed before the
-	 * room ended.
+	 * room ended; also a decode manager re-registering its regions, which admits no new rooms meanwhile and aborts
+	 * those still live at its deadline.
 	 */
 	DRAINING,
 	/**

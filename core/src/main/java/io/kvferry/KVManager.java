@@ -21,6 +21,7 @@ public interface KVManager extends Disposable {
 	/** @return which side of the pair this manager serves */
 	DisaggregationMode mode();
 
+	/** @return the regions rooms land in (or are read from) now: a decode manager's re-registration replaces them */
 	KVArgs kvArgs();
 
 	ParallelLayout layout();

@@ -65,7 +65,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	private final Sinks.Empty<Void> released = Sinks.empty();
 	private final BooleanSupplier live = this::acceptsBytes;
 	private final LayerLanding layers;
-	private final LayerRegions ownLayers;
+	// The generation of this rank's regions the room lands in, read once as it is made.
+	private final DecodeSupport.Registered own;
 	private volatile int flags;
 	// Set with the requests, before any byte can land.
 	private volatile GrantLedger ledger;
@@ -90,8 +91,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 		this.support = support;
 		this.bootstrap = bootstrap;
 		this.callbacks = support.config.callbackScheduler();
-		this.ownLayers = support.ownLayers;
-		this.layers = new LayerLanding(ownLayers, live);
+		this.own = support.registered;
+		this.layers = new LayerLanding(own.layers(), live);
 		this.verdict = new RoomVerdict(this, callbacks, () -> ledger);
 	}
 
@@ -125,7 +126,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	@Override
 	public void sendMetadata(int decodePrefixLen, int[] pageIndices, int auxIndex, int[][] stateIndices) {
 		int[] given = pageIndices.clone();
-		int[][] states = RoomPlan.checkMetadata(support.config.kvArgs(), support.config.layout().attnCpSize(),
+		int[][] states = RoomPlan.checkMetadata(own.args(), support.config.layout().attnCpSize(),
 				decodePrefixLen, given, auxIndex, stateIndices);
 		// Read when the trace started, on the thread that made the receiver: no tracing code runs here.
 		String traceContext = trace.context();
@@ -203,11 +204,11 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 
 	/** Opens the room's grant and ledger, then sends the room's destinations to every target; under the monitor. */
 	private void sendRequests(String traceContext) {
-		KVArgs args = support.config.kvArgs();
+		KVArgs args = own.args();
 		List<RankTarget> targets = mapping.targets();
 		GrantLedger l;
 		try {
-			l = RoomPlan.ledger(args, support.ownLayout, pages, auxIndex, StateLists.perRegion(args.stateKinds(),
+			l = RoomPlan.ledger(args, own.layout(), pages, auxIndex, StateLists.perRegion(args.stateKinds(),
 					args.stateRegions().size(), stateSlots), sources());
 		}
 		catch (RuntimeException e) {
@@ -417,7 +418,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 			return f;
 		}
 		return new KVTransferException(f.room(), f.failureCause(), f.reason(), f.isFromAnotherRank(),
-				RoomPlan.landedPages(pages == null ? new int[0] : pages, ledger, ownLayers));
+				RoomPlan.landedPages(pages == null ? new int[0] : pages, ledger, own.layers()));
 	}
 
 	@Override

@@ -118,6 +118,10 @@ final class DecodeSession implements DialledConnection.Peer {
 	private volatile String broke;
 	// Renews the leases of this session's rooms while the rank holds them on leases.
 	private final LeaseRenewals renewals;
+	// Orders the handshake and the announcements of new regions, so that the rank hears each generation once, in order.
+	private final Object announcing = new Object();
+	// The generation of this rank's regions the rank was last told of; -1 before the handshake. Guarded by announcing.
+	private int announced = -1;
 
 	/**
 	 * @param inboxes the manager's rooms by id (null when unknown or ended)
@@ -149,15 +153,41 @@ final class DecodeSession implements DialledConnection.Peer {
 		return connection.open(this::refused)
 				.doOnError(e -> owner.gone(this))
 				.then(Mono.defer(() -> {
-					connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, support.ownLayout,
-							support.config.checksums(), connection.width(), support.incarnation), SendListener.ifFailed(e -> connection.close(
-									"could not send the handshake: " + Failures.describe(e))));
+					hello();
 					return handshake.asMono().then(Mono.defer(() -> connection.join(token)));
 				}))
 				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + stalledAt()
 						+ " within " + limit)), support.config.timer())
 				.doOnError(e -> close(Failures.describe(e)))
 				.thenReturn(this);
+	}
+
+	/** Sends the handshake with this rank's regions as they are now. */
+	private void hello() {
+		synchronized (announcing) {
+			DecodeSupport.Registered own = support.registered;
+			announced = own.generation();
+			connection.send(new KVMessage.Hello(KVMessage.PROTOCOL_VERSION, own.layout(), support.config.checksums(),
+					connection.width(), support.incarnation), SendListener.ifFailed(e -> connection.close(
+							"could not send the handshake: " + Failures.describe(e))));
+		}
+	}
+
+	/**
+	 * Tells the rank this rank's regions as they are now, once they changed since its handshake or the last
+	 * announcement; a session that has not sent its handshake yet tells them there. Sent on stripe 0 before any request
+	 * made against them, so the rank plans every later request with them.
+	 */
+	void announce() {
+		synchronized (announcing) {
+			DecodeSupport.Registered own = support.registered;
+			if (announced < 0 || announced >= own.generation()) {
+				return;
+			}
+			announced = own.generation();
+			connection.send(new KVMessage.Layout(own.generation(), own.layout()), SendListener.ifFailed(e -> close(
+					"could not send the layout of generation " + own.generation() + ": " + Failures.describe(e))));
+		}
 	}
 
 	/** A rank that said it drains and then went away is not an unexplained connection failure. */
@@ -304,7 +334,8 @@ final class DecodeSession implements DialledConnection.Peer {
 			return;
 		}
 		// Prefill compared the fingerprints before it answered; decode judges by its own comparison all the same.
-		PeerLayout own = support.ownLayout;
+		// The regions' shape and model stay the same over re-registrations: any generation's layout judges the pairing.
+		PeerLayout own = support.registered.layout();
 		String model = ModelFingerprint.mismatch(ModelFingerprint.of(layout), ModelFingerprint.of(own));
 		if (model != null) {
 			handshake.tryEmitError(new TopologyException("prefill rank " + endpoint + ": " + model));
@@ -323,6 +354,8 @@ final class DecodeSession implements DialledConnection.Peer {
 			}
 		}
 		this.prefill = layout;
+		// Regions re-registered after the handshake went out, before this session counted as open, are told now.
+		announce();
 		handshake.tryEmitEmpty();
 	}
 

@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.LongAdder;
 
 import io.kvferry.DecodeConfig;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.spi.PeerLayout;
 
 /**
@@ -18,10 +19,9 @@ final class DecodeSupport {
 
 	final DecodeConfig config;
 	final String name;
-	// This rank's layout as prefill ranks see it in the handshake.
-	final PeerLayout ownLayout;
-	// This rank's KV layers and the buffers of each.
-	final LayerRegions ownLayers;
+	// The regions rooms land in now; replaced as a whole when the manager re-registers them, so that a room (which
+	// reads it once, as it is made) never mixes two generations.
+	volatile Registered registered;
 	final long incarnation;
 	final LongAdder bytesReceived;
 	// Prefill ranks that announced a drain, with the reason: once such a rank is gone, a room that cannot reach it
@@ -34,10 +34,23 @@ final class DecodeSupport {
 	DecodeSupport(DecodeConfig config, String name, PeerLayout ownLayout, long incarnation, LongAdder bytesReceived) {
 		this.config = config;
 		this.name = name;
-		this.ownLayout = ownLayout;
-		this.ownLayers = LayerRegions.of(config.kvArgs().kvRegions().size(), config.kvArgs().draftLayers(),
-				config.kvArgs().isMla());
+		this.registered = new Registered(config.kvArgs(), ownLayout, 0);
 		this.incarnation = incarnation;
 		this.bytesReceived = bytesReceived;
+	}
+
+	/**
+	 * One generation of this rank's regions.
+	 *
+	 * @param args the regions and their layout
+	 * @param layout the layout as prefill ranks see it in the handshake
+	 * @param layers this rank's KV layers and the buffers of each
+	 * @param generation 0 for the regions the manager started with, then one more per re-registration
+	 */
+	record Registered(KVArgs args, PeerLayout layout, LayerRegions layers, int generation) {
+
+		Registered(KVArgs args, PeerLayout layout, int generation) {
+			this(args, layout, LayerRegions.of(args.kvRegions().size(), args.draftLayers(), args.isMla()), generation);
+		}
 	}
 }

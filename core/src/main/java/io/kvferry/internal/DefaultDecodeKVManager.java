@@ -14,6 +14,7 @@ import io.kvferry.DecodeKVManager;
 import io.kvferry.DisaggregationMode;
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
+import io.kvferry.KVArgs;
 import io.kvferry.KVPoll;
 import io.kvferry.KVReceiver;
 import io.kvferry.RoomTrace;
@@ -63,12 +64,16 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	private final Disposable registryWatch;
 	// The hint this rank's overload refusals carry.
 	private final RetryAfter retryAfter;
+	// Swaps this rank's regions at run time.
+	private final Reregistration reregistration;
 
-	DefaultDecodeKVManager(DecodeConfig config) {
+	/** @param registration the transport's registration of the regions, which a re-registration replaces */
+	DefaultDecodeKVManager(DecodeConfig config, Disposable.Swap registration) {
 		super(config, PeerLayout.of(config.kvArgs(), config.layout(), false, false));
 		this.retryAfter = new RetryAfter(config.overloadRetryAfter());
 		this.breakers = new PeerBreakers(name, config.breakerFailures(), config.breakerProbeInterval(), config.timer());
 		this.support = new DecodeSupport(config, name, ownLayout, incarnation, bytesReceived);
+		this.reregistration = new Reregistration(support, table, registration, open);
 		this.registryWatch = config.bootstrapClient().changes().subscribe(this::onRegistryChange,
 				e -> log.warn("[{}] the registry stopped reporting changes ({}); cached prefill instances are kept "
 						+ "until a handshake shows them stale", name, Failures.describe(e)));
@@ -121,6 +126,24 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	}
 
 	@Override
+	public KVArgs kvArgs() {
+		return support.registered.args();
+	}
+
+	@Override
+	public Mono<Integer> reregister(KVArgs args, Duration deadline) {
+		Objects.requireNonNull(deadline, "deadline");
+		if (deadline.isNegative()) {
+			throw new IllegalArgumentException("deadline : " + deadline + " (expected: >= 0)");
+		}
+		PeerLayout layout = reregistration.check(args);
+		return Mono.defer(() -> {
+			checkOpen();
+			return reregistration.run(args, layout, deadline);
+		}).publishOn(config.callbackScheduler());
+	}
+
+	@Override
 	public KVReceiver receiver(HostPort bootstrapAddr, long room) {
 		return open(bootstrapAddr, room, null);
 	}
@@ -136,20 +159,24 @@ final class DefaultDecodeKVManager extends BaseKVManager<DecodeRoom, DecodeConfi
 	private KVReceiver open(HostPort bootstrapAddr, long room, Integer prefillDpRank) {
 		Objects.requireNonNull(bootstrapAddr, "bootstrapAddr");
 		checkOpen();
-		DecodeRoom fresh = new DecodeRoom(support, table, room, bootstrapAddr);
-		DecodeRoom r = table.getOrCreate(room, id -> fresh);
-		String draining = table.drainReason();
+		// Made under the table's monitor, as a re-registration pauses and resumes it: a room admitted before the pause
+		// is one the re-registration waits for, and one admitted after it lands in the new regions.
+		DecodeRoom[] made = new DecodeRoom[1];
+		DecodeRoom r = table.getOrCreate(room, id -> made[0] = new DecodeRoom(support, table, id, bootstrapAddr));
+		String draining = table.refusalReason();
 		if (r == null && draining != null && !table.isTombstoned(room)) {
 			// Born failed, so that the engine frees the room's pages (and may route it elsewhere) at once.
+			DecodeRoom fresh = new DecodeRoom(support, table, room, bootstrapAddr);
 			fresh.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 			table.advance(fresh, KVPoll.BOOTSTRAPPING);
 			table.fail(fresh, FailureCause.DRAINING, draining, false);
 			return fresh;
 		}
-		if (r != fresh) {
+		if (r == null || r != made[0]) {
 			throw new IllegalStateException("room " + room + (r == null ? " already ended on " : " already has a live receiver on ")
 					+ name + "; rooms are not reused");
 		}
+		reregistration.admitted(r);
 		r.trace = traceNow(DisaggregationMode.DECODE, room, "", DeferredRoomTracer.epochNanos());
 		table.advance(r, KVPoll.BOOTSTRAPPING);
 		Resolved known = routes.current(r.bootstrap, room, prefillDpRank);

@@ -26,8 +26,12 @@ final class PrefillPeer {
 	// Rooms this decode rank asked for that no sender claimed yet.
 	final AtomicInteger unclaimed = new AtomicInteger();
 	private final int uniqueRank;
-	// Set by the handshake: how this rank's buffers map onto the decode rank's.
+	// Set by the handshake, replaced when the decode rank re-registers its regions: how this rank's buffers map onto
+	// the decode rank's.
 	volatile TransferPlan plan;
+	// The generation of the decode rank's regions the plan was made for: 0 from the handshake. Read and written on the
+	// connection's thread.
+	int layoutGeneration;
 	// The decode rank's incarnation from its handshake: a decode rank that restarts comes back as another session.
 	volatile long decodeIncarnation;
 	// How the decode rank's connections move bytes: read at its first request, once every stripe joined, and kept.

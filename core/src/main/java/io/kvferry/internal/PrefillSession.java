@@ -74,6 +74,9 @@ final class PrefillSession implements StripedConnection.Handler {
 		else if (message instanceof KVMessage.Abort abort) {
 			onAbort(abort);
 		}
+		else if (message instanceof KVMessage.Layout layout) {
+			onLayout(layout);
+		}
 		else {
 			connection.close("unexpected " + message.getClass().getSimpleName() + " from decode");
 		}
@@ -125,6 +128,47 @@ final class PrefillSession implements StripedConnection.Handler {
 		if (draining != null) {
 			connection.send(new KVMessage.Draining(draining));
 		}
+	}
+
+	/**
+	 * The decode rank re-registered its regions: every request after this message is planned against the new layout
+	 * (stripe 0 carries both in order). A layout of another model, a generation that does not move forward or regions
+	 * this rank's cannot pair with close the connection, naming the problem: the rank's requests would be planned
+	 * against regions it no longer has.
+	 */
+	private void onLayout(KVMessage.Layout layout) {
+		String from = "decode " + connection.remoteAddress();
+		String reason = null;
+		TransferPlan plan = null;
+		if (layout.generation() <= peer.layoutGeneration) {
+			reason = from + " sent layout generation " + layout.generation() + " after " + peer.layoutGeneration
+					+ " (expected: a larger one)";
+		}
+		else {
+			String model = ModelFingerprint.mismatch(ModelFingerprint.of(support.ownLayout),
+					ModelFingerprint.of(layout.layout()));
+			if (model != null) {
+				reason = from + " re-registered regions of another model: " + model;
+			}
+			else {
+				try {
+					plan = TransferPlan.of(support.config.kvArgs(), support.config.layout(), layout.layout(),
+							support.config.dsaCacheLayerSplit());
+				}
+				catch (TopologyException e) {
+					reason = from + " re-registered regions this rank cannot pair with: " + e.getMessage();
+				}
+			}
+		}
+		if (reason != null) {
+			log.warn("[{}] {}", support.name, reason);
+			connection.close(reason);
+			return;
+		}
+		peer.layoutGeneration = layout.generation();
+		peer.plan = plan;
+		log.info("[{}] {} re-registered its regions (generation {}): {}", support.name, from, layout.generation(),
+				plan);
 	}
 
 	private void onTransferRequest(KVMessage.TransferRequest req) {

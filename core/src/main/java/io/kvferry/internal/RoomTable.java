@@ -66,6 +66,8 @@ final class RoomTable<R extends Room> {
 	private final Sinks.Empty<Void> drained = Sinks.empty();
 	// Guarded by tombstones (so that an admission and the start of a drain never cross); read without it.
 	private volatile String drainReason;
+	// Why new rooms are refused for a while (the regions are being swapped), or null; guarded and read as drainReason.
+	private volatile String pauseReason;
 	private final Scheduler callbacks;
 	private KVMetricsRecorder recorder = KVMetricsRecorder.NONE;
 	private DisaggregationMode mode;
@@ -142,7 +144,7 @@ final class RoomTable<R extends Room> {
 
 	/**
 	 * @return the live room, creating it with {@code factory} when unknown; null when it ended recently, or when it
-	 *         is unknown and the table is draining ({@link #drainReason()} tells)
+	 *         is unknown and the table is draining or paused ({@link #refusalReason()} tells)
 	 */
 	R getOrCreate(long room, LongFunction<R> factory) {
 		R existing = rooms.get(room);
@@ -156,7 +158,7 @@ final class RoomTable<R extends Room> {
 				return null;
 			}
 			R live = rooms.get(room);
-			if (live != null || drainReason != null) {
+			if (live != null || drainReason != null || pauseReason != null) {
 				return live;
 			}
 			R created = factory.apply(room);
@@ -182,9 +184,34 @@ final class RoomTable<R extends Room> {
 		checkDrained();
 	}
 
-	/** @return why new rooms are refused, or null while the table admits them */
+	/** @return why a drain refuses new rooms, or null while the table is not draining */
 	String drainReason() {
 		return drainReason;
+	}
+
+	/**
+	 * Stops admitting rooms until {@link #resume()}: {@link #getOrCreate} returns only rooms already known. Unlike a
+	 * drain it ends; a drain that starts meanwhile outlasts it.
+	 *
+	 * @param reason why new rooms are refused, naming the manager
+	 */
+	void pause(String reason) {
+		synchronized (tombstones) {
+			pauseReason = reason;
+		}
+	}
+
+	/** Admits rooms again after {@link #pause}, unless the table drains. */
+	void resume() {
+		synchronized (tombstones) {
+			pauseReason = null;
+		}
+	}
+
+	/** @return why new rooms are refused (a drain's reason first, else a pause's), or null while the table admits them */
+	String refusalReason() {
+		String drain = drainReason;
+		return drain != null ? drain : pauseReason;
 	}
 
 	/**

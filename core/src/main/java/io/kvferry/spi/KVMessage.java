@@ -9,7 +9,7 @@ import io.kvferry.RoomClaim;
 
 /**
  * The control messages of the transfer protocol. Decode sends {@link Hello}, {@link Join}, {@link TransferRequest},
- * {@link Renew} and {@link Abort}; prefill sends {@link HelloAck}, {@link Joined}, {@link Reject}, {@link Status},
+ * {@link Renew}, {@link Abort} and {@link Layout}; prefill sends {@link HelloAck}, {@link Joined}, {@link Reject}, {@link Status},
  * {@link Fence}, {@link AbortAck} and {@link Draining}. On one connection messages and data blocks arrive in the order
  * they were sent.
  *
@@ -26,8 +26,10 @@ public sealed interface KVMessage {
 	 * of a room ({@link ScatterHeader}). 9: a Success {@link Status} names the stripes that send a {@link Fence} for the
 	 * room ({@link Status#fences()}); a stripe that carried none of its bytes sends none. 10: {@link Status} and
 	 * {@link Abort} carry a failure code ({@link FailureCodes}) and a retry hint; a layout carries the model's id,
-	 * layer count and KV layout, which the handshake compares; every number a peer announces has bounds. 11: a
-	 * {@link TransferRequest} carries a {@link RoomClaim}, so that a replacement decode can take a room over.
+	 * layer count and KV layout, which the handshake compares (the layout since 11 only to say where it re-lays); every
+	 * number a peer announces has bounds. 11: a {@link TransferRequest} carries a {@link RoomClaim}, so that a
+	 * replacement decode can take a room over; decode announces a new layout with {@link Layout} after it
+	 * re-registered its regions.
 	 */
 	int PROTOCOL_VERSION = 11;
 
@@ -441,6 +443,30 @@ public sealed interface KVMessage {
 	record Draining(String reason) implements KVMessage {
 		public Draining {
 			reason = Texts.cut(Objects.requireNonNull(reason, "reason"), MAX_REASON_BYTES);
+		}
+	}
+
+	/**
+	 * Decode re-registered its regions, decode → prefill, on stripe 0 of a session whose handshake passed: from now on
+	 * its layout is {@code layout}, and prefill plans every later request of the session against it. Decode sends it
+	 * only once no room it holds can be written any more, and before any request made against the new regions, so the
+	 * order of stripe 0 is what tells the two layouts apart.
+	 *
+	 * @param generation counts the decode rank's re-registrations, 1 for its first; each message of a session names a
+	 *        larger one than the last, at most {@link #MAX_GENERATION}
+	 * @param layout the decode rank's new layout; its model fingerprint is the one of the handshake
+	 */
+	record Layout(int generation, PeerLayout layout) implements KVMessage {
+
+		/** Largest generation: one re-registration a second would take 68 years to reach it. */
+		public static final int MAX_GENERATION = Integer.MAX_VALUE;
+
+		public Layout {
+			Objects.requireNonNull(layout, "layout");
+			if (generation < 1) {
+				throw new IllegalArgumentException("generation : " + generation + " (expected: 1.." + MAX_GENERATION
+						+ ")");
+			}
 		}
 	}
 

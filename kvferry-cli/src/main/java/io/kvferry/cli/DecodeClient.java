@@ -1,5 +1,6 @@
 package io.kvferry.cli;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -42,6 +43,7 @@ final class DecodeClient {
 	private static final int[] NO_STATE = new int[0];
 
 	private final ModelShape shape;
+	// Replaced only by reregister, while no room runs.
 	private final List<RankMemory> memory = new ArrayList<>();
 	private final List<DecodeKVManager> managers = new ArrayList<>();
 	private final PageAllocator pages;
@@ -55,8 +57,13 @@ final class DecodeClient {
 	private final AtomicBoolean reachedPrefill = new AtomicBoolean();
 	private final Sinks.Empty<Void> noneStarting = Sinks.empty();
 
+	private final int poolPages;
+	private final int auxRows;
+
 	private DecodeClient(ModelShape shape, int poolPages, int auxRows) {
 		this.shape = shape;
+		this.poolPages = poolPages;
+		this.auxRows = auxRows;
 		this.pages = new PageAllocator(poolPages);
 		this.rows = new PageAllocator(auxRows);
 	}
@@ -278,6 +285,35 @@ final class DecodeClient {
 				.map(t -> t.getMessage() == null ? t.toString() : t.getMessage())
 				.distinct()
 				.collect(Collectors.joining("; "));
+	}
+
+	/**
+	 * Re-registers every rank's regions into a fresh pool of the same size, as an engine that swaps its pool does:
+	 * later rooms land in, and are checked in, the new pools. Only while no room runs.
+	 *
+	 * @param deadline how long a room still in flight may take before its rank aborts it
+	 * @return how long the re-registration took (not the allocation of the new pools, which is the engine's), once
+	 *         every rank's rooms land in its new pool
+	 */
+	Mono<Duration> reregister(Duration deadline) {
+		return Mono.defer(() -> {
+			List<RankMemory> next = new ArrayList<>();
+			for (RankMemory old : memory) {
+				next.add(RankMemory.decode(shape, old.layout(), poolPages, auxRows, auxRows));
+			}
+			List<Mono<Integer>> swaps = new ArrayList<>();
+			for (int i = 0; i < managers.size(); i++) {
+				swaps.add(managers.get(i).reregister(next.get(i).kvArgs(), deadline));
+			}
+			long start = System.nanoTime();
+			return Mono.when(swaps).then(Mono.fromCallable(() -> {
+				Duration took = Duration.ofNanos(System.nanoTime() - start);
+				for (int i = 0; i < next.size(); i++) {
+					memory.set(i, next.get(i));
+				}
+				return took;
+			}));
+		});
 	}
 
 	/** @return each rank's registered memory, in the order of {@link #managers} */

@@ -90,6 +90,12 @@ final class DecodeCommand implements Callable<Integer> {
 					+ "(default: ${DEFAULT-VALUE}).")
 	Duration idle;
 
+	@Option(names = "--reregister", description = "After the warm-up (and --idle), re-register every decode rank's "
+			+ "regions into a fresh pool of the same size, as an engine that swaps its pool does (prefill ranks hear "
+			+ "the new layout on the connections they have), then run the batch into the new pools; prints how long "
+			+ "it took.")
+	boolean reregister;
+
 	@Option(names = "--json", description = "Print the summary as one JSON object on stdout (the demo's fields).")
 	boolean json;
 
@@ -168,6 +174,12 @@ final class DecodeCommand implements Callable<Integer> {
 					err.flush();
 					Mono.delay(idle).block();
 					err.println("kvferry decode: idle over");
+					err.flush();
+				}
+				if (reregister) {
+					Duration took = decoder.reregister(drain.drainTimeout).block(START_TIMEOUT);
+					err.println(String.format(Locale.ROOT, "kvferry decode: re-registered the regions of %d ranks in "
+							+ "%.2f ms", decoder.managers().size(), took.toNanos() / 1e6));
 					err.flush();
 				}
 				Progress progress = Progress.forConsole(err, !json || System.console() != null,

@@ -63,6 +63,20 @@ class SyntheticDecodeTest {
 	}
 
 	@Test
+	void roomsAfterAReregistrationLandInTheNewPoolsAndAreVerifiedThere() throws Exception {
+		int status = decode(with("--synthetic", "--requests", "8", "--decode-tp", "2", "--warmup", "2",
+				"--reregister"));
+
+		assertThat(status).as(err.toString()).isZero();
+		assertThat(err.toString()).containsPattern("kvferry decode: re-registered the regions of 2 ranks in "
+				+ "[0-9]+\\.[0-9]{2} ms");
+		JsonNode j = JSON.readTree(out.toString());
+		assertThat(j.get("verified").asBoolean()).isTrue();
+		assertThat(j.get("completed").asInt()).isEqualTo(8);
+		assertThat(j.get("failures").asInt()).isZero();
+	}
+
+	@Test
 	void aRatedInstanceNamesItsRate() throws Exception {
 		int status = decode(with("--synthetic", "--rate", "2.5", "--requests", "4"));
 

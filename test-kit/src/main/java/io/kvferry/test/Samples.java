@@ -57,7 +57,9 @@ public final class Samples {
 				new KVMessage.AbortAck(Long.MIN_VALUE),
 				new KVMessage.Renew(new long[0]),
 				new KVMessage.Renew(new long[] { 1, Long.MIN_VALUE, Long.MAX_VALUE, -1 }),
-				new KVMessage.Draining("prefill rank prefill-dp0-tp0-pp0 (10.0.0.5:4000) is draining — bye"));
+				new KVMessage.Draining("prefill rank prefill-dp0-tp0-pp0 (10.0.0.5:4000) is draining — bye"),
+				new KVMessage.Layout(1, layout(2)),
+				new KVMessage.Layout(KVMessage.Layout.MAX_GENERATION, layout(0)));
 	}
 
 	/** @return a region of {@code bytes} bytes filled with seeded random data */

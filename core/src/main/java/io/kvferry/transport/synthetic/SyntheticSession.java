@@ -23,8 +23,12 @@ final class SyntheticSession {
 
 	private final SyntheticPrefill source;
 	private final SyntheticPrefill.Rank rank;
-	private final PeerLayout own;
-	private final PeerLayout decode;
+	// The mirror of decode's layout, and decode's layout: replaced, on stripe 0's thread, when decode re-registers its
+	// regions; each room keeps the pair it was made with.
+	private volatile PeerLayout own;
+	private volatile PeerLayout decode;
+	// The generation of decode's regions the pair is for: 0 from the handshake. Stripe 0's thread only.
+	private int generation;
 	private final boolean checksums;
 	final long token;
 	private final int width;
@@ -156,10 +160,36 @@ final class SyntheticSession {
 				l.post(() -> l.abortAck(abort.room()));
 			}
 		}
+		else if (message instanceof KVMessage.Layout layout) {
+			relayout(lane, layout);
+		}
 		else if (!(message instanceof KVMessage.Renew)) {
 			// A renewal is harmless although no lease was announced; anything else does not belong here.
 			lane.refuse("unexpected " + message.getClass().getSimpleName() + " on stripe 0");
 		}
+	}
+
+	/**
+	 * Decode re-registered its regions: later rooms are served into the new layout. Its generation must move forward
+	 * and its sizes stay the ones this rank mirrors; otherwise the session ends, naming why.
+	 */
+	private void relayout(Lane lane, KVMessage.Layout layout) {
+		PeerLayout d = layout.layout();
+		String refused = layout.generation() <= generation ? "layout generation " + layout.generation() + " after "
+				+ generation + " (expected: a larger one)"
+				: d.pageSize() != decode.pageSize() || d.mla() != decode.mla() || !d.parallel().equals(decode.parallel())
+						|| mainBuffers(d) != mainBuffers(decode) || d.aux().size() != decode.aux().size()
+						|| d.state().size() != decode.state().size()
+								? "a re-registered layout of other sizes than the handshake's (expected: only the "
+										+ "regions' item lengths and counts change)"
+								: null;
+		if (refused != null) {
+			lane.refuse(refused);
+			return;
+		}
+		generation = layout.generation();
+		decode = d;
+		own = mirror(rank, d);
 	}
 
 	private void request(Lane lane, KVMessage.TransferRequest req) {

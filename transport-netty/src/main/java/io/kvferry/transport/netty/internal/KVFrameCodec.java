@@ -99,6 +99,7 @@ import io.netty.buffer.ByteBufAllocator;
  * 0x0a JOINED            i32 stripe (since version 5)
  * 0x0b FENCE             i64 room, i64 bytes, i64 checksum (CRC32C, or -1 for none) (since version 5)
  * 0x0c RENEW             i32 count (0..8192), count x i64 room (since version 8)
+ * 0x0d LAYOUT            i32 generation (1..2^31-1), layout (decode's after a re-registration; since version 11)
  * 0x10 HEARTBEAT         (empty body)
  * 0x11 AUTH              u8 flags (0x01: has a shared secret; other bits must be 0), 32 bytes nonce,
  *                        i32 maxFrameLength (1 KiB..1 GiB), i32 heartbeatMillis (10..600,000; since version 10),
@@ -162,6 +163,8 @@ public final class KVFrameCodec {
 	public static final int TYPE_JOINED = 0x0A;
 	public static final int TYPE_FENCE = 0x0B;
 	public static final int TYPE_RENEW = 0x0C;
+	/** Decode's layout after it re-registered its regions. */
+	public static final int TYPE_LAYOUT = 0x0D;
 	public static final int TYPE_HEARTBEAT = 0x10;
 	public static final int TYPE_AUTH = 0x11;
 	public static final int TYPE_AUTH_PROOF = 0x12;

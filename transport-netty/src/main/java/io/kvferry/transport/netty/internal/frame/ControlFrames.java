@@ -25,7 +25,8 @@ public final class ControlFrames {
 			new JoinCodec(),
 			new JoinedCodec(),
 			new FenceCodec(),
-			new RenewCodec());
+			new RenewCodec(),
+			new LayoutCodec());
 
 	private static final ControlCodec<?>[] BY_TYPE = new ControlCodec<?>[256];
 	private static final Map<Class<?>, ControlCodec<?>> BY_CLASS = new HashMap<>();
