@@ -346,7 +346,7 @@ class NettyKVConnectionTest {
 		finally {
 			out.release();
 		}
-		StepVerifier.create(big).expectErrorMessage("cannot send TransferRequest: body of 8037 bytes exceeds "
+		StepVerifier.create(big).expectErrorMessage("cannot send TransferRequest: body of 8039 bytes exceeds "
 				+ "maxFrameLength 4096").verify(TIMEOUT);
 		StepVerifier.create(small).expectComplete().verify(TIMEOUT);
 	}
