@@ -151,23 +151,24 @@ class TransferPlanTest {
 
 	@Test
 	void mixedLayoutsArePlannedHeadByHeadAndUntranslatablePagesAreRefusedByName() {
-		// Prefill HND pages of 64 tokens, decode NHD pages of 32: re-paged and re-laid, one block per head and page.
+		// Prefill HND pages of 64 tokens, decode NHD pages of 32: re-paged and re-laid, one block per token.
 		TransferPlan plan = TransferPlan.of(args(2, 512).kvLayout(KVLayout.HND).build(), ParallelLayout.SINGLE,
 				PeerLayout.of(args(2, 512).pageSize(32).kvRegions(regions(4, ITEM / 2)).build(),
 						ParallelLayout.SINGLE));
 		List<DataBlock> blocks = new ArrayList<>();
 		long bytes = plan.sendKv(collecting(blocks), 1, new int[] { 5 }, 0, new int[] { 7, 2 }, true, null);
 		assertThat(bytes).isEqualTo(4L * ITEM);
-		// Per buffer two runs of 32 tokens (decode's pages 7 and 2), each 8 blocks of one head: 32 chunks of 256 bytes,
-		// adjacent in prefill's head-major page and a decode token (2,048 bytes) apart.
-		assertThat(blocks).hasSize(4 * 2 * 8);
-		DataBlock head3 = blocks.get(3);
-		assertThat(head3.srcAddress()).isEqualTo(args(2, 512).build().kvRegions().get(0).itemAddress(5) + 3 * 64 * 256);
-		assertThat(head3.header().dstOffset()).isEqualTo(7L * ITEM / 2 + 3 * 256);
-		assertThat(head3.header().chunkLen()).isEqualTo(256);
-		assertThat(head3.header().count()).isEqualTo(32);
-		assertThat(head3.srcStride()).isEqualTo(256);
-		assertThat(head3.header().dstStride()).isEqualTo(2048);
+		// Per buffer two runs of 32 tokens (decode's pages 7 and 2), one block per token: its 8 heads of 256 bytes, a
+		// head page (64 × 256 bytes) apart in prefill's head-major page and adjacent in decode's token-major one, so
+		// that the block is one run of decode's page.
+		assertThat(blocks).hasSize(4 * 2 * 32);
+		DataBlock token3 = blocks.get(3);
+		assertThat(token3.srcAddress()).isEqualTo(args(2, 512).build().kvRegions().get(0).itemAddress(5) + 3 * 256);
+		assertThat(token3.header().dstOffset()).isEqualTo(7L * ITEM / 2 + 3 * 2048);
+		assertThat(token3.header().chunkLen()).isEqualTo(256);
+		assertThat(token3.header().count()).isEqualTo(8);
+		assertThat(token3.srcStride()).isEqualTo(64 * 256);
+		assertThat(token3.header().dstStride()).isEqualTo(256);
 
 		// Heads that a page does not hold whole cannot be re-laid.
 		assertThatThrownBy(() -> TransferPlan.of(args(2, 512).kvLayout(KVLayout.HND).kvHeads(6, 6).build(),

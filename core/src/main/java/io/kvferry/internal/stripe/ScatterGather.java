@@ -13,8 +13,10 @@ import io.kvferry.spi.SendGate;
 /**
  * Groups a chunk's small blocks for one connection into scatter blocks, so that a room of thousands of tiny pieces
  * (page size 1: one token of one layer buffer is a piece) travels as a few hundred frames instead of one per piece.
- * A small block of several chunks (a head slice of a few tokens) gives one piece per chunk. Large blocks pass through
- * as they are, after the group gathered so far.
+ * A small block of several chunks gives one piece per chunk (a head slice of a few tokens), or one piece gathered
+ * from its chunks when they are adjacent on the receiver (a head's tokens re-laid into a head-major page, a token's
+ * heads into a token-major one), so that re-laid KV costs the receiver one piece per destination run rather than one
+ * per head and token. Large blocks pass through as they are, after the group gathered so far.
  *
  * <p>A group closes at {@link #MAX_PIECES} pieces or {@link #MAX_BYTES} bytes, whichever comes first. At page size 1
  * and Llama-3-8B's 2 KiB per token and layer buffer both bounds meet: 256 pieces of 2 KiB. That amortises the
@@ -57,6 +59,9 @@ final class ScatterGather {
 	private long[] offsets;
 	private int[] lengths;
 	private long[] sources;
+	// Per piece, its source chunks: their length (the piece's when one run) and the bytes between their starts.
+	private int[] chunks;
+	private long[] strides;
 	// Pieces the next group's arrays start with: the size the last group reached, so that a room of a few small blocks
 	// allocates a few entries per group rather than the full table, and a room of tiny pages grows to it once.
 	private int capacity = MIN_CAPACITY;
@@ -84,14 +89,18 @@ final class ScatterGather {
 			out.send(block);
 			return;
 		}
+		if (strided && h.dstStride() == len && block.srcStride() >= len) {
+			// Adjacent on the receiver: one piece, gathered from the source's chunks.
+			add(h, h.dstOffset(), (int) payload, block.srcAddress(), len, block.srcStride());
+			return;
+		}
 		// A small strided block (a head slice of a few tokens) becomes one piece per chunk.
 		for (int i = 0; i < h.count(); i++) {
-			add(h, h.dstOffset() + i * h.dstStride(), block.srcAddress() + i * block.srcStride());
+			add(h, h.dstOffset() + i * h.dstStride(), len, block.srcAddress() + i * block.srcStride(), len, len);
 		}
 	}
 
-	private void add(DataHeader h, long dstOffset, long srcAddress) {
-		int len = h.chunkLen();
+	private void add(DataHeader h, long dstOffset, int len, long srcAddress, int chunk, long stride) {
 		if (n > 0 && (h.room() != room || h.kind() != kind || h.region() < regions[n - 1] || n == MAX_PIECES
 				|| bytes + len > MAX_BYTES)) {
 			flush();
@@ -101,6 +110,8 @@ final class ScatterGather {
 			offsets = new long[capacity];
 			lengths = new int[capacity];
 			sources = new long[capacity];
+			chunks = new int[capacity];
+			strides = new long[capacity];
 		}
 		else if (n == regions.length) {
 			int grown = Math.min(MAX_PIECES, 2 * n);
@@ -108,6 +119,8 @@ final class ScatterGather {
 			offsets = Arrays.copyOf(offsets, grown);
 			lengths = Arrays.copyOf(lengths, grown);
 			sources = Arrays.copyOf(sources, grown);
+			chunks = Arrays.copyOf(chunks, grown);
+			strides = Arrays.copyOf(strides, grown);
 		}
 		room = h.room();
 		kind = h.kind();
@@ -115,6 +128,8 @@ final class ScatterGather {
 		offsets[n] = dstOffset;
 		lengths[n] = len;
 		sources[n] = srcAddress;
+		chunks[n] = chunk;
+		strides[n] = stride;
 		n++;
 		bytes += len;
 	}
@@ -124,19 +139,26 @@ final class ScatterGather {
 		if (n == 0) {
 			return;
 		}
-		if (n == 1) {
+		if (n == 1 && chunks[0] == lengths[0]) {
 			out.send(new DataBlock(new DataHeader(room, kind, regions[0], offsets[0], lengths[0], 0, 1), sources[0], 0,
 					gate));
+		}
+		else if (n == 1) {
+			out.send(new DataBlock(new DataHeader(room, kind, regions[0], offsets[0], chunks[0], chunks[0],
+					lengths[0] / chunks[0]), sources[0], strides[0], gate));
 		}
 		else {
 			sortByOffset();
 			// The arrays now belong to the block: the next group gets new ones, as large as this one needed.
-			out.send(new ScatterBlock(new ScatterHeader(room, kind, n, regions, offsets, lengths), sources, gate));
+			out.send(new ScatterBlock(new ScatterHeader(room, kind, n, regions, offsets, lengths), sources, strides,
+					chunks, gate));
 			capacity = Math.max(MIN_CAPACITY, n);
 			regions = null;
 			offsets = null;
 			lengths = null;
 			sources = null;
+			chunks = null;
+			strides = null;
 		}
 		n = 0;
 		bytes = 0;
@@ -163,11 +185,15 @@ final class ScatterGather {
 				long[] o = Arrays.copyOfRange(offsets, from, to);
 				int[] l = Arrays.copyOfRange(lengths, from, to);
 				long[] s = Arrays.copyOfRange(sources, from, to);
+				int[] c = Arrays.copyOfRange(chunks, from, to);
+				long[] t = Arrays.copyOfRange(strides, from, to);
 				for (int i = from; i < to; i++) {
 					int at = (int) (keys[i] & 0xFF);
 					offsets[i] = o[at];
 					lengths[i] = l[at];
 					sources[i] = s[at];
+					chunks[i] = c[at];
+					strides[i] = t[at];
 				}
 			}
 			from = to;

@@ -66,7 +66,7 @@ public final class Tally {
 		ScatterHeader h = block.header();
 		long total = 0;
 		for (int i = 0; i < h.count(); i++) {
-			checksum(block.srcAddress(i), h.length(i));
+			block.chunks(i, this::checksum);
 			total += h.length(i);
 		}
 		count(total);

@@ -10,9 +10,12 @@ import io.kvferry.TopologyException;
  * keeps it and names where the destination's layout wants it, so the bytes are re-laid on the way, without a copy on
  * either side, and decode's ledger checks every byte against decode's own pages as for any other write.
  *
- * <p>One move per head and per stretch of tokens that stays inside one page on each head-major side: the tokens of one
- * head sit one token apart (token-major) or one head apart (head-major), which is one strided block. Where both sides
- * are head-major, the head's tokens are contiguous on both and move as one chunk. Stateless and thread-safe.
+ * <p>Each move is one run of the destination, gathered from strided chunks of the source, so that the receiver gets
+ * one write per run rather than one per head and token. Into a head-major page, one move per head and per stretch of
+ * tokens that stays inside one page on each head-major side: the head's tokens are adjacent there, and one token
+ * apart in a token-major source. Into a token-major page from a head-major one, one move per token: its heads are
+ * adjacent there, and one page of a head apart in the source. Where both sides are head-major, the head's tokens are
+ * contiguous on both and move as one chunk. Stateless and thread-safe.
  */
 public final class LayoutTranslation {
 
@@ -77,6 +80,11 @@ public final class LayoutTranslation {
 			return page * itemLen() + inPage;
 		}
 
+		/** @return bytes from one head of a token to its next head, inside a page */
+		public long headStride() {
+			return headMajor() ? (long) pageSize * headBytes : headBytes;
+		}
+
 		/** @return bytes from one token's head to the next token's same head, inside a page */
 		public long tokenStride() {
 			return headMajor() ? headBytes : (long) heads * headBytes;
@@ -126,6 +134,18 @@ public final class LayoutTranslation {
 					+ "the heads inside both tokens, tokens >= 1)");
 		}
 		int headBytes = src.headBytes();
+		if (src.headMajor() && !dst.headMajor()) {
+			// A token's heads are adjacent in the token-major destination: one move per token, a head page apart.
+			int maxHeads = (int) Math.min(numHeads, Math.max(1, maxBytes / headBytes));
+			for (long t = 0; t < tokens; t++) {
+				for (int k = 0; k < numHeads; k += maxHeads) {
+					out.move(src.offset(srcSlot + t, srcHead + k), src.headStride(),
+							dst.offset(dstSlot + t, dstHead + k), dst.headStride(), headBytes,
+							Math.min(maxHeads, numHeads - k));
+				}
+			}
+			return;
+		}
 		long maxTokens = Math.max(1, maxBytes / headBytes);
 		// Both head-major: a head's tokens inside a page are adjacent on both sides and move as one chunk.
 		boolean oneChunk = src.headMajor() && dst.headMajor();

@@ -92,6 +92,53 @@ class ScatterGatherTest {
 	}
 
 	@Test
+	void aSmallBlockAdjacentOnTheReceiverBecomesOnePieceGatheredFromItsStridedSource() {
+		// Two re-laid runs: 4 chunks of 256 bytes a token (2,048 bytes) apart in the source, and 8 chunks of 128 bytes
+		// 1,024 bytes apart, each adjacent in the destination; sent in descending destination order, so the sort must
+		// carry each piece's source shape along.
+		gather.send(new DataBlock(new DataHeader(7, RegionKind.KV, 1, 8192, 256, 256, 4), 5256, 2048, gate));
+		gather.send(new DataBlock(new DataHeader(7, RegionKind.KV, 1, 0, 128, 128, 8), 5000, 1024, gate));
+		gather.send(piece(1, 1024, 100, 77));
+		gather.flush();
+		assertThat(sent).hasSize(1);
+		ScatterBlock b = (ScatterBlock) sent.get(0);
+		b.header().validate(b.payloadLength());
+		assertThat(b.header().count()).isEqualTo(3);
+		assertThat(b.header().dstOffset(0)).isZero();
+		assertThat(b.header().length(0)).isEqualTo(1024);
+		assertThat(b.srcAddress(0)).isEqualTo(5000);
+		assertThat(b.srcChunk(0)).isEqualTo(128);
+		assertThat(b.isContiguous(0)).isFalse();
+		assertThat(b.header().dstOffset(1)).isEqualTo(1024);
+		assertThat(b.isContiguous(1)).isTrue();
+		assertThat(b.srcAddress(1)).isEqualTo(77);
+		assertThat(b.header().dstOffset(2)).isEqualTo(8192);
+		assertThat(b.srcAddress(2)).isEqualTo(5256);
+		assertThat(b.piece(0).srcStride()).isEqualTo(1024);
+		List<Long> chunks = new ArrayList<>();
+		b.chunks(2, (address, length) -> {
+			assertThat(length).isEqualTo(256);
+			chunks.add(address);
+		});
+		assertThat(chunks).containsExactly(5256L, 7304L, 9352L, 11400L);
+		// Sent alone, such a piece is the strided block it came from.
+		assertThat(b.piece(2).header()).isEqualTo(new DataHeader(7, RegionKind.KV, 1, 8192, 256, 256, 4));
+		assertThat(b.piece(2).srcStride()).isEqualTo(2048);
+	}
+
+	@Test
+	void aGroupOfOneGatheredPieceGoesAsItsStridedBlock() {
+		DataBlock relaid = new DataBlock(new DataHeader(7, RegionKind.KV, 1, 0, 256, 256, 4), 5000, 2048, gate);
+		gather.send(relaid);
+		gather.flush();
+		assertThat(sent).hasSize(1);
+		DataBlock alone = (DataBlock) sent.get(0);
+		assertThat(alone.header()).isEqualTo(relaid.header());
+		assertThat(alone.srcAddress()).isEqualTo(5000);
+		assertThat(alone.srcStride()).isEqualTo(2048);
+	}
+
+	@Test
 	void aLowerRegionOrAnotherKindStartsANewGroup() {
 		gather.send(piece(3, 0, 10, 0));
 		gather.send(piece(3, 10, 10, 0));

@@ -109,14 +109,20 @@ class LayoutTranslationTest {
 	}
 
 	@Test
-	void headMajorPagesMoveOneChunkPerHeadAndPageAndMixedOnesOneStridedBlock() {
+	void headMajorPagesMoveOneChunkPerHeadAndPageAndMixedOnesOneDestinationRunEach() {
 		List<String> moves = new ArrayList<>();
 		LayoutTranslation.Move record = (from, fs, to, ts, len, count) -> moves
 				.add(from + "/" + fs + "->" + to + "/" + ts + " " + len + "x" + count);
-		// HND pages of 4 tokens × 2 heads × 8 bytes to NHD: each head's 4 tokens read adjacent, written a token apart.
+		// HND pages of 4 tokens × 2 heads × 8 bytes to NHD: each token's 2 heads read a head page (32 bytes) apart,
+		// written adjacent: one run of the destination per token.
 		LayoutTranslation.plan(new Side(KVLayout.HND, 4, 2, 8), new Side(KVLayout.NHD, 4, 2, 8), 0, 0, 2, 0, 4, 4,
 				Long.MAX_VALUE, record);
-		assertThat(moves).containsExactly("0/8->64/16 8x4", "32/8->72/16 8x4");
+		assertThat(moves).containsExactly("0/32->64/8 8x2", "8/32->80/8 8x2", "16/32->96/8 8x2", "24/32->112/8 8x2");
+		moves.clear();
+		// NHD to HND: each head's 4 tokens read a token (16 bytes) apart, written adjacent: one run per head and page.
+		LayoutTranslation.plan(new Side(KVLayout.NHD, 4, 2, 8), new Side(KVLayout.HND, 4, 2, 8), 0, 0, 2, 0, 4, 4,
+				Long.MAX_VALUE, record);
+		assertThat(moves).containsExactly("0/16->64/8 8x4", "8/16->96/8 8x4");
 		moves.clear();
 		// HND to HND re-paged from 4 to 2 tokens: each head of each destination page is one contiguous chunk.
 		LayoutTranslation.plan(new Side(KVLayout.HND, 4, 2, 8), new Side(KVLayout.HND, 2, 2, 8), 0, 0, 2, 0, 0, 4,

@@ -13,7 +13,8 @@ import io.netty.buffer.CompositeByteBuf;
  * Cuts one {@link ScatterBlock} into {@code DATA_SCATTER} frames of at most {@code maxPayload} payload bytes each, in
  * piece order. A frame is one buffer: its header, then the pieces wrapped in place in the sender's memory (pieces
  * adjacent there share one wrapper), composed without copying, so Netty writes the whole frame with one gathered
- * write from one outbound entry, and no KV byte is copied onto the heap or anywhere else.
+ * write from one outbound entry. Only pieces gathered from a strided source are copied, into a direct buffer the
+ * frame owns; no KV byte is copied onto the heap.
  *
  * <p>A piece larger than a frame, and every piece when the connection writes a same-host ring (whose slots carry
  * one-piece {@code DATA_SHM} frames), is handed out as a data block of its own ({@link #takeSingle}), for a
@@ -79,29 +80,78 @@ final class ScatterCursor {
 	ByteBuf nextFrame(ByteBufAllocator alloc) {
 		int from = next;
 		long payload = 0;
+		int gathered = 0;
 		while (next < header.count() && next - from < ScatterHeader.MAX_PIECES
 				&& payload + header.length(next) <= maxPayload) {
+			if (!block.isContiguous(next)) {
+				gathered += header.length(next);
+			}
 			payload += header.length(next++);
 		}
 		framePayload = (int) payload;
 		remaining -= payload;
 		ByteBuf head = ScatterCodec.encode(alloc, header, from, next, framePayload);
-		// At most one wrapper per piece and the header: never more components than this, so never consolidated.
+		// At most one component per piece and the header: never more components than this, so never consolidated.
 		CompositeByteBuf frame = alloc.compositeDirectBuffer(next - from + 1);
 		frame.addComponent(true, head);
-		long start = block.srcAddress(from);
-		int length = header.length(from);
-		for (int i = from + 1; i < next; i++) {
-			long src = block.srcAddress(i);
-			if (src == start + length) {
-				length += header.length(i);
-				continue;
+		// Pieces whose source is strided (re-laid KV: one piece per head, its tokens a token apart) are copied into
+		// one direct buffer of the frame's, in order: wrapping each chunk of a few hundred bytes in place would cost a
+		// buffer object and a gathered-write entry apiece, more than copying it. The frame owns the staging buffer
+		// through its slices and frees it once Netty wrote or dropped the frame.
+		ByteBuf staging = gathered == 0 ? null : alloc.directBuffer(gathered, gathered);
+		try {
+			long start = 0;
+			int length = 0;
+			int staged = 0;
+			for (int i = from; i < next; i++) {
+				if (!block.isContiguous(i)) {
+					if (length > 0) {
+						frame.addComponent(true, NativeMemory.wrap(start, length));
+						length = 0;
+					}
+					block.chunks(i, (address, len) -> stage(staging, address, len));
+					staged += header.length(i);
+					continue;
+				}
+				if (staged > 0) {
+					frame.addComponent(true, staging.retainedSlice(staging.writerIndex() - staged, staged));
+					staged = 0;
+				}
+				long src = block.srcAddress(i);
+				if (length > 0 && src == start + length) {
+					length += header.length(i);
+					continue;
+				}
+				if (length > 0) {
+					frame.addComponent(true, NativeMemory.wrap(start, length));
+				}
+				start = src;
+				length = header.length(i);
 			}
-			frame.addComponent(true, NativeMemory.wrap(start, length));
-			start = src;
-			length = header.length(i);
+			if (staged > 0) {
+				frame.addComponent(true, staging.retainedSlice(staging.writerIndex() - staged, staged));
+			}
+			if (length > 0) {
+				frame.addComponent(true, NativeMemory.wrap(start, length));
+			}
 		}
-		frame.addComponent(true, NativeMemory.wrap(start, length));
+		finally {
+			if (staging != null) {
+				staging.release();
+			}
+		}
 		return frame;
+	}
+
+	/** Appends {@code length} bytes at {@code address} to the staging buffer. */
+	private static void stage(ByteBuf staging, long address, int length) {
+		int at = staging.writerIndex();
+		if (staging.hasMemoryAddress()) {
+			NativeMemory.copy(address, staging.memoryAddress() + at, length);
+		}
+		else {
+			staging.setBytes(at, NativeMemory.byteBuffer(address, length));
+		}
+		staging.writerIndex(at + length);
 	}
 }

@@ -92,6 +92,39 @@ class ScatterFrameTest {
 	}
 
 	@Test
+	void piecesGatheredFromAStridedSourceArriveFedByteByByteEachAtItsOwnPlace() {
+		// Piece 0 is contiguous; pieces 1 and 2 are gathered from 4 chunks of 64 bytes, 256 bytes apart (a head's
+		// tokens in a token-major page), and share one staging slice; piece 3 is contiguous again.
+		long base = source.memoryAddress();
+		int[] regions = { 0, 0, 0, 2 };
+		long[] offsets = { 0, 100, 356, 0 };
+		int[] lengths = { 100, 256, 256, 30 };
+		long[] src = { base, base + 64, base + 128, base + 7000 };
+		long[] strides = { 100, 256, 256, 30 };
+		int[] chunks = { 100, 64, 64, 30 };
+		ScatterBlock block = new ScatterBlock(new ScatterHeader(5, RegionKind.KV, 4, regions, offsets, lengths), src,
+				strides, chunks, SendGate.OPEN);
+		ScatterCursor cursor = new ScatterCursor(block, MAX, false);
+		assertThat(cursor.takeSingle()).isNull();
+		ByteBuf frame = cursor.nextFrame(UnpooledByteBufAllocator.DEFAULT);
+		assertThat(cursor.framePayload()).isEqualTo(642);
+		assertThat(((CompositeByteBuf) frame).numComponents()).as("header, piece 0, pieces 1+2 staged, 3")
+				.isEqualTo(4);
+
+		feed(new Stream().preface(1).raw(bytes(frame)).bytes(), 1);
+
+		assertThat(recorder.failure).isNull();
+		for (int i = 0; i < 4; i++) {
+			byte[] expected = new byte[lengths[i]];
+			for (int off = 0; off < lengths[i]; off += chunks[i]) {
+				System.arraycopy(sourceBytes(src[i] + off / chunks[i] * strides[i], chunks[i]), 0, expected, off,
+						chunks[i]);
+			}
+			assertThat(sinks.get(block.header().piece(i)).bytes.toByteArray()).as("piece " + i).isEqualTo(expected);
+		}
+	}
+
+	@Test
 	void aSmallFrameLimitCutsTheBlockAndAPieceLargerThanAFrameGoesAlone() {
 		ScatterBlock block = block(new int[] { 0, 0, 0, 0 }, new long[] { 0, 600, 1200, 4000 },
 				new int[] { 500, 500, 2000, 300 }, new long[] { 0, 500, 1000, 3000 });

@@ -186,6 +186,11 @@ final class Outbound {
 		if (connection.dataPath() == UcxDataPath.ONE_SIDED) {
 			regions = new int[n];
 			for (int i = 0; i < n && regions != null; i++) {
+				if (!block.isContiguous(i)) {
+					// The peer reads one run per piece: a piece gathered from a strided source goes in the message.
+					regions = null;
+					break;
+				}
 				regions[i] = offer(block.srcAddress(i), h.length(i));
 				if (regions[i] < 0) {
 					node.unregisteredSource(block.srcAddress(i));
@@ -212,10 +217,12 @@ final class Outbound {
 			}
 		}
 		else {
-			long to = data.memoryAddress() + data.writerIndex();
+			long[] to = { data.memoryAddress() + data.writerIndex() };
 			for (int i = 0; i < n; i++) {
-				NativeMemory.copy(block.srcAddress(i), to, h.length(i));
-				to += h.length(i);
+				block.chunks(i, (address, length) -> {
+					NativeMemory.copy(address, to[0], length);
+					to[0] += length;
+				});
 			}
 			data.writerIndex(data.writerIndex() + (int) h.payloadLength());
 		}
