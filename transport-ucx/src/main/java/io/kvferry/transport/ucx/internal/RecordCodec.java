@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.kvferry.ProtocolException;
+import io.kvferry.RoomClaim;
 import io.kvferry.spi.KVMessage;
 import io.netty.buffer.ByteBuf;
 
@@ -176,6 +177,11 @@ public final class RecordCodec {
 				writeValue(out, element, e);
 			}
 		}
+		else if (raw == RoomClaim.class) {
+			RoomClaim claim = (RoomClaim) value;
+			writeValue(out, byte[].class, claim.proof());
+			writeValue(out, byte[].class, claim.handoff());
+		}
 		else if (raw.isRecord()) {
 			write(out, (Record) value);
 		}
@@ -241,6 +247,16 @@ public final class RecordCodec {
 				list.add(readValue(in, element, owner, field + "[" + i + "]"));
 			}
 			return list;
+		}
+		if (raw == RoomClaim.class) {
+			byte[] proof = (byte[]) readValue(in, byte[].class, owner, field + ".proof");
+			byte[] handoff = (byte[]) readValue(in, byte[].class, owner, field + ".handoff");
+			try {
+				return new RoomClaim(proof, handoff);
+			}
+			catch (IllegalArgumentException e) {
+				throw malformed(owner, field, e.getMessage());
+			}
 		}
 		if (raw.isRecord()) {
 			return read(in, raw);
@@ -310,7 +326,7 @@ public final class RecordCodec {
 			Class<?> raw = raw(t);
 			if (raw.isPrimitive() ? raw == int.class || raw == long.class || raw == boolean.class
 					: raw == Integer.class || raw == Long.class || raw == String.class || raw == byte[].class
-							|| raw == int[].class || raw == long[].class || raw.isEnum()) {
+							|| raw == int[].class || raw == long[].class || raw.isEnum() || raw == RoomClaim.class) {
 				return;
 			}
 			if (raw == List.class && t instanceof ParameterizedType p) {
