@@ -4,12 +4,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A rank's registered memory and layout, in SGLang's order.
  *
  * <p>KV regions: for MHA all K buffers of the rank's layers, then all V buffers, then draft-model K and V buffers; for
  * MLA one latent buffer per layer, then draft layers. Each KV region holds one page of one layer per item. Aux regions
- * hold one metadata row per item, state regions one state slot (or state page) per item.
+ * hold one metadata row per item, state regions one state slot (or state page) per item. A backend that keeps a layer's
+ * K and V in one buffer, every page's K then every page's V, declares those buffers with
+ * {@link Builder#fusedKvRegions} instead, and they are split into K and V regions in this order.
  *
  * <pre>{@code
  * KVArgs args = KVArgs.builder()
@@ -40,9 +44,9 @@ public final class KVArgs {
 	private final int modelLayers;
 	private final KVLayout kvLayout;
 
-	private KVArgs(Builder b) {
+	private KVArgs(Builder b, List<MemoryRegion> kvRegions) {
 		this.engineRank = b.engineRank;
-		this.kvRegions = List.copyOf(b.kvRegions);
+		this.kvRegions = List.copyOf(kvRegions);
 		this.auxRegions = List.copyOf(b.auxRegions);
 		this.stateRegions = List.copyOf(b.stateRegions);
 		this.stateKinds = List.copyOf(b.stateKinds);
@@ -259,6 +263,8 @@ public final class KVArgs {
 		private String modelId = "";
 		private int modelLayers;
 		private KVLayout kvLayout = KVLayout.NHD;
+		// The layer buffers of a fused KV cache, split into kvRegions by build(); null when kvRegions were given.
+		private @Nullable List<MemoryRegion> fusedKv;
 
 		private Builder() {
 		}
@@ -270,6 +276,33 @@ public final class KVArgs {
 
 		public Builder kvRegions(List<MemoryRegion> regions) {
 			this.kvRegions = new ArrayList<>(Objects.requireNonNull(regions, "regions"));
+			this.fusedKv = null;
+			return this;
+		}
+
+		/**
+		 * Declares the KV cache as one buffer per layer holding both K and V, in place of {@link #kvRegions}: the main
+		 * layers' buffers, then the draft layers'. Each buffer's item length is one page of K (or of V). With
+		 * {@link FusedKVLayout#K_THEN_V}, {@link #build()} splits every buffer into its K half and its V half and lists
+		 * them as {@link #kvRegions} would: main K, main V, draft K, draft V. The other side of a room may hold its K
+		 * and V fused or apart.
+		 *
+		 * @param layers one buffer per layer; each must be two equal halves of whole pages, else {@link #build()} throws
+		 *        an {@link IllegalArgumentException} naming the layer and its sizes
+		 * @param layout how K and V share a buffer
+		 * @throws TopologyException for {@link FusedKVLayout#INTERLEAVED_PER_PAGE}, whose pages kvferry cannot address
+		 */
+		public Builder fusedKvRegions(List<MemoryRegion> layers, FusedKVLayout layout) {
+			Objects.requireNonNull(layers, "layers");
+			if (Objects.requireNonNull(layout, "layout") == FusedKVLayout.INTERLEAVED_PER_PAGE) {
+				throw new TopologyException("fused KV layout INTERLEAVED_PER_PAGE ([num_blocks, 2, block, heads, dim], K "
+						+ "and V side by side in each page) is not supported: a KV region's pages must follow one "
+						+ "another, and kvferry has no item stride to step over each page's V; allocate each layer as "
+						+ "K_THEN_V halves ([2, num_blocks, block, heads, dim]) or as separate K and V buffers "
+						+ "(kvRegions)");
+			}
+			this.fusedKv = new ArrayList<>(layers);
+			this.kvRegions = new ArrayList<>();
 			return this;
 		}
 
@@ -365,7 +398,42 @@ public final class KVArgs {
 		}
 
 		public KVArgs build() {
-			return new KVArgs(this);
+			return new KVArgs(this, fusedKv == null ? kvRegions : splitFused(fusedKv));
+		}
+
+		/** @return the K halves of the main layers, their V halves, then the draft layers' K and V halves */
+		private List<MemoryRegion> splitFused(List<MemoryRegion> layers) {
+			if (mla) {
+				throw new IllegalArgumentException("fusedKvRegions : " + layers.size() + " buffers with mla (expected: "
+						+ "kvRegions, one latent buffer per layer, which holds no separate K and V)");
+			}
+			// An out-of-range draft count is refused by the constructor, with the split lists' sizes.
+			int draft = draftLayers >= 0 && draftLayers <= layers.size() ? draftLayers : 0;
+			int main = layers.size() - draft;
+			List<MemoryRegion> regions = new ArrayList<>(2 * layers.size());
+			addHalves(regions, layers, 0, main);
+			addHalves(regions, layers, main, layers.size());
+			return regions;
+		}
+
+		/** Adds the K halves of {@code layers[from, to)}, then their V halves. */
+		private static void addHalves(List<MemoryRegion> regions, List<MemoryRegion> layers, int from, int to) {
+			for (int half = 0; half < 2; half++) {
+				for (int i = from; i < to; i++) {
+					regions.add(half(layers.get(i), i, half));
+				}
+			}
+		}
+
+		private static MemoryRegion half(MemoryRegion layer, int index, int half) {
+			long length = layer.length();
+			long halfLength = length / 2;
+			if (length % 2 != 0 || halfLength % layer.itemLen() != 0) {
+				throw new IllegalArgumentException("fusedKvRegions[" + index + "] : length " + length + " with itemLen "
+						+ layer.itemLen() + " (expected: K then V in two equal halves of whole pages, a multiple of "
+						+ 2L * layer.itemLen() + " bytes)");
+			}
+			return layer.slice(half * halfLength, halfLength);
 		}
 	}
 }

@@ -91,6 +91,18 @@ public final class MemoryRegion {
 		return new MemoryRegion(PlatformDependent.directBufferAddress(buffer), bytes, itemLen, MemoryKind.HOST, buffer);
 	}
 
+	/**
+	 * @return the part {@code [offset, offset + bytes)} of this region, of the same item length and kind, keeping
+	 *         allocated memory alive as long as the part is reachable
+	 */
+	MemoryRegion slice(long offset, long bytes) {
+		if (!contains(offset, bytes)) {
+			throw new IndexOutOfBoundsException("offset " + offset + " + bytes " + bytes + " outside region of length "
+					+ length);
+		}
+		return new MemoryRegion(address + offset, bytes, itemLen, kind, owner);
+	}
+
 	public long address() {
 		return address;
 	}
