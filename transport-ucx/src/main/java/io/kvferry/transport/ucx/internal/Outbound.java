@@ -168,10 +168,52 @@ final class Outbound {
 	}
 
 	/**
+	 * The peer reads one run per piece: a piece the sender gathers from strided source chunks (the chunks adjacent on
+	 * the receiver) is cut back into one piece per chunk, so that it can still be read one-sided.
+	 *
+	 * @return the block with every piece one run, the block itself when each already is, or null when the cut would
+	 *         make more pieces than a scatter header holds (the bytes then go in the message)
+	 */
+	static @Nullable ScatterBlock oneRunPieces(ScatterBlock block) {
+		ScatterHeader h = block.header();
+		int pieces = 0;
+		for (int i = 0; i < h.count(); i++) {
+			pieces += block.isContiguous(i) ? 1 : h.length(i) / block.srcChunk(i);
+			if (pieces > ScatterHeader.MAX_PIECES) {
+				return null;
+			}
+		}
+		if (pieces == h.count()) {
+			return block;
+		}
+		int[] regions = new int[pieces];
+		long[] offsets = new long[pieces];
+		int[] lengths = new int[pieces];
+		long[] sources = new long[pieces];
+		int[] next = { 0 };
+		for (int i = 0; i < h.count(); i++) {
+			int region = h.region(i);
+			long[] dst = { h.dstOffset(i) };
+			block.chunks(i, (address, length) -> {
+				int k = next[0]++;
+				regions[k] = region;
+				offsets[k] = dst[0];
+				lengths[k] = length;
+				sources[k] = address;
+				dst[0] += length;
+			});
+		}
+		return new ScatterBlock(new ScatterHeader(h.room(), h.kind(), pieces, regions, offsets, lengths), sources,
+				block.gate());
+	}
+
+	/**
 	 * Many small pieces of one room as one message: their sources to read (one-sided, when every piece lies in a
 	 * registered region) or their bytes gathered after the piece table.
 	 */
-	void scatter(ScatterBlock block, SendListener listener) {
+	void scatter(ScatterBlock given, SendListener listener) {
+		ScatterBlock runs = connection.dataPath() == UcxDataPath.ONE_SIDED ? oneRunPieces(given) : null;
+		ScatterBlock block = runs != null ? runs : given;
 		ScatterHeader h = block.header();
 		if (!connection.isOpen()) {
 			listener.failed(connection.closedError());
