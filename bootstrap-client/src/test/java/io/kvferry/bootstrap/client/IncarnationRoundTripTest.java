@@ -12,10 +12,8 @@ import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.BootstrapFields;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.RankRoute;
-import io.kvferry.bootstrap.server.BootstrapServer;
-import io.kvferry.bootstrap.server.DisposableBootstrapServer;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.test.StepVerifier;
 
 /**
@@ -27,24 +25,8 @@ class IncarnationRoundTripTest {
 	private static final Duration VERIFY = Duration.ofSeconds(20);
 	private static final HostPort RANK = new HostPort("10.1.1.1", 17000);
 
-	private DisposableBootstrapServer server;
-	private ReactorBootstrapClient client;
-
-	@AfterEach
-	void dispose() {
-		if (client != null) {
-			client.dispose();
-		}
-		if (server != null) {
-			server.disposeNow();
-		}
-	}
-
-	private HostPort start() {
-		server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		client = ReactorBootstrapClient.create();
-		return server.address();
-	}
+	@RegisterExtension
+	final LocalBootstrap local = new LocalBootstrap();
 
 	private static PrefillRegistration registration(long incarnation) {
 		return PrefillRegistration.prefill(ParallelLayout.SINGLE, RANK.host(), RANK.port(), 16)
@@ -53,7 +35,8 @@ class IncarnationRoundTripTest {
 
 	@Test
 	void theIncarnationComesBackWithTheEndpointAndARestartReplacesIt() {
-		HostPort bootstrap = start();
+		HostPort bootstrap = local.start();
+		ReactorBootstrapClient client = local.client();
 		long first = 0xfedcba9876543210L;
 		StepVerifier.create(client.register(bootstrap, registration(first))
 						.then(client.rankRoute(bootstrap, 0, 0, 0, 0)))
@@ -68,7 +51,8 @@ class IncarnationRoundTripTest {
 
 	@Test
 	void aRegistrationWithoutAnIncarnationComesBackUnknown() {
-		HostPort bootstrap = start();
+		HostPort bootstrap = local.start();
+		ReactorBootstrapClient client = local.client();
 		StepVerifier.create(client.register(bootstrap, registration(PrefillRegistration.UNKNOWN_INCARNATION))
 						.then(client.rankRoute(bootstrap, 0, 0, 0, 0)))
 				.expectNext(RankRoute.of(RANK))

@@ -16,10 +16,8 @@ import io.kvferry.ParallelLayout;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.bootstrap.RankRoute;
-import io.kvferry.bootstrap.server.BootstrapServer;
-import io.kvferry.bootstrap.server.DisposableBootstrapServer;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.test.StepVerifier;
 
 /**
@@ -33,24 +31,8 @@ class MoreEndpointsRoundTripTest {
 	private static final HostPort RANK = new HostPort("10.1.1.1", 17000);
 	private static final List<HostPort> MORE = List.of(new HostPort("10.2.1.1", 17000), new HostPort("fd00::1", 17000));
 
-	private DisposableBootstrapServer server;
-	private ReactorBootstrapClient client;
-
-	@AfterEach
-	void dispose() {
-		if (client != null) {
-			client.dispose();
-		}
-		if (server != null) {
-			server.disposeNow();
-		}
-	}
-
-	private HostPort start() {
-		server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
-		client = ReactorBootstrapClient.create();
-		return server.address();
-	}
+	@RegisterExtension
+	final LocalBootstrap local = new LocalBootstrap();
 
 	private static PrefillRegistration registration(List<HostPort> more) {
 		return PrefillRegistration.prefill(ParallelLayout.SINGLE, RANK.host(), RANK.port(), 16).withIncarnation(3)
@@ -59,7 +41,8 @@ class MoreEndpointsRoundTripTest {
 
 	@Test
 	void theFurtherEndpointsComeBackAfterTheFirstOneWhichStaysWhereSglangReadsIt() throws Exception {
-		HostPort bootstrap = start();
+		HostPort bootstrap = local.start();
+		ReactorBootstrapClient client = local.client();
 		StepVerifier.create(client.register(bootstrap, registration(MORE)).then(client.rankRoute(bootstrap, 0, 0, 0, 0)))
 				.expectNext(new RankRoute(RANK, 3, MORE))
 				.expectComplete().verify(VERIFY);
@@ -79,7 +62,8 @@ class MoreEndpointsRoundTripTest {
 
 	@Test
 	void aRanksMalformedValueIsRefusedNamingTheField() throws Exception {
-		HostPort bootstrap = start();
+		HostPort bootstrap = local.start();
+		ReactorBootstrapClient client = local.client();
 		String body = "{\"role\":\"Prefill\",\"attn_tp_size\":1,\"attn_tp_rank\":0,\"attn_dp_size\":1,\"attn_dp_rank\":0,"
 				+ "\"pp_size\":1,\"pp_rank\":0,\"system_dp_size\":1,\"system_dp_rank\":0,\"rank_ip\":\"10.1.1.1\","
 				+ "\"rank_port\":17000,\"page_size\":16,\"kvferry_more_endpoints\":\"10.2.1.1:0\"}";
