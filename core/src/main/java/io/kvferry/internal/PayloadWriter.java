@@ -26,7 +26,7 @@ final class PayloadWriter implements PayloadSink {
 	private final LongConsumer onComplete;
 	private long position;
 	private boolean fenced;
-	// Bytes of the landing zone offered last and not yet reported by landed(); -1 when none is outstanding.
+	// Bytes of the landing zone offered last not yet reported by landed(); -1 when none is outstanding.
 	private int zone = -1;
 
 	/**
@@ -89,7 +89,7 @@ final class PayloadWriter implements PayloadSink {
 		}
 		int n = (int) Math.min(contiguous, maxBytes);
 		zone = n;
-		return NativeMemory.wrap(base + chunk * stride + within, n).clear();
+		return NativeMemory.view(base + chunk * stride + within, n).clear();
 	}
 
 	@Override
@@ -98,8 +98,9 @@ final class PayloadWriter implements PayloadSink {
 			throw new IllegalStateException("landed(" + n + ") : " + (zone < 0 ? "no landing zone outstanding"
 					: "more than the zone's " + zone + " bytes"));
 		}
-		// Never fenced here: a fence clears the outstanding zone, and a fenced writer offers none.
-		zone = -1;
+		// Never fenced here: a fence clears the outstanding zone, and a fenced writer offers none. What the read left
+		// of the zone stays outstanding for the next read into it.
+		zone = n == zone ? -1 : zone - n;
 		if (!live.getAsBoolean()) {
 			// In place already: the fence stops everything after this read.
 			fenced = true;

@@ -55,7 +55,7 @@ final class RoomPlan {
 		long[] perPage = LayerLanding.bytesPerPage(own, kvSources);
 		int[] kvTimes = new int[perPage.length];
 		for (int r = 0; r < perPage.length; r++) {
-			kvTimes[r] = times("KV buffer " + r, perPage[r], args.kvRegions().get(r).itemLen());
+			kvTimes[r] = times("KV buffer ", r, perPage[r], args.kvRegions().get(r).itemLen());
 		}
 		checkEveryLayerFilled(own, kvSources, kvTimes);
 		int auxTimes = 0;
@@ -80,7 +80,7 @@ final class RoomPlan {
 			for (Source s : sources) {
 				perSlot += stateBytes(own, s.layout(), i);
 			}
-			stateTimes[i] = times("state buffer " + i, perSlot, args.stateRegions().get(i).itemLen());
+			stateTimes[i] = times("state buffer ", i, perSlot, args.stateRegions().get(i).itemLen());
 			if (stateTimes[i] == 0) {
 				throw new TopologyException("decode asked for " + slotsPerRegion[i].length + " slots of state buffer "
 						+ i + ", but none of the " + sources.size() + " prefill ranks asked sends state there");
@@ -151,9 +151,10 @@ final class RoomPlan {
 				prefill.state().get(i).itemLen(), dstLen, 1).sliceBytes();
 	}
 
-	private static int times(String what, long bytesPerItem, int itemLen) {
+	// The buffer's name is put together only for the message: this runs for every buffer of every room.
+	private static int times(String kind, int buffer, long bytesPerItem, int itemLen) {
 		if (bytesPerItem % itemLen != 0) {
-			throw new TopologyException(what + ": the prefill ranks asked write " + bytesPerItem + " bytes into each "
+			throw new TopologyException(kind + buffer + ": the prefill ranks asked write " + bytesPerItem + " bytes into each "
 					+ itemLen + "-byte item (expected: every byte of it equally often)");
 		}
 		return Math.toIntExact(bytesPerItem / itemLen);

@@ -5,6 +5,8 @@ import java.nio.MappedByteBuffer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.util.IllegalReferenceCountException;
+import io.netty.util.concurrent.FastThreadLocal;
 import io.netty.util.internal.PlatformDependent;
 import org.jspecify.annotations.Nullable;
 
@@ -37,6 +39,73 @@ public final class NativeMemory {
 			return Unpooled.wrappedBuffer(address, length, false);
 		}
 		return Unpooled.wrappedBuffer(byteBuffer(address, length));
+	}
+
+	/**
+	 * Like {@link #wrap(long, int)}, for the data path, where a buffer per frame or per piece is made and written at
+	 * once: a slice of a window this thread keeps over the memory around {@code address}, so that each costs one small
+	 * slice object instead of a wrapper, a {@code ByteBuffer} and a reference count of its own. The caller releases it
+	 * like any buffer; its {@code refCnt()} is its window's, shared with the thread's other views of the same memory.
+	 * Use it from the thread that reads or writes the buffer (an event loop), so that two threads never share a
+	 * window's NIO view.
+	 *
+	 * @param address first byte
+	 * @param length bytes, readable from index 0
+	 * @return a buffer over that memory
+	 */
+	public static ByteBuf view(long address, int length) {
+		if (length < 0) {
+			throw new IllegalArgumentException("length : " + length + " (expected: >= 0)");
+		}
+		if (length > Windows.MAX_VIEW || address < 0) {
+			return wrap(address, length);
+		}
+		return WINDOWS.get().view(address, length);
+	}
+
+	private static final FastThreadLocal<Windows> WINDOWS = new FastThreadLocal<>() {
+		@Override
+		protected Windows initialValue() {
+			return new Windows();
+		}
+	};
+
+	/**
+	 * A thread's windows: each a wrapper over {@code 2 × BLOCK} bytes from a {@code BLOCK}-aligned address, so that
+	 * any view of at most {@code BLOCK} bytes starting in that block lies inside it. Making a window touches no memory;
+	 * a view is bounds-checked against its own length, so the window reaching past the registered region reads and
+	 * writes nothing there. A few windows, picked by block, keep a thread that sends from many layers' buffers from
+	 * making a window per frame.
+	 */
+	private static final class Windows {
+
+		static final int BLOCK_SHIFT = 26;
+		static final int MAX_VIEW = 1 << BLOCK_SHIFT;
+		static final int WINDOW = 2 * MAX_VIEW;
+		static final int SLOTS = 16;
+
+		private final long[] blocks = new long[SLOTS];
+		private final @Nullable ByteBuf[] windows = new ByteBuf[SLOTS];
+
+		ByteBuf view(long address, int length) {
+			long block = address >>> BLOCK_SHIFT;
+			int slot = (int) (block ^ (block >>> 4)) & (SLOTS - 1);
+			ByteBuf window = windows[slot];
+			if (window == null || blocks[slot] != block || window.refCnt() == 0) {
+				window = wrap(block << BLOCK_SHIFT, WINDOW);
+				windows[slot] = window;
+				blocks[slot] = block;
+			}
+			int index = (int) (address - (block << BLOCK_SHIFT));
+			try {
+				return window.retainedSlice(index, length);
+			}
+			catch (IllegalReferenceCountException e) {
+				// Released to zero by another thread meanwhile (a view released twice): never reuse that window.
+				windows[slot] = null;
+				return wrap(address, length);
+			}
+		}
 	}
 
 	/**

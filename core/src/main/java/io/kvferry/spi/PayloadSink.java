@@ -40,9 +40,10 @@ public interface PayloadSink {
 
 	/**
 	 * The transport read {@code n} bytes of the payload straight into the landing zone this sink offered last: they
-	 * are the payload's next {@code n} bytes, already in place.
+	 * are the payload's next {@code n} bytes, already in place. A zone may take several reads, one after another from
+	 * its start, each reported here, until the transport writes a segment or asks for another zone.
 	 *
-	 * @param n at least 1, at most the zone's length
+	 * @param n at least 1, at most what the reads before left of the zone
 	 * @throws IllegalStateException when no zone is outstanding or {@code n} exceeds it
 	 */
 	default void landed(int n) {

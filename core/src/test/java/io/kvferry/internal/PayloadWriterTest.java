@@ -111,6 +111,27 @@ class PayloadWriterTest {
 	}
 
 	@Test
+	void aZoneTakesSeveralReadsInTurnUntilItIsFull() {
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1);
+		PayloadWriter w = writer(h);
+		byte[] payload = pattern(1000);
+		ByteBuf zone = w.landingZone(64, 1000);
+		// A transport keeps the zone across its reads: each lands right after the one before.
+		zone.writeBytes(payload, 0, 300);
+		w.landed(300);
+		zone.writeBytes(payload, 300, 500);
+		w.landed(500);
+		assertThatThrownBy(() -> w.landed(201)).hasMessageContaining("more than the zone's 200 bytes");
+		zone.writeBytes(payload, 800, 200);
+		w.landed(200);
+		zone.release();
+		assertThatThrownBy(() -> w.landed(1)).hasMessageContaining("no landing zone outstanding");
+		w.complete();
+		assertThat(destBytes(0, 1000)).isEqualTo(payload);
+		assertThat(completed).hasValue(1);
+	}
+
+	@Test
 	void landedIsOnlyForTheZoneOfferedLast() {
 		PayloadWriter w = writer(new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1));
 		assertThatThrownBy(() -> w.landed(10)).isInstanceOf(IllegalStateException.class)

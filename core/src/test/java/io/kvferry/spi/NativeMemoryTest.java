@@ -1,6 +1,7 @@
 package io.kvferry.spi;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvferry.MemoryRegion;
 import io.netty.buffer.ByteBuf;
@@ -37,5 +38,48 @@ class NativeMemoryTest {
 		assertThat(direct.readerIndex()).as("indices untouched").isZero();
 		direct.release();
 		composite.release();
+	}
+
+	@Test
+	void viewsLieExactlyOverTheirBytesAndAreReleasedOneByOne() {
+		MemoryRegion region = MemoryRegion.allocate(1 << 20, 1);
+		ByteBuf first = NativeMemory.view(region.address() + 100, 300);
+		ByteBuf second = NativeMemory.view(region.address() + 1000, 50);
+		assertThat(first.memoryAddress()).isEqualTo(region.address() + 100);
+		assertThat(second.memoryAddress()).isEqualTo(region.address() + 1000);
+		assertThat(first.readableBytes()).isEqualTo(300);
+		assertThat(first.capacity()).as("bounded to its own bytes").isEqualTo(300);
+		first.setByte(299, 7);
+		assertThat(region.wrap(399, 1).readByte()).isEqualTo((byte) 7);
+		assertThatThrownBy(() -> first.getByte(300)).isInstanceOf(IndexOutOfBoundsException.class);
+		// Views of one window share its count: releasing one leaves the others readable.
+		assertThat(first.release()).isFalse();
+		assertThat(second.getByte(0)).isZero();
+		second.release();
+		ByteBuf third = NativeMemory.view(region.address() + 100, 10);
+		assertThat(third.memoryAddress()).isEqualTo(region.address() + 100);
+		third.release();
+	}
+
+	@Test
+	void aViewReleasedOnceTooOftenCostsItsThreadOnlyThatWindow() {
+		MemoryRegion region = MemoryRegion.allocate(4096, 1);
+		ByteBuf view = NativeMemory.view(region.address(), 16);
+		// Release the window's own reference as well: every view of it is gone.
+		view.release(view.refCnt());
+		ByteBuf next = NativeMemory.view(region.address() + 8, 8);
+		assertThat(next.memoryAddress()).isEqualTo(region.address() + 8);
+		assertThat(next.refCnt()).isPositive();
+		next.release();
+	}
+
+	@Test
+	void aViewLargerThanAWindowIsAWrapperOfItsOwn() {
+		MemoryRegion region = MemoryRegion.allocate(1, 1);
+		ByteBuf big = NativeMemory.view(region.address(), 100 << 20);
+		assertThat(big.capacity()).isEqualTo(100 << 20);
+		assertThat(big.refCnt()).isOne();
+		assertThat(big.release()).isTrue();
+		assertThatThrownBy(() -> NativeMemory.view(region.address(), -1)).isInstanceOf(IllegalArgumentException.class);
 	}
 }

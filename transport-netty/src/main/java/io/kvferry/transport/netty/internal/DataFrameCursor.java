@@ -155,7 +155,7 @@ public final class DataFrameCursor {
 
 	/**
 	 * The payload of the frame {@link #next()} returned last. Contiguous source bytes are wrapped in place with
-	 * {@link NativeMemory#wrap} (no copy; releasing the wrapper frees nothing, the memory stays the region owner's);
+	 * {@link NativeMemory#view} (no copy; releasing the view frees nothing, the memory stays the region owner's);
 	 * strided ones are gathered into one direct buffer from {@code alloc}, native to native, never via the heap.
 	 *
 	 * @return a buffer the caller owns and must write or release, or {@code null} when the payload is empty
@@ -168,7 +168,7 @@ public final class DataFrameCursor {
 		int count = frame.count();
 		int chunkLen = frame.chunkLen();
 		if (count == 1 || frameSourceStride == chunkLen) {
-			return NativeMemory.wrap(frameSource, length);
+			return NativeMemory.view(frameSource, length);
 		}
 		ByteBuf gathered = alloc.directBuffer(length, length);
 		long dst = gathered.hasMemoryAddress() ? gathered.memoryAddress()

@@ -88,6 +88,10 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private PayloadSink sink;
 	// The landing zone handed out for the coming read, if any: a read into it reaches decode() as this very buffer.
 	private ByteBuf offered;
+	// The landing zone the sink offered for the current payload, owned here and offered again to each following read
+	// while every payload byte lands in it: one buffer per stretch of a payload rather than one per read (a payload of
+	// megabytes takes a read per wake-up). Released once a byte takes another way, at the payload's end, or on failure.
+	private ByteBuf zone;
 	// The socket's receive low-water mark while payloads land, or null (NIO, TLS, tests without a socket).
 	private ReceiveLowWater lowWater;
 
@@ -123,11 +127,13 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			return;
 		}
 		offered = null;
-		ByteBuf zone = (ByteBuf) msg;
+		ByteBuf read = (ByteBuf) msg;
 		try {
-			int n = zone.readableBytes();
+			int n = read.readableBytes();
 			if (n > 0 && state == State.DATA_PAYLOAD && sink != null && n <= payloadRemaining) {
 				sink.landed(n);
+				// The zone's next read starts where this one ended.
+				read.skipBytes(n);
 				payloadRemaining -= n;
 				if (payloadRemaining == 0) {
 					finishPayload();
@@ -142,10 +148,11 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			}
 		}
 		catch (Exception e) {
-			fail(ctx, zone, e);
+			fail(ctx, read, e);
 		}
 		finally {
-			zone.release();
+			// The read's reference; the zone itself stays this decoder's until dropZone().
+			read.release();
 		}
 	}
 
@@ -189,9 +196,15 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		offered = null;
 		if (state != State.DATA_PAYLOAD || sink == null || payloadRemaining < minBytes
 				|| internalBuffer().isReadable()) {
+			// The next payload bytes, if any, come through the cumulation: the kept zone no longer follows them.
+			dropZone();
 			return null;
 		}
-		offered = sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
+		if (zone == null || zone.writableBytes() < minBytes) {
+			dropZone();
+			zone = sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
+		}
+		offered = zone == null ? null : zone.retain();
 		if (lowWater != null) {
 			lowWater.expect(offered != null ? offered.writableBytes() : 0);
 		}
@@ -375,6 +388,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 				return false;
 			}
 			if (sink != null) {
+				dropZone();
 				sink.write(in.slice(in.readerIndex(), n));
 			}
 			in.skipBytes(n);
@@ -390,6 +404,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private void finishPayload() {
 		PayloadSink done = sink;
 		sink = null;
+		dropZone();
 		state = State.FRAME_PREFIX;
 		if (lowWater != null) {
 			lowWater.expect(0);
@@ -399,12 +414,27 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		}
 	}
 
+	@Override
+	protected void handlerRemoved0(ChannelHandlerContext ctx) {
+		dropZone();
+	}
+
+	/** Releases the kept landing zone: the payload's next bytes no longer land where it points. */
+	private void dropZone() {
+		if (zone != null) {
+			ByteBuf kept = zone;
+			zone = null;
+			kept.release();
+		}
+	}
+
 	private void fail(ChannelHandlerContext ctx, ByteBuf in, Throwable cause) {
 		if (state == State.FAILED) {
 			return;
 		}
 		state = State.FAILED;
 		sink = null;
+		dropZone();
 		scatter.reset();
 		in.skipBytes(in.readableBytes());
 		try {

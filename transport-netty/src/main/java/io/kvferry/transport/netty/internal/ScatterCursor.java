@@ -106,7 +106,7 @@ final class ScatterCursor {
 			for (int i = from; i < next; i++) {
 				if (!block.isContiguous(i)) {
 					if (length > 0) {
-						frame.addComponent(true, NativeMemory.wrap(start, length));
+						frame.addComponent(true, NativeMemory.view(start, length));
 						length = 0;
 					}
 					block.chunks(i, (address, len) -> stage(staging, address, len));
@@ -123,7 +123,7 @@ final class ScatterCursor {
 					continue;
 				}
 				if (length > 0) {
-					frame.addComponent(true, NativeMemory.wrap(start, length));
+					frame.addComponent(true, NativeMemory.view(start, length));
 				}
 				start = src;
 				length = header.length(i);
@@ -132,7 +132,7 @@ final class ScatterCursor {
 				frame.addComponent(true, staging.retainedSlice(staging.writerIndex() - staged, staged));
 			}
 			if (length > 0) {
-				frame.addComponent(true, NativeMemory.wrap(start, length));
+				frame.addComponent(true, NativeMemory.view(start, length));
 			}
 		}
 		finally {
