@@ -10,8 +10,9 @@ import org.jspecify.annotations.Nullable;
 public interface PayloadSink {
 
 	/**
-	 * Writes the next payload segment. The sink reads {@code segment}'s readable bytes without changing its indices
-	 * and does not release it: the caller keeps ownership.
+	 * Writes the next payload segment. The sink reads {@code segment}'s readable bytes without changing its indices,
+	 * and neither releases it nor keeps it past the call: the caller keeps ownership, and may hand over a buffer it
+	 * narrowed to the segment only for the call.
 	 *
 	 * @param segment the next bytes of the payload
 	 */

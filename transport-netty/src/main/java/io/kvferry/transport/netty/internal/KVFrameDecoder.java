@@ -389,7 +389,7 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			}
 			if (sink != null) {
 				dropZone();
-				sink.write(in.slice(in.readerIndex(), n));
+				ScatterReader.writeSegment(sink, in, n);
 			}
 			in.skipBytes(n);
 			payloadRemaining -= n;

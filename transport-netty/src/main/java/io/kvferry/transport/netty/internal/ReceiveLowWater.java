@@ -29,6 +29,7 @@ final class ReceiveLowWater {
 
 	/** Largest mark: a read of about a megabyte already costs far less than the bytes it moves. */
 	static final int MAX = 1 << 20;
+	private static final Integer MAX_BOXED = MAX;
 
 	private final SocketChannelConfig config;
 	private int current = 1;
@@ -58,7 +59,8 @@ final class ReceiveLowWater {
 			mark = Math.max(mark, 1);
 		}
 		if (mark != current) {
-			config.setOption(SO_RCVLOWAT, mark);
+			// The common marks boxed once: a payload of megabytes raises the mark to MAX and drops it to 1 again.
+			config.setOption(SO_RCVLOWAT, mark == MAX ? MAX_BOXED : Integer.valueOf(mark));
 			current = mark;
 		}
 	}

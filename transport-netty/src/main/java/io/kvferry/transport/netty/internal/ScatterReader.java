@@ -99,7 +99,7 @@ final class ScatterReader {
 			}
 			PayloadSink sink = sinks[piece];
 			if (sink != null) {
-				sink.write(in.slice(in.readerIndex(), n));
+				writeSegment(sink, in, n);
 			}
 			in.skipBytes(n);
 			pieceRemaining -= n;
@@ -122,5 +122,21 @@ final class ScatterReader {
 	void reset() {
 		Arrays.fill(sinks, null);
 		count = 0;
+	}
+
+	/**
+	 * Hands a sink the next {@code n} readable bytes of {@code in}. A sink reads a segment's readable bytes without
+	 * changing its indices or keeping it, so {@code in} itself, narrowed to those bytes for the call, serves: no slice
+	 * object per segment (a page-size-1 frame carries hundreds).
+	 */
+	static void writeSegment(PayloadSink sink, ByteBuf in, int n) {
+		int end = in.writerIndex();
+		in.writerIndex(in.readerIndex() + n);
+		try {
+			sink.write(in);
+		}
+		finally {
+			in.writerIndex(end);
+		}
 	}
 }
