@@ -11,6 +11,7 @@ import io.kvferry.internal.topology.LayerSpan;
 import io.kvferry.internal.topology.RegionPair;
 import io.kvferry.spi.PeerLayout;
 import io.kvferry.spi.RegionKind;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
@@ -54,9 +55,38 @@ final class LayerLanding {
 	 *
 	 * @param decode this rank's layout
 	 * @param sources the layouts of the prefill ranks that send real bytes (not MLA's dummy ranks)
+	 * @return per KV buffer, its bytes per page; shared between callers, never to be written
 	 * @throws TopologyException when a source cannot be paired (its handshake would have been refused)
 	 */
 	static long[] bytesPerPage(PeerLayout decode, List<PeerLayout> sources) {
+		// Every room of a session asks with the same layout objects: the last answer serves them all.
+		PerPage last = lastPerPage;
+		if (last != null && last.answers(decode, sources)) {
+			return last.perPage;
+		}
+		long[] perPage = computeBytesPerPage(decode, sources);
+		lastPerPage = new PerPage(decode, List.copyOf(sources), perPage);
+		return perPage;
+	}
+
+	private static volatile @Nullable PerPage lastPerPage;
+
+	private record PerPage(PeerLayout decode, List<PeerLayout> sources, long[] perPage) {
+
+		boolean answers(PeerLayout d, List<PeerLayout> s) {
+			if (d != decode || s.size() != sources.size()) {
+				return false;
+			}
+			for (int i = 0; i < s.size(); i++) {
+				if (s.get(i) != sources.get(i)) {
+					return false;
+				}
+			}
+			return true;
+		}
+	}
+
+	private static long[] computeBytesPerPage(PeerLayout decode, List<PeerLayout> sources) {
 		long[] perPage = new long[decode.kv().size()];
 		int d = decode.parallel().attnTpSize();
 		LayerSpan own = new LayerSpan(decode.kv().size(), decode.startLayer(), decode.draftLayers());

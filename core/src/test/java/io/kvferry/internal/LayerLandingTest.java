@@ -141,6 +141,22 @@ class LayerLandingTest {
 		assertThat(LayerLanding.bytesPerPage(decode, List.of(layout(1, 0, 128)))).containsExactly(64, 64);
 	}
 
+	@Test
+	void theLastAnswerServesOnlyTheSameLayouts() {
+		PeerLayout decode = layout(2, 0, 64);
+		List<PeerLayout> tp4 = List.of(layout(4, 0, 64), layout(4, 1, 64));
+		List<PeerLayout> tp1 = List.of(layout(1, 0, 128));
+		long[] first = LayerLanding.bytesPerPage(decode, tp4);
+		assertThat(LayerLanding.bytesPerPage(decode, new ArrayList<>(tp4))).as("the same layouts, another list")
+				.isSameAs(first);
+		// Equal but distinct layouts, another source list, another decode layout: each computed afresh.
+		assertThat(LayerLanding.bytesPerPage(decode, List.of(layout(4, 0, 64), layout(4, 1, 64)))).isNotSameAs(first)
+				.containsExactly(128, 128);
+		assertThat(LayerLanding.bytesPerPage(decode, tp1)).containsExactly(64, 64);
+		assertThat(LayerLanding.bytesPerPage(decode, tp4)).containsExactly(128, 128);
+		assertThat(LayerLanding.bytesPerPage(layout(1, 0, 128), tp1)).containsExactly(128, 128);
+	}
+
 	private static PeerLayout layout(int tp, int rank, int itemLen) {
 		return new PeerLayout(rank, ParallelLayout.tp(tp, rank), 4, false, "bf16", Math.max(1, 2 / tp), 2, 0, 0,
 				List.of(new RegionLayout(itemLen, 16), new RegionLayout(itemLen, 16)), List.of(), List.of());
