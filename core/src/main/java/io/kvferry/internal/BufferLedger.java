@@ -1,5 +1,7 @@
 package io.kvferry.internal;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -36,7 +38,9 @@ final class BufferLedger {
 	// Shared by every buffer that keeps no such record: never written.
 	private static final long[] NO_WORDS = new long[0];
 	private static final int[] NO_COUNTS = new int[0];
-	private static final AtomicLongArray NO_LANDED = new AtomicLongArray(0);
+	private static final long[] NO_LANDED = new long[0];
+	// Atomic access to landedWhole's words: a plain array spares every KV buffer of every room a wrapper object.
+	private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
 
 	private final RegionKind kind;
 	private final int region;
@@ -57,7 +61,7 @@ final class BufferLedger {
 	private volatile long landed;
 	// Lock-free, KV buffers only (what a failed room reports as landed): per granted item, whether a write that covered
 	// it whole landed (times 1), else the bytes landed in it; made on the first write that needs it.
-	private final AtomicLongArray landedWhole;
+	private final long[] landedWhole;
 	private volatile AtomicLongArray itemBytes;
 
 	/**
@@ -79,7 +83,7 @@ final class BufferLedger {
 		int tracked = times == 0 ? 0 : items.length;
 		this.wholeBits = times == 1 ? new long[words(tracked)] : NO_WORDS;
 		this.wholeCounts = times > 1 ? new int[tracked] : NO_COUNTS;
-		this.landedWhole = kind == RegionKind.KV && times == 1 ? new AtomicLongArray(words(tracked)) : NO_LANDED;
+		this.landedWhole = kind == RegionKind.KV && times == 1 ? new long[words(tracked)] : NO_LANDED;
 	}
 
 	private static int words(int bits) {
@@ -251,9 +255,9 @@ final class BufferLedger {
 			long bit = 1L << at;
 			long w;
 			do {
-				w = landedWhole.get(word);
+				w = (long) WORDS.getVolatile(landedWhole, word);
 			}
-			while ((w & bit) == 0 && !landedWhole.compareAndSet(word, w, w | bit));
+			while ((w & bit) == 0 && !WORDS.compareAndSet(landedWhole, word, w, w | bit));
 		}
 		else {
 			itemBytes().addAndGet(at, to - from);
@@ -283,7 +287,7 @@ final class BufferLedger {
 		if (at < 0) {
 			return false;
 		}
-		if (times == 1 && (landedWhole.get(at >>> 6) & 1L << at) != 0) {
+		if (times == 1 && ((long) WORDS.getVolatile(landedWhole, at >>> 6) & 1L << at) != 0) {
 			return true;
 		}
 		AtomicLongArray a = itemBytes;
@@ -332,7 +336,7 @@ final class BufferLedger {
 	 *         16-byte array and object headers): what the bound on a room's bookkeeping is measured in
 	 */
 	synchronized long retainedBytes() {
-		long bytes = 64 + 16 + 8L * wholeBits.length + 16 + 4L * wholeCounts.length + 32 + 8L * landedWhole.length();
+		long bytes = 64 + 16 + 8L * wholeBits.length + 16 + 4L * wholeCounts.length + 16 + 8L * landedWhole.length;
 		AtomicLongArray a = itemBytes;
 		if (a != null) {
 			bytes += 32 + 8L * a.length();

@@ -36,8 +36,10 @@ final class LeaseDecodeMain {
 		Flux.range(1, rooms).flatMap(room -> {
 			KVReceiver r = decode.receiver(bootstrap, room);
 			r.sendMetadata(new int[] { room }, -1, new int[0]);
-			r.completion().subscribe(v -> System.out.println("ok " + room), e -> System.out.println("failed " + room
-					+ " " + (e instanceof KVTransferException k ? k.failureCause() + " " + k.reason() : e)));
+			// A Mono<Void> signals completion, never a value: "ok" is printed from the completion consumer.
+			r.completion().subscribe(null, e -> System.out.println("failed " + room + " "
+					+ (e instanceof KVTransferException k ? k.failureCause() + " " + k.reason() : e)),
+					() -> System.out.println("ok " + room));
 			return r.states().filter(s -> s == KVPoll.WAITING_FOR_INPUT || s.isTerminal()).next();
 		}).then().block(Duration.ofSeconds(60));
 		System.out.println("waiting " + rooms);
