@@ -51,7 +51,8 @@ import picocli.CommandLine.Spec;
 				"  tiny pages  page size 1 (a page per token and layer buffer), --tiny-rooms concurrent rooms of up to "
 						+ "--tiny-tokens tokens, slots scattered in short runs, 1<->1 and 2<->2, vs a pump that gathers "
 						+ "and scatters the same pieces over plain connections, in turn; every byte checked",
-				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms",
+				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms' transfers "
+						+ "(not their staging or checking)",
 				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
 						+ "(and over TCP), in turn",
 				"  scaling (--scaling)  concurrent rooms, room size and ranks: rooms/s, GB/s, p50/p99, CPU, memory",
