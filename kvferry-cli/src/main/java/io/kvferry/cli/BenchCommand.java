@@ -25,6 +25,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import reactor.core.publisher.Mono;
 
 /**
  * {@code kvferry bench}: kvferry on loopback against baselines the benchmark runs itself in the same JVM with the same
@@ -465,6 +466,21 @@ final class BenchCommand implements Callable<Integer> {
 			ReactorBootstrapClient client) throws IOException {
 		return new ManyBench(spec.commandLine(), manyRooms, rounds, manyWarmupSeconds, stripes, failures)
 				.run(shape.withLayers(Math.min(MANY_LAYERS, shape.layers())), transport, decodeTransport, client);
+	}
+
+	/**
+	 * Closes a scenario's ranks. A close that fails or outlasts {@link #CLOSE_TIMEOUT} is told in {@code failures}, so
+	 * the run still prints what the scenario measured and then exits non-zero, instead of ending with no figures.
+	 *
+	 * @param what the scenario and its transport, for the message
+	 */
+	static void close(Mono<Void> close, String what, List<String> failures) {
+		try {
+			close.block(CLOSE_TIMEOUT);
+		}
+		catch (RuntimeException e) {
+			failures.add(what + ": closing its ranks failed: " + e.getMessage());
+		}
 	}
 
 	/** Tells a failed room (the first ten) in {@code failures}; returns the result. */

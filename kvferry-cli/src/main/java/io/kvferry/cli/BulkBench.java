@@ -69,7 +69,7 @@ final class BulkBench implements BenchScenario {
 			}
 		}
 		finally {
-			pair.close().block(BenchCommand.CLOSE_TIMEOUT);
+			BenchCommand.close(pair.close(), "bulk over " + run.prefill().getClass().getSimpleName(), failures);
 		}
 	}
 

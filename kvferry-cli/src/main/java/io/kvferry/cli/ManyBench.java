@@ -168,7 +168,7 @@ final class ManyBench {
 			return o;
 		}
 		finally {
-			cluster.close().block(BenchCommand.CLOSE_TIMEOUT);
+			BenchCommand.close(cluster.close(), "many over " + transport.getClass().getSimpleName(), failures);
 			server.disposeNow();
 			src.clean();
 			dst.clean();

@@ -154,7 +154,7 @@ final class TinyPagesBench {
 					s.close();
 				}
 			}
-			cluster.close().block(BenchCommand.CLOSE_TIMEOUT);
+			BenchCommand.close(cluster.close(), "tiny_pages over " + transport.getClass().getSimpleName(), failures);
 			server.disposeNow();
 		}
 	}

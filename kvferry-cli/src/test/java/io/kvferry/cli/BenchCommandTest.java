@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -14,10 +16,20 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
+import reactor.core.publisher.Mono;
 
 /** Runs the benchmark in-process at toy sizes: checks what it reports, not how fast anything is. */
 @Timeout(90)
 class BenchCommandTest {
+
+	@Test
+	void aCloseThatFailsIsToldBesideTheFiguresInsteadOfEndingTheRun() {
+		List<String> failures = new ArrayList<>();
+		BenchCommand.close(Mono.empty(), "bulk over X", failures);
+		assertThat(failures).isEmpty();
+		BenchCommand.close(Mono.error(new IllegalStateException("Timeout on blocking read")), "many over Y", failures);
+		assertThat(failures).containsExactly("many over Y: closing its ranks failed: Timeout on blocking read");
+	}
 
 	@Test
 	void jsonReportsEveryFigureNextToItsBaseline() throws Exception {
