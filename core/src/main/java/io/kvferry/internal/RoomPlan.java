@@ -154,8 +154,8 @@ final class RoomPlan {
 	// The buffer's name is put together only for the message: this runs for every buffer of every room.
 	private static int times(String kind, int buffer, long bytesPerItem, int itemLen) {
 		if (bytesPerItem % itemLen != 0) {
-			throw new TopologyException(kind + buffer + ": the prefill ranks asked write " + bytesPerItem + " bytes into each "
-					+ itemLen + "-byte item (expected: every byte of it equally often)");
+			throw new TopologyException(kind + buffer + ": the prefill ranks asked write " + bytesPerItem
+					+ " bytes into each " + itemLen + "-byte item (expected: every byte of it equally often)");
 		}
 		return Math.toIntExact(bytesPerItem / itemLen);
 	}
