@@ -8,6 +8,7 @@ import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
 import io.netty.buffer.ByteBuf;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Scatters a data frame's payload into registered memory: chunk {@code i} of {@code chunkLen} bytes lands at
@@ -28,6 +29,13 @@ final class PayloadWriter implements PayloadSink {
 	private boolean fenced;
 	// Bytes of the landing zone offered last not yet reported by landed(); -1 when none is outstanding.
 	private int zone = -1;
+	// The view of the destination that the landing zones of one contiguous stretch share, from payload position
+	// viewStart on: a payload of megabytes is read over many wake-ups, and each read is offered the same view at its
+	// position instead of a new one. This writer holds one reference, released at the payload's end or its fence (an
+	// abandoned writer, its connection gone mid-payload, takes it along: a view owns no memory); each offer hands the
+	// reader another.
+	private @Nullable ByteBuf view;
+	private long viewStart;
 
 	/**
 	 * @param base address of the first chunk's destination
@@ -55,7 +63,7 @@ final class PayloadWriter implements PayloadSink {
 			return;
 		}
 		if (!live.getAsBoolean()) {
-			fenced = true;
+			fence();
 			return;
 		}
 		if (position + remaining > length) {
@@ -88,8 +96,21 @@ final class PayloadWriter implements PayloadSink {
 			return null;
 		}
 		int n = (int) Math.min(contiguous, maxBytes);
+		long at = position - viewStart;
+		if (view != null && at >= 0 && at < view.capacity()) {
+			// Inside the stretch the view was made for, so its bytes from here on are this zone's; offered only when
+			// no larger than this offer may be, and still worth a read.
+			int rest = (int) (view.capacity() - at);
+			if (rest <= n && rest >= Math.max(1, minBytes)) {
+				zone = rest;
+				return view.retain().setIndex((int) at, (int) at);
+			}
+		}
+		releaseView();
+		view = NativeMemory.view(base + chunk * stride + within, n);
+		viewStart = position;
 		zone = n;
-		return NativeMemory.view(base + chunk * stride + within, n).clear();
+		return view.retain().clear();
 	}
 
 	@Override
@@ -103,7 +124,7 @@ final class PayloadWriter implements PayloadSink {
 		zone = n == zone ? -1 : zone - n;
 		if (!live.getAsBoolean()) {
 			// In place already: the fence stops everything after this read.
-			fenced = true;
+			fence();
 			return;
 		}
 		long chunk = position / chunkLen;
@@ -112,8 +133,22 @@ final class PayloadWriter implements PayloadSink {
 		position += n;
 	}
 
+	private void fence() {
+		fenced = true;
+		releaseView();
+	}
+
+	private void releaseView() {
+		if (view != null) {
+			ByteBuf released = view;
+			view = null;
+			released.release();
+		}
+	}
+
 	@Override
 	public void complete() {
+		releaseView();
 		if (!fenced) {
 			tally.count(length);
 			onComplete.accept(length);

@@ -132,6 +132,36 @@ class PayloadWriterTest {
 	}
 
 	@Test
+	void readsOfOneStretchShareOneViewAndARoomThatStoppedGetsNoneOfIt() {
+		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1);
+		PayloadWriter w = writer(h);
+		byte[] payload = pattern(1000);
+		ByteBuf first = w.landingZone(64, 1000);
+		first.writeBytes(payload, 0, 300);
+		w.landed(300);
+		first.release();
+		ByteBuf second = w.landingZone(64, 700);
+		assertThat(second).as("the same view, at the next read's position").isSameAs(first);
+		assertThat(second.memoryAddress() + second.writerIndex()).isEqualTo(dest.address() + 300);
+		assertThat(second.readableBytes()).isZero();
+		assertThat(second.writableBytes()).isEqualTo(700);
+		second.writeBytes(payload, 300, 200);
+		w.landed(200);
+		second.release();
+		ByteBuf smaller = w.landingZone(64, 100);
+		assertThat(smaller).as("never more than an offer may take").isNotSameAs(first);
+		assertThat(smaller.writableBytes()).isEqualTo(100);
+		smaller.release();
+		live.set(false);
+		assertThat(w.landingZone(64, 500)).as("the room stopped taking bytes: no zone, though the view has room")
+				.isNull();
+		w.write(Unpooled.wrappedBuffer(payload, 500, 500));
+		w.complete();
+		assertThat(destBytes(0, 500)).isEqualTo(Arrays.copyOf(payload, 500));
+		assertThat(destBytes(500, 500)).as("nothing after the stop").containsOnly(0);
+	}
+
+	@Test
 	void landedIsOnlyForTheZoneOfferedLast() {
 		PayloadWriter w = writer(new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1));
 		assertThatThrownBy(() -> w.landed(10)).isInstanceOf(IllegalStateException.class)
@@ -229,8 +259,11 @@ class PayloadWriterTest {
 		w.landingZone(1, 100).release();
 		assertThatThrownBy(() -> w.landed(0)).hasMessageContaining("landed(0)");
 		w.landed(1);
-		w.landingZone(1, 100).release();
-		w.landed(100);
-		assertThat(w.landingZone(1, 4096).writableBytes()).as("what is left after 101 bytes").isEqualTo(899);
+		ByteBuf again = w.landingZone(1, 100);
+		assertThat(again.writableBytes()).as("the rest of the view offered before").isEqualTo(99);
+		again.release();
+		assertThatThrownBy(() -> w.landed(100)).hasMessageContaining("more than the zone's 99 bytes");
+		w.landed(99);
+		assertThat(w.landingZone(1, 4096).writableBytes()).as("what is left after 100 bytes").isEqualTo(900);
 	}
 }

@@ -88,10 +88,6 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private PayloadSink sink;
 	// The landing zone handed out for the coming read, if any: a read into it reaches decode() as this very buffer.
 	private ByteBuf offered;
-	// The landing zone the sink offered for the current payload, owned here and offered again to each following read
-	// while every payload byte lands in it: one buffer per stretch of a payload rather than one per read (a payload of
-	// megabytes takes a read per wake-up). Released once a byte takes another way, at the payload's end, or on failure.
-	private ByteBuf zone;
 	// The socket's receive low-water mark while payloads land, or null (NIO, TLS, tests without a socket).
 	private ReceiveLowWater lowWater;
 
@@ -127,13 +123,11 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			return;
 		}
 		offered = null;
-		ByteBuf read = (ByteBuf) msg;
+		ByteBuf zone = (ByteBuf) msg;
 		try {
-			int n = read.readableBytes();
+			int n = zone.readableBytes();
 			if (n > 0 && state == State.DATA_PAYLOAD && sink != null && n <= payloadRemaining) {
 				sink.landed(n);
-				// The zone's next read starts where this one ended.
-				read.skipBytes(n);
 				payloadRemaining -= n;
 				if (payloadRemaining == 0) {
 					finishPayload();
@@ -148,11 +142,10 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 			}
 		}
 		catch (Exception e) {
-			fail(ctx, read, e);
+			fail(ctx, zone, e);
 		}
 		finally {
-			// The read's reference; the zone itself stays this decoder's until dropZone().
-			read.release();
+			zone.release();
 		}
 	}
 
@@ -196,15 +189,9 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		offered = null;
 		if (state != State.DATA_PAYLOAD || sink == null || payloadRemaining < minBytes
 				|| internalBuffer().isReadable()) {
-			// The next payload bytes, if any, come through the cumulation: the kept zone no longer follows them.
-			dropZone();
 			return null;
 		}
-		if (zone == null || zone.writableBytes() < minBytes) {
-			dropZone();
-			zone = sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
-		}
-		offered = zone == null ? null : zone.retain();
+		offered = sink.landingZone(minBytes, (int) Math.min(maxBytes, payloadRemaining));
 		if (lowWater != null) {
 			lowWater.expect(offered != null ? offered.writableBytes() : 0);
 		}
@@ -388,7 +375,6 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 				return false;
 			}
 			if (sink != null) {
-				dropZone();
 				ScatterReader.writeSegment(sink, in, n);
 			}
 			in.skipBytes(n);
@@ -404,7 +390,6 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private void finishPayload() {
 		PayloadSink done = sink;
 		sink = null;
-		dropZone();
 		state = State.FRAME_PREFIX;
 		if (lowWater != null) {
 			lowWater.expect(0);
@@ -414,27 +399,12 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		}
 	}
 
-	@Override
-	protected void handlerRemoved0(ChannelHandlerContext ctx) {
-		dropZone();
-	}
-
-	/** Releases the kept landing zone: the payload's next bytes no longer land where it points. */
-	private void dropZone() {
-		if (zone != null) {
-			ByteBuf kept = zone;
-			zone = null;
-			kept.release();
-		}
-	}
-
 	private void fail(ChannelHandlerContext ctx, ByteBuf in, Throwable cause) {
 		if (state == State.FAILED) {
 			return;
 		}
 		state = State.FAILED;
 		sink = null;
-		dropZone();
 		scatter.reset();
 		in.skipBytes(in.readableBytes());
 		try {
