@@ -3,7 +3,6 @@ package io.kvferry.cli.netns;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.regex.Pattern;
@@ -11,8 +10,6 @@ import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.test.Child;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,13 +21,11 @@ import org.junit.jupiter.api.Timeout;
  * fast as the others. Skipped, with the reason, where namespaces cannot be made (not root, no iproute2).
  */
 @Timeout(120)
-class NetnsIdleTest {
+class NetnsIdleTest extends NetnsRoleTest {
 
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration START = Duration.ofSeconds(60);
 	private static final Duration RUN = Duration.ofSeconds(60);
-	private static final String[] SHAPE = { "--layers", "4", "--kv-heads", "8", "--head-dim", "128", "--page-size",
-			"16" };
 	private static final int MTU = 1500;
 	private static final Duration HEARTBEAT = Duration.ofSeconds(1);
 	/** Long enough for the loss to be found well before the rooms come (two intervals, plus the test's own steps). */
@@ -40,32 +35,6 @@ class NetnsIdleTest {
 	/** What the first room after idle may take beyond the others' median on a busy 2-core machine. */
 	private static final double SLACK_MS = 500;
 	private static final int ROOMS = 12;
-
-	private static final String BOOTSTRAP = "bootstrap";
-	private static final String PREFILL = "prefill";
-	private static final String DECODE = "decode";
-
-	private final Tracked tracked = new Tracked();
-
-	@BeforeAll
-	static void namespacesCanBeMade() {
-		NetnsHosts.assumeAvailable();
-	}
-
-	@AfterEach
-	void closeAll() throws Exception {
-		tracked.close();
-	}
-
-	private <T extends AutoCloseable> T track(T resource) {
-		return tracked.track(resource);
-	}
-
-	private static String[] args(String... parts) {
-		List<String> all = new ArrayList<>(List.of(parts));
-		all.addAll(List.of(SHAPE));
-		return all.toArray(String[]::new);
-	}
 
 	@Test
 	void idleFlowsAMiddleboxDropsAreFoundByHeartbeatsAndTheRoomsAfterwardsAllSucceed() throws Exception {

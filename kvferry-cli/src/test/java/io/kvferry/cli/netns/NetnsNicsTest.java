@@ -1,16 +1,12 @@
 package io.kvferry.cli.netns;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.test.Child;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,14 +20,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Skipped, with the reason, where namespaces cannot be made (not root, no iproute2).
  */
 @Timeout(180)
-class NetnsNicsTest {
+class NetnsNicsTest extends NetnsRoleTest {
 
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration START = Duration.ofSeconds(60);
 	private static final Duration RUN = Duration.ofSeconds(90);
-	// 16 KiB of KV per token: 4 layers, 8 KV heads x 128, bf16; one page of 16 tokens is 256 KiB.
-	private static final String[] SHAPE = { "--layers", "4", "--kv-heads", "8", "--head-dim", "128", "--page-size",
-			"16" };
 	/** Jumbo frames, as on KV back-end networks: the headers take 0.7 % of a capped link. */
 	private static final int MTU = 9000;
 	private static final int NICS = 2;
@@ -49,32 +42,6 @@ class NetnsNicsTest {
 	private static final Duration REPORT_SLACK = Duration.ofMillis(750);
 	/** A pair slow enough that the cut lands mid-room: two rooms of 16 MiB take about ten seconds over both. */
 	private static final long SLOW_LINK = 25_000_000;
-
-	private static final String BOOTSTRAP = "bootstrap";
-	private static final String PREFILL = "prefill";
-	private static final String DECODE = "decode";
-
-	private final Tracked tracked = new Tracked();
-
-	@BeforeAll
-	static void namespacesCanBeMade() {
-		NetnsHosts.assumeAvailable();
-	}
-
-	@AfterEach
-	void closeAll() throws Exception {
-		tracked.close();
-	}
-
-	private <T extends AutoCloseable> T track(T resource) {
-		return tracked.track(resource);
-	}
-
-	private static String[] args(String... parts) {
-		List<String> all = new ArrayList<>(List.of(parts));
-		all.addAll(List.of(SHAPE));
-		return all.toArray(String[]::new);
-	}
 
 	private String startBootstrap(NetnsHosts net) throws Exception {
 		Child bootstrap = track(net.start(BOOTSTRAP, "bootstrap", "bootstrap", "--host", net.address(BOOTSTRAP),

@@ -1,8 +1,6 @@
 package io.kvferry.cli.netns;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -11,8 +9,6 @@ import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvferry.test.Child;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -25,14 +21,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * be made (not root, no iproute2).
  */
 @Timeout(120)
-class NetnsRolesTest {
+class NetnsRolesTest extends NetnsRoleTest {
 
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration START = Duration.ofSeconds(60);
 	private static final Duration RUN = Duration.ofSeconds(60);
-	// 16 KiB of KV per token: 4 layers, 8 KV heads x 128, bf16; one page of 16 tokens is 256 KiB.
-	private static final String[] SHAPE = { "--layers", "4", "--kv-heads", "8", "--head-dim", "128", "--page-size",
-			"16" };
 	/**
 	 * Jumbo frames, as on the back-end networks that carry KV cache: Ethernet, IP and TCP headers then take 0.7 % of a
 	 * capped link instead of 4.4 % at 1500 bytes, so the capped link's share measures kvferry, not the headers.
@@ -63,34 +56,8 @@ class NetnsRolesTest {
 	/** 5 MiB: about four seconds on the capped link. */
 	private static final int CAPPED_ROOM_TOKENS = 320;
 
-	private static final String BOOTSTRAP = "bootstrap";
-	private static final String PREFILL = "prefill";
-	private static final String DECODE = "decode";
-
-	private final Tracked tracked = new Tracked();
-
-	@BeforeAll
-	static void namespacesCanBeMade() {
-		NetnsHosts.assumeAvailable();
-	}
-
-	@AfterEach
-	void closeAll() throws Exception {
-		tracked.close();
-	}
-
-	private <T extends AutoCloseable> T track(T resource) {
-		return tracked.track(resource);
-	}
-
 	private NetnsHosts hosts() {
 		return track(NetnsHosts.create(MTU, BOOTSTRAP, PREFILL, DECODE));
-	}
-
-	private static String[] args(String... parts) {
-		List<String> all = new ArrayList<>(List.of(parts));
-		all.addAll(List.of(SHAPE));
-		return all.toArray(String[]::new);
 	}
 
 	/** @return the bootstrap server's address, as the other hosts reach it */
