@@ -51,13 +51,17 @@ final class LoopbackCluster implements AutoCloseable {
 	 * processes: what one side's loop does (writing a large room) never delays the other side's reads.
 	 */
 	static LoopbackCluster startApart(ModelShape shape, int pages, int rows) {
+		return startApart(shape, pages, rows, UnaryOperator.identity());
+	}
+
+	static LoopbackCluster startApart(ModelShape shape, int pages, int rows, UnaryOperator<KVClusterBuilder> more) {
 		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		NettyKVTransport prefill = NettyKVTransport.create();
 		NettyKVTransport decode = NettyKVTransport.create();
-		KVCluster cluster = KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1).capacity(pages, rows)
-				.transport(prefill).decodeTransport(decode).bootstrapClient(client).bootstrapAddress(server.address())
-				.startNow(T);
+		KVCluster cluster = more.apply(KVCluster.builder().shape(shape).prefill(1, 1, 1).decode(1, 1)
+				.capacity(pages, rows).transport(prefill).decodeTransport(decode).bootstrapClient(client)
+				.bootstrapAddress(server.address())).startNow(T);
 		return new LoopbackCluster(server, client, prefill, decode, cluster);
 	}
 
