@@ -40,6 +40,8 @@ final class BufferLedger {
 	private static final int[] NO_COUNTS = new int[0];
 	private static final long[] NO_LANDED = new long[0];
 	// Atomic access to landedWhole's words: a plain array spares every KV buffer of every room a wrapper object.
+	// How many granted items after the hint find looks at before it searches.
+	private static final int HINT_REACH = 4;
 	private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
 
 	private final RegionKind kind;
@@ -59,6 +61,8 @@ final class BufferLedger {
 	private String refused;
 	// Bytes landed in the buffer.
 	private volatile long landed;
+	// Where the last look-up ended (see find); never trusted without comparing.
+	private int hint;
 	// Lock-free, KV buffers only (what a failed room reports as landed): per granted item, whether a write that covered
 	// it whole landed (times 1), else the bytes landed in it; made on the first write that needs it.
 	private final long[] landedWhole;
@@ -171,7 +175,30 @@ final class BufferLedger {
 		if (last >= 0 && last + 1 < items.length && items[last + 1] == item) {
 			return last + 1;
 		}
-		return item > Integer.MAX_VALUE ? -1 : Arrays.binarySearch(items, (int) item);
+		return find(item);
+	}
+
+	/**
+	 * @return the position of {@code item} among the granted items, negative when it is not granted; lock-free
+	 */
+	int find(long item) {
+		// Pieces arrive in destination order, so the item of the next write is most often one of the few granted
+		// after the last one found. The hint is a plain field that threads may see stale or overwrite: every
+		// candidate is compared with the item, so a wrong hint costs only the search it would have saved.
+		int h = hint;
+		for (int at = h, end = Math.min(items.length, h + HINT_REACH); at < end; at++) {
+			if (items[at] == item) {
+				if (at != h) {
+					hint = at;
+				}
+				return at;
+			}
+		}
+		int at = item > Integer.MAX_VALUE ? -1 : Arrays.binarySearch(items, (int) item);
+		if (at >= 0) {
+			hint = at;
+		}
+		return at;
 	}
 
 	/** Records one write of bytes [from, to) of the item at position {@code at}; under the monitor. */

@@ -154,16 +154,17 @@ final class GrantLedger {
 					+ " region " + h.region() + " of " + region.length() + " bytes");
 		}
 		int[] granted = s.items[h.region()];
+		BufferLedger buffer = s.buffers[h.region()];
 		long itemLen = region.itemLen();
 		if (h.count() == 1 || h.dstStride() <= itemLen) {
 			// Chunk starts at most one item apart touch every item from the first byte's to the last byte's.
-			checkItems(h, granted, offset / itemLen, (end - 1) / itemLen);
+			checkItems(h, granted, buffer, offset / itemLen, (end - 1) / itemLen);
 		}
 		else {
 			// Sparse chunks: at most one per item, so at most itemCount of them fit in the region (checked above).
 			for (int i = 0; i < h.count(); i++) {
 				long start = offset + i * h.dstStride();
-				checkItems(h, granted, start / itemLen, (start + h.chunkLen() - 1) / itemLen);
+				checkItems(h, granted, buffer, start / itemLen, (start + h.chunkLen() - 1) / itemLen);
 			}
 		}
 		return region.address() + offset;
@@ -180,8 +181,8 @@ final class GrantLedger {
 		}
 	}
 
-	private static void checkItems(DataHeader h, int[] granted, long first, long last) {
-		int at = first > Integer.MAX_VALUE ? -1 : Arrays.binarySearch(granted, (int) first);
+	private static void checkItems(DataHeader h, int[] granted, BufferLedger buffer, long first, long last) {
+		int at = buffer.find(first);
 		long span = last - first;
 		if (at >= 0 && span < granted.length - at && granted[at + (int) span] == last) {
 			// Sorted and distinct: the granted items from first on are consecutive up to last.
