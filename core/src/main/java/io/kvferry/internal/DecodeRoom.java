@@ -28,6 +28,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -304,28 +305,59 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	 */
 	@Override
 	public PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
+		GrantLedger l = ledgerFor(from, tally);
+		return l == null ? null : land(from, l, h, tally);
+	}
+
+	/**
+	 * A scatter frame's pieces from {@code from}: what they share (this room, the rank, the stripe) is checked once,
+	 * each piece against the grant and the ledger as {@link #accept(DecodeSession, DataHeader, Tally)} does. The first
+	 * refused piece fails the room: it and the pieces after it get no sink, and those handed out before it write
+	 * nothing more, since the room no longer takes bytes.
+	 */
+	@Override
+	public void accept(DecodeSession from, ScatterHeader h, Tally tally, PayloadSink[] sinks) {
+		GrantLedger l = ledgerFor(from, tally);
+		for (int i = 0; l != null && i < h.count(); i++) {
+			PayloadSink sink = land(from, l, h.piece(i), tally);
+			if (sink == null) {
+				return;
+			}
+			sinks[i] = sink;
+		}
+	}
+
+	/** @return the ledger when the room takes bytes from {@code from}; null when it does not (failed here if unasked) */
+	private GrantLedger ledgerFor(DecodeSession from, Tally tally) {
 		if (!acceptsBytes()) {
 			return null;
 		}
 		GrantLedger l = ledger;
+		if (l == null || tally == null || !writers.contains(from)) {
+			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room " + id + ": the room "
+					+ "asked this prefill rank for nothing");
+			return null;
+		}
+		return l;
+	}
+
+	/** @return a writer for the header's payload once the grant allowed it and the ledger recorded it; else null */
+	private PayloadSink land(DecodeSession from, GrantLedger l, DataHeader h, Tally tally) {
 		long destination;
 		try {
-			if (l == null || tally == null || !writers.contains(from)) {
-				throw new WriteRefused("the room asked this prefill rank for nothing");
-			}
 			destination = l.destination(h);
-			try {
-				l.reserve(h);
-			}
-			catch (WriteRefused refused) {
-				fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
-						+ " more than its ledger allows: " + refused.getMessage());
-				return null;
-			}
 		}
 		catch (WriteRefused refused) {
 			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room " + id + ": "
 					+ refused.getMessage());
+			return null;
+		}
+		try {
+			l.reserve(h);
+		}
+		catch (WriteRefused refused) {
+			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
+					+ " more than its ledger allows: " + refused.getMessage());
 			return null;
 		}
 		if (firstByte()) {

@@ -23,6 +23,7 @@ import io.kvferry.spi.FailureCodes;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.PeerLayout;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.spi.SendListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,6 +79,12 @@ final class DecodeSession implements DialledConnection.Peer {
 		 * @return where the payload lands, or null to drop it
 		 */
 		PayloadSink accept(DecodeSession from, DataHeader h, Tally tally);
+
+		/**
+		 * A scatter frame's pieces from {@code from}: sets each piece's sink in {@code sinks} (handed filled with
+		 * null), as {@link #accept(DecodeSession, DataHeader, Tally)} would piece by piece.
+		 */
+		void accept(DecodeSession from, ScatterHeader h, Tally tally, PayloadSink[] sinks);
 
 		/** @return false when the room is live and did not ask the rank */
 		boolean reported(DecodeSession s, KVMessage.Status status);
@@ -361,12 +368,26 @@ final class DecodeSession implements DialledConnection.Peer {
 
 	@Override
 	public PayloadSink onData(DataHeader header, Tally tally) {
-		Inbox r = inboxes.apply(header.room());
+		Inbox r = writing(header.room());
+		return r == null ? null : r.accept(this, header, tally);
+	}
+
+	@Override
+	public void onScatter(ScatterHeader header, Tally tally, PayloadSink[] sinks) {
+		Inbox r = writing(header.room());
+		if (r != null) {
+			r.accept(this, header, tally, sinks);
+		}
+	}
+
+	/** @return the room when it asked this rank to write it; else null, and a live room's rank broke the rules */
+	private Inbox writing(long room) {
+		Inbox r = inboxes.apply(room);
 		if (r != null && !r.writtenBy(this)) {
-			unasked(header.room(), "data for room " + header.room());
+			unasked(room, "data for room " + room);
 			return null;
 		}
-		return r == null ? null : r.accept(this, header, tally);
+		return r;
 	}
 
 	@Override

@@ -21,6 +21,21 @@ public interface ConnectionHandler {
 	 */
 	@Nullable PayloadSink onData(KVConnection connection, DataHeader header);
 
+	/**
+	 * A scatter frame's header arrived: pieces of one room whose payloads follow in piece order. Sets
+	 * {@code sinks[i]} to piece {@code i}'s sink, or leaves it {@code null} to discard that piece, exactly as
+	 * {@link #onData} called for each {@link ScatterHeader#piece piece} in turn would; an engine may check what all the
+	 * pieces share (their room, their connection) once. The transport hands {@code sinks} filled with {@code null},
+	 * at least {@link ScatterHeader#count()} long.
+	 *
+	 * @throws io.kvferry.ProtocolException when a write is forbidden; the transport closes the connection
+	 */
+	default void onScatter(KVConnection connection, ScatterHeader header, @Nullable PayloadSink[] sinks) {
+		for (int i = 0; i < header.count(); i++) {
+			sinks[i] = onData(connection, header.piece(i));
+		}
+	}
+
 	/** The connection closed (either side, heartbeat loss, malformed input); called once. */
 	void onClose(KVConnection connection, CloseReason reason);
 }

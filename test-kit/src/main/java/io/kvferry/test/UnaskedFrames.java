@@ -21,6 +21,9 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
+import io.kvferry.spi.SendGate;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -36,6 +39,8 @@ public final class UnaskedFrames implements AutoCloseable {
 	public enum Frame {
 		/** A data header for room 5, inside room 5's granted pages, with its payload. */
 		DATA,
+		/** Two pieces for room 5 in one scatter frame, inside room 5's granted pages, with their payload. */
+		SCATTER,
 		/** A fence for room 7. */
 		FENCE,
 		/** A Success for room 5. */
@@ -90,6 +95,12 @@ public final class UnaskedFrames implements AutoCloseable {
 		switch (Objects.requireNonNull(frame, "frame")) {
 			case DATA -> c.send(new DataBlock(new DataHeader(5, RegionKind.KV, 0, (long) DST5[0] * itemLen,
 					itemLen, 0, 1), rogueMem.kvArgs().kvRegions().get(0).address(), 0));
+			case SCATTER -> {
+				long src = rogueMem.kvArgs().kvRegions().get(0).address();
+				c.send(new ScatterBlock(new ScatterHeader(5, RegionKind.KV, 2, new int[] { 0, 0 },
+						new long[] { (long) DST5[0] * itemLen, (long) DST5[1] * itemLen }, new int[] { itemLen, itemLen }),
+						new long[] { src, src + itemLen }, SendGate.OPEN));
+			}
 			case FENCE -> c.send(new KVMessage.Fence(7, itemLen, KVMessage.NO_CHECKSUM));
 			case STATUS -> c.send(new KVMessage.Status(5, KVPoll.SUCCESS, 0, "", 0, KVMessage.NO_CHECKSUM));
 			case ABORT_ACK -> {

@@ -16,6 +16,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.KVTransport;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import reactor.core.publisher.Flux;
@@ -55,6 +56,12 @@ public final class DialledConnection {
 		 * @return where the payload lands, or null to drop it
 		 */
 		PayloadSink onData(DataHeader header, Tally tally);
+
+		/**
+		 * A scatter frame's pieces, which the stripes' rules allow: sets each piece's sink in {@code sinks} (handed
+		 * filled with null), as {@link #onData} would piece by piece.
+		 */
+		void onScatter(ScatterHeader header, Tally tally, PayloadSink[] sinks);
 
 		/**
 		 * A room's bytes broke the stripes' rules or do not match what the rank reported on a stripe; only for a room
@@ -298,18 +305,32 @@ public final class DialledConnection {
 	}
 
 	PayloadSink onData(DialledStripe stripe, DataHeader h) {
-		FenceBook book = books.get(h.room());
+		FenceBook book = dataBook(stripe, h.room());
+		return book == null ? null : peer.onData(h, book.tally(stripe.index));
+	}
+
+	/** A scatter frame's pieces: one room, one stripe, so the stripes' rules are asked once for all of them. */
+	void onScatter(DialledStripe stripe, ScatterHeader h, PayloadSink[] sinks) {
+		FenceBook book = dataBook(stripe, h.room());
+		if (book != null) {
+			peer.onScatter(h, book.tally(stripe.index), sinks);
+		}
+	}
+
+	/** @return the room's book when the stripe may carry its bytes; else null, the peer told why */
+	private FenceBook dataBook(DialledStripe stripe, long room) {
+		FenceBook book = books.get(room);
 		if (book == null || !book.asked) {
 			// A Success alone (from a rank asked for nothing, as MLA's dummy ranks are) makes a book too.
-			peer.onUnasked(h.room(), "data for room " + h.room() + " on stripe " + stripe.index);
+			peer.onUnasked(room, "data for room " + room + " on stripe " + stripe.index);
 			return null;
 		}
 		String late = book.lateOn(stripe.index);
 		if (late != null) {
-			peer.onRoomError(h.room(), FailureCause.PROTOCOL, late);
+			peer.onRoomError(room, FailureCause.PROTOCOL, late);
 			return null;
 		}
-		return peer.onData(h, book.tally(stripe.index));
+		return book;
 	}
 
 	/** A stripe's bytes for a room are over: they must be what landed on it. */

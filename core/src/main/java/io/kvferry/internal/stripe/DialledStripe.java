@@ -7,6 +7,7 @@ import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterHeader;
 import reactor.core.publisher.Sinks;
 
 /**
@@ -59,6 +60,11 @@ final class DialledStripe implements ConnectionHandler {
 	@Override
 	public PayloadSink onData(KVConnection c, DataHeader h) {
 		return connection.onData(this, h);
+	}
+
+	@Override
+	public void onScatter(KVConnection c, ScatterHeader h, PayloadSink[] sinks) {
+		connection.onScatter(this, h, sinks);
 	}
 
 	@Override

@@ -3,6 +3,7 @@ package io.kvferry.transport.netty.internal;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.transport.netty.internal.shm.SameHostLink;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -93,6 +94,13 @@ final class ConnectionInbound implements KVFrameDecoder.Listener {
 	public PayloadSink onData(DataHeader header) {
 		steps.requireDone("DATA");
 		return connection.handler().onData(connection, header);
+	}
+
+	/** A {@code DATA_SCATTER} frame's piece table: the engine's sinks for its pieces. */
+	@Override
+	public void onScatter(ScatterHeader header, PayloadSink[] sinks) {
+		steps.requireDone("DATA_SCATTER");
+		connection.handler().onScatter(connection, header, sinks);
 	}
 
 	@Override

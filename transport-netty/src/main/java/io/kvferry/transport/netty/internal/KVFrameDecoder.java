@@ -6,6 +6,7 @@ import io.kvferry.ProtocolException;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.ScatterHeader;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
@@ -55,6 +56,16 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		 * @return where the payload goes, or {@code null} to skip it
 		 */
 		PayloadSink onData(DataHeader header);
+
+		/**
+		 * A scatter frame's piece table arrived: sets each piece's sink in {@code sinks} (handed filled with null), as
+		 * {@link #onData} would piece by piece.
+		 */
+		default void onScatter(ScatterHeader header, PayloadSink[] sinks) {
+			for (int i = 0; i < header.count(); i++) {
+				sinks[i] = onData(header.piece(i));
+			}
+		}
 
 		/**
 		 * A same-host frame arrived ({@link KVFrameCodec#isExtensionType}); {@code body} is valid during the call.

@@ -11,8 +11,9 @@ import io.netty.buffer.ByteBuf;
 /**
  * The part of {@link KVFrameDecoder} that reads {@code DATA_SCATTER} frames: the frame's length is bounded at its
  * prefix, the piece count as soon as the fixed part arrived (so the table buffered before the payload is at most
- * 64 KiB), the whole list is checked ({@link ScatterHeader#validate}) and every piece handed to the listener's
- * {@link KVFrameDecoder.Listener#onData} (decode's grant and ledger) before the first payload byte is written. The
+ * 64 KiB), the whole list is checked ({@link ScatterHeader#validate}) and handed to the listener's
+ * {@link KVFrameDecoder.Listener#onScatter} (decode's grant and ledger, piece by piece) before the first payload byte
+ * is written. The
  * payload then streams to each piece's sink in turn, never accumulated.
  *
  * <p>Asking for every piece's sink first makes a frame all-or-nothing on the receiver: a piece the grant refuses
@@ -78,9 +79,8 @@ final class ScatterReader {
 		}
 		ScatterHeader header = ScatterCodec.read(in, n, regions, offsets, lengths);
 		header.validate(body - ScatterCodec.HEAD_LENGTH - (long) n * ScatterCodec.PIECE_LENGTH);
-		for (int i = 0; i < n; i++) {
-			sinks[i] = listener.onData(header.piece(i));
-		}
+		Arrays.fill(sinks, 0, n, null);
+		listener.onScatter(header, sinks);
 		piece = 0;
 		pieceRemaining = lengths[0];
 		return true;
