@@ -367,11 +367,15 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 		}
 		return new PayloadWriter(destination, h, live, tally, n -> {
 			support.bytesReceived.add(n);
-			clock.landed();
 			boolean bufferComplete = l.landed(h.kind(), h.region(), n);
 			l.landedWrite(h);
-			if (bufferComplete && h.kind() == RegionKind.KV) {
-				layers.landed(h.region());
+			if (bufferComplete) {
+				// The room's last byte completes a buffer: stamping only there leaves the last stamp where it was,
+				// without a clock read and a fenced store per piece.
+				clock.landed();
+				if (h.kind() == RegionKind.KV) {
+					layers.landed(h.region());
+				}
 			}
 		});
 	}

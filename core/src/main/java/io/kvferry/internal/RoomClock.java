@@ -13,7 +13,7 @@ import io.kvferry.RoomPhases;
 final class RoomClock {
 
 	private final boolean decode;
-	// 0: not reached. Written once each, but lastByte, which each landed frame moves on.
+	// 0: not reached. Written once each, but lastByte, which each buffer that received its last byte moves on.
 	private volatile long opened;
 	private volatile long connected;
 	private volatile long asked;
@@ -67,7 +67,7 @@ final class RoomClock {
 		firstByte = now();
 	}
 
-	/** Decode: a frame of the room landed whole. */
+	/** Decode: one of the room's buffers received its last byte. */
 	void landed() {
 		lastByte = now();
 	}
