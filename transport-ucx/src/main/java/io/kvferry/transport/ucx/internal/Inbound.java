@@ -251,9 +251,7 @@ final class Inbound {
 		ScatterHeader h = sc.header;
 		try {
 			PayloadSink[] sinks = new PayloadSink[h.count()];
-			for (int i = 0; i < h.count() && !stopped; i++) {
-				sinks[i] = connection.onData(h.piece(i));
-			}
+			connection.onScatter(h, sinks);
 			int at = sc.payload.readerIndex();
 			for (int i = 0; i < h.count() && !stopped; i++) {
 				int n = h.length(i);

@@ -20,6 +20,7 @@ import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
 import io.kvferry.spi.PayloadSink;
 import io.kvferry.spi.ScatterBlock;
+import io.kvferry.spi.ScatterHeader;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import io.kvferry.transport.ucx.UcxDataPath;
@@ -302,6 +303,16 @@ final class UcxConnection implements KVConnection {
 		catch (ProtocolException e) {
 			closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, e.getMessage()), true);
 			return null;
+		}
+	}
+
+	/** A scatter frame's pieces: their sinks in {@code sinks} (handed filled with null), as {@link #onData} per piece. */
+	void onScatter(ScatterHeader h, @Nullable PayloadSink[] sinks) {
+		try {
+			handler().onScatter(this, h, sinks);
+		}
+		catch (ProtocolException e) {
+			closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, e.getMessage()), true);
 		}
 	}
 
