@@ -29,6 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * A decode process that asked for rooms is stopped with SIGSTOP: it renews nothing any more, but the kernel keeps its
@@ -58,7 +59,10 @@ class LeaseExpiryProcessTest {
 		RenewalTap tap = RenewalTap.of(transport);
 		PrefillKVManager prefill = KVManagerSpec.prefill().kvArgs(memory.kvArgs()).transport(tap)
 				.bootstrapClient(ReactorBootstrapClient.create()).bootstrapAddress(bootstrap.address())
-				.bindAddress(new HostPort("127.0.0.1", 0)).leasePeriod(LEASE).startNow();
+				.bindAddress(new HostPort("127.0.0.1", 0)).leasePeriod(LEASE)
+				// Completions on the thread that ended the room, so that each is stamped when its lease expired, not
+				// when a busy callback worker got to it.
+				.callbackScheduler(Schedulers.immediate()).startNow();
 		AtomicInteger claimed = new AtomicInteger();
 		Map<Long, Long> freedAt = new ConcurrentHashMap<>();
 		Map<Long, Throwable> why = new ConcurrentHashMap<>();
