@@ -42,8 +42,8 @@ import reactor.core.publisher.Mono;
 						+ "a written direct source into direct memory), a two-connection SO_RCVLOWAT pump and the "
 						+ "cache-hot 1 MiB ring (the wire's ceiling); --bulk-warmup rooms, then --rounds interleaved "
 						+ "rounds: medians, best-of beside",
-				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after 5 s of "
-						+ "warm-up, a room and a round trip in turn",
+				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after "
+						+ "--small-warmup seconds of warm-up, a room and a round trip in turn",
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages): "
 						+ "the same batch untimed for --many-warmup seconds (2 batches at least), then --rounds timed "
 						+ "batches (median, best beside, and the cores busy meanwhile); sources written before the clock "
@@ -107,6 +107,11 @@ final class BenchCommand implements Callable<Integer> {
 	@Option(names = "--small-iterations", defaultValue = "200", paramLabel = "N",
 			description = "Timed small rooms (and ping-pongs) of each size (default: ${DEFAULT-VALUE}).")
 	int smallIterations;
+
+	@Option(names = "--small-warmup", defaultValue = "5", paramLabel = "SECONDS",
+			description = "Untimed small rooms of each size for this long (20 at least) before the timed ones "
+					+ "(default: ${DEFAULT-VALUE}).")
+	int smallWarmupSeconds;
 
 	@Option(names = "--many-rooms", defaultValue = "1000", paramLabel = "N",
 			description = "Concurrent rooms of the many test (default: ${DEFAULT-VALUE}).")
@@ -201,6 +206,9 @@ final class BenchCommand implements Callable<Integer> {
 		if (manyWarmupSeconds < 0) {
 			throw new CommandLine.ParameterException(cl, "--many-warmup : " + manyWarmupSeconds + " (expected: >= 0)");
 		}
+		if (smallWarmupSeconds < 0) {
+			throw new CommandLine.ParameterException(cl, "--small-warmup : " + smallWarmupSeconds + " (expected: >= 0)");
+		}
 		if (bulkWarmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--bulk-warmup : " + bulkWarmup + " (expected: >= 0)");
 		}
@@ -229,7 +237,8 @@ final class BenchCommand implements Callable<Integer> {
 			return SmallUnderBulkBench.run(shape, bulkPages, bulkBytes, rounds, stripes, json, cl.getOut(), cl.getErr());
 		}
 		if (ioCompare) {
-			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, smallIterations, stripes, List.of(
+			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, smallIterations,
+					Duration.ofSeconds(smallWarmupSeconds), stripes, List.of(
 					new IoCompareBench.Scenario("many", "ratio", (p, d, c) -> many(shape, p, d, c)),
 					new IoCompareBench.Scenario("tiny_pages", "ratio_to_pump", (p, d, c) -> tinyPages(shape, p, d, c,
 							null, ""))), json, cl.getOut());
@@ -336,7 +345,7 @@ final class BenchCommand implements Callable<Integer> {
 			int[] small = bulkOnly ? new int[0] : tcp ? new int[] { 1, 8 } : new int[] { 1 };
 			table.add(announced(name + "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes
 					+ " stripe(s), " + rounds + " rounds each", new BulkBench(bulkPages, bulkBytes, rounds, bulkWarmup,
-							smallIterations, small, stripes, failures)));
+							smallIterations, Duration.ofSeconds(smallWarmupSeconds), small, stripes, failures)));
 		}
 		if (!bulkOnly && !tiny.only) {
 			table.add(announced(name + "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2",
