@@ -75,7 +75,6 @@ final class BenchCommand implements Callable<Integer> {
 	static final ObjectMapper JSON = new ObjectMapper();
 	static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
-	private static final Duration SAME_HOST_WARMUP = Duration.ofSeconds(3);
 	private static final int MANY_LAYERS = 4;
 	private static final Duration HEARTBEAT = Duration.ofSeconds(5);
 
@@ -112,6 +111,11 @@ final class BenchCommand implements Callable<Integer> {
 			description = "Untimed small rooms of each size for this long (20 at least) before the timed ones "
 					+ "(default: ${DEFAULT-VALUE}).")
 	int smallWarmupSeconds;
+
+	@Option(names = "--same-host-warmup", defaultValue = "3s", paramLabel = "DURATION",
+			description = "Untimed same host rooms of each pair (shared memory, TCP) for this long (10 at least) "
+					+ "before the timed rounds (default: ${DEFAULT-VALUE}).")
+	Duration sameHostWarmup;
 
 	@Option(names = "--many-rooms", defaultValue = "1000", paramLabel = "N",
 			description = "Concurrent rooms of the many test (default: ${DEFAULT-VALUE}).")
@@ -416,7 +420,7 @@ final class BenchCommand implements Callable<Integer> {
 	 */
 	private ObjectNode sameHost(ModelShape shape, long bytes, PrintWriter err) {
 		try {
-			return SameHostBench.run(shape, bytes, rounds, SAME_HOST_WARMUP, json && System.console() == null ? null
+			return SameHostBench.run(shape, bytes, rounds, sameHostWarmup, json && System.console() == null ? null
 					: err).json();
 		}
 		catch (IOException e) {
