@@ -116,13 +116,14 @@ class RegistryRolesTest {
 	 */
 	private void unreachableRegistry(String registry, String named) throws Exception {
 		try (Child decode = CliChild.start("decode", args(List.of("--registry", registry, "--etcd-timeout", "3s"),
-				"decode", "--bootstrap", INSTANCE, "--requests", "2", "--bootstrap-timeout", UNREACHED_TIMEOUT, "--json"))) {
+				"decode", "--bootstrap", INSTANCE, "--requests", "2", "--bootstrap-timeout", UNREACHED_TIMEOUT,
+				"--json"))) {
 			int status = decode.awaitExit(START);
 			assertThat(status).as(decode.output()).isEqualTo(KVFerryCli.EXIT_ERROR);
 			JsonNode j = JSON.readTree(decode.stdout());
 			assertThat(j.get("failure_reasons").toString()).as(decode.output())
-					.contains("timed out after " + UNREACHED_TIMEOUT + " in KVPoll.BOOTSTRAPPING; the look-up of prefill instance " + INSTANCE
-							+ " keeps failing: attempt ")
+					.contains("timed out after " + UNREACHED_TIMEOUT + " in KVPoll.BOOTSTRAPPING; the look-up of prefill "
+							+ "instance " + INSTANCE + " keeps failing: attempt ")
 					.contains(named);
 			assertThat(decode.stderr()).contains("kvferry decode: could not run: no room reached the prefill instance "
 					+ INSTANCE + " (registered in etcd)");
