@@ -42,8 +42,8 @@ import reactor.core.publisher.Mono;
 						+ "a written direct source into direct memory), a two-connection SO_RCVLOWAT pump and the "
 						+ "cache-hot 1 MiB ring (the wire's ceiling); --bulk-warmup rooms, then --rounds interleaved "
 						+ "rounds: medians, best-of beside",
-				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after 5 s of "
-						+ "warm-up, a room and a round trip in turn",
+				"  small  1-page and 8-page rooms' p50 latency vs a TCP ping-pong of the same bytes, after "
+						+ "--small-warmup seconds of warm-up, a room and a round trip in turn",
 				"  many   --many-rooms concurrent rooms across prefill TP2 <-> decode TP2 (4-layer shape, 1-4 pages): "
 						+ "the same batch untimed for --many-warmup seconds (2 batches at least), then --rounds timed "
 						+ "batches (median, best beside, and the cores busy meanwhile); sources written before the clock "
@@ -75,7 +75,6 @@ final class BenchCommand implements Callable<Integer> {
 	static final ObjectMapper JSON = new ObjectMapper();
 	static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
-	private static final Duration SAME_HOST_WARMUP = Duration.ofSeconds(3);
 	private static final int MANY_LAYERS = 4;
 	private static final Duration HEARTBEAT = Duration.ofSeconds(5);
 
@@ -107,6 +106,16 @@ final class BenchCommand implements Callable<Integer> {
 	@Option(names = "--small-iterations", defaultValue = "200", paramLabel = "N",
 			description = "Timed small rooms (and ping-pongs) of each size (default: ${DEFAULT-VALUE}).")
 	int smallIterations;
+
+	@Option(names = "--small-warmup", defaultValue = "5", paramLabel = "SECONDS",
+			description = "Untimed small rooms of each size for this long (20 at least) before the timed ones "
+					+ "(default: ${DEFAULT-VALUE}).")
+	int smallWarmupSeconds;
+
+	@Option(names = "--same-host-warmup", defaultValue = "3s", paramLabel = "DURATION",
+			description = "Untimed same host rooms of each pair (shared memory, TCP) for this long (10 at least) "
+					+ "before the timed rounds (default: ${DEFAULT-VALUE}).")
+	Duration sameHostWarmup;
 
 	@Option(names = "--many-rooms", defaultValue = "1000", paramLabel = "N",
 			description = "Concurrent rooms of the many test (default: ${DEFAULT-VALUE}).")
@@ -201,6 +210,9 @@ final class BenchCommand implements Callable<Integer> {
 		if (manyWarmupSeconds < 0) {
 			throw new CommandLine.ParameterException(cl, "--many-warmup : " + manyWarmupSeconds + " (expected: >= 0)");
 		}
+		if (smallWarmupSeconds < 0) {
+			throw new CommandLine.ParameterException(cl, "--small-warmup : " + smallWarmupSeconds + " (expected: >= 0)");
+		}
 		if (bulkWarmup < 0) {
 			throw new CommandLine.ParameterException(cl, "--bulk-warmup : " + bulkWarmup + " (expected: >= 0)");
 		}
@@ -229,7 +241,8 @@ final class BenchCommand implements Callable<Integer> {
 			return SmallUnderBulkBench.run(shape, bulkPages, bulkBytes, rounds, stripes, json, cl.getOut(), cl.getErr());
 		}
 		if (ioCompare) {
-			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, smallIterations, stripes, List.of(
+			return IoCompareBench.run(shape, bulkPages, bulkBytes, rounds, bulkWarmup, smallIterations,
+					Duration.ofSeconds(smallWarmupSeconds), stripes, List.of(
 					new IoCompareBench.Scenario("many", "ratio", (p, d, c) -> many(shape, p, d, c)),
 					new IoCompareBench.Scenario("tiny_pages", "ratio_to_pump", (p, d, c) -> tinyPages(shape, p, d, c,
 							null, ""))), json, cl.getOut());
@@ -336,7 +349,7 @@ final class BenchCommand implements Callable<Integer> {
 			int[] small = bulkOnly ? new int[0] : tcp ? new int[] { 1, 8 } : new int[] { 1 };
 			table.add(announced(name + "bulk: " + Sizes.bytes(bulkBytes) + " 1<->1 over " + stripes.stripes
 					+ " stripe(s), " + rounds + " rounds each", new BulkBench(bulkPages, bulkBytes, rounds, bulkWarmup,
-							smallIterations, small, stripes, failures)));
+							smallIterations, Duration.ofSeconds(smallWarmupSeconds), small, stripes, failures)));
 		}
 		if (!bulkOnly && !tiny.only) {
 			table.add(announced(name + "many: " + manyRooms + " concurrent rooms, prefill TP2 <-> decode TP2",
@@ -407,7 +420,7 @@ final class BenchCommand implements Callable<Integer> {
 	 */
 	private ObjectNode sameHost(ModelShape shape, long bytes, PrintWriter err) {
 		try {
-			return SameHostBench.run(shape, bytes, rounds, SAME_HOST_WARMUP, json && System.console() == null ? null
+			return SameHostBench.run(shape, bytes, rounds, sameHostWarmup, json && System.console() == null ? null
 					: err).json();
 		}
 		catch (IOException e) {

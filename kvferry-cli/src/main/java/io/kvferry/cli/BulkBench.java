@@ -1,6 +1,7 @@
 package io.kvferry.cli;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 
@@ -26,6 +27,7 @@ final class BulkBench implements BenchScenario {
 	private final int rounds;
 	private final int warmup;
 	private final int smallIterations;
+	private final Duration smallWarmup;
 	private final int[] smallPages;
 	private final StripeOptions stripes;
 	private final List<String> failures;
@@ -36,16 +38,18 @@ final class BulkBench implements BenchScenario {
 	 * @param rounds timed rounds of each side
 	 * @param warmup bulk rooms (and pump rounds) before the timed ones
 	 * @param smallIterations timed small rooms of each size
+	 * @param smallWarmup untimed small rooms of each size for this long before the timed ones
 	 * @param smallPages the small rooms' sizes, in pages (none: no small rows)
 	 * @param failures where a failed room is told
 	 */
-	BulkBench(int pages, long bytes, int rounds, int warmup, int smallIterations, int[] smallPages,
-			StripeOptions stripes, List<String> failures) {
+	BulkBench(int pages, long bytes, int rounds, int warmup, int smallIterations, Duration smallWarmup,
+			int[] smallPages, StripeOptions stripes, List<String> failures) {
 		this.pages = pages;
 		this.bytes = bytes;
 		this.rounds = rounds;
 		this.warmup = warmup;
 		this.smallIterations = smallIterations;
+		this.smallWarmup = smallWarmup;
 		this.smallPages = smallPages.clone();
 		this.stripes = stripes;
 		this.failures = failures;
@@ -65,7 +69,7 @@ final class BulkBench implements BenchScenario {
 			bulk(pair, shape, row);
 			for (int n : smallPages) {
 				row.set(n == 1 ? "small" : "small_" + n, SmallBench.run(pair, shape, n, bytes / pages,
-						smallIterations, this::check));
+						smallIterations, smallWarmup, this::check));
 			}
 		}
 		finally {

@@ -58,7 +58,8 @@ final class IoCompareBench {
 
 	/** @return the exit status: 0 when every room succeeded with its bytes intact */
 	static int run(ModelShape shape, int bulkPages, long bulkBytes, int rounds, int warmup, int smallIterations,
-			StripeOptions stripes, List<Scenario> scenarios, boolean json, PrintWriter out) throws IOException {
+			Duration smallWarmup, StripeOptions stripes, List<Scenario> scenarios, boolean json, PrintWriter out)
+			throws IOException {
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// A bootstrap server per pair: both pairs' prefill ranks are rank 0 of an instance.
 		List<DisposableBootstrapServer> servers = new ArrayList<>();
@@ -106,7 +107,7 @@ final class IoCompareBench {
 				o.put(key + "_gbps_max", t.isEmpty() ? 0 : BenchCommand.round(bulkBytes / (double) Collections.min(t)));
 			}
 			o.put("ratio", gbps[0] == 0 ? 0 : BenchCommand.round(gbps[1] / gbps[0]));
-			o.set("small", small(pairs, shape, bulkBytes / bulkPages, smallIterations, failures));
+			o.set("small", small(pairs, shape, bulkBytes / bulkPages, smallIterations, smallWarmup, failures));
 			// The bulk pairs' memory is not needed any more: the tests below size their own.
 			for (KVCluster pair : pairs) {
 				pair.close().block(TIMEOUT);
@@ -168,11 +169,11 @@ final class IoCompareBench {
 	 *         below 1 when io_uring is faster)
 	 */
 	private static ObjectNode small(List<KVCluster> pairs, ModelShape shape, long pageBytes, int iterations,
-			List<String> failures) throws IOException {
+			Duration warmup, List<String> failures) throws IOException {
 		ObjectNode c = JSON.createObjectNode();
 		double[] p50 = new double[MODES.length];
 		for (int m = 0; m < MODES.length; m++) {
-			ObjectNode r = SmallBench.run(pairs.get(m), shape, 1, pageBytes, iterations,
+			ObjectNode r = SmallBench.run(pairs.get(m), shape, 1, pageBytes, iterations, warmup,
 					x -> BenchCommand.check(failures, x));
 			p50[m] = r.get("p50_us").asDouble();
 			String key = MODES[m].label();

@@ -19,7 +19,6 @@ import io.netty.util.internal.PlatformDependent;
 final class SmallBench {
 
 	private static final int WARMUP_ROOMS = 20;
-	private static final Duration WARMUP = Duration.ofSeconds(5);
 	// The iterations are cut into this many consecutive blocks to see whether the machine drifted under them.
 	private static final int SPREAD_BLOCKS = 5;
 
@@ -27,16 +26,17 @@ final class SmallBench {
 	}
 
 	/**
+	 * @param warmup untimed rooms for this long (20 at least) before the timed ones
 	 * @param check fails the bench for a room that failed or did not verify
 	 * @return the small rooms' figures: pages, bytes, p50_us, baseline_p50_us, ratio
 	 */
 	static ObjectNode run(KVCluster pair, ModelShape shape, int pages, long pageBytes, int smallIterations,
-			UnaryOperator<RoomResult> check) throws IOException {
+			Duration warmup, UnaryOperator<RoomResult> check) throws IOException {
 		int tokens = pages * shape.pageSize();
 		Random random = new Random(pages);
 		long room = 2_000_000L * pages;
 		// Per-room code runs once a room: it takes a thousand rooms or so before the JIT has compiled it.
-		long warmEnd = System.nanoTime() + WARMUP.toNanos();
+		long warmEnd = System.nanoTime() + warmup.toNanos();
 		for (int i = 0; i < WARMUP_ROOMS || System.nanoTime() < warmEnd; i++) {
 			check.apply(pair.run(room++, tokens, 1, random).block());
 		}

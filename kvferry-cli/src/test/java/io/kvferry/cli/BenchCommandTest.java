@@ -39,8 +39,9 @@ class BenchCommandTest {
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
-				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--many-rooms",
-				"20", "--many-warmup", "0", "--tiny-tokens", "64", "--tiny-rounds", "1", "--tiny-warmup", "1");
+				"--bulk-mib", "2", "--rounds", "3", "--bulk-warmup", "2", "--small-iterations", "3", "--small-warmup",
+				"0", "--same-host-warmup", "0", "--many-rooms", "20", "--many-warmup", "0", "--tiny-tokens", "64",
+				"--tiny-rounds", "1", "--tiny-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		JsonNode bulk = j.get("bulk");
@@ -214,7 +215,7 @@ class BenchCommandTest {
 		int status = cl.execute("bench", "--json", "--io-compare", "--layers", "2", "--kv-heads", "2", "--head-dim",
 				"64", "--bulk-mib", "2", "--rounds", "2", "--bulk-warmup", "1", "--many-rooms", "20", "--many-warmup",
 				"0", "--tiny-rooms", "2", "--tiny-tokens", "64", "--tiny-rounds", "2", "--tiny-warmup", "1",
-				"--small-iterations", "5");
+				"--small-iterations", "5", "--small-warmup", "0");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString()).get("io_compare");
 		assertThat(j.get("epoll_gbps").asDouble()).isPositive();
@@ -283,6 +284,8 @@ class BenchCommandTest {
 		assertThat(refusal.toString()).contains("--bulk-only and --many-only exclude each other");
 		assertThat(cl.execute("bench", "--many-warmup", "-1")).isEqualTo(2);
 		assertThat(refusal.toString()).contains("--many-warmup : -1 (expected: >= 0)");
+		assertThat(cl.execute("bench", "--small-warmup", "-1")).isEqualTo(2);
+		assertThat(refusal.toString()).contains("--small-warmup : -1 (expected: >= 0)");
 	}
 
 	@Test

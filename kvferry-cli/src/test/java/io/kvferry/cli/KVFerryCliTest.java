@@ -134,6 +134,12 @@ class KVFerryCliTest {
 		assertThat(bench.smallIterations).isEqualTo(50);
 		assertThat(bench.manyRooms).isEqualTo(100);
 		assertThat(bench.json).isTrue();
+		// The warm-ups before the small rows and the same host rounds: 5 s and 3 s unless told.
+		assertThat(bench.smallWarmupSeconds).isEqualTo(5);
+		assertThat(bench.sameHostWarmup).isEqualTo(Duration.ofSeconds(3));
+		bench = parse("bench", "--small-warmup", "0", "--same-host-warmup", "250ms");
+		assertThat(bench.smallWarmupSeconds).isZero();
+		assertThat(bench.sameHostWarmup).isEqualTo(Duration.ofMillis(250));
 	}
 
 	@Test

@@ -38,6 +38,12 @@ class RegistryRolesTest {
 	// A role's first etcd call loads and connects the whole etcd client in a fresh JVM: on a loaded machine that alone
 	// took longer than the registry's default 5 s.
 	private static final String ETCD_TIMEOUT = "30s";
+	/**
+	 * How long a decode whose registry is never reached waits before its rooms time out: long enough for the look-up's
+	 * first attempt to fail (after the 3 s etcd timeout) and be named in the rooms' reasons; the third attempt had
+	 * failed by 15 s.
+	 */
+	private static final String UNREACHED_TIMEOUT = "8s";
 	private static final String INSTANCE = "prefill-a.example:8998";
 	private static final String[] SHAPE = { "--layers", "2", "--kv-heads", "2", "--head-dim", "64", "--page-size",
 			"16" };
@@ -110,13 +116,14 @@ class RegistryRolesTest {
 	 */
 	private void unreachableRegistry(String registry, String named) throws Exception {
 		try (Child decode = CliChild.start("decode", args(List.of("--registry", registry, "--etcd-timeout", "3s"),
-				"decode", "--bootstrap", INSTANCE, "--requests", "2", "--bootstrap-timeout", "15s", "--json"))) {
+				"decode", "--bootstrap", INSTANCE, "--requests", "2", "--bootstrap-timeout", UNREACHED_TIMEOUT,
+				"--json"))) {
 			int status = decode.awaitExit(START);
 			assertThat(status).as(decode.output()).isEqualTo(KVFerryCli.EXIT_ERROR);
 			JsonNode j = JSON.readTree(decode.stdout());
 			assertThat(j.get("failure_reasons").toString()).as(decode.output())
-					.contains("timed out after 15s in KVPoll.BOOTSTRAPPING; the look-up of prefill instance " + INSTANCE
-							+ " keeps failing: attempt ")
+					.contains("timed out after " + UNREACHED_TIMEOUT + " in KVPoll.BOOTSTRAPPING; the look-up of prefill "
+							+ "instance " + INSTANCE + " keeps failing: attempt ")
 					.contains(named);
 			assertThat(decode.stderr()).contains("kvferry decode: could not run: no room reached the prefill instance "
 					+ INSTANCE + " (registered in etcd)");

@@ -29,9 +29,9 @@ class ScalingBenchTest {
 		cl.setOut(new PrintWriter(out, true));
 		cl.setErr(new PrintWriter(err, true));
 		int status = cl.execute("bench", "--json", "--transport", "tcp", "--scaling", "--layers", "2", "--kv-heads", "2", "--head-dim", "64",
-				"--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1", "--small-iterations", "3", "--many-rooms",
-				"20", "--many-warmup", "0", "--tiny-rooms", "2", "--tiny-tokens", "64", "--tiny-rounds", "1",
-				"--tiny-warmup", "1");
+				"--bulk-mib", "2", "--rounds", "1", "--bulk-warmup", "1", "--small-iterations", "3", "--small-warmup",
+				"0", "--same-host-warmup", "0", "--many-rooms", "20", "--many-warmup", "0", "--tiny-rooms", "2",
+				"--tiny-tokens", "64", "--tiny-rounds", "1", "--tiny-warmup", "1");
 		assertThat(status).as(err.toString()).isZero();
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		assertThat(j.get("verified").asBoolean()).isTrue();

@@ -40,11 +40,17 @@ class OverloadReplayTest {
 	/** Pages per hostile request: 4 bytes each on the wire, ~16 MB, just under the default 16 MiB frame bound. */
 	private static final int PAGES = 4_000_000;
 	private static final HostPort BOOTSTRAP = new HostPort("127.0.0.1", 8998);
+	/**
+	 * How long the prefill holds a request no sender claims: the test waits it out twice. Every hostile request must
+	 * be answered before the first held one expires, or a freed place would hold a fifth: all 28 were answered within
+	 * 2 s of the first being sent on a loaded two-core machine, so 8 s leaves four times that.
+	 */
+	private static final Duration UNCLAIMED = Duration.ofSeconds(8);
 
 	@Test
 	void sixteenMegabyteRequestsOfUnclaimedRoomsAreBoundedAndThePrefillKeepsServing() throws Exception {
 		try (Child child = Child.startMain("prefill", List.of("-Xmx512m", "-XX:MaxDirectMemorySize=512m"),
-				OverloadPrefillMain.class, "15000")) {
+				OverloadPrefillMain.class, String.valueOf(UNCLAIMED.toMillis()))) {
 			try {
 				replay(child);
 			}

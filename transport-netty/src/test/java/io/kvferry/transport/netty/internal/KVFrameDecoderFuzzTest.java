@@ -40,8 +40,8 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * Feeds {@link KVFrameDecoder} millions of random and mutated streams on {@link EmbeddedChannel}s, in random read
- * sizes, and checks on every input:
+ * Feeds {@link KVFrameDecoder} hundreds of thousands of random and mutated streams on {@link EmbeddedChannel}s, in
+ * random read sizes, and checks on every input:
  * <ul>
  * <li>it decodes to valid events (every message survives a re-encode round trip, every payload reaches its sink in
  * order and in full before {@code complete}) or the decoder reports exactly one failure, a {@link ProtocolException}
@@ -60,15 +60,15 @@ import org.slf4j.LoggerFactory;
  * <p>Each input gets a fresh channel. Seeded and reproducible: input {@code i} is made from
  * {@code SplittableRandom(seed + i × golden)}, and a failure names {@code i}, its mutations, read sizes and bytes.
  * {@code -Dkvferry.fuzz.seed}, {@code -Dkvferry.fuzz.inputs}, {@code -Dkvferry.fuzz.threads} (default 2) and
- * {@code -Dkvferry.fuzz.seconds} (a time budget, default 22 s, so a slow machine tries fewer inputs instead of failing)
+ * {@code -Dkvferry.fuzz.seconds} (a time budget, default 10 s, so a slow machine tries fewer inputs instead of failing)
  * tune a run.
  * Prints the number of inputs tried, accepted and rejected, and the most frequent rejection reasons.
  */
 class KVFrameDecoderFuzzTest {
 
 	private static final long SEED = Long.getLong("kvferry.fuzz.seed", 0x6b7666657272794cL);
-	private static final long INPUTS = Long.getLong("kvferry.fuzz.inputs", 2_000_000L);
-	private static final long SECONDS = Long.getLong("kvferry.fuzz.seconds", 22L);
+	private static final long INPUTS = Long.getLong("kvferry.fuzz.inputs", 800_000L);
+	private static final long SECONDS = Long.getLong("kvferry.fuzz.seconds", 10L);
 	private static final long CONNECTION_INPUTS = Long.getLong("kvferry.fuzz.connection.inputs", 300_000L);
 	private static final long CONNECTION_SECONDS = Long.getLong("kvferry.fuzz.connection.seconds", 6L);
 	private static final int THREADS = Integer.getInteger("kvferry.fuzz.threads", 2);
