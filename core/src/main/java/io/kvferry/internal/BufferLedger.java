@@ -39,9 +39,9 @@ final class BufferLedger {
 	private static final long[] NO_WORDS = new long[0];
 	private static final int[] NO_COUNTS = new int[0];
 	private static final long[] NO_LANDED = new long[0];
-	// Atomic access to landedWhole's words: a plain array spares every KV buffer of every room a wrapper object.
 	// How many granted items after the hint find looks at before it searches.
 	private static final int HINT_REACH = 4;
+	// Atomic access to landedWhole's words: a plain array spares every KV buffer of every room a wrapper object.
 	private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
 
 	private final RegionKind kind;
