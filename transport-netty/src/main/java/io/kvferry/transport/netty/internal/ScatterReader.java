@@ -13,8 +13,7 @@ import io.netty.buffer.ByteBuf;
  * prefix, the piece count as soon as the fixed part arrived (so the table buffered before the payload is at most
  * 64 KiB), the whole list is checked ({@link ScatterHeader#validate}) and handed to the listener's
  * {@link KVFrameDecoder.Listener#onScatter} (decode's grant and ledger, piece by piece) before the first payload byte
- * is written. The
- * payload then streams to each piece's sink in turn, never accumulated.
+ * is written. The payload then streams to each piece's sink in turn, never accumulated.
  *
  * <p>Asking for every piece's sink first makes a frame all-or-nothing on the receiver: a piece the grant refuses
  * fails the room at once, and the sinks already handed out for earlier pieces write nothing once the room is no
