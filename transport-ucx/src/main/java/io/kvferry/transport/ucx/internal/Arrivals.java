@@ -80,6 +80,7 @@ final class Arrivals {
 					connection.peerAnswered();
 				}
 				else {
+					connection.peerAsked();
 					inbound.close(why);
 					connection.pumpSoon();
 				}

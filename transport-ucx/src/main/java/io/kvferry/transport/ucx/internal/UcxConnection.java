@@ -80,6 +80,8 @@ final class UcxConnection implements KVConnection {
 	private boolean pumpScheduled;
 	private @Nullable CloseReason reason;
 	private boolean closeSent;
+	/** The peer's close arrived while this side was open: this side's close, whatever its reason, answers it. */
+	private boolean peerAsked;
 	private boolean peerAnswered;
 	private boolean lingerOver;
 
@@ -289,6 +291,15 @@ final class UcxConnection implements KVConnection {
 		node.loop.execute(() -> closeWith(new CloseReason(CloseReason.Kind.PROTOCOL, why), true));
 	}
 
+	/**
+	 * The peer asked to close. What arrived before its close is still delivered first, but a close of this side from
+	 * now on (its manager's, say, in the meantime) answers the peer instead of asking it: the peer takes this side's
+	 * close for its answer and sends nothing after it, so a question would wait out the whole timeout.
+	 */
+	void peerAsked() {
+		peerAsked = true;
+	}
+
 	/** The peer answered this side's close. */
 	void peerAnswered() {
 		peerAnswered = true;
@@ -383,7 +394,7 @@ final class UcxConnection implements KVConnection {
 			r.run();
 		}
 		deferred.clear();
-		if (ask && endpoint != null && (wasOpen || accepted)) {
+		if (ask && !peerAsked && endpoint != null && (wasOpen || accepted)) {
 			closeSent = true;
 			outbound.control(Wire.CLOSE, 0, why.message());
 			node.after(node.settings.handshakeTimeout(), () -> {
@@ -404,7 +415,7 @@ final class UcxConnection implements KVConnection {
 		state = State.CLOSED;
 		UcpEndpoint ep = endpoint;
 		if (ep != null) {
-			if (!closeSent && reason != null && reason.kind() == CloseReason.Kind.PEER_CLOSED) {
+			if (!closeSent && peerAsked) {
 				// The answer to the peer's close: this side reads nothing of its memory any more.
 				outbound.control(Wire.CLOSE, 0, "");
 			}

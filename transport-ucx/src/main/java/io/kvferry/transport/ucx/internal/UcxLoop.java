@@ -35,6 +35,12 @@ final class UcxLoop implements Runnable {
 	// Once stopped: whether what the last closes asked of UCX (endpoints closing) has completed.
 	private volatile BooleanSupplier settled = () -> true;
 	private volatile long settleNanos;
+	/**
+	 * Held while another thread signals the worker and while the worker closes: a timer's or a caller's task handed
+	 * over as the loop ends would otherwise signal a worker already freed.
+	 */
+	private final Object signalling = new Object();
+	private boolean workerClosed;
 
 	UcxLoop(UcpContext context, String name) {
 		this.worker = context.newWorker(new UcpWorkerParams());
@@ -55,7 +61,15 @@ final class UcxLoop implements Runnable {
 	void execute(Runnable task) {
 		tasks.offer(task);
 		if (!inLoop()) {
-			worker.signal();
+			signal();
+		}
+	}
+
+	private void signal() {
+		synchronized (signalling) {
+			if (!workerClosed) {
+				worker.signal();
+			}
 		}
 	}
 
@@ -68,7 +82,7 @@ final class UcxLoop implements Runnable {
 		this.settled = settled;
 		this.settleNanos = settleNanos;
 		running = false;
-		worker.signal();
+		signal();
 	}
 
 	/** @return whether the worker was left open because endpoints did not finish closing (its context must stay too) */
@@ -120,8 +134,11 @@ final class UcxLoop implements Runnable {
 		}
 		finally {
 			try {
-				if (!leak) {
-					worker.close();
+				synchronized (signalling) {
+					workerClosed = true;
+					if (!leak) {
+						worker.close();
+					}
 				}
 			}
 			catch (RuntimeException e) {
