@@ -74,7 +74,6 @@ final class BenchCommand implements Callable<Integer> {
 
 	static final ObjectMapper JSON = new ObjectMapper();
 	static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-	static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int MANY_LAYERS = 4;
 	private static final Duration HEARTBEAT = Duration.ofSeconds(5);
 
@@ -482,14 +481,14 @@ final class BenchCommand implements Callable<Integer> {
 	}
 
 	/**
-	 * Closes a scenario's ranks. A close that fails or outlasts {@link #CLOSE_TIMEOUT} is told in {@code failures}, so
+	 * Closes a scenario's ranks. A close that fails or outlasts {@link Closing#TIMEOUT} is told in {@code failures}, so
 	 * the run still prints what the scenario measured and then exits non-zero, instead of ending with no figures.
 	 *
 	 * @param what the scenario and its transport, for the message
 	 */
 	static void close(Mono<Void> close, String what, List<String> failures) {
 		try {
-			close.block(CLOSE_TIMEOUT);
+			Closing.await(close, Closing.TIMEOUT, "the ranks");
 		}
 		catch (RuntimeException e) {
 			failures.add(what + ": closing its ranks failed: " + e.getMessage());

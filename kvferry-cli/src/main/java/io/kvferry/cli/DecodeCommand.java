@@ -40,7 +40,6 @@ import reactor.core.publisher.Mono;
 final class DecodeCommand implements Callable<Integer> {
 
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
 	@Spec
 	CommandSpec spec;
@@ -227,7 +226,7 @@ final class DecodeCommand implements Callable<Integer> {
 				return summary.verified() ? 0 : 1;
 			}
 			finally {
-				decoder.close().block(CLOSE_TIMEOUT);
+				Closing.await(decoder.close(), Closing.TIMEOUT, "decode's KV managers");
 			}
 		}
 		finally {

@@ -42,7 +42,6 @@ final class DemoCommand implements Callable<Integer> {
 
 	// Whole-batch start-up bound: listening, registering every prefill rank with the bootstrap server.
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final Duration DEFAULT_LAYER_COMPUTE = Duration.ofMillis(2);
 	private static final int LAYERWISE_TOKENS = 1024;
 
@@ -171,7 +170,7 @@ final class DemoCommand implements Callable<Integer> {
 				return summary.verified() ? 0 : 1;
 			}
 			finally {
-				cluster.close().block(CLOSE_TIMEOUT);
+				Closing.await(cluster.close(), Closing.TIMEOUT, "the demo's KV managers");
 			}
 		}
 		finally {

@@ -166,7 +166,7 @@ final class FleetBench {
 		finally {
 			try {
 				if (fleet != null) {
-					fleet.close().block(CLOSE_TIMEOUT);
+					Closing.await(fleet.close(), CLOSE_TIMEOUT, "the fleet's KV managers");
 				}
 			}
 			finally {

@@ -52,7 +52,6 @@ final class LayerwiseBench implements Callable<Integer> {
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 	private static final Duration ROOM_TIMEOUT = Duration.ofSeconds(60);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
 	@Spec
 	CommandSpec spec;
@@ -140,7 +139,7 @@ final class LayerwiseBench implements Callable<Integer> {
 		}
 		finally {
 			if (cluster != null) {
-				cluster.close().block(CLOSE_TIMEOUT);
+				Closing.await(cluster.close(), Closing.TIMEOUT, "the layer-wise bench's KV managers");
 			}
 			transport.dispose();
 			decodeTransport.dispose();

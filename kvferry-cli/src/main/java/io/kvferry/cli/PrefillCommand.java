@@ -45,7 +45,6 @@ import reactor.core.scheduler.Schedulers;
 final class PrefillCommand implements Callable<Integer> {
 
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(90);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final Duration REPORT_INTERVAL = Duration.ofSeconds(10);
 
 	@Spec
@@ -181,7 +180,7 @@ final class PrefillCommand implements Callable<Integer> {
 		out.flush();
 		try {
 			// The deadline bounds the drain; the margin covers withdrawing the registration.
-			engine.drain(drain.drainTimeout).block(drain.drainTimeout.plus(CLOSE_TIMEOUT));
+			engine.drain(drain.drainTimeout).block(drain.drainTimeout.plus(Closing.TIMEOUT));
 			out.printf(Locale.ROOT, "kvferry prefill: drained in %d ms; %d rooms aborted by the drain%n",
 					(System.nanoTime() - start) / 1_000_000, engine.drainFailures());
 			out.flush();
@@ -191,7 +190,7 @@ final class PrefillCommand implements Callable<Integer> {
 				metrics.dispose();
 			}
 			try {
-				engine.close().block(CLOSE_TIMEOUT);
+				Closing.await(engine.close(), Closing.TIMEOUT, "prefill's KV managers");
 			}
 			finally {
 				kind.dispose(transport);

@@ -26,7 +26,6 @@ import io.netty.util.internal.PlatformDependent;
 public final class SameHostBench {
 
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int MIN_WARMUP_ROOMS = 10;
 
 	private SameHostBench() {
@@ -145,7 +144,7 @@ public final class SameHostBench {
 		finally {
 			for (KVCluster c : new KVCluster[] { shm, tcp }) {
 				if (c != null) {
-					c.close().block(CLOSE_TIMEOUT);
+					Closing.await(c.close(), Closing.TIMEOUT, "the same-host bench's KV managers");
 				}
 			}
 			src.clean();

@@ -264,7 +264,7 @@ final class ScalingBench {
 				work.run(cluster);
 			}
 			finally {
-				cluster.close().block(CLOSE_TIMEOUT);
+				Closing.await(cluster.close(), CLOSE_TIMEOUT, "the scaling sweep's KV managers");
 			}
 		}
 		finally {

@@ -40,7 +40,6 @@ final class TracingBench {
 
 	private static final ObjectMapper JSON = new ObjectMapper();
 	private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-	private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 	private static final int CONCURRENCY = 16;
 
 	private TracingBench() {
@@ -86,7 +85,7 @@ final class TracingBench {
 					}
 				}
 			}
-			provider.forceFlush().join(CLOSE_TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+			provider.forceFlush().join(Closing.TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
 			ObjectNode o = JSON.createObjectNode();
 			o.put("rooms_per_round", rooms);
 			o.put("rounds", rounds);
@@ -114,10 +113,10 @@ final class TracingBench {
 		}
 		finally {
 			if (on != null) {
-				on.close().block(CLOSE_TIMEOUT);
+				Closing.await(on.close(), Closing.TIMEOUT, "the traced cluster's KV managers");
 			}
 			if (off != null) {
-				off.close().block(CLOSE_TIMEOUT);
+				Closing.await(off.close(), Closing.TIMEOUT, "the untraced cluster's KV managers");
 			}
 			provider.close();
 			prefillTransport.dispose();
