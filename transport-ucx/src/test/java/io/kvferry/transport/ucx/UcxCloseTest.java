@@ -20,10 +20,9 @@ import reactor.test.StepVerifier;
 
 /**
  * How connections close. Both sides of a connection closing at once, as when a cluster's managers all close together:
- * a close asks the peer
- * and waits for its answer, at most the handshake timeout; when the peer's own close arrived just before (received, not
- * yet delivered), this side's close must answer it, not ask: the peer takes it for its answer and sends nothing more,
- * so a question would wait out the whole timeout.
+ * a close asks the peer and waits for its answer, at most the handshake timeout; when the peer's own close arrived just
+ * before (received, not yet delivered), this side's close must answer it, not ask: the peer takes it for its answer
+ * and sends nothing more, so a question would wait out the whole timeout.
  *
  * <p>The timing is made, not hoped for: decode closes as soon as it receives prefill's message, so its close follows
  * its acknowledgement of that message on the wire, and prefill closes as soon as it hears the acknowledgement, which
