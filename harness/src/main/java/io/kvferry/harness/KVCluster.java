@@ -3,6 +3,7 @@ package io.kvferry.harness;
 import java.util.List;
 import java.util.Objects;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.kvferry.DecodeKVManager;
 import io.kvferry.HostPort;
@@ -138,11 +139,18 @@ public final class KVCluster {
 	 * Adds each side's completion to {@code done}, so that when one side gives up the other side's ranks abort too, as
 	 * a router would, instead of waiting for their timeouts (a prefill rank whose decode never asked would otherwise
 	 * wait 300 s).
+	 *
+	 * @param decodeLanded run once every receiver completed: decode holds every byte, prefill learns it a trip later
 	 */
-	static void abortTogether(List<KVReceiver> receivers, List<KVSender> senders, List<Mono<Void>> done) {
+	static void abortTogether(List<KVReceiver> receivers, List<KVSender> senders, List<Mono<Void>> done,
+			Runnable decodeLanded) {
+		AtomicInteger receiving = new AtomicInteger(receivers.size());
 		for (KVReceiver receiver : receivers) {
-			done.add(receiver.completion().doOnError(e -> senders.forEach(x -> x.abort("decode failed: "
-					+ describe(e)))));
+			done.add(receiver.completion().doOnSuccess(v -> {
+				if (receiving.decrementAndGet() == 0) {
+					decodeLanded.run();
+				}
+			}).doOnError(e -> senders.forEach(x -> x.abort("decode failed: " + describe(e)))));
 		}
 		for (KVSender sender : senders) {
 			done.add(sender.completion().doOnError(e -> receivers.forEach(x -> x.abort("prefill failed: "

@@ -60,6 +60,7 @@ public final class StagedRoom {
 	// Set by the transfer; read by verify, which runs after the transfer's completion (a happens-before edge).
 	private @Nullable String failure;
 	private long latency;
+	private long decodeLatency;
 	private boolean transferred;
 
 	/**
@@ -242,7 +243,8 @@ public final class StagedRoom {
 				}
 				senders.add(sender);
 			}
-			KVCluster.abortTogether(receivers, senders, done);
+			KVCluster.abortTogether(receivers, senders, done,
+					() -> decodeLatency = System.nanoTime() - start);
 			// Stamped where the last completion arrives, before any hop to verification, which is not the room's.
 			return Mono.whenDelayError(done)
 					.doOnTerminate(() -> latency = System.nanoTime() - start)
@@ -251,6 +253,15 @@ public final class StagedRoom {
 						return Mono.empty();
 					});
 		});
+	}
+
+	/**
+	 * @return nanoseconds from the first send until every decode rank's receiver completed, when decode holds the
+	 *         whole room (prefill's completion, which {@link RoomResult#latencyNanos} waits for too, follows a trip
+	 *         later); 0 when the room did not succeed on decode. Read it after {@link #transfer()} completed.
+	 */
+	public long decodeLatencyNanos() {
+		return decodeLatency;
 	}
 
 	/**

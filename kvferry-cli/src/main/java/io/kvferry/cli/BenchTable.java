@@ -20,8 +20,9 @@ final class BenchTable {
 	 */
 	static String render(ObjectNode r, ModelShape shape, boolean ok) {
 		StringBuilder sb = new StringBuilder();
-		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %s, %d cores, Java %s; %s%n",
-				r.has("io") ? r.get("io").asText() : "epoll", Runtime.getRuntime().availableProcessors(),
+		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %s, TCP congestion control %s, %d cores, Java %s; "
+				+ "%s%n", r.has("io") ? r.get("io").asText() : "epoll",
+				r.path("tcp_congestion_control").asText("unknown"), Runtime.getRuntime().availableProcessors(),
 				Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		rowLines(sb, r);
@@ -92,6 +93,11 @@ final class BenchTable {
 								+ ")", s.get("p50_us").asDouble(), s.get("baseline_p50_us").asDouble(),
 						s.get("ratio").asDouble()));
 				spreadLine(sb, s.get("ratio_spread"));
+				sb.append(String.format(Locale.ROOT,
+						"  %-28s %11.0f us %11.0f us %8.2f   (event-loop ping-pong, %.2f of TCP's)%n",
+						"  until decode completed", s.get("decode_p50_us").asDouble(),
+						s.get("loop_baseline_p50_us").asDouble(), s.get("decode_ratio_to_loop").asDouble(),
+						s.get("loop_ratio").asDouble()));
 			}
 		}
 		if (r.has("many")) {

@@ -11,6 +11,8 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -300,6 +302,22 @@ final class TcpBaseline implements AutoCloseable {
 	/** @return the reading end of the connection */
 	SocketChannel far() {
 		return far;
+	}
+
+	/**
+	 * The kernel's TCP congestion control for new connections, which every connection of the bench uses: on loopback
+	 * BBR paces a connection's segments to its bandwidth estimate, so a burst after an idle spell (a small room, a
+	 * ping-pong) goes out at that pace, where CUBIC sends it as fast as the copies go.
+	 *
+	 * @return its name, or {@code "unknown"} where the system does not say (not Linux)
+	 */
+	static String congestionControl() {
+		try {
+			return Files.readString(Path.of("/proc/sys/net/ipv4/tcp_congestion_control")).trim();
+		}
+		catch (IOException | RuntimeException e) {
+			return "unknown";
+		}
 	}
 
 	/** Runs {@code call} on a new thread of that name. */

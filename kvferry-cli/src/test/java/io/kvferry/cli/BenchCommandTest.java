@@ -64,6 +64,12 @@ class BenchCommandTest {
 			assertThat(small.get("p50_us").asDouble()).as(key).isPositive();
 			assertThat(small.get("baseline_p50_us").asDouble()).as(key).isPositive();
 			assertThat(small.get("ratio").asDouble()).as(key).isPositive();
+			// Decode completes before prefill hears of it, in every room, so in their medians too.
+			assertThat(small.get("decode_p50_us").asDouble()).as(key).isPositive()
+					.isLessThanOrEqualTo(small.get("p50_us").asDouble());
+			assertThat(small.get("loop_baseline_p50_us").asDouble()).as(key).isPositive();
+			assertThat(small.get("loop_ratio").asDouble()).as(key).isPositive();
+			assertThat(small.get("decode_ratio_to_loop").asDouble()).as(key).isPositive();
 		}
 		assertThat(j.get("small").get("pages").asInt()).isEqualTo(1);
 		assertThat(j.get("small_8").get("pages").asInt()).isEqualTo(8);
@@ -90,6 +96,7 @@ class BenchCommandTest {
 		assertSpread(tiny.get("ratio_to_pump_spread"), 1);
 		assertSpread(tiny.get("tp2").get("ratio_to_pump_spread"), 1);
 		assertSpread(j.get("small").get("ratio_spread"), 3);
+		assertSpread(j.get("small").get("decode_ratio_to_loop_spread"), 3);
 		assertThat(j.get("noisy").isArray()).isTrue();
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();
@@ -192,6 +199,9 @@ class BenchCommandTest {
 		JsonNode j = new ObjectMapper().readTree(out.toString());
 		// Where io_uring is unavailable the bench falls back (the reason logged) and says what ran.
 		assertThat(j.get("io").asText()).isEqualTo(here.label());
+		// What shapes every loopback figure is named beside them: the kernel's congestion control, as it says.
+		assertThat(j.get("tcp_congestion_control").asText()).isEqualTo(TcpBaseline.congestionControl())
+				.isNotBlank();
 		assertThat(j.get("bulk").get("gbps").asDouble()).isPositive();
 		assertThat(j.get("verified").asBoolean()).isTrue();
 

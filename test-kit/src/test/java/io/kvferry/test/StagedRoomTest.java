@@ -50,6 +50,8 @@ class StagedRoomTest {
 		assertThat(r.failure()).isNull();
 		assertThat(r.bytes()).isEqualTo(cluster.decodeMemory().get(0).kvBytes(3) * 2);
 		assertThat(r.latencyNanos()).isPositive();
+		// Both decode ranks completed before prefill's senders heard of it.
+		assertThat(staged.decodeLatencyNanos()).isPositive().isLessThanOrEqualTo(r.latencyNanos());
 		assertThat(cluster.freeDecodePages()).isEqualTo(16);
 	}
 

@@ -1,0 +1,210 @@
+package io.kvferry.cli;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.AbstractByteBufAllocator;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+
+/**
+ * The TCP ping-pong done the way a non-blocking library must do it, with nothing else: the caller's thread hands a
+ * 64-byte request to its side's event loop, which writes it; the peer's event loop reads it and answers with the
+ * payload in one write of the source; the near event loop reads the answer straight into the destination (each read
+ * lands in a view of it, no copy) and completes the caller's future, which wakes the caller. Each side has its own
+ * event loop, as a decode and a prefill rank have theirs. What it costs beyond the blocking ping-pong is the event-loop
+ * model's share of a room's time (two more thread hand-offs per round trip), not any library's. Not thread-safe; one
+ * round trip at a time.
+ */
+final class LoopPingPong implements AutoCloseable {
+
+	private static final int REQUEST_SIZE = 64;
+
+	private final EventLoopGroup near;
+	private final EventLoopGroup far;
+	private final Channel client;
+	private final Answer answer;
+	private final ByteBuf request = Unpooled.directBuffer(REQUEST_SIZE).writeZero(REQUEST_SIZE);
+
+	private LoopPingPong(EventLoopGroup near, EventLoopGroup far, Channel client, Answer answer) {
+		this.near = near;
+		this.far = far;
+		this.client = client;
+		this.answer = answer;
+	}
+
+	/**
+	 * Connects a near and a far event loop over loopback; the far one answers every 64-byte request with the first
+	 * {@code payload} bytes of {@code src}.
+	 */
+	static LoopPingPong open(ByteBuffer src, int payload) throws InterruptedException {
+		boolean epoll = Epoll.isAvailable();
+		IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+		EventLoopGroup near = new MultiThreadIoEventLoopGroup(1, io);
+		EventLoopGroup far = new MultiThreadIoEventLoopGroup(1, io);
+		try {
+			ByteBuf source = Unpooled.wrappedBuffer(src.duplicate().clear().limit(payload));
+			Class<? extends ServerChannel> serverType = epoll ? EpollServerSocketChannel.class
+					: NioServerSocketChannel.class;
+			Channel server = new ServerBootstrap().group(far).channel(serverType)
+					.childOption(ChannelOption.TCP_NODELAY, true)
+					.childHandler(new ChannelInitializer<SocketChannel>() {
+						@Override
+						protected void initChannel(SocketChannel ch) {
+							ch.pipeline().addLast(new Pong(source));
+						}
+					}).bind("127.0.0.1", 0).sync().channel();
+			Answer answer = new Answer(payload);
+			Channel client = new Bootstrap().group(near)
+					.channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
+					.option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.ALLOCATOR, answer)
+					.handler(answer.handler()).connect(server.localAddress()).sync().channel();
+			// One connection is all it serves: the listening socket is not needed past the accept.
+			server.close().sync();
+			return new LoopPingPong(near, far, client, answer);
+		}
+		catch (InterruptedException | RuntimeException e) {
+			near.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+			far.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+			throw e;
+		}
+	}
+
+	/** @return nanoseconds from handing the request over to the last byte of the answer in {@code dst} */
+	long ping(ByteBuffer dst) {
+		CompletableFuture<Void> done = new CompletableFuture<>();
+		long start = System.nanoTime();
+		client.eventLoop().execute(() -> {
+			answer.expect(dst, done);
+			client.writeAndFlush(request.retainedDuplicate());
+		});
+		done.join();
+		return System.nanoTime() - start;
+	}
+
+	@Override
+	public void close() {
+		client.close();
+		near.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+		far.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+		request.release();
+	}
+
+	/** The far side: answers each whole request with the payload (a view of the source, whose memory it never frees). */
+	private static final class Pong extends ChannelInboundHandlerAdapter {
+		private final ByteBuf source;
+		private int received;
+
+		Pong(ByteBuf source) {
+			this.source = source;
+		}
+
+		@Override
+		public void channelRead(ChannelHandlerContext ctx, Object msg) {
+			ByteBuf in = (ByteBuf) msg;
+			received += in.readableBytes();
+			in.release();
+			for (; received >= REQUEST_SIZE; received -= REQUEST_SIZE) {
+				ctx.write(source.retainedDuplicate());
+			}
+			ctx.flush();
+		}
+	}
+
+	/**
+	 * The near side's reads and where they land: as the channel's allocator it hands each read a view of the
+	 * destination at the bytes received so far (reads come one at a time on the event loop, each delivered before
+	 * the next is allocated), and as its handler it counts what landed and completes the round trip.
+	 */
+	private static final class Answer extends AbstractByteBufAllocator {
+		private final int payload;
+		// Both used on the near event loop only.
+		private ByteBuffer dst = ByteBuffer.allocateDirect(0);
+		private int landed;
+		private CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
+
+		Answer(int payload) {
+			super(true);
+			this.payload = payload;
+		}
+
+		void expect(ByteBuffer dst, CompletableFuture<Void> done) {
+			this.dst = dst;
+			this.landed = 0;
+			this.done = done;
+		}
+
+		@Override
+		protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
+			int n = Math.min(initialCapacity, payload - landed);
+			if (n <= 0) {
+				// Bytes past the answer: a fault of the far side, read where they harm nothing and failed below.
+				return Unpooled.directBuffer(initialCapacity);
+			}
+			return Unpooled.wrappedBuffer(dst.duplicate().clear().position(landed).limit(landed + n)).clear();
+		}
+
+		@Override
+		protected ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
+			return newDirectBuffer(initialCapacity, maxCapacity);
+		}
+
+		@Override
+		public boolean isDirectBufferPooled() {
+			return false;
+		}
+
+		/** The handler's part, as an inbound adapter delegating here; see {@link #handler}. */
+		void read(ByteBuf in) {
+			int n = in.readableBytes();
+			in.release();
+			landed += n;
+			if (landed > payload) {
+				done.completeExceptionally(new IllegalStateException("the far side answered " + landed
+						+ " bytes, more than the " + payload + " asked"));
+			}
+			else if (landed == payload) {
+				done.complete(null);
+			}
+		}
+
+		ChannelInboundHandlerAdapter handler() {
+			return new ChannelInboundHandlerAdapter() {
+				@Override
+				public void channelRead(ChannelHandlerContext ctx, Object msg) {
+					read((ByteBuf) msg);
+				}
+
+				@Override
+				public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+					done.completeExceptionally(cause);
+				}
+
+				@Override
+				public void channelInactive(ChannelHandlerContext ctx) {
+					done.completeExceptionally(new IllegalStateException("the far side closed the connection"));
+				}
+			};
+		}
+	}
+}
