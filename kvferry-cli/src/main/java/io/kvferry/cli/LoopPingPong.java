@@ -1,8 +1,13 @@
 package io.kvferry.cli;
 
+import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -39,6 +44,8 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 final class LoopPingPong implements AutoCloseable {
 
 	private static final int REQUEST_SIZE = 64;
+	// A round trip takes milliseconds; far longer means the far side is stuck, which the bench should say, not hang on.
+	static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(30);
 
 	private final EventLoopGroup near;
 	private final EventLoopGroup far;
@@ -90,15 +97,31 @@ final class LoopPingPong implements AutoCloseable {
 		}
 	}
 
-	/** @return nanoseconds from handing the request over to the last byte of the answer in {@code dst} */
-	long ping(ByteBuffer dst) {
+	/**
+	 * @return nanoseconds from handing the request over to the last byte of the answer in {@code dst}
+	 * @throws IOException when the answer did not come whole within {@link #ANSWER_TIMEOUT}, or the connection failed
+	 */
+	long ping(ByteBuffer dst) throws IOException {
 		CompletableFuture<Void> done = new CompletableFuture<>();
 		long start = System.nanoTime();
 		client.eventLoop().execute(() -> {
 			answer.expect(dst, done);
 			client.writeAndFlush(request.retainedDuplicate());
 		});
-		done.join();
+		try {
+			done.get(ANSWER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (TimeoutException e) {
+			throw new IOException("the event-loop ping-pong's answer did not arrive whole within "
+					+ ANSWER_TIMEOUT.toSeconds() + " s", e);
+		}
+		catch (ExecutionException e) {
+			throw new IOException("the event-loop ping-pong failed: " + e.getCause().getMessage(), e.getCause());
+		}
+		catch (InterruptedException e) {
+			Thread.currentThread().interrupt();
+			throw new InterruptedIOException("interrupted while waiting for the event-loop ping-pong's answer");
+		}
 		return System.nanoTime() - start;
 	}
 
