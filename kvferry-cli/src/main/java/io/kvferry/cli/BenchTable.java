@@ -20,10 +20,10 @@ final class BenchTable {
 	 */
 	static String render(ObjectNode r, ModelShape shape, boolean ok) {
 		StringBuilder sb = new StringBuilder();
-		sb.append(String.format(Locale.ROOT, "kvferry bench: loopback, %s, TCP congestion control %s, %d cores, Java %s; "
-				+ "%s%n", r.has("io") ? r.get("io").asText() : "epoll",
-				r.path("tcp_congestion_control").asText("unknown"), Runtime.getRuntime().availableProcessors(),
-				Runtime.version(), ModelOptions.describe(shape)));
+		sb.append(String.format(Locale.ROOT,
+				"kvferry bench: loopback, %s, TCP congestion control %s, %d cores, Java %s; %s%n",
+				r.has("io") ? r.get("io").asText() : "epoll", r.path("tcp_congestion_control").asText("unknown"),
+				Runtime.getRuntime().availableProcessors(), Runtime.version(), ModelOptions.describe(shape)));
 		sb.append(String.format(Locale.ROOT, "  %-28s %14s %14s %8s%n", "", "kvferry", "baseline", "ratio"));
 		rowLines(sb, r);
 		if (r.has("same_host")) {
@@ -98,6 +98,7 @@ final class BenchTable {
 						"  until decode completed", s.get("decode_p50_us").asDouble(),
 						s.get("loop_baseline_p50_us").asDouble(), s.get("decode_ratio_to_loop").asDouble(),
 						s.get("loop_ratio").asDouble()));
+				spreadLine(sb, s.get("decode_ratio_to_loop_spread"));
 			}
 		}
 		if (r.has("many")) {

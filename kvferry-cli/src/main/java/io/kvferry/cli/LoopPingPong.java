@@ -49,13 +49,15 @@ final class LoopPingPong implements AutoCloseable {
 
 	private final EventLoopGroup near;
 	private final EventLoopGroup far;
+	private final Channel server;
 	private final Channel client;
 	private final Answer answer;
 	private final ByteBuf request = Unpooled.directBuffer(REQUEST_SIZE).writeZero(REQUEST_SIZE);
 
-	private LoopPingPong(EventLoopGroup near, EventLoopGroup far, Channel client, Answer answer) {
+	private LoopPingPong(EventLoopGroup near, EventLoopGroup far, Channel server, Channel client, Answer answer) {
 		this.near = near;
 		this.far = far;
+		this.server = server;
 		this.client = client;
 		this.answer = answer;
 	}
@@ -86,9 +88,9 @@ final class LoopPingPong implements AutoCloseable {
 					.channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
 					.option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.ALLOCATOR, answer)
 					.handler(answer.handler()).connect(server.localAddress()).sync().channel();
-			// One connection is all it serves: the listening socket is not needed past the accept.
-			server.close().sync();
-			return new LoopPingPong(near, far, client, answer);
+			// The listening socket stays open until the end: a connection still in its accept queue when it closed
+			// would be reset (connect completes with the handshake, before the far loop accepted it).
+			return new LoopPingPong(near, far, server, client, answer);
 		}
 		catch (InterruptedException | RuntimeException e) {
 			near.shutdownGracefully(0, 1, TimeUnit.SECONDS);
@@ -128,6 +130,7 @@ final class LoopPingPong implements AutoCloseable {
 	@Override
 	public void close() {
 		client.close();
+		server.close();
 		near.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
 		far.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
 		request.release();

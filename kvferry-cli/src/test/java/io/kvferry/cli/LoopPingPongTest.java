@@ -3,6 +3,9 @@ package io.kvferry.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
 
@@ -28,6 +31,40 @@ class LoopPingPongTest {
 				for (int i = payload; i < dst.capacity(); i++) {
 					assertThat(dst.get(i)).isZero();
 				}
+			}
+		}
+	}
+
+	@Test
+	void aFreshPingPongServesItsFirstRoundTripEveryTime() throws Exception {
+		// Its connect completes with the handshake, before the far loop accepted the connection: the listener must
+		// outlive that accept, or the connection is reset before it ever carried a byte.
+		ByteBuffer src = ByteBuffer.allocateDirect(4096);
+		ByteBuffer dst = ByteBuffer.allocateDirect(4096);
+		// Both cores kept busy, so that the far loop is often late to accept, as it was when a bench shared the machine.
+		AtomicBoolean stop = new AtomicBoolean();
+		List<Thread> busy = new ArrayList<>();
+		for (int t = 0; t < 2; t++) {
+			Thread b = new Thread(() -> {
+				long x = 0;
+				while (!stop.get()) {
+					x += System.nanoTime() & 1;
+				}
+			});
+			b.start();
+			busy.add(b);
+		}
+		try {
+			for (int i = 0; i < 40; i++) {
+				try (LoopPingPong loop = LoopPingPong.open(src, 4096)) {
+					assertThat(loop.ping(dst)).isPositive();
+				}
+			}
+		}
+		finally {
+			stop.set(true);
+			for (Thread b : busy) {
+				b.join();
 			}
 		}
 	}
