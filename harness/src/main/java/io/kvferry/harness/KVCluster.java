@@ -139,6 +139,14 @@ public final class KVCluster {
 	 * Adds each side's completion to {@code done}, so that when one side gives up the other side's ranks abort too, as
 	 * a router would, instead of waiting for their timeouts (a prefill rank whose decode never asked would otherwise
 	 * wait 300 s).
+	 */
+	static void abortTogether(List<KVReceiver> receivers, List<KVSender> senders, List<Mono<Void>> done) {
+		abortTogether(receivers, senders, done, () -> {
+		});
+	}
+
+	/**
+	 * As {@link #abortTogether(List, List, List)}, and tells when decode is done.
 	 *
 	 * @param decodeLanded run once every receiver completed: decode holds every byte, prefill learns it a trip later
 	 */

@@ -153,9 +153,7 @@ public final class KVFleet {
 				sender.send(src, new int[][] { srcState });
 				senders.add(sender);
 			}
-			// A fleet's rooms are timed to the last completion only.
-			KVCluster.abortTogether(receivers, senders, done, () -> {
-			});
+			KVCluster.abortTogether(receivers, senders, done);
 			long[] latency = new long[1];
 			return Mono.whenDelayError(done)
 					.doOnTerminate(() -> latency[0] = System.nanoTime() - start)
