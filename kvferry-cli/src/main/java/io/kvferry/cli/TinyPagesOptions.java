@@ -20,8 +20,9 @@ final class TinyPagesOptions {
 					+ "${DEFAULT-VALUE}).")
 	int rounds;
 
-	// A batch is hundreds of thousands of frames per rank pair: the data path is compiled well within the first.
-	@Option(names = "--tiny-warmup", defaultValue = "1", paramLabel = "BATCHES",
+	// The JIT keeps compiling the data path for several batches (its threads took a fifth to two fifths of a 2-core
+	// machine during the batches that followed a single warm-up batch), and there it competes with the batch itself.
+	@Option(names = "--tiny-warmup", defaultValue = "10", paramLabel = "BATCHES",
 			description = "Untimed tiny_pages batches (and pump runs) per rank layout before the timed ones "
 					+ "(default: ${DEFAULT-VALUE}).")
 	int warmup;

@@ -134,9 +134,11 @@ class KVFerryCliTest {
 		assertThat(bench.smallIterations).isEqualTo(50);
 		assertThat(bench.manyRooms).isEqualTo(100);
 		assertThat(bench.json).isTrue();
-		// The warm-ups before the small rows and the same host rounds: 5 s and 3 s unless told.
+		// The warm-ups before the small rows and the same host rounds: 5 s and 3 s unless told; page size 1 ten
+		// batches, for the JIT to finish its data path first.
 		assertThat(bench.smallWarmupSeconds).isEqualTo(5);
 		assertThat(bench.sameHostWarmup).isEqualTo(Duration.ofSeconds(3));
+		assertThat(bench.tiny.warmup).isEqualTo(10);
 		bench = parse("bench", "--small-warmup", "0", "--same-host-warmup", "250ms");
 		assertThat(bench.smallWarmupSeconds).isZero();
 		assertThat(bench.sameHostWarmup).isEqualTo(Duration.ofMillis(250));
