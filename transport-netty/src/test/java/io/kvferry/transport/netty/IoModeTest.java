@@ -16,9 +16,9 @@ import io.kvferry.harness.KVCluster;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
 import io.kvferry.test.RecordingHandler;
+import io.kvferry.transport.netty.internal.LandingNioSocketChannel;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollSocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.channel.uring.IoUring;
 import io.netty.channel.uring.IoUringSocketChannel;
 import org.junit.jupiter.api.Assumptions;
@@ -39,26 +39,31 @@ class IoModeTest {
 	@EnumSource(IoMode.class)
 	void roomsMoveEveryByteOverEachIoMode(IoMode mode) {
 		assumeAvailable(mode);
-		DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
 		ReactorBootstrapClient client = ReactorBootstrapClient.create();
 		// Required: a mode that fell back would pass this test without being tested.
 		NettyKVTransport prefill = NettyKVTransport.create().eventLoopThreads(2).ioMode(mode, true);
 		NettyKVTransport decode = NettyKVTransport.create().eventLoopThreads(2).ioMode(mode, true);
 		try {
-			for (boolean contiguous : new boolean[] { true, false }) {
-				KVCluster cluster = KVCluster.builder().shape(SHAPE).prefill(2, 1, 1).decode(2, 1).capacity(512, 8)
-						.contiguous(contiguous).transport(prefill).decodeTransport(decode).bootstrapClient(client)
-						.bootstrapAddress(server.address()).startNow(T);
+			// Contiguous pages, scattered pages, and page size 1 in runs of up to 4 slots (the pieces of scatter frames,
+			// which NIO reads straight into their pages).
+			for (int layout = 0; layout < 3; layout++) {
+				// A server per layout: the first registration of an instance fixes its page size.
+				DisposableBootstrapServer server = BootstrapServer.create().host("127.0.0.1").port(0).bindNow();
+				KVCluster cluster = KVCluster.builder().shape(layout == 2 ? SHAPE.withPageSize(1) : SHAPE)
+						.prefill(2, 1, 1).decode(2, 1).capacity(layout == 2 ? 8192 : 512, 8).contiguous(layout == 0)
+						.scatterRuns(layout == 2 ? 4 : 0).transport(prefill).decodeTransport(decode)
+						.bootstrapClient(client).bootstrapAddress(server.address()).startNow(T);
 				try {
-					Random random = new Random(contiguous ? 1 : 2);
+					Random random = new Random(layout + 1);
 					for (int room = 1; room <= 4; room++) {
 						RoomResult result = cluster.run(room, 16 * 100 + room * 7, 3, random).block(T);
-						assertThat(result.failure()).as(mode + " room " + room).isNull();
+						assertThat(result.failure()).as(mode + " layout " + layout + " room " + room).isNull();
 						assertThat(result.bytes()).isPositive();
 					}
 				}
 				finally {
 					cluster.close().block(T);
+					server.disposeNow();
 				}
 			}
 			assertThat(prefill.ioMode()).isEqualTo(mode);
@@ -68,7 +73,6 @@ class IoModeTest {
 			prefill.disposeNow(T);
 			decode.disposeNow(T);
 			client.dispose();
-			server.disposeNow();
 		}
 	}
 
@@ -81,7 +85,7 @@ class IoModeTest {
 			Class<?> expected = switch (mode) {
 				case IO_URING -> IoUringSocketChannel.class;
 				case EPOLL -> EpollSocketChannel.class;
-				case NIO -> NioSocketChannel.class;
+				case NIO -> LandingNioSocketChannel.class;
 			};
 			assertThat(lo.accepted.channel()).isInstanceOf(expected);
 			assertThat(lo.connected.channel()).isInstanceOf(expected);

@@ -62,6 +62,7 @@ final class ConnectionPipeline {
 			ChannelConfig config = channel.config();
 			config.setRecvByteBufAllocator(new LandingRecvByteBufAllocator(config.getRecvByteBufAllocator(), decoder));
 			decoder.lowWater(ReceiveLowWater.of(channel));
+			decoder.scatterLanding(channel instanceof LandingNioSocketChannel);
 		}
 	}
 }

@@ -16,8 +16,6 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.channel.uring.IoUring;
 import io.netty.channel.uring.IoUringIoHandler;
 import io.netty.channel.uring.IoUringServerSocketChannel;
@@ -167,7 +165,7 @@ public final class EventLoopResources {
 		return switch (mode) {
 			case IO_URING -> Uring.socketChannel();
 			case EPOLL -> EpollSocketChannel.class;
-			case NIO -> NioSocketChannel.class;
+			case NIO -> LandingNioSocketChannel.class;
 		};
 	}
 
@@ -176,7 +174,7 @@ public final class EventLoopResources {
 		return switch (mode) {
 			case IO_URING -> Uring.serverChannel();
 			case EPOLL -> EpollServerSocketChannel.class;
-			case NIO -> NioServerSocketChannel.class;
+			case NIO -> LandingNioServerSocketChannel.class;
 		};
 	}
 

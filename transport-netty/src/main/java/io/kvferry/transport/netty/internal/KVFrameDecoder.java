@@ -101,6 +101,8 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	private ByteBuf offered;
 	// The socket's receive low-water mark while payloads land, or null (NIO, TLS, tests without a socket).
 	private ReceiveLowWater lowWater;
+	// Whether the channel reads a ScatterZone with one scattering read (LandingNioSocketChannel).
+	private boolean scatterLanding;
 
 	/**
 	 * @param expectedVersion the protocol version the peer must announce
@@ -124,6 +126,14 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	}
 
 	/**
+	 * Lets scatter frames' pieces land straight in their destinations: the channel reads a {@link ScatterZone} with
+	 * one scattering read. Only for a channel that does ({@link LandingNioSocketChannel}), without TLS.
+	 */
+	void scatterLanding(boolean on) {
+		this.scatterLanding = on;
+	}
+
+	/**
 	 * A read into the landing zone offered for it holds only payload bytes already in place: it is reported to the
 	 * sink and released here, never cumulated (cumulating could copy it, and nothing is left to decode in it).
 	 */
@@ -136,6 +146,10 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		offered = null;
 		ByteBuf zone = (ByteBuf) msg;
 		try {
+			if (zone instanceof ScatterZone pieces) {
+				landScattered(pieces.landed());
+				return;
+			}
 			int n = zone.readableBytes();
 			if (n > 0 && state == State.DATA_PAYLOAD && sink != null && n <= payloadRemaining) {
 				sink.landed(n);
@@ -157,6 +171,18 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 		}
 		finally {
 			zone.release();
+		}
+	}
+
+	private void landScattered(int n) {
+		if (n > 0 && state == State.SCATTER_PAYLOAD) {
+			if (scatter.landed(n)) {
+				state = State.FRAME_PREFIX;
+			}
+		}
+		else if (n > 0) {
+			throw new IllegalStateException("a scattering read of " + n + " bytes while no scatter frame's payload is "
+					+ "being read (" + state + ")");
 		}
 	}
 
@@ -188,16 +214,21 @@ public final class KVFrameDecoder extends ByteToMessageDecoder {
 	 * The destination of the current data payload's next bytes when the socket may read straight into it: only between
 	 * reads, mid-payload, with nothing buffered and a sink that offers its memory ({@link PayloadSink#landingZone}).
 	 * The buffer then reaches {@link #channelRead} like any read, and its bytes are reported to the sink with
-	 * {@link PayloadSink#landed} instead of being written. Never offer one when another handler (TLS) transforms the
-	 * bytes before this decoder.
+	 * {@link PayloadSink#landed} instead of being written. Mid scatter frame, on a channel that reads scattered
+	 * ({@link #scatterLanding}), it is a {@link ScatterZone} over the next pieces' destinations. Never offer one when
+	 * another handler (TLS) transforms the bytes before this decoder.
 	 *
 	 * @param minBytes fewest contiguous destination bytes worth a direct read
 	 * @param maxBytes most bytes the read may take
-	 * @return a buffer over {@code minBytes..maxBytes} destination bytes, never past the payload's end; or
-	 *         {@code null}
+	 * @return a buffer over {@code minBytes..maxBytes} destination bytes, never past the payload's end (for a scatter
+	 *         frame: with at least {@code minBytes} of the frame's payload left); or {@code null}
 	 */
 	public ByteBuf landingZone(int minBytes, int maxBytes) {
 		offered = null;
+		if (state == State.SCATTER_PAYLOAD && scatterLanding && !internalBuffer().isReadable()) {
+			offered = scatter.landingZone(minBytes, maxBytes);
+			return offered;
+		}
 		if (state != State.DATA_PAYLOAD || sink == null || payloadRemaining < minBytes
 				|| internalBuffer().isReadable()) {
 			return null;

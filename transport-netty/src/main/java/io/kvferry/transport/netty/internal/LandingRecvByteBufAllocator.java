@@ -8,8 +8,9 @@ import io.netty.util.UncheckedBooleanSupplier;
 /**
  * Lets a channel read large data payloads straight into registered memory: while {@link KVFrameDecoder} is in the
  * middle of a payload whose destination is contiguous, each read's buffer is the destination itself
- * ({@link KVFrameDecoder#landingZone}) instead of a pooled buffer the sink would copy from. Other reads (headers,
- * control frames, small or scattered payloads) use the delegate's buffers.
+ * ({@link KVFrameDecoder#landingZone}) instead of a pooled buffer the sink would copy from; on a channel that reads
+ * scattered ({@link LandingNioSocketChannel}), a scatter frame's pieces too. Other reads (headers, control frames,
+ * small payloads, scattered ones elsewhere) use the delegate's buffers.
  *
  * <p>One instance per channel, installed only on channels without TLS (the decoder must see the socket's bytes).
  */
