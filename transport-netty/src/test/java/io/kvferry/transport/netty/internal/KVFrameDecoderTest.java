@@ -542,8 +542,15 @@ class KVFrameDecoderTest {
 		assertFalse(channel.finish());
 	}
 
-	/** Feeds {@code bytes} in pieces of {@code size} until the channel closes. */
 	private void feed(byte[] bytes, int size) {
+		feed(channel, fed, bytes, size);
+	}
+
+	/**
+	 * Feeds {@code bytes} to {@code channel} in pieces of {@code size} until it closes, each piece kept in {@code fed}
+	 * so that a test can check they were all released.
+	 */
+	static void feed(EmbeddedChannel channel, List<ByteBuf> fed, byte[] bytes, int size) {
 		for (int i = 0; i < bytes.length && channel.isOpen(); i += size) {
 			ByteBuf piece = Unpooled.copiedBuffer(bytes, i, Math.min(size, bytes.length - i));
 			fed.add(piece);

@@ -286,11 +286,6 @@ class ScatterFrameTest {
 	}
 
 	private void feed(byte[] bytes, int size) {
-		for (int i = 0; i < bytes.length && channel.isOpen(); i += size) {
-			ByteBuf piece = Unpooled.copiedBuffer(bytes, i, Math.min(size, bytes.length - i));
-			fed.add(piece);
-			channel.writeInbound(piece);
-		}
-		channel.runPendingTasks();
+		KVFrameDecoderTest.feed(channel, fed, bytes, size);
 	}
 }

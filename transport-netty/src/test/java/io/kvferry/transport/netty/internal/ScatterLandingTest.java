@@ -27,7 +27,6 @@ import io.kvferry.transport.netty.internal.frame.ScatterCodec;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
-import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -294,12 +293,7 @@ class ScatterLandingTest {
 	}
 
 	private void feed(byte[] bytes, int size) {
-		for (int i = 0; i < bytes.length && channel.isOpen(); i += size) {
-			ByteBuf piece = Unpooled.copiedBuffer(bytes, i, Math.min(size, bytes.length - i));
-			fed.add(piece);
-			channel.writeInbound(piece);
-		}
-		channel.runPendingTasks();
+		KVFrameDecoderTest.feed(channel, fed, bytes, size);
 	}
 
 	private static byte[] random(int n, long seed) {
