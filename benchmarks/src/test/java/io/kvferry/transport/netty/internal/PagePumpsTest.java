@@ -1,4 +1,4 @@
-package io.kvferry.transport.netty;
+package io.kvferry.transport.netty.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

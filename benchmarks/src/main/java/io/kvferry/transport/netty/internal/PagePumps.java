@@ -1,4 +1,4 @@
-package io.kvferry.transport.netty;
+package io.kvferry.transport.netty.internal;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -21,8 +21,6 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
-import io.netty.buffer.UnpooledByteBufAllocator;
-import io.netty.buffer.UnpooledHeapByteBuf;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
@@ -42,8 +40,6 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.internal.PlatformDependent;
-import io.netty.util.internal.SocketUtils;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Page size 1's pieces moved over loopback by pumps that do nothing else, on blocked threads and on event loops, so
@@ -54,15 +50,15 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  * <li>{@code blocked}: a writer and a reader thread, {@code readv} straight into the pages (the bench's page-size-1
  * pump);</li>
- * <li>{@code nio-readv}: two NIO event loops, the reader's channel reading with one {@code readv} straight into the
- * next 256 pages;</li>
+ * <li>{@code nio-readv}: two NIO event loops, the reader on the transport's own {@link LandingNioSocketChannel},
+ * each read one {@code readv} straight into the next 256 pages ({@link ScatterZone}), as decode's on NIO;</li>
  * <li>{@code nio-copy} and {@code epoll-copy}: two event loops whose reader reads into Netty's buffers and copies each
  * piece into its page, as kvferry's decode does.</li>
  * </ul>
  *
  * Every run checks the first and last bytes of every piece. Run with {@code java -cp benchmarks/target/benchmarks.jar
- * io.kvferry.transport.netty.PagePumps [rounds] [pool MiB]}; it prints each round and the medians of the ratios to
- * {@code blocked}.
+ * io.kvferry.transport.netty.internal.PagePumps [rounds] [pool MiB]}; it prints each round and the medians of the
+ * ratios to {@code blocked}.
  */
 public final class PagePumps implements AutoCloseable {
 
@@ -235,7 +231,7 @@ public final class PagePumps implements AutoCloseable {
 	private long loop(EventLoopGroup[] groups, boolean readv, boolean epollChannels) throws Exception {
 		CompletableFuture<Long> done = new CompletableFuture<>();
 		CompletableFuture<Long> started = new CompletableFuture<>();
-		Class<? extends ServerChannel> serverType = readv ? ScatterServerChannel.class
+		Class<? extends ServerChannel> serverType = readv ? LandingNioServerSocketChannel.class
 				: epollChannels ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
 		Channel server = new ServerBootstrap().group(groups[0]).channel(serverType)
 				.childOption(ChannelOption.TCP_NODELAY, true)
@@ -244,8 +240,7 @@ public final class PagePumps implements AutoCloseable {
 					protected void initChannel(Channel ch) {
 						Reader reader = new Reader(destinations, bytes, done);
 						RecvByteBufAllocator buffers = new AdaptiveRecvByteBufAllocator(64, 64 * 1024, 4 << 20);
-						ch.config().setRecvByteBufAllocator(ch instanceof ScatterChannel s ? s.reading(reader)
-								: buffers);
+						ch.config().setRecvByteBufAllocator(readv ? reader.scattering(buffers) : buffers);
 						ch.pipeline().addLast(reader);
 					}
 				}).bind("127.0.0.1", 0).sync().channel();
@@ -318,6 +313,8 @@ public final class PagePumps implements AutoCloseable {
 		private final ByteBuffer[] pieces;
 		private final long bytes;
 		private final CompletableFuture<Long> done;
+		// The next pages a scattering read fills, refilled before each read.
+		private final ByteBuffer[] next = new ByteBuffer[PIECES_PER_WRITE];
 		private int piece;
 		private long landed;
 
@@ -327,10 +324,33 @@ public final class PagePumps implements AutoCloseable {
 			this.done = done;
 		}
 
+		/**
+		 * @return an allocator whose every read is a {@link ScatterZone} over the next 256 pages, for the transport's
+		 *         {@link LandingNioSocketChannel} to fill with one {@code readv}
+		 */
+		RecvByteBufAllocator scattering(RecvByteBufAllocator delegate) {
+			return () -> new RecvByteBufAllocator.DelegatingHandle(delegate.newHandle()) {
+				@Override
+				public ByteBuf allocate(ByteBufAllocator alloc) {
+					int n = Math.min(PIECES_PER_WRITE, pieces.length - piece);
+					System.arraycopy(pieces, piece, next, 0, n);
+					long zone = 0;
+					for (int i = 0; i < n; i++) {
+						zone += next[i].remaining();
+					}
+					return new ScatterZone(next, n, zone);
+				}
+			};
+		}
+
 		@Override
 		public void channelRead(ChannelHandlerContext ctx, Object msg) {
 			ByteBuf read = (ByteBuf) msg;
 			try {
+				if (read instanceof ScatterZone zone) {
+					landed(zone.landed());
+					return;
+				}
 				while (read.isReadable()) {
 					ByteBuffer p = pieces[piece];
 					int n = Math.min(read.readableBytes(), p.remaining());
@@ -360,64 +380,6 @@ public final class PagePumps implements AutoCloseable {
 		@Override
 		public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
 			done.completeExceptionally(cause);
-		}
-	}
-
-	/** A NIO server channel whose accepted channels read scattered. */
-	public static final class ScatterServerChannel extends NioServerSocketChannel {
-
-		@Override
-		protected int doReadMessages(List<Object> buf) throws Exception {
-			SocketChannel accepted = SocketUtils.accept(javaChannel());
-			if (accepted == null) {
-				return 0;
-			}
-			buf.add(new ScatterChannel(this, accepted));
-			return 1;
-		}
-	}
-
-	/** A read handed a {@link Zone} lands in the next 256 pages with one {@code readv}. */
-	private static final class ScatterChannel extends NioSocketChannel {
-
-		private @Nullable Reader reader;
-
-		ScatterChannel(Channel parent, SocketChannel socket) {
-			super(parent, socket);
-		}
-
-		RecvByteBufAllocator reading(Reader r) {
-			this.reader = r;
-			RecvByteBufAllocator delegate = new AdaptiveRecvByteBufAllocator();
-			return () -> new RecvByteBufAllocator.DelegatingHandle(delegate.newHandle()) {
-				@Override
-				public ByteBuf allocate(ByteBufAllocator alloc) {
-					return new Zone();
-				}
-			};
-		}
-
-		@Override
-		protected int doReadBytes(ByteBuf buf) throws Exception {
-			Reader r = reader;
-			if (!(buf instanceof Zone) || r == null) {
-				return super.doReadBytes(buf);
-			}
-			int n = Math.min(PIECES_PER_WRITE, r.pieces.length - r.piece);
-			unsafe().recvBufAllocHandle().attemptedBytesRead(Integer.MAX_VALUE);
-			long read = n == 0 ? 0 : javaChannel().read(r.pieces, r.piece, n);
-			if (read > 0) {
-				r.landed(read);
-			}
-			return (int) read;
-		}
-	}
-
-	/** Carries a scattering read through Netty's read loop; holds no bytes. */
-	private static final class Zone extends UnpooledHeapByteBuf {
-
-		Zone() {
-			super(UnpooledByteBufAllocator.DEFAULT, 0, 0);
 		}
 	}
 
