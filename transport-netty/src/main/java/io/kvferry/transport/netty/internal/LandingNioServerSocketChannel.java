@@ -1,5 +1,6 @@
 package io.kvferry.transport.netty.internal;
 
+import java.io.IOException;
 import java.nio.channels.SocketChannel;
 import java.util.List;
 
@@ -28,7 +29,7 @@ public final class LandingNioServerSocketChannel extends NioServerSocketChannel 
 			try {
 				accepted.close();
 			}
-			catch (java.io.IOException closing) {
+			catch (IOException closing) {
 				log.warn("could not close an accepted socket: {}", closing.toString());
 			}
 			return 0;
