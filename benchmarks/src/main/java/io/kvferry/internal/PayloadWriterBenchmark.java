@@ -64,7 +64,7 @@ public class PayloadWriterBenchmark {
 	}
 
 	private PayloadWriter writer(DataHeader h) {
-		return new PayloadWriter(region.address(), h, () -> true, new Tally(checksum), n -> completed += n);
+		return PayloadWriter.of(region.address(), h, () -> true, new Tally(checksum), (w, n) -> completed += n);
 	}
 
 	/** A contiguous block copied from a segment the transport received. */

@@ -65,6 +65,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	// Completes once no byte can land in the room's pages any more.
 	private final Sinks.Empty<Void> released = Sinks.empty();
 	private final BooleanSupplier live = this::acceptsBytes;
+	// One for every writer of the room: a writer carries its write's fields, so none needs a callback of its own.
+	private final PayloadWriter.Completion landing = this::landed;
 	private final LayerLanding layers;
 	// The generation of this rank's regions the room lands in, read once as it is made.
 	private final DecodeSupport.Registered own;
@@ -306,7 +308,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	@Override
 	public PayloadSink accept(DecodeSession from, DataHeader h, Tally tally) {
 		GrantLedger l = ledgerFor(from, tally);
-		return l == null ? null : land(from, l, h, tally);
+		return l == null ? null
+				: land(from, l, h.kind(), h.region(), h.dstOffset(), h.chunkLen(), h.dstStride(), h.count(), tally);
 	}
 
 	/**
@@ -319,7 +322,8 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 	public void accept(DecodeSession from, ScatterHeader h, Tally tally, PayloadSink[] sinks) {
 		GrantLedger l = ledgerFor(from, tally);
 		for (int i = 0; l != null && i < h.count(); i++) {
-			PayloadSink sink = land(from, l, h.piece(i), tally);
+			// A piece is a one-chunk write, judged from the piece table's fields as a header's are.
+			PayloadSink sink = land(from, l, h.kind(), h.region(i), h.dstOffset(i), h.length(i), h.length(i), 1, tally);
 			if (sink == null) {
 				return;
 			}
@@ -341,19 +345,25 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 		return l;
 	}
 
-	/** @return a writer for the header's payload once the grant allowed it and the ledger recorded it; else null */
-	private PayloadSink land(DecodeSession from, GrantLedger l, DataHeader h, Tally tally) {
+	/**
+	 * @return a writer for the write's payload (a header's fields) once the grant allowed it and the ledger recorded
+	 *         it; else null
+	 */
+	private PayloadSink land(DecodeSession from, GrantLedger l, RegionKind kind, int region, long offset,
+			int chunkLen, long dstStride, int count, Tally tally) {
 		long destination;
 		try {
-			destination = l.destination(h);
+			destination = l.destination(kind, region, offset, chunkLen, dstStride, count);
 		}
 		catch (WriteRefused refused) {
 			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote outside room " + id + ": "
 					+ refused.getMessage());
 			return null;
 		}
+		// The grant accepted at least one chunk, so a single chunk's stride is its length.
+		long stride = count == 1 ? chunkLen : dstStride;
 		try {
-			l.reserve(h);
+			l.reserve(kind, region, offset, chunkLen, stride, count);
 		}
 		catch (WriteRefused refused) {
 			fail(FailureCause.PROTOCOL, "prefill rank " + from.endpoint + " wrote room " + id
@@ -365,19 +375,24 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 			trace.event(RoomTrace.Event.FIRST_BYTE, 0);
 			advance(KVPoll.TRANSFERRING);
 		}
-		return new PayloadWriter(destination, h, live, tally, n -> {
-			support.bytesReceived.add(n);
-			boolean bufferComplete = l.landed(h.kind(), h.region(), n);
-			l.landedWrite(h);
-			if (bufferComplete) {
-				// The room's last byte completes a buffer: stamping only there leaves the last stamp where it was,
-				// without a clock read and a fenced store per piece.
-				clock.landed();
-				if (h.kind() == RegionKind.KV) {
-					layers.landed(h.region());
-				}
+		return new PayloadWriter(destination, kind, region, offset, chunkLen, stride, count, live, tally, landing);
+	}
+
+	/** A writer's whole payload landed: the ledger counts it, and the room's last byte completes a buffer. */
+	private void landed(PayloadWriter w, long n) {
+		// Writers exist only once the ledger does (land), and it is never replaced.
+		GrantLedger l = Objects.requireNonNull(ledger, "ledger");
+		support.bytesReceived.add(n);
+		boolean bufferComplete = l.landed(w.kind(), w.region(), n);
+		l.landedWrite(w.kind(), w.region(), w.offset(), w.chunkLen(), w.stride(), w.count());
+		if (bufferComplete) {
+			// The room's last byte completes a buffer: stamping only there leaves the last stamp where it was, without
+			// a clock read and a fenced store per piece.
+			clock.landed();
+			if (w.kind() == RegionKind.KV) {
+				layers.landed(w.region());
 			}
-		});
+		}
 	}
 
 	private boolean firstByte() {

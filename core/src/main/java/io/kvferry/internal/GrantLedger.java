@@ -135,53 +135,71 @@ final class GrantLedger {
 	 * @throws WriteRefused naming the first field or item that is not allowed
 	 */
 	long destination(DataHeader h) {
-		Section s = sections[h.kind().ordinal()];
-		if (h.region() < 0 || h.region() >= s.regions.size()) {
-			throw new WriteRefused("no " + h.kind() + " region " + h.region() + " (this rank registered " + s.regions.size()
+		return destination(h.kind(), h.region(), h.dstOffset(), h.chunkLen(), h.dstStride(), h.count());
+	}
+
+	/**
+	 * Checks a write of {@code count} chunks of {@code chunkLen} bytes, {@code dstStride} apart from byte
+	 * {@code offset} of a region, against the grant; records nothing. The fields of a data header, apart, so that a
+	 * scatter frame's pieces are checked without a header object each.
+	 *
+	 * @return the address of the write's first destination byte
+	 * @throws WriteRefused naming the first field or item that is not allowed
+	 */
+	long destination(RegionKind kind, int region, long offset, int chunkLen, long dstStride, int count) {
+		Section s = sections[kind.ordinal()];
+		if (region < 0 || region >= s.regions.size()) {
+			throw new WriteRefused("no " + kind + " region " + region + " (this rank registered " + s.regions.size()
 					+ ")");
 		}
-		MemoryRegion region = s.regions.get(h.region());
-		if (h.chunkLen() < 1 || h.count() < 1) {
-			throw new WriteRefused("malformed block " + h + " (expected: chunkLen and count >= 1)");
+		MemoryRegion memory = s.regions.get(region);
+		if (chunkLen < 1 || count < 1) {
+			throw new WriteRefused("malformed block " + block(kind, region, offset, chunkLen, dstStride, count)
+					+ " (expected: chunkLen and count >= 1)");
 		}
-		if (h.count() > 1 && h.dstStride() < h.chunkLen()) {
-			throw new WriteRefused("malformed block " + h + " (expected: dstStride >= chunkLen, chunks must not overlap)");
+		if (count > 1 && dstStride < chunkLen) {
+			throw new WriteRefused("malformed block " + block(kind, region, offset, chunkLen, dstStride, count)
+					+ " (expected: dstStride >= chunkLen, chunks must not overlap)");
 		}
-		long offset = h.dstOffset();
-		long end = end(h);
-		if (offset < 0 || end < 0 || end > region.length()) {
-			throw new WriteRefused("bytes [" + offset + ", " + (end < 0 ? "beyond 2^63" : end) + ") outside " + h.kind()
-					+ " region " + h.region() + " of " + region.length() + " bytes");
+		long end = end(offset, chunkLen, dstStride, count);
+		if (offset < 0 || end < 0 || end > memory.length()) {
+			throw new WriteRefused("bytes [" + offset + ", " + (end < 0 ? "beyond 2^63" : end) + ") outside " + kind
+					+ " region " + region + " of " + memory.length() + " bytes");
 		}
-		int[] granted = s.items[h.region()];
-		BufferLedger buffer = s.buffers[h.region()];
-		long itemLen = region.itemLen();
-		if (h.count() == 1 || h.dstStride() <= itemLen) {
+		int[] granted = s.items[region];
+		BufferLedger buffer = s.buffers[region];
+		long itemLen = memory.itemLen();
+		if (count == 1 || dstStride <= itemLen) {
 			// Chunk starts at most one item apart touch every item from the first byte's to the last byte's.
-			checkItems(h, granted, buffer, offset / itemLen, (end - 1) / itemLen);
+			checkItems(kind, region, granted, buffer, offset / itemLen, (end - 1) / itemLen);
 		}
 		else {
 			// Sparse chunks: at most one per item, so at most itemCount of them fit in the region (checked above).
-			for (int i = 0; i < h.count(); i++) {
-				long start = offset + i * h.dstStride();
-				checkItems(h, granted, buffer, start / itemLen, (start + h.chunkLen() - 1) / itemLen);
+			for (int i = 0; i < count; i++) {
+				long start = offset + i * dstStride;
+				checkItems(kind, region, granted, buffer, start / itemLen, (start + chunkLen - 1) / itemLen);
 			}
 		}
-		return region.address() + offset;
+		return memory.address() + offset;
 	}
 
-	/** @return one past the header's last destination byte, or -1 when that overflows 64 bits */
-	private static long end(DataHeader h) {
+	private static String block(RegionKind kind, int region, long offset, int chunkLen, long dstStride, int count) {
+		return "[" + kind + " region " + region + ", offset " + offset + ", chunkLen " + chunkLen + ", dstStride "
+				+ dstStride + ", count " + count + "]";
+	}
+
+	/** @return one past the write's last destination byte, or -1 when that overflows 64 bits */
+	private static long end(long offset, int chunkLen, long dstStride, int count) {
 		try {
-			return Math.addExact(Math.addExact(h.dstOffset(), Math.multiplyExact(h.count() - 1L, h.dstStride())),
-					h.chunkLen());
+			return Math.addExact(Math.addExact(offset, Math.multiplyExact(count - 1L, dstStride)), chunkLen);
 		}
 		catch (ArithmeticException e) {
 			return -1;
 		}
 	}
 
-	private static void checkItems(DataHeader h, int[] granted, BufferLedger buffer, long first, long last) {
+	private static void checkItems(RegionKind kind, int region, int[] granted, BufferLedger buffer, long first,
+			long last) {
 		int at = buffer.find(first);
 		long span = last - first;
 		if (at >= 0 && span < granted.length - at && granted[at + (int) span] == last) {
@@ -195,7 +213,7 @@ final class GrantLedger {
 				missing++;
 			}
 		}
-		throw new WriteRefused(h.kind() + " item " + missing + " of region " + h.region() + " was not asked for");
+		throw new WriteRefused(kind + " item " + missing + " of region " + region + " was not asked for");
 	}
 
 	/**
@@ -207,10 +225,18 @@ final class GrantLedger {
 	 *         refusal fails the room
 	 */
 	void reserve(DataHeader h) {
-		buffer(h.kind(), h.region()).reserve(h.dstOffset(), h.chunkLen(), stride(h), h.count());
+		reserve(h.kind(), h.region(), h.dstOffset(), h.chunkLen(), stride(h), h.count());
 	}
 
-	private static long stride(DataHeader h) {
+	/**
+	 * {@link #reserve(DataHeader)} of a write given by its fields, {@code stride} apart as {@link #stride} says.
+	 */
+	void reserve(RegionKind kind, int region, long offset, int chunkLen, long stride, int count) {
+		buffer(kind, region).reserve(offset, chunkLen, stride, count);
+	}
+
+	/** @return how far apart the header's chunks start: its stride, or its chunk length when it has one chunk */
+	static long stride(DataHeader h) {
 		return h.count() == 1 ? h.chunkLen() : h.dstStride();
 	}
 
@@ -233,7 +259,12 @@ final class GrantLedger {
 	 * write, after {@link #landed(RegionKind, int, long)} counted its bytes for the buffer.
 	 */
 	void landedWrite(DataHeader h) {
-		buffer(h.kind(), h.region()).landedWrite(h.dstOffset(), h.chunkLen(), stride(h), h.count());
+		landedWrite(h.kind(), h.region(), h.dstOffset(), h.chunkLen(), stride(h), h.count());
+	}
+
+	/** {@link #landedWrite(DataHeader)} of a write given by its fields, as {@link #reserve} takes them. */
+	void landedWrite(RegionKind kind, int region, long offset, int chunkLen, long stride, int count) {
+		buffer(kind, region).landedWrite(offset, chunkLen, stride, count);
 	}
 
 	/**

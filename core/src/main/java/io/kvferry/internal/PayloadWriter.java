@@ -1,12 +1,12 @@
 package io.kvferry.internal;
 
 import java.util.function.BooleanSupplier;
-import java.util.function.LongConsumer;
 
 import io.kvferry.internal.stripe.Tally;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.PayloadSink;
+import io.kvferry.spi.RegionKind;
 import io.netty.buffer.ByteBuf;
 import org.jspecify.annotations.Nullable;
 
@@ -15,16 +15,33 @@ import org.jspecify.annotations.Nullable;
  * {@code base + i × stride}. Segments may split chunks anywhere. Offers the destination as a landing zone so that a
  * transport can read straight into it; otherwise copies native to native (or from the segment's array);
  * the KV bytes never pass through a fresh heap buffer.
+ *
+ * <p>It keeps the write's fields (region, offset, chunks) for whoever it tells of the payload's end, so that one
+ * {@link Completion} serves every writer of a room and a scatter frame's piece needs no header object of its own.
  */
 final class PayloadWriter implements PayloadSink {
 
+	/** Told once a writer's whole payload landed; never for a fenced writer. */
+	@FunctionalInterface
+	interface Completion {
+		/**
+		 * @param writer the writer, whose write fields say where the payload landed
+		 * @param length the payload's bytes
+		 */
+		void landed(PayloadWriter writer, long length);
+	}
+
 	private final long base;
+	private final RegionKind kind;
+	private final int region;
+	private final long offset;
 	private final int chunkLen;
 	private final long stride;
+	private final int count;
 	private final long length;
 	private final BooleanSupplier live;
 	private final Tally tally;
-	private final LongConsumer onComplete;
+	private final Completion onComplete;
 	private long position;
 	private boolean fenced;
 	// Bytes of the landing zone offered last not yet reported by landed(); -1 when none is outstanding.
@@ -39,19 +56,63 @@ final class PayloadWriter implements PayloadSink {
 
 	/**
 	 * @param base address of the first chunk's destination
-	 * @param header the frame (chunk length, stride, count)
+	 * @param kind the kind of region the write lands in
+	 * @param region which region of that kind
+	 * @param offset the first chunk's byte offset in the region
+	 * @param chunkLen bytes per chunk
+	 * @param stride bytes from one chunk's start to the next's ({@link GrantLedger#stride}: the chunk length for one)
+	 * @param count chunks
 	 * @param live checked before every segment: once false, no further byte lands (the room was aborted)
 	 * @param tally takes every landed piece in payload order, and the payload's length once all of it landed
-	 * @param onComplete gets the payload's length after the last byte, unless the writer was fenced
+	 * @param onComplete told after the last byte, unless the writer was fenced
 	 */
-	PayloadWriter(long base, DataHeader header, BooleanSupplier live, Tally tally, LongConsumer onComplete) {
+	PayloadWriter(long base, RegionKind kind, int region, long offset, int chunkLen, long stride, int count,
+			BooleanSupplier live, Tally tally, Completion onComplete) {
 		this.base = base;
-		this.chunkLen = header.chunkLen();
-		this.stride = header.count() == 1 ? header.chunkLen() : header.dstStride();
-		this.length = header.payloadLength();
+		this.kind = kind;
+		this.region = region;
+		this.offset = offset;
+		this.chunkLen = chunkLen;
+		this.stride = stride;
+		this.count = count;
+		this.length = (long) chunkLen * count;
 		this.live = live;
 		this.tally = tally;
 		this.onComplete = onComplete;
+	}
+
+	/**
+	 * @param base address of the first chunk's destination
+	 * @param header the frame (region, offset, chunk length, stride, count)
+	 * @see #PayloadWriter(long, RegionKind, int, long, int, long, int, BooleanSupplier, Tally, Completion)
+	 */
+	static PayloadWriter of(long base, DataHeader header, BooleanSupplier live, Tally tally, Completion onComplete) {
+		return new PayloadWriter(base, header.kind(), header.region(), header.dstOffset(), header.chunkLen(),
+				GrantLedger.stride(header), header.count(), live, tally, onComplete);
+	}
+
+	RegionKind kind() {
+		return kind;
+	}
+
+	int region() {
+		return region;
+	}
+
+	long offset() {
+		return offset;
+	}
+
+	int chunkLen() {
+		return chunkLen;
+	}
+
+	long stride() {
+		return stride;
+	}
+
+	int count() {
+		return count;
 	}
 
 	@Override
@@ -151,7 +212,7 @@ final class PayloadWriter implements PayloadSink {
 		releaseView();
 		if (!fenced) {
 			tally.count(length);
-			onComplete.accept(length);
+			onComplete.landed(this, length);
 		}
 	}
 }

@@ -25,7 +25,8 @@ class PayloadWriterTest {
 	private final AtomicInteger completed = new AtomicInteger();
 
 	private PayloadWriter writer(DataHeader h) {
-		return new PayloadWriter(dest.address() + h.dstOffset(), h, live::get, new Tally(false), n -> completed.incrementAndGet());
+		return PayloadWriter.of(dest.address() + h.dstOffset(), h, live::get, new Tally(false),
+				(w, n) -> completed.incrementAndGet());
 	}
 
 	private static byte[] pattern(int n) {
@@ -210,7 +211,8 @@ class PayloadWriterTest {
 		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 50, 100, 300, 3);
 		Tally tally = new Tally(true);
 		AtomicLong completedBytes = new AtomicLong();
-		PayloadWriter w = new PayloadWriter(dest.address() + 50, h, live::get, tally, completedBytes::addAndGet);
+		PayloadWriter w = PayloadWriter.of(dest.address() + 50, h, live::get, tally,
+				(writer, n) -> completedBytes.addAndGet(n));
 		byte[] payload = pattern(300);
 		w.write(Unpooled.wrappedBuffer(payload, 0, 130));
 		ByteBuf zone = w.landingZone(1, 4096);
@@ -232,7 +234,8 @@ class PayloadWriterTest {
 	void aRoomThatStopsAcceptingBytesDuringALandingReadTakesNothingAfterIt() {
 		DataHeader h = new DataHeader(1, RegionKind.KV, 0, 0, 1000, 1000, 1);
 		Tally tally = new Tally(true);
-		PayloadWriter w = new PayloadWriter(dest.address(), h, live::get, tally, n -> completed.incrementAndGet());
+		PayloadWriter w = PayloadWriter.of(dest.address(), h, live::get, tally,
+				(writer, n) -> completed.incrementAndGet());
 		byte[] payload = pattern(1000);
 		ByteBuf zone = w.landingZone(1, 400);
 		zone.writeBytes(payload, 0, 400);
