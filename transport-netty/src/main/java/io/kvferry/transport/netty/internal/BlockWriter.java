@@ -208,7 +208,10 @@ final class BlockWriter {
 		DataBlock single = cursor.takeSingle();
 		long written = -1;
 		if (single == null) {
-			ctx.write(cursor.nextFrame(ctx.alloc()), ctx.voidPromise());
+			int parts = cursor.nextFrame(ctx.alloc());
+			for (int i = 0; i < parts; i++) {
+				ctx.write(cursor.part(i), ctx.voidPromise());
+			}
 			written = cursor.framePayload();
 			queuedBytes.addAndGet(-written);
 		}

@@ -1,5 +1,7 @@
 package io.kvferry.transport.netty.internal;
 
+import java.util.Arrays;
+
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.ScatterBlock;
@@ -7,14 +9,14 @@ import io.kvferry.spi.ScatterHeader;
 import io.kvferry.transport.netty.internal.frame.ScatterCodec;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.CompositeByteBuf;
 
 /**
  * Cuts one {@link ScatterBlock} into {@code DATA_SCATTER} frames of at most {@code maxPayload} payload bytes each, in
- * piece order. A frame is one buffer: its header, then the pieces wrapped in place in the sender's memory (pieces
- * adjacent there share one wrapper), composed without copying, so Netty writes the whole frame with one gathered
- * write from one outbound entry. Only pieces gathered from a strided source are copied, into a direct buffer the
- * frame owns; no KV byte is copied onto the heap.
+ * piece order. A frame is a few buffers written in order: its header, then the pieces wrapped in place in the sender's
+ * memory (pieces adjacent there share one wrapper), so that Netty writes frames with gathered writes and copies
+ * nothing. They are separate buffers rather than one composite: a gathering write takes a wrapper's address as it is,
+ * where a composite costs a component and an NIO buffer per piece on every write. Only pieces gathered from a strided
+ * source are copied, into a direct buffer the frame owns; no KV byte is copied onto the heap.
  *
  * <p>A piece larger than a frame, and every piece when the connection writes a same-host ring (whose slots carry
  * one-piece {@code DATA_SHM} frames), is handed out as a data block of its own ({@link #takeSingle}), for a
@@ -29,6 +31,9 @@ final class ScatterCursor {
 	private int next;
 	private long remaining;
 	private int framePayload;
+	// The buffers of the frame nextFrame made last, in wire order, until the caller takes them; grown as needed.
+	private ByteBuf[] parts = new ByteBuf[8];
+	private int partCount;
 
 	/**
 	 * @param block the block to send
@@ -75,9 +80,10 @@ final class ScatterCursor {
 	/**
 	 * Makes the next frame: as many of the next pieces as fit (at least one; call {@link #takeSingle} first).
 	 *
-	 * @return length, type, header and payload in one buffer the caller owns
+	 * @return how many buffers make the frame: take each with {@link #part} and write them in order, the first being
+	 *         its length, type and header
 	 */
-	ByteBuf nextFrame(ByteBufAllocator alloc) {
+	int nextFrame(ByteBufAllocator alloc) {
 		int from = next;
 		long payload = 0;
 		int gathered = 0;
@@ -90,10 +96,8 @@ final class ScatterCursor {
 		}
 		framePayload = (int) payload;
 		remaining -= payload;
-		ByteBuf head = ScatterCodec.encode(alloc, header, from, next, framePayload);
-		// At most one component per piece and the header: never more components than this, so never consolidated.
-		CompositeByteBuf frame = alloc.compositeDirectBuffer(next - from + 1);
-		frame.addComponent(true, head);
+		partCount = 0;
+		add(ScatterCodec.encode(alloc, header, from, next, framePayload));
 		// Pieces whose source is strided (re-laid KV: one piece per head, its tokens a token apart) are copied into
 		// one direct buffer of the frame's, in order: wrapping each chunk of a few hundred bytes in place would cost a
 		// buffer object and a gathered-write entry apiece, more than copying it. The frame owns the staging buffer
@@ -106,7 +110,7 @@ final class ScatterCursor {
 			for (int i = from; i < next; i++) {
 				if (!block.isContiguous(i)) {
 					if (length > 0) {
-						frame.addComponent(true, NativeMemory.view(start, length));
+						add(NativeMemory.view(start, length));
 						length = 0;
 					}
 					block.chunks(i, (address, len) -> stage(staging, address, len));
@@ -114,7 +118,7 @@ final class ScatterCursor {
 					continue;
 				}
 				if (staged > 0) {
-					frame.addComponent(true, staging.retainedSlice(staging.writerIndex() - staged, staged));
+					add(staging.retainedSlice(staging.writerIndex() - staged, staged));
 					staged = 0;
 				}
 				long src = block.srcAddress(i);
@@ -123,24 +127,50 @@ final class ScatterCursor {
 					continue;
 				}
 				if (length > 0) {
-					frame.addComponent(true, NativeMemory.view(start, length));
+					add(NativeMemory.view(start, length));
 				}
 				start = src;
 				length = header.length(i);
 			}
 			if (staged > 0) {
-				frame.addComponent(true, staging.retainedSlice(staging.writerIndex() - staged, staged));
+				add(staging.retainedSlice(staging.writerIndex() - staged, staged));
 			}
 			if (length > 0) {
-				frame.addComponent(true, NativeMemory.view(start, length));
+				add(NativeMemory.view(start, length));
 			}
+		}
+		catch (RuntimeException | Error e) {
+			// No part of a frame that cannot be made whole may reach the wire.
+			for (int i = 0; i < partCount; i++) {
+				parts[i].release();
+				parts[i] = null;
+			}
+			partCount = 0;
+			throw e;
 		}
 		finally {
 			if (staging != null) {
 				staging.release();
 			}
 		}
-		return frame;
+		return partCount;
+	}
+
+	/**
+	 * @param i a buffer of the frame {@link #nextFrame} made last, below the count it returned
+	 * @return that buffer, which the caller now owns; the cursor keeps no reference to it
+	 */
+	ByteBuf part(int i) {
+		ByteBuf part = parts[i];
+		parts[i] = null;
+		return part;
+	}
+
+	private void add(ByteBuf part) {
+		if (partCount == parts.length) {
+			parts = Arrays.copyOf(parts, partCount * 2);
+		}
+		parts[partCount++] = part;
 	}
 
 	/** Appends {@code length} bytes at {@code address} to the staging buffer. */

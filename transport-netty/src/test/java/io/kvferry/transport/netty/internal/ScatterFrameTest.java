@@ -65,11 +65,11 @@ class ScatterFrameTest {
 				new int[] { 100, 28, 2048, 1 }, new long[] { 0, 100, 512, 4000 });
 		ScatterCursor cursor = new ScatterCursor(block, MAX, false);
 		assertThat(cursor.takeSingle()).isNull();
-		ByteBuf frame = cursor.nextFrame(UnpooledByteBufAllocator.DEFAULT);
+		CompositeByteBuf frame = frame(cursor);
 		assertThat(cursor.hasNext()).isFalse();
 		assertThat(cursor.framePayload()).isEqualTo(2177);
-		assertThat(frame).isInstanceOf(CompositeByteBuf.class);
-		assertThat(((CompositeByteBuf) frame).numComponents()).as("header, pieces 0+1, 2, 3").isEqualTo(4);
+		assertThat(frame.numComponents()).as("header, pieces 0+1, 2, 3").isEqualTo(4);
+		assertThat(frame.component(1).memoryAddress()).as("pieces wrapped in place").isEqualTo(block.srcAddress(0));
 
 		feed(new Stream().preface(1).raw(bytes(frame)).message(new KVMessage.AbortAck(5)).bytes(), 1);
 
@@ -106,10 +106,9 @@ class ScatterFrameTest {
 				strides, chunks, SendGate.OPEN);
 		ScatterCursor cursor = new ScatterCursor(block, MAX, false);
 		assertThat(cursor.takeSingle()).isNull();
-		ByteBuf frame = cursor.nextFrame(UnpooledByteBufAllocator.DEFAULT);
+		CompositeByteBuf frame = frame(cursor);
 		assertThat(cursor.framePayload()).isEqualTo(642);
-		assertThat(((CompositeByteBuf) frame).numComponents()).as("header, piece 0, pieces 1+2 staged, 3")
-				.isEqualTo(4);
+		assertThat(frame.numComponents()).as("header, piece 0, pieces 1+2 staged, 3").isEqualTo(4);
 
 		feed(new Stream().preface(1).raw(bytes(frame)).bytes(), 1);
 
@@ -129,13 +128,13 @@ class ScatterFrameTest {
 		ScatterBlock block = block(new int[] { 0, 0, 0, 0 }, new long[] { 0, 600, 1200, 4000 },
 				new int[] { 500, 500, 2000, 300 }, new long[] { 0, 500, 1000, 3000 });
 		ScatterCursor cursor = new ScatterCursor(block, 1024, false);
-		ByteBuf first = cursor.nextFrame(UnpooledByteBufAllocator.DEFAULT);
+		ByteBuf first = frame(cursor);
 		assertThat(cursor.framePayload()).as("pieces 0 and 1").isEqualTo(1000);
 		DataBlock alone = cursor.takeSingle();
 		assertThat(alone).isNotNull();
 		assertThat(alone.header()).isEqualTo(block.header().piece(2));
 		assertThat(cursor.takeSingle()).isNull();
-		ByteBuf last = cursor.nextFrame(UnpooledByteBufAllocator.DEFAULT);
+		ByteBuf last = frame(cursor);
 		assertThat(cursor.framePayload()).isEqualTo(300);
 		assertThat(cursor.hasNext()).isFalse();
 		assertThat(cursor.remainingBytes()).isZero();
@@ -235,6 +234,16 @@ class ScatterFrameTest {
 			payload += Math.max(0, lengths[i]);
 		}
 		return body.writeZero((int) payload);
+	}
+
+	/** @return the cursor's next frame, its buffers (which it writes one after the other) as one composite */
+	private static CompositeByteBuf frame(ScatterCursor cursor) {
+		int parts = cursor.nextFrame(UnpooledByteBufAllocator.DEFAULT);
+		CompositeByteBuf frame = Unpooled.compositeBuffer(parts);
+		for (int i = 0; i < parts; i++) {
+			frame.addComponent(true, cursor.part(i));
+		}
+		return frame;
 	}
 
 	private void refused(ByteBuf body, String reason) {
