@@ -45,6 +45,37 @@ class ScatterGatherTest {
 	}
 
 	@Test
+	void shuffledPiecesOfManyGroupsKeepTheirOwnLengthAndSourceOnceSorted() {
+		// Pages scattered over a pool: every group sorts, and the groups sent before must not change as later ones do.
+		java.util.Random random = new java.util.Random(11);
+		List<Long> slots = new ArrayList<>();
+		for (long s = 0; s < 700; s++) {
+			slots.add(s);
+		}
+		java.util.Collections.shuffle(slots, random);
+		for (int region = 0; region < 2; region++) {
+			for (long slot : slots) {
+				int length = 100 + (int) (slot % 7) * 10;
+				gather.send(piece(region, slot * 200, length, region * 1_000_000L + slot * 3));
+			}
+		}
+		gather.flush();
+		int pieces = 0;
+		for (Object o : sent) {
+			ScatterBlock b = (ScatterBlock) o;
+			b.header().validate(b.payloadLength());
+			for (int i = 0; i < b.header().count(); i++) {
+				long slot = b.header().dstOffset(i) / 200;
+				assertThat(b.header().length(i)).isEqualTo(100 + (int) (slot % 7) * 10);
+				assertThat(b.srcAddress(i)).isEqualTo(b.header().region(i) * 1_000_000L + slot * 3);
+				assertThat(b.isContiguous(i)).isTrue();
+				pieces++;
+			}
+		}
+		assertThat(pieces).isEqualTo(1400);
+	}
+
+	@Test
 	void groupsCloseAtHalfAMebibyte() {
 		for (int i = 0; i < 20; i++) {
 			gather.send(piece(0, 60_000L * i, 60_000, 0));
