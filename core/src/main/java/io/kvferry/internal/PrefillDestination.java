@@ -78,6 +78,11 @@ final class PrefillDestination implements BlockOutlet {
 	}
 
 	@Override
+	public void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
+		flow.sendKv(room, region, dstOffset, length, srcAddress);
+	}
+
+	@Override
 	public SendGate gate() {
 		return flow.gate();
 	}

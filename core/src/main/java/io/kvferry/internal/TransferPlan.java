@@ -402,18 +402,18 @@ final class TransferPlan {
 			long srcSlot = run.srcSlot() + done;
 			long dstSlot = run.dstSlot() + done;
 			long srcAddress = s.itemAddress(srcSlot / pageSize) + srcSlot % pageSize * srcToken;
-			DataBlock block;
 			if (wholeTokens) {
-				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstSlot * dstToken,
-						Math.toIntExact((long) n * srcToken), 0, 1), srcAddress, 0, conn.gate());
+				int length = Math.toIntExact((long) n * srcToken);
+				conn.sendKv(room, dst[pair], dstSlot * dstToken, length, srcAddress);
+				bytes += length;
+				continue;
 			}
-			else {
-				long headOffSrc = (long) slice.srcHeadOffset() * slice.headBytes();
-				long headOffDst = (long) slice.dstHeadOffset() * slice.headBytes();
-				// Tokens of a run are adjacent, so every token sits one token stride after the previous.
-				block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair], dstSlot * dstToken + headOffDst,
-						slice.sliceBytes(), dstToken, n), srcAddress + headOffSrc, srcToken, conn.gate());
-			}
+			long headOffSrc = (long) slice.srcHeadOffset() * slice.headBytes();
+			long headOffDst = (long) slice.dstHeadOffset() * slice.headBytes();
+			// Tokens of a run are adjacent, so every token sits one token stride after the previous.
+			DataBlock block = new DataBlock(new DataHeader(room, RegionKind.KV, dst[pair],
+					dstSlot * dstToken + headOffDst, slice.sliceBytes(), dstToken, n), srcAddress + headOffSrc,
+					srcToken, conn.gate());
 			conn.send(block);
 			bytes += block.header().payloadLength();
 		}

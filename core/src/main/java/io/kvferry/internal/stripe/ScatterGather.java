@@ -95,17 +95,34 @@ final class ScatterGather {
 		}
 		if (strided && h.dstStride() == len && block.srcStride() >= len) {
 			// Adjacent on the receiver: one piece, gathered from the source's chunks.
-			add(h, h.dstOffset(), (int) payload, block.srcAddress(), len, block.srcStride());
+			add(h.room(), h.kind(), h.region(), h.dstOffset(), (int) payload, block.srcAddress(), len,
+					block.srcStride());
 			return;
 		}
 		// A small strided block (a head slice of a few tokens) becomes one piece per chunk.
 		for (int i = 0; i < h.count(); i++) {
-			add(h, h.dstOffset() + i * h.dstStride(), len, block.srcAddress() + i * block.srcStride(), len, len);
+			add(h.room(), h.kind(), h.region(), h.dstOffset() + i * h.dstStride(), len,
+					block.srcAddress() + i * block.srcStride(), len, len);
 		}
 	}
 
-	private void add(DataHeader h, long dstOffset, int len, long srcAddress, int chunk, long stride) {
-		if (n > 0 && (h.room() != room || h.kind() != kind || h.region() < regions[n - 1] || n == MAX_PIECES
+	/**
+	 * Takes a contiguous KV block behind this gather's gate, given by its fields: {@link #send} of a one-chunk block,
+	 * with no block object made unless it is sent alone.
+	 */
+	void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
+		if (length < 1 || length >= SMALL || dstOffset < 0 || dstOffset >= MAX_KEYED_OFFSET) {
+			flush();
+			out.send(new DataBlock(new DataHeader(room, RegionKind.KV, region, dstOffset, length, 0, 1), srcAddress,
+					0, gate));
+			return;
+		}
+		add(room, RegionKind.KV, region, dstOffset, length, srcAddress, length, length);
+	}
+
+	private void add(long room, RegionKind kind, int region, long dstOffset, int len, long srcAddress, int chunk,
+			long stride) {
+		if (n > 0 && (room != this.room || kind != this.kind || region < regions[n - 1] || n == MAX_PIECES
 				|| bytes + len > MAX_BYTES)) {
 			flush();
 		}
@@ -126,9 +143,9 @@ final class ScatterGather {
 			chunks = Arrays.copyOf(chunks, grown);
 			strides = Arrays.copyOf(strides, grown);
 		}
-		room = h.room();
-		kind = h.kind();
-		regions[n] = h.region();
+		this.room = room;
+		this.kind = kind;
+		regions[n] = region;
 		offsets[n] = dstOffset;
 		lengths[n] = len;
 		sources[n] = srcAddress;

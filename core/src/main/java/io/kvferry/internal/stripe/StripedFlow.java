@@ -8,8 +8,10 @@ import java.util.function.Consumer;
 
 import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 
@@ -85,6 +87,19 @@ public final class StripedFlow {
 		Stripes.cut(block, Stripes.PIECE, this::deal);
 	}
 
+	/**
+	 * Takes a contiguous KV block of the room given by its fields ({@link #send} of a one-chunk block): one that needs
+	 * no cutting goes to its stripe's group without a block object.
+	 */
+	public void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
+		if (length > Stripes.PIECE) {
+			send(new DataBlock(new DataHeader(room, RegionKind.KV, region, dstOffset, length, 0, 1), srcAddress, 0,
+					gate));
+			return;
+		}
+		gathers[stripeFor(length)].sendKv(room, region, dstOffset, length, srcAddress);
+	}
+
 	/** Queues every group gathered so far, on its stripe. */
 	public void flush() {
 		for (ScatterGather g : gathers) {
@@ -98,6 +113,11 @@ public final class StripedFlow {
 	 * a large room still ends up even over the stripes.
 	 */
 	private void deal(DataBlock piece) {
+		gathers[stripeFor(piece.header().payloadLength())].send(piece);
+	}
+
+	/** @return the stripe a piece of {@code bytes} goes on, counted as dealt to it */
+	private int stripeFor(long bytes) {
 		int stripe = 0;
 		if (dealt[0] >= first) {
 			for (int i = 1; i < dealt.length; i++) {
@@ -106,8 +126,8 @@ public final class StripedFlow {
 				}
 			}
 		}
-		dealt[stripe] += piece.header().payloadLength();
-		gathers[stripe].send(piece);
+		dealt[stripe] += bytes;
+		return stripe;
 	}
 
 	/**

@@ -76,6 +76,38 @@ class ScatterGatherTest {
 	}
 
 	@Test
+	void aContiguousKvBlockGivenByItsFieldsIsGatheredAsTheSameBlockWouldBe() {
+		List<Object> byBlocks = new ArrayList<>();
+		ScatterGather other = new ScatterGather(byBlocks::add, gate);
+		long[][] blocks = { { 0, 4096, 2048, 10 }, { 0, 0, 2048, 20 }, { 1, 512, 100, 30 },
+				{ 1, 8192, ScatterGather.SMALL, 40 }, { 1, 0, 64, 50 }, { 0, 0, 32, 60 } };
+		for (long[] b : blocks) {
+			gather.sendKv(7, (int) b[0], b[1], (int) b[2], b[3]);
+			other.send(piece((int) b[0], b[1], (int) b[2], b[3]));
+		}
+		gather.flush();
+		other.flush();
+		assertThat(sent).hasSameSizeAs(byBlocks).hasSize(4);
+		for (int k = 0; k < sent.size(); k++) {
+			assertThat(describe(sent.get(k))).isEqualTo(describe(byBlocks.get(k)));
+		}
+		assertThat(sent.get(1)).as("a block of SMALL bytes or more goes alone").isInstanceOf(DataBlock.class);
+	}
+
+	private static String describe(Object o) {
+		if (o instanceof DataBlock b) {
+			return b.header() + " from " + b.srcAddress();
+		}
+		ScatterBlock b = (ScatterBlock) o;
+		StringBuilder s = new StringBuilder(b.header().toString());
+		for (int i = 0; i < b.header().count(); i++) {
+			s.append(" [").append(b.header().region(i)).append(' ').append(b.header().dstOffset(i)).append(' ')
+					.append(b.header().length(i)).append(" from ").append(b.srcAddress(i)).append(']');
+		}
+		return s.toString();
+	}
+
+	@Test
 	void groupsCloseAtHalfAMebibyte() {
 		for (int i = 0; i < 20; i++) {
 			gather.send(piece(0, 60_000L * i, 60_000, 0));
