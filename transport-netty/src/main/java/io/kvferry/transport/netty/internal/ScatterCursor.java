@@ -1,7 +1,5 @@
 package io.kvferry.transport.netty.internal;
 
-import java.util.Arrays;
-
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.ScatterBlock;
@@ -31,8 +29,9 @@ final class ScatterCursor {
 	private int next;
 	private long remaining;
 	private int framePayload;
-	// The buffers of the frame nextFrame made last, in wire order, until the caller takes them; grown as needed.
-	private ByteBuf[] parts = new ByteBuf[8];
+	// The buffers of the frame nextFrame made last, in wire order, until the caller takes them: a header and at most
+	// one per piece, so sized once for the largest frame the block can make.
+	private final ByteBuf[] parts;
 	private int partCount;
 
 	/**
@@ -46,6 +45,7 @@ final class ScatterCursor {
 		this.maxPayload = maxPayload;
 		this.singles = singles;
 		this.remaining = block.payloadLength();
+		this.parts = new ByteBuf[singles ? 0 : 1 + Math.min(header.count(), ScatterHeader.MAX_PIECES)];
 	}
 
 	ScatterBlock block() {
@@ -167,9 +167,6 @@ final class ScatterCursor {
 	}
 
 	private void add(ByteBuf part) {
-		if (partCount == parts.length) {
-			parts = Arrays.copyOf(parts, partCount * 2);
-		}
 		parts[partCount++] = part;
 	}
 
