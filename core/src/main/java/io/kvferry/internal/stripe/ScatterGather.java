@@ -66,10 +66,6 @@ final class ScatterGather {
 	// allocates a few entries per group rather than the full table, and a room of tiny pages grows to it once.
 	private int capacity = MIN_CAPACITY;
 	private static final int MIN_CAPACITY = 8;
-	// The sort's keys, and the arrays a sorted run is written into: the one replaced becomes the spare.
-	private long[] keys;
-	private long[] spareLongs;
-	private int[] spareInts;
 
 	/**
 	 * @param out where groups and the other blocks go
@@ -187,6 +183,7 @@ final class ScatterGather {
 
 	/** Sorts each region's run of pieces by destination offset (regions are already ascending). */
 	private void sortByOffset() {
+		long[] keys = null;
 		for (int from = 0; from < n;) {
 			int to = from + 1;
 			boolean sorted = true;
@@ -195,53 +192,28 @@ final class ScatterGather {
 				to++;
 			}
 			if (!sorted) {
-				sortRun(from, to);
+				if (keys == null) {
+					keys = new long[n];
+				}
+				for (int i = from; i < to; i++) {
+					keys[i] = offsets[i] << 8 | (i - from);
+				}
+				Arrays.sort(keys, from, to);
+				long[] o = Arrays.copyOfRange(offsets, from, to);
+				int[] l = Arrays.copyOfRange(lengths, from, to);
+				long[] s = Arrays.copyOfRange(sources, from, to);
+				int[] c = Arrays.copyOfRange(chunks, from, to);
+				long[] t = Arrays.copyOfRange(strides, from, to);
+				for (int i = from; i < to; i++) {
+					int at = (int) (keys[i] & 0xFF);
+					offsets[i] = o[at];
+					lengths[i] = l[at];
+					sources[i] = s[at];
+					chunks[i] = c[at];
+					strides[i] = t[at];
+				}
 			}
 			from = to;
 		}
-	}
-
-	/**
-	 * Sorts pieces {@code [from, to)} by offset through scratch arrays the gather keeps: pages scattered over a pool
-	 * make every group of page size 1 need it, and fresh arrays per group would cost more than the group's table.
-	 */
-	private void sortRun(int from, int to) {
-		if (keys == null) {
-			keys = new long[MAX_PIECES];
-			spareLongs = new long[MAX_PIECES];
-			spareInts = new int[MAX_PIECES];
-		}
-		for (int i = from; i < to; i++) {
-			keys[i] = offsets[i] << 8 | (i - from);
-		}
-		Arrays.sort(keys, from, to);
-		offsets = permuted(offsets, from, to);
-		sources = permuted(sources, from, to);
-		strides = permuted(strides, from, to);
-		lengths = permuted(lengths, from, to);
-		chunks = permuted(chunks, from, to);
-	}
-
-	/** @return {@code values} with {@code [from, to)} in the order of the sorted keys (the spare array takes its place) */
-	private long[] permuted(long[] values, int from, int to) {
-		long[] out = spareLongs.length >= values.length ? spareLongs : new long[values.length];
-		System.arraycopy(values, 0, out, 0, from);
-		System.arraycopy(values, to, out, to, n - to);
-		for (int i = from; i < to; i++) {
-			out[i] = values[from + (int) (keys[i] & 0xFF)];
-		}
-		spareLongs = values;
-		return out;
-	}
-
-	private int[] permuted(int[] values, int from, int to) {
-		int[] out = spareInts.length >= values.length ? spareInts : new int[values.length];
-		System.arraycopy(values, 0, out, 0, from);
-		System.arraycopy(values, to, out, to, n - to);
-		for (int i = from; i < to; i++) {
-			out[i] = values[from + (int) (keys[i] & 0xFF)];
-		}
-		spareInts = values;
-		return out;
 	}
 }
