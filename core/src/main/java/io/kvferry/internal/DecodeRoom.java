@@ -360,8 +360,7 @@ final class DecodeRoom extends Room implements KVReceiver, DecodeSession.Inbox {
 					+ refused.getMessage());
 			return null;
 		}
-		// The grant accepted at least one chunk, so a single chunk's stride is its length.
-		long stride = count == 1 ? chunkLen : dstStride;
+		long stride = GrantLedger.stride(chunkLen, dstStride, count);
 		try {
 			l.reserve(kind, region, offset, chunkLen, stride, count);
 		}

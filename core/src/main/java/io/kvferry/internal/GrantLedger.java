@@ -237,7 +237,12 @@ final class GrantLedger {
 
 	/** @return how far apart the header's chunks start: its stride, or its chunk length when it has one chunk */
 	static long stride(DataHeader h) {
-		return h.count() == 1 ? h.chunkLen() : h.dstStride();
+		return stride(h.chunkLen(), h.dstStride(), h.count());
+	}
+
+	/** @return how far apart a write's chunks start: {@code dstStride}, or {@code chunkLen} when it has one chunk */
+	static long stride(int chunkLen, long dstStride, int count) {
+		return count == 1 ? chunkLen : dstStride;
 	}
 
 	private BufferLedger buffer(RegionKind kind, int region) {

@@ -109,8 +109,7 @@ final class ScatterGather {
 	void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
 		if (length < 1 || length >= SMALL || dstOffset < 0 || dstOffset >= MAX_KEYED_OFFSET) {
 			flush();
-			out.send(new DataBlock(new DataHeader(room, RegionKind.KV, region, dstOffset, length, 0, 1), srcAddress,
-					0, gate));
+			out.send(Stripes.kvBlock(room, region, dstOffset, length, srcAddress, gate));
 			return;
 		}
 		add(room, RegionKind.KV, region, dstOffset, length, srcAddress, length, length);

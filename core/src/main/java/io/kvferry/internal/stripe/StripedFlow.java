@@ -8,10 +8,8 @@ import java.util.function.Consumer;
 
 import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
-import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
-import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 
@@ -93,8 +91,7 @@ public final class StripedFlow {
 	 */
 	public void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
 		if (length > Stripes.PIECE) {
-			send(new DataBlock(new DataHeader(room, RegionKind.KV, region, dstOffset, length, 0, 1), srcAddress, 0,
-					gate));
+			send(Stripes.kvBlock(room, region, dstOffset, length, srcAddress, gate));
 			return;
 		}
 		gathers[stripeFor(length)].sendKv(room, region, dstOffset, length, srcAddress);

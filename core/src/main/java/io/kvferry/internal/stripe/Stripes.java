@@ -7,6 +7,8 @@ import java.util.function.Consumer;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.SendGate;
 
 /**
  * Cuts data blocks into pieces that can be dealt across a session's stripes. A piece is a run of whole chunks of its
@@ -25,6 +27,11 @@ final class Stripes {
 	 * Hands {@code block} to {@code out} in pieces of at most {@code max} payload bytes (a single chunk longer than
 	 * that of a block of many chunks stays whole), in order.
 	 */
+	/** @return the one-chunk block of {@code length} contiguous bytes at {@code srcAddress} to a KV region's offset */
+	static DataBlock kvBlock(long room, int region, long dstOffset, int length, long srcAddress, SendGate gate) {
+		return new DataBlock(new DataHeader(room, RegionKind.KV, region, dstOffset, length, 0, 1), srcAddress, 0, gate);
+	}
+
 	static void cut(DataBlock block, int max, Consumer<DataBlock> out) {
 		DataHeader h = block.header();
 		if (h.payloadLength() <= max) {
