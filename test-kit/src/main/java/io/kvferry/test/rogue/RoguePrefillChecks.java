@@ -115,6 +115,12 @@ final class RoguePrefillChecks {
 					m.verified = false;
 				}
 			}
+			if (m.refuseNow != null && s != KVPoll.FAILED) {
+				// On virtual time decode read the write in the step that made it: a write outside the grant, or of
+				// bytes that landed before, is refused as it comes, not left for a later report's sums to catch.
+				world.violations.add(m + " is " + s + " after a write it must refuse at once: " + m.refuseNow);
+				m.refuseNow = null;
+			}
 			if (world.virtual() && m.mustSucceed && !m.aborted && s != KVPoll.SUCCESS) {
 				world.violations.add(m + " was finished honestly while every byte it was sent was granted and sent once, but"
 						+ " did not succeed: " + failure(m));

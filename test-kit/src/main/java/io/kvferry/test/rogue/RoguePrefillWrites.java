@@ -113,6 +113,10 @@ final class RoguePrefillWrites {
 				scatter(m, link, s, kind == Write.SCATTER_OVERLAPPING, buf, pos, a, b);
 				return;
 			}
+			case SCATTER_AGAIN -> {
+				scatterAgain(m, link, s, a);
+				return;
+			}
 			case DUPLICATE -> {
 				if (m.writes.isEmpty()) {
 					return;
@@ -199,6 +203,36 @@ final class RoguePrefillWrites {
 			pieces.add(new long[] { buf, (long) m.pages[pos] * world.itemLen + from, len,
 					kv(buf).itemAddress(srcPages[pos]) + from });
 		}
+		List<long[]> kept = ascending(pieces);
+		if (overlapping) {
+			long[] last = kept.get(kept.size() - 1);
+			kept.add(new long[] { last[0], last[1], last[2], last[3] });
+		}
+		scatter(m, link, stripe, kept, overlapping ? "the rogue scattered overlapping pieces" : null);
+	}
+
+	/**
+	 * Writes again, as pieces of one scatter frame, bytes the room's earlier one-chunk KV writes (of any kind of frame)
+	 * already wrote: pieces that are each granted, in order and apart from one another, whose only fault is that their
+	 * bytes landed before. With enough bytes left unwritten, such a frame keeps the byte counts consistent.
+	 */
+	private void scatterAgain(RoomModel m, RogueLink link, int stripe, int a) {
+		List<long[]> pieces = new ArrayList<>();
+		int n = 1 + Math.floorMod(a, 3);
+		for (int i = 0; i < m.writes.size() && pieces.size() < n; i++) {
+			RoomModel.Write w = m.writes.get(Math.floorMod(a + i, m.writes.size()));
+			DataHeader h = w.header();
+			if (h.kind() == RegionKind.KV && h.count() == 1) {
+				pieces.add(new long[] { h.region(), h.dstOffset(), h.chunkLen(), w.srcAddress() });
+			}
+		}
+		if (!pieces.isEmpty()) {
+			scatter(m, link, stripe, ascending(pieces), null);
+		}
+	}
+
+	/** @return the pieces in ascending order of buffer and offset, each one overlapping a piece before it left out */
+	private static List<long[]> ascending(List<long[]> pieces) {
 		pieces.sort((x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
 		List<long[]> kept = new ArrayList<>();
 		for (long[] p : pieces) {
@@ -207,10 +241,16 @@ final class RoguePrefillWrites {
 				kept.add(p);
 			}
 		}
-		if (overlapping) {
-			long[] last = kept.get(kept.size() - 1);
-			kept.add(new long[] { last[0], last[1], last[2], last[3] });
-		}
+		return kept;
+	}
+
+	/**
+	 * Sends {@code kept} ({buffer, offset, length, source address} each) as one scatter frame, counting each piece
+	 * against the room's grant as {@link #send} counts a write.
+	 *
+	 * @param bad why the frame as a whole is wrong, or null when only its pieces can make it so
+	 */
+	private void scatter(RoomModel m, RogueLink link, int stripe, List<long[]> kept, @Nullable String bad) {
 		int count = kept.size();
 		int[] regions = new int[count];
 		long[] offsets = new long[count];
@@ -224,9 +264,10 @@ final class RoguePrefillWrites {
 			src[i] = p[3];
 		}
 		ScatterHeader header = new ScatterHeader(m.id, RegionKind.KV, count, regions, offsets, lengths);
-		world.step("rogue scatters " + header + " on stripe " + stripe + " of " + m + (overlapping ? " (overlapping)" : ""));
+		world.step("rogue scatters " + header + " on stripe " + stripe + " of " + m + (bad == null ? "" : " (" + bad
+				+ ")"));
 		world.touched(m);
-		String wrong = overlapping ? "the rogue scattered overlapping pieces" : null;
+		String wrong = bad;
 		if ((m.fenced & 1 << stripe) != 0 || m.reported) {
 			m.clean = false;
 		}
@@ -234,11 +275,14 @@ final class RoguePrefillWrites {
 			RoomModel.Write w = new RoomModel.Write(stripe, header.piece(i), src[i], 0);
 			String piece = countGranted(m, w);
 			wrong = wrong != null ? wrong : piece;
+			if (bad == null) {
+				m.writes.add(w);
+			}
 			m.tally(w);
 		}
 		if (wrong != null) {
 			m.clean = false;
-			judged(m, stripe, wrong);
+			refused(m, stripe, wrong);
 			world.doom(Objects.requireNonNull(world.rogue.asked(m.id), "asked").session());
 		}
 		link.scatter(header, src);
@@ -262,7 +306,7 @@ final class RoguePrefillWrites {
 		}
 		if (wrong != null) {
 			m.clean = false;
-			judged(m, w.stripe(), wrong);
+			refused(m, w.stripe(), wrong);
 			if (bad != null) {
 				world.doom(Objects.requireNonNull(world.rogue.asked(m.id), "asked").session());
 			}
@@ -318,6 +362,17 @@ final class RoguePrefillWrites {
 			}
 		}
 		return runs;
+	}
+
+	/**
+	 * As {@link #judged}, for a write: decode refuses one as it reads it, so on virtual time the room must have failed
+	 * by the end of the step.
+	 */
+	private void refused(RoomModel m, int stripe, String why) {
+		judged(m, stripe, why);
+		if (world.virtual() && m.mustFail == why) {
+			m.refuseNow = why;
+		}
 	}
 
 	/**

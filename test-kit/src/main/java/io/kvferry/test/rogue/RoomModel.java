@@ -68,6 +68,8 @@ final class RoomModel {
 	int fenced;
 	// A frame was sent that decode must fail the room for: it may never succeed.
 	@Nullable String mustFail;
+	// Why decode must already have failed the room, on virtual time, once the step that wrote the frame settled.
+	@Nullable String refuseNow;
 	// The rogue finished the room honestly while it was clean: it must succeed.
 	boolean mustSucceed;
 
