@@ -229,14 +229,14 @@ final class ManyBench {
 		for (int i = 0; i < rooms; i++) {
 			staged.add(cluster.stage(firstRoom + i, pages[i] * shape.pageSize(), 1, new Random(i)));
 		}
-		long cpu0 = ProcessCpu.nanos();
+		ProcessCpu cpu0 = ProcessCpu.start();
 		long start = System.nanoTime();
 		Flux.fromIterable(staged)
 				.flatMap(room -> room.transfer().subscribeOn(Schedulers.parallel()), rooms)
 				.then()
 				.block();
 		long nanos = System.nanoTime() - start;
-		long cpu = ProcessCpu.nanos() - cpu0;
+		long cpu = cpu0.nanos();
 		List<RoomResult> results = new ArrayList<>(rooms);
 		for (StagedRoom room : staged) {
 			results.add(room.verify());

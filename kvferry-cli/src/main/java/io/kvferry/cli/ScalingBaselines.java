@@ -51,9 +51,9 @@ final class ScalingBaselines {
 		long[] run(int exchanges) {
 			zero(dst.buffer());
 			try {
-				long cpu0 = ProcessCpu.nanos();
+				ProcessCpu cpu0 = ProcessCpu.start();
 				long[] rtt = tcp.pingPong(src.buffer(), dst.buffer(), payload, exchanges);
-				long cpu = ProcessCpu.nanos() - cpu0;
+				long cpu = cpu0.nanos();
 				long at = dst.buffer().mismatch(src.buffer());
 				if (at >= 0) {
 					throw new IOException("the ping-pong moved wrong bytes (at " + at + ")");

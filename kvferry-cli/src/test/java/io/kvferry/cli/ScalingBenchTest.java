@@ -61,6 +61,10 @@ class ScalingBenchTest {
 		assertThat(smallest.get("pingpong_p50_us").asLong()).isPositive();
 		assertThat(smallest.get("rounds_cpu_us_per_room").asLong()).isPositive();
 		assertThat(smallest.get("cpu_ratio_to_pingpong").asDouble()).isPositive();
+		// Untimed rounds until the JIT compiler was quiet, at most 25; what it still ran in the timed ones beside.
+		assertThat(smallest.get("warmup_rounds").asInt()).isBetween(1, 25);
+		assertThat(smallest.get("rounds_jit_us_per_room").asLong()).isNotNegative()
+				.isLessThan(smallest.get("rounds_cpu_us_per_room").asLong());
 		assertThat(rows).containsExactly("rooms 1", "rooms 10", "rooms 100", "rooms 1000", "rooms 10000",
 				"room_bytes 65536", "room_bytes 1048576", "room_bytes 16777216", "room_bytes 268435456", "ranks 1",
 				"ranks 2", "ranks 4");
