@@ -27,7 +27,8 @@ final class ProcessCpu {
 
 	private final Map<String, Long> start;
 	private final long startTotal;
-	private long compiler;
+	// What each thread ran in the window, by its name, as the last nanos() read it.
+	private final Map<String, Long> ran = new HashMap<>();
 
 	private ProcessCpu(Map<String, Long> start, long startTotal) {
 		this.start = start;
@@ -40,7 +41,7 @@ final class ProcessCpu {
 		return new ProcessCpu(threads, threads == null ? total() : 0);
 	}
 
-	/** @return CPU nanoseconds the process spent since {@link #start()}; also takes {@link #compilerNanos()} */
+	/** @return CPU nanoseconds the process spent since {@link #start()}; also takes what each thread ran of it */
 	long nanos() {
 		if (start == null) {
 			return Math.max(0, total() - startTotal);
@@ -50,15 +51,12 @@ final class ProcessCpu {
 			return 0;
 		}
 		long sum = 0;
-		long jit = 0;
+		ran.clear();
 		for (Map.Entry<String, Long> e : now.entrySet()) {
-			long ran = e.getValue() - start.getOrDefault(e.getKey(), 0L);
-			sum += ran;
-			if (isCompiler(e.getKey())) {
-				jit += ran;
-			}
+			long delta = e.getValue() - start.getOrDefault(e.getKey(), 0L);
+			sum += delta;
+			ran.merge(name(e.getKey()), delta, Long::sum);
 		}
-		compiler = jit;
 		return Math.max(0, sum);
 	}
 
@@ -67,15 +65,26 @@ final class ProcessCpu {
 	 *         compiled, which a warm process no longer pays (0 where windows are not {@link #precise()})
 	 */
 	long compilerNanos() {
-		return compiler;
+		return ran.entrySet().stream().filter(e -> e.getKey().contains(COMPILER)).mapToLong(Map.Entry::getValue)
+				.sum();
 	}
 
-	private static boolean isCompiler(String tid) {
+	/**
+	 * @param prefix the start of the threads' names, as Linux keeps them (their first 15 characters)
+	 * @return of the CPU the last {@link #nanos()} read, what those threads ran (0 where windows are not
+	 *         {@link #precise()})
+	 */
+	long nanosOf(String prefix) {
+		return ran.entrySet().stream().filter(e -> e.getKey().startsWith(prefix)).mapToLong(Map.Entry::getValue)
+				.sum();
+	}
+
+	private static String name(String tid) {
 		try {
-			return Files.readString(TASKS.resolve(tid).resolve("comm")).contains(COMPILER);
+			return Files.readString(TASKS.resolve(tid).resolve("comm")).trim();
 		}
 		catch (IOException ended) {
-			return false;
+			return "";
 		}
 	}
 

@@ -61,6 +61,10 @@ final class ScalingBench {
 	// Untimed rounds of one-at-a-time rooms at most, until one where the JIT compiler ran at most this share of the CPU.
 	private static final int MAX_WARMUP_ROUNDS = 25;
 	private static final double QUIET_JIT = 0.02;
+	// The threads a room's CPU is split by, as Linux names them (their first 15 characters): both transports' event
+	// loops (kvferry-transport-N-M), and the Reactor parallel threads the rooms start on, as an engine's thread would.
+	private static final String TRANSPORT_THREADS = "kvferry-transpo";
+	private static final String ENGINE_THREADS = "parallel-";
 
 	private final ModelShape shape;
 	private final KVTransport prefillTransport;
@@ -183,6 +187,8 @@ final class ScalingBench {
 		int perRound = quick ? 400 : 1_000;
 		long[] rooms = new long[BASELINE_ROUNDS];
 		long[] jit = new long[BASELINE_ROUNDS];
+		long[] transport = new long[BASELINE_ROUNDS];
+		long[] engine = new long[BASELINE_ROUNDS];
 		long[] exchanges = new long[BASELINE_ROUNDS];
 		long[] p50 = new long[BASELINE_ROUNDS];
 		double[] ratios = new double[BASELINE_ROUNDS];
@@ -201,6 +207,8 @@ final class ScalingBench {
 				Batch b = batch(cluster, one, perRound, 1, i -> pages, true);
 				rooms[r] = b.cpuNanos / perRound;
 				jit[r] = b.jitNanos / perRound;
+				transport[r] = b.transportNanos / perRound;
+				engine[r] = b.engineNanos / perRound;
 				long[] exchange = pp.run(perRound);
 				exchanges[r] = exchange[0];
 				p50[r] = exchange[1];
@@ -213,6 +221,8 @@ final class ScalingBench {
 		row.put("pingpong_p50_us", Math.round(TcpBaseline.median(p50) / 1e3));
 		row.put("rounds_cpu_us_per_room", Math.round(TcpBaseline.median(rooms) / 1e3));
 		row.put("rounds_jit_us_per_room", Math.round(TcpBaseline.median(jit) / 1e3));
+		row.put("rounds_transport_cpu_us_per_room", Math.round(TcpBaseline.median(transport) / 1e3));
+		row.put("rounds_engine_cpu_us_per_room", Math.round(TcpBaseline.median(engine) / 1e3));
 		row.put("cpu_ratio_to_pingpong", BenchCommand.round(ratios[BASELINE_ROUNDS / 2]));
 	}
 
@@ -292,7 +302,7 @@ final class ScalingBench {
 
 	/** What one batch measured. */
 	private record Batch(int rooms, int concurrency, long bytes, long nanos, long[] latencies, long cpuNanos,
-			long jitNanos, long threadCpuNanos, long allocated, long heapPeak, long directPeak, long poolPeak) {
+			long jitNanos, long transportNanos, long engineNanos, long threadCpuNanos, long allocated, long heapPeak, long directPeak, long poolPeak) {
 
 		double gbps() {
 			return bytes / (double) nanos;
@@ -352,6 +362,8 @@ final class ScalingBench {
 		long allocated = BenchCommand.allocatedBytes() - allocBefore;
 		long cpuNanos = cpuBefore.nanos();
 		long jitNanos = cpuBefore.compilerNanos();
+		long transportNanos = cpuBefore.nanosOf(TRANSPORT_THREADS);
+		long engineNanos = cpuBefore.nanosOf(ENGINE_THREADS);
 		long threadCpuNanos = threadCpu() - threadCpuBefore;
 		sampler.dispose();
 		timer.dispose();
@@ -374,7 +386,7 @@ final class ScalingBench {
 			}
 		}
 		return new Batch(rooms, concurrency, bytes, nanos, Arrays.copyOf(latencies, k), cpuNanos, jitNanos,
-				threadCpuNanos,
+				transportNanos, engineNanos, threadCpuNanos,
 				allocated, Math.max(0, heapPeak.get() - heapBefore), Math.max(0, directPeak.get() - directBefore),
 				poolPeak.get());
 	}

@@ -42,6 +42,8 @@ class ProcessCpuTest {
 		read.countDown();
 		t.join();
 		assertThat(cpu).isGreaterThanOrEqualTo(spun.get());
+		// Linux keeps a thread's name to 15 characters: "process-cpu-tes".
+		assertThat(window.nanosOf("process-cpu")).as("that thread's share, by its name").isBetween(spun.get(), cpu);
 	}
 
 	private static void awaitQuietly(CountDownLatch latch) {

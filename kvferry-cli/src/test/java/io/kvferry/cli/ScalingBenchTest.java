@@ -65,6 +65,12 @@ class ScalingBenchTest {
 		assertThat(smallest.get("warmup_rounds").asInt()).isBetween(1, 25);
 		assertThat(smallest.get("rounds_jit_us_per_room").asLong()).isNotNegative()
 				.isLessThan(smallest.get("rounds_cpu_us_per_room").asLong());
+		// Both transports' loops and the threads the rooms start on ran some of it, together no more than all of it.
+		long transport = smallest.get("rounds_transport_cpu_us_per_room").asLong();
+		long engine = smallest.get("rounds_engine_cpu_us_per_room").asLong();
+		assertThat(transport).isPositive();
+		assertThat(engine).isPositive();
+		assertThat(transport + engine).isLessThanOrEqualTo(smallest.get("rounds_cpu_us_per_room").asLong() + 1);
 		assertThat(rows).containsExactly("rooms 1", "rooms 10", "rooms 100", "rooms 1000", "rooms 10000",
 				"room_bytes 65536", "room_bytes 1048576", "room_bytes 16777216", "room_bytes 268435456", "ranks 1",
 				"ranks 2", "ranks 4");
