@@ -23,15 +23,15 @@ final class Stripes {
 	private Stripes() {
 	}
 
-	/**
-	 * Hands {@code block} to {@code out} in pieces of at most {@code max} payload bytes (a single chunk longer than
-	 * that of a block of many chunks stays whole), in order.
-	 */
 	/** @return the one-chunk block of {@code length} contiguous bytes at {@code srcAddress} to a KV region's offset */
 	static DataBlock kvBlock(long room, int region, long dstOffset, int length, long srcAddress, SendGate gate) {
 		return new DataBlock(new DataHeader(room, RegionKind.KV, region, dstOffset, length, 0, 1), srcAddress, 0, gate);
 	}
 
+	/**
+	 * Hands {@code block} to {@code out} in pieces of at most {@code max} payload bytes (a single chunk longer than
+	 * that of a block of many chunks stays whole), in order.
+	 */
 	static void cut(DataBlock block, int max, Consumer<DataBlock> out) {
 		DataHeader h = block.header();
 		if (h.payloadLength() <= max) {
