@@ -182,8 +182,8 @@ final class BenchCommand implements Callable<Integer> {
 
 	@Option(names = "--json", description = "Print the figures as one JSON object on stdout: bulk {gbps, "
 			+ "baseline_gbps, ratio, baseline2_gbps, ratio2, wire_gbps, wire_ratio, ...}, small {p50_us, "
-			+ "decode_p50_us, baseline_p50_us, loop_baseline_p50_us, ratio, decode_ratio, loop_ratio, "
-			+ "decode_ratio_to_loop}, small_8 {...}, many {rooms, gbps, baseline_gbps, ratio, failures, "
+			+ "decode_p50_us, baseline_p50_us, loop_baseline_p50_us, loop_verdict_p50_us, ratio, decode_ratio, "
+			+ "loop_ratio, decode_ratio_to_loop, ratio_to_loop_verdict}, small_8 {...}, many {rooms, gbps, baseline_gbps, ratio, failures, "
 			+ "ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
 			+ "pieces, failures, ..., tp2 {...}}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, "
 			+ "scaling [...] (with --scaling), ucx [{tls, transport, bulk, small, many, tiny_pages, "

@@ -99,6 +99,13 @@ final class BenchTable {
 						s.get("loop_baseline_p50_us").asDouble(), s.get("decode_ratio_to_loop").asDouble(),
 						s.get("loop_ratio").asDouble()));
 				spreadLine(sb, s.get("decode_ratio_to_loop_spread"));
+				if (s.has("loop_verdict_p50_us")) {
+					sb.append(String.format(Locale.ROOT,
+							"  %-28s %11.0f us %11.0f us %8.2f   (event-loop ping-pong with a verdict)%n",
+							"  until both completed", s.get("p50_us").asDouble(),
+							s.get("loop_verdict_p50_us").asDouble(), s.get("ratio_to_loop_verdict").asDouble()));
+					spreadLine(sb, s.get("ratio_to_loop_verdict_spread"));
+				}
 			}
 		}
 		if (r.has("many")) {

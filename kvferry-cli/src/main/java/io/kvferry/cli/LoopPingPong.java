@@ -38,8 +38,14 @@ import io.netty.channel.socket.nio.NioSocketChannel;
  * payload in one write of the source; the near event loop reads the answer straight into the destination (each read
  * lands in a view of it, no copy) and completes the caller's future, which wakes the caller. Each side has its own
  * event loop, as a decode and a prefill rank have theirs. What it costs beyond the blocking ping-pong is the event-loop
- * model's share of a room's time (two more thread hand-offs per round trip), not any library's. Not thread-safe; one
- * round trip at a time.
+ * model's share of a room's time (two more thread hand-offs per round trip), not any library's.
+ * <p>
+ * {@linkplain #withVerdict With a verdict} it is the least a room whose receiver judges it can be: once the answer
+ * landed whole, the near event loop sends a 64-byte verdict back, and the round ends when the far event loop read it,
+ * as a room ends when prefill learned of decode's Success. Three one-way trips, the caller's hand-off and its wake-up:
+ * what no design that keeps the verdict on the receiving side and never blocks an event loop can do without.
+ * <p>
+ * Not thread-safe; one round trip at a time.
  */
 final class LoopPingPong implements AutoCloseable {
 
@@ -52,14 +58,19 @@ final class LoopPingPong implements AutoCloseable {
 	private final Channel server;
 	private final Channel client;
 	private final Answer answer;
-	private final ByteBuf request = Unpooled.directBuffer(REQUEST_SIZE).writeZero(REQUEST_SIZE);
+	private final Verdicts verdicts;
+	// The request, and with verdicts the verdict too: 64 bytes whose content nobody reads.
+	private final ByteBuf request;
 
-	private LoopPingPong(EventLoopGroup near, EventLoopGroup far, Channel server, Channel client, Answer answer) {
+	private LoopPingPong(EventLoopGroup near, EventLoopGroup far, Channel server, Channel client, Answer answer,
+			Verdicts verdicts, ByteBuf request) {
 		this.near = near;
 		this.far = far;
 		this.server = server;
 		this.client = client;
 		this.answer = answer;
+		this.verdicts = verdicts;
+		this.request = request;
 	}
 
 	/**
@@ -67,12 +78,26 @@ final class LoopPingPong implements AutoCloseable {
 	 * {@code payload} bytes of {@code src}.
 	 */
 	static LoopPingPong open(ByteBuffer src, int payload) throws InterruptedException {
+		return open(src, payload, false);
+	}
+
+	/**
+	 * As {@link #open}, and each round trip ends only once the far event loop read the near one's verdict on the
+	 * whole answer.
+	 */
+	static LoopPingPong withVerdict(ByteBuffer src, int payload) throws InterruptedException {
+		return open(src, payload, true);
+	}
+
+	private static LoopPingPong open(ByteBuffer src, int payload, boolean verdict) throws InterruptedException {
 		boolean epoll = Epoll.isAvailable();
 		IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
 		EventLoopGroup near = new MultiThreadIoEventLoopGroup(1, io);
 		EventLoopGroup far = new MultiThreadIoEventLoopGroup(1, io);
+		ByteBuf request = Unpooled.directBuffer(REQUEST_SIZE).writeZero(REQUEST_SIZE);
 		try {
 			ByteBuf source = Unpooled.wrappedBuffer(src.duplicate().clear().limit(payload));
+			Verdicts verdicts = new Verdicts(verdict);
 			Class<? extends ServerChannel> serverType = epoll ? EpollServerSocketChannel.class
 					: NioServerSocketChannel.class;
 			Channel server = new ServerBootstrap().group(far).channel(serverType)
@@ -80,19 +105,20 @@ final class LoopPingPong implements AutoCloseable {
 					.childHandler(new ChannelInitializer<SocketChannel>() {
 						@Override
 						protected void initChannel(SocketChannel ch) {
-							ch.pipeline().addLast(new Pong(source));
+							ch.pipeline().addLast(new Pong(source, verdicts));
 						}
 					}).bind("127.0.0.1", 0).sync().channel();
-			Answer answer = new Answer(payload);
+			Answer answer = new Answer(payload, verdict ? request : null);
 			Channel client = new Bootstrap().group(near)
 					.channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
 					.option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.ALLOCATOR, answer)
 					.handler(answer.handler()).connect(server.localAddress()).sync().channel();
 			// The listening socket stays open until the end: a connection still in its accept queue when it closed
 			// would be reset (connect completes with the handshake, before the far loop accepted it).
-			return new LoopPingPong(near, far, server, client, answer);
+			return new LoopPingPong(near, far, server, client, answer, verdicts, request);
 		}
 		catch (InterruptedException | RuntimeException e) {
+			request.release();
 			near.shutdownGracefully(0, 1, TimeUnit.SECONDS);
 			far.shutdownGracefully(0, 1, TimeUnit.SECONDS);
 			throw e;
@@ -100,18 +126,26 @@ final class LoopPingPong implements AutoCloseable {
 	}
 
 	/**
-	 * @return nanoseconds from handing the request over to the last byte of the answer in {@code dst}
-	 * @throws IOException when the answer did not come whole within {@link #ANSWER_TIMEOUT}, or the connection failed
+	 * @return nanoseconds from handing the request over to the last byte of the answer in {@code dst}, or with a
+	 *         verdict to the far side's reading it
+	 * @throws IOException when the round did not end within {@link #ANSWER_TIMEOUT}, or the connection failed
 	 */
 	long ping(ByteBuffer dst) throws IOException {
 		CompletableFuture<Void> done = new CompletableFuture<>();
+		CompletableFuture<Void> end = verdicts.expected ? verdicts.expect() : done;
 		long start = System.nanoTime();
 		client.eventLoop().execute(() -> {
 			answer.expect(dst, done);
 			client.writeAndFlush(request.retainedDuplicate());
 		});
+		// A failed answer sends no verdict: its failure ends the wait.
+		done.whenComplete((v, e) -> {
+			if (e != null) {
+				end.completeExceptionally(e);
+			}
+		});
 		try {
-			done.get(ANSWER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+			end.get(ANSWER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
 		}
 		catch (TimeoutException e) {
 			throw new IOException("the event-loop ping-pong's answer did not arrive whole within "
@@ -136,13 +170,42 @@ final class LoopPingPong implements AutoCloseable {
 		request.release();
 	}
 
-	/** The far side: answers each whole request with the payload (a view of the source, whose memory it never frees). */
+	/**
+	 * Where the far side reports the verdicts it read: the round in flight's future, set by the caller before it
+	 * hands the request over and completed on the far event loop.
+	 */
+	private static final class Verdicts {
+		final boolean expected;
+		private volatile CompletableFuture<Void> round = CompletableFuture.completedFuture(null);
+
+		Verdicts(boolean expected) {
+			this.expected = expected;
+		}
+
+		CompletableFuture<Void> expect() {
+			CompletableFuture<Void> r = new CompletableFuture<>();
+			round = r;
+			return r;
+		}
+
+		void read() {
+			round.complete(null);
+		}
+	}
+
+	/**
+	 * The far side: answers each whole request with the payload (a view of the source, whose memory it never frees);
+	 * with verdicts, the 64-byte messages alternate between a request and the verdict on its answer.
+	 */
 	private static final class Pong extends ChannelInboundHandlerAdapter {
 		private final ByteBuf source;
+		private final Verdicts verdicts;
 		private int received;
+		private long messages;
 
-		Pong(ByteBuf source) {
+		Pong(ByteBuf source, Verdicts verdicts) {
 			this.source = source;
+			this.verdicts = verdicts;
 		}
 
 		@Override
@@ -151,7 +214,12 @@ final class LoopPingPong implements AutoCloseable {
 			received += in.readableBytes();
 			in.release();
 			for (; received >= REQUEST_SIZE; received -= REQUEST_SIZE) {
-				ctx.write(source.retainedDuplicate());
+				if (verdicts.expected && (messages++ & 1) == 1) {
+					verdicts.read();
+				}
+				else {
+					ctx.write(source.retainedDuplicate());
+				}
 			}
 			ctx.flush();
 		}
@@ -164,14 +232,17 @@ final class LoopPingPong implements AutoCloseable {
 	 */
 	private static final class Answer extends AbstractByteBufAllocator {
 		private final int payload;
+		// The message the near side sends once the answer landed whole; null without verdicts.
+		private final ByteBuf verdict;
 		// Both used on the near event loop only.
 		private ByteBuffer dst = ByteBuffer.allocateDirect(0);
 		private int landed;
 		private CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
 
-		Answer(int payload) {
+		Answer(int payload, ByteBuf verdict) {
 			super(true);
 			this.payload = payload;
+			this.verdict = verdict;
 		}
 
 		void expect(ByteBuffer dst, CompletableFuture<Void> done) {
@@ -201,7 +272,7 @@ final class LoopPingPong implements AutoCloseable {
 		}
 
 		/** The handler's part, as an inbound adapter delegating here; see {@link #handler}. */
-		void read(ByteBuf in) {
+		void read(ChannelHandlerContext ctx, ByteBuf in) {
 			int n = in.readableBytes();
 			in.release();
 			landed += n;
@@ -210,6 +281,9 @@ final class LoopPingPong implements AutoCloseable {
 						+ " bytes, more than the " + payload + " asked"));
 			}
 			else if (landed == payload) {
+				if (verdict != null) {
+					ctx.writeAndFlush(verdict.retainedDuplicate(), ctx.voidPromise());
+				}
 				done.complete(null);
 			}
 		}
@@ -218,7 +292,7 @@ final class LoopPingPong implements AutoCloseable {
 			return new ChannelInboundHandlerAdapter() {
 				@Override
 				public void channelRead(ChannelHandlerContext ctx, Object msg) {
-					read((ByteBuf) msg);
+					read(ctx, (ByteBuf) msg);
 				}
 
 				@Override

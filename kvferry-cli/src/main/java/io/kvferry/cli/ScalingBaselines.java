@@ -21,10 +21,14 @@ final class ScalingBaselines {
 	private ScalingBaselines() {
 	}
 
-	/** A 64-byte request answered by {@code payload} bytes, between two threads over loopback. */
+	/**
+	 * A 64-byte request answered by {@code payload} bytes over loopback: between two blocked threads, and between two
+	 * event loops with the asker's verdict sent back ({@link LoopPingPong#withVerdict}), a room's three trips.
+	 */
 	static final class PingPong implements AutoCloseable {
 
 		private final TcpBaseline tcp;
+		private final LoopPingPong verdict;
 		private final CleanableDirectBuffer src;
 		private final CleanableDirectBuffer dst;
 		private final int payload;
@@ -34,29 +38,61 @@ final class ScalingBaselines {
 			this.src = PlatformDependent.allocateDirect(payload);
 			this.dst = PlatformDependent.allocateDirect(payload);
 			TcpBaseline.fill(src.buffer(), 5);
+			TcpBaseline t = null;
 			try {
-				this.tcp = TcpBaseline.open();
+				t = TcpBaseline.open();
+				this.verdict = LoopPingPong.withVerdict(src.buffer(), payload);
 			}
 			catch (IOException e) {
-				close();
+				release(new TcpBaseline[] { t }, src, dst);
 				throw new UncheckedIOException(e);
 			}
+			catch (InterruptedException e) {
+				Thread.currentThread().interrupt();
+				release(new TcpBaseline[] { t }, src, dst);
+				throw new IllegalStateException("interrupted while connecting the event-loop ping-pong", e);
+			}
+			this.tcp = t;
 		}
 
 		/**
-		 * @param exchanges round trips, one at a time
+		 * @param exchanges round trips between the blocked threads, one at a time
 		 * @return process CPU nanoseconds per round trip and the round trips' median nanoseconds, in that order
 		 * @throws UncheckedIOException when a round trip failed or moved wrong bytes
 		 */
 		long[] run(int exchanges) {
+			return measure(exchanges, "the ping-pong", () -> tcp.pingPong(src.buffer(), dst.buffer(), payload,
+					exchanges));
+		}
+
+		/**
+		 * @param exchanges rounds between the event loops, each ended by the verdict, one at a time
+		 * @return process CPU nanoseconds per round and the rounds' median nanoseconds, in that order
+		 * @throws UncheckedIOException when a round failed or moved wrong bytes
+		 */
+		long[] runWithVerdict(int exchanges) {
+			return measure(exchanges, "the event-loop ping-pong with a verdict", () -> {
+				long[] rounds = new long[exchanges];
+				for (int i = 0; i < exchanges; i++) {
+					rounds[i] = verdict.ping(dst.buffer());
+				}
+				return rounds;
+			});
+		}
+
+		private interface Rounds {
+			long[] run() throws IOException;
+		}
+
+		private long[] measure(int exchanges, String what, Rounds rounds) {
 			zero(dst.buffer());
 			try {
 				ProcessCpu cpu0 = ProcessCpu.start();
-				long[] rtt = tcp.pingPong(src.buffer(), dst.buffer(), payload, exchanges);
+				long[] rtt = rounds.run();
 				long cpu = cpu0.nanos();
 				long at = dst.buffer().mismatch(src.buffer());
 				if (at >= 0) {
-					throw new IOException("the ping-pong moved wrong bytes (at " + at + ")");
+					throw new IOException(what + " moved wrong bytes (at " + at + ")");
 				}
 				return new long[] { cpu / exchanges, TcpBaseline.median(rtt) };
 			}
@@ -67,6 +103,7 @@ final class ScalingBaselines {
 
 		@Override
 		public void close() {
+			verdict.close();
 			release(new TcpBaseline[] { tcp }, src, dst);
 		}
 	}

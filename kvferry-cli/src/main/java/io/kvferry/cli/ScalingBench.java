@@ -178,7 +178,8 @@ final class ScalingBench {
 
 	/**
 	 * Holds the smallest rooms one at a time against a ping-pong of their bytes, in turn: rounds of rooms (their bytes
-	 * written before and checked after the clock, as the ping-pong writes and checks none) and of round trips, CPU per
+	 * written before and checked after the clock, as the ping-pong writes and checks none), of round trips between
+	 * blocked threads and of the event loops' ping-pong with a verdict (a room's three trips and nothing else), CPU per
 	 * room against CPU per round trip, medians of the rounds. Rooms first run untimed rounds until the JIT compiler
 	 * is quiet: tens of thousands of rooms into a run it still compiles the rooms' code at times, for up to as much CPU
 	 * as the rooms' own, which is the process warming up, not what a room costs.
@@ -191,9 +192,13 @@ final class ScalingBench {
 		long[] engine = new long[BASELINE_ROUNDS];
 		long[] exchanges = new long[BASELINE_ROUNDS];
 		long[] p50 = new long[BASELINE_ROUNDS];
+		long[] verdicts = new long[BASELINE_ROUNDS];
+		long[] verdictP50 = new long[BASELINE_ROUNDS];
 		double[] ratios = new double[BASELINE_ROUNDS];
+		double[] verdictRatios = new double[BASELINE_ROUNDS];
 		try (ScalingBaselines.PingPong pp = new ScalingBaselines.PingPong(Math.toIntExact(row.get("value").asLong()))) {
-			pp.run(perRound); // warm-up, not reported
+			pp.run(perRound); // warm-ups, not reported
+			pp.runWithVerdict(perRound);
 			int warm = 0;
 			while (warm < MAX_WARMUP_ROUNDS) {
 				warm++;
@@ -213,9 +218,14 @@ final class ScalingBench {
 				exchanges[r] = exchange[0];
 				p50[r] = exchange[1];
 				ratios[r] = rooms[r] / (double) Math.max(1, exchanges[r]);
+				long[] verdict = pp.runWithVerdict(perRound);
+				verdicts[r] = verdict[0];
+				verdictP50[r] = verdict[1];
+				verdictRatios[r] = rooms[r] / (double) Math.max(1, verdicts[r]);
 			}
 		}
 		Arrays.sort(ratios);
+		Arrays.sort(verdictRatios);
 		row.put("pingpong_rounds", BASELINE_ROUNDS);
 		row.put("pingpong_cpu_us", Math.round(TcpBaseline.median(exchanges) / 1e3));
 		row.put("pingpong_p50_us", Math.round(TcpBaseline.median(p50) / 1e3));
@@ -224,6 +234,9 @@ final class ScalingBench {
 		row.put("rounds_transport_cpu_us_per_room", Math.round(TcpBaseline.median(transport) / 1e3));
 		row.put("rounds_engine_cpu_us_per_room", Math.round(TcpBaseline.median(engine) / 1e3));
 		row.put("cpu_ratio_to_pingpong", BenchCommand.round(ratios[BASELINE_ROUNDS / 2]));
+		row.put("loop_verdict_cpu_us", Math.round(TcpBaseline.median(verdicts) / 1e3));
+		row.put("loop_verdict_p50_us", Math.round(TcpBaseline.median(verdictP50) / 1e3));
+		row.put("cpu_ratio_to_loop_verdict", BenchCommand.round(verdictRatios[BASELINE_ROUNDS / 2]));
 	}
 
 	private void ranks(ArrayNode rows) {

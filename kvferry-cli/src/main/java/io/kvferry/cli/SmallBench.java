@@ -18,7 +18,8 @@ import io.netty.util.internal.PlatformDependent;
  * between two blocked threads and against the same ping-pong between two event loops ({@link LoopPingPong}), a room
  * and a round trip of each in turn after a warm-up. A room is timed twice: until both sides completed (prefill learns
  * of decode's Success a trip after decode had every byte) and until decode completed, which is what a ping-pong's
- * round trip is (the asker holds the answer).
+ * round trip is (the asker holds the answer). Both sides' completion is held against the event-loop ping-pong with a
+ * verdict ({@link LoopPingPong#withVerdict}), which makes the same three trips as a room and nothing else.
  */
 final class SmallBench {
 
@@ -33,8 +34,10 @@ final class SmallBench {
 	 * @param warmup untimed rooms for this long (20 at least) before the timed ones
 	 * @param check fails the bench for a room that failed or did not verify
 	 * @return the small rooms' figures: pages, bytes, p50_us (both sides done), decode_p50_us, baseline_p50_us,
-	 *         loop_baseline_p50_us, ratio (p50 over baseline), decode_ratio, loop_ratio (the event loops' ping-pong
-	 *         over the blocked threads'), decode_ratio_to_loop, and the spreads of ratio and decode_ratio_to_loop
+	 *         loop_baseline_p50_us, loop_verdict_p50_us, ratio (p50 over baseline), decode_ratio, loop_ratio (the
+	 *         event loops' ping-pong over the blocked threads'), decode_ratio_to_loop, ratio_to_loop_verdict (p50 over
+	 *         the event loops' ping-pong with a verdict), and the spreads of ratio, decode_ratio_to_loop and
+	 *         ratio_to_loop_verdict
 	 */
 	static ObjectNode run(KVCluster pair, ModelShape shape, int pages, long pageBytes, int smallIterations,
 			Duration warmup, UnaryOperator<RoomResult> check) throws IOException {
@@ -51,15 +54,18 @@ final class SmallBench {
 		long[] decodeLatencies = new long[smallIterations];
 		long[] baselines = new long[smallIterations];
 		long[] loopBaselines = new long[smallIterations];
+		long[] verdictBaselines = new long[smallIterations];
 		CleanableDirectBuffer src = PlatformDependent.allocateDirect(payload);
 		CleanableDirectBuffer dst = PlatformDependent.allocateDirect(payload);
-		try (TcpBaseline tcp = TcpBaseline.open(); LoopPingPong loop = LoopPingPong.open(src.buffer(), payload)) {
+		try (TcpBaseline tcp = TcpBaseline.open(); LoopPingPong loop = LoopPingPong.open(src.buffer(), payload);
+				LoopPingPong verdict = LoopPingPong.withVerdict(src.buffer(), payload)) {
 			TcpBaseline.PingPong pingPong = tcp.pingPong(src.buffer(), payload, WARMUP_ROOMS + smallIterations);
 			for (int i = 0; i < WARMUP_ROOMS; i++) {
 				pingPong.ping(dst.buffer());
 				loop.ping(dst.buffer());
+				verdict.ping(dst.buffer());
 			}
-			// A room, then a round trip of each ping-pong, and so on: all three meet the same machine.
+			// A room, then a round trip of each ping-pong, and so on: all four meet the same machine.
 			for (int i = 0; i < smallIterations; i++) {
 				StagedRoom staged = pair.stage(room++, tokens, 1, random);
 				staged.transfer().block();
@@ -67,6 +73,7 @@ final class SmallBench {
 				decodeLatencies[i] = staged.decodeLatencyNanos();
 				baselines[i] = pingPong.ping(dst.buffer());
 				loopBaselines[i] = loop.ping(dst.buffer());
+				verdictBaselines[i] = verdict.ping(dst.buffer());
 			}
 			pingPong.finish();
 		}
@@ -82,6 +89,7 @@ final class SmallBench {
 		double decodeP50 = TcpBaseline.median(decodeLatencies) / 1e3;
 		double baseline = TcpBaseline.median(baselines) / 1e3;
 		double loopBaseline = TcpBaseline.median(loopBaselines) / 1e3;
+		double verdictBaseline = TcpBaseline.median(verdictBaselines) / 1e3;
 		ObjectNode o = BenchCommand.JSON.createObjectNode();
 		o.put("pages", pages);
 		o.put("bytes", payload);
@@ -89,12 +97,15 @@ final class SmallBench {
 		o.put("decode_p50_us", BenchCommand.round(decodeP50));
 		o.put("baseline_p50_us", BenchCommand.round(baseline));
 		o.put("loop_baseline_p50_us", BenchCommand.round(loopBaseline));
+		o.put("loop_verdict_p50_us", BenchCommand.round(verdictBaseline));
 		o.put("ratio", BenchCommand.round(p50 / baseline));
 		o.set("ratio_spread", RoundSpread.ofLatencies(latencies, baselines, SPREAD_BLOCKS));
 		o.put("decode_ratio", BenchCommand.round(decodeP50 / baseline));
 		o.put("loop_ratio", BenchCommand.round(loopBaseline / baseline));
 		o.put("decode_ratio_to_loop", BenchCommand.round(decodeP50 / loopBaseline));
 		o.set("decode_ratio_to_loop_spread", RoundSpread.ofLatencies(decodeLatencies, loopBaselines, SPREAD_BLOCKS));
+		o.put("ratio_to_loop_verdict", BenchCommand.round(p50 / verdictBaseline));
+		o.set("ratio_to_loop_verdict_spread", RoundSpread.ofLatencies(latencies, verdictBaselines, SPREAD_BLOCKS));
 		return o;
 	}
 }

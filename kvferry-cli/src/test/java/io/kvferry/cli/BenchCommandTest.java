@@ -70,6 +70,9 @@ class BenchCommandTest {
 			assertThat(small.get("loop_baseline_p50_us").asDouble()).as(key).isPositive();
 			assertThat(small.get("loop_ratio").asDouble()).as(key).isPositive();
 			assertThat(small.get("decode_ratio_to_loop").asDouble()).as(key).isPositive();
+			// Against the event loops' ping-pong that makes a room's three trips and nothing else.
+			assertThat(small.get("loop_verdict_p50_us").asDouble()).as(key).isPositive();
+			assertThat(small.get("ratio_to_loop_verdict").asDouble()).as(key).isPositive();
 		}
 		assertThat(j.get("small").get("pages").asInt()).isEqualTo(1);
 		assertThat(j.get("small_8").get("pages").asInt()).isEqualTo(8);
@@ -97,6 +100,7 @@ class BenchCommandTest {
 		assertSpread(tiny.get("tp2").get("ratio_to_pump_spread"), 1);
 		assertSpread(j.get("small").get("ratio_spread"), 3);
 		assertSpread(j.get("small").get("decode_ratio_to_loop_spread"), 3);
+		assertSpread(j.get("small").get("ratio_to_loop_verdict_spread"), 3);
 		assertThat(j.get("noisy").isArray()).isTrue();
 		assertThat(j.has("scaling")).isFalse();
 		assertThat(j.get("alloc_bytes_per_mb").isNumber()).isTrue();

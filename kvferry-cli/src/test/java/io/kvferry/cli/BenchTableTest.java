@@ -9,12 +9,13 @@ import org.junit.jupiter.api.Test;
 class BenchTableTest {
 
 	@Test
-	void aSmallRowShowsTheRoomAgainstBothPingPongsAndTheHeaderNamesTheCongestionControl() throws Exception {
+	void aSmallRowShowsTheRoomAgainstEachPingPongAndTheHeaderNamesTheCongestionControl() throws Exception {
 		ObjectNode result = (ObjectNode) BenchCommand.JSON.readTree("""
 				{"tcp_congestion_control": "bbr",
 				 "small": {"pages": 1, "bytes": 2097152, "p50_us": 1606.3, "decode_p50_us": 1601.8,
 				           "baseline_p50_us": 783.2, "loop_baseline_p50_us": 1069.2, "ratio": 2.05,
-				           "decode_ratio": 2.045, "loop_ratio": 1.365, "decode_ratio_to_loop": 1.498}}
+				           "decode_ratio": 2.045, "loop_ratio": 1.365, "decode_ratio_to_loop": 1.498,
+				           "loop_verdict_p50_us": 1204.9, "ratio_to_loop_verdict": 1.333}}
 				""");
 		((ObjectNode) result.get("small")).set("ratio_spread", RoundSpread.ofLatencies(new long[] { 1600, 1610, 1620 },
 				new long[] { 780, 790, 800 }, 3));
@@ -24,5 +25,7 @@ class BenchTableTest {
 				+ "\\(TCP ping-pong\\)$");
 		assertThat(table).containsPattern("(?m)^    until decode completed +1602 us +1069 us +1\\.50   "
 				+ "\\(event-loop ping-pong, 1\\.37 of TCP's\\)$");
+		assertThat(table).containsPattern("(?m)^    until both completed +1606 us +1205 us +1\\.33   "
+				+ "\\(event-loop ping-pong with a verdict\\)$");
 	}
 }

@@ -36,6 +36,31 @@ class LoopPingPongTest {
 	}
 
 	@Test
+	void withAVerdictEveryRoundEndsOnceTheFarSideReadItAndOnlyTheRequestsAreAnswered() throws Exception {
+		int payload = 65536 + 17;
+		ByteBuffer src = ByteBuffer.allocateDirect(payload);
+		for (int i = 0; i < payload; i++) {
+			src.put(i, (byte) (i * 13 + 1));
+		}
+		ByteBuffer dst = ByteBuffer.allocateDirect(payload + 64);
+		try (LoopPingPong loop = LoopPingPong.withVerdict(src, payload)) {
+			// Were a verdict taken for a request, its answer would land in the next round's destination ahead of
+			// that round's own answer, and the round would see more bytes than it asked: every round checks both.
+			for (int round = 0; round < 5; round++) {
+				for (int i = 0; i < dst.capacity(); i++) {
+					dst.put(i, (byte) 0);
+				}
+				// Without the verdict the round never ends: ping says so after its timeout instead of returning.
+				assertThat(loop.ping(dst)).isPositive();
+				assertThat(dst.duplicate().clear().limit(payload)).isEqualTo(src.duplicate().clear().limit(payload));
+				for (int i = payload; i < dst.capacity(); i++) {
+					assertThat(dst.get(i)).isZero();
+				}
+			}
+		}
+	}
+
+	@Test
 	void aFreshPingPongServesItsFirstRoundTripEveryTime() throws Exception {
 		// Its connect completes with the handshake, before the far loop accepted the connection: the listener must
 		// outlive that accept, or the connection is reset before it ever carried a byte.

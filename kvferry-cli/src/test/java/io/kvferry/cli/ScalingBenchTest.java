@@ -61,6 +61,10 @@ class ScalingBenchTest {
 		assertThat(smallest.get("pingpong_p50_us").asLong()).isPositive();
 		assertThat(smallest.get("rounds_cpu_us_per_room").asLong()).isPositive();
 		assertThat(smallest.get("cpu_ratio_to_pingpong").asDouble()).isPositive();
+		// The event loops' ping-pong with a verdict, a room's three trips, in turn with the rooms.
+		assertThat(smallest.get("loop_verdict_cpu_us").asLong()).isPositive();
+		assertThat(smallest.get("loop_verdict_p50_us").asLong()).isPositive();
+		assertThat(smallest.get("cpu_ratio_to_loop_verdict").asDouble()).isPositive();
 		// Untimed rounds until the JIT compiler was quiet, at most 25; what it still ran in the timed ones beside.
 		assertThat(smallest.get("warmup_rounds").asInt()).isBetween(1, 25);
 		assertThat(smallest.get("rounds_jit_us_per_room").asLong()).isNotNegative()
