@@ -31,6 +31,7 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
 
 /**
  * The TCP ping-pong done the way a non-blocking library must do it, with nothing else: the caller's thread hands a
@@ -49,6 +50,8 @@ import io.netty.channel.socket.nio.NioSocketChannel;
  */
 final class LoopPingPong implements AutoCloseable {
 
+	/** What the names of its event loops' threads begin with (as Linux shows them, cut to 15 characters). */
+	static final String THREADS = "kvferry-pingpon";
 	private static final int REQUEST_SIZE = 64;
 	// A round trip takes milliseconds; far longer means the far side is stuck, which the bench should say, not hang on.
 	static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(30);
@@ -92,8 +95,8 @@ final class LoopPingPong implements AutoCloseable {
 	private static LoopPingPong open(ByteBuffer src, int payload, boolean verdict) throws InterruptedException {
 		boolean epoll = Epoll.isAvailable();
 		IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-		EventLoopGroup near = new MultiThreadIoEventLoopGroup(1, io);
-		EventLoopGroup far = new MultiThreadIoEventLoopGroup(1, io);
+		EventLoopGroup near = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(THREADS + "near", true), io);
+		EventLoopGroup far = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(THREADS + "far", true), io);
 		ByteBuf request = Unpooled.directBuffer(REQUEST_SIZE).writeZero(REQUEST_SIZE);
 		try {
 			ByteBuf source = Unpooled.wrappedBuffer(src.duplicate().clear().limit(payload));

@@ -57,7 +57,8 @@ final class ScalingBaselines {
 
 		/**
 		 * @param exchanges round trips between the blocked threads, one at a time
-		 * @return process CPU nanoseconds per round trip and the round trips' median nanoseconds, in that order
+		 * @return process CPU nanoseconds per round trip and the round trips' median nanoseconds, in that order, then
+		 *         the CPU of the idle event loops of the other ping-pong
 		 * @throws UncheckedIOException when a round trip failed or moved wrong bytes
 		 */
 		long[] run(int exchanges) {
@@ -67,7 +68,8 @@ final class ScalingBaselines {
 
 		/**
 		 * @param exchanges rounds between the event loops, each ended by the verdict, one at a time
-		 * @return process CPU nanoseconds per round and the rounds' median nanoseconds, in that order
+		 * @return process CPU nanoseconds per round, the rounds' median nanoseconds and the CPU nanoseconds per round
+		 *         of the two event loops, in that order
 		 * @throws UncheckedIOException when a round failed or moved wrong bytes
 		 */
 		long[] runWithVerdict(int exchanges) {
@@ -94,7 +96,8 @@ final class ScalingBaselines {
 				if (at >= 0) {
 					throw new IOException(what + " moved wrong bytes (at " + at + ")");
 				}
-				return new long[] { cpu / exchanges, TcpBaseline.median(rtt) };
+				return new long[] { cpu / exchanges, TcpBaseline.median(rtt),
+						cpu0.nanosOf(LoopPingPong.THREADS) / exchanges };
 			}
 			catch (IOException e) {
 				throw new UncheckedIOException(e);

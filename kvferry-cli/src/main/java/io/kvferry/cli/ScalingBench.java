@@ -194,6 +194,7 @@ final class ScalingBench {
 		long[] p50 = new long[BASELINE_ROUNDS];
 		long[] verdicts = new long[BASELINE_ROUNDS];
 		long[] verdictP50 = new long[BASELINE_ROUNDS];
+		long[] verdictLoops = new long[BASELINE_ROUNDS];
 		double[] ratios = new double[BASELINE_ROUNDS];
 		double[] verdictRatios = new double[BASELINE_ROUNDS];
 		try (ScalingBaselines.PingPong pp = new ScalingBaselines.PingPong(Math.toIntExact(row.get("value").asLong()))) {
@@ -221,6 +222,7 @@ final class ScalingBench {
 				long[] verdict = pp.runWithVerdict(perRound);
 				verdicts[r] = verdict[0];
 				verdictP50[r] = verdict[1];
+				verdictLoops[r] = verdict[2];
 				verdictRatios[r] = rooms[r] / (double) Math.max(1, verdicts[r]);
 			}
 		}
@@ -236,6 +238,7 @@ final class ScalingBench {
 		row.put("cpu_ratio_to_pingpong", BenchCommand.round(ratios[BASELINE_ROUNDS / 2]));
 		row.put("loop_verdict_cpu_us", Math.round(TcpBaseline.median(verdicts) / 1e3));
 		row.put("loop_verdict_p50_us", Math.round(TcpBaseline.median(verdictP50) / 1e3));
+		row.put("loop_verdict_loops_cpu_us", Math.round(TcpBaseline.median(verdictLoops) / 1e3));
 		row.put("cpu_ratio_to_loop_verdict", BenchCommand.round(verdictRatios[BASELINE_ROUNDS / 2]));
 	}
 

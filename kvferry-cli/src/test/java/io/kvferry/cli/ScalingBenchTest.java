@@ -65,6 +65,8 @@ class ScalingBenchTest {
 		assertThat(smallest.get("loop_verdict_cpu_us").asLong()).isPositive();
 		assertThat(smallest.get("loop_verdict_p50_us").asLong()).isPositive();
 		assertThat(smallest.get("cpu_ratio_to_loop_verdict").asDouble()).isPositive();
+		assertThat(smallest.get("loop_verdict_loops_cpu_us").asLong()).isPositive()
+				.isLessThanOrEqualTo(smallest.get("loop_verdict_cpu_us").asLong() + 1);
 		// Untimed rounds until the JIT compiler was quiet, at most 25; what it still ran in the timed ones beside.
 		assertThat(smallest.get("warmup_rounds").asInt()).isBetween(1, 25);
 		assertThat(smallest.get("rounds_jit_us_per_room").asLong()).isNotNegative()
