@@ -14,48 +14,45 @@ class LoopPingPongTest {
 	@Test
 	void everyAnswerLandsWholeAndInPlaceInTheDestination() throws Exception {
 		int payload = 3 * 65536 + 123;
-		ByteBuffer src = ByteBuffer.allocateDirect(payload + 100);
-		for (int i = 0; i < src.capacity(); i++) {
-			src.put(i, (byte) (i * 31 + 7));
-		}
-		ByteBuffer dst = ByteBuffer.allocateDirect(payload + 100);
+		ByteBuffer src = source(payload + 100);
 		try (LoopPingPong loop = LoopPingPong.open(src, payload)) {
-			for (int round = 0; round < 3; round++) {
-				for (int i = 0; i < dst.capacity(); i++) {
-					dst.put(i, (byte) 0);
-				}
-				assertThat(loop.ping(dst)).isPositive();
-				// The reads land at the bytes received so far: any other offset leaves a wrong or zero byte.
-				assertThat(dst.duplicate().clear().limit(payload)).isEqualTo(src.duplicate().clear().limit(payload));
-				// Only the answer's bytes: nothing past it in the destination.
-				for (int i = payload; i < dst.capacity(); i++) {
-					assertThat(dst.get(i)).isZero();
-				}
-			}
+			// The reads land at the bytes received so far: any other offset leaves a wrong or zero byte.
+			assertRoundsLandWhole(loop, src, payload, 3);
 		}
 	}
 
 	@Test
 	void withAVerdictEveryRoundEndsOnceTheFarSideReadItAndOnlyTheRequestsAreAnswered() throws Exception {
 		int payload = 65536 + 17;
-		ByteBuffer src = ByteBuffer.allocateDirect(payload);
-		for (int i = 0; i < payload; i++) {
-			src.put(i, (byte) (i * 13 + 1));
-		}
-		ByteBuffer dst = ByteBuffer.allocateDirect(payload + 64);
+		ByteBuffer src = source(payload);
 		try (LoopPingPong loop = LoopPingPong.withVerdict(src, payload)) {
 			// Were a verdict taken for a request, its answer would land in the next round's destination ahead of
-			// that round's own answer, and the round would see more bytes than it asked: every round checks both.
-			for (int round = 0; round < 5; round++) {
-				for (int i = 0; i < dst.capacity(); i++) {
-					dst.put(i, (byte) 0);
-				}
-				// Without the verdict the round never ends: ping says so after its timeout instead of returning.
-				assertThat(loop.ping(dst)).isPositive();
-				assertThat(dst.duplicate().clear().limit(payload)).isEqualTo(src.duplicate().clear().limit(payload));
-				for (int i = payload; i < dst.capacity(); i++) {
-					assertThat(dst.get(i)).isZero();
-				}
+			// that round's own answer, and the round would see more bytes than it asked; without the verdict the
+			// round never ends, and ping says so after its timeout instead of returning.
+			assertRoundsLandWhole(loop, src, payload, 5);
+		}
+	}
+
+	private static ByteBuffer source(int capacity) {
+		ByteBuffer src = ByteBuffer.allocateDirect(capacity);
+		for (int i = 0; i < capacity; i++) {
+			src.put(i, (byte) (i * 31 + 7));
+		}
+		return src;
+	}
+
+	/** Round trips into a zeroed destination: each lands the answer whole and nothing past it. */
+	private static void assertRoundsLandWhole(LoopPingPong loop, ByteBuffer src, int payload, int rounds)
+			throws Exception {
+		ByteBuffer dst = ByteBuffer.allocateDirect(payload + 100);
+		for (int round = 0; round < rounds; round++) {
+			for (int i = 0; i < dst.capacity(); i++) {
+				dst.put(i, (byte) 0);
+			}
+			assertThat(loop.ping(dst)).isPositive();
+			assertThat(dst.duplicate().clear().limit(payload)).isEqualTo(src.duplicate().clear().limit(payload));
+			for (int i = payload; i < dst.capacity(); i++) {
+				assertThat(dst.get(i)).as("byte %d, past the answer", i).isZero();
 			}
 		}
 	}
