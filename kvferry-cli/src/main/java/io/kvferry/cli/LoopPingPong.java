@@ -141,12 +141,14 @@ final class LoopPingPong implements AutoCloseable {
 			answer.expect(dst, done);
 			client.writeAndFlush(request.retainedDuplicate());
 		});
-		// A failed answer sends no verdict: its failure ends the wait.
-		done.whenComplete((v, e) -> {
-			if (e != null) {
-				end.completeExceptionally(e);
-			}
-		});
+		if (end != done) {
+			// A failed answer sends no verdict: its failure ends the wait.
+			done.whenComplete((v, e) -> {
+				if (e != null) {
+					end.completeExceptionally(e);
+				}
+			});
+		}
 		try {
 			end.get(ANSWER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
 		}

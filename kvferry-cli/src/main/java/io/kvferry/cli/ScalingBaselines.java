@@ -3,6 +3,7 @@ package io.kvferry.cli;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.function.IntUnaryOperator;
 
 import io.kvferry.harness.ModelShape;
@@ -57,13 +58,12 @@ final class ScalingBaselines {
 
 		/**
 		 * @param exchanges round trips between the blocked threads, one at a time
-		 * @return process CPU nanoseconds per round trip and the round trips' median nanoseconds, in that order, then
-		 *         the CPU of the idle event loops of the other ping-pong
+		 * @return process CPU nanoseconds per round trip and the round trips' median nanoseconds, in that order
 		 * @throws UncheckedIOException when a round trip failed or moved wrong bytes
 		 */
 		long[] run(int exchanges) {
-			return measure(exchanges, "the ping-pong", () -> tcp.pingPong(src.buffer(), dst.buffer(), payload,
-					exchanges));
+			return Arrays.copyOf(measure(exchanges, "the ping-pong", () -> tcp.pingPong(src.buffer(), dst.buffer(),
+					payload, exchanges)), 2);
 		}
 
 		/**
@@ -86,6 +86,7 @@ final class ScalingBaselines {
 			long[] run() throws IOException;
 		}
 
+		/** @return CPU per round, the rounds' median and the CPU per round of the verdict ping-pong's event loops */
 		private long[] measure(int exchanges, String what, Rounds rounds) {
 			zero(dst.buffer());
 			try {
