@@ -369,8 +369,7 @@ final class RoguePrefillWrites {
 	 * by the end of the step.
 	 */
 	private void refused(RoomModel m, int stripe, String why) {
-		judged(m, stripe, why);
-		if (world.virtual() && m.mustFail == why) {
+		if (judged(m, stripe, why) && world.virtual()) {
 			m.refuseNow = why;
 		}
 	}
@@ -379,10 +378,14 @@ final class RoguePrefillWrites {
 	 * Decode must fail the room for a frame, when it sees the frame while the room is live: always on virtual time
 	 * (where a step's frame is read in the step); on real time only for a frame on stripe 0 before any report, which
 	 * decode reads before any report that could let the room end first.
+	 *
+	 * @return whether this frame is the one the room must now fail for (not when an earlier one already was)
 	 */
-	void judged(RoomModel m, int stripe, String why) {
+	boolean judged(RoomModel m, int stripe, String why) {
 		if (m.mustFail == null && !m.isTerminal() && (world.virtual() || stripe == 0 && !m.reported)) {
 			m.mustFail = why;
+			return true;
 		}
+		return false;
 	}
 }
