@@ -8,12 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
-import io.kvferry.MemoryRegion;
 import io.kvferry.harness.KVCluster;
-import io.kvferry.harness.RankMemory;
 import io.kvferry.harness.StagedRoom;
-import io.kvferry.spi.NativeMemory;
-import io.netty.util.internal.PlatformDependent;
 
 /**
  * The least work that moves scattered pages over TCP: per rank pair one plain connection, whose writer gathers the
@@ -27,66 +23,36 @@ final class TinyPump {
 	// As many slices as one writev or readv takes at most on Linux (IOV_MAX).
 	private static final int SLICES_PER_CALL = 1024;
 
+	private final RoomPieces pieces;
 	private final ByteBuffer[][] sources;
 	private final ByteBuffer[][] destinations;
 	private final long bytes;
 
-	private TinyPump(ByteBuffer[][] sources, ByteBuffer[][] destinations, long bytes) {
-		this.sources = sources;
-		this.destinations = destinations;
-		this.bytes = bytes;
+	private TinyPump(RoomPieces pieces) {
+		this.pieces = pieces;
+		this.bytes = pieces.bytes();
+		int pairs = pieces.pairs();
+		this.sources = new ByteBuffer[pairs][];
+		this.destinations = new ByteBuffer[pairs][];
+		for (int r = 0; r < pairs; r++) {
+			int n = pieces.pieces()[r].length / 3;
+			sources[r] = new ByteBuffer[n];
+			destinations[r] = new ByteBuffer[n];
+			for (int i = 0; i < n; i++) {
+				sources[r][i] = pieces.view(r, i, true);
+				destinations[r][i] = pieces.view(r, i, false);
+			}
+		}
 	}
 
-	/**
-	 * The pieces of staged rooms, between prefill rank {@code r} of the rooms' DP group and decode rank {@code r}
-	 * (equal TP sizes: each pair holds the same heads).
-	 */
+	/** The pieces of staged rooms ({@link RoomPieces#of}), where their pages lie. */
 	static TinyPump of(KVCluster cluster, List<StagedRoom> rooms) {
-		List<RankMemory> decode = cluster.decodeMemory();
-		int pairs = decode.size();
-		ByteBuffer[][] sources = new ByteBuffer[pairs][];
-		ByteBuffer[][] destinations = new ByteBuffer[pairs][];
-		long bytes = 0;
-		for (int r = 0; r < pairs; r++) {
-			List<ByteBuffer> in = new ArrayList<>();
-			List<ByteBuffer> out = new ArrayList<>();
-			for (StagedRoom room : rooms) {
-				List<MemoryRegion> from = cluster.prefillMemory().get(cluster.dpGroup(room.room())).get(r).kvArgs()
-						.kvRegions();
-				List<MemoryRegion> to = decode.get(r).kvArgs().kvRegions();
-				int[] src = room.sourcePages();
-				int[] dst = room.destinationPages();
-				int skip = room.prefixPages();
-				for (int b = 0; b < to.size(); b++) {
-					MemoryRegion s = from.get(b);
-					MemoryRegion d = to.get(b);
-					for (int k = 0; k < dst.length;) {
-						int run = 1;
-						while (k + run < dst.length && src[skip + k + run] == src[skip + k + run - 1] + 1
-								&& dst[k + run] == dst[k + run - 1] + 1) {
-							run++;
-						}
-						int length = run * d.itemLen();
-						in.add(NativeMemory.byteBuffer(s.itemAddress(src[skip + k]), length));
-						out.add(NativeMemory.byteBuffer(d.itemAddress(dst[k]), length));
-						bytes += length;
-						k += run;
-					}
-				}
-			}
-			sources[r] = in.toArray(new ByteBuffer[0]);
-			destinations[r] = out.toArray(new ByteBuffer[0]);
-		}
-		return new TinyPump(sources, destinations, bytes);
+		return new TinyPump(RoomPieces.of(cluster, rooms));
 	}
 
 	/** @return pieces over all connections */
 	int pieces() {
-		int n = 0;
-		for (ByteBuffer[] s : sources) {
-			n += s.length;
-		}
-		return n;
+		return pieces.count();
 	}
 
 	/** @return payload bytes over all connections */
@@ -96,11 +62,7 @@ final class TinyPump {
 
 	/** Zeroes every destination piece, so that a check after a run proves the run wrote it. */
 	void clearDestinations() {
-		for (ByteBuffer[] pair : destinations) {
-			for (ByteBuffer piece : pair) {
-				PlatformDependent.setMemory(PlatformDependent.directBufferAddress(piece), piece.capacity(), (byte) 0);
-			}
-		}
+		pieces.clearDestinations();
 	}
 
 	/**
