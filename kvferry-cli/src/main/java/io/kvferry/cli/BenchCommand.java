@@ -48,7 +48,9 @@ import reactor.core.publisher.Mono;
 						+ "the same batch untimed for --many-warmup seconds (2 batches at least), then --rounds timed "
 						+ "batches (median, best beside, and the cores busy meanwhile); sources written before the clock "
 						+ "starts, every byte checked after it stops; vs the frame pump (the batch's own frames, a "
-						+ "16-byte header each, over 2 connections, read 128 KiB at a time and copied out), in turn",
+						+ "16-byte header each, over 2 connections, read 128 KiB at a time and copied out) and the "
+						+ "event-loop room pump (the same frames between event loops, a request and a verdict per room "
+						+ "and rank pair, over the pump's buffers and from and to the rooms' own pages), in turn",
 				"  tiny pages  page size 1 (a page per token and layer buffer), --tiny-rooms concurrent rooms of up to "
 						+ "--tiny-tokens tokens, slots scattered in short runs, 1<->1 and 2<->2, vs a pump that gathers "
 						+ "and scatters the same pieces over plain connections, in turn; every byte checked",
@@ -123,8 +125,8 @@ final class BenchCommand implements Callable<Integer> {
 	// A batch of a thousand rooms runs every per-room path at once: batch times swung 2x for about 12 s, C2
 	// recompiling and the heap, the pools and the registered pages being touched for the first time, then settled.
 	@Option(names = "--many-warmup", defaultValue = "15", paramLabel = "SECONDS",
-			description = "Untimed many batches for this long (2 at least) before the timed ones "
-					+ "(default: ${DEFAULT-VALUE}).")
+			description = "Untimed many batches for this long (2 at least; the pumps' turns between them not "
+					+ "counted) before the timed ones (default: ${DEFAULT-VALUE}).")
 	int manyWarmupSeconds;
 
 	@Option(names = "--tracing", description = "Measure only the cost of room tracing: --tracing-rooms 1-page rooms "
@@ -184,7 +186,8 @@ final class BenchCommand implements Callable<Integer> {
 			+ "baseline_gbps, ratio, baseline2_gbps, ratio2, wire_gbps, wire_ratio, ...}, small {p50_us, "
 			+ "decode_p50_us, baseline_p50_us, loop_baseline_p50_us, loop_verdict_p50_us, ratio, decode_ratio, "
 			+ "loop_ratio, decode_ratio_to_loop, ratio_to_loop_verdict}, small_8 {...}, many {rooms, gbps, "
-			+ "baseline_gbps, ratio, failures, ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
+			+ "baseline_gbps, ratio, loop_verdict_gbps, loop_verdict_laid_out_gbps, loop_verdict_ratio, "
+			+ "ratio_to_loop_verdict, failures, ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
 			+ "pieces, failures, ..., tp2 {...}}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, "
 			+ "scaling [...] (with --scaling), ucx [{tls, transport, bulk, small, many, tiny_pages, "
 			+ "alloc_bytes_per_mb}] (ucx_missing where UCX is not installed), tcp_congestion_control, noisy [paths], "

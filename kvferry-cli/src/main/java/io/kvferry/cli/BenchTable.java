@@ -171,5 +171,12 @@ final class BenchTable {
 				many.get("rooms_per_second").asLong(), many.get("frames").asInt(), many.get("failures").asInt(),
 				many.get("seconds").asDouble(), many.get("cpu_cores").asDouble()));
 		spreadLine(sb, many.get("ratio_spread"));
+		if (many.has("loop_verdict_gbps")) {
+			sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (event-loop room pump on the rooms' "
+					+ "pages: %.2f of the frame pump; %.2f GB/s on its buffers)%n", "", many.get("gbps").asDouble(),
+					many.get("loop_verdict_gbps").asDouble(), many.get("ratio_to_loop_verdict").asDouble(),
+					many.get("loop_verdict_ratio").asDouble(), many.get("loop_verdict_laid_out_gbps").asDouble()));
+			spreadLine(sb, many.get("ratio_to_loop_verdict_spread"));
+		}
 	}
 }

@@ -93,17 +93,13 @@ final class LoopPingPong implements AutoCloseable {
 	}
 
 	private static LoopPingPong open(ByteBuffer src, int payload, boolean verdict) throws InterruptedException {
-		boolean epoll = Epoll.isAvailable();
-		IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-		EventLoopGroup near = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(THREADS + "near", true), io);
-		EventLoopGroup far = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(THREADS + "far", true), io);
+		EventLoopGroup near = group(1, THREADS + "near");
+		EventLoopGroup far = group(1, THREADS + "far");
 		ByteBuf request = Unpooled.directBuffer(REQUEST_SIZE).writeZero(REQUEST_SIZE);
 		try {
 			ByteBuf source = Unpooled.wrappedBuffer(src.duplicate().clear().limit(payload));
 			Verdicts verdicts = new Verdicts(verdict);
-			Class<? extends ServerChannel> serverType = epoll ? EpollServerSocketChannel.class
-					: NioServerSocketChannel.class;
-			Channel server = new ServerBootstrap().group(far).channel(serverType)
+			Channel server = new ServerBootstrap().group(far).channel(serverType())
 					.childOption(ChannelOption.TCP_NODELAY, true)
 					.childHandler(new ChannelInitializer<SocketChannel>() {
 						@Override
@@ -112,8 +108,7 @@ final class LoopPingPong implements AutoCloseable {
 						}
 					}).bind("127.0.0.1", 0).sync().channel();
 			Answer answer = new Answer(payload, verdict ? request : null);
-			Channel client = new Bootstrap().group(near)
-					.channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
+			Channel client = new Bootstrap().group(near).channel(clientType())
 					.option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.ALLOCATOR, answer)
 					.handler(answer.handler()).connect(server.localAddress()).sync().channel();
 			// The listening socket stays open until the end: a connection still in its accept queue when it closed
@@ -122,10 +117,31 @@ final class LoopPingPong implements AutoCloseable {
 		}
 		catch (InterruptedException | RuntimeException e) {
 			request.release();
-			near.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-			far.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+			shutdown(near);
+			shutdown(far);
 			throw e;
 		}
+	}
+
+	/** @return {@code threads} event loops of epoll where it runs, else NIO, their threads named {@code name}-N */
+	static EventLoopGroup group(int threads, String name) {
+		IoHandlerFactory io = Epoll.isAvailable() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+		return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), io);
+	}
+
+	/** @return the listening channel of {@link #group}'s transport */
+	static Class<? extends ServerChannel> serverType() {
+		return Epoll.isAvailable() ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+	}
+
+	/** @return the connecting channel of {@link #group}'s transport */
+	static Class<? extends Channel> clientType() {
+		return Epoll.isAvailable() ? EpollSocketChannel.class : NioSocketChannel.class;
+	}
+
+	/** Stops a group at once: nothing of a pump's is left to finish. */
+	static io.netty.util.concurrent.Future<?> shutdown(EventLoopGroup group) {
+		return group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
 	}
 
 	/**
@@ -170,8 +186,8 @@ final class LoopPingPong implements AutoCloseable {
 	public void close() {
 		client.close();
 		server.close();
-		near.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
-		far.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+		shutdown(near).syncUninterruptibly();
+		shutdown(far).syncUninterruptibly();
 		request.release();
 	}
 

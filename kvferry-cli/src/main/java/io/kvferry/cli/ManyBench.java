@@ -18,8 +18,6 @@ import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RoomResult;
 import io.kvferry.harness.StagedRoom;
 import io.kvferry.spi.KVTransport;
-import io.netty.util.internal.CleanableDirectBuffer;
-import io.netty.util.internal.PlatformDependent;
 import picocli.CommandLine;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
@@ -32,6 +30,10 @@ final class ManyBench {
 
 	private static final int MAX_PAGES = 4;
 	private static final int MIN_WARMUP_BATCHES = 2;
+	// The pumps' runs, in the order ManyPumps.run gives them.
+	private static final int FRAME_PUMP = 0;
+	private static final int LAID_OUT = 1;
+	private static final int ON_PAGES = 2;
 
 	private final CommandLine cl;
 	private final int rooms;
@@ -85,41 +87,34 @@ final class ManyBench {
 			server.disposeNow();
 			throw e;
 		}
-		CleanableDirectBuffer src = PlatformDependent.allocateDirect((int) frameBytes);
-		CleanableDirectBuffer dst = PlatformDependent.allocateDirect((int) frameBytes);
-		try (TcpBaseline tcp = TcpBaseline.open(); TcpBaseline second = TcpBaseline.open()) {
-			TcpBaseline[] pair = { tcp, second };
-			TcpBaseline.fill(src.buffer(), 3);
-			long[] pump = new long[rounds];
+		ManyPumps pumps = null;
+		try {
+			long[][] baselines = new long[3][rounds];
 			// The same batch untimed first, until the per-room code is compiled (as bulk and small warm up), then
-			// --rounds timed batches: the median counts, the best is shown beside. The frame pump takes its turn
-			// after each batch, warm-up included, with the frames of the first batch's rooms.
+			// --rounds timed batches: the median counts, the best is shown beside. The pumps take their turns after
+			// each batch, warm-up included, with the pieces of the first batch's rooms.
 			long room = 3_000_000L;
 			long warmEnd = System.nanoTime() + Duration.ofSeconds(warmupSeconds).toNanos();
 			int warmup = 0;
-			int[][] frames = null;
 			while (warmup < MIN_WARMUP_BATCHES || System.nanoTime() < warmEnd) {
 				ManyBatch batch = batch(cluster, shape, pages, room);
 				for (RoomResult r : batch.results()) {
 					BenchCommand.check(failures, r);
 				}
-				if (frames == null) {
-					frames = frames(shape, batch.staged());
-					// The pump's first run lands in zeroed memory: every byte of it is checked once.
-					framePump(pair, src, dst, frames);
-					if (dst.buffer().mismatch(src.buffer()) >= 0) {
-						failures.add("many: the frame pump moved wrong bytes (at "
-								+ dst.buffer().mismatch(src.buffer()) + ")");
-					}
+				// The pumps warm up beside the rooms, on time of their own: the rooms get the warm-up they had alone.
+				long pumped = System.nanoTime();
+				if (pumps == null) {
+					pumps = ManyPumps.open(cluster, batch.staged(), failures);
 				}
-				framePump(pair, src, dst, frames);
+				pumps.run();
+				warmEnd += System.nanoTime() - pumped;
 				room += rooms;
 				warmup++;
 			}
 			long[] nanos = new long[rounds];
 			long[] cores = new long[rounds];
 			double[] gbps = new double[rounds];
-			double[] pumpGbps = new double[rounds];
+			double[][] pumpGbps = new double[3][rounds];
 			ArrayNode seconds = BenchCommand.JSON.createArrayNode();
 			long bytes = 0;
 			int failed = 0;
@@ -140,11 +135,20 @@ final class ManyBench {
 				}
 				gbps[i] = bytes / (double) batch.nanos();
 				seconds.add(BenchCommand.round(batch.nanos() / 1e9));
-				pump[i] = framePump(pair, src, dst, frames);
-				pumpGbps[i] = frameBytes / (double) pump[i];
+				long[] run = pumps.run();
+				for (int p = 0; p < run.length; p++) {
+					baselines[p][i] = run[p];
+					pumpGbps[p][i] = pumps.bytes() / (double) run[p];
+				}
 			}
-			ObjectNode spread = RoundSpread.ofRates(gbps, pumpGbps);
+			ObjectNode spread = RoundSpread.ofRates(gbps, pumpGbps[FRAME_PUMP]);
+			ObjectNode verdictSpread = RoundSpread.ofRates(gbps, pumpGbps[ON_PAGES]);
+			ObjectNode verdictPumpSpread = RoundSpread.ofRates(pumpGbps[ON_PAGES], pumpGbps[FRAME_PUMP]);
 			Arrays.sort(gbps);
+			double[] medians = new double[3];
+			for (int p = 0; p < medians.length; p++) {
+				medians[p] = pumps.bytes() / (double) TcpBaseline.median(baselines[p]);
+			}
 			ObjectNode o = BenchCommand.JSON.createObjectNode();
 			o.put("rooms", rooms);
 			o.put("bytes", bytes);
@@ -156,11 +160,16 @@ final class ManyBench {
 			o.put("best_gbps", BenchCommand.round(gbps[rounds - 1]));
 			o.put("rooms_per_second", Math.round(rooms / (elapsed / 1e9)));
 			o.put("failures", failed);
-			double pumpMedian = frameBytes / (double) TcpBaseline.median(pump);
-			o.put("baseline_gbps", BenchCommand.round(pumpMedian));
-			o.put("ratio", BenchCommand.round(gbps[rounds / 2] / pumpMedian));
+			o.put("baseline_gbps", BenchCommand.round(medians[FRAME_PUMP]));
+			o.put("ratio", BenchCommand.round(gbps[rounds / 2] / medians[FRAME_PUMP]));
 			o.set("ratio_spread", spread);
-			o.put("frames", frames[0].length / 2 + frames[1].length / 2);
+			o.put("loop_verdict_laid_out_gbps", BenchCommand.round(medians[LAID_OUT]));
+			o.put("loop_verdict_gbps", BenchCommand.round(medians[ON_PAGES]));
+			o.put("loop_verdict_ratio", BenchCommand.round(medians[ON_PAGES] / medians[FRAME_PUMP]));
+			o.set("loop_verdict_ratio_spread", verdictPumpSpread);
+			o.put("ratio_to_loop_verdict", BenchCommand.round(gbps[rounds / 2] / medians[ON_PAGES]));
+			o.set("ratio_to_loop_verdict_spread", verdictSpread);
+			o.put("frames", pumps.frames());
 			o.set("batch_seconds", seconds);
 			// Cores busy while the rooms moved (the process's CPU time over the window): at the machine's core count
 			// the rooms are bound by CPU, not by waiting.
@@ -168,56 +177,21 @@ final class ManyBench {
 			return o;
 		}
 		finally {
-			BenchCommand.close(cluster.close(), "many over " + transport.getClass().getSimpleName(), failures);
-			server.disposeNow();
-			src.clean();
-			dst.clean();
+			try {
+				if (pumps != null) {
+					pumps.close();
+				}
+			}
+			finally {
+				BenchCommand.close(cluster.close(), "many over " + transport.getClass().getSimpleName(), failures);
+				server.disposeNow();
+			}
 		}
-	}
-
-	/** @return nanoseconds of one run of the frame pump over {@code frames} */
-	private static long framePump(TcpBaseline[] pair, CleanableDirectBuffer src, CleanableDirectBuffer dst,
-			int[][] frames) throws IOException {
-		return TcpBaseline.frames(pair, src.buffer(), dst.buffer(), frames);
 	}
 
 	/** @return the layer buffers of a rank: K and V of every layer, or one per layer for MLA */
 	private static int buffers(ModelShape shape) {
 		return shape.layers() * (shape.mla() ? 1 : 2);
-	}
-
-	/**
-	 * The frames a batch's rooms made, for the frame pump: per room, rank pair and layer buffer, one frame per run of
-	 * pages adjacent on both sides (as prefill cuts blocks). Rank {@code r}'s frames go over connection {@code r}.
-	 *
-	 * @return per connection, (offset, length) pairs laid out one after another
-	 */
-	private static int[][] frames(ModelShape shape, List<StagedRoom> rooms) {
-		int chunk = shape.itemLen(2);
-		int buffers = buffers(shape);
-		List<List<Integer>> lengths = List.of(new ArrayList<>(), new ArrayList<>());
-		for (StagedRoom room : rooms) {
-			int[] runs = room.pageRuns();
-			for (List<Integer> stream : lengths) {
-				for (int b = 0; b < buffers; b++) {
-					for (int run : runs) {
-						stream.add(run * chunk);
-					}
-				}
-			}
-		}
-		int[][] frames = new int[2][];
-		long offset = 0;
-		for (int r = 0; r < 2; r++) {
-			List<Integer> stream = lengths.get(r);
-			frames[r] = new int[2 * stream.size()];
-			for (int f = 0; f < stream.size(); f++) {
-				frames[r][2 * f] = Math.toIntExact(offset);
-				frames[r][2 * f + 1] = stream.get(f);
-				offset += stream.get(f);
-			}
-		}
-		return frames;
 	}
 
 	/**

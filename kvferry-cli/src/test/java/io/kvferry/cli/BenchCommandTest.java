@@ -84,6 +84,11 @@ class BenchCommandTest {
 		assertThat(many.get("batches").asInt()).isEqualTo(3);
 		assertThat(many.get("warmup_batches").asInt()).isGreaterThanOrEqualTo(2);
 		assertThat(many.get("best_gbps").asDouble()).isGreaterThanOrEqualTo(many.get("gbps").asDouble());
+		// Beside the frame pump, the event-loop room pump over the same buffers and over the rooms' own pages.
+		for (String key : new String[] { "loop_verdict_laid_out_gbps", "loop_verdict_gbps", "loop_verdict_ratio",
+				"ratio_to_loop_verdict" }) {
+			assertThat(many.get(key).asDouble()).as(key).isPositive();
+		}
 		JsonNode tiny = j.get("tiny_pages");
 		assertThat(tiny.get("failures").asInt()).isZero();
 		assertThat(tiny.get("pieces").asInt()).isPositive();
@@ -96,6 +101,8 @@ class BenchCommandTest {
 		assertSpread(bulk.get("ratio_spread"), 3);
 		assertSpread(bulk.get("ratio2_spread"), 3);
 		assertSpread(many.get("ratio_spread"), 3);
+		assertSpread(many.get("loop_verdict_ratio_spread"), 3);
+		assertSpread(many.get("ratio_to_loop_verdict_spread"), 3);
 		assertSpread(tiny.get("ratio_to_pump_spread"), 1);
 		assertSpread(tiny.get("tp2").get("ratio_to_pump_spread"), 1);
 		assertSpread(j.get("small").get("ratio_spread"), 3);

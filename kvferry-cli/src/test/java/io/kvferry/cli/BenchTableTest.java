@@ -28,4 +28,19 @@ class BenchTableTest {
 		assertThat(table).containsPattern("(?m)^    until both completed +1606 us +1205 us +1\\.33   "
 				+ "\\(event-loop ping-pong with a verdict\\)$");
 	}
+
+	@Test
+	void theManyRowShowsTheRoomsAgainstTheFramePumpAndTheEventLoopRoomPump() throws Exception {
+		ObjectNode result = (ObjectNode) BenchCommand.JSON.readTree("""
+				{"many": {"rooms": 1000, "gbps": 2.08, "baseline_gbps": 3.73, "ratio": 0.558, "rooms_per_second": 3000,
+				          "frames": 40160, "failures": 0, "seconds": 0.32, "cpu_cores": 1.9,
+				          "loop_verdict_laid_out_gbps": 3.33, "loop_verdict_gbps": 2.58, "loop_verdict_ratio": 0.693,
+				          "ratio_to_loop_verdict": 0.805}}
+				""");
+		String table = BenchTable.render(result, ModelShape.llama3_8b(), true);
+		assertThat(table).containsPattern("(?m)^  many 1000 rooms 2<->2 +2\\.08 GB/s +3\\.73 GB/s +0\\.56   "
+				+ "\\(frame pump: the same frames, 2 connections\\)$");
+		assertThat(table).containsPattern("(?m)^ +2\\.08 GB/s +2\\.58 GB/s +0\\.81   \\(event-loop room pump on the "
+				+ "rooms' pages: 0\\.69 of the frame pump; 3\\.33 GB/s on its buffers\\)$");
+	}
 }
