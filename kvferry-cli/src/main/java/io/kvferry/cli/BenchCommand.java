@@ -53,7 +53,8 @@ import reactor.core.publisher.Mono;
 						+ "and rank pair, over the pump's buffers and from and to the rooms' own pages), in turn",
 				"  tiny pages  page size 1 (a page per token and layer buffer), --tiny-rooms concurrent rooms of up to "
 						+ "--tiny-tokens tokens, slots scattered in short runs, 1<->1 and 2<->2, vs a pump that gathers "
-						+ "and scatters the same pieces over plain connections, in turn; every byte checked",
+						+ "and scatters the same pieces over plain connections and the event-loop room pump of many "
+						+ "(a frame per piece), in turn; every byte checked",
 				"  alloc  heap bytes allocated (all threads) per MB moved during the timed bulk rooms' transfers "
 						+ "(not their staging or checking)",
 				"  same host  a bulk-sized room 1<->1 through shared memory vs a single-thread memcpy of its bytes "
@@ -187,7 +188,8 @@ final class BenchCommand implements Callable<Integer> {
 			+ "decode_p50_us, baseline_p50_us, loop_baseline_p50_us, loop_verdict_p50_us, ratio, decode_ratio, "
 			+ "loop_ratio, decode_ratio_to_loop, ratio_to_loop_verdict}, small_8 {...}, many {rooms, gbps, "
 			+ "baseline_gbps, ratio, loop_verdict_gbps, loop_verdict_laid_out_gbps, loop_verdict_ratio, "
-			+ "ratio_to_loop_verdict, failures, ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, rooms, "
+			+ "ratio_to_loop_verdict, failures, ratio_to_bulk, cpu_cores, ...}, tiny_pages {gbps, ratio_to_bulk, ratio_to_pump, pump_gbps, loop_verdict_gbps, "
+			+ "loop_verdict_ratio, ratio_to_loop_verdict, rooms, "
 			+ "pieces, failures, ..., tp2 {...}}, same_host {gbps, memcpy_gbps, ratio}, alloc_bytes_per_mb, "
 			+ "scaling [...] (with --scaling), ucx [{tls, transport, bulk, small, many, tiny_pages, "
 			+ "alloc_bytes_per_mb}] (ucx_missing where UCX is not installed), tcp_congestion_control, noisy [paths], "

@@ -159,6 +159,13 @@ final class BenchTable {
 					t.get("pump_gbps_max").asDouble(), t.get("rounds").asInt(), t.get("ratio_to_bulk").isNull() ? ""
 							: String.format(Locale.ROOT, "; %.2f of bulk", t.get("ratio_to_bulk").asDouble())));
 			spreadLine(sb, t.get("ratio_to_pump_spread"));
+			if (t.has("loop_verdict_gbps")) {
+				sb.append(String.format(Locale.ROOT, "  %-28s %9.2f GB/s %9.2f GB/s %8.2f   (event-loop room pump: "
+						+ "%.2f of the gather/scatter pump)%n", "", t.get("gbps").asDouble(),
+						t.get("loop_verdict_gbps").asDouble(), t.get("ratio_to_loop_verdict").asDouble(),
+						t.get("loop_verdict_ratio").asDouble()));
+				spreadLine(sb, t.get("ratio_to_loop_verdict_spread"));
+			}
 		}
 		sb.append(String.format(Locale.ROOT, "  %-28s %d failures%n", "", tiny.get("failures").asInt()));
 	}

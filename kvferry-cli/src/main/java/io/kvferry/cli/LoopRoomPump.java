@@ -28,12 +28,12 @@ import org.jspecify.annotations.Nullable;
 /**
  * Rooms' pieces moved the way a library whose receiver judges every room must move them on event loops, with nothing
  * else. For each room and rank pair the caller's thread hands a 64-byte request naming the room to the near (decode)
- * side's event loop. The far (prefill) side's event loop answers with the room's pieces, a frame each: a 16-byte header
- * (the piece's index and its room), then the piece's bytes written from where they lie (a view of the memory, no
- * copy). The near event loop copies each frame's bytes out of its read buffer into the piece's destination, found in
- * its own table (the header only names the piece, and a piece not of the named room fails the run), as the frame
- * pump's reader and decode's reader of small pieces do, and once a room's bytes all landed it sends a 64-byte verdict
- * naming the room. A run ends when the far side read every room's verdict. One connection per rank pair, each with an
+ * side's event loop. The far (prefill) side's event loop answers with the room's pieces in frames of up to 256 pieces
+ * and 512 KiB, as kvferry groups small pieces: a 16-byte header (the room, its first piece and how many), then the
+ * pieces' bytes written from where they lie (a view of the memory each, no copy). The near event loop copies each
+ * piece's bytes out of its read buffer into the piece's destination, found in its own table (the header only names
+ * pieces, and pieces not of the named room fail the run), as the frame pump's reader and decode's reader of small
+ * pieces do, and once a room's bytes all landed it sends a 64-byte verdict naming the room. A run ends when the far side read every room's verdict. One connection per rank pair, each with an
  * event loop on either side.
  * <p>
  * What it costs over a stream of the same frames between blocked threads is what rooms (a request and a verdict each)
@@ -44,6 +44,9 @@ final class LoopRoomPump implements AutoCloseable {
 
 	private static final int MESSAGE = 64;
 	private static final int HEADER = 16;
+	// A frame's most pieces and bytes: as kvferry groups small pieces into scatter frames.
+	private static final int FRAME_PIECES = 256;
+	private static final int FRAME_BYTES = 512 << 10;
 	private static final int REQUEST = 1;
 	private static final int VERDICT = 2;
 
@@ -195,21 +198,23 @@ final class LoopRoomPump implements AutoCloseable {
 
 	/**
 	 * The far side of one connection: answers each request with the room's frames, a header and a view of the source
-	 * memory each, flushed once per batch of reads; counts the verdicts.
+	 * memory of each piece, flushed once per batch of reads; counts the verdicts.
 	 */
 	private static final class Far extends ChannelInboundHandlerAdapter {
-		private final long[][] frames;
+		private final long[][] pieces;
 		private final int[][] roomStarts;
 		private final Runs runs;
-		// The connection's frames and every frame's header, written once (a run sends views of it): known from the
-		// first request, which names its connection.
+		// The connection's pieces and frames, with every frame's header written once (a run sends views of it): known
+		// from the first request, which names its connection.
 		private long[] mine = new long[0];
-		private int[] myStarts = new int[0];
+		// Per frame its first piece; per room the index of its first frame, and the frame count last.
+		private int[] frameFirst = new int[0];
+		private int[] roomFrames = new int[0];
 		private ByteBuf headers = Unpooled.EMPTY_BUFFER;
 		private boolean unflushed;
 
-		Far(long[][] frames, int[][] roomStarts, Runs runs) {
-			this.frames = frames;
+		Far(long[][] pieces, int[][] roomStarts, Runs runs) {
+			this.pieces = pieces;
 			this.roomStarts = roomStarts;
 			this.runs = runs;
 		}
@@ -228,22 +233,42 @@ final class LoopRoomPump implements AutoCloseable {
 			if (headers == Unpooled.EMPTY_BUFFER) {
 				describe(conn);
 			}
-			for (int f = myStarts[room]; f < myStarts[room + 1]; f++) {
+			for (int f = roomFrames[room]; f < roomFrames[room + 1]; f++) {
 				ctx.write(headers.retainedSlice(f * HEADER, HEADER), ctx.voidPromise());
-				ctx.write(NativeMemory.wrap(mine[3 * f], (int) mine[3 * f + 2]), ctx.voidPromise());
+				int end = frameFirst[f] + headers.getInt(f * HEADER + Integer.BYTES);
+				for (int p = frameFirst[f]; p < end; p++) {
+					ctx.write(NativeMemory.wrap(mine[3 * p], (int) mine[3 * p + 2]), ctx.voidPromise());
+				}
 			}
 			unflushed = true;
 		}
 
+		/** Cuts each room's pieces into frames of up to {@link #FRAME_PIECES} pieces and {@link #FRAME_BYTES} bytes. */
 		private void describe(int conn) {
-			mine = frames[conn];
-			myStarts = roomStarts[conn];
-			headers = Unpooled.directBuffer(mine.length / 3 * HEADER);
-			for (int r = 0; r + 1 < myStarts.length; r++) {
-				for (int f = myStarts[r]; f < myStarts[r + 1]; f++) {
-					headers.writeInt(f).writeInt(r).writeLong(0);
+			mine = pieces[conn];
+			int[] starts = roomStarts[conn];
+			int rooms = starts.length - 1;
+			int[] first = new int[Math.max(1, starts[rooms])];
+			int frames = 0;
+			roomFrames = new int[rooms + 1];
+			headers = Unpooled.directBuffer(first.length * HEADER);
+			for (int r = 0; r < rooms; r++) {
+				roomFrames[r] = frames;
+				for (int p = starts[r]; p < starts[r + 1];) {
+					int count = 0;
+					long bytes = 0;
+					while (p + count < starts[r + 1] && count < FRAME_PIECES
+							&& (count == 0 || bytes + mine[3 * (p + count) + 2] <= FRAME_BYTES)) {
+						bytes += mine[3 * (p + count) + 2];
+						count++;
+					}
+					first[frames++] = p;
+					headers.writeInt(p).writeInt(count).writeInt(r).writeInt(0);
+					p += count;
 				}
 			}
+			roomFrames[rooms] = frames;
+			frameFirst = first;
 		}
 
 		@Override
@@ -281,9 +306,12 @@ final class LoopRoomPump implements AutoCloseable {
 		private final ByteBuf header = Unpooled.buffer(HEADER);
 		// A view retargeted at each frame's destination.
 		private @Nullable ByteBuffer view;
+		// The frame being read: its room, the piece being landed and the end of its pieces.
+		private int room;
+		private int piece;
+		private int last;
 		private int payload;
 		private long at;
-		private int room;
 		private boolean flushQueued;
 		private boolean unflushed;
 		// Set once a read failed the run: what follows is dropped unread.
@@ -351,14 +379,18 @@ final class LoopRoomPump implements AutoCloseable {
 				if (payload == 0) {
 					in.readBytes(header, Math.min(header.writableBytes(), in.readableBytes()));
 					if (!header.isWritable()) {
-						int f = header.readInt();
+						int first = header.readInt();
+						int count = header.readInt();
 						room = header.readInt();
 						header.clear();
-						if (room < 0 || room >= rooms || f < roomStarts[room] || f >= roomStarts[room + 1]) {
-							throw new IllegalStateException("frame " + f + " is no piece of room " + room);
+						if (room < 0 || room >= rooms || count < 1 || first < roomStarts[room]
+								|| first > roomStarts[room + 1] - count) {
+							throw new IllegalStateException("pieces " + first + " + " + count + " are not room " + room
+									+ "'s");
 						}
-						at = frames[3 * f + 1];
-						payload = (int) frames[3 * f + 2];
+						piece = first;
+						last = first + count;
+						next();
 					}
 					continue;
 				}
@@ -371,9 +403,24 @@ final class LoopRoomPump implements AutoCloseable {
 				in.readBytes(view);
 				at += n;
 				payload -= n;
+				if (payload == 0) {
+					piece++;
+					next();
+				}
 				if (left[room] == 0) {
 					ctx.write(message(ctx.channel(), VERDICT, room, conn), ctx.voidPromise());
 					unflushed = true;
+				}
+			}
+		}
+
+		/** Points the reads at the frame's next piece that has bytes, if any is left. */
+		private void next() {
+			for (; piece < last; piece++) {
+				if (frames[3 * piece + 2] > 0) {
+					at = frames[3 * piece + 1];
+					payload = (int) frames[3 * piece + 2];
+					return;
 				}
 			}
 		}

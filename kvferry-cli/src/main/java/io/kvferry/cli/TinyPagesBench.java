@@ -97,38 +97,53 @@ final class TinyPagesBench {
 			throw e;
 		}
 		TcpBaseline[] streams = new TcpBaseline[tp];
+		LoopRoomPump loops = null;
 		try {
 			for (int r = 0; r < tp; r++) {
 				streams[r] = TcpBaseline.open();
 			}
 			long room = 5_000_000L;
-			// The pump moves the pieces of the first batch's rooms, checked once into zeroed slots.
+			// The pumps move the pieces of the first batch's rooms, each checked once into zeroed slots.
 			Batch first = batch(cluster, tokens, room);
 			room += tokens.length;
-			TinyPump pump = TinyPump.of(cluster, first.staged());
-			pump.clearDestinations();
+			RoomPieces pieces = RoomPieces.of(cluster, first.staged());
+			TinyPump pump = new TinyPump(pieces);
+			pieces.clearDestinations();
 			pump.run(streams);
 			checkPump(cluster, first.staged());
+			pieces.clearDestinations();
+			loops = LoopRoomPump.open(pieces, ManyPumps.THREADS);
+			loops.run();
+			if (!pieces.landed()) {
+				failures.add("tiny_pages: the event-loop room pump moved wrong bytes");
+			}
 			int failed = first.failed();
 			for (int i = 1; i < options.warmup; i++) {
 				failed += batch(cluster, tokens, room).failed();
 				room += tokens.length;
 				pump.run(streams);
+				loops.run();
 			}
 			double[] gbps = new double[options.rounds];
 			double[] pumpGbps = new double[options.rounds];
+			double[] loopGbps = new double[options.rounds];
 			for (int i = 0; i < options.rounds; i++) {
 				Batch b = batch(cluster, tokens, room);
 				room += tokens.length;
 				failed += b.failed();
 				gbps[i] = b.bytes() / (double) b.nanos();
 				pumpGbps[i] = pump.bytes() / (double) pump.run(streams);
+				loopGbps[i] = pump.bytes() / (double) loops.run();
 			}
 			ObjectNode spread = RoundSpread.ofRates(gbps, pumpGbps);
+			ObjectNode loopSpread = RoundSpread.ofRates(gbps, loopGbps);
+			ObjectNode loopPumpSpread = RoundSpread.ofRates(loopGbps, pumpGbps);
 			Arrays.sort(gbps);
 			Arrays.sort(pumpGbps);
+			Arrays.sort(loopGbps);
 			double median = gbps[gbps.length / 2];
 			double pumpMedian = pumpGbps[pumpGbps.length / 2];
+			double loopMedian = loopGbps[loopGbps.length / 2];
 			ObjectNode o = BenchCommand.JSON.createObjectNode();
 			o.put("ranks", tp);
 			o.put("rooms", tokens.length);
@@ -145,10 +160,18 @@ final class TinyPagesBench {
 			o.put("pump_gbps_max", BenchCommand.round(pumpGbps[pumpGbps.length - 1]));
 			o.put("ratio_to_pump", BenchCommand.round(median / pumpMedian));
 			o.set("ratio_to_pump_spread", spread);
+			o.put("loop_verdict_gbps", BenchCommand.round(loopMedian));
+			o.put("loop_verdict_ratio", BenchCommand.round(loopMedian / pumpMedian));
+			o.set("loop_verdict_ratio_spread", loopPumpSpread);
+			o.put("ratio_to_loop_verdict", BenchCommand.round(median / loopMedian));
+			o.set("ratio_to_loop_verdict_spread", loopSpread);
 			o.put("failures", failed);
 			return o;
 		}
 		finally {
+			if (loops != null) {
+				loops.close();
+			}
 			for (TcpBaseline s : streams) {
 				if (s != null) {
 					s.close();

@@ -8,8 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
-import io.kvferry.harness.KVCluster;
-import io.kvferry.harness.StagedRoom;
 
 /**
  * The least work that moves scattered pages over TCP: per rank pair one plain connection, whose writer gathers the
@@ -28,7 +26,8 @@ final class TinyPump {
 	private final ByteBuffer[][] destinations;
 	private final long bytes;
 
-	private TinyPump(RoomPieces pieces) {
+	/** A pump of {@code pieces}, whose memory the caller keeps alive while it runs. */
+	TinyPump(RoomPieces pieces) {
 		this.pieces = pieces;
 		this.bytes = pieces.bytes();
 		int pairs = pieces.pairs();
@@ -45,11 +44,6 @@ final class TinyPump {
 		}
 	}
 
-	/** The pieces of staged rooms ({@link RoomPieces#of}), where their pages lie. */
-	static TinyPump of(KVCluster cluster, List<StagedRoom> rooms) {
-		return new TinyPump(RoomPieces.of(cluster, rooms));
-	}
-
 	/** @return pieces over all connections */
 	int pieces() {
 		return pieces.count();
@@ -58,11 +52,6 @@ final class TinyPump {
 	/** @return payload bytes over all connections */
 	long bytes() {
 		return bytes;
-	}
-
-	/** Zeroes every destination piece, so that a check after a run proves the run wrote it. */
-	void clearDestinations() {
-		pieces.clearDestinations();
 	}
 
 	/**

@@ -93,7 +93,8 @@ class BenchCommandTest {
 		assertThat(tiny.get("failures").asInt()).isZero();
 		assertThat(tiny.get("pieces").asInt()).isPositive();
 		assertThat(tiny.get("tp2").get("ranks").asInt()).isEqualTo(2);
-		for (String key : new String[] { "gbps", "pump_gbps", "ratio_to_pump", "ratio_to_bulk" }) {
+		for (String key : new String[] { "gbps", "pump_gbps", "ratio_to_pump", "ratio_to_bulk", "loop_verdict_gbps",
+				"loop_verdict_ratio", "ratio_to_loop_verdict" }) {
 			assertThat(tiny.get(key).isNumber()).as(key).isTrue();
 			assertThat(tiny.get("tp2").get(key).isNumber()).as(key).isTrue();
 		}
@@ -105,6 +106,8 @@ class BenchCommandTest {
 		assertSpread(many.get("ratio_to_loop_verdict_spread"), 3);
 		assertSpread(tiny.get("ratio_to_pump_spread"), 1);
 		assertSpread(tiny.get("tp2").get("ratio_to_pump_spread"), 1);
+		assertSpread(tiny.get("ratio_to_loop_verdict_spread"), 1);
+		assertSpread(tiny.get("tp2").get("loop_verdict_ratio_spread"), 1);
 		assertSpread(j.get("small").get("ratio_spread"), 3);
 		assertSpread(j.get("small").get("decode_ratio_to_loop_spread"), 3);
 		assertSpread(j.get("small").get("ratio_to_loop_verdict_spread"), 3);

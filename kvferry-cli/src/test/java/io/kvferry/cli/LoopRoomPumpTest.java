@@ -2,8 +2,10 @@ package io.kvferry.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import io.netty.util.internal.PlatformDependent;
@@ -14,8 +16,12 @@ class LoopRoomPumpTest {
 	@Test
 	void everyRunLandsEveryPieceOfEveryRoomInPlaceAndEndsOnlyOnceTheyAllLanded() throws Exception {
 		// Two rank pairs, rooms of a few pieces each: one of a byte, some larger than a read, one room with nothing on
-		// the second pair. Destinations leave a gap after each piece, which must stay zero.
-		int[][] lengths = { { 1, 70_000, 3 }, { 200_000 }, { 5, 6 }, { 17, 300_000, 9, 65_536 } };
+		// the second pair, and two rooms of several frames (more pieces than a frame takes, more bytes than a frame
+		// takes). Destinations leave a gap after each piece, which must stay zero.
+		int[] many = new int[300];
+		Arrays.fill(many, 3);
+		int[][] lengths = { { 1, 70_000, 3 }, { 200_000 }, { 5, 6 }, { 17, 300_000, 9, 65_536 }, many,
+				{ 400_000, 200_000 } };
 		ByteBuffer src = ByteBuffer.allocateDirect(1 << 21);
 		ByteBuffer dst = ByteBuffer.allocateDirect(1 << 21);
 		for (int i = 0; i < src.capacity(); i++) {
@@ -31,6 +37,11 @@ class LoopRoomPumpTest {
 				assertThat(pieces.landed()).as("run %d", run).isTrue();
 				assertThat(zeroOutside(pieces, dst)).as("run %d: bytes outside the pieces", run).isTrue();
 			}
+		}
+		finally {
+			// The pieces hold addresses only: the buffers must outlive the runs, or the collector frees their memory.
+			Reference.reachabilityFence(src);
+			Reference.reachabilityFence(dst);
 		}
 	}
 
