@@ -197,13 +197,37 @@ final class LoopRoomPump implements AutoCloseable {
 	}
 
 	/**
+	 * What both sides share: the run they report to, and one flush for whatever a batch of reads wrote.
+	 */
+	private abstract static class Side extends ChannelInboundHandlerAdapter {
+		final Runs runs;
+		boolean unflushed;
+
+		Side(Runs runs) {
+			this.runs = runs;
+		}
+
+		@Override
+		public void channelReadComplete(ChannelHandlerContext ctx) {
+			if (unflushed) {
+				unflushed = false;
+				ctx.flush();
+			}
+		}
+
+		@Override
+		public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+			runs.fail(cause);
+		}
+	}
+
+	/**
 	 * The far side of one connection: answers each request with the room's frames, a header and a view of the source
 	 * memory of each piece, flushed once per batch of reads; counts the verdicts.
 	 */
-	private static final class Far extends ChannelInboundHandlerAdapter {
+	private static final class Far extends Side {
 		private final long[][] pieces;
 		private final int[][] roomStarts;
-		private final Runs runs;
 		// The connection's pieces and frames, with every frame's header written once (a run sends views of it): known
 		// from the first request, which names its connection.
 		private long[] mine = new long[0];
@@ -211,12 +235,11 @@ final class LoopRoomPump implements AutoCloseable {
 		private int[] frameFirst = new int[0];
 		private int[] roomFrames = new int[0];
 		private ByteBuf headers = Unpooled.EMPTY_BUFFER;
-		private boolean unflushed;
 
 		Far(long[][] pieces, int[][] roomStarts, Runs runs) {
+			super(runs);
 			this.pieces = pieces;
 			this.roomStarts = roomStarts;
-			this.runs = runs;
 		}
 
 		@Override
@@ -272,32 +295,19 @@ final class LoopRoomPump implements AutoCloseable {
 		}
 
 		@Override
-		public void channelReadComplete(ChannelHandlerContext ctx) {
-			if (unflushed) {
-				unflushed = false;
-				ctx.flush();
-			}
-		}
-
-		@Override
 		public void handlerRemoved(ChannelHandlerContext ctx) {
 			headers.release();
 		}
 
-		@Override
-		public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-			runs.fail(cause);
-		}
 	}
 
 	/**
 	 * The near side of one connection: sends the requests its caller hands over (one flush for those that queued up
 	 * meanwhile), copies each frame's bytes into the destination and sends a room's verdict once its bytes all landed.
 	 */
-	private static final class Near extends ChannelInboundHandlerAdapter {
+	private static final class Near extends Side {
 		private final int conn;
 		final int rooms;
-		private final Runs runs;
 		private final long[] frames;
 		private final int[] roomStarts;
 		// All on the near event loop: each room's bytes not yet landed in this run, and the frame being read.
@@ -313,16 +323,15 @@ final class LoopRoomPump implements AutoCloseable {
 		private int payload;
 		private long at;
 		private boolean flushQueued;
-		private boolean unflushed;
 		// Set once a read failed the run: what follows is dropped unread.
 		private boolean failed;
 
 		Near(int conn, long[] frames, int[] roomStarts, Runs runs) {
+			super(runs);
 			this.conn = conn;
 			this.frames = frames;
 			this.roomStarts = roomStarts;
 			this.rooms = roomStarts.length - 1;
-			this.runs = runs;
 			this.left = new long[rooms];
 			this.bytes = new long[rooms];
 			for (int r = 0; r < rooms; r++) {
@@ -423,19 +432,6 @@ final class LoopRoomPump implements AutoCloseable {
 					return;
 				}
 			}
-		}
-
-		@Override
-		public void channelReadComplete(ChannelHandlerContext ctx) {
-			if (unflushed) {
-				unflushed = false;
-				ctx.flush();
-			}
-		}
-
-		@Override
-		public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-			runs.fail(cause);
 		}
 
 		@Override
