@@ -42,6 +42,8 @@ import org.jspecify.annotations.Nullable;
  */
 final class LoopRoomPump implements AutoCloseable {
 
+	/** What the names of its event loops' threads begin with, unless told otherwise. */
+	static final String THREADS = "kvferry-roompump";
 	private static final int MESSAGE = 64;
 	private static final int HEADER = 16;
 	// A frame's most pieces and bytes: as kvferry groups small pieces into scatter frames.
@@ -70,13 +72,13 @@ final class LoopRoomPump implements AutoCloseable {
 	/**
 	 * Connects a pair of event loops over loopback for each rank pair, one connection each.
 	 *
-	 * @param pieces the frames, a piece each: memory the caller keeps alive until {@link #close}
+	 * @param pieces the rooms' pieces: memory the caller keeps alive until {@link #close}
 	 * @param name what its threads' names begin with
 	 */
 	static LoopRoomPump open(RoomPieces pieces, String name) throws InterruptedIOException {
-		long[][] frames = pieces.pieces();
+		long[][] each = pieces.pieces();
 		int[][] roomStarts = pieces.roomStarts();
-		int n = frames.length;
+		int n = each.length;
 		EventLoopGroup near = LoopPingPong.group(n, name + "-near");
 		EventLoopGroup far = LoopPingPong.group(n, name + "-far");
 		Runs runs = new Runs(n);
@@ -87,13 +89,13 @@ final class LoopRoomPump implements AutoCloseable {
 						@Override
 						protected void initChannel(SocketChannel ch) {
 							ch.pipeline().addLast(new FixedLengthFrameDecoder(MESSAGE),
-									new Far(frames, roomStarts, runs));
+									new Far(each, roomStarts, runs));
 						}
 					}).bind("127.0.0.1", 0).sync().channel();
 			Channel[] clients = new Channel[n];
 			Near[] readers = new Near[n];
 			for (int c = 0; c < n; c++) {
-				readers[c] = new Near(c, frames[c], roomStarts[c], runs);
+				readers[c] = new Near(c, each[c], roomStarts[c], runs);
 				clients[c] = new Bootstrap().group(near).channel(LoopPingPong.clientType())
 						.option(ChannelOption.TCP_NODELAY, true).handler(readers[c])
 						.connect(server.localAddress()).sync().channel();
@@ -231,7 +233,8 @@ final class LoopRoomPump implements AutoCloseable {
 		// The connection's pieces and frames, with every frame's header written once (a run sends views of it): known
 		// from the first request, which names its connection.
 		private long[] mine = new long[0];
-		// Per frame its first piece; per room the index of its first frame, and the frame count last.
+		// Per frame its first piece, and the piece count last (frames cover the pieces in order); per room the index of
+		// its first frame, and the frame count last.
 		private int[] frameFirst = new int[0];
 		private int[] roomFrames = new int[0];
 		private ByteBuf headers = Unpooled.EMPTY_BUFFER;
@@ -258,8 +261,7 @@ final class LoopRoomPump implements AutoCloseable {
 			}
 			for (int f = roomFrames[room]; f < roomFrames[room + 1]; f++) {
 				ctx.write(headers.retainedSlice(f * HEADER, HEADER), ctx.voidPromise());
-				int end = frameFirst[f] + headers.getInt(f * HEADER + Integer.BYTES);
-				for (int p = frameFirst[f]; p < end; p++) {
+				for (int p = frameFirst[f]; p < frameFirst[f + 1]; p++) {
 					ctx.write(NativeMemory.wrap(mine[3 * p], (int) mine[3 * p + 2]), ctx.voidPromise());
 				}
 			}
@@ -271,7 +273,7 @@ final class LoopRoomPump implements AutoCloseable {
 			mine = pieces[conn];
 			int[] starts = roomStarts[conn];
 			int rooms = starts.length - 1;
-			int[] first = new int[Math.max(1, starts[rooms])];
+			int[] first = new int[starts[rooms] + 1];
 			int frames = 0;
 			roomFrames = new int[rooms + 1];
 			headers = Unpooled.directBuffer(first.length * HEADER);
@@ -291,6 +293,7 @@ final class LoopRoomPump implements AutoCloseable {
 				}
 			}
 			roomFrames[rooms] = frames;
+			first[frames] = starts[rooms];
 			frameFirst = first;
 		}
 
@@ -298,7 +301,6 @@ final class LoopRoomPump implements AutoCloseable {
 		public void handlerRemoved(ChannelHandlerContext ctx) {
 			headers.release();
 		}
-
 	}
 
 	/**
@@ -308,7 +310,7 @@ final class LoopRoomPump implements AutoCloseable {
 	private static final class Near extends Side {
 		private final int conn;
 		final int rooms;
-		private final long[] frames;
+		private final long[] pieces;
 		private final int[] roomStarts;
 		// All on the near event loop: each room's bytes not yet landed in this run, and the frame being read.
 		private final long[] left;
@@ -326,17 +328,17 @@ final class LoopRoomPump implements AutoCloseable {
 		// Set once a read failed the run: what follows is dropped unread.
 		private boolean failed;
 
-		Near(int conn, long[] frames, int[] roomStarts, Runs runs) {
+		Near(int conn, long[] pieces, int[] roomStarts, Runs runs) {
 			super(runs);
 			this.conn = conn;
-			this.frames = frames;
+			this.pieces = pieces;
 			this.roomStarts = roomStarts;
 			this.rooms = roomStarts.length - 1;
 			this.left = new long[rooms];
 			this.bytes = new long[rooms];
 			for (int r = 0; r < rooms; r++) {
-				for (int f = roomStarts[r]; f < roomStarts[r + 1]; f++) {
-					bytes[r] += frames[3 * f + 2];
+				for (int p = roomStarts[r]; p < roomStarts[r + 1]; p++) {
+					bytes[r] += pieces[3 * p + 2];
 				}
 			}
 		}
@@ -426,9 +428,9 @@ final class LoopRoomPump implements AutoCloseable {
 		/** Points the reads at the frame's next piece that has bytes, if any is left. */
 		private void next() {
 			for (; piece < last; piece++) {
-				if (frames[3 * piece + 2] > 0) {
-					at = frames[3 * piece + 1];
-					payload = (int) frames[3 * piece + 2];
+				if (pieces[3 * piece + 2] > 0) {
+					at = pieces[3 * piece + 1];
+					payload = (int) pieces[3 * piece + 2];
 					return;
 				}
 			}

@@ -24,9 +24,6 @@ import org.jspecify.annotations.Nullable;
  */
 final class ManyPumps implements AutoCloseable {
 
-	/** What the names of the room pumps' threads begin with. */
-	static final String THREADS = "kvferry-roompump";
-
 	private final TcpBaseline[] pair;
 	private final CleanableDirectBuffer src;
 	private final CleanableDirectBuffer dst;
@@ -79,12 +76,12 @@ final class ManyPumps implements AutoCloseable {
 			TcpBaseline.frames(pair, src.buffer(), dst.buffer(), frames);
 			check("the frame pump", laid, failures);
 			laid.clearDestinations();
-			laidOut = LoopRoomPump.open(laid, THREADS + "-laid");
+			laidOut = LoopRoomPump.open(laid, LoopRoomPump.THREADS + "-laid");
 			laidOut.run();
 			check("the event-loop room pump", laid, failures);
 			// The rooms ended: their destination pages hold what kvferry landed, and are zeroed for the check.
 			pieces.clearDestinations();
-			onPages = LoopRoomPump.open(pieces, THREADS);
+			onPages = LoopRoomPump.open(pieces, LoopRoomPump.THREADS);
 			onPages.run();
 			check("the event-loop room pump on the rooms' pages", pieces, failures);
 			return new ManyPumps(pair, src, dst, frames, laidOut, onPages, bytes);

@@ -13,7 +13,7 @@ import io.netty.util.internal.PlatformDependent;
 
 /**
  * The pieces staged rooms move, as kvferry cuts its blocks: per rank pair, a piece for each run of pages adjacent on
- * both sides in one layer buffer, from prefill rank {@code r} of the room's DP group to decode rank {@code r} (equal
+ * both sides ({@link StagedRoom#pageRuns}) in one layer buffer, from prefill rank {@code r} of the room's DP group to decode rank {@code r} (equal
  * TP sizes: each pair holds the same heads), room after room. The pumps move these pieces with less work than
  * kvferry, from and to where they lie.
  *
@@ -39,15 +39,12 @@ record RoomPieces(long[][] pieces, int[][] roomStarts) {
 				int[] src = room.sourcePages();
 				int[] dst = room.destinationPages();
 				int skip = room.prefixPages();
+				int[] runs = room.pageRuns();
 				for (int b = 0; b < to.size(); b++) {
 					MemoryRegion s = from.get(b);
 					MemoryRegion d = to.get(b);
-					for (int k = 0; k < dst.length;) {
-						int run = 1;
-						while (k + run < dst.length && src[skip + k + run] == src[skip + k + run - 1] + 1
-								&& dst[k + run] == dst[k + run - 1] + 1) {
-							run++;
-						}
+					int k = 0;
+					for (int run : runs) {
 						triples.add(s.itemAddress(src[skip + k]), d.itemAddress(dst[k]), (long) run * d.itemLen());
 						k += run;
 					}

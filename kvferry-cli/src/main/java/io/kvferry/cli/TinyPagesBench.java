@@ -112,7 +112,7 @@ final class TinyPagesBench {
 			pump.run(streams);
 			checkPump(cluster, first.staged());
 			pieces.clearDestinations();
-			loops = LoopRoomPump.open(pieces, ManyPumps.THREADS);
+			loops = LoopRoomPump.open(pieces, LoopRoomPump.THREADS);
 			loops.run();
 			if (!pieces.landed()) {
 				failures.add("tiny_pages: the event-loop room pump moved wrong bytes");

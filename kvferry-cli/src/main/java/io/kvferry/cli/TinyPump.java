@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
-
 /**
  * The least work that moves scattered pages over TCP: per rank pair one plain connection, whose writer gathers the
  * pieces from the source pages in place ({@code writev} of the page slices, in order) and whose reader scatters the
