@@ -57,15 +57,17 @@ final class LoopRoomPump implements AutoCloseable {
 	private final Channel server;
 	private final Channel[] clients;
 	private final Near[] readers;
+	private final Frames[] frames;
 	private final Runs runs;
 
 	private LoopRoomPump(EventLoopGroup near, EventLoopGroup far, Channel server, Channel[] clients, Near[] readers,
-			Runs runs) {
+			Frames[] frames, Runs runs) {
 		this.near = near;
 		this.far = far;
 		this.server = server;
 		this.clients = clients;
 		this.readers = readers;
+		this.frames = frames;
 		this.runs = runs;
 	}
 
@@ -82,6 +84,10 @@ final class LoopRoomPump implements AutoCloseable {
 		EventLoopGroup near = LoopPingPong.group(n, name + "-near");
 		EventLoopGroup far = LoopPingPong.group(n, name + "-far");
 		Runs runs = new Runs(n);
+		Frames[] frames = new Frames[n];
+		for (int c = 0; c < n; c++) {
+			frames[c] = Frames.cut(each[c], roomStarts[c]);
+		}
 		try {
 			Channel server = new ServerBootstrap().group(far).channel(LoopPingPong.serverType())
 					.childOption(ChannelOption.TCP_NODELAY, true)
@@ -89,7 +95,7 @@ final class LoopRoomPump implements AutoCloseable {
 						@Override
 						protected void initChannel(SocketChannel ch) {
 							ch.pipeline().addLast(new FixedLengthFrameDecoder(MESSAGE),
-									new Far(each, roomStarts, runs));
+									new Far(frames, runs));
 						}
 					}).bind("127.0.0.1", 0).sync().channel();
 			Channel[] clients = new Channel[n];
@@ -100,11 +106,12 @@ final class LoopRoomPump implements AutoCloseable {
 						.option(ChannelOption.TCP_NODELAY, true).handler(readers[c])
 						.connect(server.localAddress()).sync().channel();
 			}
-			return new LoopRoomPump(near, far, server, clients, readers, runs);
+			return new LoopRoomPump(near, far, server, clients, readers, frames, runs);
 		}
 		catch (InterruptedException | RuntimeException e) {
-			LoopPingPong.shutdown(near);
-			LoopPingPong.shutdown(far);
+			LoopPingPong.shutdown(near).syncUninterruptibly();
+			LoopPingPong.shutdown(far).syncUninterruptibly();
+			release(frames);
 			if (e instanceof InterruptedException) {
 				Thread.currentThread().interrupt();
 				throw new InterruptedIOException("interrupted while connecting the event-loop room pump");
@@ -155,6 +162,13 @@ final class LoopRoomPump implements AutoCloseable {
 		server.close();
 		LoopPingPong.shutdown(near).syncUninterruptibly();
 		LoopPingPong.shutdown(far).syncUninterruptibly();
+		release(frames);
+	}
+
+	private static void release(Frames[] frames) {
+		for (Frames f : frames) {
+			f.headers.release();
+		}
 	}
 
 	private static ByteBuf message(Channel ch, int kind, int room, int conn) {
@@ -224,25 +238,56 @@ final class LoopRoomPump implements AutoCloseable {
 	}
 
 	/**
+	 * One connection's pieces cut into frames of up to {@link #FRAME_PIECES} pieces and {@link #FRAME_BYTES} bytes, with
+	 * every frame's header written once (a run sends views of it). The pump owns the headers and releases them once its
+	 * event loops ended, so a loop shut down under an open connection cannot strand them.
+	 *
+	 * @param pieces the connection's (source, destination, length) triples
+	 * @param first per frame its first piece, and the end of the pieces last (frames cover the pieces in order)
+	 * @param roomFrames per room the index of its first frame, and the frame count last
+	 * @param headers per frame the room's first piece, how many, the room and a zero word
+	 */
+	private record Frames(long[] pieces, int[] first, int[] roomFrames, ByteBuf headers) {
+
+		static Frames cut(long[] pieces, int[] starts) {
+			int rooms = starts.length - 1;
+			int[] first = new int[starts[rooms] + 1];
+			int[] roomFrames = new int[rooms + 1];
+			ByteBuf headers = Unpooled.directBuffer(Math.max(1, starts[rooms]) * HEADER);
+			int frames = 0;
+			for (int r = 0; r < rooms; r++) {
+				roomFrames[r] = frames;
+				for (int p = starts[r]; p < starts[r + 1];) {
+					int count = 0;
+					long bytes = 0;
+					while (p + count < starts[r + 1] && count < FRAME_PIECES
+							&& (count == 0 || bytes + pieces[3 * (p + count) + 2] <= FRAME_BYTES)) {
+						bytes += pieces[3 * (p + count) + 2];
+						count++;
+					}
+					first[frames++] = p;
+					headers.writeInt(p).writeInt(count).writeInt(r).writeInt(0);
+					p += count;
+				}
+			}
+			roomFrames[rooms] = frames;
+			first[frames] = starts[rooms];
+			return new Frames(pieces, first, roomFrames, headers);
+		}
+	}
+
+	/**
 	 * The far side of one connection: answers each request with the room's frames, a header and a view of the source
 	 * memory of each piece, flushed once per batch of reads; counts the verdicts.
 	 */
 	private static final class Far extends Side {
-		private final long[][] pieces;
-		private final int[][] roomStarts;
-		// The connection's pieces and frames, with every frame's header written once (a run sends views of it): known
-		// from the first request, which names its connection.
-		private long[] mine = new long[0];
-		// Per frame its first piece, and the piece count last (frames cover the pieces in order); per room the index of
-		// its first frame, and the frame count last.
-		private int[] frameFirst = new int[0];
-		private int[] roomFrames = new int[0];
-		private ByteBuf headers = Unpooled.EMPTY_BUFFER;
+		private final Frames[] all;
+		// The connection's frames: known from the first request, which names its connection.
+		private @Nullable Frames mine;
 
-		Far(long[][] pieces, int[][] roomStarts, Runs runs) {
+		Far(Frames[] all, Runs runs) {
 			super(runs);
-			this.pieces = pieces;
-			this.roomStarts = roomStarts;
+			this.all = all;
 		}
 
 		@Override
@@ -256,50 +301,19 @@ final class LoopRoomPump implements AutoCloseable {
 				runs.verdict(room, conn);
 				return;
 			}
-			if (headers == Unpooled.EMPTY_BUFFER) {
-				describe(conn);
+			Frames f = mine;
+			if (f == null) {
+				f = all[conn];
+				mine = f;
 			}
-			for (int f = roomFrames[room]; f < roomFrames[room + 1]; f++) {
-				ctx.write(headers.retainedSlice(f * HEADER, HEADER), ctx.voidPromise());
-				for (int p = frameFirst[f]; p < frameFirst[f + 1]; p++) {
-					ctx.write(NativeMemory.wrap(mine[3 * p], (int) mine[3 * p + 2]), ctx.voidPromise());
+			long[] p = f.pieces;
+			for (int frame = f.roomFrames[room]; frame < f.roomFrames[room + 1]; frame++) {
+				ctx.write(f.headers.retainedSlice(frame * HEADER, HEADER), ctx.voidPromise());
+				for (int i = f.first[frame]; i < f.first[frame + 1]; i++) {
+					ctx.write(NativeMemory.wrap(p[3 * i], (int) p[3 * i + 2]), ctx.voidPromise());
 				}
 			}
 			unflushed = true;
-		}
-
-		/** Cuts each room's pieces into frames of up to {@link #FRAME_PIECES} pieces and {@link #FRAME_BYTES} bytes. */
-		private void describe(int conn) {
-			mine = pieces[conn];
-			int[] starts = roomStarts[conn];
-			int rooms = starts.length - 1;
-			int[] first = new int[starts[rooms] + 1];
-			int frames = 0;
-			roomFrames = new int[rooms + 1];
-			headers = Unpooled.directBuffer(first.length * HEADER);
-			for (int r = 0; r < rooms; r++) {
-				roomFrames[r] = frames;
-				for (int p = starts[r]; p < starts[r + 1];) {
-					int count = 0;
-					long bytes = 0;
-					while (p + count < starts[r + 1] && count < FRAME_PIECES
-							&& (count == 0 || bytes + mine[3 * (p + count) + 2] <= FRAME_BYTES)) {
-						bytes += mine[3 * (p + count) + 2];
-						count++;
-					}
-					first[frames++] = p;
-					headers.writeInt(p).writeInt(count).writeInt(r).writeInt(0);
-					p += count;
-				}
-			}
-			roomFrames[rooms] = frames;
-			first[frames] = starts[rooms];
-			frameFirst = first;
-		}
-
-		@Override
-		public void handlerRemoved(ChannelHandlerContext ctx) {
-			headers.release();
 		}
 	}
 
