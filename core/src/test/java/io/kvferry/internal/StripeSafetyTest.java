@@ -6,8 +6,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -389,6 +393,40 @@ class StripeSafetyTest {
 	}
 
 	@Test
+	void smallPiecesOfABufferGoInStretchesOnOneStripeAndStillSpreadOverEvery() {
+		// Stretches of two pages: after the first on stripe 0, each goes to the stripe with the fewest bytes. Decode's
+		// pages are not adjacent, so each page of each buffer is a piece of its own.
+		long page = decodeMem.kvArgs().kvRegions().get(0).itemLen();
+		start(2, UnaryOperator.identity(), 2 * page);
+		int[] dst = { 8, 10, 12, 14, 16, 18, 20, 22 };
+		KVReceiver r = room(21, new int[] { 1, 2, 3, 4, 5, 6, 7, 8 }, dst, 0)[0];
+		StepVerifier.create(r.completion()).expectComplete().verify(T);
+		assertThat(decodeMem.verify(21, dst, 0, new int[0])).isNull();
+		// Per buffer, its pieces in page order, each named by the stripe that carried it.
+		Map<Integer, TreeMap<Long, Integer>> carried = new TreeMap<>();
+		for (int stripe = 0; stripe < 2; stripe++) {
+			for (DataHeader h : transport.decodeStripe(stripe).headers()) {
+				if (h.room() == 21 && h.kind() == RegionKind.KV) {
+					carried.computeIfAbsent(h.region(), k -> new TreeMap<>()).put(h.dstOffset(), stripe);
+				}
+			}
+		}
+		assertThat(carried).hasSize(decodeMem.kvArgs().kvRegions().size());
+		Set<Integer> used = new HashSet<>();
+		carried.forEach((region, pieces) -> {
+			assertThat(pieces).as("buffer %d", region).hasSize(dst.length);
+			List<Integer> order = List.copyOf(pieces.values());
+			used.addAll(order);
+			// Runs of two: a stripe keeps a buffer's pieces for a stretch, not piece by piece.
+			for (int i = 0; i + 1 < order.size(); i += 2) {
+				assertThat(order.get(i + 1)).as("buffer %d, pieces %d and %d", region, i, i + 1)
+						.isEqualTo(order.get(i));
+			}
+		});
+		assertThat(used).as("stripes that carried some").containsExactlyInAnyOrder(0, 1);
+	}
+
+	@Test
 	void aSuccessNamingAFenceOnAStripeTheSessionDoesNotHaveFailsTheRoom() {
 		start(2, UnaryOperator.identity(), PrefillSpec.DEFAULT_FIRST_STRIPE_BYTES);
 		warmUp();
@@ -562,6 +600,7 @@ class StripeSafetyTest {
 		private final Queue<Runnable> held = new ArrayDeque<>();
 		private final List<KVMessage.Status> statuses = new CopyOnWriteArrayList<>();
 		private final AtomicInteger frames = new AtomicInteger();
+		private final List<DataHeader> headers = new CopyOnWriteArrayList<>();
 		// The rooms of the fences decode took from this stripe, in order: each added once decode returned from it.
 		private final List<Long> fenced = new CopyOnWriteArrayList<>();
 		private volatile Function<KVMessage, KVMessage> tamper = Function.identity();
@@ -592,6 +631,11 @@ class StripeSafetyTest {
 
 		int frames() {
 			return frames.get();
+		}
+
+		/** @return the data headers decode took from this stripe, a scatter frame's pieces each as one */
+		List<DataHeader> headers() {
+			return List.copyOf(headers);
 		}
 
 		/** @return fences decode took from this stripe; under the lock a delivery holds, so none is half taken */
@@ -655,6 +699,7 @@ class StripeSafetyTest {
 		@Override
 		public synchronized PayloadSink onData(KVConnection c, DataHeader header) {
 			frames.incrementAndGet();
+			headers.add(header);
 			PayloadSink sink = engine.onData(c, header);
 			if (!holding && held.isEmpty()) {
 				return sink;

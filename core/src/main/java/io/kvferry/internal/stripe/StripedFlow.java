@@ -53,16 +53,21 @@ public final class StripedFlow {
 	// Per stripe, the small blocks dealt to it, grouped into scatter blocks.
 	private final ScatterGather[] gathers;
 	private final SendGate gate;
-	// Bytes of the room that go on stripe 0 alone before the rest is dealt over every stripe.
+	// Bytes of the room that go on stripe 0 alone before the rest is dealt over every stripe, and of each stretch the
+	// rest is dealt in.
 	private final long first;
 	// Per stripe, the bytes of the room dealt to it.
 	private final long[] dealt;
+	// The stripe of the stretch being dealt, and the bytes it still takes.
+	private int stretch;
+	private long stretchLeft;
 
 	StripedFlow(long room, KVConnection[] stripes, boolean checksums, SendGate gate, long firstStripeBytes) {
 		this.room = room;
 		this.gate = gate;
 		this.first = firstStripeBytes;
 		this.dealt = new long[stripes.length];
+		this.stretchLeft = firstStripeBytes;
 		this.lanes = new Lane[stripes.length];
 		this.gathers = new ScatterGather[stripes.length];
 		for (int i = 0; i < lanes.length; i++) {
@@ -105,9 +110,11 @@ public final class StripedFlow {
 	}
 
 	/**
-	 * Sends a piece on stripe 0 while the room's first bytes last, then on the stripe that got the fewest bytes of the
-	 * room so far (round robin for pieces of one size): the rest first makes up for what stripe 0 took alone, so that
-	 * a large room still ends up even over the stripes.
+	 * Sends a piece on stripe 0 while the room's first bytes last, then deals the rest in stretches of as many bytes,
+	 * each to the stripe that got the fewest bytes of the room so far (round robin for stretches of one size): the rest
+	 * first makes up for what stripe 0 took alone, so that a large room still ends up even over the stripes. A stretch
+	 * keeps a run of small pieces, which come buffer by buffer, on one stripe: on decode each buffer's ledger is then
+	 * written by one connection's thread at a time, instead of its counters moving between cores piece by piece.
 	 */
 	private void deal(DataBlock piece) {
 		gathers[stripeFor(piece.header().payloadLength())].send(piece);
@@ -115,16 +122,19 @@ public final class StripedFlow {
 
 	/** @return the stripe a piece of {@code bytes} goes on, counted as dealt to it */
 	private int stripeFor(long bytes) {
-		int stripe = 0;
-		if (dealt[0] >= first) {
+		if (stretchLeft <= 0) {
+			int stripe = 0;
 			for (int i = 1; i < dealt.length; i++) {
 				if (dealt[i] < dealt[stripe]) {
 					stripe = i;
 				}
 			}
+			stretch = stripe;
+			stretchLeft = first;
 		}
-		dealt[stripe] += bytes;
-		return stripe;
+		stretchLeft -= bytes;
+		dealt[stretch] += bytes;
+		return stretch;
 	}
 
 	/**
