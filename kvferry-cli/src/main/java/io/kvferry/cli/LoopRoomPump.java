@@ -281,9 +281,8 @@ final class LoopRoomPump implements AutoCloseable {
 	 * memory of each piece, flushed once per batch of reads; counts the verdicts.
 	 */
 	private static final class Far extends Side {
+		// Per connection its frames: each request names its connection.
 		private final Frames[] all;
-		// The connection's frames: known from the first request, which names its connection.
-		private @Nullable Frames mine;
 
 		Far(Frames[] all, Runs runs) {
 			super(runs);
@@ -301,11 +300,7 @@ final class LoopRoomPump implements AutoCloseable {
 				runs.verdict(room, conn);
 				return;
 			}
-			Frames f = mine;
-			if (f == null) {
-				f = all[conn];
-				mine = f;
-			}
+			Frames f = all[conn];
 			long[] p = f.pieces;
 			for (int frame = f.roomFrames[room]; frame < f.roomFrames[room + 1]; frame++) {
 				ctx.write(f.headers.retainedSlice(frame * HEADER, HEADER), ctx.voidPromise());
