@@ -1,0 +1,165 @@
+package io.kvferry.internal.stripe;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.kvferry.HostPort;
+import io.kvferry.KVPoll;
+import io.kvferry.spi.Block;
+import io.kvferry.spi.DataBlock;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.RegionKind;
+import io.kvferry.spi.SendGate;
+import io.kvferry.spi.SendListener;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+
+/**
+ * How one room's pieces go over its stripes when the stripes' connections do not keep the same pace: pieces of a
+ * stretch or more go to the stripe that has room in its window, each stripe's tally and fence count what it carried,
+ * and the closing messages follow every piece.
+ */
+class StripedFlowTest {
+
+	private static final int MIB = 1 << 20;
+	private static final int PIECE = 4 * MIB;
+
+	@Test
+	void largePiecesGoToTheStripeThatTakesThemAndTheFencesCountWhatEachCarried() {
+		// Stripe 0 never finishes a write until told; stripe 1 finishes each at once, as a faster connection would.
+		Stripe slow = new Stripe(false);
+		Stripe fast = new Stripe(true);
+		StripedFlow flow = new StripedFlow(5, new KVConnection[] { slow, fast }, false, SendGate.OPEN, MIB);
+		for (int i = 0; i < 10; i++) {
+			flow.send(piece(i));
+		}
+		// The first piece is the room's first bytes, on stripe 0; stripe 0's window then takes one more, and the
+		// rest goes where there is room.
+		assertThat(slow.blocks).hasSize(2);
+		assertThat(fast.blocks).hasSize(8);
+		AtomicInteger written = new AtomicInteger();
+		flow.finish((bytes, checksum, fences) -> new KVMessage.Status(5, KVPoll.SUCCESS, 0, "", bytes, checksum,
+				fences), written::incrementAndGet, e -> {
+					throw new AssertionError(e);
+				});
+		assertThat(fast.messages).containsExactly(new KVMessage.Fence(5, 8L * PIECE, KVMessage.NO_CHECKSUM));
+		KVMessage.Status closing = (KVMessage.Status) slow.messages.get(0);
+		assertThat(closing.bytes()).isEqualTo(10L * PIECE);
+		assertThat(closing.fences()).isEqualTo(0b10);
+		assertThat(written).hasValue(1);
+		slow.finishWrites();
+		assertThat(slow.blocks).hasSize(2);
+	}
+
+	@Test
+	void theClosingMessagesWaitUntilEveryPieceWasHandedOn() {
+		// Both stripes hold their writes: four pieces fill their windows, the rest waits in the room.
+		Stripe a = new Stripe(false);
+		Stripe b = new Stripe(false);
+		StripedFlow flow = new StripedFlow(6, new KVConnection[] { a, b }, false, SendGate.OPEN, MIB);
+		for (int i = 0; i < 6; i++) {
+			flow.send(piece(i));
+		}
+		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(4);
+		flow.finish((bytes, checksum, fences) -> new KVMessage.Status(6, KVPoll.SUCCESS, 0, "", bytes, checksum,
+				fences), () -> {
+				}, e -> {
+					throw new AssertionError(e);
+				});
+		assertThat(a.messages).as("nothing closes the room while pieces of it wait").isEmpty();
+		assertThat(b.messages).isEmpty();
+		// Stripe b finishes its writes and takes what waited; only then are the room's tallies final.
+		b.finishWrites();
+		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(6);
+		KVMessage.Status closing = (KVMessage.Status) a.messages.get(0);
+		assertThat(closing.bytes()).isEqualTo(6L * PIECE);
+		assertThat(b.messages).containsExactly(new KVMessage.Fence(6, (long) b.blocks.size() * PIECE,
+				KVMessage.NO_CHECKSUM));
+	}
+
+	@Test
+	void piecesWaitingInTheRoomAreNeverHandedOnOnceItStopped() {
+		AtomicBoolean open = new AtomicBoolean(true);
+		Stripe a = new Stripe(false);
+		Stripe b = new Stripe(false);
+		StripedFlow flow = new StripedFlow(7, new KVConnection[] { a, b }, false, open::get, MIB);
+		for (int i = 0; i < 6; i++) {
+			flow.send(piece(i));
+		}
+		open.set(false);
+		a.finishWrites();
+		b.finishWrites();
+		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(4);
+	}
+
+	private static DataBlock piece(int i) {
+		// The tallies keep no checksum here, so the source is never read.
+		return new DataBlock(new DataHeader(1, RegionKind.KV, 0, (long) i * PIECE, PIECE, 0, 1), 4096, 0);
+	}
+
+	/** A stripe's connection: records what it is handed, and finishes block writes at once or when told. */
+	private static final class Stripe implements KVConnection {
+
+		final List<Block> blocks = new ArrayList<>();
+		final List<KVMessage> messages = new ArrayList<>();
+		private final List<SendListener> pending = new ArrayList<>();
+		private final boolean atOnce;
+
+		Stripe(boolean atOnce) {
+			this.atOnce = atOnce;
+		}
+
+		void finishWrites() {
+			List<SendListener> now = new ArrayList<>(pending);
+			pending.clear();
+			now.forEach(SendListener::written);
+		}
+
+		@Override
+		public String id() {
+			return "stripe";
+		}
+
+		@Override
+		public HostPort remoteAddress() {
+			return new HostPort("127.0.0.1", 1);
+		}
+
+		@Override
+		public void send(KVMessage message, SendGate gate, SendListener listener) {
+			messages.add(message);
+			listener.written();
+		}
+
+		@Override
+		public void send(Block block, SendListener listener) {
+			blocks.add(block);
+			if (atOnce) {
+				listener.written();
+			}
+			else {
+				pending.add(listener);
+			}
+		}
+
+		@Override
+		public boolean isActive() {
+			return true;
+		}
+
+		@Override
+		public void close(String reason) {
+		}
+
+		@Override
+		public Mono<Void> onClose() {
+			return Mono.never();
+		}
+	}
+}
