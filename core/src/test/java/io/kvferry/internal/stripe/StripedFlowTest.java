@@ -35,19 +35,13 @@ class StripedFlowTest {
 		// Stripe 0 never finishes a write until told; stripe 1 finishes each at once, as a faster connection would.
 		Stripe slow = new Stripe(false);
 		Stripe fast = new Stripe(true);
-		StripedFlow flow = new StripedFlow(5, new KVConnection[] { slow, fast }, false, SendGate.OPEN, MIB);
-		for (int i = 0; i < 10; i++) {
-			flow.send(piece(i));
-		}
+		StripedFlow flow = sent(5, 10, SendGate.OPEN, slow, fast);
 		// The first piece is the room's first bytes, on stripe 0; stripe 0's window then takes one more, and the
 		// rest goes where there is room.
 		assertThat(slow.blocks).hasSize(2);
 		assertThat(fast.blocks).hasSize(8);
 		AtomicInteger written = new AtomicInteger();
-		flow.finish((bytes, checksum, fences) -> new KVMessage.Status(5, KVPoll.SUCCESS, 0, "", bytes, checksum,
-				fences), written::incrementAndGet, e -> {
-					throw new AssertionError(e);
-				});
+		finish(flow, 5, written::incrementAndGet);
 		assertThat(fast.messages).containsExactly(new KVMessage.Fence(5, 8L * PIECE, KVMessage.NO_CHECKSUM));
 		KVMessage.Status closing = (KVMessage.Status) slow.messages.get(0);
 		assertThat(closing.bytes()).isEqualTo(10L * PIECE);
@@ -62,16 +56,10 @@ class StripedFlowTest {
 		// Both stripes hold their writes: four pieces fill their windows, the rest waits in the room.
 		Stripe a = new Stripe(false);
 		Stripe b = new Stripe(false);
-		StripedFlow flow = new StripedFlow(6, new KVConnection[] { a, b }, false, SendGate.OPEN, MIB);
-		for (int i = 0; i < 6; i++) {
-			flow.send(piece(i));
-		}
+		StripedFlow flow = sent(6, 6, SendGate.OPEN, a, b);
 		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(4);
-		flow.finish((bytes, checksum, fences) -> new KVMessage.Status(6, KVPoll.SUCCESS, 0, "", bytes, checksum,
-				fences), () -> {
-				}, e -> {
-					throw new AssertionError(e);
-				});
+		finish(flow, 6, () -> {
+		});
 		assertThat(a.messages).as("nothing closes the room while pieces of it wait").isEmpty();
 		assertThat(b.messages).isEmpty();
 		// Stripe b finishes its writes and takes what waited; only then are the room's tallies final.
@@ -88,14 +76,27 @@ class StripedFlowTest {
 		AtomicBoolean open = new AtomicBoolean(true);
 		Stripe a = new Stripe(false);
 		Stripe b = new Stripe(false);
-		StripedFlow flow = new StripedFlow(7, new KVConnection[] { a, b }, false, open::get, MIB);
-		for (int i = 0; i < 6; i++) {
-			flow.send(piece(i));
-		}
+		sent(7, 6, open::get, a, b);
 		open.set(false);
 		a.finishWrites();
 		b.finishWrites();
 		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(4);
+	}
+
+	/** @return a room's flow over {@code stripes} (stretches of 1 MiB) that was sent {@code pieces} pieces of 4 MiB */
+	private static StripedFlow sent(long room, int pieces, SendGate gate, Stripe... stripes) {
+		StripedFlow flow = new StripedFlow(room, stripes, false, gate, MIB);
+		for (int i = 0; i < pieces; i++) {
+			flow.send(piece(i));
+		}
+		return flow;
+	}
+
+	private static void finish(StripedFlow flow, long room, Runnable written) {
+		flow.finish((bytes, checksum, fences) -> new KVMessage.Status(room, KVPoll.SUCCESS, 0, "", bytes, checksum,
+				fences), written, e -> {
+					throw new AssertionError(e);
+				});
 	}
 
 	private static DataBlock piece(int i) {
