@@ -106,7 +106,7 @@ public final class StripedFlow {
 	 * no cutting goes to its stripe's group without a block object.
 	 */
 	public void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
-		if (length > Stripes.PIECE || takenByRoom(length)) {
+		if (length > Stripes.PIECE || takenOnDemand(length)) {
 			send(Stripes.kvBlock(room, region, dstOffset, length, srcAddress, gate));
 			return;
 		}
@@ -131,7 +131,7 @@ public final class StripedFlow {
 	 * less, and the stripes end together instead of one carrying on alone.
 	 */
 	private void deal(DataBlock piece) {
-		if (takenByRoom(piece.header().payloadLength())) {
+		if (takenOnDemand(piece.header().payloadLength())) {
 			share(piece);
 			return;
 		}
@@ -139,10 +139,10 @@ public final class StripedFlow {
 	}
 
 	/**
-	 * @return whether a piece of {@code bytes} goes to the shared queue: a stretch or more, past the room's first bytes,
-	 *         over several stripes
+	 * @return whether a piece of {@code bytes} goes to the shared queue, for the first stripe with room in its window to
+	 *         take: a stretch or more, past the room's first bytes, over several stripes
 	 */
-	private boolean takenByRoom(long bytes) {
+	private boolean takenOnDemand(long bytes) {
 		return lanes.length > 1 && first > 0 && stretchLeft <= 0 && bytes >= first;
 	}
 
