@@ -2,18 +2,23 @@ package io.kvferry.internal.stripe;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32C;
 
 import io.kvferry.HostPort;
 import io.kvferry.KVPoll;
+import io.kvferry.MemoryRegion;
 import io.kvferry.spi.Block;
 import io.kvferry.spi.DataBlock;
 import io.kvferry.spi.DataHeader;
 import io.kvferry.spi.KVConnection;
 import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
@@ -72,6 +77,27 @@ class StripedFlowTest {
 	}
 
 	@Test
+	void eachStripesChecksumCoversThePiecesItTookInTheOrderItSentThem() {
+		// Four pieces of distinct bytes: the first two fill the slow stripe's window, the fast one takes the others.
+		MemoryRegion source = MemoryRegion.allocate(4, PIECE);
+		ByteBuffer bytes = NativeMemory.byteBuffer(source.address(), 4 * PIECE);
+		new Random(11).ints(PIECE).forEach(v -> bytes.putInt(v));
+		Stripe slow = new Stripe(false);
+		Stripe fast = new Stripe(true);
+		StripedFlow flow = new StripedFlow(8, new KVConnection[] { slow, fast }, true, SendGate.OPEN, MIB);
+		for (int i = 0; i < 4; i++) {
+			flow.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, (long) i * PIECE, PIECE, 0, 1),
+					source.itemAddress(i), 0));
+		}
+		finish(flow, 8, () -> {
+		});
+		assertThat(fast.blocks).hasSize(2);
+		assertThat(fast.messages).containsExactly(new KVMessage.Fence(8, 2L * PIECE, crc(fast.blocks)));
+		assertThat(((KVMessage.Status) slow.messages.get(0)).checksum()).isEqualTo(crc(slow.blocks));
+		assertThat(crc(fast.blocks)).isNotEqualTo(crc(slow.blocks));
+	}
+
+	@Test
 	void piecesWaitingInTheRoomAreNeverHandedOnOnceItStopped() {
 		AtomicBoolean open = new AtomicBoolean(true);
 		Stripe a = new Stripe(false);
@@ -97,6 +123,16 @@ class StripedFlowTest {
 				fences), written, e -> {
 					throw new AssertionError(e);
 				});
+	}
+
+	/** @return the CRC32C of the blocks' source bytes, in the order given */
+	private static long crc(List<Block> blocks) {
+		CRC32C crc = new CRC32C();
+		for (Block b : blocks) {
+			DataBlock d = (DataBlock) b;
+			crc.update(NativeMemory.byteBuffer(d.srcAddress(), (int) d.payloadLength()));
+		}
+		return crc.getValue();
 	}
 
 	private static DataBlock piece(int i) {
