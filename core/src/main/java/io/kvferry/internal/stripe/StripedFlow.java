@@ -17,11 +17,10 @@ import io.kvferry.spi.SendListener;
 /**
  * One room's data on one {@link StripedConnection}: its blocks dealt in pieces over the stripes, evenly once its first
  * bytes went on stripe 0 alone (pieces of a stretch or more are taken by a stripe with room and the fewest bytes in
- * flight), and a tally
- * of what each stripe carried. When the room's data is complete, each further stripe that carried some of it sends a
- * fence with what it moved and stripe 0 the closing message with the total and the stripes that fence, all behind the
- * room's gate: once every one was written, no piece still queued reads the engine's memory. A room that fits in its
- * first bytes thus touches one connection only.
+ * flight), and a tally of what each stripe carried. When the room's data is complete, each further stripe that carried
+ * some of it sends a fence with what it moved and stripe 0 the closing message with the total and the stripes that
+ * fence, all behind the room's gate: once every one was written, no piece still queued reads the engine's memory. A
+ * room that fits in its first bytes thus touches one connection only.
  *
  * <p>The rooms sharing a connection take turns: each stripe's transport queue holds at most {@link #WINDOW} bytes of
  * this room at a time, and the rest of its pieces wait here until the transport wrote those. A room of one page that
@@ -67,8 +66,9 @@ public final class StripedFlow {
 	// The stripe of the stretch being dealt, and the bytes it still takes.
 	private int stretch;
 	private long stretchLeft;
-	// Pieces of a stretch or more, past the first bytes: not dealt in advance but taken by whichever stripe has room in
-	// its window first, so that a stripe whose connection runs slower carries less and the stripes end together.
+	// Pieces of a stretch or more, past the first bytes: not dealt in advance but taken by a stripe with room in its
+	// window and the fewest bytes in flight, so that a stripe whose connection runs slower carries less and the stripes
+	// end together.
 	private final Queue<DataBlock> shared = new ConcurrentLinkedQueue<>();
 	// Blocks offered to a lane or to the shared queue and not yet handed to a transport (nor dropped).
 	private final AtomicLong undelivered = new AtomicLong();
@@ -131,8 +131,8 @@ public final class StripedFlow {
 	 * keeps a run of small pieces, which come buffer by buffer, on one stripe: on decode each buffer's ledger is then
 	 * written by one connection's thread at a time, instead of its counters moving between cores piece by piece.
 	 * Past the first bytes, a piece of a stretch or more is not dealt in advance: a stripe with room in its window and
-	 * the fewest bytes in flight takes it, so that a stripe whose connection is slower (its threads got less of the cores) carries
-	 * less, and the stripes end together instead of one carrying on alone.
+	 * the fewest bytes in flight takes it, so that a stripe whose connection is slower (its threads got less of the
+	 * cores, or its link is slower) carries less, and the stripes end together instead of one carrying on alone.
 	 */
 	private void deal(DataBlock piece) {
 		if (takenOnDemand(piece.header().payloadLength())) {
@@ -220,8 +220,8 @@ public final class StripedFlow {
 	}
 
 	/**
-	 * Queues the closing messages, once every block was handed on: only then are the stripes' tallies, which count what
-	 * each handed to its transport, final.
+	 * Queues the closing messages, once every block was handed on or dropped: only then is it known which shared pieces
+	 * each stripe took, and so what each carried.
 	 */
 	private void close() {
 		if (!finished.compareAndSet(false, true)) {

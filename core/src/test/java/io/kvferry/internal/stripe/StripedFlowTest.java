@@ -66,7 +66,7 @@ class StripedFlowTest {
 		assertThat(a.blocks).hasSize(1);
 		assertThat(b.blocks).hasSize(1);
 		// Even in flight, either may take the last half piece.
-		flow.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, 2L * PIECE, PIECE / 2, 0, 1), 4096, 0));
+		flow.send(block(2L * PIECE, PIECE / 2, 4096));
 		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(3);
 	}
 
@@ -101,8 +101,7 @@ class StripedFlowTest {
 		Stripe fast = new Stripe(true);
 		StripedFlow flow = new StripedFlow(8, new KVConnection[] { slow, fast }, true, SendGate.OPEN, MIB);
 		for (int i = 0; i < 4; i++) {
-			flow.send(new DataBlock(new DataHeader(1, RegionKind.KV, 0, (long) i * PIECE, PIECE, 0, 1),
-					source.itemAddress(i), 0));
+			flow.send(block((long) i * PIECE, PIECE, source.itemAddress(i)));
 		}
 		finish(flow, 8, () -> {
 		});
@@ -153,7 +152,12 @@ class StripedFlowTest {
 
 	private static DataBlock piece(int i) {
 		// The tallies keep no checksum here, so the source is never read.
-		return new DataBlock(new DataHeader(1, RegionKind.KV, 0, (long) i * PIECE, PIECE, 0, 1), 4096, 0);
+		return block((long) i * PIECE, PIECE, 4096);
+	}
+
+	/** @return a contiguous block of room 1: {@code length} bytes from {@code src} to {@code offset} of region 0 */
+	private static DataBlock block(long offset, int length, long src) {
+		return new DataBlock(new DataHeader(1, RegionKind.KV, 0, offset, length, 0, 1), src, 0);
 	}
 
 	/** A stripe's connection: records what it is handed, and finishes block writes at once or when told. */
