@@ -4,8 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
@@ -22,6 +28,8 @@ import io.kvferry.spi.NativeMemory;
 import io.kvferry.spi.RegionKind;
 import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
 
@@ -124,6 +132,67 @@ class StripedFlowTest {
 		assertThat(a.blocks.size() + b.blocks.size()).isEqualTo(4);
 	}
 
+	@RepeatedTest(200)
+	void withWritesFinishingOnTheStripesOwnThreadsEveryPieceGoesOnceAndEachStripeClosesAfterItsLast()
+			throws InterruptedException {
+		// Each stripe finishes its writes on a thread of its own, as an event loop does, while the room is still being
+		// fed: shared pieces race between the stripes' hand-ons and the caller's.
+		ExecutorService[] loops = { Executors.newSingleThreadExecutor(), Executors.newSingleThreadExecutor() };
+		try {
+			Stripe a = new Stripe(loops[0]);
+			Stripe b = new Stripe(loops[1]);
+			Random random = new Random();
+			int pieces = 2 + random.nextInt(12);
+			StripedFlow flow = new StripedFlow(3, new KVConnection[] { a, b }, false, SendGate.OPEN, MIB);
+			long total = 0;
+			for (int i = 0; i < pieces; i++) {
+				int length = MIB + random.nextInt(PIECE - MIB + 1);
+				flow.send(block((long) i * PIECE, length, 4096));
+				total += length;
+			}
+			CountDownLatch written = new CountDownLatch(1);
+			AtomicInteger writtenCalls = new AtomicInteger();
+			finish(flow, 3, () -> {
+				writtenCalls.incrementAndGet();
+				written.countDown();
+			});
+			assertThat(written.await(10, TimeUnit.SECONDS)).as("every closing message written").isTrue();
+			for (ExecutorService loop : loops) {
+				loop.shutdown();
+				assertThat(loop.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+			}
+			assertThat(writtenCalls).hasValue(1);
+			List<Long> offsets = new ArrayList<>();
+			for (Stripe s : List.of(a, b)) {
+				s.blocks.forEach(x -> offsets.add(((DataBlock) x).header().dstOffset()));
+				// Nothing of the room follows a stripe's closing message (a stripe that carried nothing has none).
+				if (!s.log.isEmpty()) {
+					assertThat(s.log).last().isInstanceOf(KVMessage.class);
+				}
+			}
+			assertThat(offsets).as("each piece handed on once").doesNotHaveDuplicates().hasSize(pieces);
+			KVMessage.Status closing = (KVMessage.Status) a.messages.get(0);
+			assertThat(closing.bytes()).isEqualTo(total);
+			if (b.blocks.isEmpty()) {
+				assertThat(b.messages).isEmpty();
+				assertThat(closing.fences()).isZero();
+			}
+			else {
+				assertThat(b.messages).containsExactly(new KVMessage.Fence(3, bytes(b.blocks), KVMessage.NO_CHECKSUM));
+				assertThat(closing.fences()).isEqualTo(0b10);
+			}
+		}
+		finally {
+			for (ExecutorService loop : loops) {
+				loop.shutdownNow();
+			}
+		}
+	}
+
+	private static long bytes(List<Block> blocks) {
+		return blocks.stream().mapToLong(Block::payloadLength).sum();
+	}
+
 	/** @return a room's flow over {@code stripes} (stretches of 1 MiB) that was sent {@code pieces} pieces of 4 MiB */
 	private static StripedFlow sent(long room, int pieces, SendGate gate, Stripe... stripes) {
 		StripedFlow flow = new StripedFlow(room, stripes, false, gate, MIB);
@@ -163,13 +232,23 @@ class StripedFlowTest {
 	/** A stripe's connection: records what it is handed, and finishes block writes at once or when told. */
 	private static final class Stripe implements KVConnection {
 
-		final List<Block> blocks = new ArrayList<>();
-		final List<KVMessage> messages = new ArrayList<>();
+		final List<Block> blocks = Collections.synchronizedList(new ArrayList<>());
+		final List<KVMessage> messages = Collections.synchronizedList(new ArrayList<>());
+		// Blocks and messages in the order the stripe was handed them.
+		final List<Object> log = Collections.synchronizedList(new ArrayList<>());
 		private final List<SendListener> pending = new ArrayList<>();
 		private final boolean atOnce;
+		private final @Nullable Executor loop;
 
 		Stripe(boolean atOnce) {
 			this.atOnce = atOnce;
+			this.loop = null;
+		}
+
+		/** A stripe that finishes each write later, on {@code loop}. */
+		Stripe(Executor loop) {
+			this.atOnce = false;
+			this.loop = loop;
 		}
 
 		void finishWrites() {
@@ -191,13 +270,22 @@ class StripedFlowTest {
 		@Override
 		public void send(KVMessage message, SendGate gate, SendListener listener) {
 			messages.add(message);
+			log.add(message);
+			if (loop != null) {
+				loop.execute(listener::written);
+				return;
+			}
 			listener.written();
 		}
 
 		@Override
 		public void send(Block block, SendListener listener) {
 			blocks.add(block);
-			if (atOnce) {
+			log.add(block);
+			if (loop != null) {
+				loop.execute(listener::written);
+			}
+			else if (atOnce) {
 				listener.written();
 			}
 			else {
