@@ -30,6 +30,7 @@ import io.kvferry.spi.SendGate;
 import io.kvferry.spi.SendListener;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.RepetitionInfo;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
 
@@ -133,15 +134,16 @@ class StripedFlowTest {
 	}
 
 	@RepeatedTest(200)
-	void withWritesFinishingOnTheStripesOwnThreadsEveryPieceGoesOnceAndEachStripeClosesAfterItsLast()
-			throws InterruptedException {
+	void withWritesFinishingOnTheStripesOwnThreadsEveryPieceGoesOnceAndEachStripeClosesAfterItsLast(
+			RepetitionInfo repetition) throws InterruptedException {
 		// Each stripe finishes its writes on a thread of its own, as an event loop does, while the room is still being
 		// fed: shared pieces race between the stripes' hand-ons and the caller's.
 		ExecutorService[] loops = { Executors.newSingleThreadExecutor(), Executors.newSingleThreadExecutor() };
 		try {
 			Stripe a = new Stripe(loops[0]);
 			Stripe b = new Stripe(loops[1]);
-			Random random = new Random();
+			// The room's pieces are the same in each run of a repetition; only the threads' timing differs.
+			Random random = new Random(repetition.getCurrentRepetition());
 			int pieces = 2 + random.nextInt(12);
 			StripedFlow flow = new StripedFlow(3, new KVConnection[] { a, b }, false, SendGate.OPEN, MIB);
 			long total = 0;
