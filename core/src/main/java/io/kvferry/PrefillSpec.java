@@ -188,10 +188,7 @@ public final class PrefillSpec extends KVManagerSpec<PrefillSpec, PrefillKVManag
 	 * loaded host halves the time and cuts the CPU of a room of a few pages; a larger room still spreads its bytes,
 	 * where two connections copying in parallel gain more than the second connection's wake-ups cost. The rest goes in
 	 * stretches of as many bytes, each to the stripe with the fewest of the room's bytes so far: a buffer's small
-	 * pieces, sent one after another, then land through one decode thread at a time, not alternating piece by piece. A
-	 * piece of a stretch or more is not dealt in advance (unless decode asked for checksums): a stripe with room for it
-	 * in its window and the fewest bytes in flight takes it, so that a stripe whose connection runs slower carries less
-	 * and the stripes finish together.
+	 * pieces, sent one after another, then land through one decode thread at a time, not alternating piece by piece.
 	 *
 	 * @param bytes bytes of each room that stay on stripe 0; default {@value #DEFAULT_FIRST_STRIPE_BYTES} (256 KiB);
 	 *        0 deals every room over the stripes from its first byte, piece by piece

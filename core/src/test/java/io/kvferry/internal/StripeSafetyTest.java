@@ -382,9 +382,8 @@ class StripeSafetyTest {
 
 	@Test
 	void aRoomLargerThanItsFirstBytesSpreadsTheRestAndNamesTheStripesThatFence() {
-		// The first bytes stay on stripe 0, the rest is dealt in stretches. Each block (a buffer's eight pages) is
-		// smaller than a stretch of nine pages, so it is dealt in advance rather than taken by the stripe with room.
-		start(3, UnaryOperator.identity(), 9 * decodeMem.kvArgs().kvRegions().get(0).itemLen());
+		// The first block stays on stripe 0, the rest is dealt evenly.
+		start(3, UnaryOperator.identity(), 2 * decodeMem.kvArgs().kvRegions().get(0).itemLen());
 		KVMessage.Status success = eightPages(15);
 		for (int i = 1; i < 3; i++) {
 			assertThat(transport.decodeStripe(i).frames()).as("frames on stripe %d", i).isPositive();

@@ -2,7 +2,6 @@ package io.kvferry.internal.stripe;
 
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -16,21 +15,18 @@ import io.kvferry.spi.SendListener;
 
 /**
  * One room's data on one {@link StripedConnection}: its blocks dealt in pieces over the stripes, evenly once its first
- * bytes went on stripe 0 alone (pieces of a stretch or more are taken by a stripe with room and the fewest bytes in
- * flight), and a tally of what each stripe carried. When the room's data is complete, each further stripe that carried
- * some of it sends a fence with what it moved and stripe 0 the closing message with the total and the stripes that
- * fence, all behind the room's gate: once every one was written, no piece still queued reads the engine's memory. A
- * room that fits in its first bytes thus touches one connection only.
+ * bytes went on stripe 0 alone, and a tally of what each stripe carried. When the room's data is complete, each
+ * further stripe that carried some of it sends a fence with what it moved and stripe 0 the closing message with the
+ * total and the stripes that fence, all behind the room's gate: once every one was written, no piece still queued
+ * reads the engine's memory. A room that fits in its first bytes thus touches one connection only.
  *
  * <p>The rooms sharing a connection take turns: each stripe's transport queue holds at most {@link #WINDOW} bytes of
  * this room at a time, and the rest of its pieces wait here until the transport wrote those. A room of one page that
  * comes while a room of a gibibyte is being sent therefore waits for a window of the large room on each stripe, not
  * for all of it; a room smaller than the window goes to the transport at once.
  *
- * <p>Fed ({@link #send}, {@link #finish}) under the room's monitor, so each stripe's tally of the blocks dealt to it
- * follows the order of its connection; the transport's threads hand on the waiting pieces, lock-free, as the earlier
- * ones are written, and count the shared pieces a stripe takes. The closing messages are made once every piece was
- * handed on.
+ * <p>Fed ({@link #send}, {@link #finish}) under the room's monitor, so each stripe's tally follows the order of its
+ * connection; the transport's threads hand on the waiting pieces, lock-free, as the earlier ones are written.
  */
 public final class StripedFlow {
 
@@ -57,7 +53,6 @@ public final class StripedFlow {
 	// Per stripe, the small blocks dealt to it, grouped into scatter blocks.
 	private final ScatterGather[] gathers;
 	private final SendGate gate;
-	private final boolean checksums;
 	// Bytes of the room that go on stripe 0 alone before the rest is dealt over every stripe, and of each stretch the
 	// rest is dealt in.
 	private final long first;
@@ -66,20 +61,10 @@ public final class StripedFlow {
 	// The stripe of the stretch being dealt, and the bytes it still takes.
 	private int stretch;
 	private long stretchLeft;
-	// Pieces of a stretch or more, past the first bytes: not dealt in advance but taken by a stripe with room in its
-	// window and the fewest bytes in flight, so that a stripe whose connection runs slower carries less and the stripes
-	// end together.
-	private final Queue<DataBlock> shared = new ConcurrentLinkedQueue<>();
-	// Blocks offered to a lane or to the shared queue and not yet handed to a transport (nor dropped).
-	private final AtomicLong undelivered = new AtomicLong();
-	// What finish() was asked, once it was; the closing messages are made when nothing is undelivered.
-	private volatile Finish finishing;
-	private final AtomicBoolean finished = new AtomicBoolean();
 
 	StripedFlow(long room, KVConnection[] stripes, boolean checksums, SendGate gate, long firstStripeBytes) {
 		this.room = room;
 		this.gate = gate;
-		this.checksums = checksums;
 		this.first = firstStripeBytes;
 		this.dealt = new long[stripes.length];
 		this.stretchLeft = firstStripeBytes;
@@ -110,7 +95,7 @@ public final class StripedFlow {
 	 * no cutting goes to its stripe's group without a block object.
 	 */
 	public void sendKv(long room, int region, long dstOffset, int length, long srcAddress) {
-		if (length > Stripes.PIECE || takenOnDemand(length)) {
+		if (length > Stripes.PIECE) {
 			send(Stripes.kvBlock(room, region, dstOffset, length, srcAddress, gate));
 			return;
 		}
@@ -130,52 +115,9 @@ public final class StripedFlow {
 	 * first makes up for what stripe 0 took alone, so that a large room still ends up even over the stripes. A stretch
 	 * keeps a run of small pieces, which come buffer by buffer, on one stripe: on decode each buffer's ledger is then
 	 * written by one connection's thread at a time, instead of its counters moving between cores piece by piece.
-	 * Past the first bytes, a piece of a stretch or more is not dealt in advance: a stripe with room in its window and
-	 * the fewest bytes in flight takes it, so that a stripe whose connection is slower (its threads got less of the
-	 * cores, or its link is slower) carries less, and the stripes end together instead of one carrying on alone.
 	 */
 	private void deal(DataBlock piece) {
-		if (takenOnDemand(piece.header().payloadLength())) {
-			share(piece);
-			return;
-		}
 		gathers[stripeFor(piece.header().payloadLength())].send(piece);
-	}
-
-	/**
-	 * @return whether a piece of {@code bytes} goes to the shared queue, for a stripe with room in its window to take: a
-	 *         stretch or more, past the room's first bytes, over several stripes, unchecksummed (a checksum follows its
-	 *         stripe's order, which a shared piece has only once taken: its CRC would then run on a transport's thread)
-	 */
-	private boolean takenOnDemand(long bytes) {
-		return !checksums && lanes.length > 1 && first > 0 && stretchLeft <= 0 && bytes >= first;
-	}
-
-	/**
-	 * @return whether no other open stripe has fewer of the room's bytes in its transport's queue than {@code inFlight}:
-	 *         only such a stripe takes a shared piece. The transports' answers come as the kernel takes the bytes, and
-	 *         a send buffer can take a piece long before a slow link carries it, so the first stripe asked would
-	 *         otherwise fill its whole window while another stands empty. A stripe that declines has bytes in flight,
-	 *         and their answer asks it again.
-	 */
-	private boolean fewestInFlight(Lane self, long inFlight) {
-		for (Lane lane : lanes) {
-			if (lane != self && lane.handed.get() < inFlight && lane.connection.isActive()) {
-				return false;
-			}
-		}
-		return true;
-	}
-
-	private void share(DataBlock piece) {
-		undelivered.incrementAndGet();
-		shared.offer(piece);
-		for (Lane lane : lanes) {
-			lane.pump();
-			if (shared.isEmpty()) {
-				return;
-			}
-		}
 	}
 
 	/** @return the stripe a piece of {@code bytes} goes on, counted as dealt to it */
@@ -206,57 +148,31 @@ public final class StripedFlow {
 	public void finish(Closing closing, Runnable written, Consumer<Throwable> failed) {
 		// Nothing of the room may follow its fences and Success.
 		flush();
-		finishing = new Finish(closing, written, failed);
-		if (undelivered.get() == 0) {
-			close();
-		}
-	}
-
-	/** Counts a block handed to its transport or dropped; the last one after finish() closes the room's data. */
-	private void delivered() {
-		if (undelivered.decrementAndGet() == 0 && finishing != null) {
-			close();
-		}
-	}
-
-	/**
-	 * Queues the closing messages, once every block was handed on or dropped: only then is it known which shared pieces
-	 * each stripe took, and so what each carried.
-	 */
-	private void close() {
-		if (!finished.compareAndSet(false, true)) {
-			return;
-		}
-		Finish f = finishing;
 		int fences = 0;
 		for (int i = 1; i < lanes.length; i++) {
-			if (dealt[i] > 0 || lanes[i].took.get() > 0) {
+			if (dealt[i] > 0) {
 				fences |= 1 << i;
 			}
 		}
 		AtomicInteger remaining = new AtomicInteger(1 + Integer.bitCount(fences));
 		SendListener listener = SendListener.of(() -> {
 			if (remaining.decrementAndGet() == 0) {
-				f.written.run();
+				written.run();
 			}
-		}, f.failed);
+		}, failed);
 		long total = 0;
 		for (int i = 1; i < lanes.length; i++) {
-			if ((fences & (1 << i)) != 0) {
-				long carried = lanes[i].carried();
-				total += carried;
-				lanes[i].waiting.offer(new Last(new KVMessage.Fence(room, carried, lanes[i].tally.checksum()), listener));
+			Tally t = lanes[i].tally;
+			if (dealt[i] > 0) {
+				total += t.bytes();
+				lanes[i].waiting.offer(new Last(new KVMessage.Fence(room, t.bytes(), t.checksum()), listener));
 			}
 		}
-		Lane control = lanes[0];
-		lanes[0].waiting.offer(new Last(f.closing.of(total + control.carried(), control.tally.checksum(), fences),
-				listener));
+		Tally control = lanes[0].tally;
+		lanes[0].waiting.offer(new Last(closing.of(total + control.bytes(), control.checksum(), fences), listener));
 		for (Lane lane : lanes) {
 			lane.pump();
 		}
-	}
-
-	private record Finish(Closing closing, Runnable written, Consumer<Throwable> failed) {
 	}
 
 	/** The message that closes a stripe's share of the room, sent once every piece before it went to the transport. */
@@ -278,76 +194,48 @@ public final class StripedFlow {
 		final AtomicLong handed = new AtomicLong();
 		// Pump passes asked for: one thread hands on at a time, and a pass asked meanwhile runs again after it.
 		final AtomicInteger wip = new AtomicInteger();
-		// Bytes taken from the shared queue, which the tally does not count: it takes the stripe's own blocks as they are
-		// dealt, on the caller's thread, and a shared piece is only this stripe's once a transport's thread took it.
-		final AtomicLong took = new AtomicLong();
 
 		Lane(KVConnection connection, Tally tally) {
 			this.connection = connection;
 			this.tally = tally;
 		}
 
-		/** @return the bytes this stripe carried: its own blocks and the shared pieces it took */
-		long carried() {
-			return tally.bytes() + took.get();
-		}
-
 		@Override
 		public void send(Block block) {
-			undelivered.incrementAndGet();
 			tally.add(block);
 			waiting.offer(block);
 			pump();
 		}
 
-		/**
-		 * Hands on what waits, in order, as far as the window lets, then pieces of the shared queue while this stripe
-		 * has the fewest bytes in flight; the transport's answers call it again.
-		 */
+		/** Hands on what waits, in order, as far as the window lets; the transport's answers call it again. */
 		void pump() {
 			if (wip.getAndIncrement() != 0) {
 				return;
 			}
 			int missed = 1;
 			do {
-				for (;;) {
-					Object item = waiting.peek();
-					boolean own = item != null;
-					if (!own && (item = shared.peek()) == null) {
-						break;
-					}
+				Object item;
+				while ((item = waiting.peek()) != null) {
 					if (item instanceof Last last) {
 						waiting.poll();
 						connection.send(last.message, gate, last.listener);
 						continue;
 					}
+					Block block = (Block) item;
+					long bytes = block.payloadLength();
 					if (!gate.isOpen() || !connection.isActive()) {
-						// Never read: the room stopped or the connection closed, and either fails the room (one
-						// stripe closing ends the session). Dropped all the same, so that the closing messages still
-						// go out and fail where the room must hear it.
-						if ((own ? waiting.poll() : shared.poll()) != null) {
-							delivered();
-						}
+						// Never read: the room stopped or the connection closed, and either fails the room.
+						waiting.poll();
 						continue;
 					}
-					long bytes = ((Block) item).payloadLength();
 					long inFlight = handed.get();
-					if (inFlight > 0 && (inFlight + bytes > WINDOW || !own && !fewestInFlight(this, inFlight))) {
+					if (inFlight > 0 && inFlight + bytes > WINDOW) {
 						// The transport's answer for an earlier piece pumps again.
 						break;
 					}
-					Block block = (Block) (own ? waiting.poll() : shared.poll());
-					if (block == null) {
-						// Another stripe took the shared piece meanwhile.
-						continue;
-					}
-					bytes = block.payloadLength();
-					if (!own) {
-						took.addAndGet(bytes);
-					}
+					waiting.poll();
 					handed.addAndGet(bytes);
 					connection.send(block, new Handed(bytes));
-					delivered();
 				}
 				missed = wip.addAndGet(-missed);
 			}
