@@ -157,7 +157,7 @@ final class DecodeSession implements DialledConnection.Peer {
 	 */
 	Mono<DecodeSession> open() {
 		Duration limit = support.config.handshakeTimeout();
-		return connection.open(this::refused)
+		return connection.open()
 				.doOnError(e -> owner.gone(this))
 				.then(Mono.defer(() -> {
 					hello();
@@ -165,6 +165,7 @@ final class DecodeSession implements DialledConnection.Peer {
 				}))
 				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + stalledAt()
 						+ " within " + limit)), support.config.timer())
+				.onErrorMap(this::refused)
 				.doOnError(e -> close(Failures.describe(e)))
 				.thenReturn(this);
 	}
@@ -197,16 +198,20 @@ final class DecodeSession implements DialledConnection.Peer {
 		}
 	}
 
-	/** A rank that said it drains and then went away is not an unexplained connection failure. */
+	/**
+	 * A rank that said it drains and then went away is not an unexplained connection failure, whether it no longer
+	 * listens or its listener, still closing, took the connection and dropped it before answering the handshake. The
+	 * rank's own answers (a refused handshake, another incarnation) stay what they are.
+	 */
 	private Throwable refused(Throwable e) {
 		String reason = support.drained.get(endpoint);
-		return reason == null ? e : new DrainedRankException("prefill rank " + endpoint
-				+ " drained (" + reason + ") and is gone: " + Failures.describe(e), e);
+		return reason == null || e instanceof TopologyException || e instanceof PeerRefusedException ? e
+				: new DrainedRankException("prefill rank " + endpoint + " drained (" + reason + ") and is gone: "
+						+ Failures.describe(e), e);
 	}
 
 	@Override
 	public void onConnected() {
-		support.drained.remove(endpoint);
 		owner.connected(this);
 	}
 
@@ -274,6 +279,9 @@ final class DecodeSession implements DialledConnection.Peer {
 				handshake.tryEmitError(retired);
 				return true;
 			}
+			// The rank answers again: a drain it announced before is over (a drain still going is announced anew,
+			// after this answer).
+			support.drained.remove(endpoint);
 			token = ack.token();
 			if (ack.incarnation() != Incarnation.UNKNOWN) {
 				incarnation = ack.incarnation();

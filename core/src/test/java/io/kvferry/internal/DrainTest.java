@@ -19,6 +19,13 @@ import io.kvferry.PrefillKVManager;
 import io.kvferry.bootstrap.BootstrapException;
 import io.kvferry.bootstrap.PrefillRegistration;
 import io.kvferry.test.InMemoryBootstrap;
+import io.kvferry.spi.CloseReason;
+import io.kvferry.spi.ConnectionHandler;
+import io.kvferry.spi.DataHeader;
+import io.kvferry.spi.KVConnection;
+import io.kvferry.spi.KVMessage;
+import io.kvferry.spi.KVTransport;
+import io.kvferry.spi.PayloadSink;
 import io.kvferry.transport.local.InMemoryKVTransport;
 import io.kvferry.harness.ModelShape;
 import io.kvferry.harness.RankMemory;
@@ -154,6 +161,44 @@ class DrainTest {
 		// Not a bare connection failure: the rank said it drains before it went.
 		failsWith(next.completion(), FailureCause.DRAINING, "prefill rank " + endpoint + " drained (",
 				"is draining and admits no new rooms", ") and is gone: ");
+	}
+
+	@Test
+	void aRoomWhoseConnectionADrainedRankDroppedBeforeTheHandshakeFailsBecauseItDrained() {
+		start(false);
+		KVReceiver[] receiver = new KVReceiver[1];
+		open(1, receiver);
+		HostPort endpoint = prefill.endpoint();
+		StepVerifier.create(prefill.drain(Duration.ZERO)).expectComplete().verify(T);
+		prefill.disposeNow(T);
+		prefill = null;
+		StepVerifier.create(bootstrap.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE,
+				endpoint.host(), endpoint.port(), SHAPE.pageSize()))).expectComplete().verify(T);
+		// What a rank's listener does while its process goes away: it takes the connection, then drops it unanswered.
+		KVTransport.Listener goingAway = transport.listen(endpoint, c -> new ConnectionHandler() {
+			@Override
+			public void onMessage(KVConnection connection, KVMessage message) {
+				connection.close("the process is exiting");
+			}
+
+			@Override
+			public PayloadSink onData(KVConnection connection, DataHeader header) {
+				return null;
+			}
+
+			@Override
+			public void onClose(KVConnection connection, CloseReason reason) {
+			}
+		}).block(T);
+		try {
+			KVReceiver next = decode.receiver(BOOTSTRAP, 2);
+			next.sendMetadata(new int[] { 2 }, -1, NONE);
+			failsWith(next.completion(), FailureCause.DRAINING, "prefill rank " + endpoint + " drained (",
+					"is draining and admits no new rooms", ") and is gone: ");
+		}
+		finally {
+			goingAway.dispose();
+		}
 	}
 
 	@Test

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
-import java.util.function.UnaryOperator;
 
 import io.kvferry.FailureCause;
 import io.kvferry.HostPort;
@@ -145,13 +144,9 @@ public final class DialledConnection {
 		return stripes.length == 1;
 	}
 
-	/**
-	 * Connects stripe 0.
-	 *
-	 * @param refused maps the transport's refusal to connect
-	 */
-	public Mono<Void> open(UnaryOperator<Throwable> refused) {
-		return transport.connect(endpoint, stripes[0]).onErrorMap(refused::apply)
+	/** Connects stripe 0. */
+	public Mono<Void> open() {
+		return transport.connect(endpoint, stripes[0])
 				.switchIfEmpty(Mono.error(() -> new ProtocolException("the transport ended the connect to prefill rank "
 						+ endpoint + " without a connection")))
 				.flatMap(conn -> {
