@@ -12,6 +12,7 @@ import io.kvferry.KVTransferException;
 import io.kvferry.RoomPath;
 import io.kvferry.RoomPhases;
 import io.kvferry.RoomTrace;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -52,10 +53,9 @@ class Room implements KVRoom {
 	private volatile long stateSince;
 	// The one timer armed for the room's state timeout, the earliest any state asked for. Swapped without the room's
 	// monitor, as a room's first byte moves it on a transport thread, which must never wait for whoever holds the room.
-	private volatile RoomDeadlines.Timeout<?> timeout;
-	@SuppressWarnings("rawtypes")
-	private static final AtomicReferenceFieldUpdater<Room, RoomDeadlines.Timeout> TIMEOUT =
-			AtomicReferenceFieldUpdater.newUpdater(Room.class, RoomDeadlines.Timeout.class, "timeout");
+	private volatile Timeout timeout;
+	private static final AtomicReferenceFieldUpdater<Room, Timeout> TIMEOUT =
+			AtomicReferenceFieldUpdater.newUpdater(Room.class, Timeout.class, "timeout");
 
 	Room(long id, RoomTable<?> table) {
 		this(id, table, false);
@@ -287,31 +287,62 @@ class Room implements KVRoom {
 	}
 
 	/**
-	 * @param deadline when the current state's limit ends, on the table's deadline clock
-	 * @return whether a timeout for it is to be made, {@link #install installed} and armed: false when one that comes
-	 *         due no later is armed
+	 * A timer armed for the room's state timeout. A room keeps at most one: moving to a state whose limit ends later
+	 * than the armed one leaves it be (it re-arms itself when it fires early), so a room whose limits are alike
+	 * schedules one timer in its life instead of one per state.
 	 */
-	boolean needsTimeout(long deadline) {
-		RoomDeadlines.Timeout<?> armed = timeout;
-		return armed == null || armed.deadline > deadline;
+	static final class Timeout {
+		final long deadline;
+		// Installed before its task is scheduled, so that a task that fires at once finds it: either side may come
+		// first, and whichever sees the other disposes the task.
+		private volatile Disposable task;
+		private volatile boolean cancelled;
+
+		Timeout(long deadline) {
+			this.deadline = deadline;
+		}
+
+		/** Hands over the scheduled task, disposed at once when the timeout was cancelled meanwhile. */
+		void scheduled(Disposable t) {
+			task = t;
+			if (cancelled) {
+				t.dispose();
+			}
+		}
+
+		void cancel() {
+			cancelled = true;
+			Disposable t = task;
+			if (t != null) {
+				t.dispose();
+			}
+		}
 	}
 
 	/**
-	 * Installs a timeout, before it is armed, unless one coming due no later got there first; disarms the one it
-	 * replaces. A timeout installed after the room ended is taken off at once.
-	 *
-	 * @return whether it was installed (then arm it, and take it off the table's deadlines again unless it still
-	 *         {@link #holds} it), false when another comes due no later
+	 * @param deadline when the current state's limit ends, on the table's deadline clock
+	 * @return a new timeout to {@link #install} and then schedule, or null when one that fires no later is armed
 	 */
-	boolean install(RoomDeadlines.Timeout<?> next) {
+	Timeout needsTimeout(long deadline) {
+		Timeout armed = timeout;
+		return armed != null && armed.deadline <= deadline ? null : new Timeout(deadline);
+	}
+
+	/**
+	 * Installs a timeout, before its task is scheduled, unless one firing no later got there first; cancels the one it
+	 * replaces. A timeout installed after the room ended is cancelled at once.
+	 *
+	 * @return whether it was installed (then schedule it), false when another fires no later
+	 */
+	boolean install(Timeout next) {
 		for (;;) {
-			RoomDeadlines.Timeout<?> armed = timeout;
+			Timeout armed = timeout;
 			if (armed != null && armed.deadline <= next.deadline) {
 				return false;
 			}
 			if (TIMEOUT.compareAndSet(this, armed, next)) {
 				if (armed != null) {
-					table.disarm(armed);
+					armed.cancel();
 				}
 				break;
 			}
@@ -322,21 +353,16 @@ class Room implements KVRoom {
 		return true;
 	}
 
-	/** @return whether {@code t} is the room's timeout */
-	boolean holds(RoomDeadlines.Timeout<?> t) {
-		return timeout == t;
-	}
-
 	/** @return whether {@code fired} was still the room's timeout (it is taken off); false when another replaced it */
-	boolean fired(RoomDeadlines.Timeout<?> fired) {
+	boolean fired(Timeout fired) {
 		return TIMEOUT.compareAndSet(this, fired, null);
 	}
 
-	/** Takes the room's timeout off, if any: the room ended. */
+	/** Cancels the room's timeout, if any: the room ended. */
 	void clearTimeout() {
-		RoomDeadlines.Timeout<?> armed = TIMEOUT.getAndSet(this, null);
+		Timeout armed = TIMEOUT.getAndSet(this, null);
 		if (armed != null) {
-			table.disarm(armed);
+			armed.cancel();
 		}
 	}
 }

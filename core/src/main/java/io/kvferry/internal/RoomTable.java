@@ -53,12 +53,12 @@ final class RoomTable<R extends Room> {
 	};
 	private final HotStream<KVStatusEvent> events;
 	private final String name;
+	private final Scheduler timer;
 	// What state deadlines are measured on, in nanoseconds: the timer's own clock when it keeps time of its own (a
 	// virtual-time scheduler), else System.nanoTime. Reactor's schedulers tell the wall clock, which a clock step moves:
 	// a step forward would fail rooms early.
 	private final LongSupplier clock;
 	private final Duration[] timeouts;
-	private final RoomDeadlines<R> deadlines;
 	private final BiConsumer<R, KVPoll> onEnding;
 	private final Consumer<R> onTerminal;
 	// Admitted rooms whose end was not fully handled yet (terminal state published and the engine's cleanup done).
@@ -87,10 +87,10 @@ final class RoomTable<R extends Room> {
 	RoomTable(String name, Scheduler timer, Scheduler callbacks, Duration bootstrapTimeout, Duration waitingTimeout,
 			Duration transferTimeout, int eventBufferSize, BiConsumer<R, KVPoll> onEnding, Consumer<R> onTerminal) {
 		this.name = name;
+		this.timer = timer;
 		this.clock = Math.abs(timer.now(TimeUnit.MILLISECONDS) - System.currentTimeMillis()) < WALL_CLOCK_SLACK_MILLIS
 				? System::nanoTime : () -> timer.now(TimeUnit.NANOSECONDS);
 		this.timeouts = new Duration[] { null, bootstrapTimeout, waitingTimeout, transferTimeout, null };
-		this.deadlines = new RoomDeadlines<>(timer, clock, this::expire);
 		this.events = new HotStream<>(callbacks, eventBufferSize,
 				dropped -> log.debug("[{}] slow subscriber dropped {}", name, dropped));
 		this.onEnding = onEnding;
@@ -388,8 +388,9 @@ final class RoomTable<R extends Room> {
 		}
 	}
 
-	// Each live state has its own limit from the moment the room entered it. The room keeps one deadline, the earliest
-	// any state asked for; when it comes due while the room is in a later state it arms that state's deadline.
+	// Each live state has its own limit from the moment the room entered it. The room keeps one timer, the earliest
+	// deadline any state asked for; when it fires while the room is in a later state it arms that state's deadline.
+	// A timer thread is thus woken about once per room rather than once per state.
 	private void armTimeout(R room, KVPoll state) {
 		long limit = limitNanos(state);
 		if (limit > 0) {
@@ -398,32 +399,15 @@ final class RoomTable<R extends Room> {
 	}
 
 	private void arm(R room, long deadline) {
-		if (!room.needsTimeout(deadline)) {
+		Room.Timeout next = room.needsTimeout(deadline);
+		if (next == null || !room.install(next)) {
 			return;
 		}
-		RoomDeadlines.Timeout<R> next = deadlines.timeout(room, deadline);
-		if (!room.install(next)) {
-			return;
-		}
-		deadlines.arm(next);
-		// Ended or replaced meanwhile, its disarming may have come before the arming.
-		if (!room.holds(next)) {
-			deadlines.disarm(next);
-		}
+		long delay = Math.max(0, deadline - clock.getAsLong());
+		next.scheduled(timer.schedule(() -> expire(room, next), delay, TimeUnit.NANOSECONDS));
 	}
 
-	/** Takes a room's deadline off: the room ended, or armed an earlier one. */
-	void disarm(RoomDeadlines.Timeout<?> t) {
-		deadlines.disarm(t);
-	}
-
-	/** @return how many rooms have a deadline armed (tests) */
-	int armedDeadlines() {
-		return deadlines.size();
-	}
-
-	private void expire(RoomDeadlines.Timeout<R> fired) {
-		R room = fired.room;
+	private void expire(R room, Room.Timeout fired) {
 		if (!room.fired(fired)) {
 			return;
 		}
@@ -467,9 +451,7 @@ final class RoomTable<R extends Room> {
 		return events.flux();
 	}
 
-	/** The manager closed: its rooms all ended, and nothing is armed or published any more. */
 	void complete() {
-		deadlines.close();
 		events.complete();
 	}
 }

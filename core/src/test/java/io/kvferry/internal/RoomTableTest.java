@@ -5,21 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 
 import io.kvferry.FailureCause;
 import io.kvferry.KVPoll;
 import io.kvferry.KVStatusEvent;
 import io.kvferry.KVTransferException;
-import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
-import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
-import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -281,7 +274,7 @@ class RoomTableTest {
 	}
 
 	@Test
-	void roomsWhoseLimitsAreAlikeShareOneTimerTaskAndStillTimeOutPerState() {
+	void aRoomWhoseLimitsAreAlikeArmsOneTimerInItsLifeAndStillTimesOutPerState() {
 		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 		CountingTimer timer = new CountingTimer(vts);
 		Duration limit = Duration.ofSeconds(100);
@@ -292,118 +285,20 @@ class RoomTableTest {
 		t.advance(ok, KVPoll.WAITING_FOR_INPUT);
 		t.advance(ok, KVPoll.TRANSFERRING);
 		t.advance(ok, KVPoll.SUCCESS);
-		assertThat(timer.scheduled).as("one timer task for a room's four states").isEqualTo(1);
-		assertThat(t.armedDeadlines()).as("an ended room's deadline is taken off").isZero();
-
-		// Rooms whose deadlines come after the pending task's need no task of their own.
-		List<Room> many = new ArrayList<>();
-		for (long id = 10; id < 110; id++) {
-			Room r = t.getOrCreate(id, n -> new Room(n, t));
-			t.advance(r, KVPoll.BOOTSTRAPPING);
-			many.add(r);
-			vts.advanceTimeBy(Duration.ofMillis(10));
-		}
-		assertThat(timer.scheduled).isEqualTo(1);
-		assertThat(t.armedDeadlines()).isEqualTo(100);
-		many.forEach(r -> t.advance(r, KVPoll.SUCCESS));
-		assertThat(t.armedDeadlines()).isZero();
+		assertThat(timer.scheduled).as("one timer for a room's four states").isEqualTo(1);
 
 		Room slow = t.getOrCreate(2, n -> new Room(n, t));
 		t.advance(slow, KVPoll.BOOTSTRAPPING);
 		vts.advanceTimeBy(Duration.ofSeconds(60));
 		t.advance(slow, KVPoll.WAITING_FOR_INPUT);
-		assertThat(timer.scheduled).isEqualTo(1);
-		// The task rings at 100 s and finds the first rooms gone; the slow room's deadline (101 s, Bootstrapping's)
-		// is next, so it asks for 101 s, where the room is found waiting since 61 s and arms 161 s.
-		vts.advanceTimeBy(Duration.ofSeconds(39));
 		assertThat(timer.scheduled).isEqualTo(2);
-		vts.advanceTimeBy(Duration.ofSeconds(60));
+		// Bootstrapping's timer fires at 100 s, finds the room waiting since 60 s and arms 160 s.
+		vts.advanceTimeBy(Duration.ofSeconds(99));
 		assertThat(slow.state()).isEqualTo(KVPoll.WAITING_FOR_INPUT);
 		assertThat(timer.scheduled).isEqualTo(3);
 		vts.advanceTimeBy(Duration.ofSeconds(1));
 		assertThat(slow.state()).isEqualTo(KVPoll.FAILED);
 		assertThat(slow.reason()).isEqualTo("Request 2 timed out after 100s in KVPoll.WAITING_FOR_INPUT");
-		assertThat(t.armedDeadlines()).isZero();
-	}
-
-	@Test
-	void aDeadlineEarlierThanThePendingTaskGetsATaskOfItsOwn() {
-		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
-		CountingTimer timer = new CountingTimer(vts);
-		RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), Duration.ofSeconds(100),
-				Duration.ofSeconds(10), Duration.ofSeconds(100), 16, (r, s) -> { }, ended::add);
-		Room booting = t.getOrCreate(1, n -> new Room(n, t));
-		t.advance(booting, KVPoll.BOOTSTRAPPING);
-		Room waiting = t.getOrCreate(2, n -> new Room(n, t));
-		t.advance(waiting, KVPoll.BOOTSTRAPPING);
-		t.advance(waiting, KVPoll.WAITING_FOR_INPUT);
-		assertThat(timer.scheduled).as("100 s, then 10 s").isEqualTo(2);
-		vts.advanceTimeBy(Duration.ofSeconds(10));
-		assertThat(waiting.state()).isEqualTo(KVPoll.FAILED);
-		assertThat(booting.state()).isEqualTo(KVPoll.BOOTSTRAPPING);
-		vts.advanceTimeBy(Duration.ofSeconds(90));
-		assertThat(booting.state()).isEqualTo(KVPoll.FAILED);
-	}
-
-	@RepeatedTest(3)
-	void deadlinesArmedAndTakenOffOnManyThreadsLeaveNoneBehindAndTheStuckRoomsStillTimeOut() {
-		Scheduler timer = Schedulers.newParallel("deadlines", 2);
-		ExecutorService callers = Executors.newFixedThreadPool(4);
-		try {
-			Duration limit = Duration.ofMillis(20);
-			RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), limit, limit, limit, 16,
-					(r, s) -> { }, r -> { });
-			List<Room> stuck = new CopyOnWriteArrayList<>();
-			List<CompletableFuture<Void>> runs = new ArrayList<>();
-			for (int k = 0; k < 4; k++) {
-				long base = k * 100_000L;
-				runs.add(CompletableFuture.runAsync(() -> {
-					for (long id = base; id < base + 3_000; id++) {
-						Room r = t.getOrCreate(id, n -> new Room(n, t));
-						t.advance(r, KVPoll.BOOTSTRAPPING);
-						t.advance(r, KVPoll.WAITING_FOR_INPUT);
-						if (id % 100 == 0) {
-							stuck.add(r);
-						}
-						else {
-							t.advance(r, KVPoll.SUCCESS);
-						}
-					}
-				}, callers));
-			}
-			CompletableFuture.allOf(runs.toArray(CompletableFuture[]::new)).join();
-			assertThat(stuck).hasSize(120);
-			for (Room r : stuck) {
-				StepVerifier.create(r.completion()).expectError(KVTransferException.class).verify(Duration.ofSeconds(10));
-			}
-			assertThat(stuck).allMatch(r -> r.state() == KVPoll.FAILED);
-			assertThat(t.armedDeadlines()).as("no ended room's deadline stays armed").isZero();
-		}
-		finally {
-			callers.shutdownNow();
-			timer.dispose();
-		}
-	}
-
-	@Test
-	void aClosedTableLeavesNoTaskPending() {
-		VirtualTimeScheduler vts = VirtualTimeScheduler.create();
-		CountingTimer timer = new CountingTimer(vts);
-		RoomTable<Room> t = new RoomTable<>("test", timer, Schedulers.immediate(), Duration.ofSeconds(100),
-				Duration.ofSeconds(10), Duration.ofSeconds(100), 16, (r, s) -> { }, ended::add);
-		Room booting = t.getOrCreate(1, n -> new Room(n, t));
-		t.advance(booting, KVPoll.BOOTSTRAPPING);
-		// An earlier deadline: a second task, the first left pending.
-		Room waiting = t.getOrCreate(2, n -> new Room(n, t));
-		t.advance(waiting, KVPoll.BOOTSTRAPPING);
-		t.advance(waiting, KVPoll.WAITING_FOR_INPUT);
-		t.fail(booting, FailureCause.CLOSED, "closed", false);
-		t.fail(waiting, FailureCause.CLOSED, "closed", false);
-		assertThat(t.armedDeadlines()).isZero();
-		assertThat(timer.tasks).hasSize(2).noneMatch(Disposable::isDisposed);
-		// The manager closes: nothing of the table waits on the timer any more.
-		t.complete();
-		assertThat(timer.tasks).allMatch(Disposable::isDisposed);
 	}
 
 	@Test
@@ -472,7 +367,6 @@ class RoomTableTest {
 	// Counts the timers a table schedules; time and running are the virtual scheduler's.
 	private static class CountingTimer implements reactor.core.scheduler.Scheduler {
 		final VirtualTimeScheduler clock;
-		final List<Disposable> tasks = new ArrayList<>();
 		int scheduled;
 
 		CountingTimer(VirtualTimeScheduler clock) {
@@ -487,9 +381,7 @@ class RoomTableTest {
 		@Override
 		public reactor.core.Disposable schedule(Runnable task, long delay, java.util.concurrent.TimeUnit unit) {
 			scheduled++;
-			Disposable d = clock.schedule(task, delay, unit);
-			tasks.add(d);
-			return d;
+			return clock.schedule(task, delay, unit);
 		}
 
 		@Override
