@@ -144,36 +144,40 @@ class DrainTest {
 		failsWith(next.completion(), FailureCause.DRAINING, "is draining and admits no new rooms");
 	}
 
-	@Test
-	void aRoomForARankThatDrainedAndWentAwayFailsBecauseItDrained() {
+	/**
+	 * Decode connects to prefill, prefill drains and goes away; the bootstrap server still names it, as SGLang's HTTP
+	 * server does, which cannot forget a rank.
+	 *
+	 * @return the endpoint of the rank that went away
+	 */
+	private HostPort drainedAndGone() {
 		start(false);
-		KVReceiver[] receiver = new KVReceiver[1];
-		open(1, receiver);
+		open(1, new KVReceiver[1]);
 		HostPort endpoint = prefill.endpoint();
 		StepVerifier.create(prefill.drain(Duration.ZERO)).expectComplete().verify(T);
 		prefill.disposeNow(T);
 		prefill = null;
-		// SGLang's HTTP bootstrap server cannot forget a rank: it still names the one that went away.
 		StepVerifier.create(bootstrap.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE,
 				endpoint.host(), endpoint.port(), SHAPE.pageSize()))).expectComplete().verify(T);
+		return endpoint;
+	}
+
+	/** A new room for the rank that went away fails because it drained, not as a bare connection failure. */
+	private void aNewRoomFailsBecauseItDrained(HostPort endpoint) {
 		KVReceiver next = decode.receiver(BOOTSTRAP, 2);
 		next.sendMetadata(new int[] { 2 }, -1, NONE);
-		// Not a bare connection failure: the rank said it drains before it went.
 		failsWith(next.completion(), FailureCause.DRAINING, "prefill rank " + endpoint + " drained (",
 				"is draining and admits no new rooms", ") and is gone: ");
 	}
 
 	@Test
+	void aRoomForARankThatDrainedAndWentAwayFailsBecauseItDrained() {
+		aNewRoomFailsBecauseItDrained(drainedAndGone());
+	}
+
+	@Test
 	void aRoomWhoseConnectionADrainedRankDroppedBeforeTheHandshakeFailsBecauseItDrained() {
-		start(false);
-		KVReceiver[] receiver = new KVReceiver[1];
-		open(1, receiver);
-		HostPort endpoint = prefill.endpoint();
-		StepVerifier.create(prefill.drain(Duration.ZERO)).expectComplete().verify(T);
-		prefill.disposeNow(T);
-		prefill = null;
-		StepVerifier.create(bootstrap.register(BOOTSTRAP, PrefillRegistration.prefill(ParallelLayout.SINGLE,
-				endpoint.host(), endpoint.port(), SHAPE.pageSize()))).expectComplete().verify(T);
+		HostPort endpoint = drainedAndGone();
 		// What a rank's listener does while its process goes away: it takes the connection, then drops it unanswered.
 		KVTransport.Listener goingAway = transport.listen(endpoint, c -> new ConnectionHandler() {
 			@Override
@@ -191,10 +195,7 @@ class DrainTest {
 			}
 		}).block(T);
 		try {
-			KVReceiver next = decode.receiver(BOOTSTRAP, 2);
-			next.sendMetadata(new int[] { 2 }, -1, NONE);
-			failsWith(next.completion(), FailureCause.DRAINING, "prefill rank " + endpoint + " drained (",
-					"is draining and admits no new rooms", ") and is gone: ");
+			aNewRoomFailsBecauseItDrained(endpoint);
 		}
 		finally {
 			goingAway.dispose();
