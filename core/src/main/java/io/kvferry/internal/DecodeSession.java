@@ -165,7 +165,7 @@ final class DecodeSession implements DialledConnection.Peer {
 				}))
 				.timeout(limit, Mono.error(() -> new ProtocolException("prefill rank " + endpoint + " " + stalledAt()
 						+ " within " + limit)), support.config.timer())
-				.onErrorMap(this::refused)
+				.onErrorMap(this::drainedAndGone)
 				.doOnError(e -> close(Failures.describe(e)))
 				.thenReturn(this);
 	}
@@ -203,7 +203,7 @@ final class DecodeSession implements DialledConnection.Peer {
 	 * listens or its listener, still closing, took the connection and dropped it before answering the handshake. The
 	 * rank's own answers (a refused handshake, another incarnation) stay what they are.
 	 */
-	private Throwable refused(Throwable e) {
+	private Throwable drainedAndGone(Throwable e) {
 		String reason = support.drained.get(endpoint);
 		return reason == null || e instanceof TopologyException || e instanceof PeerRefusedException ? e
 				: new DrainedRankException("prefill rank " + endpoint + " drained (" + reason + ") and is gone: "
